@@ -1,0 +1,44 @@
+# Two entry points for a fresh Debian machine: `make demo` and `make test`.
+# Both install what they need: Debian packages (cross compiler, newlib, QEMU) and a virtual
+# environment in .venv with tinysched and its dependencies.
+
+PYTHON ?= python3
+VENV   ?= .venv
+APT_PACKAGES := gcc gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+BIN := $(VENV)/bin
+DEMO_MODEL := out/demo/demo_residual.tflite
+
+.PHONY: setup system-packages venv demo test lint bench clean
+
+setup: system-packages venv
+
+system-packages:
+	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+		echo "system packages present: $(APT_PACKAGES)"; \
+	else \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES); \
+	fi
+
+$(BIN)/tinysched: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test,tflm]'
+	@touch $@
+
+venv: $(BIN)/tinysched
+
+demo: setup
+	$(BIN)/python -m tinysched.modelgen demo $(DEMO_MODEL)
+	$(BIN)/tinysched analyze $(DEMO_MODEL)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check tinysched tests bench
+	$(BIN)/ruff format --check tinysched tests bench
+
+clean:
+	rm -rf $(VENV) out build dist .pytest_cache

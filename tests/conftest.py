@@ -1,0 +1,38 @@
+"""Shared fixtures: the public models in ../shared/models (skipped cleanly when absent)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_MODELS = REPO.parent / "shared" / "models"
+
+
+def shared_model_paths() -> list[Path]:
+    return sorted(SHARED_MODELS.glob("*.tflite")) if SHARED_MODELS.is_dir() else []
+
+
+def shared_manifest() -> dict[str, dict[str, str]]:
+    manifest = SHARED_MODELS / "MANIFEST.tsv"
+    if not manifest.is_file():
+        return {}
+    with manifest.open(newline="") as handle:
+        return {row["name"]: row for row in csv.DictReader(handle, delimiter="\t")}
+
+
+def shared_model_params():
+    """pytest params over shared models, or one skipped param saying why there are none."""
+    paths = shared_model_paths()
+    if not paths:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no shared models at {SHARED_MODELS}"))]
+    return [pytest.param(p, id=p.stem) for p in paths]
+
+
+def shared_model(name: str) -> Path:
+    path = SHARED_MODELS / f"{name}.tflite"
+    if not path.is_file():
+        pytest.skip(f"shared model {name} not available at {SHARED_MODELS}")
+    return path

@@ -1,0 +1,336 @@
+""".tflite flatbuffer -> `Graph`, through TFLite's own generated schema module.
+
+A model file is untrusted input: every count and index is checked against the file before it is used,
+so a corrupt or hostile file ends in one `TinyschedError` naming the problem and the place, never in a
+traceback, a hang or a huge allocation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph, Operator, Quantization, Tensor
+
+FILE_IDENTIFIER = b"TFL3"
+MAX_RANK = 16
+MAX_OPERATOR_ARITY = 4096
+SUBGRAPH_CALLING_OPS = frozenset({"WHILE", "IF", "CALL_ONCE", "CALL"})
+
+# TensorType -> (numpy dtype name, bits per element)
+_DTYPES: dict[int, tuple[str, int]] = {
+    schema.TensorType.FLOAT32: ("float32", 32),
+    schema.TensorType.FLOAT16: ("float16", 16),
+    schema.TensorType.INT32: ("int32", 32),
+    schema.TensorType.UINT8: ("uint8", 8),
+    schema.TensorType.INT64: ("int64", 64),
+    schema.TensorType.BOOL: ("bool", 8),
+    schema.TensorType.INT16: ("int16", 16),
+    schema.TensorType.COMPLEX64: ("complex64", 64),
+    schema.TensorType.INT8: ("int8", 8),
+    schema.TensorType.FLOAT64: ("float64", 64),
+    schema.TensorType.COMPLEX128: ("complex128", 128),
+    schema.TensorType.UINT64: ("uint64", 64),
+    schema.TensorType.UINT32: ("uint32", 32),
+    schema.TensorType.UINT16: ("uint16", 16),
+    schema.TensorType.INT4: ("int4", 4),
+    schema.TensorType.BFLOAT16: ("bfloat16", 16),
+}
+_TYPE_NAMES = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+BUILTIN_NAMES: dict[int, str] = {
+    v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")
+}
+_ACTIVATIONS = {v: k for k, v in vars(schema.ActivationFunctionType).items() if not k.startswith("_")}
+_PADDINGS = {v: k for k, v in vars(schema.Padding).items() if not k.startswith("_")}
+
+
+def read_model(path: str | Path) -> Graph:
+    """Read a `.tflite` file into a Graph of its subgraph 0."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise TinyschedError(f"{path}: cannot read: {err.strerror or err}") from None
+    return parse_model(data, source=str(path))
+
+
+def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
+    """Parse flatbuffer bytes. Any structural fault becomes a TinyschedError naming `source`."""
+    if len(data) == 0:
+        raise TinyschedError(f"{source}: empty file, not a TFLite model")
+    if len(data) < 8:
+        raise TinyschedError(f"{source}: truncated: {len(data)} bytes is too short for a TFLite model")
+    if data[4:8] != FILE_IDENTIFIER:
+        raise TinyschedError(
+            f"{source}: not a TFLite model: file identifier {bytes(data[4:8])!r}, expected b'TFL3'"
+        )
+    reader = _Reader(bytes(data), source)
+    try:
+        return reader.read()
+    except TinyschedError:
+        raise
+    except (
+        struct.error,
+        IndexError,
+        ValueError,
+        TypeError,
+        UnicodeDecodeError,
+        OverflowError,
+        AttributeError,
+        MemoryError,
+        RecursionError,
+    ) as err:
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise TinyschedError(
+            f"{source}: corrupt or truncated flatbuffer at {reader.where}: {detail}"
+        ) from None
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _plain(value: Any) -> Any:
+    """Options values as plain Python: numpy vectors become tuples, nested option tables dicts."""
+    if isinstance(value, np.ndarray):
+        return tuple(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if hasattr(value, "__dict__"):
+        return {_snake(k): _plain(v) for k, v in vars(value).items()}
+    return value
+
+
+def decode_options(options_object: Any) -> dict[str, Any]:
+    """Generated `*OptionsT` object -> dict with snake_case keys and enum names where they help."""
+    if options_object is None:
+        return {}
+    options = _plain(options_object)
+    if "fused_activation_function" in options:
+        code = options["fused_activation_function"]
+        options["fused_activation_function"] = _ACTIVATIONS.get(code, code)
+    if "padding" in options and isinstance(options["padding"], int):
+        options["padding"] = _PADDINGS.get(options["padding"], options["padding"])
+    return options
+
+
+class _Reader:
+    def __init__(self, data: bytes, source: str) -> None:
+        self.data = data
+        self.source = source
+        self.where = "model header"
+        self.string_budget = 16 * len(data) + 4096
+
+    def fail(self, message: str) -> TinyschedError:
+        return TinyschedError(f"{self.source}: {message} (at {self.where})")
+
+    def count(self, n: int, what: str, limit: int | None = None) -> int:
+        """A vector length, refused when it cannot fit in the file (or exceeds `limit`)."""
+        limit = len(self.data) // 4 if limit is None else limit
+        if n < 0 or n > limit:
+            raise self.fail(f"{what} count {n} is impossible for a {len(self.data)}-byte file")
+        return n
+
+    def string(self, raw: bytes | None) -> str:
+        if raw is None:
+            return ""
+        self.string_budget -= len(raw)
+        if self.string_budget < 0:
+            raise self.fail("strings add up to more than the file could hold")
+        return raw.decode("utf-8", "replace")
+
+    def read(self) -> Graph:
+        model = schema.Model.GetRootAs(self.data, 0)
+        self.where = "model"
+        n_subgraphs = self.count(model.SubgraphsLength(), "subgraph")
+        if n_subgraphs == 0:
+            raise self.fail("model has no subgraph")
+        n_buffers = self.count(model.BuffersLength(), "buffer")
+        opcodes = self.read_opcodes(model)
+        description = self.string(model.Description())
+        metadata = self.read_metadata(model, n_buffers)
+
+        self.where = "subgraph 0"
+        subgraph = model.Subgraphs(0)
+        if subgraph is None:
+            raise self.fail("subgraph 0 is missing")
+        n_tensors = self.count(subgraph.TensorsLength(), "tensor")
+        tensors = tuple(self.read_tensor(model, subgraph, i, n_buffers) for i in range(n_tensors))
+        n_ops = self.count(subgraph.OperatorsLength(), "operator")
+        operators = tuple(self.read_operator(subgraph, i, opcodes) for i in range(n_ops))
+        self.where = "subgraph 0 inputs/outputs"
+        inputs = self.int_vector(subgraph.InputsAsNumpy(), subgraph.InputsLength(), "graph input")
+        outputs = self.int_vector(subgraph.OutputsAsNumpy(), subgraph.OutputsLength(), "graph output")
+        name = self.string(subgraph.Name())
+        self.where = "graph structure"
+        return Graph(
+            tensors=tensors,
+            operators=operators,
+            inputs=inputs,
+            outputs=outputs,
+            name=name,
+            description=description,
+            metadata=metadata,
+            source=self.source,
+            sha256=hashlib.sha256(self.data).hexdigest(),
+        )
+
+    def int_vector(self, array: Any, length: int, what: str, limit: int | None = None) -> tuple[int, ...]:
+        self.count(length, what, limit)
+        if length == 0 or isinstance(array, int):
+            return ()
+        return tuple(int(x) for x in array)
+
+    def read_opcodes(self, model: schema.Model) -> list[tuple[str, int]]:
+        """(name, version) for each operator code."""
+        names: list[tuple[str, int]] = []
+        for i in range(self.count(model.OperatorCodesLength(), "operator code")):
+            self.where = f"operator code {i}"
+            code = model.OperatorCodes(i)
+            builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+            if builtin == schema.BuiltinOperator.CUSTOM:
+                name = "CUSTOM:" + self.string(code.CustomCode())
+            elif builtin in BUILTIN_NAMES:
+                name = BUILTIN_NAMES[builtin]
+            else:
+                raise self.fail(f"unknown builtin operator code {builtin}")
+            names.append((name, int(code.Version())))
+        return names
+
+    def read_metadata(self, model: schema.Model, n_buffers: int) -> dict[str, bytes]:
+        entries: dict[str, bytes] = {}
+        for i in range(self.count(model.MetadataLength(), "metadata")):
+            self.where = f"metadata entry {i}"
+            entry = model.Metadata(i)
+            name = self.string(entry.Name())
+            buffer_index = entry.Buffer()
+            if not 0 <= buffer_index < n_buffers:
+                raise self.fail(f"metadata {name!r} names buffer {buffer_index}, model has {n_buffers}")
+            entries[name] = bytes(self.buffer_bytes(model, buffer_index))
+        return entries
+
+    def buffer_bytes(self, model: schema.Model, index: int) -> memoryview:
+        buffer = model.Buffers(index)
+        if buffer is None:
+            return memoryview(b"")
+        offset, size = buffer.Offset(), buffer.Size()
+        if offset > 1:  # data stored after the flatbuffer (models over 2 GiB)
+            if offset + size > len(self.data):
+                raise self.fail(f"buffer {index} points past the end of the file")
+            return memoryview(self.data)[offset : offset + size]
+        length = self.count(buffer.DataLength(), f"buffer {index} byte", len(self.data))
+        if length == 0:
+            return memoryview(b"")
+        array = buffer.DataAsNumpy()
+        return memoryview(array.tobytes() if not array.flags.c_contiguous else array)
+
+    def read_tensor(self, model: schema.Model, subgraph: Any, index: int, n_buffers: int) -> Tensor:
+        self.where = f"subgraph 0 tensor {index}"
+        tensor = subgraph.Tensors(index)
+        if tensor is None:
+            raise self.fail("tensor table missing")
+        name = self.string(tensor.Name())
+        self.where = f"subgraph 0 tensor {index} ({name!r})"
+        shape = self.int_vector(tensor.ShapeAsNumpy(), tensor.ShapeLength(), "shape dimension", MAX_RANK)
+        if any(d < 0 for d in shape):
+            raise self.fail(f"dynamic shape {list(shape)} is not supported; tinysched needs static shapes")
+        type_code = tensor.Type()
+        if type_code not in _DTYPES:
+            type_name = _TYPE_NAMES.get(type_code, f"type code {type_code}")
+            raise self.fail(f"tensor type {type_name} is not supported")
+        dtype, bits = _DTYPES[type_code]
+        elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        nbytes = (elements * bits + 7) // 8
+        buffer_index = tensor.Buffer()
+        if not 0 <= buffer_index < n_buffers:
+            raise self.fail(f"buffer index {buffer_index} out of range (model has {n_buffers} buffers)")
+        raw = self.buffer_bytes(model, buffer_index) if buffer_index else memoryview(b"")
+        data = None
+        if len(raw):
+            if tensor.Sparsity() is not None:
+                raise self.fail("sparse constant tensors are not supported")
+            if len(raw) != nbytes:
+                raise self.fail(
+                    f"constant data is {len(raw)} bytes, shape {list(shape)} {dtype} needs {nbytes}"
+                )
+            data = self.constant_array(raw, dtype, shape)
+        return Tensor(
+            index=index,
+            name=name,
+            dtype=dtype,
+            shape=shape,
+            nbytes=nbytes,
+            quantization=self.read_quantization(tensor.Quantization(), shape),
+            data=data,
+            is_variable=bool(tensor.IsVariable()),
+            buffer=buffer_index if data is not None else 0,
+        )
+
+    @staticmethod
+    def constant_array(raw: memoryview, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+        if dtype in ("int4", "bfloat16"):
+            array = np.frombuffer(bytes(raw), dtype=np.uint8).copy()  # packed; kernels unpack
+        else:
+            array = np.frombuffer(bytes(raw), dtype=dtype).reshape(shape).copy()
+        array.flags.writeable = False
+        return array
+
+    def read_quantization(self, quant: Any, shape: tuple[int, ...]) -> Quantization | None:
+        if quant is None:
+            return None
+        limit = max(shape, default=1) if shape else 1
+        scale = self.int_or_float_vector(quant.ScaleAsNumpy(), quant.ScaleLength(), "scale", limit)
+        zero_point = self.int_or_float_vector(
+            quant.ZeroPointAsNumpy(), quant.ZeroPointLength(), "zero point", limit
+        )
+        if not scale:
+            return None
+        if zero_point and len(zero_point) != len(scale):
+            raise self.fail(f"{len(scale)} scales but {len(zero_point)} zero points")
+        axis = int(quant.QuantizedDimension())
+        if len(scale) > 1 and not 0 <= axis < max(len(shape), 1):
+            raise self.fail(f"per-channel quantisation axis {axis} outside rank {len(shape)}")
+        return Quantization(
+            scale=tuple(float(s) for s in scale),
+            zero_point=tuple(int(z) for z in zero_point) or (0,) * len(scale),
+            axis=axis,
+        )
+
+    def int_or_float_vector(self, array: Any, length: int, what: str, limit: int) -> tuple:
+        self.count(length, what, max(limit, 1))
+        if length == 0 or isinstance(array, int):
+            return ()
+        return tuple(array.tolist())
+
+    def read_operator(self, subgraph: Any, index: int, opcodes: list[tuple[str, int]]) -> Operator:
+        self.where = f"subgraph 0 operator {index}"
+        op = subgraph.Operators(index)
+        if op is None:
+            raise self.fail("operator table missing")
+        opcode_index = op.OpcodeIndex()
+        if not 0 <= opcode_index < len(opcodes):
+            raise self.fail(f"operator code index {opcode_index} out of range ({len(opcodes)} codes)")
+        opcode, version = opcodes[opcode_index]
+        self.where = f"subgraph 0 operator {index} ({opcode})"
+        if opcode in SUBGRAPH_CALLING_OPS:
+            raise self.fail(f"{opcode} calls other subgraphs; control flow is not supported yet")
+        inputs = self.int_vector(op.InputsAsNumpy(), op.InputsLength(), "input", MAX_OPERATOR_ARITY)
+        outputs = self.int_vector(op.OutputsAsNumpy(), op.OutputsLength(), "output", MAX_OPERATOR_ARITY)
+        intermediates = self.int_vector(
+            op.IntermediatesAsNumpy(), op.IntermediatesLength(), "intermediate", MAX_OPERATOR_ARITY
+        )
+        options = decode_options(schema.BuiltinOptionsCreator(op.BuiltinOptionsType(), op.BuiltinOptions()))
+        if not options and hasattr(op, "BuiltinOptions2Type") and op.BuiltinOptions2Type():
+            options = decode_options(
+                schema.BuiltinOptions2Creator(op.BuiltinOptions2Type(), op.BuiltinOptions2())
+            )
+        return Operator(index, opcode, inputs, outputs, options, version, intermediates)
