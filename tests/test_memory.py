@@ -55,6 +55,7 @@ def _interpreter_peak(path: Path) -> int:
     """
     script = r"""
 import json, sys
+import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 it = Interpreter(model_path=sys.argv[1])
 ops = it._get_ops_details()
