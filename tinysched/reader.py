@@ -118,6 +118,8 @@ def decode_options(options_object: Any) -> dict[str, Any]:
     if "fused_activation_function" in options:
         code = options["fused_activation_function"]
         options["fused_activation_function"] = _ACTIVATIONS.get(code, code)
+    if isinstance(options.get("output_type"), int) and options["output_type"] in _DTYPES:
+        options["output_type"] = _DTYPES[options["output_type"]][0]
     if "padding" in options and isinstance(options["padding"], int):
         options["padding"] = _PADDINGS.get(options["padding"], options["padding"])
     return options
