@@ -1,0 +1,576 @@
+"""Offset assignment: every activation tensor gets a fixed byte offset in one static arena.
+
+For a given operator order each tensor is a rectangle: its lifetime (steps, from `memory.lifetimes`)
+by its size rounded up to the alignment. Tensors live at a common step must not overlap in memory.
+The arena can never be smaller than the peak over steps of *aligned* live bytes (the lower bound);
+when a placement reaches it, that placement is proven optimal for the order.
+
+Greedy placers run first (TFLM's greedy-by-size and best-fit variants, all in one name->function
+table). Placement decomposes along the time axis: tensors whose lifetimes are not chained together
+by overlaps never constrain one another, so each such component is placed on its own and the best
+greedy is taken per component. Only components whose best greedy exceeds the bound go to the exact
+search (CP-SAT with NoOverlap2D), under the time budget. `docs/arena.md` explains why the bound is
+valid and how the pieces fit together.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph
+from tinysched.memory import lifetimes, profile
+
+if TYPE_CHECKING:
+    from tinysched.scheduler import Schedule
+
+DEFAULT_ALIGNMENT = 16
+DEFAULT_TIME_LIMIT = 1.0  # placement, seconds
+DEFAULT_SCHEDULE_TIME_LIMIT = 5.0
+STOCK_TFLM_PLACER = "tflm-greedy-by-size"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """What the placer needs to know about one activation tensor under one order."""
+
+    index: int  # tensor index in the graph
+    name: str
+    bytes: int
+    aligned_bytes: int  # `bytes` rounded up to the alignment: what the tensor occupies in the arena
+    first_step: int
+    last_step: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one tensor lives: bytes [offset, offset + bytes) during steps first_step..last_step."""
+
+    index: int
+    name: str
+    offset: int
+    bytes: int
+    first_step: int
+    last_step: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "offset": self.offset,
+            "bytes": self.bytes,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+        }
+
+
+@dataclass(frozen=True)
+class ArenaPlan:
+    """A placement for one order. `optimal` is a proof: no placement for this order and alignment
+    has a smaller arena (arena == aligned lower bound, or the exact search proved its minimum)."""
+
+    order: tuple[int, ...]
+    alignment: int
+    arena_bytes: int  # max over tensors of offset + aligned size
+    lower_bound_bytes: int  # peak over steps of aligned live bytes
+    optimal: bool
+    method: str  # the placer(s) whose offsets were kept, "+"-joined when components differ
+    buffers: tuple[Placement, ...]  # one per activation tensor, by tensor index
+    seconds: float
+    peak_bytes: int  # unaligned peak of the order (the memory model's peak)
+    greedy_bytes: int  # best greedy arena before any exact search
+
+    @property
+    def offsets(self) -> dict[int, int]:
+        return {p.index: p.offset for p in self.buffers}
+
+    def placement(self, tensor: int) -> Placement:
+        for p in self.buffers:
+            if p.index == tensor:
+                return p
+        raise KeyError(tensor)
+
+
+# ---- buffers and the bound -------------------------------------------------------------------
+
+
+def align_up(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+def check_alignment(alignment: int) -> int:
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1:
+        raise TinyschedError(f"alignment must be a positive number of bytes, got {alignment!r}")
+    return alignment
+
+
+def arena_buffers(
+    graph: Graph, order: Sequence[int], alignment: int = DEFAULT_ALIGNMENT
+) -> tuple[Buffer, ...]:
+    """One Buffer per activation tensor, lifetimes from the memory model (the single definition)."""
+    check_alignment(alignment)
+    return tuple(
+        Buffer(
+            life.tensor,
+            graph.tensors[life.tensor].name,
+            life.nbytes,
+            align_up(life.nbytes, alignment),
+            life.first_step,
+            life.last_step,
+        )
+        for life in lifetimes(graph, order)
+    )
+
+
+def aligned_lower_bound(buffers: Sequence[Buffer]) -> int:
+    """Peak over steps of aligned live bytes. Valid because tensors live at one step are disjoint
+    ranges of the arena, each at least its aligned size long (offsets are multiples of the alignment)."""
+    if not buffers:
+        return 0
+    n_steps = max(b.last_step for b in buffers) + 2
+    delta = [0] * n_steps
+    for b in buffers:
+        delta[b.first_step] += b.aligned_bytes
+        delta[b.last_step + 1] -= b.aligned_bytes
+    live = peak = 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    return peak
+
+
+def time_components(buffers: Sequence[Buffer]) -> list[list[Buffer]]:
+    """Split buffers into groups chained by lifetime overlap; groups never constrain each other."""
+    groups: list[list[Buffer]] = []
+    reach = -1
+    for b in sorted(buffers, key=lambda b: (b.first_step, b.last_step, b.index)):
+        if not groups or b.first_step > reach:
+            groups.append([])
+        groups[-1].append(b)
+        reach = max(reach, b.last_step)
+    return groups
+
+
+# ---- placers ----------------------------------------------------------------------------------
+# Placers work in alignment units: a block's size is its aligned size / alignment, so every offset a
+# placer returns is aligned by construction. Zero-size blocks sit at offset 0 and never conflict.
+
+
+@dataclass(frozen=True)
+class Block:
+    """A buffer as the placers see it: size in alignment units and its lifetime."""
+
+    size: int
+    first: int
+    last: int
+    index: int  # tensor index: the tie-break, so results never depend on input order
+
+    def overlaps_in_time(self, other: Block) -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One time component to place: its blocks, and what the exact search may use."""
+
+    blocks: tuple[Block, ...]
+    target: int  # arena (units) the whole plan needs anyway: reaching it is as good as it gets
+    start: tuple[int, ...] | None = None  # best offsets known so far (exact search hint and cap)
+    time_limit: float = 0.0
+
+
+@dataclass(frozen=True)
+class Solution:
+    offsets: tuple[int, ...]  # one per block, in units
+    arena: int  # max offset + size, in units
+    lower_bound: int  # proven: no placement of these blocks fits in fewer units
+
+
+def extent(blocks: Sequence[Block], offsets: Sequence[int]) -> int:
+    return max((o + b.size for o, b in zip(offsets, blocks, strict=True)), default=0)
+
+
+def load_peak(blocks: Sequence[Block]) -> int:
+    """The largest total size live at one step: the blocks' own lower bound, in units."""
+    events = sorted([(b.first, b.size) for b in blocks] + [(b.last + 1, -b.size) for b in blocks])
+    live = peak = 0
+    for _, change in events:  # ends (negative) sort before starts at the same step
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
+def _first_fit(size: int, busy: list[tuple[int, int]]) -> int:
+    """Lowest offset where `size` fits between the (offset, end) ranges in `busy` (TFLM's gap search)."""
+    candidate = 0
+    for start, end in sorted(busy):
+        if start - candidate >= size:
+            break
+        candidate = max(candidate, end)
+    return candidate
+
+
+def _best_fit(size: int, busy: list[tuple[int, int]]) -> int:
+    """The smallest gap that holds `size` (lowest such offset on ties), else on top of everything."""
+    best_offset, best_gap = None, None
+    cursor = 0
+    for start, end in sorted(busy):
+        gap = start - cursor
+        if gap >= size and (best_gap is None or gap < best_gap):
+            best_offset, best_gap = cursor, gap
+        cursor = max(cursor, end)
+    return cursor if best_offset is None else best_offset
+
+
+def _place_in_order(blocks: Sequence[Block], priority: Sequence[int], fit: Callable) -> tuple[int, ...]:
+    offsets = [0] * len(blocks)
+    placed: list[int] = []
+    for i in priority:
+        block = blocks[i]
+        if block.size == 0:
+            continue
+        busy = [
+            (offsets[j], offsets[j] + blocks[j].size) for j in placed if blocks[j].overlaps_in_time(block)
+        ]
+        offsets[i] = fit(block.size, busy)
+        placed.append(i)
+    return tuple(offsets)
+
+
+def _by_size(bs: Sequence[Block]) -> list[int]:
+    # TFLM adds buffers in tensor order but fills its sort array from the tail, then bubble-sorts it
+    # stably by size: equal sizes end up highest tensor index first. Copying that matters, it changes
+    # the stock arena of e.g. the MLPerf VWW model by 9 KiB.
+    return sorted(range(len(bs)), key=lambda i: (-bs[i].size, -bs[i].index))
+
+
+def _by_lifetime(bs: Sequence[Block]) -> list[int]:
+    return sorted(range(len(bs)), key=lambda i: (-(bs[i].last - bs[i].first), -bs[i].size, bs[i].index))
+
+
+def _by_conflicts(bs: Sequence[Block]) -> list[int]:
+    weight = [sum(v.size for v in bs if v.overlaps_in_time(u)) for u in bs]
+    return sorted(range(len(bs)), key=lambda i: (-weight[i], -bs[i].size, bs[i].index))
+
+
+def _by_area(bs: Sequence[Block]) -> list[int]:
+    return sorted(range(len(bs)), key=lambda i: (-bs[i].size * (bs[i].last - bs[i].first + 1), bs[i].index))
+
+
+def _by_start(bs: Sequence[Block]) -> list[int]:
+    return sorted(range(len(bs)), key=lambda i: (bs[i].first, -bs[i].size, bs[i].index))
+
+
+def _greedy(priority: Callable[[Sequence[Block]], list[int]], fit: Callable) -> Callable[[Problem], Solution]:
+    def run(problem: Problem) -> Solution:
+        offsets = _place_in_order(problem.blocks, priority(problem.blocks), fit)
+        return Solution(offsets, extent(problem.blocks, offsets), load_peak(problem.blocks))
+
+    return run
+
+
+def _cp_sat(problem: Problem) -> Solution:
+    """Minimise the arena with CP-SAT: fixed x = lifetime, variable y = offset, NoOverlap2D.
+
+    The arena variable's domain starts at `problem.target` (what the whole plan needs anyway), so
+    the solver stops as soon as it reaches it; `problem.start` is the hint and caps the domain."""
+    from ortools.sat.python import cp_model
+
+    blocks = problem.blocks
+    own_bound = load_peak(blocks)
+    start = problem.start or _greedy(_by_size, _first_fit)(problem).offsets
+    cap = extent(blocks, start)
+    if cap <= max(problem.target, own_bound):
+        return Solution(tuple(start), cap, own_bound)
+    model = cp_model.CpModel()
+    arena = model.new_int_var(problem.target, cap, "arena")
+    ys: list[Any] = []
+    x_intervals, y_intervals, sizes = [], [], []
+    for k, b in enumerate(blocks):
+        if b.size == 0:
+            ys.append(None)
+            continue
+        y = model.new_int_var(0, cap - b.size, f"y{k}")
+        model.add(y + b.size <= arena)
+        model.add_hint(y, start[k])
+        ys.append(y)
+        x_intervals.append(model.new_fixed_size_interval_var(b.first, b.last - b.first + 1, f"x{k}"))
+        y_intervals.append(model.new_fixed_size_interval_var(y, b.size, f"m{k}"))
+        sizes.append(b.size)
+    model.add_no_overlap_2d(x_intervals, y_intervals)
+    # Redundant, and it hands the solver the bound's own argument: at every step the live sizes fit.
+    model.add_cumulative(x_intervals, sizes, arena)
+    model.add_hint(arena, cap)
+    model.minimize(arena)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(problem.time_limit, 0.01)
+    solver.parameters.num_workers = 1  # deterministic, and the machines have 2 cores
+    solver.parameters.random_seed = 0
+    status = solver.solve(model)
+    # The arena variable only bounds the extent from above, so an objective bound b above the
+    # domain's floor (`target`) proves every placement needs >= b; at the floor it proves nothing.
+    objective_bound = int(math.ceil(solver.best_objective_bound - 1e-9))
+    proven = max(own_bound, objective_bound if objective_bound > problem.target else 0)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Solution(tuple(start), cap, proven if status == cp_model.UNKNOWN else own_bound)
+    offsets = tuple(0 if y is None else int(solver.value(y)) for y in ys)
+    found = extent(blocks, offsets)
+    if found > cap:  # cannot happen (the domain caps it); keep the start rather than trust it
+        return Solution(tuple(start), cap, proven)
+    return Solution(offsets, found, proven)
+
+
+@dataclass(frozen=True)
+class Placer:
+    name: str
+    exact: bool  # exact placers run only where the greedy ones miss the bound, under the time limit
+    summary: str
+    run: Callable[[Problem], Solution]
+
+
+PLACERS: dict[str, Placer] = {
+    p.name: p
+    for p in (
+        Placer(
+            STOCK_TFLM_PLACER,
+            False,
+            "TFLM GreedyMemoryPlanner: largest first, lowest gap that fits",
+            _greedy(_by_size, _first_fit),
+        ),
+        Placer(
+            "best-fit-by-size", False, "largest first, smallest gap that fits", _greedy(_by_size, _best_fit)
+        ),
+        Placer(
+            "first-fit-by-lifetime",
+            False,
+            "longest-lived first, lowest gap",
+            _greedy(_by_lifetime, _first_fit),
+        ),
+        Placer(
+            "best-fit-by-lifetime",
+            False,
+            "longest-lived first, smallest gap",
+            _greedy(_by_lifetime, _best_fit),
+        ),
+        Placer(
+            "first-fit-by-conflicts",
+            False,
+            "most bytes overlapping in time first, lowest gap",
+            _greedy(_by_conflicts, _first_fit),
+        ),
+        Placer(
+            "best-fit-by-conflicts",
+            False,
+            "most bytes overlapping in time first, smallest gap",
+            _greedy(_by_conflicts, _best_fit),
+        ),
+        Placer(
+            "first-fit-by-area",
+            False,
+            "largest size x lifetime first, lowest gap",
+            _greedy(_by_area, _first_fit),
+        ),
+        Placer(
+            "first-fit-by-start", False, "earliest-born first, lowest gap", _greedy(_by_start, _first_fit)
+        ),
+        Placer(
+            "cp-sat", True, "CP-SAT NoOverlap2D minimising the arena (exact, under the time limit)", _cp_sat
+        ),
+    )
+}
+GREEDY_PLACERS = tuple(name for name, p in PLACERS.items() if not p.exact)
+
+
+def placer(name: str) -> Placer:
+    """Look up a placer by name; an unknown name lists the valid ones."""
+    try:
+        return PLACERS[name]
+    except KeyError:
+        raise TinyschedError(f"unknown placement method {name!r}; valid: {', '.join(PLACERS)}") from None
+
+
+# ---- planning ----------------------------------------------------------------------------------
+
+
+def _blocks(buffers: Sequence[Buffer], alignment: int) -> tuple[Block, ...]:
+    return tuple(Block(b.aligned_bytes // alignment, b.first_step, b.last_step, b.index) for b in buffers)
+
+
+def _assemble(
+    graph: Graph,
+    order: Sequence[int],
+    alignment: int,
+    buffers: Sequence[Buffer],
+    offset_units: dict[int, int],
+    *,
+    optimal: bool,
+    methods: Sequence[str],
+    started: float,
+    greedy_units: int,
+) -> ArenaPlan:
+    placements = tuple(
+        Placement(b.index, b.name, offset_units[b.index] * alignment, b.bytes, b.first_step, b.last_step)
+        for b in sorted(buffers, key=lambda b: b.index)
+    )
+    return ArenaPlan(
+        order=tuple(order),
+        alignment=alignment,
+        arena_bytes=max((p.offset + align_up(p.bytes, alignment) for p in placements), default=0),
+        lower_bound_bytes=aligned_lower_bound(buffers),
+        optimal=optimal,
+        method="+".join(dict.fromkeys(methods)) or "empty",
+        buffers=placements,
+        seconds=time.perf_counter() - started,
+        peak_bytes=profile(graph, order).peak_bytes,
+        greedy_bytes=greedy_units * alignment,
+    )
+
+
+def greedy_plan(
+    graph: Graph, order: Sequence[int], method: str = STOCK_TFLM_PLACER, alignment: int = DEFAULT_ALIGNMENT
+) -> ArenaPlan:
+    """One greedy placer on the whole graph: the stock-TFLM-like baseline, or any greedy table entry."""
+    started = time.perf_counter()
+    chosen = placer(method)
+    if chosen.exact:
+        raise TinyschedError(f"{method!r} is not a greedy placer; greedy ones: {', '.join(GREEDY_PLACERS)}")
+    graph.check_order(list(order))
+    buffers = arena_buffers(graph, order, alignment)
+    blocks = _blocks(buffers, alignment)
+    bound = aligned_lower_bound(buffers) // alignment
+    solution = chosen.run(Problem(blocks, bound))
+    return _assemble(
+        graph,
+        order,
+        alignment,
+        buffers,
+        {b.index: o for b, o in zip(blocks, solution.offsets, strict=True)},
+        optimal=solution.arena <= bound,
+        methods=[method],
+        started=started,
+        greedy_units=solution.arena,
+    )
+
+
+def plan_arena(
+    graph: Graph,
+    order: Sequence[int] | None = None,
+    alignment: int = DEFAULT_ALIGNMENT,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    methods: Sequence[str] | None = None,
+) -> ArenaPlan:
+    """Place every activation tensor of `graph` under `order` (stored order by default).
+
+    Every greedy placer in `methods` (default: the whole table) runs on each time component and the
+    best per component is kept; components still above the aligned lower bound then go to the exact
+    placers in `methods`, sharing `time_limit` seconds, hardest first. The plan is `optimal` when the
+    arena equals the bound, or an exact search proved the minimum of a component that sets it."""
+    started = time.perf_counter()
+    order = tuple(graph.stored_order() if order is None else order)
+    graph.check_order(list(order))
+    chosen = [placer(m) for m in (PLACERS if methods is None else methods)]
+    greedy = [p for p in chosen if not p.exact] or [PLACERS[STOCK_TFLM_PLACER]]  # exact ones need a start
+    exact = [p for p in chosen if p.exact]
+    buffers = arena_buffers(graph, order, alignment)
+    bound = aligned_lower_bound(buffers) // alignment
+
+    offsets: dict[int, int] = {}
+    used: list[str] = []
+    settled: list[Solution] = []
+    greedy_units = 0
+    hard: list[tuple[tuple[Block, ...], Solution, str]] = []
+    for group in time_components(buffers):
+        blocks = _blocks(group, alignment)
+        best, best_name = None, ""
+        for p in greedy:
+            solution = p.run(Problem(blocks, bound))
+            if best is None or solution.arena < best.arena:
+                best, best_name = solution, p.name
+            if best.arena <= bound:
+                break
+        assert best is not None
+        greedy_units = max(greedy_units, best.arena)
+        if best.arena > bound and exact:
+            hard.append((blocks, best, best_name))
+        else:
+            offsets.update({b.index: o for b, o in zip(blocks, best.offsets, strict=True)})
+            used.append(best_name)
+            settled.append(best)
+
+    # Hardest first: whatever one component cannot get below becomes the target for the rest.
+    hard.sort(key=lambda h: -h[1].arena)
+    target = bound
+    deadline = started + time_limit
+    for k, (blocks, best, name) in enumerate(hard):
+        for p in exact:
+            budget = (deadline - time.perf_counter()) / (len(hard) - k)
+            if best.arena <= target or budget <= 0:
+                break
+            solution = p.run(Problem(blocks, target, best.offsets, budget))
+            if solution.arena < best.arena:
+                best, name = solution, p.name
+            elif solution.lower_bound > best.lower_bound:
+                best = replace(best, lower_bound=solution.lower_bound)
+        target = max(target, best.arena)
+        offsets.update({b.index: o for b, o in zip(blocks, best.offsets, strict=True)})
+        used.append(name)
+        settled.append(best)
+
+    arena = max((s.arena for s in settled), default=0)
+    optimal = arena <= bound or any(s.lower_bound >= arena for s in settled)
+    return _assemble(
+        graph,
+        order,
+        alignment,
+        buffers,
+        offsets,
+        optimal=optimal,
+        methods=used,
+        started=started,
+        greedy_units=greedy_units,
+    )
+
+
+def plan_model(
+    graph: Graph,
+    alignment: int = DEFAULT_ALIGNMENT,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    schedule_time_limit: float = DEFAULT_SCHEDULE_TIME_LIMIT,
+    max_orders: int = 20,
+    methods: Sequence[str] | None = None,
+) -> tuple[Schedule, ArenaPlan]:
+    """Schedule (lowest-peak order), then place it.
+
+    Order and placement interact: when a certified order's placement misses its bound, other orders
+    with the same certified peak are placed too and the smallest arena wins. The returned schedule
+    carries the order actually placed (same peak, same certificate)."""
+    from tinysched import scheduler
+
+    sched = scheduler.schedule(graph, time_limit=schedule_time_limit)
+    deadline = time.perf_counter() + time_limit  # one placement budget, shared by every order tried
+    plan = plan_arena(graph, sched.order, alignment, time_limit, methods)
+    if plan.arena_bytes <= plan.lower_bound_bytes or not sched.certified:
+        return sched, plan
+    best = plan
+    remaining = deadline - time.perf_counter()
+    others = scheduler.optimal_orders(
+        graph, sched.peak_bytes, limit=max_orders, time_limit=max(remaining, 0.05)
+    )
+    for order in others:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            break
+        if tuple(order) == best.order or profile(graph, order).peak_bytes != sched.peak_bytes:
+            continue
+        candidate = plan_arena(graph, order, alignment, remaining, methods)
+        if (candidate.arena_bytes, not candidate.optimal) < (best.arena_bytes, not best.optimal):
+            best = candidate
+        if best.arena_bytes <= best.lower_bound_bytes:
+            break
+    if best is not plan:
+        sched = replace(sched, order=best.order)
+    return sched, best

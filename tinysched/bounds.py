@@ -1,0 +1,456 @@
+"""Lower bounds on the peak activation memory of every operator order, from minimum cuts.
+
+The scheduler can only call an order optimal if something proves that no order does better. The
+proofs here are lower bounds, each with a witness that `recheck` recomputes:
+
+- `trivial`: an operator's own inputs and outputs are live while it runs, in every order;
+- `first_step`: some operator without predecessors runs first, next to everything live at step 0;
+- `op_cut`: while operator v runs, the operators already executed form a down-set D (closed under
+  predecessors) holding v's ancestors and none of its descendants. The least memory over all such D
+  is a minimum cut (a project-selection / closure problem), and every order pays it at v's step;
+- `pair_cut`: two incomparable operators u, v run in one of two relative orders; conditioning the
+  cuts on each ("u is done when v runs", "v is not done when u runs") and taking the cheaper order
+  is again paid by every order.
+
+All of them are stated over `OrderingProblem`, which is memory.py's lifetime model rewritten in terms
+of sets of executed operators, so they are valid for exactly that model. docs/scheduling.md explains
+why each bound holds. Cuts are solved with OR-Tools' C++ max-flow on one network per graph whose
+"force into D" / "force out of D" arcs are switched per query, and only cuts that can still raise
+the bound are solved (see `lower_bound`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.graph.python import max_flow
+
+from tinysched.graph import Graph
+
+__all__ = ["LowerBound", "OrderingProblem", "lower_bound", "recheck", "trivial_bound"]
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """No topological order has a peak below `bytes`; `witness` says which argument shows it."""
+
+    bytes: int
+    kind: str  # "none" | "trivial" | "first_step" | "op_cut" | "pair_cut"
+    witness: dict = field(default_factory=dict)
+    cuts: int = 0  # minimum cuts solved to find it (a cost measure, not part of the proof)
+
+
+def _bits(mask: int) -> Iterable[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class OrderingProblem:
+    """memory.py's model restated over sets of executed operators, for bounds and exact search.
+
+    After the operators of a down-set D have run (D is a bitmask of operator indices), the bytes
+    still live are `resident_bytes(D)`: every tensor whose producer is in D (graph inputs and
+    unproduced activations count as produced before step 0) and that is a graph output or still
+    has a consumer outside D, plus, before anything ran, the graph inputs nobody reads. The step
+    that runs v after D costs `resident_bytes(D) + output_bytes[v]`: v's inputs are resident (v is a
+    consumer outside D) and all of v's outputs are live in its step, read or not. This equals
+    memory.profile's live bytes at that step.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        n = self.n_ops = len(graph.operators)
+        self.predecessors: tuple[tuple[int, ...], ...] = tuple(
+            tuple(sorted(p)) for p in graph.predecessors
+        )
+        self.successors: tuple[tuple[int, ...], ...] = tuple(tuple(sorted(s)) for s in graph.successors)
+        self.predecessor_mask = [sum(1 << p for p in preds) for preds in self.predecessors]
+        self.full_mask = (1 << n) - 1
+
+        outputs = set(graph.outputs)
+        self.output_bytes = [0] * n  # all of v's outputs, live in v's step
+        self.kept_output_bytes = [0] * n  # v's outputs that outlive its step (read later or graph outputs)
+        self.graph_output_bytes = [0] * n  # v's outputs that are graph outputs (live to the end)
+        self.input_bytes = [0] * n
+        self.always_bytes = 0  # unproduced graph outputs: live in every step
+        self.first_step_only_bytes = 0  # unproduced, unread, not outputs: live in step 0 only
+        self.initial_bytes = 0  # resident before step 0 (unproduced tensors someone reads)
+        # "Freeable" tensors: read by someone and not a graph output, so they die with their last reader.
+        self.freeable_bytes: list[int] = []
+        self.freeable_producer: list[int] = []  # -1: resident from the start
+        self.freeable_consumers: list[tuple[int, ...]] = []
+        self.freeable_consumer_mask: list[int] = []
+        op_freeable_inputs: list[list[int]] = [[] for _ in range(n)]
+        # per operator, (tensor, bytes) it reads / writes, always-live tensors left out
+        self.op_reads: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.op_writes: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for t in graph.activation_tensors:
+            nbytes = graph.tensors[t].nbytes
+            if nbytes <= 0:
+                continue
+            producer = graph.producer.get(t, -1)
+            readers = graph.consumers.get(t, ())
+            if producer >= 0 or t not in outputs:  # (unproduced outputs are in always_bytes)
+                for c in readers:
+                    self.input_bytes[c] += nbytes
+                    self.op_reads[c].append((t, nbytes))
+            if producer >= 0:
+                self.output_bytes[producer] += nbytes
+                self.op_writes[producer].append((t, nbytes))
+            if t in outputs:
+                if producer >= 0:
+                    self.kept_output_bytes[producer] += nbytes
+                    self.graph_output_bytes[producer] += nbytes
+                else:
+                    self.always_bytes += nbytes
+            elif readers:
+                if producer >= 0:
+                    self.kept_output_bytes[producer] += nbytes
+                else:
+                    self.initial_bytes += nbytes
+                index = len(self.freeable_bytes)
+                self.freeable_bytes.append(nbytes)
+                self.freeable_producer.append(producer)
+                self.freeable_consumers.append(tuple(readers))
+                self.freeable_consumer_mask.append(sum(1 << c for c in readers))
+                for c in readers:
+                    op_freeable_inputs[c].append(index)
+            elif producer < 0:
+                self.first_step_only_bytes += nbytes
+        self.op_freeable_inputs = tuple(tuple(ts) for ts in op_freeable_inputs)
+        self.total_bytes = (
+            sum(self.output_bytes) + self.always_bytes + self.initial_bytes + self.first_step_only_bytes
+        )
+        self.topological_order = self._topological_order()
+        # Longest paths: from the sources (earliest level) and to the sinks (latest level = the
+        # deepest level minus it); heuristics break ties with them instead of stored positions.
+        self.earliest_level = [0] * n
+        for v in self.topological_order:
+            self.earliest_level[v] = max((self.earliest_level[p] + 1 for p in self.predecessors[v]), default=0)
+        to_sink = [0] * n
+        for v in reversed(self.topological_order):
+            to_sink[v] = max((to_sink[s] + 1 for s in self.successors[v]), default=0)
+        depth = max(to_sink, default=0)
+        self.latest_level = [depth - d for d in to_sink]
+        self.ancestors = [0] * n
+        for v in self.topological_order:
+            mask = 0
+            for p in self.predecessors[v]:
+                mask |= self.ancestors[p] | (1 << p)
+            self.ancestors[v] = mask
+        self.descendants = [0] * n
+        for v in reversed(self.topological_order):
+            mask = 0
+            for s in self.successors[v]:
+                mask |= self.descendants[s] | (1 << s)
+            self.descendants[v] = mask
+
+    def _topological_order(self) -> list[int]:
+        indegree = [len(p) for p in self.predecessors]
+        ready = [v for v in range(self.n_ops) if indegree[v] == 0]
+        order: list[int] = []
+        while ready:
+            v = ready.pop()
+            order.append(v)
+            for s in self.successors[v]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    ready.append(s)
+        return order
+
+    # ---- memory over sets of executed operators ----------------------------------------------
+
+    def resident_bytes(self, executed: int) -> int:
+        """Bytes live between steps once the operators in `executed` (a down-set) have run."""
+        total = self.always_bytes
+        if executed == 0:
+            total += self.first_step_only_bytes
+        for v in _bits(executed):
+            total += self.graph_output_bytes[v]
+        for t, nbytes in enumerate(self.freeable_bytes):
+            p = self.freeable_producer[t]
+            if (p < 0 or executed >> p & 1) and self.freeable_consumer_mask[t] & ~executed:
+                total += nbytes
+        return total
+
+    def step_bytes(self, executed: int, op: int) -> int:
+        """Live bytes in the step that runs `op` right after the down-set `executed`."""
+        return self.resident_bytes(executed) + self.output_bytes[op]
+
+    def freed_bytes(self, executed: int, op: int) -> int:
+        """Bytes of op's inputs whose last reader is op, when op runs right after `executed`."""
+        after = executed | (1 << op)
+        return sum(
+            self.freeable_bytes[t]
+            for t in self.op_freeable_inputs[op]
+            if not self.freeable_consumer_mask[t] & ~after
+        )
+
+    def step_profile(self, order: Sequence[int]) -> list[int]:
+        """Live bytes of each step of `order` (assumed topological), in O(edges)."""
+        remaining = [len(c) for c in self.freeable_consumers]
+        resident = self.always_bytes + self.initial_bytes + self.first_step_only_bytes
+        steps = []
+        for step, v in enumerate(order):
+            steps.append(resident + self.output_bytes[v])
+            resident += self.kept_output_bytes[v]
+            for t in self.op_freeable_inputs[v]:
+                remaining[t] -= 1
+                if remaining[t] == 0:
+                    resident -= self.freeable_bytes[t]
+            if step == 0:
+                resident -= self.first_step_only_bytes
+        return steps
+
+    def peak_bytes(self, order: Sequence[int]) -> int:
+        return max(self.step_profile(order), default=0)
+
+    def incomparable(self, u: int, v: int) -> bool:
+        return u != v and not (self.ancestors[v] >> u & 1) and not (self.descendants[v] >> u & 1)
+
+
+class CutNetwork:
+    """One max-flow network per graph; each query switches the forcing arcs of a few operators.
+
+    Source side = executed operators (the down-set D). Arcs: v -> p (infinite) for each predecessor
+    p keeps D closed under predecessors; producer -> tensor node (its bytes) and tensor node ->
+    each consumer (infinite) charge a tensor once when its producer is in D and some reader is not;
+    source -> tensor node does the same for tensors resident from the start; producer -> sink
+    charges graph outputs produced in D. The min cut is then min over down-sets D of the resident
+    bytes (less the constant always-live bytes).
+    """
+
+    SOURCE, SINK = 0, 1
+
+    def __init__(self, problem: OrderingProblem) -> None:
+        self.problem = problem
+        n = problem.n_ops
+        self.infinite = problem.total_bytes + 1
+        tails: list[int] = []
+        heads: list[int] = []
+        caps: list[int] = []
+
+        def arc(tail: int, head: int, cap: int) -> int:
+            tails.append(tail)
+            heads.append(head)
+            caps.append(cap)
+            return len(tails) - 1
+
+        def op_node(v: int) -> int:
+            return 2 + v
+
+        self.force_in_arc = [arc(self.SOURCE, op_node(v), 0) for v in range(n)]
+        self.force_out_arc = [arc(op_node(v), self.SINK, problem.graph_output_bytes[v]) for v in range(n)]
+        self.base_out_capacity = list(problem.graph_output_bytes)
+        for v in range(n):
+            for p in problem.predecessors[v]:
+                arc(op_node(v), op_node(p), self.infinite)
+        node = 2 + n
+        for t, nbytes in enumerate(problem.freeable_bytes):
+            p = problem.freeable_producer[t]
+            arc(self.SOURCE if p < 0 else op_node(p), node, nbytes)
+            for c in problem.freeable_consumers[t]:
+                arc(node, op_node(c), self.infinite)
+            node += 1
+        self.flow = max_flow.SimpleMaxFlow()
+        self.flow.add_arcs_with_capacity(
+            np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32), np.asarray(caps, dtype=np.int64)
+        )
+        self.solved = 0
+
+    def min_resident(self, forced_in: Iterable[int], forced_out: Iterable[int]) -> int | None:
+        """Least resident bytes (less always-live ones) over down-sets D holding `forced_in` and none
+        of `forced_out`; None when no such down-set exists."""
+        forced_in = tuple(forced_in)
+        forced_out = tuple(forced_out)
+        flow = self.flow
+        for v in forced_in:
+            flow.set_arc_capacity(self.force_in_arc[v], self.infinite)
+        for v in forced_out:
+            flow.set_arc_capacity(self.force_out_arc[v], self.infinite)
+        status = flow.solve(self.SOURCE, self.SINK)
+        value = flow.optimal_flow()
+        for v in forced_in:
+            flow.set_arc_capacity(self.force_in_arc[v], 0)
+        for v in forced_out:
+            flow.set_arc_capacity(self.force_out_arc[v], self.base_out_capacity[v])
+        self.solved += 1
+        if status != flow.OPTIMAL:
+            raise RuntimeError(f"max-flow failed with status {status}")
+        return None if value >= self.infinite else int(value)
+
+    # ---- the per-step bounds ---------------------------------------------------------------
+
+    def _step(self, op: int, resident: int | None) -> int | None:
+        if resident is None:
+            return None
+        return resident + self.problem.always_bytes + self.problem.output_bytes[op]
+
+    def op_bound(self, v: int) -> int:
+        """Least live bytes at v's step over all orders."""
+        value = self._step(v, self.min_resident(self.problem.predecessors[v], (v,)))
+        assert value is not None
+        return value
+
+    def op_bound_after(self, v: int, u: int) -> int | None:
+        """Least live bytes at v's step over orders that ran u before v."""
+        return self._step(v, self.min_resident((*self.problem.predecessors[v], u), (v,)))
+
+    def op_bound_before(self, u: int, v: int) -> int | None:
+        """Least live bytes at u's step over orders that run v after u."""
+        return self._step(u, self.min_resident(self.problem.predecessors[u], (u, v)))
+
+
+def trivial_bound(problem: OrderingProblem) -> LowerBound:
+    """Each operator's own inputs and outputs (plus always-live tensors) share its step."""
+    if problem.n_ops == 0:
+        return LowerBound(problem.always_bytes, "none", {})
+    v = max(range(problem.n_ops), key=lambda op: problem.input_bytes[op] + problem.output_bytes[op])
+    value = problem.input_bytes[v] + problem.output_bytes[v] + problem.always_bytes
+    return LowerBound(value, "trivial", {"op": v, "op_bytes": value})
+
+
+def first_step_bound(problem: OrderingProblem) -> LowerBound:
+    """Step 0 runs an operator without predecessors next to everything resident before it."""
+    sources = [v for v in range(problem.n_ops) if not problem.predecessors[v]]
+    if not sources:
+        return LowerBound(0, "none", {})
+    resident = problem.resident_bytes(0)
+    v = min(sources, key=lambda op: problem.output_bytes[op])
+    value = resident + problem.output_bytes[v]
+    return LowerBound(value, "first_step", {"op": v, "first_step_bytes": value})
+
+
+def _pair_bound(
+    net: CutNetwork, u: int, v: int, beat: int, cache: dict[tuple[int, int, int], int | None]
+) -> tuple[int, int, int] | None:
+    """min(cost(u before v), cost(v before u)) if it exceeds `beat`, else None. Each branch is
+    the larger of two conditioned cuts (the later operator with the earlier one done, and the
+    earlier operator with the later one not done); cuts are skipped once a branch can't exceed."""
+
+    def cut(kind: int, a: int, b: int) -> int:
+        key = (kind, a, b)
+        if key not in cache:
+            value = net.op_bound_after(a, b) if kind == 0 else net.op_bound_before(a, b)
+            cache[key] = value if value is not None else net.infinite
+        return cache[key]  # type: ignore[return-value]
+
+    branches = []
+    for first, second in ((u, v), (v, u)):
+        cost = cut(0, second, first)  # second's step with first executed
+        if cost <= beat:
+            cost = max(cost, cut(1, first, second))  # first's step with second pending
+        if cost <= beat:
+            return None
+        branches.append(cost)
+    return min(branches), branches[0], branches[1]
+
+
+def lower_bound(
+    graph: Graph | OrderingProblem,
+    orders: Sequence[Sequence[int]] = (),
+    target: int | None = None,
+    deadline: float | None = None,
+    pairs: bool = True,
+) -> LowerBound:
+    """The strongest bound found before `deadline` (time.perf_counter()), stopping at `target`.
+
+    `orders` are known topological orders: their step costs are upper estimates of each cut (the
+    order's own executed set is a feasible D), so a cut is only solved when every known order
+    leaves room above the current bound. Pairs are tried in decreasing order of that estimate and
+    must contain an operator whose step in the best known order is above the bound.
+    """
+    problem = graph if isinstance(graph, OrderingProblem) else OrderingProblem(graph)
+    n = problem.n_ops
+    best = max(trivial_bound(problem), first_step_bound(problem), key=lambda b: b.bytes)
+    if n == 0:
+        return best
+    target = problem.total_bytes if target is None else target
+    # Upper estimates per operator step: rows are orders, columns operators.
+    if orders:
+        profiles = np.empty((len(orders), n), dtype=np.int64)
+        for row, order in enumerate(orders):
+            profiles[row, list(order)] = problem.step_profile(order)
+    else:
+        profiles = np.full((1, n), problem.total_bytes, dtype=np.int64)
+    single_estimate = profiles.min(axis=0)
+    net = CutNetwork(problem)
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.perf_counter() > deadline
+
+    singles: dict[int, int] = {}
+    for v in sorted(range(n), key=lambda op: -single_estimate[op]):
+        if best.bytes >= target or single_estimate[v] <= best.bytes:
+            break
+        singles[v] = value = net.op_bound(v)
+        if value > best.bytes:
+            best = LowerBound(value, "op_cut", {"op": v, "cut_bytes": value})
+    if not pairs or best.bytes >= target or out_of_time():
+        return LowerBound(best.bytes, best.kind, best.witness, net.solved)
+
+    peak_row = int(profiles.max(axis=1).argmin())
+    cache: dict[tuple[int, int, int], int | None] = {}
+    while best.bytes < target and not out_of_time():
+        hot = np.flatnonzero(profiles[peak_row] > best.bytes)
+        candidates: list[tuple[int, int, int]] = []
+        for h in hot.tolist():
+            others = np.array(
+                [w for w in range(n) if problem.incomparable(h, w) and (w not in hot or w > h)], dtype=np.int64
+            )
+            if not len(others):
+                continue
+            estimate = np.maximum(profiles[:, others], profiles[:, [h]]).min(axis=0)
+            for w, est in zip(others.tolist(), estimate.tolist(), strict=True):
+                if est > best.bytes:
+                    candidates.append((est, h, w))
+        candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+        raised = False
+        for est, u, v in candidates:
+            if est <= best.bytes or best.bytes >= target or out_of_time():
+                break
+            found = _pair_bound(net, u, v, best.bytes, cache)
+            if found is not None:
+                value, u_first, v_first = found
+                best = LowerBound(
+                    value,
+                    "pair_cut",
+                    {"ops": [u, v], "cut_bytes": value, "u_before_v_bytes": u_first, "v_before_u_bytes": v_first},
+                )
+                raised = True
+        if not raised:
+            break
+    return LowerBound(best.bytes, best.kind, best.witness, net.solved)
+
+
+def recheck(graph: Graph, bound: LowerBound) -> bool:
+    """Recompute a bound from its witness alone (fresh network), for anyone who doubts it."""
+    problem = OrderingProblem(graph)
+    w = bound.witness
+    if bound.kind == "none":
+        return bound.bytes <= problem.always_bytes
+    if bound.kind == "trivial":
+        v = w["op"]
+        return bound.bytes <= problem.input_bytes[v] + problem.output_bytes[v] + problem.always_bytes
+    if bound.kind == "first_step":
+        sources = [v for v in range(problem.n_ops) if not problem.predecessors[v]]
+        return bool(sources) and bound.bytes <= min(problem.step_bytes(0, v) for v in sources)
+    net = CutNetwork(problem)
+    if bound.kind == "op_cut":
+        return bound.bytes <= net.op_bound(w["op"])
+    if bound.kind == "pair_cut":
+        u, v = w["ops"]
+        if not problem.incomparable(u, v):
+            return False
+        branch = []
+        for first, second in ((u, v), (v, u)):
+            after = net.op_bound_after(second, first)
+            before = net.op_bound_before(first, second)
+            branch.append(max(net.infinite if a is None else a for a in (after, before)))
+        return bound.bytes <= min(branch)
+    return False

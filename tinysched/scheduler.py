@@ -1,0 +1,760 @@
+"""The operator order with the lowest peak activation memory, and a proof that it is the lowest.
+
+One time budget covers four stages, each only run while the best order is not yet proven:
+
+1. upper bounds: the stored order and fast heuristics (`HEURISTICS`, name -> function);
+2. lower bounds from minimum cuts (tinysched.bounds); equal bounds certify the order at once;
+3. exact search over down-sets (sets of executed operators closed under predecessors): a
+   bottleneck Dijkstra with memoisation, pruning at the best known peak, the cut bound as a floor
+   (all states below it are equivalent, explored depth-first) and a safe dominance rule;
+4. CP-SAT on the ordering problem for what the search could not finish, hinted with the best order
+   and told the lower bound.
+
+`Schedule.certified` is only true when an argument proves no order does better: the lower bound
+equals the peak, the search exhausted the down-sets, or CP-SAT reported OPTIMAL.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tinysched.bounds import LowerBound, OrderingProblem, _bits, lower_bound
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph
+
+__all__ = [
+    "HEURISTICS",
+    "Certificate",
+    "Schedule",
+    "SearchResult",
+    "cp_sat_search",
+    "exact_search",
+    "optimal_orders",
+    "plain_downset_dp",
+    "schedule",
+]
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Why no order peaks below `lower_bound_bytes`, in a form that can be checked again."""
+
+    kind: str  # "lower_bound" | "exhaustive" | "cp_sat"
+    lower_bound_bytes: int
+    witness: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    order: tuple[int, ...]  # operator indices of the input graph, in execution order
+    peak_bytes: int
+    stored_order_peak_bytes: int
+    lower_bound_bytes: int  # no order peaks lower (equal to peak_bytes when certified)
+    certified: bool
+    certificate: Certificate | None
+    method: str  # what found the order: a HEURISTICS name, "windows", "exhaustive" or "cp_sat"
+    seconds: float
+
+    @property
+    def gap_bytes(self) -> int:
+        return self.peak_bytes - self.lower_bound_bytes
+
+    @property
+    def gap_percent(self) -> float:
+        """Share of the peak that a better order might still save (0 when certified)."""
+        return 100.0 * self.gap_bytes / self.peak_bytes if self.peak_bytes else 0.0
+
+    @property
+    def saving_bytes(self) -> int:
+        return self.stored_order_peak_bytes - self.peak_bytes
+
+
+# ---- heuristics (upper bounds) ----------------------------------------------------------------
+
+
+class _Runner:
+    """A partial order being built step by step: resident bytes, pending readers, ready operators."""
+
+    def __init__(self, problem: OrderingProblem) -> None:
+        self.p = problem
+        self.pending_readers = [len(c) for c in problem.freeable_consumers]
+        self.missing_preds = [len(preds) for preds in problem.predecessors]
+        self.ready = {v for v in range(problem.n_ops) if not problem.predecessors[v]}
+        self.resident = problem.always_bytes + problem.initial_bytes + problem.first_step_only_bytes
+        self.order: list[int] = []
+
+    def step_bytes(self, v: int) -> int:
+        return self.resident + self.p.output_bytes[v]
+
+    def delta(self, v: int) -> int:
+        """Change of resident bytes if v runs next."""
+        p = self.p
+        freed = sum(p.freeable_bytes[t] for t in p.op_freeable_inputs[v] if self.pending_readers[t] == 1)
+        return p.kept_output_bytes[v] - freed - (p.first_step_only_bytes if not self.order else 0)
+
+    def run(self, v: int) -> None:
+        self.resident += self.delta(v)
+        for t in self.p.op_freeable_inputs[v]:
+            self.pending_readers[t] -= 1
+        self.ready.discard(v)
+        for s in self.p.successors[v]:
+            self.missing_preds[s] -= 1
+            if self.missing_preds[s] == 0:
+                self.ready.add(s)
+        self.order.append(v)
+
+
+def _list_schedule(problem: OrderingProblem, key: Callable[[_Runner, int], tuple]) -> list[int]:
+    runner = _Runner(problem)
+    while runner.ready:
+        runner.run(min(runner.ready, key=lambda v: key(runner, v)))
+    return runner.order
+
+
+def greedy_step(problem: OrderingProblem) -> list[int]:
+    """Run the ready operator whose step is cheapest (then the one that frees most)."""
+    latest = problem.latest_level
+    return _list_schedule(problem, lambda r, v: (r.step_bytes(v), r.delta(v), latest[v], v))
+
+
+def greedy_delta(problem: OrderingProblem) -> list[int]:
+    """Run the ready operator that leaves the least memory resident (then the cheapest step)."""
+    latest = problem.latest_level
+    return _list_schedule(problem, lambda r, v: (r.delta(v), r.step_bytes(v), latest[v], v))
+
+
+def depth_first(problem: OrderingProblem) -> list[int]:
+    """Finish the branch in progress before starting another: prefer successors of recent operators."""
+    runner = _Runner(problem)
+    latest = problem.latest_level
+    recent: list[int] = []
+    while runner.ready:
+        choice = None
+        while recent and choice is None:
+            near = [s for s in problem.successors[recent[-1]] if s in runner.ready]
+            if near:
+                choice = min(near, key=lambda v: (runner.step_bytes(v), runner.delta(v), latest[v], v))
+            else:
+                recent.pop()
+        if choice is None:
+            choice = min(runner.ready, key=lambda v: (runner.delta(v), runner.step_bytes(v), latest[v], v))
+        runner.run(choice)
+        recent.append(choice)
+    return runner.order
+
+
+def greedy_reverse(problem: OrderingProblem) -> list[int]:
+    """List scheduling from the last step backwards: each operator as late as possible.
+
+    Going backwards a tensor appears at its last reader and disappears at its producer, so
+    choosing the cheapest step among operators whose successors are all placed runs producers
+    right before their readers (branches of a later block are not started early).
+    """
+    graph_outputs = {t for v in range(problem.n_ops) for t, _ in problem.op_writes[v]} & set(problem.graph.outputs)
+    needed = dict.fromkeys(graph_outputs, True)  # tensors live at the current (earliest placed) step
+    needed_bytes = sum(problem.graph.tensors[t].nbytes for t in graph_outputs)
+    missing = [len(s) for s in problem.successors]
+    ready = {v for v in range(problem.n_ops) if not missing[v]}
+    placed: list[int] = []
+    earliest = problem.earliest_level
+
+    def cost(v: int) -> tuple[int, int, int, int]:
+        new_inputs = sum(b for t, b in problem.op_reads[v] if t not in needed)
+        own_outputs = sum(b for t, b in problem.op_writes[v] if t not in needed)
+        needed_outputs = sum(b for t, b in problem.op_writes[v] if t in needed)
+        return needed_bytes + new_inputs + own_outputs, new_inputs - needed_outputs, -earliest[v], -v
+
+    while ready:
+        v = min(ready, key=cost)
+        ready.discard(v)
+        placed.append(v)
+        for t, b in problem.op_writes[v]:
+            if needed.pop(t, False):
+                needed_bytes -= b
+        for t, b in problem.op_reads[v]:
+            if t not in needed:
+                needed[t] = True
+                needed_bytes += b
+        for p in problem.predecessors[v]:
+            missing[p] -= 1
+            if not missing[p]:
+                ready.add(p)
+    return placed[::-1]
+
+
+def _post_order(problem: OrderingProblem, heavy_first: bool) -> list[int]:
+    """Post-order DFS from the sinks: each operator right after its predecessor subgraphs, the
+    subgraph needing most memory first (Sethi-Ullman's rule) or in stored order."""
+    need = [0] * problem.n_ops
+    for v in problem.topological_order:
+        own = problem.input_bytes[v] + problem.output_bytes[v]
+        need[v] = max([own] + [need[p] for p in problem.predecessors[v]])
+
+    def children(v: int) -> list[int]:
+        preds = list(problem.predecessors[v])
+        return sorted(preds, key=lambda p: (-need[p], p)) if heavy_first else preds
+
+    done = [False] * problem.n_ops
+    order: list[int] = []
+    sinks = [v for v in range(problem.n_ops) if not problem.successors[v]]
+    for root in sorted(sinks, key=lambda v: (-need[v], v)) if heavy_first else sinks:
+        if done[root]:
+            continue
+        stack = [(root, iter(children(root)))]
+        done[root] = True
+        while stack:
+            v, it = stack[-1]
+            nxt = next((p for p in it if not done[p]), None)
+            if nxt is None:
+                order.append(v)
+                stack.pop()
+            else:
+                done[nxt] = True
+                stack.append((nxt, iter(children(nxt))))
+    return order
+
+
+def depth_first_heavy(problem: OrderingProblem) -> list[int]:
+    return _post_order(problem, heavy_first=True)
+
+
+def depth_first_stored(problem: OrderingProblem) -> list[int]:
+    return _post_order(problem, heavy_first=False)
+
+
+HEURISTICS: dict[str, Callable[[OrderingProblem], list[int]]] = {
+    "stored": lambda problem: list(range(problem.n_ops)),
+    "greedy_step": greedy_step,
+    "greedy_delta": greedy_delta,
+    "greedy_reverse": greedy_reverse,
+    "depth_first": depth_first,
+    "depth_first_heavy": depth_first_heavy,
+    "depth_first_stored": depth_first_stored,
+}
+
+
+# ---- exact search over down-sets --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    order: tuple[int, ...] | None  # the optimal order when it peaks below `upper`, else None
+    peak_bytes: int | None
+    complete: bool  # True: the optimum is peak_bytes, or (order None) at least `upper`
+    states: int  # down-sets expanded
+    stored_states: int  # down-sets held in memory at the end
+    frontier_bytes: int  # every order peaks at >= min(frontier_bytes, upper), complete or not
+
+
+def exact_search(
+    problem: OrderingProblem,
+    upper: int,
+    lower: int = 0,
+    deadline: float | None = None,
+    max_states: int = 2_000_000,
+    dominance: bool = True,
+    start: int = 0,
+    ops: int | None = None,
+) -> SearchResult:
+    """Lowest-peak order below `upper`, by bottleneck Dijkstra over down-sets.
+
+    A state's key is max(peak so far, `lower`): every order reaches `lower`, so states under that
+    floor are interchangeable and explored deepest-first, and a floor-reaching order is found
+    almost without branching. Steps costing `upper` or more are cut (branch and bound). The
+    dominance rule (`dominance`): if a ready operator frees at least as much as it keeps and its
+    step is within the key, running it now is never worse (its resident saving only grows in
+    later states), so it becomes the state's only move. When the search stops early, the
+    smallest key still unexpanded is a valid lower bound (`frontier_bytes`).
+
+    With `start` (a down-set already executed) and `ops` (a bitmask of operators such that start
+    plus ops is a down-set) it orders only `ops` after `start`, minimising the peak of just those
+    steps: a window of a longer order (see `improve_by_windows`). Its result `order` is then the
+    window's order.
+    """
+    n = problem.n_ops
+    goal = start | ops if ops is not None else problem.full_mask
+    if n == 0:
+        peak = problem.always_bytes
+        found = peak < upper
+        return SearchResult(() if found else None, peak if found else None, True, 0, 1, peak)
+    out = problem.output_bytes
+    kept = problem.kept_output_bytes
+    freeable_bytes = problem.freeable_bytes
+    reader_mask = problem.freeable_consumer_mask
+    inputs = problem.op_freeable_inputs
+    pred_mask = problem.predecessor_mask
+    successors = problem.successors
+    first_only = problem.first_step_only_bytes
+    stride = n + 1
+    todo = goal & ~start
+    start_ready = sum(1 << v for v in _bits(todo) if not pred_mask[v] & ~start)
+    start_resident = problem.resident_bytes(start)
+    best: dict[int, int] = {start: lower * stride + n}  # mask -> key * stride + last operator
+    heap = [(lower, 0, start_resident, start, start_ready)]
+    expanded = 0
+    while heap:
+        key, neg_depth, resident, mask, ready = heapq.heappop(heap)
+        if best[mask] // stride < key:
+            continue
+        if mask == goal:
+            order = []
+            while mask != start:
+                v = best[mask] % stride
+                order.append(v)
+                mask ^= 1 << v
+            order.reverse()
+            return SearchResult(tuple(order), key, True, expanded, len(best), key)
+        expanded += 1
+        if expanded > max_states or (
+            deadline is not None and not expanded & 255 and time.perf_counter() > deadline
+        ):
+            return SearchResult(None, None, False, expanded, len(best), min(key, upper))
+        moves = []
+        r = ready
+        while r:
+            low = r & -r
+            r ^= low
+            v = low.bit_length() - 1
+            step = resident + out[v]
+            if step >= upper:
+                continue
+            after = mask | low
+            change = kept[v] - sum(freeable_bytes[t] for t in inputs[v] if not reader_mask[t] & ~after)
+            moves.append((v, low, step, change))
+            if dominance and change <= 0 and step <= key:
+                moves = [moves[-1]]
+                break
+        depth = 1 - neg_depth
+        for v, low, step, change in moves:
+            child = mask | low
+            child_key = step if step > key else key
+            old = best.get(child)
+            if old is not None and old // stride <= child_key:
+                continue
+            best[child] = child_key * stride + v
+            child_ready = ready ^ low
+            for s in successors[v]:
+                if not pred_mask[s] & ~child and todo >> s & 1:
+                    child_ready |= 1 << s
+            child_resident = resident + change - (first_only if not mask else 0)
+            heapq.heappush(heap, (child_key, -depth, child_resident, child, child_ready))
+    return SearchResult(None, None, True, expanded, len(best), upper)
+
+
+def _peak_key(steps: Sequence[int]) -> tuple[int, int]:
+    peak = max(steps, default=0)
+    return peak, sum(1 for cost in steps if cost == peak)
+
+
+def _move_blocks(problem: OrderingProblem, order: list[int], reach: int = 48) -> list[int] | None:
+    """The best block move against the first peak step s, or None if none lowers (peak, number of
+    peak steps). A block is an operator p before s with all its descendants up to s, moved right
+    after s (nothing left behind depends on them); or an operator after s with its ancestors from
+    s on, moved right before s. Single shifts of one producer or reader are the smallest case."""
+    steps = problem.step_profile(order)
+    best_key = _peak_key(steps)
+    s = steps.index(best_key[0])
+    n = len(order)
+    best = None
+
+    def consider(trial: list[int]) -> None:
+        nonlocal best, best_key
+        key = _peak_key(problem.step_profile(trial))
+        if key < best_key:
+            best, best_key = trial, key
+
+    for i in range(max(0, s - reach), s):
+        below = problem.descendants[order[i]] | (1 << order[i])
+        block = [v for v in order[i : s + 1] if below >> v & 1]
+        if order[s] in block and len(block) == s + 1 - i:
+            continue  # the whole stretch: moving it changes nothing
+        rest = [v for v in order[i : s + 1] if not below >> v & 1]
+        consider(order[:i] + rest + block + order[s + 1 :])
+    for j in range(s + 1, min(n, s + 1 + reach)):
+        above = problem.ancestors[order[j]] | (1 << order[j])
+        block = [v for v in order[s : j + 1] if above >> v & 1]
+        if len(block) == j + 1 - s:
+            continue
+        rest = [v for v in order[s : j + 1] if not above >> v & 1]
+        consider(order[:s] + block + rest + order[j + 1 :])
+    return best
+
+
+def improve_by_windows(
+    problem: OrderingProblem,
+    order: Sequence[int],
+    lower: int = 0,
+    deadline: float | None = None,
+    sizes: Sequence[int] = (16, 32, 64),
+    max_states: int = 20_000,
+) -> list[int]:
+    """Large-neighbourhood search: reorder windows of consecutive steps around peak steps exactly.
+
+    The operators before a window stay before it and those after stay after, so a window's new
+    order changes no step outside it; exact search over the window's down-sets with the peak as
+    the ceiling removes the peak steps inside it when any order of the window can. Repeats until
+    the peak reaches `lower`, no window helps, or the deadline.
+    """
+    order = list(order)
+    n = len(order)
+    while deadline is None or time.perf_counter() < deadline:
+        if max(problem.step_profile(order), default=0) <= lower:
+            break
+        shifted = _move_blocks(problem, order)
+        if shifted is not None:
+            order = shifted
+            continue
+        steps = problem.step_profile(order)
+        peak = max(steps, default=0)
+        improved = False
+        for size in sizes:
+            for s in [s for s, cost in enumerate(steps) if cost == peak]:
+                lo = max(0, min(s - size // 2, n - size))
+                hi = min(n, lo + size)
+                prefix = sum(1 << v for v in order[:lo])
+                window = sum(1 << v for v in order[lo:hi])
+                # first aim at the floor, then settle for any improvement (a floor just under
+                # the peak turns the search into a depth-first dive)
+                for floor in (lower, peak - 1):
+                    result = exact_search(
+                        problem,
+                        upper=peak,
+                        lower=floor,
+                        deadline=deadline,
+                        max_states=max_states,
+                        start=prefix,
+                        ops=window,
+                    )
+                    if result.order is not None or result.complete:
+                        break
+                if result.order is not None:
+                    order[lo:hi] = result.order
+                    steps = problem.step_profile(order)
+                    improved = True
+                    if max(steps) < peak:
+                        break
+            if improved:
+                break
+            if size >= n or (deadline is not None and time.perf_counter() > deadline):
+                break
+        if not improved:
+            break
+    return order
+
+
+def plain_downset_dp(
+    problem: OrderingProblem, max_states: int = 2_000_000, deadline: float | None = None
+) -> SearchResult:
+    """The published baseline: dynamic programming over every down-set, layer by layer, no pruning.
+
+    For comparison in the benchmark only; `exact_search` is the one the scheduler uses.
+    """
+    n = problem.n_ops
+    start_resident = problem.always_bytes + problem.initial_bytes + problem.first_step_only_bytes
+    layers: list[dict[int, tuple[int, int, int]]] = [{0: (0, start_resident, -1)}]
+    states = 1
+    for _ in range(n):
+        nxt: dict[int, tuple[int, int, int]] = {}
+        for mask, (peak, resident, _) in layers[-1].items():
+            for v in range(n):
+                if mask >> v & 1 or problem.predecessor_mask[v] & ~mask:
+                    continue
+                step = resident + problem.output_bytes[v]
+                child = mask | (1 << v)
+                child_peak = max(peak, step)
+                old = nxt.get(child)
+                if old is None or child_peak < old[0]:
+                    freed = problem.freed_bytes(mask, v)
+                    child_resident = resident + problem.kept_output_bytes[v] - freed
+                    if not mask:
+                        child_resident -= problem.first_step_only_bytes
+                    nxt[child] = (child_peak, child_resident, v)
+        states += len(nxt)
+        layers.append(nxt)
+        if states > max_states or (deadline is not None and time.perf_counter() > deadline):
+            return SearchResult(None, None, False, states, states, 0)
+    if n == 0:
+        return SearchResult((), problem.always_bytes, True, 1, 1, problem.always_bytes)
+    mask = problem.full_mask
+    peak = layers[-1][mask][0]
+    order = []
+    for layer in reversed(layers[1:]):
+        v = layer[mask][2]
+        order.append(v)
+        mask ^= 1 << v
+    return SearchResult(tuple(reversed(order)), peak, True, states, states, peak)
+
+
+# ---- CP-SAT ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CpSatResult:
+    order: tuple[int, ...] | None  # best order CP-SAT found (None if none)
+    peak_bytes: int | None
+    status: str  # "OPTIMAL" | "FEASIBLE" | "INFEASIBLE" | "UNKNOWN" | ...
+    bound_bytes: int  # CP-SAT's proven lower bound on the peak
+
+
+def cp_sat_search(
+    problem: OrderingProblem,
+    hint: Sequence[int],
+    upper: int,
+    lower: int,
+    deadline: float,
+    progress: Progress | None = None,
+) -> CpSatResult:
+    """CP-SAT: operator positions form a permutation respecting the DAG; each tensor is an interval
+    from its producer's position to its last reader's (or the end for graph outputs) and a
+    cumulative constraint with capacity `peak` bounds the live bytes of every step. The solve
+    gets whatever is left until `deadline` (time.perf_counter()) once the model is built."""
+    from ortools.sat.python import cp_model
+
+    n = problem.n_ops
+    model = cp_model.CpModel()
+    position = {v: i for i, v in enumerate(hint)}
+    pos = [model.new_int_var(0, n - 1, f"pos{v}") for v in range(n)]
+    model.add_all_different(pos)
+    for v in range(n):
+        for p in problem.predecessors[v]:
+            model.add(pos[p] + 1 <= pos[v])
+    peak = model.new_int_var(lower, upper, "peak")
+    intervals = []
+    demands = []
+    fixed_bytes = problem.always_bytes
+    for v in range(n):  # outputs nobody reads: live in their producer's step only
+        transient = problem.output_bytes[v] - problem.kept_output_bytes[v]
+        if transient:
+            intervals.append(model.new_fixed_size_interval_var(pos[v], 1, f"transient{v}"))
+            demands.append(transient)
+        if problem.graph_output_bytes[v]:
+            size = model.new_int_var(1, n, f"out_size{v}")
+            model.add_hint(size, n - position[v])
+            intervals.append(model.new_interval_var(pos[v], size, n, f"out{v}"))
+            demands.append(problem.graph_output_bytes[v])
+    if problem.first_step_only_bytes:
+        intervals.append(model.new_fixed_size_interval_var(0, 1, "first_step"))
+        demands.append(problem.first_step_only_bytes)
+    for t, nbytes in enumerate(problem.freeable_bytes):
+        p = problem.freeable_producer[t]
+        readers = problem.freeable_consumers[t]
+        start = pos[p] if p >= 0 else 0
+        last_read = max(position[c] for c in readers)
+        if len(readers) == 1:
+            end = pos[readers[0]]
+        else:
+            end = model.new_int_var(0, n - 1, f"end{t}")
+            model.add_hint(end, last_read)
+            for c in readers:
+                model.add(end >= pos[c])
+        size = model.new_int_var(1, n, f"size{t}")
+        model.add_hint(size, last_read + 1 - (position[p] if p >= 0 else 0))
+        intervals.append(model.new_interval_var(start, size, end + 1, f"tensor{t}"))
+        demands.append(nbytes)
+    if fixed_bytes:
+        intervals.append(model.new_fixed_size_interval_var(0, n, "always"))
+        demands.append(fixed_bytes)
+    model.add_cumulative(intervals, demands, peak)
+    model.minimize(peak)
+    for v in range(n):
+        model.add_hint(pos[v], position[v])
+    model.add_hint(peak, problem.peak_bytes(hint))
+
+    def new_solver() -> cp_model.CpSolver:
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter() - 0.05, 0.01)
+        solver.parameters.num_workers = max(1, min(8, os.cpu_count() or 1))
+        # OR-Tools 9.15's presolve can fail inside symmetry detection on hinted models
+        # (IndexError: absl::btree_map::at); symmetry breaking is not needed here.
+        solver.parameters.symmetry_level = 0
+        return solver
+
+    class Callback(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            if progress is not None:
+                progress(f"cp-sat: order with peak {int(self.objective_value):,} B")
+
+    solver = new_solver()
+    try:
+        status = solver.solve(model, Callback())
+    except (IndexError, RuntimeError):  # the same presolve failure by another path: drop the hints
+        model.clear_hints()
+        solver = new_solver()
+        status = solver.solve(model, Callback())
+    name = solver.status_name(status)
+    bound = max(lower, math.ceil(solver.best_objective_bound - 1e-6)) if name != "UNKNOWN" else lower
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return CpSatResult(None, None, name, bound if name == "INFEASIBLE" else lower)
+    order = tuple(sorted(range(n), key=lambda v: solver.value(pos[v])))
+    return CpSatResult(order, problem.peak_bytes(order), name, bound)
+
+
+# ---- the scheduler -----------------------------------------------------------------------------
+
+
+def _state_budget(n_ops: int, megabytes: int = 400) -> int:
+    """Down-sets the exact search may hold: each costs a dict slot and a heap entry with ~n-bit ints."""
+    return max(10_000, megabytes * 1_000_000 // (260 + n_ops // 3))
+
+
+def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = None) -> Schedule:
+    """The lowest-peak order found within `time_limit` seconds, certified when proven optimal.
+
+    Each stage runs only while the best order is unproven, and each has a share of the budget:
+    heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %,
+    exact search until 65 %, CP-SAT for the rest.
+    """
+    started = time.perf_counter()
+    say = progress or (lambda message: None)
+    try:
+        graph.check_order(graph.stored_order())
+    except TinyschedError as err:
+        raise TinyschedError(f"the stored operator order is not an execution order: {err}") from None
+    problem = OrderingProblem(graph)
+    n = problem.n_ops
+
+    def at(share: float) -> float:
+        return started + share * time_limit
+
+    def finish(order: Sequence[int], lower: int, certificate: Certificate | None, method: str) -> Schedule:
+        peak = problem.peak_bytes(order)
+        return Schedule(
+            order=tuple(order),
+            peak_bytes=peak,
+            stored_order_peak_bytes=stored_peak,
+            lower_bound_bytes=peak if certificate else min(lower, peak),
+            certified=certificate is not None,
+            certificate=certificate,
+            method=method,
+            seconds=time.perf_counter() - started,
+        )
+
+    candidates = {name: heuristic(problem) for name, heuristic in HEURISTICS.items()}
+    peaks = {name: problem.peak_bytes(order) for name, order in candidates.items()}
+    stored_peak = peaks["stored"]
+    method = min(peaks, key=lambda name: peaks[name])  # first (stored) wins ties
+    best_order, best_peak = candidates[method], peaks[method]
+    say(f"{n} operators; stored order peaks at {stored_peak:,} B, best heuristic ({method}) at {best_peak:,} B")
+
+    def certified_by_bound(bound: LowerBound) -> Schedule:
+        certificate = Certificate("lower_bound", bound.bytes, {"bound": bound.kind, **bound.witness})
+        return finish(best_order, bound.bytes, certificate, method)
+
+    orders = list(candidates.values())
+    bound = lower_bound(problem, orders=orders, target=best_peak, pairs=False)
+    if bound.bytes >= best_peak:
+        return certified_by_bound(bound)
+    say(f"lower bound {bound.bytes:,} B ({bound.kind}); reordering windows around the peak")
+    improved = improve_by_windows(problem, best_order, bound.bytes, at(0.2))
+    if problem.peak_bytes(improved) < best_peak:
+        best_order, best_peak, method = improved, problem.peak_bytes(improved), "windows"
+        orders.append(improved)
+    if bound.bytes >= best_peak:
+        return certified_by_bound(bound)
+    say(f"best order peaks at {best_peak:,} B; pair bounds")
+    pair = lower_bound(problem, orders=orders, target=best_peak, deadline=at(0.3))
+    bound = max(bound, pair, key=lambda b: b.bytes)
+    if bound.bytes >= best_peak:
+        return certified_by_bound(bound)
+
+    say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
+    search = exact_search(problem, best_peak, bound.bytes, deadline=at(0.65), max_states=_state_budget(n))
+    if search.complete:
+        if search.order is not None:
+            best_order, best_peak, method = list(search.order), problem.peak_bytes(search.order), "exhaustive"
+        witness = {"states": search.states, "cut_lower_bound_bytes": bound.bytes}
+        return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
+    lower = max(bound.bytes, search.frontier_bytes)
+    remaining = at(1.0) - time.perf_counter()
+    if remaining > 0.2:
+        say(f"search stopped after {search.states:,} states, peak in {lower:,}..{best_peak:,} B; "
+            f"CP-SAT for {remaining:.1f} s")
+        result = cp_sat_search(problem, best_order, best_peak, lower, at(1.0), progress)
+        if result.order is not None and problem.peak_bytes(result.order) < best_peak:
+            best_order, best_peak, method = list(result.order), problem.peak_bytes(result.order), "cp_sat"
+        lower = max(lower, result.bound_bytes)
+        if result.status == "OPTIMAL" or lower >= best_peak:
+            witness = {"solver_status": result.status, "cut_lower_bound_bytes": bound.bytes}
+            return finish(best_order, best_peak, Certificate("cp_sat", best_peak, witness), method)
+    return finish(best_order, lower, None, method)
+
+
+# ---- alternative optimal orders ----------------------------------------------------------------
+
+
+def optimal_orders(
+    graph: Graph, peak_bytes: int, limit: int = 20, time_limit: float = 1.0
+) -> list[tuple[int, ...]]:
+    """Up to `limit` distinct orders peaking at no more than `peak_bytes`.
+
+    Order and arena placement interact: when an order's tensors cannot be packed into its peak, a
+    different order with the same peak may pack. Randomised depth-first searches share one memo of
+    down-sets with no completion under the peak, so later searches waste no time on dead ends;
+    the first search is greedy (cheapest step first).
+    """
+    deadline = time.perf_counter() + time_limit
+    problem = OrderingProblem(graph)
+    n = problem.n_ops
+    if n == 0:
+        return [()] if problem.always_bytes <= peak_bytes else []
+    out = problem.output_bytes
+    kept = problem.kept_output_bytes
+    pred_mask = problem.predecessor_mask
+    first_only = problem.first_step_only_bytes
+    dead: set[int] = set()
+    found: dict[tuple[int, ...], None] = {}
+    rng = random.Random(0)
+
+    def moves(mask: int, resident: int, randomised: bool) -> list[tuple[int, int]]:
+        options = []
+        for v in range(n):
+            if mask >> v & 1 or pred_mask[v] & ~mask:
+                continue
+            if resident + out[v] > peak_bytes or mask | (1 << v) in dead:
+                continue
+            after = resident + kept[v] - problem.freed_bytes(mask, v) - (first_only if not mask else 0)
+            options.append((v, after))
+        if randomised:
+            rng.shuffle(options)
+        else:
+            options.sort(key=lambda o: (out[o[0]], o[1], o[0]))
+        return options
+
+    start = problem.always_bytes + problem.initial_bytes + first_only
+    attempts = 0
+    while len(found) < limit and attempts < 4 * limit + 4 and time.perf_counter() < deadline:
+        randomised = attempts > 0
+        attempts += 1
+        path: list[int] = []
+        masks = [0]
+        residents = [start]
+        stack = [moves(0, start, randomised)]
+        while stack and len(path) < n:
+            if time.perf_counter() > deadline:
+                return list(found)
+            if not stack[-1]:
+                dead.add(masks[-1])
+                stack.pop()
+                masks.pop()
+                residents.pop()
+                if path:
+                    path.pop()
+                continue
+            v, after = stack[-1].pop(0)
+            mask = masks[-1] | (1 << v)
+            path.append(v)
+            masks.append(mask)
+            residents.append(after)
+            stack.append(moves(mask, after, randomised) if mask != problem.full_mask else [])
+        if len(path) < n:
+            break  # the empty set is dead: no order reaches peak_bytes
+        found.setdefault(tuple(path), None)
+    return list(found)
