@@ -1,0 +1,42 @@
+/*
+ * ts_model.h - the one contract between a generated model module and whatever runs it
+ * (the host runner used by `tinysched verify`, or the device harness used by `tinysched measure`).
+ *
+ * A generated module defines one `const ts_model_info <prefix>_info`. All activation memory of the
+ * model is `arena[0 .. arena_bytes)`: graph inputs are copied into it at their planned offsets,
+ * every kernel reads and writes inside it, graph outputs are copied out of it. Nothing else is
+ * written at run time (persistent state of stateful models is reported separately in `state_bytes`).
+ */
+#ifndef TS_MODEL_H
+#define TS_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *name;            /* model name (file stem), for messages */
+    const char *build_id;        /* "<tinysched version>-<first 16 hex digits of the model's sha256>" */
+    uint8_t *arena;              /* the single static arena */
+    uint32_t arena_bytes;        /* planned arena size, exactly */
+    uint32_t arena_alignment;    /* alignment of the arena and of every tensor offset in it */
+    uint8_t *state;              /* persistent state of stateful operators, or NULL */
+    uint32_t state_bytes;
+    uint32_t num_inputs;
+    const uint32_t *input_bytes; /* bytes of each graph input, in model order */
+    uint32_t num_outputs;
+    const uint32_t *output_bytes;
+    /* Runs one inference. inputs[i] / outputs[i] point to input_bytes[i] / output_bytes[i] bytes.
+     * Returns 0 on success, non-zero on a kernel error. */
+    int (*invoke)(const void *const *inputs, void *const *outputs);
+    /* Resets persistent state (stateful models); NULL when there is none. */
+    void (*reset)(void);
+} ts_model_info;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_MODEL_H */

@@ -1,0 +1,57 @@
+/* ts_depthwise_conv2d_s8.c - DEPTHWISE_CONV_2D with depth multiplier and dilation (see ts_kernels.h). */
+#include "ts_fixedpoint.h"
+#include "ts_kernels.h"
+
+int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                           const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    /* Local copies: stores through the int8 output may alias *p, which would force reloads. */
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
+    const int32_t filter_h = p->filter_h, filter_w = p->filter_w;
+    const int32_t dilation_h = p->dilation_h, dilation_w = p->dilation_w;
+    const int32_t depth_multiplier = p->depth_multiplier, input_offset = p->input_offset;
+    int32_t b, y, x, c, m, ky, kx;
+    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
+        p->out_c != p->in_c * p->depth_multiplier) {
+        return TS_ERR_PARAMS;
+    }
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            for (x = 0; x < p->out_w; ++x) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                for (c = 0; c < in_c; ++c) {
+                    for (m = 0; m < depth_multiplier; ++m) {
+                        const int32_t o = c * depth_multiplier + m;
+                        int32_t acc = 0;
+                        for (ky = 0; ky < filter_h; ++ky) {
+                            const int32_t iy = y0 + ky * dilation_h;
+                            if (iy < 0 || iy >= in_h) {
+                                continue;
+                            }
+                            for (kx = 0; kx < filter_w; ++kx) {
+                                const int32_t ix = x0 + kx * dilation_w;
+                                int32_t in_val;
+                                int32_t w_val;
+                                if (ix < 0 || ix >= in_w) {
+                                    continue;
+                                }
+                                in_val = in_b[((size_t)iy * in_w + ix) * in_c + c];
+                                w_val = filter[((size_t)ky * filter_w + kx) * out_c + o];
+                                acc += w_val * (in_val + input_offset);
+                            }
+                        }
+                        if (bias != NULL) {
+                            acc += bias[o];
+                        }
+                        acc = ts_requantize(acc, p->multiplier[o], p->shift[o]) + p->output_offset;
+                        output[o] = (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
+                    }
+                }
+                output += out_c;
+            }
+        }
+    }
+    return TS_OK;
+}
