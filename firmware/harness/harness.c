@@ -1,0 +1,489 @@
+/*
+ * harness.c - the device side of `tinysched measure`.
+ *
+ * Linked with one generated model module (its `const ts_model_info` is named by -DTS_MODEL_INFO)
+ * and one target (targets/). On boot it sends a hello frame; then for each run request it
+ *   1. paints the arena with pattern A and the free stack with a word pattern, runs the model, and
+ *      notes which arena bytes differ from the paint and how deep the stack went;
+ *   2. does the same with pattern B = NOT A, so a byte the model happens to write with the paint's
+ *      own value still shows up in one of the two runs;
+ *   3. runs once more between counter start and stop, with nothing painted, for the timing;
+ * and answers with the outputs of run 1, whether all three runs agreed, the counter ticks, the
+ * arena high-water (highest touched offset + 1), the number of bytes touched and the stack depth.
+ *
+ * Everything the harness needs beyond its few globals (receive buffer, output copies, the
+ * touched-byte bitmap, a snapshot of the model's state) comes from the free RAM between .bss and
+ * the stack, so the image's static RAM is the model's and the target's alone.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ts_model.h"
+#include "ts_protocol.h"
+#include "ts_target.h"
+
+#ifndef TS_MODEL_INFO
+#error "define TS_MODEL_INFO to the name of the model's ts_model_info (e.g. -DTS_MODEL_INFO=mymodel_info)"
+#endif
+#ifndef TS_BOARD_NAME
+#define TS_BOARD_NAME "unknown"
+#endif
+#ifndef TS_CPU_HZ
+#define TS_CPU_HZ 0u
+#endif
+
+extern const ts_model_info TS_MODEL_INFO;
+static const ts_model_info *const model = &TS_MODEL_INFO;
+
+/* Bytes after the arena that the linker reserves and the harness watches (targets/linker.ld.j2). */
+extern uint8_t __arena_start[], __arena_guard_start[], __arena_guard_end[];
+
+/* ---- CRC-32 (IEEE 802.3, reflected, as zlib), four bits at a time ------------------------------ */
+
+static const uint32_t crc_nibble[16] = {
+    0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+    0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu, 0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
+};
+
+static uint32_t crc_update(uint32_t crc, const uint8_t *data, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        crc ^= data[i];
+        crc = (crc >> 4) ^ crc_nibble[crc & 0xFu];
+        crc = (crc >> 4) ^ crc_nibble[crc & 0xFu];
+    }
+    return crc;
+}
+
+/* ---- frames out -------------------------------------------------------------------------------- */
+
+static uint32_t tx_crc;
+
+static void put_bytes(const void *data, uint32_t n)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    tx_crc = crc_update(tx_crc, p, n);
+    for (uint32_t i = 0; i < n; i++) {
+        ts_uart_putc(p[i]);
+    }
+}
+
+static void put_u32(uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put_bytes(b, 4);
+}
+
+static void put_u16(uint16_t v)
+{
+    uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    put_bytes(b, 2);
+}
+
+static void put_str(const char *s)
+{
+    uint32_t n = s ? (uint32_t)strlen(s) : 0u;
+    put_u16((uint16_t)n);
+    put_bytes(s, n);
+}
+
+static uint32_t str_field(const char *s)
+{
+    return 2u + (s ? (uint32_t)strlen(s) : 0u);
+}
+
+static void frame_begin(uint8_t type, uint8_t seq, uint32_t length)
+{
+    uint8_t h[8] = {TS_FRAME_MAGIC0, TS_FRAME_MAGIC1, type, seq,
+                    (uint8_t)length, (uint8_t)(length >> 8), (uint8_t)(length >> 16), (uint8_t)(length >> 24)};
+    uint32_t check = crc_update(0xFFFFFFFFu, h, 8) ^ 0xFFFFFFFFu;
+    tx_crc = 0xFFFFFFFFu;
+    put_bytes(h, 8);
+    put_u16((uint16_t)check);
+}
+
+static void frame_end(void)
+{
+    uint32_t crc = tx_crc ^ 0xFFFFFFFFu;
+    uint8_t b[4] = {(uint8_t)crc, (uint8_t)(crc >> 8), (uint8_t)(crc >> 16), (uint8_t)(crc >> 24)};
+    for (int i = 0; i < 4; i++) {
+        ts_uart_putc(b[i]);
+    }
+    ts_uart_flush();
+}
+
+static void send_simple(uint8_t type, uint8_t seq, const void *payload, uint32_t n)
+{
+    frame_begin(type, seq, n);
+    put_bytes(payload, n);
+    frame_end();
+}
+
+static void send_error(uint8_t seq, const char *text)
+{
+    send_simple(TS_MSG_ERROR, seq, text, (uint32_t)strlen(text));
+}
+
+/* ---- free-RAM buffers -------------------------------------------------------------------------- */
+
+static uint8_t *heap_next;
+
+static void *heap_take(uint32_t n)
+{
+    uintptr_t p = ((uintptr_t)heap_next + 7u) & ~(uintptr_t)7u;
+    if (p + n > (uintptr_t)__heap_end) {
+        return NULL;
+    }
+    heap_next = (uint8_t *)(p + n);
+    return (void *)p;
+}
+
+static uint32_t total_input_bytes, total_output_bytes;
+static uint8_t *rx_buf;       /* run payload: 8 header bytes, then the inputs */
+static uint32_t rx_cap;
+static uint8_t *out_a, *out_b; /* outputs of run 1, and of runs 2 and 3 for comparison */
+static uint8_t *state_snapshot;
+static uint8_t *touched_map;   /* one bit per watched byte, or NULL */
+static const void *input_ptrs[16];
+static void *output_ptrs_a[16];
+static void *output_ptrs_b[16];
+static uint32_t heap_free_at_boot;
+static int buffers_ok;
+static int counter_kind;
+
+/* The watched span: the arena, plus the linker's guard bytes when the arena is the last thing in
+ * .ts_arena, so a write past arena_bytes is seen as a high-water above the plan. */
+static uint8_t *watch_start;
+static uint32_t watch_bytes;
+
+static void setup_buffers(void)
+{
+    heap_next = __heap_start;
+    heap_free_at_boot = (uint32_t)(__heap_end - __heap_start);
+    buffers_ok = 0;
+    if (model->num_inputs > 16u || model->num_outputs > 16u) {
+        return;
+    }
+    total_input_bytes = 0;
+    for (uint32_t i = 0; i < model->num_inputs; i++) {
+        total_input_bytes += model->input_bytes[i];
+    }
+    total_output_bytes = 0;
+    for (uint32_t i = 0; i < model->num_outputs; i++) {
+        total_output_bytes += model->output_bytes[i];
+    }
+    rx_cap = 8u + total_input_bytes;
+    rx_buf = heap_take(rx_cap);
+    out_a = heap_take(total_output_bytes + 1u);
+    out_b = heap_take(total_output_bytes + 1u);
+    state_snapshot = model->state_bytes ? heap_take(model->state_bytes) : NULL;
+    if (!rx_buf || !out_a || !out_b || (model->state_bytes && !state_snapshot)) {
+        rx_cap = 64u; /* still able to receive queries; runs get an error frame */
+        rx_buf = NULL;
+        return;
+    }
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < model->num_inputs; i++) {
+        input_ptrs[i] = rx_buf + 8u + off;
+        off += model->input_bytes[i];
+    }
+    off = 0;
+    for (uint32_t i = 0; i < model->num_outputs; i++) {
+        output_ptrs_a[i] = out_a + off;
+        output_ptrs_b[i] = out_b + off;
+        off += model->output_bytes[i];
+    }
+    watch_start = model->arena;
+    watch_bytes = model->arena_bytes;
+    if (model->arena >= __arena_start && model->arena + model->arena_bytes <= __arena_guard_start) {
+        watch_bytes = (uint32_t)(__arena_guard_end - model->arena);
+    }
+    touched_map = heap_take((watch_bytes + 7u) / 8u);
+    buffers_ok = 1;
+}
+
+/* ---- hello ------------------------------------------------------------------------------------- */
+
+static void send_hello(uint8_t seq)
+{
+    uint32_t n = 4u + 4u * 8u + 8u + 4u * (model->num_inputs + model->num_outputs) +
+                 str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name);
+    uint16_t flags = (uint16_t)((touched_map ? TS_HELLO_TOUCHED_EXACT : 0u) | (buffers_ok ? TS_HELLO_BUFFERS_OK : 0u));
+    frame_begin(TS_MSG_HELLO, seq, n);
+    uint8_t head[4] = {(uint8_t)TS_PROTOCOL_VERSION, (uint8_t)counter_kind, (uint8_t)flags, (uint8_t)(flags >> 8)};
+    put_bytes(head, 4);
+    put_u32((uint32_t)TS_CPU_HZ);
+    put_u32(model->arena_bytes);
+    put_u32(model->arena_alignment);
+    put_u32((uint32_t)(uintptr_t)model->arena);
+    put_u32(model->state_bytes);
+    put_u32((uint32_t)((uintptr_t)__stack_top - (uintptr_t)__stack_limit));
+    put_u32(heap_free_at_boot);
+    put_u32(watch_bytes);
+    put_u32(model->num_inputs);
+    put_u32(model->num_outputs);
+    for (uint32_t i = 0; i < model->num_inputs; i++) {
+        put_u32(model->input_bytes[i]);
+    }
+    for (uint32_t i = 0; i < model->num_outputs; i++) {
+        put_u32(model->output_bytes[i]);
+    }
+    put_str(TS_BOARD_NAME);
+    put_str(model->build_id);
+    put_str(model->name);
+    frame_end();
+}
+
+/* ---- painting and measuring -------------------------------------------------------------------- */
+
+/* Pattern A for byte i of the watched span; pattern B is its complement. Position-dependent, so a
+ * kernel that fills memory with a constant cannot match it by accident over more than a byte. */
+static inline uint32_t pattern_word(uint32_t word_index)
+{
+    return word_index * 0x9E3779B1u + 0x7F4A7C15u;
+}
+
+static void paint_arena(uint32_t invert)
+{
+    for (uint32_t i = 0; i < watch_bytes; i++) {
+        uint32_t w = pattern_word(i >> 2) ^ invert;
+        watch_start[i] = (uint8_t)(w >> (8u * (i & 3u)));
+    }
+}
+
+typedef struct {
+    uint32_t high_water; /* highest touched offset + 1, 0 if none */
+    uint32_t low;        /* lowest touched offset, watch_bytes if none */
+    uint32_t touched;
+} arena_scan;
+
+static void scan_arena(uint32_t invert, arena_scan *s)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < watch_bytes; i++) {
+        uint32_t w = pattern_word(i >> 2) ^ invert;
+        if (watch_start[i] != (uint8_t)(w >> (8u * (i & 3u)))) {
+            count++;
+            if (i + 1u > s->high_water) {
+                s->high_water = i + 1u;
+            }
+            if (i < s->low) {
+                s->low = i;
+            }
+            if (touched_map) {
+                touched_map[i >> 3] |= (uint8_t)(1u << (i & 7u));
+            }
+        }
+    }
+    if (count > s->touched) {
+        s->touched = count;
+    }
+}
+
+/* Paints the words from `limit` up to (not including) the caller's stack pointer. Naked, so it
+ * touches no stack of its own: on entry SP is exactly the caller's SP. */
+__attribute__((naked, noinline)) static void stack_paint(__attribute__((unused)) uint32_t *limit,
+                                                         __attribute__((unused)) uint32_t pattern)
+{
+    __asm volatile("mov r2, sp\n\t"
+                   "1:\n\t"
+                   "cmp r0, r2\n\t"
+                   "bhs 2f\n\t"
+                   "str r1, [r0], #4\n\t"
+                   "b 1b\n\t"
+                   "2:\n\t"
+                   "bx lr\n\t");
+}
+
+/* Paints the free stack, runs the model, and gives back the SP it was called with. */
+__attribute__((noinline)) static int invoke_on_painted_stack(uint32_t pattern, void *const *outputs, uint32_t *sp_out)
+{
+    uint32_t sp;
+    __asm volatile("mov %0, sp" : "=r"(sp));
+    stack_paint(__stack_limit, pattern);
+    int rc = model->invoke(input_ptrs, outputs);
+    *sp_out = sp;
+    return rc;
+}
+
+static uint32_t stack_lowest(uint32_t pattern)
+{
+    const uint32_t *p = __stack_limit;
+    while (p < __stack_top && *p == pattern) {
+        p++;
+    }
+    return (uint32_t)(uintptr_t)p;
+}
+
+static void restore_state(void)
+{
+    if (state_snapshot) {
+        memcpy(model->state, state_snapshot, model->state_bytes);
+    }
+}
+
+static void handle_run(uint8_t seq)
+{
+    uint32_t flags = (uint32_t)rx_buf[0] | ((uint32_t)rx_buf[1] << 8) | ((uint32_t)rx_buf[2] << 16) |
+                     ((uint32_t)rx_buf[3] << 24);
+    send_simple(TS_MSG_ACK, seq, NULL, 0);
+    if ((flags & TS_RUN_RESET_STATE) && model->reset) {
+        model->reset();
+    }
+    if (state_snapshot) {
+        memcpy(state_snapshot, model->state, model->state_bytes);
+    }
+    if (touched_map) {
+        memset(touched_map, 0, (watch_bytes + 7u) / 8u);
+    }
+    arena_scan scan = {0u, watch_bytes, 0u};
+    uint32_t stack_invoke = 0, stack_total = 0, sp = 0;
+    int status = 0;
+    const uint32_t stack_patterns[2] = {0x5AC3A53Cu, ~0x5AC3A53Cu};
+    for (uint32_t run = 0; run < 2; run++) {
+        uint32_t invert = run ? 0xFFFFFFFFu : 0u;
+        restore_state();
+        paint_arena(invert);
+        int rc = invoke_on_painted_stack(stack_patterns[run], run ? output_ptrs_b : output_ptrs_a, &sp);
+        if (rc && !status) {
+            status = rc;
+        }
+        scan_arena(invert, &scan);
+        uint32_t lowest = stack_lowest(stack_patterns[run]);
+        if (lowest < sp && sp - lowest > stack_invoke) {
+            stack_invoke = sp - lowest;
+        }
+        uint32_t top = (uint32_t)(uintptr_t)__stack_top;
+        if (top - lowest > stack_total) {
+            stack_total = top - lowest;
+        }
+    }
+    uint32_t agree = memcmp(out_a, out_b, total_output_bytes) == 0;
+    restore_state();
+    ts_counter_start();
+    int rc = model->invoke(input_ptrs, output_ptrs_b);
+    uint64_t ticks = ts_counter_stop();
+    if (rc && !status) {
+        status = rc;
+    }
+    agree = agree && memcmp(out_a, out_b, total_output_bytes) == 0;
+    uint32_t touched = scan.touched;
+    if (touched_map) {
+        touched = 0;
+        for (uint32_t i = 0; i < (watch_bytes + 7u) / 8u; i++) {
+            touched += (uint32_t)__builtin_popcount(touched_map[i]);
+        }
+    }
+    uint32_t rflags = (agree ? TS_RESULT_OUTPUTS_AGREE : 0u) | (touched_map ? TS_RESULT_TOUCHED_EXACT : 0u);
+    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes);
+    put_u32((uint32_t)status);
+    put_u32(rflags);
+    put_u32((uint32_t)ticks);
+    put_u32((uint32_t)(ticks >> 32));
+    put_u32(scan.high_water);
+    put_u32(scan.touched ? touched : 0u);
+    put_u32(scan.low);
+    put_u32(stack_invoke);
+    put_u32(stack_total);
+    put_u32(total_output_bytes);
+    put_bytes(out_a, total_output_bytes);
+    frame_end();
+}
+
+/* ---- frames in --------------------------------------------------------------------------------- */
+
+static void serve(void)
+{
+    for (;;) {
+        uint8_t h[10];
+        h[0] = ts_uart_getc();
+        if (h[0] != TS_FRAME_MAGIC0) {
+            continue;
+        }
+        h[1] = ts_uart_getc();
+        while (h[1] == TS_FRAME_MAGIC0) {
+            h[1] = ts_uart_getc();
+        }
+        if (h[1] != TS_FRAME_MAGIC1) {
+            continue;
+        }
+        for (int i = 2; i < 10; i++) {
+            h[i] = ts_uart_getc();
+        }
+        uint8_t type = h[2], seq = h[3];
+        uint32_t len = (uint32_t)h[4] | ((uint32_t)h[5] << 8) | ((uint32_t)h[6] << 16) | ((uint32_t)h[7] << 24);
+        uint32_t check = crc_update(0xFFFFFFFFu, h, 8) ^ 0xFFFFFFFFu;
+        if ((uint16_t)check != (uint16_t)(h[8] | (h[9] << 8))) {
+            uint8_t reason = TS_NAK_BAD_HEADER;
+            send_simple(TS_MSG_NAK, seq, &reason, 1);
+            continue;
+        }
+        int want = type == TS_MSG_RUN && rx_buf;
+        if (len > (want ? rx_cap : 64u)) {
+            uint8_t reason = TS_NAK_BAD_LENGTH;
+            send_simple(TS_MSG_NAK, seq, &reason, 1);
+            continue;
+        }
+        uint32_t crc = crc_update(0xFFFFFFFFu, h, 10);
+        uint8_t small[64];
+        uint8_t *dst = want ? rx_buf : small;
+        for (uint32_t i = 0; i < len; i++) {
+            dst[i] = ts_uart_getc();
+        }
+        crc = crc_update(crc, dst, len) ^ 0xFFFFFFFFu;
+        uint8_t c[4];
+        for (int i = 0; i < 4; i++) {
+            c[i] = ts_uart_getc();
+        }
+        uint32_t got = (uint32_t)c[0] | ((uint32_t)c[1] << 8) | ((uint32_t)c[2] << 16) | ((uint32_t)c[3] << 24);
+        if (got != crc) {
+            uint8_t reason = TS_NAK_BAD_CRC;
+            send_simple(TS_MSG_NAK, seq, &reason, 1);
+            continue;
+        }
+        switch (type) {
+        case TS_MSG_QUERY:
+            send_hello(seq);
+            break;
+        case TS_MSG_RUN:
+            if (!rx_buf) {
+                send_error(seq, "harness buffers do not fit in the free RAM between .bss and the stack");
+            } else if (len != rx_cap) {
+                uint8_t reason = TS_NAK_BAD_LENGTH;
+                send_simple(TS_MSG_NAK, seq, &reason, 1);
+            } else {
+                handle_run(seq);
+            }
+            break;
+        case TS_MSG_REBOOT:
+            ts_uart_flush();
+            ts_system_reset();
+        default: {
+            uint8_t reason = TS_NAK_UNKNOWN_TYPE;
+            send_simple(TS_MSG_NAK, seq, &reason, 1);
+            break;
+        }
+        }
+    }
+}
+
+void ts_fault(uint32_t pc, uint32_t cfsr, uint32_t hfsr, uint32_t kind)
+{
+    frame_begin(TS_MSG_FAULT, 0, 16);
+    put_u32(pc);
+    put_u32(cfsr);
+    put_u32(hfsr);
+    put_u32(kind);
+    frame_end();
+    ts_system_reset();
+}
+
+int main(void)
+{
+    counter_kind = ts_counter_init();
+    setup_buffers();
+    send_hello(0);
+    serve();
+    return 0;
+}

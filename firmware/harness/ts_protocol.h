@@ -1,0 +1,44 @@
+/*
+ * ts_protocol.h - the frame protocol between the device harness and the host (tinysched/link.py).
+ * Documented in docs/firmware.md; every number here has its twin in link.py.
+ *
+ * Frame:  'T' 'S' | type u8 | seq u8 | length u32 | header check u16 | payload[length] | crc u32
+ *   header check = low 16 bits of CRC-32 over the first 8 bytes (a corrupted length is caught
+ *   before anyone waits for that many bytes); crc = CRC-32 (IEEE, as zlib) over header and payload.
+ *   All integers little-endian.
+ */
+#ifndef TS_PROTOCOL_H
+#define TS_PROTOCOL_H
+
+#define TS_PROTOCOL_VERSION 1u
+#define TS_FRAME_MAGIC0 0x54u /* 'T' */
+#define TS_FRAME_MAGIC1 0x53u /* 'S' */
+#define TS_FRAME_HEADER_BYTES 10u
+
+/* host -> device */
+#define TS_MSG_QUERY 0x51u  /* 'Q': send the hello frame again */
+#define TS_MSG_RUN 0x52u    /* 'R': u32 flags, u32 reserved, inputs concatenated */
+#define TS_MSG_REBOOT 0x5Au /* 'Z': reset the device */
+
+/* device -> host */
+#define TS_MSG_HELLO 0x48u  /* 'H' */
+#define TS_MSG_ACK 0x41u    /* 'A': a run request arrived intact; the result follows */
+#define TS_MSG_NAK 0x4Eu    /* 'N': u8 reason */
+#define TS_MSG_RESULT 0x4Fu /* 'O' */
+#define TS_MSG_FAULT 0x46u  /* 'F': u32 pc, cfsr, hfsr, exception number */
+#define TS_MSG_ERROR 0x45u  /* 'E': text */
+
+#define TS_RUN_RESET_STATE 1u /* run flag: call the model's reset() first */
+
+#define TS_NAK_BAD_CRC 1u
+#define TS_NAK_BAD_LENGTH 2u
+#define TS_NAK_UNKNOWN_TYPE 3u
+#define TS_NAK_BAD_HEADER 4u
+
+#define TS_HELLO_TOUCHED_EXACT 1u /* the touched-byte bitmap fits in free RAM */
+#define TS_HELLO_BUFFERS_OK 2u    /* input/output buffers fit in free RAM */
+
+#define TS_RESULT_OUTPUTS_AGREE 1u /* the three runs gave the same outputs */
+#define TS_RESULT_TOUCHED_EXACT 2u /* arena_touched is the union over both patterns */
+
+#endif /* TS_PROTOCOL_H */

@@ -1,0 +1,58 @@
+/*
+ * ts_target.h - what a target (startup + board support) gives the device harness.
+ *
+ * Every board is described by defines that tinysched/firmware.py derives from boards.yaml:
+ *   TS_BOARD_NAME   "nucleo-f767"             TS_CPU_HZ       core clock in Hz
+ *   TS_UART_BASE    UART peripheral address   TS_UART_BAUD    line speed
+ *   TS_UART_CLOCK_HZ clock feeding the UART   TS_COUNTER_DWT / TS_COUNTER_SYSTICK
+ * plus family-specific ones (pins, PLL factors) read only by targets/<family>/.
+ */
+#ifndef TS_TARGET_H
+#define TS_TARGET_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TS_REG32(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
+
+/* Clocks and the harness UART; called once from the reset handler before main(). */
+void ts_target_init(void);
+
+/* Polled UART. getc blocks; rx_ready says whether a byte waits. */
+void ts_uart_putc(uint8_t c);
+int ts_uart_rx_ready(void);
+uint8_t ts_uart_getc(void);
+void ts_uart_flush(void);
+
+/* Counter used to time one inference. */
+enum {
+    TS_COUNTER_NONE = 0,
+    TS_COUNTER_KIND_DWT = 1,     /* DWT CYCCNT: core cycles */
+    TS_COUNTER_KIND_SYSTICK = 2, /* SysTick on the core clock: cycles on silicon; under QEMU
+                                  * -icount, ticks of the instruction-driven virtual clock */
+};
+/* Sets the counter up; returns its kind (the DWT falls back to SysTick when it does not count). */
+int ts_counter_init(void);
+void ts_counter_start(void);
+/* Ticks since ts_counter_start (64 bits: SysTick wraps are counted by its interrupt). */
+uint64_t ts_counter_stop(void);
+
+/* Linker-script symbols (targets/linker.ld.j2). */
+extern uint32_t __stack_limit[], __stack_top[];
+extern uint8_t __heap_start[], __heap_end[];
+
+/* Called by the fault handlers with the stacked PC and the fault status registers; the harness
+ * reports it to the host. Must not return. */
+void ts_fault(uint32_t pc, uint32_t cfsr, uint32_t hfsr, uint32_t kind) __attribute__((noreturn));
+
+/* Reboots the device (SCB AIRCR SYSRESETREQ). */
+void ts_system_reset(void) __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_TARGET_H */

@@ -1,0 +1,89 @@
+/*
+ * rcc_f4f7.h - clock tree set-up shared by STM32F4 and STM32F7 (same RCC, PWR and FLASH layout).
+ *
+ * From HSI (16 MHz): PLL input = 16 MHz / M, VCO = input * N, SYSCLK = VCO / P; AHB undivided,
+ * APB1 and APB2 divided as the board says. Above 168 MHz (F4) / 180 MHz (F7) the regulator's
+ * over-drive must be on, and the flash needs the board's number of wait states.
+ *
+ * RCC (0x40023800): CR +0x00 (HSION 0, HSIRDY 1, PLLON 24, PLLRDY 25), PLLCFGR +0x04 (M 5:0,
+ * N 14:6, P 17:16 as P/2-1, SRC 22 = 0 for HSI, Q 27:24), CFGR +0x08 (SW 1:0, SWS 3:2, PPRE1 12:10,
+ * PPRE2 15:13), AHB1ENR +0x30, APB1ENR +0x40 (PWREN 28), APB2ENR +0x44.
+ * PWR (0x40007000): CR +0x00 (VOS 15:14, ODEN 16, ODSWEN 17), CSR +0x04 (ODRDY 16, ODSWRDY 17).
+ * FLASH ACR (0x40023C00): LATENCY 3:0, PRFTEN 8, (F4) ICEN 9 DCEN 10, (F7) ARTEN 9.
+ */
+#ifndef TS_RCC_F4F7_H
+#define TS_RCC_F4F7_H
+
+#include "ts_target.h"
+
+#define RCC_BASE 0x40023800u
+#define RCC_CR (RCC_BASE + 0x00u)
+#define RCC_PLLCFGR (RCC_BASE + 0x04u)
+#define RCC_CFGR (RCC_BASE + 0x08u)
+#define RCC_AHB1ENR (RCC_BASE + 0x30u)
+#define RCC_APB1ENR (RCC_BASE + 0x40u)
+#define RCC_APB2ENR (RCC_BASE + 0x44u)
+#define PWR_CR (0x40007000u + 0x00u)
+#define PWR_CSR (0x40007000u + 0x04u)
+#define FLASH_ACR 0x40023C00u
+
+#define TS_GPIO_BASE(port) (0x40020000u + 0x400u * (port))
+
+/* APB prescaler field for a divisor of 1, 2, 4, 8 or 16 */
+#define TS_PPRE(div) ((div) == 1 ? 0u : (div) == 2 ? 4u : (div) == 4 ? 5u : (div) == 8 ? 6u : 7u)
+
+static inline void ts_wait_set(uint32_t reg, uint32_t mask)
+{
+    while ((TS_REG32(reg) & mask) != mask) {
+    }
+}
+
+static inline void ts_clock_init_f4f7(uint32_t flash_acr_cache_bits)
+{
+#if defined(TS_CLOCK_PLL)
+    TS_REG32(RCC_APB1ENR) |= 1u << 28; /* PWREN */
+    (void)TS_REG32(RCC_APB1ENR);
+    TS_REG32(PWR_CR) |= 3u << 14; /* VOS: scale 1 */
+    TS_REG32(RCC_CR) |= 1u << 0; /* HSION */
+    ts_wait_set(RCC_CR, 1u << 1);
+    TS_REG32(RCC_PLLCFGR) = (uint32_t)TS_PLL_M | ((uint32_t)TS_PLL_N << 6) | ((uint32_t)(TS_PLL_P / 2 - 1) << 16) |
+                            ((uint32_t)TS_PLL_Q << 24);
+    TS_REG32(RCC_CR) |= 1u << 24; /* PLLON */
+    ts_wait_set(RCC_CR, 1u << 25);
+#if TS_OVERDRIVE
+    TS_REG32(PWR_CR) |= 1u << 16; /* ODEN */
+    ts_wait_set(PWR_CSR, 1u << 16);
+    TS_REG32(PWR_CR) |= 1u << 17; /* ODSWEN */
+    ts_wait_set(PWR_CSR, 1u << 17);
+#endif
+    TS_REG32(FLASH_ACR) = (uint32_t)TS_FLASH_LATENCY | flash_acr_cache_bits;
+    while ((TS_REG32(FLASH_ACR) & 0xFu) != (uint32_t)TS_FLASH_LATENCY) {
+    }
+    TS_REG32(RCC_CFGR) = (TS_REG32(RCC_CFGR) & ~((7u << 10) | (7u << 13) | (0xFu << 4))) |
+                         (TS_PPRE(TS_APB1_DIV) << 10) | (TS_PPRE(TS_APB2_DIV) << 13);
+    TS_REG32(RCC_CFGR) = (TS_REG32(RCC_CFGR) & ~3u) | 2u; /* SW = PLL */
+    while ((TS_REG32(RCC_CFGR) & (3u << 2)) != (2u << 2)) {
+    }
+#else
+    (void)flash_acr_cache_bits; /* stays on HSI 16 MHz, zero wait states */
+#endif
+}
+
+static inline void ts_uart_clock_enable_f4f7(void)
+{
+    TS_REG32(RCC_AHB1ENR) |= (1u << TS_UART_TX_PORT) | (1u << TS_UART_RX_PORT);
+#if TS_UART_BASE == 0x40011000u /* USART1 */
+    TS_REG32(RCC_APB2ENR) |= 1u << 4;
+#elif TS_UART_BASE == 0x40004400u /* USART2 */
+    TS_REG32(RCC_APB1ENR) |= 1u << 17;
+#elif TS_UART_BASE == 0x40004800u /* USART3 */
+    TS_REG32(RCC_APB1ENR) |= 1u << 18;
+#elif TS_UART_BASE == 0x40011400u /* USART6 */
+    TS_REG32(RCC_APB2ENR) |= 1u << 5;
+#else
+#error "stm32f4/f7: no clock-enable bit known for this TS_UART_BASE"
+#endif
+    (void)TS_REG32(RCC_APB1ENR);
+}
+
+#endif /* TS_RCC_F4F7_H */

@@ -1,0 +1,295 @@
+"""Cross builds for every board (-Wall -Wextra -Werror) and, on QEMU, the device harness end to end.
+
+Tier `qemu`: needs arm-none-eabi-gcc and qemu-system-arm; missing tools skip with the reason, or
+fail when TINYSCHED_REQUIRE names the tier (CI sets TINYSCHED_REQUIRE=qemu). Tier `hardware` runs
+only when TINYSCHED_PORT names a board's serial port (TINYSCHED_BOARD, default nucleo-f767).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+from conftest import shared_model_params
+
+from tinysched.boards import all_boards, get_board
+from tinysched.device import (
+    SELFTEST_ARENA,
+    flash_commands,
+    measure_selftest,
+    missing_tools,
+    qemu_command,
+    required_tiers,
+)
+from tinysched.firmware import DoesNotFit, build_firmware, linker_script, selftest_sources
+from tinysched.link import DeviceFault, DeviceLink
+
+
+def require(tier: str) -> None:
+    missing = missing_tools(tier)
+    if missing:
+        reason = f"tier {tier}: {', '.join(missing)} not installed"
+        if tier in required_tiers():
+            pytest.fail(reason + " (TINYSCHED_REQUIRE asks for this tier)")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def qemu_tools():
+    require("qemu")
+
+
+# ---- no tools needed ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("board", all_boards(), ids=lambda b: b.name)
+def test_linker_script_from_regions(board):
+    script = linker_script(board)
+    for region in board.memory:
+        assert f"ORIGIN = {region.origin:#010x}, LENGTH = {region.length}" in script
+    assert f"}} > {board.placement['arena'].upper()}" in script
+    assert f"TS_STACK_BYTES = {board.stack_bytes};" in script
+
+
+def test_flash_commands_for_real_boards(tmp_path):
+    elf = tmp_path / "fw.elf"
+    cmds = flash_commands(get_board("nucleo-f767"), elf)
+    assert cmds[0][0] == "openocd" and "target/stm32f7x.cfg" in cmds[0]
+    assert cmds[0][-1] == f"program {elf} verify reset exit"
+    assert cmds[1] == ["pyocd", "flash", "--target", "stm32f767zitx", str(elf)]
+    assert flash_commands(get_board("mps2-an500"), elf) == []
+
+
+def test_qemu_command_uses_a_tcp_uart(tmp_path):
+    cmd = qemu_command(get_board("mps2-an500"), tmp_path / "fw.elf", 4321)
+    assert cmd[:3] == ["qemu-system-arm", "-machine", "mps2-an500"]
+    assert "tcp:127.0.0.1:4321,server=on,wait=on" in cmd
+    assert any(a.startswith("shift=") for a in cmd)
+
+
+# ---- cross builds ------------------------------------------------------------------------------------
+
+
+@pytest.mark.qemu
+def test_every_board_compiles_warning_free(qemu_tools, tmp_path):
+    """Startup, clocks, UART, counter and harness for every board, -Wall -Wextra -Werror."""
+    for board in all_boards():
+        image = build_firmware(selftest_sources(), [], "selftest_info", board, tmp_path / board.name)
+        assert image.elf.is_file() and image.hex.is_file()
+        assert image.size.fits
+        assert image.size.arena_bytes_planned == SELFTEST_ARENA
+        assert image.size.ram_arena == SELFTEST_ARENA
+        assert image.size.ram_stack == board.stack_bytes
+        arena_region = next(r for r in image.size.regions if r.name == board.placement["arena"])
+        assert arena_region.used >= SELFTEST_ARENA
+        if not board.emulated:
+            assert image.bin is not None and image.bin.stat().st_size == image.size.flash_total
+        # the vector table sits at the start of the code region
+        nm = subprocess.run(["arm-none-eabi-nm", str(image.elf)], capture_output=True, text=True).stdout
+        vt = re.search(r"^([0-9a-f]+) [TtRr] ts_vector_table$", nm, re.M)
+        assert vt and int(vt.group(1), 16) == board.placed("text").origin
+
+
+@pytest.mark.qemu
+def test_size_report_lines(qemu_tools, tmp_path):
+    image = build_firmware(selftest_sources(), [], "selftest_info", get_board("nucleo-f446re"), tmp_path)
+    text = "\n".join(image.size.lines())
+    assert "flash" in text and "weights" in text and "arena 300 B" in text and "fits the board" in text
+    js = image.size.to_json()
+    assert js["fits"] and js["flash_total"] == image.size.flash_total
+
+
+@pytest.mark.qemu
+def test_model_too_big_fails_with_numbers(qemu_tools, tmp_path):
+    board = get_board("nucleo-f446re")  # 128 KiB of SRAM
+    with pytest.raises(DoesNotFit) as err:
+        build_firmware(
+            selftest_sources(), [], "selftest_info", board, tmp_path, defines=["-DSELFTEST_ARENA=200000"]
+        )
+    message = str(err.value)
+    assert "does not fit nucleo-f446re" in message and "sram" in message
+    report = err.value.report
+    sram = next(r for r in report.regions if r.name == "sram")
+    assert not sram.fits and sram.used > 200000 and sram.length == 131072
+    assert report.ram_arena >= 200000
+
+
+# ---- on QEMU -------------------------------------------------------------------------------------------
+
+EMULATED = ["mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547"]
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", EMULATED)
+def test_selftest_on_qemu(qemu_tools, tmp_path, board):
+    result = measure_selftest(board, tmp_path, n_inputs=3)
+    assert result.hello["board"] == board
+    assert result.hello["arena_bytes"] == SELFTEST_ARENA
+    assert result.hello["build_id"].startswith("selftest-")
+    assert result.outputs_match is True and result.outputs_agree_on_device
+    assert result.arena_bytes_measured == result.arena_bytes_planned == SELFTEST_ARENA
+    assert result.arena_bytes_touched == SELFTEST_ARENA
+    assert 0 < result.stack_bytes_measured < result.stack_bytes_total < 4096
+    assert result.instructions and result.instructions > 1000 and result.cycles is None
+    assert result.emulated_by is None and result.ok
+
+
+@pytest.mark.qemu
+def test_real_board_runs_on_its_stand_in(qemu_tools, tmp_path):
+    result = measure_selftest("nucleo_f767zi", tmp_path, n_inputs=2, arena_bytes=1001)
+    assert result.board == "nucleo-f767" and result.emulated_by == "mps2-an500"
+    assert "standing in for nucleo-f767" in "\n".join(result.lines())
+    assert result.arena_bytes_measured == 1001 and result.ok
+    assert result.size["board"] == "nucleo-f767" and result.size["emulated_image"]["board"] == "mps2-an500"
+    js = result.to_json()
+    for key in (
+        "board",
+        "emulated_by",
+        "arena_bytes_planned",
+        "arena_bytes_measured",
+        "stack_bytes_measured",
+        "outputs_match",
+        "inputs",
+        "cycles",
+    ):
+        assert key in js
+
+
+@pytest.mark.qemu
+def test_overrun_past_the_plan_is_measured(qemu_tools, tmp_path):
+    result = measure_selftest("mps2-an386", tmp_path, n_inputs=1, overrun=True)
+    assert result.arena_bytes_measured == SELFTEST_ARENA + 4
+    assert not result.arena_matches_plan and not result.ok
+
+
+@pytest.mark.qemu
+def test_device_fault_is_a_clear_error(qemu_tools, tmp_path):
+    with pytest.raises(DeviceFault, match=r"HardFault at pc 0x"):
+        measure_selftest("mps2-an500", tmp_path, n_inputs=1, fault=True)
+
+
+@pytest.mark.qemu
+def test_corrupted_request_is_nakked_and_retried(qemu_tools, tmp_path):
+    """A real device (the harness on QEMU) rejects a frame with a bad CRC, then runs the retry."""
+    from tinysched.device import connect_qemu, run_qemu, selftest_inputs, selftest_reference
+    from tinysched.link import MSG_NAK, MSG_RUN, encode_frame
+
+    board = get_board("mps2-an386")
+    image = build_firmware(selftest_sources(), [], "selftest_info", board, tmp_path)
+    with run_qemu(board, image.elf) as session, connect_qemu(session, ack_timeout=1.0) as link:
+        link.wait_hello(timeout=10, query=False)
+        (x,) = selftest_inputs(1)[0]
+        frame = bytearray(encode_frame(MSG_RUN, 7, bytes(8) + x))
+        frame[20] ^= 0xFF  # one payload byte flipped on the wire
+        link.port.write(bytes(frame))
+        import time
+
+        nak = link.receive(time.monotonic() + 5)
+        assert nak is not None and nak.type == MSG_NAK and nak.seq == 7
+        result = link.run([x])
+        assert result.outputs == (selftest_reference(x),)
+
+
+@pytest.mark.qemu
+def test_measure_command_json(qemu_tools, tmp_path, capsys):
+    import json
+
+    from tinysched.cli import main
+
+    rc = main(
+        ["measure", "selftest", "--board", "mps2/an505", "--inputs", "2", "--json", "-o", str(tmp_path)]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["board"] == "mps2-an505" and out["arena_bytes_measured"] == out["arena_bytes_planned"]
+    assert out["outputs_match"] is True and out["inputs"] == 2
+
+
+# ---- on a real board ---------------------------------------------------------------------------------
+
+
+@pytest.mark.hardware
+@pytest.mark.skipif(
+    not os.environ.get("TINYSCHED_PORT"), reason="no board: set TINYSCHED_PORT (and TINYSCHED_BOARD)"
+)
+def test_selftest_on_hardware(tmp_path):
+    require("hardware")
+    board = os.environ.get("TINYSCHED_BOARD", "nucleo-f767")
+    result = measure_selftest(board, tmp_path, n_inputs=3, port=os.environ["TINYSCHED_PORT"])
+    assert result.outputs_match and result.arena_bytes_measured == result.arena_bytes_planned
+    assert result.cycles and result.cycles > 0
+
+
+def test_device_link_is_importable():
+    assert DeviceLink
+
+
+@pytest.mark.qemu
+def test_emulated_instruction_count_is_exact(qemu_tools, tmp_path):
+    """A loop of 2N instructions adds 2N (to within the SysTick resolution) to the count."""
+    n = 50_000
+    base = measure_selftest("mps2-an500", tmp_path / "base", n_inputs=1)
+    spun = measure_selftest("mps2-an500", tmp_path / "spin", n_inputs=1, spin=n)
+    assert abs(spun.instructions - base.instructions - 2 * n) <= 2
+    assert spun.count_unit == "instructions (emulated)"
+
+
+# ---- the project's own generated models, through the code generator -------------------------------
+
+
+def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2):
+    from pathlib import Path
+
+    from tinysched.device import generate_for_measure, measure_sources
+
+    if isinstance(model_bytes_or_path, bytes):
+        path = tmp_path / "model.tflite"
+        path.write_bytes(model_bytes_or_path)
+    else:
+        path = Path(model_bytes_or_path)
+    gen = generate_for_measure(path, tmp_path / "gen", n_inputs)
+    return measure_sources(
+        gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
+        gen.arena_bytes_planned, tmp_path / "build",
+    )  # fmt: skip
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(
+    "model,board",
+    [("demo", "nucleo-f767"), ("branching", "mps3-an547")],
+)
+def test_generated_model_on_qemu(qemu_tools, tmp_path, model, board):
+    from tinysched.modelgen import random_branching_model, tiny_demo_model
+
+    data = tiny_demo_model() if model == "demo" else random_branching_model(seed=3, n_blocks=5)
+    result = _measure_tflite(tmp_path, data, board, n_inputs=2)
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == result.arena_bytes_planned
+    assert result.outputs_agree_on_device and result.ok
+    assert result.instructions and result.instructions > 10_000
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("TINYSCHED_QEMU_SHARED") != "1",
+    reason="shared models on QEMU take about 3 minutes: set TINYSCHED_QEMU_SHARED=1",
+)
+@pytest.mark.parametrize("path", shared_model_params())
+def test_shared_model_on_qemu(qemu_tools, tmp_path, path):
+    from tinysched.errors import TinyschedError
+    from tinysched.firmware import DoesNotFit
+
+    try:
+        result = _measure_tflite(tmp_path, path, "mps2-an500", n_inputs=1)
+    except DoesNotFit as err:
+        pytest.skip(str(err))
+    except TinyschedError as err:
+        if "not supported by the code generator" in str(err):
+            pytest.skip(str(err))
+        raise
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == result.arena_bytes_planned, result.mismatches

@@ -1,0 +1,239 @@
+"""The board database (boards.yaml): lookup by name or alias, and the facts every stage needs.
+
+A board is either real (flashed over its debug probe, talked to on its tty) or emulated (run by
+qemu-system-arm, talked to on a TCP socket). Every real board names the emulated board that stands
+in for it: same core, same FPU and the same code-generation flags.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tinysched.errors import TinyschedError
+from tinysched.resources import resource
+
+FAMILIES = ("stm32f7", "stm32f4", "stm32l4", "stm32h7", "cmsdk")
+PLACEMENT_KEYS = ("text", "rodata", "data", "arena")
+COUNTERS = ("dwt", "systick", "systick-icount")
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    origin: int
+    length: int
+    kind: str  # flash | ram | rom
+    note: str = ""
+
+    @property
+    def end(self) -> int:
+        return self.origin + self.length
+
+    def contains(self, addr: int, size: int = 0) -> bool:
+        return self.origin <= addr and addr + size <= self.end
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    description: str
+    mcu: str
+    family: str
+    core: str
+    fpu: str
+    float_abi: str
+    cflags: tuple[str, ...]
+    clock: dict[str, Any]
+    memory: tuple[Region, ...]
+    placement: dict[str, str]
+    stack_bytes: int
+    uart: dict[str, Any]
+    counter: str
+    flash: dict[str, str] = field(default_factory=dict)
+    usb: tuple[tuple[int, int], ...] = ()
+    emulated_by: str | None = None
+    qemu: dict[str, Any] | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def emulated(self) -> bool:
+        return self.qemu is not None
+
+    @property
+    def cpu_hz(self) -> int:
+        return int(self.clock["hz"])
+
+    def region(self, name: str) -> Region:
+        for r in self.memory:
+            if r.name == name:
+                return r
+        raise TinyschedError(f"board {self.name}: no memory region {name!r}")
+
+    def placed(self, what: str) -> Region:
+        """The region holding `what` (text, rodata, data or arena)."""
+        return self.region(self.placement[what])
+
+    @property
+    def flash_bytes(self) -> int:
+        return sum(
+            r.length for r in self.memory if r.name in {self.placement["text"], self.placement["rodata"]}
+        )
+
+    @property
+    def ram_bytes(self) -> int:
+        return sum(
+            r.length for r in self.memory if r.name in {self.placement["data"], self.placement["arena"]}
+        )
+
+    def stand_in(self) -> Board:
+        """The board that actually runs under emulation: itself when emulated, else emulated_by."""
+        if self.emulated:
+            return self
+        if not self.emulated_by:
+            raise TinyschedError(f"board {self.name} has no emulated stand-in")
+        return get_board(self.emulated_by)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-data view, as `tinysched boards --json` prints it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "mcu": self.mcu,
+            "family": self.family,
+            "core": self.core,
+            "fpu": self.fpu,
+            "float_abi": self.float_abi,
+            "cflags": list(self.cflags),
+            "clock_hz": self.cpu_hz,
+            "memory": [
+                {"name": r.name, "origin": r.origin, "length": r.length, "kind": r.kind} for r in self.memory
+            ],
+            "placement": dict(self.placement),
+            "stack_bytes": self.stack_bytes,
+            "uart": {k: self.uart[k] for k in ("peripheral", "base", "baud") if k in self.uart},
+            "counter": self.counter,
+            "flash": dict(self.flash),
+            "usb": [{"vid": v, "pid": p} for v, p in self.usb],
+            "emulated": self.emulated,
+            "emulated_by": self.emulated_by,
+            "qemu_machine": self.qemu["machine"] if self.qemu else None,
+            "aliases": list(self.aliases),
+        }
+
+
+def normalise(name: str) -> str:
+    """Case-insensitive, with '-', '_' and '/' treated alike (nucleo_f767zi == NUCLEO-F767ZI)."""
+    return re.sub(r"[-_/]+", "-", name.strip().lower())
+
+
+def _board_from_entry(name: str, entry: dict[str, Any], source: Path) -> Board:
+    def need(key: str) -> Any:
+        if key not in entry:
+            raise TinyschedError(f"{source}: board {name}: missing field {key!r}")
+        return entry[key]
+
+    memory = tuple(
+        Region(
+            str(r["name"]),
+            int(r["origin"]),
+            int(r["length"]),
+            str(r.get("kind", "ram")),
+            str(r.get("note", "")),
+        )
+        for r in need("memory")
+    )
+    names = {r.name for r in memory}
+    placement = {k: str(v) for k, v in need("placement").items()}
+    placement.setdefault("rodata", placement.get("text", ""))
+    placement.setdefault("arena", placement.get("data", ""))
+    for key in PLACEMENT_KEYS:
+        if placement.get(key) not in names:
+            raise TinyschedError(f"{source}: board {name}: placement {key} names no memory region")
+    family = str(need("family"))
+    if family not in FAMILIES:
+        raise TinyschedError(
+            f"{source}: board {name}: unknown family {family!r} (known: {', '.join(FAMILIES)})"
+        )
+    counter = str(need("counter"))
+    if counter not in COUNTERS:
+        raise TinyschedError(f"{source}: board {name}: unknown counter {counter!r}")
+    return Board(
+        name=name,
+        description=str(entry.get("description", "")),
+        mcu=str(need("mcu")),
+        family=family,
+        core=str(need("core")),
+        fpu=str(need("fpu")),
+        float_abi=str(need("float_abi")),
+        cflags=tuple(str(f) for f in need("cflags")),
+        clock=dict(need("clock")),
+        memory=memory,
+        placement=placement,
+        stack_bytes=int(need("stack_bytes")),
+        uart=dict(need("uart")),
+        counter=counter,
+        flash={k: str(v) for k, v in (entry.get("flash") or {}).items()},
+        usb=tuple((int(u["vid"]), int(u["pid"])) for u in entry.get("usb") or ()),
+        emulated_by=entry.get("emulated_by"),
+        qemu=dict(entry["qemu"]) if entry.get("qemu") else None,
+        aliases=tuple(str(a) for a in entry.get("aliases") or ()),
+    )
+
+
+@cache
+def _load(path: str) -> tuple[dict[str, Board], dict[str, str]]:
+    source = Path(path)
+    try:
+        data = yaml.safe_load(source.read_text())
+    except OSError as err:
+        raise TinyschedError(f"{source}: cannot read board database: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise TinyschedError(f"{source}: not valid YAML: {err}") from None
+    entries = (data or {}).get("boards") or {}
+    boards = {name: _board_from_entry(name, entry, source) for name, entry in entries.items()}
+    index: dict[str, str] = {}
+    for board in boards.values():
+        for key in (board.name, *board.aliases):
+            norm = normalise(key)
+            if index.get(norm, board.name) != board.name:
+                raise TinyschedError(f"{source}: name {key!r} is used by {index[norm]} and {board.name}")
+            index[norm] = board.name
+    for board in boards.values():
+        if board.emulated_by is not None:
+            stand_in = boards.get(board.emulated_by)
+            if stand_in is None or not stand_in.emulated:
+                raise TinyschedError(
+                    f"{source}: board {board.name}: emulated_by {board.emulated_by!r} is not an emulated board"
+                )
+            if stand_in.cflags != board.cflags:
+                raise TinyschedError(
+                    f"{source}: board {board.name}: stand-in {stand_in.name} has other cflags"
+                )
+        elif not board.emulated:
+            raise TinyschedError(f"{source}: board {board.name}: a real board needs emulated_by")
+    return boards, index
+
+
+def boards_path() -> Path:
+    return resource("boards.yaml")
+
+
+def all_boards(path: str | Path | None = None) -> list[Board]:
+    boards, _ = _load(str(path or boards_path()))
+    return list(boards.values())
+
+
+def get_board(name: str, path: str | Path | None = None) -> Board:
+    """The board called `name` or one of its aliases; an unknown name lists the known ones."""
+    boards, index = _load(str(path or boards_path()))
+    found = index.get(normalise(name))
+    if found is None:
+        known = ", ".join(sorted(boards))
+        raise TinyschedError(f"unknown board {name!r}; known boards: {known} (see `tinysched boards`)")
+    return boards[found]

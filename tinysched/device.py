@@ -1,0 +1,612 @@
+"""Running an image: on QEMU (emulated boards) or a real board (flashed with openocd or pyocd), and
+`measure_sources`, which builds, runs N inputs and compares outputs and arena use with the plan.
+
+QEMU gets its UART on a local TCP port (`-serial tcp:127.0.0.1:PORT,server=on,wait=on`): QEMU waits
+for the connection before it starts the CPU, so the boot hello is never lost, and the host talks to
+it through pyserial's socket:// URL exactly as to a board's tty. QEMU is always killed at the end.
+
+Counting on QEMU: QEMU has no cycle model and no DWT. The emulated boards run it with
+`-icount shift=N`, which makes its virtual clock advance 2^N ns per executed instruction; the
+firmware's SysTick runs on that clock at the board's nominal frequency f, so
+instructions = ticks * (1e9 / f) / 2^N. Those are reported as "instructions (emulated)", never as
+cycles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinysched.boards import Board, get_board
+from tinysched.errors import TinyschedError
+from tinysched.firmware import FirmwareImage, build_firmware, selftest_sources
+from tinysched.link import DeviceLink, Hello, LinkError, RunResult, open_port
+
+QEMU = "qemu-system-arm"
+
+
+# ---- QEMU -------------------------------------------------------------------------------------------
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def qemu_command(board: Board, elf: Path, port: int) -> list[str]:
+    if board.qemu is None:
+        raise TinyschedError(f"board {board.name} is not emulated")
+    q = board.qemu
+    cmd = [QEMU, "-machine", str(q["machine"])]
+    if q.get("cpu"):
+        cmd += ["-cpu", str(q["cpu"])]
+    cmd += [
+        "-display", "none",
+        "-monitor", "none",
+        "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on",
+        "-icount", f"shift={int(q.get('icount_shift', 6))},align=off,sleep=off",
+        "-kernel", str(elf),
+    ]  # fmt: skip
+    return cmd
+
+
+@dataclass
+class QemuSession:
+    board: Board
+    elf: Path
+    process: subprocess.Popen[bytes]
+    url: str
+    command: list[str]
+    log_path: Path
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace").strip()
+        except OSError:
+            return ""
+
+
+@contextlib.contextmanager
+def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
+    """Starts qemu-system-arm for `board` on `elf`; yields once the UART socket accepts connections.
+
+    The caller connects to `session.url`; QEMU starts the CPU on that connection. QEMU is
+    terminated (then killed) on exit, whatever happened.
+    """
+    if shutil.which(QEMU) is None:
+        raise TinyschedError(f"{QEMU} not found: install Debian's qemu-system-arm (`make setup`)")
+    port = free_tcp_port()
+    cmd = qemu_command(board, elf, port)
+    log_fd, log_name = tempfile.mkstemp(prefix="tinysched-qemu-", suffix=".log")
+    log_path = Path(log_name)
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd)
+    os.close(log_fd)
+    session = QemuSession(board, elf, proc, f"socket://127.0.0.1:{port}", cmd, log_path)
+    try:
+        time.sleep(0.05)
+        if proc.poll() is not None:
+            raise TinyschedError(
+                f"{QEMU} exited with code {proc.returncode} at start:\n$ {shlex.join(cmd)}\n{session.log_text()}"
+            )
+        yield session
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        log_path.unlink(missing_ok=True)
+
+
+def connect_qemu(session: QemuSession, *, timeout: float = 10.0, **link_kwargs: Any) -> DeviceLink:
+    """Opens the session's UART socket (retrying while QEMU comes up) as a DeviceLink."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if session.process.poll() is not None:
+            break
+        try:
+            port = open_port(session.url)
+            # QEMU hands the CMSDK UART one byte per main-loop turn: about 3-4 KB/s under -icount,
+            # whatever the baud. The link sizes its acknowledgement timeout for 2 KB/s.
+            link_kwargs.setdefault("baud", 20000)
+            return DeviceLink(port, name=f"{session.board.name} (qemu)", **link_kwargs)
+        except LinkError as err:
+            last = err
+            time.sleep(0.05)
+    raise TinyschedError(
+        f"cannot connect to QEMU's UART at {session.url}: {last}\n$ {shlex.join(session.command)}\n{session.log_text()}"
+    )
+
+
+# ---- real boards ---------------------------------------------------------------------------------------
+
+
+def flash_commands(board: Board, elf: Path) -> list[list[str]]:
+    """The command lines that flash `elf` onto a real board, in order of preference."""
+    if board.emulated:
+        return []
+    cmds: list[list[str]] = []
+    f = board.flash
+    if f.get("openocd_target"):
+        cmds.append(
+            [
+                "openocd",
+                "-f",
+                f.get("openocd_interface", "interface/stlink.cfg"),
+                "-f",
+                f["openocd_target"],
+                "-c",
+                f"program {elf} verify reset exit",
+            ]  # fmt: skip
+        )
+    if f.get("pyocd_target"):
+        cmds.append(["pyocd", "flash", "--target", f["pyocd_target"], str(elf)])
+    return cmds
+
+
+def flash(board: Board, elf: Path, log: Callable[[str], None] = print) -> list[str]:
+    """Flashes a real board with the first runner found; returns the command it ran."""
+    cmds = flash_commands(board, elf)
+    for cmd in cmds:
+        if shutil.which(cmd[0]) is None:
+            continue
+        log(f"flashing: {shlex.join(cmd)}")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise TinyschedError(
+                f"flashing {board.name} failed:\n$ {shlex.join(cmd)}\n{(proc.stderr or proc.stdout).strip()}"
+            )
+        return cmd
+    shown = "\n".join(f"  $ {shlex.join(c)}" for c in cmds)
+    raise TinyschedError(f"neither openocd nor pyocd is installed; flash {board.name} with one of:\n{shown}")
+
+
+def find_board_port(board: Board) -> str | None:
+    """The tty of the board's debug probe, by USB vid/pid (None when there is none or several)."""
+    try:
+        from serial.tools import list_ports
+    except ImportError:  # pragma: no cover
+        return None
+    ids = set(board.usb)
+    found = [p.device for p in list_ports.comports() if (p.vid, p.pid) in ids]
+    return found[0] if len(found) == 1 else None
+
+
+# ---- measuring ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MeasureResult:
+    board: str
+    emulated_by: str | None
+    ran_on: str
+    arena_bytes_planned: int
+    arena_bytes_measured: int
+    arena_bytes_touched: int
+    stack_bytes_measured: int
+    stack_bytes_total: int
+    outputs_match: bool | None
+    outputs_agree_on_device: bool
+    inputs: int
+    counter: str
+    count_unit: str
+    cycles: int | None
+    instructions: int | None
+    ticks: list[int]
+    mismatches: list[str]
+    retries: int
+    hello: dict[str, Any]
+    size: dict[str, Any]
+    flash_command: list[str] | None = None
+    qemu_command: list[str] | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def arena_matches_plan(self) -> bool:
+        return self.arena_bytes_measured == self.arena_bytes_planned
+
+    @property
+    def ok(self) -> bool:
+        return self.arena_matches_plan and self.outputs_match is not False and self.outputs_agree_on_device
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["arena_matches_plan"] = self.arena_matches_plan
+        d["ok"] = self.ok
+        return d
+
+    def lines(self) -> list[str]:
+        where = (
+            f"{self.ran_on} (emulated by qemu-system-arm, standing in for {self.board})"
+            if self.emulated_by
+            else self.ran_on
+        )
+        count = (
+            f"{self.cycles:,} cycles" if self.cycles is not None
+            else f"{self.instructions:,} instructions (emulated, QEMU -icount)" if self.instructions is not None
+            else "not available"
+        )  # fmt: skip
+        verdict = "equal to the plan" if self.arena_matches_plan else "DIFFERS from the plan"
+        match = {
+            True: "bit-identical to the reference",
+            False: "DIFFER from the reference",
+            None: "not compared",
+        }
+        out = [
+            f"ran on          {where}",
+            f"inputs          {self.inputs}",
+            f"outputs         {match[self.outputs_match]}"
+            + ("" if self.outputs_agree_on_device else " (and the device's runs disagreed with each other)"),
+            f"arena planned   {self.arena_bytes_planned:,} B",
+            f"arena measured  {self.arena_bytes_measured:,} B high-water, {self.arena_bytes_touched:,} B touched: {verdict}",
+            f"stack measured  {self.stack_bytes_measured:,} B in the model ({self.stack_bytes_total:,} B with the harness)",
+            f"per inference   {count} (max over inputs)",
+        ]
+        if self.retries:
+            out.append(f"link            {self.retries} retried request(s)")
+        out += [f"mismatch        {m}" for m in self.mismatches[:10]]
+        return out
+
+
+def ticks_to_count(board: Board, hello: Hello, ticks: int) -> tuple[str, int | None, int | None]:
+    """(unit, cycles, instructions) for a tick count from `board`'s counter."""
+    if board.emulated:
+        shift = int((board.qemu or {}).get("icount_shift", 6))
+        hz = hello.cpu_hz or board.cpu_hz
+        return "instructions (emulated)", None, round(ticks * 1e9 / hz / (1 << shift))
+    if hello.counter in ("dwt-cycles", "systick"):
+        return "cycles", ticks, None
+    return "none", None, None
+
+
+def measure_image(
+    image: FirmwareImage,
+    run_board: Board,
+    inputs: Sequence[Sequence[bytes]],
+    expected: Sequence[Sequence[bytes]] | None,
+    arena_bytes_planned: int,
+    *,
+    requested: Board | None = None,
+    port: str | None = None,
+    run_timeout: float = 120.0,
+    log: Callable[[str], None] = lambda _m: None,
+    link_hook: Callable[[DeviceLink], None] | None = None,
+) -> MeasureResult:
+    """Runs a built image on `run_board` (QEMU when emulated, else the board on `port`)."""
+    requested = requested or run_board
+    results: list[RunResult] = []
+    flash_cmd: list[str] | None = None
+    qemu_cmd: list[str] | None = None
+
+    def drive(link: DeviceLink) -> Hello:
+        if link_hook:
+            link_hook(link)
+        hello = link.wait_hello(timeout=15.0, query=not run_board.emulated)
+        if hello.arena_bytes != arena_bytes_planned:
+            log(
+                f"note: the image's model declares {hello.arena_bytes:,} B of arena, the plan {arena_bytes_planned:,} B"
+            )
+        for i, xs in enumerate(inputs):
+            results.append(link.run(list(xs), reset_state=(i == 0)))
+        return hello
+
+    with contextlib.ExitStack() as stack:
+        if run_board.emulated:
+            session = stack.enter_context(run_qemu(run_board, image.elf))
+            qemu_cmd = session.command
+            log(f"emulating: {shlex.join(session.command)}")
+            link = stack.enter_context(connect_qemu(session, run_timeout=run_timeout, log=log))
+        else:
+            flash_cmd = flash(run_board, image.elf, log)
+            url = port or find_board_port(run_board)
+            if url is None:
+                raise TinyschedError(
+                    f"no serial port given for {run_board.name} and none found by USB id: pass --port"
+                )
+            link = stack.enter_context(
+                DeviceLink.open(url, baud=int(run_board.uart["baud"]), run_timeout=run_timeout, log=log)
+            )
+        hello = drive(link)
+        retries = link.retries_used
+
+    mismatches: list[str] = []
+    outputs_match: bool | None = None
+    if expected is not None:
+        outputs_match = True
+        for i, (got, want) in enumerate(zip(results, expected, strict=True)):
+            for j, (g, w) in enumerate(zip(got.outputs, want, strict=True)):
+                if bytes(g) != bytes(w):
+                    outputs_match = False
+                    diff = sum(1 for a, b in zip(g, w, strict=False) if a != b) + abs(len(g) - len(w))
+                    mismatches.append(f"input {i} output {j}: {diff} of {len(w)} bytes differ")
+    for i, r in enumerate(results):
+        if r.status != 0:
+            mismatches.append(f"input {i}: invoke returned {r.status}")
+            outputs_match = False if expected is not None else outputs_match
+    measured = max((r.arena_high_water for r in results), default=0)
+    if measured > arena_bytes_planned:
+        mismatches.append(f"the model wrote {measured - arena_bytes_planned:,} B past the planned arena")
+    elif measured < arena_bytes_planned:
+        pad = hello.arena_alignment and arena_bytes_planned - measured < hello.arena_alignment
+        mismatches.append(
+            f"the top {arena_bytes_planned - measured:,} B of the planned arena are never touched"
+            + (
+                f" (less than the {hello.arena_alignment}-byte alignment: padding at the end of the plan?)"
+                if pad
+                else ""
+            )
+        )
+    max_ticks = max((r.ticks for r in results), default=0)
+    unit, cycles, instructions = ticks_to_count(run_board, hello, max_ticks)
+    return MeasureResult(
+        board=requested.name,
+        emulated_by=run_board.name if run_board is not requested and run_board.emulated else None,
+        ran_on=run_board.name,
+        arena_bytes_planned=arena_bytes_planned,
+        arena_bytes_measured=measured,
+        arena_bytes_touched=max((r.arena_touched for r in results), default=0),
+        stack_bytes_measured=max((r.stack_bytes for r in results), default=0),
+        stack_bytes_total=max((r.stack_total for r in results), default=0),
+        outputs_match=outputs_match,
+        outputs_agree_on_device=all(r.outputs_agree for r in results),
+        inputs=len(results),
+        counter=hello.counter if not run_board.emulated else "systick-icount",
+        count_unit=unit,
+        cycles=cycles,
+        instructions=instructions,
+        ticks=[r.ticks for r in results],
+        mismatches=mismatches,
+        retries=retries,
+        hello=hello.to_json(),
+        size=image.size.to_json(),
+        flash_command=flash_cmd,
+        qemu_command=qemu_cmd,
+        runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
+    )
+
+
+def measure_sources(
+    sources: Sequence[Path],
+    include_dirs: Sequence[Path],
+    model_info_symbol: str,
+    board: Board | str,
+    inputs: Sequence[Sequence[bytes]],
+    expected: Sequence[Sequence[bytes]] | None,
+    arena_bytes_planned: int,
+    out_dir: Path,
+    *,
+    port: str | None = None,
+    emulate: bool | None = None,
+    defines: Sequence[str] = (),
+    run_timeout: float = 120.0,
+    log: Callable[[str], None] = lambda _m: None,
+) -> MeasureResult:
+    """Builds already-generated model sources for `board` and measures them on the device.
+
+    Emulation is the default when no port is given: a real board then runs on its emulated
+    stand-in (same core and compiler flags), and the size report is still checked against the
+    requested board (the image must fit it). `inputs[i]` is one input set (bytes per graph input);
+    `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
+    """
+    board = get_board(board) if isinstance(board, str) else board
+    if emulate is None:
+        emulate = port is None
+    if not emulate and board.emulated:
+        raise TinyschedError(f"board {board.name} exists only under emulation: drop --port")
+    if emulate and port is not None:
+        raise TinyschedError("give either a port or --emulate, not both")
+    out_dir = Path(out_dir)
+    run_board = board.stand_in() if emulate else board
+    sources = [Path(s) for s in sources]
+    includes = [Path(p) for p in include_dirs]
+    if run_board is not board:
+        # the requested board's own image: proves the model fits it and gives its size report
+        real = build_firmware(
+            sources, includes, model_info_symbol, board, out_dir / board.name, defines=list(defines)
+        )
+        log("\n".join(real.size.lines()))
+    image = build_firmware(
+        sources, includes, model_info_symbol, run_board, out_dir / run_board.name, defines=list(defines)
+    )
+    if run_board is board:
+        log("\n".join(image.size.lines()))
+    result = measure_image(
+        image, run_board, inputs, expected, arena_bytes_planned,
+        requested=board, port=port, run_timeout=run_timeout, log=log,
+    )  # fmt: skip
+    if run_board is not board:
+        result.size = real.size.to_json()
+        result.size["emulated_image"] = image.size.to_json()
+    return result
+
+
+# ---- the self-test model (firmware/harness/selftest_model.c) ----------------------------------------------
+
+SELFTEST_SYMBOL = "selftest_info"
+SELFTEST_ARENA = 300
+SELFTEST_INPUT = 64
+SELFTEST_OUTPUT = 16
+
+
+def selftest_reference(inp: bytes, arena_bytes: int = SELFTEST_ARENA) -> bytes:
+    """What selftest_model.c computes, in Python: the expected output for one input."""
+    assert len(inp) == SELFTEST_INPUT
+    n1 = arena_bytes - SELFTEST_INPUT - SELFTEST_OUTPUT
+    t1 = [(3 * inp[j % SELFTEST_INPUT] + j) & 0xFF for j in range(n1)]
+    return bytes((sum(t1[k::SELFTEST_OUTPUT]) ^ k) & 0xFF for k in range(SELFTEST_OUTPUT))
+
+
+def selftest_inputs(n: int, seed: int = 0) -> list[list[bytes]]:
+    import random
+
+    rng = random.Random(seed)
+    return [[bytes(rng.randrange(256) for _ in range(SELFTEST_INPUT))] for _ in range(n)]
+
+
+def measure_selftest(
+    board: Board | str,
+    out_dir: Path,
+    *,
+    n_inputs: int = 3,
+    port: str | None = None,
+    emulate: bool | None = None,
+    arena_bytes: int = SELFTEST_ARENA,
+    overrun: bool = False,
+    fault: bool = False,
+    spin: int | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> MeasureResult:
+    """`measure` on the hand-written self-test model: the harness and link end to end."""
+    inputs = selftest_inputs(n_inputs)
+    expected = [[selftest_reference(x[0], arena_bytes)] for x in inputs]
+    defines = [f"-DSELFTEST_ARENA={arena_bytes}"] + (["-DSELFTEST_OVERRUN"] if overrun else [])
+    defines += ["-DSELFTEST_FAULT"] if fault else []
+    defines += [f"-DSELFTEST_SPIN={spin}"] if spin else []
+    return measure_sources(
+        selftest_sources(), [], SELFTEST_SYMBOL, board, inputs, expected, arena_bytes, out_dir,
+        port=port, emulate=emulate, defines=defines, log=log,
+    )  # fmt: skip
+
+
+def _stderr_log(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+# ---- tools per test tier ---------------------------------------------------------------------------------
+
+TIER_TOOLS = {
+    "host": ("cc",),
+    "qemu": (QEMU, "arm-none-eabi-gcc", "arm-none-eabi-objcopy"),
+    "hardware": ("arm-none-eabi-gcc",),
+}
+
+
+def missing_tools(tier: str) -> list[str]:
+    """Tools a test tier needs that are not on PATH."""
+    return [t for t in TIER_TOOLS.get(tier, ()) if shutil.which(t) is None]
+
+
+def required_tiers() -> set[str]:
+    """Tiers whose missing tools fail instead of skip: TINYSCHED_REQUIRE=qemu,host (CI sets it)."""
+    return {t.strip() for t in os.environ.get("TINYSCHED_REQUIRE", "").split(",") if t.strip()}
+
+
+# ---- command line (`tinysched boards`, `tinysched measure`) ---------------------------------------------
+
+
+@dataclass
+class GeneratedModel:
+    """What `measure` needs from the code generator for one .tflite model."""
+
+    sources: list[Path]
+    include_dirs: list[Path]
+    model_info_symbol: str
+    arena_bytes_planned: int
+    inputs: list[list[bytes]]
+    expected: list[list[bytes]] | None
+
+
+def generate_for_measure(model: Path, out_dir: Path, n_inputs: int, seed: int = 0) -> GeneratedModel:
+    """Generates C for `model` (the code generator), N seeded random inputs and their reference
+    outputs (TFLite's reference kernels, tinysched.reference)."""
+    from tinysched import reference
+    from tinysched.hostbuild import generate_module, write_sources
+
+    if n_inputs < 1:
+        raise TinyschedError("--inputs must be 1 or more")
+    graph, _schedule, plan, module = generate_module(model)
+    directory = Path(out_dir)
+    write_sources(module, graph, directory)
+    sources = [directory / f"{module.prefix}.c", directory / f"{module.prefix}_weights.c"]
+    sources += [directory / "tinysched" / "kernels" / f"{k}.c" for k in module.kernels]
+    input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
+    results = reference.run_reference_many(model, input_sets)
+    return GeneratedModel(
+        sources=sources,
+        include_dirs=[directory, directory / "tinysched" / "include", directory / "tinysched" / "kernels"],
+        model_info_symbol=f"{module.prefix}_info",
+        arena_bytes_planned=int(plan.arena_bytes),
+        inputs=[[bytes(memoryview(a.tobytes())) for a in inputs] for inputs in input_sets],
+        expected=[[a.tobytes() for a in r.outputs] for r in results],
+    )
+
+
+def cmd_boards(args: Any) -> int:
+    from tinysched.boards import all_boards
+
+    boards = all_boards()
+    if args.json:
+        import json
+
+        json.dump([b.summary() for b in boards], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{'board':<19} {'core':<11} {'fpu':<17} {'clock':>8} {'flash':>9} {'ram':>9}  runs on / aliases")
+    for b in boards:
+        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {b.emulated_by}"
+        print(
+            f"{b.name:<19} {b.core:<11} {b.fpu + '/' + b.float_abi:<17} {b.cpu_hz / 1e6:>5.0f}MHz "
+            f"{b.flash_bytes // 1024:>6}KiB {b.ram_bytes // 1024:>6}KiB  {runs}; {', '.join(b.aliases)}"
+        )
+    return 0
+
+
+def cmd_measure(args: Any) -> int:
+    import json
+
+    board = get_board(args.board)
+    out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="tinysched-measure-"))
+    emulate = True if args.emulate else (None if args.port is None else False)
+    log = (lambda _m: None) if args.json else _stderr_log
+    if args.model == "selftest":
+        result = measure_selftest(
+            board, out_dir, n_inputs=args.inputs, port=args.port, emulate=emulate, log=log
+        )
+    else:
+        gen = generate_for_measure(Path(args.model), out_dir / "model", args.inputs)
+        result = measure_sources(
+            gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
+            gen.arena_bytes_planned, out_dir, port=args.port, emulate=emulate, log=log,
+        )  # fmt: skip
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(result.lines()))
+    return 0 if result.ok else 1
+
+
+def add_commands(sub: Any) -> None:
+    """Registers `boards` and `measure` on the main parser's sub-parsers."""
+    boards = sub.add_parser("boards", help="list the boards tinysched can build for (boards.yaml)")
+    boards.add_argument("--json", action="store_true", help="print one JSON list")
+    boards.set_defaults(func=cmd_boards)
+
+    measure = sub.add_parser(
+        "measure",
+        help="build, run on the device (or QEMU), compare outputs and the measured arena with the plan",
+    )
+    measure.add_argument("model", help=".tflite file, or `selftest` for the harness's own test model")
+    measure.add_argument("--board", required=True, help="board name or alias (see `tinysched boards`)")
+    where = measure.add_mutually_exclusive_group()
+    where.add_argument("--port", help="serial port of a real board (tty path or pyserial URL)")
+    where.add_argument("--emulate", action="store_true", help="run under qemu-system-arm (the default)")
+    measure.add_argument("--inputs", type=int, default=3, help="number of inputs to run (default 3)")
+    measure.add_argument("-o", "--output", help="folder for the build (default: a temporary folder)")
+    measure.add_argument("--json", action="store_true", help="print one JSON object")
+    measure.set_defaults(func=cmd_measure)

@@ -1,0 +1,522 @@
+"""Host side of the device link: frames with a length and CRC-32 over pyserial, retries, timeouts.
+
+The same code talks to a real board's tty (`/dev/ttyACM0`) and to QEMU's UART exposed as a TCP
+socket (`socket://127.0.0.1:PORT`): pyserial's `serial_for_url` opens either.
+
+Frame (all integers little-endian; the device side is firmware/harness/ts_protocol.h):
+
+    'T' 'S' | type u8 | seq u8 | length u32 | header check u16 | payload[length] | crc u32
+
+The header check is the low 16 bits of the CRC-32 of the first 8 bytes, so a corrupted length is
+caught before anyone waits for that many bytes; the CRC-32 (zlib's) covers header and payload.
+
+A run goes: host sends RUN(seq); the device answers ACK(seq) as soon as the request arrived intact
+(or NAK when it did not), runs the model and answers RESULT(seq). The host resends the request when
+the ACK does not come, a frame arrives corrupted, the device NAKs, or the device announces a reboot
+(an unsolicited HELLO) in the middle; after `retries` attempts it gives up with a LinkError that
+says what went wrong. A FAULT frame (the device crashed) is reported at once: retrying a
+deterministic crash would only crash again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinysched.errors import TinyschedError
+
+MAGIC = b"TS"
+HEADER_BYTES = 10
+PROTOCOL_VERSION = 1
+MAX_PAYLOAD = 64 << 20  # host-side sanity bound
+
+MSG_QUERY = ord("Q")
+MSG_RUN = ord("R")
+MSG_REBOOT = ord("Z")
+MSG_HELLO = ord("H")
+MSG_ACK = ord("A")
+MSG_NAK = ord("N")
+MSG_RESULT = ord("O")
+MSG_FAULT = ord("F")
+MSG_ERROR = ord("E")
+
+RUN_RESET_STATE = 1
+
+NAK_REASONS = {1: "bad CRC", 2: "bad length", 3: "unknown frame type", 4: "bad header"}
+
+HELLO_TOUCHED_EXACT = 1
+HELLO_BUFFERS_OK = 2
+RESULT_OUTPUTS_AGREE = 1
+RESULT_TOUCHED_EXACT = 2
+
+COUNTER_KINDS = {0: "none", 1: "dwt-cycles", 2: "systick"}
+
+FAULT_NAMES = {
+    0: "unexpected interrupt",
+    2: "NMI",
+    3: "HardFault",
+    4: "MemManage",
+    5: "BusFault",
+    6: "UsageFault",
+    7: "SecureFault",
+}
+
+
+class LinkError(TinyschedError):
+    """The device did not answer as the protocol says, after every retry."""
+
+
+class DeviceFault(LinkError):
+    """The device crashed (a fault handler reported it) while running the model."""
+
+
+class DeviceReset(LinkError):
+    """The device rebooted in the middle of a request."""
+
+
+# ---- frames ------------------------------------------------------------------------------------------
+
+
+def crc32(data: bytes) -> int:
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def encode_frame(msg_type: int, seq: int, payload: bytes = b"") -> bytes:
+    head = MAGIC + struct.pack("<BBI", msg_type, seq & 0xFF, len(payload))
+    header = head + struct.pack("<H", crc32(head) & 0xFFFF)
+    return header + payload + struct.pack("<I", crc32(header + payload))
+
+
+@dataclass(frozen=True)
+class Frame:
+    type: int
+    seq: int
+    payload: bytes
+
+    @property
+    def name(self) -> str:
+        return chr(self.type) if 32 <= self.type < 127 else f"0x{self.type:02x}"
+
+
+@dataclass(frozen=True)
+class BadFrame:
+    """A frame whose header was valid but whose CRC was not (seq says which request it answered)."""
+
+    type: int
+    seq: int
+
+
+class FrameDecoder:
+    """Incremental parser: feed bytes, get Frames (and BadFrames); junk between frames is skipped."""
+
+    def __init__(self, max_payload: int = MAX_PAYLOAD):
+        self.buf = bytearray()
+        self.max_payload = max_payload
+        self.skipped = 0  # junk bytes dropped while resynchronising
+        self.bad = 0  # frames dropped for a bad header or CRC
+
+    def feed(self, data: bytes) -> list[Frame | BadFrame]:
+        self.buf += data
+        out: list[Frame | BadFrame] = []
+        while True:
+            start = self.buf.find(MAGIC)
+            if start < 0:
+                keep = 1 if self.buf.endswith(MAGIC[:1]) else 0
+                self.skipped += len(self.buf) - keep
+                del self.buf[: len(self.buf) - keep]
+                return out
+            if start:
+                self.skipped += start
+                del self.buf[:start]
+            if len(self.buf) < HEADER_BYTES:
+                return out
+            msg_type, seq, length = struct.unpack_from("<BBI", self.buf, 2)
+            (check,) = struct.unpack_from("<H", self.buf, 8)
+            if check != crc32(bytes(self.buf[:8])) & 0xFFFF or length > self.max_payload:
+                self.bad += 1
+                del self.buf[:1]  # not a real frame start: look for the next magic
+                continue
+            total = HEADER_BYTES + length + 4
+            if len(self.buf) < total:
+                return out
+            body = bytes(self.buf[: HEADER_BYTES + length])
+            (crc,) = struct.unpack_from("<I", self.buf, HEADER_BYTES + length)
+            del self.buf[:total]
+            if crc != crc32(body):
+                self.bad += 1
+                out.append(BadFrame(msg_type, seq))
+            else:
+                out.append(Frame(msg_type, seq, body[HEADER_BYTES:]))
+
+
+# ---- payloads ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hello:
+    protocol: int
+    counter: str
+    cpu_hz: int
+    arena_bytes: int
+    arena_alignment: int
+    arena_address: int
+    state_bytes: int
+    stack_bytes: int
+    free_ram_bytes: int
+    watched_bytes: int
+    input_bytes: tuple[int, ...]
+    output_bytes: tuple[int, ...]
+    board: str
+    build_id: str
+    model: str
+    touched_exact: bool
+    buffers_ok: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def parse_hello(payload: bytes) -> Hello:
+    try:
+        protocol, counter, flags = struct.unpack_from("<BBH", payload, 0)
+        (cpu_hz, arena_bytes, align, addr, state_bytes, stack_bytes, free_ram, watched, n_in, n_out) = (
+            struct.unpack_from("<10I", payload, 4)
+        )
+        off = 44
+        ins = struct.unpack_from(f"<{n_in}I", payload, off)
+        off += 4 * n_in
+        outs = struct.unpack_from(f"<{n_out}I", payload, off)
+        off += 4 * n_out
+        strings = []
+        for _ in range(3):
+            (n,) = struct.unpack_from("<H", payload, off)
+            strings.append(payload[off + 2 : off + 2 + n].decode("utf-8", "replace"))
+            off += 2 + n
+    except struct.error as err:
+        raise LinkError(f"malformed hello frame from the device ({len(payload)} bytes): {err}") from None
+    if protocol != PROTOCOL_VERSION:
+        raise LinkError(
+            f"device speaks protocol {protocol}, this host speaks {PROTOCOL_VERSION}: rebuild the firmware"
+        )
+    return Hello(
+        protocol=protocol,
+        counter=COUNTER_KINDS.get(counter, f"unknown({counter})"),
+        cpu_hz=cpu_hz,
+        arena_bytes=arena_bytes,
+        arena_alignment=align,
+        arena_address=addr,
+        state_bytes=state_bytes,
+        stack_bytes=stack_bytes,
+        free_ram_bytes=free_ram,
+        watched_bytes=watched,
+        input_bytes=tuple(ins),
+        output_bytes=tuple(outs),
+        board=strings[0],
+        build_id=strings[1],
+        model=strings[2],
+        touched_exact=bool(flags & HELLO_TOUCHED_EXACT),
+        buffers_ok=bool(flags & HELLO_BUFFERS_OK),
+    )
+
+
+def encode_hello(h: Hello) -> bytes:
+    """The device's hello payload (used by fake devices in tests)."""
+    counter = {v: k for k, v in COUNTER_KINDS.items()}.get(h.counter, 0)
+    flags = (HELLO_TOUCHED_EXACT if h.touched_exact else 0) | (HELLO_BUFFERS_OK if h.buffers_ok else 0)
+    out = struct.pack("<BBH", h.protocol, counter, flags)
+    out += struct.pack(
+        "<10I",
+        h.cpu_hz,
+        h.arena_bytes,
+        h.arena_alignment,
+        h.arena_address,
+        h.state_bytes,
+        h.stack_bytes,
+        h.free_ram_bytes,
+        h.watched_bytes,
+        len(h.input_bytes),
+        len(h.output_bytes),
+    )
+    out += struct.pack(f"<{len(h.input_bytes)}I", *h.input_bytes)
+    out += struct.pack(f"<{len(h.output_bytes)}I", *h.output_bytes)
+    for s in (h.board, h.build_id, h.model):
+        b = s.encode()
+        out += struct.pack("<H", len(b)) + b
+    return out
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: int
+    outputs_agree: bool  # the three runs on the device gave the same outputs
+    touched_exact: bool
+    ticks: int
+    arena_high_water: int  # highest touched offset + 1 (may exceed the plan: guard bytes are watched)
+    arena_touched: int
+    arena_low: int
+    stack_bytes: int  # stack the model's invoke used, below the harness's call
+    stack_total: int  # stack high-water from the top, harness included
+    outputs: tuple[bytes, ...] = field(default=())
+    attempts: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["outputs"] = [o.hex() for o in self.outputs]
+        return d
+
+
+_RESULT_HEAD = struct.Struct("<iIIIIIIIII")
+
+
+def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
+    try:
+        (status, flags, lo, hi, hw, touched, low, stack, stack_total, n) = _RESULT_HEAD.unpack_from(
+            payload, 0
+        )
+    except struct.error as err:
+        raise LinkError(f"malformed result frame ({len(payload)} bytes): {err}") from None
+    data = payload[_RESULT_HEAD.size :]
+    if n != len(data) or n != sum(output_bytes):
+        raise LinkError(f"result frame carries {len(data)} output bytes, the model has {sum(output_bytes)}")
+    outs, off = [], 0
+    for size in output_bytes:
+        outs.append(data[off : off + size])
+        off += size
+    return RunResult(
+        status=status,
+        outputs_agree=bool(flags & RESULT_OUTPUTS_AGREE),
+        touched_exact=bool(flags & RESULT_TOUCHED_EXACT),
+        ticks=lo | (hi << 32),
+        arena_high_water=hw,
+        arena_touched=touched,
+        arena_low=low,
+        stack_bytes=stack,
+        stack_total=stack_total,
+        outputs=tuple(outs),
+    )
+
+
+def encode_result(r: RunResult) -> bytes:
+    """The device's result payload (used by fake devices in tests)."""
+    data = b"".join(r.outputs)
+    flags = (RESULT_OUTPUTS_AGREE if r.outputs_agree else 0) | (
+        RESULT_TOUCHED_EXACT if r.touched_exact else 0
+    )
+    return (
+        _RESULT_HEAD.pack(
+            r.status,
+            flags,
+            r.ticks & 0xFFFFFFFF,
+            r.ticks >> 32,
+            r.arena_high_water,
+            r.arena_touched,
+            r.arena_low,
+            r.stack_bytes,
+            r.stack_total,
+            len(data),
+        )
+        + data
+    )
+
+
+def describe_fault(payload: bytes) -> str:
+    if len(payload) < 16:
+        return "device fault (short report)"
+    pc, cfsr, hfsr, kind = struct.unpack_from("<4I", payload, 0)
+    return f"{FAULT_NAMES.get(kind, f'exception {kind}')} at pc {pc:#010x} (CFSR {cfsr:#010x}, HFSR {hfsr:#010x})"
+
+
+# ---- the link --------------------------------------------------------------------------------------------
+
+
+def open_port(url: str, baud: int = 115200, timeout: float = 0.05) -> Any:
+    """A pyserial port for a tty path or a URL such as socket://127.0.0.1:4321."""
+    import serial
+
+    try:
+        return serial.serial_for_url(url, baudrate=baud, timeout=timeout, write_timeout=10)
+    except (serial.SerialException, OSError, ValueError) as err:
+        raise LinkError(f"cannot open {url}: {err}") from None
+
+
+class DeviceLink:
+    """Talks to one device harness over an open pyserial port (or anything with read/write)."""
+
+    def __init__(
+        self,
+        port: Any,
+        *,
+        name: str = "device",
+        ack_timeout: float = 2.0,
+        run_timeout: float = 60.0,
+        retries: int = 3,
+        baud: int = 115200,
+        log: Callable[[str], None] | None = None,
+    ):
+        self.port = port
+        self.name = name
+        self.ack_timeout = ack_timeout
+        self.run_timeout = run_timeout
+        self.retries = retries
+        self.baud = baud
+        self.log = log or (lambda _msg: None)
+        self.decoder = FrameDecoder()
+        self.pending: list[Frame | BadFrame] = []
+        self.hello: Hello | None = None
+        self.seq = 0
+        self.resets_seen = 0
+        self.retries_used = 0
+
+    @classmethod
+    def open(cls, url: str, **kwargs: Any) -> DeviceLink:
+        baud = int(kwargs.get("baud", 115200))
+        return cls(open_port(url, baud), name=url, **kwargs)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing a dead port must not hide the real error
+            self.port.close()
+
+    def __enter__(self) -> DeviceLink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- low level
+
+    def _next_seq(self) -> int:
+        self.seq = (self.seq + 1) % 256 or 1  # 0 is the device's unsolicited hello
+        return self.seq
+
+    def send(self, msg_type: int, seq: int, payload: bytes = b"") -> None:
+        import serial
+
+        try:
+            self.port.write(encode_frame(msg_type, seq, payload))
+            self.port.flush()
+        except (serial.SerialException, OSError) as err:
+            raise LinkError(f"{self.name}: write failed: {err}") from None
+
+    def receive(self, deadline: float) -> Frame | BadFrame | None:
+        """The next frame before `deadline` (time.monotonic), or None."""
+        import serial
+
+        while True:
+            if self.pending:
+                return self.pending.pop(0)
+            if time.monotonic() >= deadline:
+                return None
+            try:
+                waiting = getattr(self.port, "in_waiting", 0) or 1
+                data = self.port.read(min(max(waiting, 1), 65536))
+            except (serial.SerialException, OSError) as err:
+                raise LinkError(f"{self.name}: read failed (device gone?): {err}") from None
+            if data:
+                self.pending.extend(self.decoder.feed(data))
+
+    def _transfer_time(self, nbytes: int) -> float:
+        """Seconds the line needs for nbytes (10 bits a byte), plus slack."""
+        return nbytes * 10.0 / max(self.baud, 1) * 1.5
+
+    # -- hello
+
+    def wait_hello(self, timeout: float = 10.0, query: bool = True) -> Hello:
+        """The device's hello: the one it sent on boot, or (if query) the answer to a QUERY."""
+        deadline = time.monotonic() + timeout
+        next_query = time.monotonic() + (0.5 if query else timeout)
+        while time.monotonic() < deadline:
+            frame = self.receive(min(deadline, next_query))
+            if frame is None:
+                if query and time.monotonic() >= next_query:
+                    self.send(MSG_QUERY, self._next_seq())
+                    next_query = time.monotonic() + min(1.0, max(deadline - time.monotonic(), 0.05))
+                continue
+            if isinstance(frame, Frame) and frame.type == MSG_HELLO:
+                self.hello = parse_hello(frame.payload)
+                return self.hello
+            if isinstance(frame, Frame) and frame.type == MSG_FAULT:
+                raise DeviceFault(f"{self.name}: device faulted: {describe_fault(frame.payload)}")
+        raise LinkError(
+            f"{self.name}: no hello from the device within {timeout:.1f} s "
+            f"({self.decoder.skipped} junk bytes, {self.decoder.bad} bad frames): is the harness "
+            "flashed, the port right and the baud rate the board's?"
+        )
+
+    # -- run
+
+    def run(self, inputs: Sequence[bytes], reset_state: bool = False) -> RunResult:
+        """Runs the model on one set of inputs; retries per the class docstring."""
+        if self.hello is None:
+            raise LinkError(f"{self.name}: no hello yet")
+        hello = self.hello
+        if len(inputs) != len(hello.input_bytes) or any(
+            len(x) != n for x, n in zip(inputs, hello.input_bytes, strict=False)
+        ):
+            raise LinkError(
+                f"inputs of {[len(x) for x in inputs]} bytes given; the device's model takes {list(hello.input_bytes)}"
+            )
+        if not hello.buffers_ok:
+            raise LinkError(
+                f"{self.name}: the harness's buffers do not fit the device's free RAM ({hello.free_ram_bytes:,} B)"
+            )
+        payload = struct.pack("<II", RUN_RESET_STATE if reset_state else 0, 0) + b"".join(inputs)
+        problems: list[str] = []
+        for attempt in range(1, self.retries + 1):
+            seq = self._next_seq()
+            self.send(MSG_RUN, seq, payload)
+            outcome = self._await_result(seq, len(payload), hello)
+            if isinstance(outcome, RunResult):
+                if attempt > 1:
+                    self.retries_used += attempt - 1
+                return RunResult(**{**outcome.__dict__, "attempts": attempt})
+            problems.append(outcome)
+            self.log(
+                f"{self.name}: attempt {attempt}: {outcome}; retrying" if attempt < self.retries else outcome
+            )
+        raise LinkError(f"{self.name}: gave up after {self.retries} attempts: " + "; ".join(problems))
+
+    def _await_result(self, seq: int, sent_bytes: int, hello: Hello) -> RunResult | str:
+        ack_deadline = time.monotonic() + self.ack_timeout + self._transfer_time(sent_bytes + 16)
+        acked = False
+        deadline = ack_deadline
+        while True:
+            frame = self.receive(deadline)
+            if frame is None:
+                if not acked:
+                    waited = self.ack_timeout + self._transfer_time(sent_bytes + 16)
+                    return f"no acknowledgement within {waited:.1f} s (device silent)"
+                return f"no result within {self.run_timeout:.1f} s after the acknowledgement"
+            if isinstance(frame, BadFrame):
+                if frame.seq == seq or frame.type in (MSG_RESULT, MSG_ACK):
+                    return f"corrupted {chr(frame.type) if 32 <= frame.type < 127 else frame.type} frame (bad CRC)"
+                continue
+            if frame.type == MSG_FAULT:
+                raise DeviceFault(
+                    f"{self.name}: device faulted while running the model: {describe_fault(frame.payload)}"
+                )
+            if frame.type == MSG_HELLO:
+                self.resets_seen += 1
+                with contextlib.suppress(LinkError):
+                    self.hello = parse_hello(frame.payload)
+                return "device rebooted in the middle of the request"
+            if frame.type == MSG_ERROR:
+                raise LinkError(f"{self.name}: device error: {frame.payload.decode('utf-8', 'replace')}")
+            if frame.seq != seq:
+                continue  # a late answer to an earlier attempt
+            if frame.type == MSG_NAK:
+                reason = NAK_REASONS.get(frame.payload[0] if frame.payload else 0, "unknown reason")
+                return f"device rejected the request ({reason})"
+            if frame.type == MSG_ACK:
+                acked = True
+                deadline = time.monotonic() + self.run_timeout
+                continue
+            if frame.type == MSG_RESULT:
+                return parse_result(frame.payload, hello.output_bytes)
+
+    def reboot(self) -> None:
+        self.send(MSG_REBOOT, self._next_seq())
