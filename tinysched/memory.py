@@ -8,6 +8,10 @@ checks). `docs/memory-model.md` states it in prose:
 - a graph output stays live through the last step; a tensor nobody reads dies in its producer's step;
 - a step costs the bytes of all tensors live during it, and the peak is the costliest step;
 - constants live in flash and variable (state) tensors persist outside the arena: neither counts here.
+
+`sequence_profile` extends the same rules to sequences that run an operator more than once
+(recomputation): lifetimes then belong to each execution's output instance, and a sequence that runs
+every operator once gets exactly `profile`'s numbers.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 
 
@@ -96,3 +101,161 @@ def profile(graph: Graph, order: Sequence[int] | None = None) -> MemoryProfile:
 
 def peak_bytes(graph: Graph, order: Sequence[int] | None = None) -> int:
     return profile(graph, order).peak_bytes
+
+
+# ---- sequences with repeated operators (recomputation) -----------------------------------------
+#
+# A *sequence* may run an operator more than once. Each execution writes a new *instance* of each
+# of its outputs (instance j = the j-th execution of the producer, from 0); an unproduced tensor
+# (graph input, or activation nobody writes) has the single instance 0, born at step 0. The rules
+# above then hold per instance (docs/recomputation.md):
+#
+# - an execution reads the most recent instance of each input produced at an earlier step;
+# - an instance is live from its producing step through the last step that reads it; the final
+#   instance of a graph output stays live through the last step; an instance nobody reads is live in
+#   its producing step only;
+# - a step costs the bytes of every instance live during it.
+#
+# Reading an instance is what keeps it alive, so a sequence is valid as soon as every execution
+# comes after some execution of each producer it reads. A sequence that runs every operator once is
+# an order, and then these lifetimes are exactly `lifetimes(graph, order)`.
+
+
+@dataclass(frozen=True)
+class InstanceLifetime:
+    tensor: int
+    instance: int  # which execution of the producer wrote it (0 for an unproduced tensor)
+    nbytes: int
+    first_step: int
+    last_step: int
+
+
+@dataclass(frozen=True)
+class SequenceStep:
+    step: int
+    op: int
+    execution: int  # how many times `op` ran before this step (0: its first run)
+    live_bytes: int
+    reads: tuple[tuple[int, int], ...]  # (tensor, instance) of each activation input, in input order
+    born: tuple[tuple[int, int], ...]  # instances whose lifetime starts at this step
+    freed: tuple[tuple[int, int], ...]  # instances whose lifetime ends at this step
+
+
+@dataclass(frozen=True)
+class SequenceProfile:
+    sequence: tuple[int, ...]
+    instances: tuple[InstanceLifetime, ...]  # sorted by (tensor, instance)
+    steps: tuple[SequenceStep, ...]
+    peak_bytes: int
+    peak_step: int
+
+    def live_at(self, step: int) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            (life.tensor, life.instance)
+            for life in self.instances
+            if life.first_step <= step <= life.last_step
+        )
+
+    @property
+    def executions(self) -> dict[int, int]:
+        """Operator -> how many times the sequence runs it."""
+        counts: dict[int, int] = {}
+        for op in self.sequence:
+            counts[op] = counts.get(op, 0) + 1
+        return counts
+
+    @property
+    def repeated(self) -> tuple[int, ...]:
+        """Operators the sequence runs more than once, by index."""
+        return tuple(sorted(op for op, count in self.executions.items() if count > 1))
+
+
+def check_sequence(graph: Graph, sequence: Sequence[int]) -> None:
+    """Raise TinyschedError unless `sequence` runs every operator at least once and every execution
+    comes after an execution of each producer it reads."""
+    n = len(graph.operators)
+    ran: set[int] = set()
+    for step, v in enumerate(sequence):
+        if not isinstance(v, int) or not 0 <= v < n:
+            raise TinyschedError(f"sequence names operator {v!r}, model has operators 0..{n - 1}")
+        for u in graph.predecessors[v]:
+            if u not in ran:
+                raise TinyschedError(
+                    f"sequence is not valid: operator {v} ({graph.operators[v].opcode}) at step {step} "
+                    f"reads the output of operator {u} ({graph.operators[u].opcode}), which has not run yet"
+                )
+        ran.add(v)
+    missing = sorted(set(range(n)) - ran)
+    if missing:
+        raise TinyschedError(f"sequence misses operators {missing[:10]}")
+
+
+def instance_lifetimes(
+    graph: Graph, sequence: Sequence[int]
+) -> tuple[tuple[InstanceLifetime, ...], tuple[tuple[tuple[int, int], ...], ...]]:
+    """Lifetime of every activation instance under `sequence` (assumed valid), and for each step the
+    (tensor, instance) pairs it reads."""
+    last = max(len(sequence) - 1, 0)
+    activation = set(graph.activation_tensors)
+    graph_outputs = set(graph.outputs)
+    # (tensor, instance) -> [first_step, last_step]; the current instance of each tensor
+    spans: dict[tuple[int, int], list[int]] = {}
+    current: dict[int, int] = {}
+    for t in graph.activation_tensors:
+        if t not in graph.producer:
+            spans[(t, 0)] = [0, 0]
+            current[t] = 0
+    produced: dict[int, int] = {}  # tensor -> instances written so far
+    reads_per_step: list[tuple[tuple[int, int], ...]] = []
+    for step, v in enumerate(sequence):
+        op = graph.operators[v]
+        reads = []
+        for t in op.input_tensors:
+            if t in activation:
+                key = (t, current[t])
+                spans[key][1] = step
+                reads.append(key)
+        reads_per_step.append(tuple(reads))
+        for t in dict.fromkeys(op.outputs):
+            if t in activation:
+                instance = produced.get(t, 0)
+                produced[t] = instance + 1
+                current[t] = instance
+                spans[(t, instance)] = [step, step]
+    for t in graph_outputs & activation:
+        if t in current:
+            spans[(t, current[t])][1] = last
+    lives = tuple(
+        InstanceLifetime(t, i, graph.tensors[t].nbytes, first, end)
+        for (t, i), (first, end) in sorted(spans.items())
+    )
+    return lives, tuple(reads_per_step)
+
+
+def sequence_profile(graph: Graph, sequence: Sequence[int]) -> SequenceProfile:
+    """Per-step live bytes of a sequence in which operators may repeat, checked to be valid.
+
+    For a sequence that runs every operator once this is `profile(graph, sequence)` with each tensor
+    as its instance 0."""
+    sequence = tuple(sequence)
+    check_sequence(graph, sequence)
+    lives, reads = instance_lifetimes(graph, sequence)
+    n = len(sequence)
+    delta = [0] * (n + 1)
+    born: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    freed: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for life in lives if n else ():
+        delta[life.first_step] += life.nbytes
+        delta[life.last_step + 1] -= life.nbytes
+        born[life.first_step].append((life.tensor, life.instance))
+        freed[life.last_step].append((life.tensor, life.instance))
+    steps = []
+    live = 0
+    runs: dict[int, int] = {}
+    for s, v in enumerate(sequence):
+        live += delta[s]
+        steps.append(SequenceStep(s, v, runs.get(v, 0), live, reads[s], tuple(born[s]), tuple(freed[s])))
+        runs[v] = runs.get(v, 0) + 1
+    peak_step = max(range(n), key=lambda s: steps[s].live_bytes, default=0)
+    peak = steps[peak_step].live_bytes if steps else 0
+    return SequenceProfile(sequence, lives, tuple(steps), peak, peak_step)
