@@ -106,6 +106,100 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- plan --------------------------------------------------------------------------------------
+
+
+def plan_json(graph: Graph, sched: Any, plan: Any, stock: Any) -> dict[str, Any]:
+    """`plan --json`: the schedule, the placement and every activation tensor's offset."""
+    return {
+        "model": graph.source,
+        "sha256": graph.sha256,
+        "order": list(plan.order),
+        "peak_bytes": sched.peak_bytes,
+        "lower_bound_bytes": sched.lower_bound_bytes,
+        "certified": sched.certified,
+        "stored_order_peak_bytes": sched.stored_order_peak_bytes,
+        "schedule_method": sched.method,
+        "schedule_seconds": round(sched.seconds, 4),
+        "alignment": plan.alignment,
+        "arena_bytes": plan.arena_bytes,
+        "arena_lower_bound_bytes": plan.lower_bound_bytes,
+        "arena_optimal": plan.optimal,
+        "placement_method": plan.method,
+        "placement_seconds": round(plan.seconds, 4),
+        "stock_tflm_greedy_arena_bytes": stock.arena_bytes,
+        "tensors": [p.as_json() for p in plan.buffers],
+    }
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from tinysched.arena import (
+        DEFAULT_SCHEDULE_TIME_LIMIT,
+        DEFAULT_TIME_LIMIT,
+        STOCK_TFLM_PLACER,
+        greedy_plan,
+        plan_model,
+    )
+    from tinysched.check import check_plan
+    from tinysched.files import write_atomic
+
+    if args.tflm and not args.output:
+        raise TinyschedError("--tflm writes a model: give its path with -o OUT.tflite")
+    limit = args.time_limit
+    if limit is not None and not limit >= 0:
+        raise TinyschedError(f"--time-limit must be a non-negative number of seconds, got {limit}")
+    graph = read_model(args.model)
+    sched, plan = plan_model(
+        graph,
+        alignment=args.alignment,
+        time_limit=DEFAULT_TIME_LIMIT if limit is None else limit,
+        schedule_time_limit=DEFAULT_SCHEDULE_TIME_LIMIT if limit is None else limit,
+    )
+    check_plan(graph, plan)
+    stock = greedy_plan(graph, graph.stored_order(), STOCK_TFLM_PLACER, args.alignment)
+    payload = plan_json(graph, sched, plan, stock)
+    if args.tflm:
+        from tinysched.tflm import SCRATCH_KERNELS, tflm_model
+
+        write_atomic(args.output, tflm_model(Path(args.model).read_bytes(), plan))
+        scratch = sorted(SCRATCH_KERNELS & set(graph.op_types))
+        if scratch:
+            print(
+                f"tinysched: note: {', '.join(scratch)} kernels request scratch buffers, which TFLM "
+                "plans online around this plan: its arena head can exceed arena_bytes",
+                file=sys.stderr,
+            )
+    elif args.output:
+        write_atomic(args.output, json.dumps(payload, indent=2) + "\n")
+    if args.json:
+        print_json(payload)
+        return 0
+    certified = "certified optimal" if sched.certified else "not proven optimal"
+    proof = "proven optimal for this order" if plan.optimal else "not proven optimal (time limit)"
+    print(f"model        {graph.source}")
+    print(
+        f"order        {certified}: peak {format_bytes(sched.peak_bytes)}, "
+        f"lower bound {format_bytes(sched.lower_bound_bytes)} ({sched.method}, {sched.seconds:.2f} s)"
+    )
+    print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
+    print()
+    print(f"{'':22}{'bytes':>12}")
+    print(f"{'tensor-model peak':22}{plan.peak_bytes:>12,}  live bytes at the worst step, unaligned")
+    print(
+        f"{'aligned lower bound':22}{plan.lower_bound_bytes:>12,}  peak of live sizes rounded up to "
+        f"{plan.alignment} B"
+    )
+    print(f"{'tinysched arena':22}{plan.arena_bytes:>12,}  {proof} ({plan.method}, {plan.seconds:.3f} s)")
+    print(f"{'stock-TFLM-like':22}{stock.arena_bytes:>12,}  stored order, TFLM greedy-by-size placement")
+    if stock.arena_bytes:
+        saved = stock.arena_bytes - plan.arena_bytes
+        print(f"{'saved':22}{saved:>12,}  {100 * saved / stock.arena_bytes:.1f}% of the stock arena")
+    if args.output:
+        what = "model with OfflineMemoryAllocation" if args.tflm else "plan"
+        print(f"\nwrote {what} to {args.output}")
+    return 0
+
+
 # ---- entry point -------------------------------------------------------------------------------
 
 
@@ -122,6 +216,34 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--order", help="JSON list of operator indices to evaluate instead of the stored order")
     analyze.add_argument("--json", action="store_true", help="print one JSON object")
     analyze.set_defaults(func=cmd_analyze)
+
+    plan = sub.add_parser("plan", help="lowest-peak order plus a fixed offset for every tensor in one arena")
+    plan.add_argument("model", help=".tflite file")
+    plan.add_argument("--json", action="store_true", help="print one JSON object")
+    plan.add_argument("-o", "--output", help="write the plan as JSON (with --tflm: the model) atomically")
+    plan.add_argument(
+        "--alignment", type=int, default=16, help="tensor offset alignment in bytes (default 16)"
+    )
+    plan.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="seconds for scheduling and for placement each (default 5 and 1)",
+    )
+    plan.add_argument(
+        "--tflm",
+        action="store_true",
+        help="write the reordered model with an OfflineMemoryAllocation entry for stock TFLM",
+    )
+    plan.set_defaults(func=cmd_plan)
+
+    from tinysched.hostbuild import register_commands as register_codegen_commands
+
+    register_codegen_commands(sub)  # build, verify
+
+    from tinysched.device import add_commands as register_device_commands
+
+    register_device_commands(sub)  # boards, measure
     return parser
 
 
