@@ -4,7 +4,7 @@
 
 PYTHON ?= python3
 VENV   ?= .venv
-APT_PACKAGES := gcc gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+APT_PACKAGES := gcc gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 BIN := $(VENV)/bin
 DEMO_MODEL := out/demo/demo_residual.tflite
@@ -29,13 +29,17 @@ $(BIN)/tinysched: pyproject.toml
 
 venv: $(BIN)/tinysched
 
+# The demo ends on the device: firmware for nucleo-f767 (.elf/.bin/.hex and its size report), then
+# `measure` runs it on the emulated stand-in (QEMU mps2-an500) and compares outputs and arena.
 demo: setup
 	$(BIN)/python -m tinysched.modelgen demo $(DEMO_MODEL)
-	$(BIN)/tinysched analyze $(DEMO_MODEL)
+	$(BIN)/tinysched plan $(DEMO_MODEL)
+	$(BIN)/tinysched build $(DEMO_MODEL) --board nucleo-f767 -o out/demo/nucleo-f767
+	$(BIN)/tinysched measure $(DEMO_MODEL) --board nucleo-f767 -o out/demo/measure
 
 # The suite's tool tiers: `make test` installs the compilers and QEMU, so their absence is a failure.
 test: setup
-	TINYSCHED_REQUIRE=$${TINYSCHED_REQUIRE-host,qemu} $(BIN)/python -m pytest -q
+	TINYSCHED_REQUIRE=$${TINYSCHED_REQUIRE-host,qemu,browser} $(BIN)/python -m pytest -q
 
 lint: venv
 	$(BIN)/ruff check tinysched tests bench

@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python bench/bench_recompute.py [--time-limit SECONDS] [--markdown]
 
+The arena column places the k = 2 sequence's execution instances (`arena.plan_arena`).
+
 Models: the public ones in ../shared/models (skipped when absent) and generated networks that keep a
 cheap early value for a late use (`LATE_REUSE_MODELS`, also used by tests/test_recompute.py).
 """
@@ -18,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tinysched.arena import plan_arena  # noqa: E402
 from tinysched.graph import Graph  # noqa: E402
 from tinysched.modelgen import ModelBuilder  # noqa: E402
 from tinysched.reader import parse_model, read_model  # noqa: E402
@@ -153,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak k=0",
         "peak k=1",
         "peak k=2",
+        "arena k=2",
         "saving % (k=2)",
         "extra MACs % (k=2)",
         "proven (k=1, 2)",
@@ -165,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         plans = [plan_recompute(graph, k, time_limit=args.time_limit) for k in (0, 1, 2)]
         seconds = time.perf_counter() - started
         best = plans[2]
+        arena = plan_arena(graph, best.sequence).arena_bytes  # instances placed, 16-byte alignment
         rows.append(
             [
                 name,
@@ -172,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{plans[0].peak_bytes:,}",
                 f"{plans[1].peak_bytes:,}",
                 f"{plans[2].peak_bytes:,}",
+                f"{arena:,}",
                 f"{best.saving_percent:.1f}",
                 f"{best.extra_macs_percent:.2f}",
                 "yes" if plans[1].optimal and plans[2].optimal else "no",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
-from tinysched.memory import lifetimes, profile
+from tinysched.memory import check_sequence, instance_lifetimes, lifetimes, profile, sequence_profile
 
 if TYPE_CHECKING:
     from tinysched.scheduler import Schedule
@@ -44,6 +44,11 @@ class Buffer:
     aligned_bytes: int  # `bytes` rounded up to the alignment: what the tensor occupies in the arena
     first_step: int
     last_step: int
+    instance: int = 0  # which execution of the producer wrote it (recomputation); 0 otherwise
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.index, self.instance)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,11 @@ class Placement:
     bytes: int
     first_step: int
     last_step: int
+    instance: int = 0  # execution instance (docs/recomputation.md); always 0 in a plain order
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.index, self.instance)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -79,20 +89,37 @@ class ArenaPlan:
     lower_bound_bytes: int  # peak over steps of aligned live bytes
     optimal: bool
     method: str  # the placer(s) whose offsets were kept, "+"-joined when components differ
-    buffers: tuple[Placement, ...]  # one per activation tensor, by tensor index
+    buffers: tuple[Placement, ...]  # one per activation tensor instance, by (tensor, instance)
     seconds: float
     peak_bytes: int  # unaligned peak of the order (the memory model's peak)
     greedy_bytes: int  # best greedy arena before any exact search
 
     @property
     def offsets(self) -> dict[int, int]:
-        return {p.index: p.offset for p in self.buffers}
+        """Tensor -> offset of its instance 0 (its only one unless the order repeats operators)."""
+        return {p.index: p.offset for p in self.buffers if p.instance == 0}
 
-    def placement(self, tensor: int) -> Placement:
+    @property
+    def high_water_bytes(self) -> int:
+        """max over buffers of offset + bytes (unaligned): the most of the arena a program touches.
+        `arena_bytes` (the allocation) rounds the top buffer up to the alignment; this does not."""
+        return max((p.offset + p.bytes for p in self.buffers), default=0)
+
+    @property
+    def instance_offsets(self) -> dict[tuple[int, int], int]:
+        """(tensor, instance) -> offset: every buffer, also when operators run more than once."""
+        return {p.key: p.offset for p in self.buffers}
+
+    @property
+    def repeats(self) -> bool:
+        """Whether the order runs some operator more than once (recomputation)."""
+        return len(set(self.order)) != len(self.order)
+
+    def placement(self, tensor: int, instance: int = 0) -> Placement:
         for p in self.buffers:
-            if p.index == tensor:
+            if p.index == tensor and p.instance == instance:
                 return p
-        raise KeyError(tensor)
+        raise KeyError(tensor if instance == 0 else (tensor, instance))
 
 
 # ---- buffers and the bound -------------------------------------------------------------------
@@ -108,11 +135,47 @@ def check_alignment(alignment: int) -> int:
     return alignment
 
 
+def is_sequence(order: Sequence[int]) -> bool:
+    """Whether `order` runs some operator more than once (a recomputation sequence)."""
+    return len(set(order)) != len(order)
+
+
+def check_order_or_sequence(graph: Graph, order: Sequence[int]) -> None:
+    """An order (each operator once, topological), or a valid sequence with repeats."""
+    if is_sequence(order):
+        check_sequence(graph, order)
+    else:
+        graph.check_order(list(order))
+
+
+def order_peak_bytes(graph: Graph, order: Sequence[int]) -> int:
+    """The memory model's peak of an order, or of a sequence with repeated operators."""
+    if is_sequence(order):
+        return sequence_profile(graph, order).peak_bytes
+    return profile(graph, order).peak_bytes
+
+
 def arena_buffers(
     graph: Graph, order: Sequence[int], alignment: int = DEFAULT_ALIGNMENT
 ) -> tuple[Buffer, ...]:
-    """One Buffer per activation tensor, lifetimes from the memory model (the single definition)."""
+    """One Buffer per activation tensor, lifetimes from the memory model (the single definition).
+
+    When `order` repeats operators (recomputation) there is one Buffer per execution instance,
+    lifetimes from `memory.instance_lifetimes`; a plain order is the case where every instance is 0."""
     check_alignment(alignment)
+    if is_sequence(order):
+        return tuple(
+            Buffer(
+                life.tensor,
+                graph.tensors[life.tensor].name,
+                life.nbytes,
+                align_up(life.nbytes, alignment),
+                life.first_step,
+                life.last_step,
+                life.instance,
+            )
+            for life in instance_lifetimes(graph, order)[0]
+        )
     return tuple(
         Buffer(
             life.tensor,
@@ -168,6 +231,11 @@ class Block:
     first: int
     last: int
     index: int  # tensor index: the tie-break, so results never depend on input order
+    instance: int = 0  # with `index`, names the buffer (several instances under recomputation)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.index, self.instance)
 
     def overlaps_in_time(self, other: Block) -> bool:
         return self.first <= other.last and other.first <= self.last
@@ -397,7 +465,9 @@ def placer(name: str) -> Placer:
 
 
 def _blocks(buffers: Sequence[Buffer], alignment: int) -> tuple[Block, ...]:
-    return tuple(Block(b.aligned_bytes // alignment, b.first_step, b.last_step, b.index) for b in buffers)
+    return tuple(
+        Block(b.aligned_bytes // alignment, b.first_step, b.last_step, b.index, b.instance) for b in buffers
+    )
 
 
 def _assemble(
@@ -405,7 +475,7 @@ def _assemble(
     order: Sequence[int],
     alignment: int,
     buffers: Sequence[Buffer],
-    offset_units: dict[int, int],
+    offset_units: dict[tuple[int, int], int],
     *,
     optimal: bool,
     methods: Sequence[str],
@@ -413,8 +483,10 @@ def _assemble(
     greedy_units: int,
 ) -> ArenaPlan:
     placements = tuple(
-        Placement(b.index, b.name, offset_units[b.index] * alignment, b.bytes, b.first_step, b.last_step)
-        for b in sorted(buffers, key=lambda b: b.index)
+        Placement(
+            b.index, b.name, offset_units[b.key] * alignment, b.bytes, b.first_step, b.last_step, b.instance
+        )
+        for b in sorted(buffers, key=lambda b: b.key)
     )
     return ArenaPlan(
         order=tuple(order),
@@ -425,7 +497,7 @@ def _assemble(
         method="+".join(dict.fromkeys(methods)) or "empty",
         buffers=placements,
         seconds=time.perf_counter() - started,
-        peak_bytes=profile(graph, order).peak_bytes,
+        peak_bytes=order_peak_bytes(graph, order),
         greedy_bytes=greedy_units * alignment,
     )
 
@@ -438,7 +510,7 @@ def greedy_plan(
     chosen = placer(method)
     if chosen.exact:
         raise TinyschedError(f"{method!r} is not a greedy placer; greedy ones: {', '.join(GREEDY_PLACERS)}")
-    graph.check_order(list(order))
+    check_order_or_sequence(graph, order)
     buffers = arena_buffers(graph, order, alignment)
     blocks = _blocks(buffers, alignment)
     bound = aligned_lower_bound(buffers) // alignment
@@ -448,7 +520,7 @@ def greedy_plan(
         order,
         alignment,
         buffers,
-        {b.index: o for b, o in zip(blocks, solution.offsets, strict=True)},
+        {b.key: o for b, o in zip(blocks, solution.offsets, strict=True)},
         optimal=solution.arena <= bound,
         methods=[method],
         started=started,
@@ -468,17 +540,20 @@ def plan_arena(
     Every greedy placer in `methods` (default: the whole table) runs on each time component and the
     best per component is kept; components still above the aligned lower bound then go to the exact
     placers in `methods`, sharing `time_limit` seconds, hardest first. The plan is `optimal` when the
-    arena equals the bound, or an exact search proved the minimum of a component that sets it."""
+    arena equals the bound, or an exact search proved the minimum of a component that sets it.
+
+    `order` may also be a recomputation sequence (operators repeated, `tinysched.recompute`): each
+    execution instance of a tensor is then its own buffer, and placements carry their `instance`."""
     started = time.perf_counter()
     order = tuple(graph.stored_order() if order is None else order)
-    graph.check_order(list(order))
+    check_order_or_sequence(graph, order)
     chosen = [placer(m) for m in (PLACERS if methods is None else methods)]
     greedy = [p for p in chosen if not p.exact] or [PLACERS[STOCK_TFLM_PLACER]]  # exact ones need a start
     exact = [p for p in chosen if p.exact]
     buffers = arena_buffers(graph, order, alignment)
     bound = aligned_lower_bound(buffers) // alignment
 
-    offsets: dict[int, int] = {}
+    offsets: dict[tuple[int, int], int] = {}
     used: list[str] = []
     settled: list[Solution] = []
     greedy_units = 0
@@ -497,7 +572,7 @@ def plan_arena(
         if best.arena > bound and exact:
             hard.append((blocks, best, best_name))
         else:
-            offsets.update({b.index: o for b, o in zip(blocks, best.offsets, strict=True)})
+            offsets.update({b.key: o for b, o in zip(blocks, best.offsets, strict=True)})
             used.append(best_name)
             settled.append(best)
 
@@ -516,7 +591,7 @@ def plan_arena(
             elif solution.lower_bound > best.lower_bound:
                 best = replace(best, lower_bound=solution.lower_bound)
         target = max(target, best.arena)
-        offsets.update({b.index: o for b, o in zip(blocks, best.offsets, strict=True)})
+        offsets.update({b.key: o for b, o in zip(blocks, best.offsets, strict=True)})
         used.append(name)
         settled.append(best)
 

@@ -30,7 +30,16 @@ from ortools.graph.python import max_flow
 
 from tinysched.graph import Graph
 
-__all__ = ["LowerBound", "OrderingProblem", "lower_bound", "recheck", "trivial_bound"]
+__all__ = [
+    "CutNetwork",
+    "LowerBound",
+    "OrderingProblem",
+    "first_step_bound",
+    "iter_bits",
+    "lower_bound",
+    "recheck",
+    "trivial_bound",
+]
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,8 @@ class LowerBound:
     cuts: int = 0  # minimum cuts solved to find it (a cost measure, not part of the proof)
 
 
-def _bits(mask: int) -> Iterable[int]:
+def iter_bits(mask: int) -> Iterable[int]:
+    """Indices of the set bits of `mask`, lowest first."""
     while mask:
         low = mask & -mask
         yield low.bit_length() - 1
@@ -65,9 +75,7 @@ class OrderingProblem:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         n = self.n_ops = len(graph.operators)
-        self.predecessors: tuple[tuple[int, ...], ...] = tuple(
-            tuple(sorted(p)) for p in graph.predecessors
-        )
+        self.predecessors: tuple[tuple[int, ...], ...] = tuple(tuple(sorted(p)) for p in graph.predecessors)
         self.successors: tuple[tuple[int, ...], ...] = tuple(tuple(sorted(s)) for s in graph.successors)
         self.predecessor_mask = [sum(1 << p for p in preds) for preds in self.predecessors]
         self.full_mask = (1 << n) - 1
@@ -131,7 +139,9 @@ class OrderingProblem:
         # deepest level minus it); heuristics break ties with them instead of stored positions.
         self.earliest_level = [0] * n
         for v in self.topological_order:
-            self.earliest_level[v] = max((self.earliest_level[p] + 1 for p in self.predecessors[v]), default=0)
+            self.earliest_level[v] = max(
+                (self.earliest_level[p] + 1 for p in self.predecessors[v]), default=0
+            )
         to_sink = [0] * n
         for v in reversed(self.topological_order):
             to_sink[v] = max((to_sink[s] + 1 for s in self.successors[v]), default=0)
@@ -170,7 +180,7 @@ class OrderingProblem:
         total = self.always_bytes
         if executed == 0:
             total += self.first_step_only_bytes
-        for v in _bits(executed):
+        for v in iter_bits(executed):
             total += self.graph_output_bytes[v]
         for t, nbytes in enumerate(self.freeable_bytes):
             p = self.freeable_producer[t]
@@ -259,7 +269,9 @@ class CutNetwork:
             node += 1
         self.flow = max_flow.SimpleMaxFlow()
         self.flow.add_arcs_with_capacity(
-            np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32), np.asarray(caps, dtype=np.int64)
+            np.asarray(tails, dtype=np.int32),
+            np.asarray(heads, dtype=np.int32),
+            np.asarray(caps, dtype=np.int64),
         )
         self.solved = 0
 
@@ -309,7 +321,7 @@ class CutNetwork:
 def trivial_bound(problem: OrderingProblem) -> LowerBound:
     """Each operator's own inputs and outputs (plus always-live tensors) share its step."""
     if problem.n_ops == 0:
-        return LowerBound(problem.always_bytes, "none", {})
+        return LowerBound(0, "none", {})  # no steps: memory.profile's peak is 0
     v = max(range(problem.n_ops), key=lambda op: problem.input_bytes[op] + problem.output_bytes[op])
     value = problem.input_bytes[v] + problem.output_bytes[v] + problem.always_bytes
     return LowerBound(value, "trivial", {"op": v, "op_bytes": value})
@@ -384,11 +396,10 @@ def lower_bound(
     def out_of_time() -> bool:
         return deadline is not None and time.perf_counter() > deadline
 
-    singles: dict[int, int] = {}
     for v in sorted(range(n), key=lambda op: -single_estimate[op]):
-        if best.bytes >= target or single_estimate[v] <= best.bytes:
+        if best.bytes >= target or single_estimate[v] <= best.bytes or out_of_time():
             break
-        singles[v] = value = net.op_bound(v)
+        value = net.op_bound(v)
         if value > best.bytes:
             best = LowerBound(value, "op_cut", {"op": v, "cut_bytes": value})
     if not pairs or best.bytes >= target or out_of_time():
@@ -397,12 +408,14 @@ def lower_bound(
     peak_row = int(profiles.max(axis=1).argmin())
     cache: dict[tuple[int, int, int], int | None] = {}
     while best.bytes < target and not out_of_time():
-        hot = np.flatnonzero(profiles[peak_row] > best.bytes)
+        hot = np.flatnonzero(profiles[peak_row] > best.bytes).tolist()
+        hot_set = set(hot)
         candidates: list[tuple[int, int, int]] = []
-        for h in hot.tolist():
-            others = np.array(
-                [w for w in range(n) if problem.incomparable(h, w) and (w not in hot or w > h)], dtype=np.int64
-            )
+        for h in hot:
+            if out_of_time():
+                break
+            free = problem.full_mask & ~(problem.ancestors[h] | problem.descendants[h] | 1 << h)
+            others = np.array([w for w in iter_bits(free) if w not in hot_set or w > h], dtype=np.int64)
             if not len(others):
                 continue
             estimate = np.maximum(profiles[:, others], profiles[:, [h]]).min(axis=0)
@@ -420,7 +433,12 @@ def lower_bound(
                 best = LowerBound(
                     value,
                     "pair_cut",
-                    {"ops": [u, v], "cut_bytes": value, "u_before_v_bytes": u_first, "v_before_u_bytes": v_first},
+                    {
+                        "ops": [u, v],
+                        "cut_bytes": value,
+                        "u_before_v_bytes": u_first,
+                        "v_before_u_bytes": v_first,
+                    },
                 )
                 raised = True
         if not raised:
@@ -433,7 +451,7 @@ def recheck(graph: Graph, bound: LowerBound) -> bool:
     problem = OrderingProblem(graph)
     w = bound.witness
     if bound.kind == "none":
-        return bound.bytes <= problem.always_bytes
+        return bound.bytes <= 0
     if bound.kind == "trivial":
         v = w["op"]
         return bound.bytes <= problem.input_bytes[v] + problem.output_bytes[v] + problem.always_bytes

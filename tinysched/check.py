@@ -3,14 +3,43 @@
 Nothing in the plan is trusted but the offsets: lifetimes are re-derived from the graph through
 `memory.lifetimes` (the one memory model), so a placer that got lifetimes wrong cannot certify its
 own mistake. Every violation is reported as one TinyschedError naming the tensors and the step.
+
+A plan for a recomputation sequence (operators repeated) places execution instances: lifetimes are
+then re-derived through `memory.instance_lifetimes`, and every (tensor, instance) must be placed
+once. A plain order is the case where every instance is 0.
 """
 
 from __future__ import annotations
 
-from tinysched.arena import ArenaPlan, aligned_lower_bound, arena_buffers
+from tinysched.arena import (
+    ArenaPlan,
+    Placement,
+    aligned_lower_bound,
+    arena_buffers,
+    check_order_or_sequence,
+    is_sequence,
+)
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
-from tinysched.memory import Lifetime, lifetimes
+from tinysched.memory import InstanceLifetime, Lifetime, instance_lifetimes, lifetimes
+
+Key = tuple[int, int]  # (tensor, instance)
+
+
+def _what(p: Placement) -> str:
+    instance = getattr(p, "instance", 0)
+    return f"tensor {p.index} ({p.name!r})" + (f" instance {instance}" if instance else "")
+
+
+def _instance_note(p: Placement) -> str:
+    instance = getattr(p, "instance", 0)
+    return f" instance {instance}" if instance else ""
+
+
+def _lives(graph: Graph, order: tuple[int, ...]) -> dict[Key, Lifetime | InstanceLifetime]:
+    if is_sequence(order):
+        return {(life.tensor, life.instance): life for life in instance_lifetimes(graph, order)[0]}
+    return {(life.tensor, 0): life for life in lifetimes(graph, order)}
 
 
 def check_plan(graph: Graph, plan: ArenaPlan) -> None:
@@ -20,42 +49,46 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
     each placement's size and lifetime match the graph; offsets are non-negative multiples of the
     alignment; the arena covers every tensor; tensors live at a common step never share a byte; and
     the plan's lower bound is the aligned peak, not above the arena."""
-    graph.check_order(list(plan.order))
+    check_order_or_sequence(graph, plan.order)
     if plan.alignment < 1:
         raise TinyschedError(f"plan alignment {plan.alignment} is not a positive number of bytes")
-    lives = {life.tensor: life for life in lifetimes(graph, plan.order)}
-    seen: set[int] = set()
+    lives = _lives(graph, tuple(plan.order))
+    activation = {t for t, _ in lives}
+    seen: set[Key] = set()
     for p in plan.buffers:
-        if p.index not in lives:
+        key = (p.index, getattr(p, "instance", 0))
+        if key not in lives:
             known = 0 <= p.index < len(graph.tensors)
             what = "not an activation tensor" if known else "not a tensor of the graph"
-            raise TinyschedError(f"plan places tensor {p.index} ({p.name!r}), {what}")
-        if p.index in seen:
-            raise TinyschedError(f"plan places tensor {p.index} ({p.name!r}) twice")
-        seen.add(p.index)
-        life = lives[p.index]
+            if p.index in activation:
+                what = "an instance the sequence never writes"
+            raise TinyschedError(f"plan places {_what(p)}, {what}")
+        if key in seen:
+            raise TinyschedError(f"plan places {_what(p)} twice")
+        seen.add(key)
+        life = lives[key]
         if p.bytes != life.nbytes:
-            raise TinyschedError(
-                f"tensor {p.index} ({p.name!r}): plan says {p.bytes} bytes, the graph says {life.nbytes}"
-            )
+            raise TinyschedError(f"{_what(p)}: plan says {p.bytes} bytes, the graph says {life.nbytes}")
         if (p.first_step, p.last_step) != (life.first_step, life.last_step):
             raise TinyschedError(
-                f"tensor {p.index} ({p.name!r}): plan says live at steps {p.first_step}..{p.last_step}, "
+                f"{_what(p)}: plan says live at steps {p.first_step}..{p.last_step}, "
                 f"the memory model says {life.first_step}..{life.last_step}"
             )
         if p.offset < 0 or p.offset % plan.alignment:
             raise TinyschedError(
-                f"tensor {p.index} ({p.name!r}) at offset {p.offset}, not a non-negative multiple of "
+                f"{_what(p)} at offset {p.offset}, not a non-negative multiple of "
                 f"the alignment {plan.alignment}"
             )
         if p.offset + p.bytes > plan.arena_bytes:
             raise TinyschedError(
-                f"tensor {p.index} ({p.name!r}) at offset {p.offset} with {p.bytes} bytes ends at "
+                f"{_what(p)} at offset {p.offset} with {p.bytes} bytes ends at "
                 f"{p.offset + p.bytes}, past the {plan.arena_bytes}-byte arena"
             )
     missing = sorted(set(lives) - seen)
     if missing:
-        names = ", ".join(f"{t} ({graph.tensors[t].name!r})" for t in missing[:5])
+        names = ", ".join(
+            f"{t} ({graph.tensors[t].name!r})" + (f" instance {i}" if i else "") for t, i in missing[:5]
+        )
         raise TinyschedError(f"plan leaves {len(missing)} activation tensor(s) unplaced: {names}")
     _check_no_overlap(graph, plan, lives)
     bound = aligned_lower_bound(arena_buffers(graph, plan.order, plan.alignment))
@@ -70,25 +103,25 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
         )
 
 
-def _check_no_overlap(graph: Graph, plan: ArenaPlan, lives: dict[int, Lifetime]) -> None:
+def _check_no_overlap(graph: Graph, plan: ArenaPlan, lives: dict[Key, Lifetime | InstanceLifetime]) -> None:
     """Sweep the steps; at each, the live tensors sorted by offset must not run into each other."""
     n_steps = max(len(plan.order), 1)
-    live_at: list[list[int]] = [[] for _ in range(n_steps)]
-    by_index = {p.index: p for p in plan.buffers}
+    live_at: list[list[Key]] = [[] for _ in range(n_steps)]
+    by_index = {(p.index, getattr(p, "instance", 0)): p for p in plan.buffers}
     for t, life in lives.items():
         if life.nbytes == 0:
             continue
         for s in range(life.first_step, life.last_step + 1):
             live_at[s].append(t)
     for step, tensors in enumerate(live_at):
-        reach_end, reach_tensor = -1, -1
+        reach_end, reach_tensor = -1, (-1, -1)
         for t in sorted(tensors, key=lambda t: (by_index[t].offset, t)):
             p = by_index[t]
             if p.offset < reach_end:
                 q = by_index[reach_tensor]
                 raise TinyschedError(
-                    f"tensors {q.index} ({q.name!r}, bytes {q.offset}..{q.offset + q.bytes - 1}) and "
-                    f"{p.index} ({p.name!r}, bytes {p.offset}..{p.offset + p.bytes - 1}) overlap in "
+                    f"tensors {q.index} ({q.name!r}{_instance_note(q)}, bytes {q.offset}..{q.offset + q.bytes - 1}) "
+                    f"and {p.index} ({p.name!r}{_instance_note(p)}, bytes {p.offset}..{p.offset + p.bytes - 1}) overlap in "
                     f"memory while both live at step {step} (operator {plan.order[step]})"
                 )
             if p.offset + p.bytes > reach_end:

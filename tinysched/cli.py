@@ -17,6 +17,8 @@ from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 from tinysched.memory import MemoryProfile, profile
 from tinysched.reader import read_model
+from tinysched.recompute import add_recompute_arguments, request_from_args
+from tinysched.recompute import summary_lines as recompute_summary
 
 
 def format_bytes(n: int) -> str:
@@ -106,6 +108,144 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- schedule ----------------------------------------------------------------------------------
+
+
+def schedule_json(graph: Graph, sched: Any) -> dict[str, Any]:
+    """`schedule --json`: the order (operator indices of the input file) and its proof."""
+    cert = sched.certificate
+    return {
+        "model": graph.source,
+        "sha256": graph.sha256,
+        "ops": len(graph.operators),
+        "order": list(sched.order),
+        "peak_bytes": sched.peak_bytes,
+        "stored_order_peak_bytes": sched.stored_order_peak_bytes,
+        "saving_bytes": sched.stored_order_peak_bytes - sched.peak_bytes,
+        "lower_bound_bytes": sched.lower_bound_bytes,
+        "gap_bytes": sched.gap_bytes,
+        "gap_percent": round(sched.gap_percent, 4),
+        "certified": sched.certified,
+        "certificate": (
+            {"kind": cert.kind, "lower_bound_bytes": cert.lower_bound_bytes, "witness": cert.witness}
+            if cert
+            else None
+        ),
+        "method": sched.method,
+        "seconds": round(sched.seconds, 4),
+    }
+
+
+class TerminalProgress:
+    """Progress lines on stderr, only on a terminal and only once a solve has run for a second."""
+
+    DELAY = 1.0
+
+    def __init__(self) -> None:
+        import threading
+        import time
+
+        self._clock = time.perf_counter
+        self._started = self._clock()
+        self._latest: str | None = None
+        self._printed: str | None = None
+        self._timer = threading.Timer(self.DELAY, self._flush) if sys.stderr.isatty() else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __call__(self, message: str) -> None:
+        self._latest = message
+        if self._timer is not None and self._clock() - self._started >= self.DELAY:
+            self._flush()
+
+    def _flush(self) -> None:
+        message = self._latest
+        if message is not None and message != self._printed:
+            self._printed = message
+            elapsed = self._clock() - self._started
+            print(f"tinysched: [{elapsed:5.1f} s] {message}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def _schedule_recompute(args: argparse.Namespace, graph: Graph, request: Any) -> int:
+    """`schedule --recompute K`: the sequence (operators may repeat) and what it saves and costs."""
+    from tinysched.files import write_atomic
+    from tinysched.writer import rewrite_model
+
+    rplan = request.plan(graph)
+    if args.output:
+        if rplan.recomputed:
+            raise TinyschedError(
+                "-o writes a .tflite, which runs each operator once: it cannot hold a sequence with "
+                "recomputed operators (use `tinysched build --recompute K` for the generated C)"
+            )
+        model_bytes = Path(args.model).read_bytes()
+        write_atomic(args.output, rewrite_model(model_bytes, order=rplan.sequence))
+    if args.json:
+        print_json(
+            {"model": graph.source, "sha256": graph.sha256, "ops": len(graph.operators)} | rplan.as_json()
+        )
+        return 0
+    print(f"model             {graph.source}  ({len(graph.operators)} operators)")
+    if rplan.stored_order_peak_bytes is not None:
+        print(f"stored order peak {format_bytes(rplan.stored_order_peak_bytes)}")
+    print("\n".join(recompute_summary(rplan, format_bytes)))
+    print(f"sequence          {' '.join(map(str, rplan.sequence))}")
+    if args.output:
+        print(f"\nwrote the reordered model to {args.output}")
+    return 0
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from tinysched.files import write_atomic
+    from tinysched.scheduler import schedule
+    from tinysched.writer import rewrite_model
+
+    limit = args.time_limit
+    if not 0 <= limit < float("inf"):
+        raise TinyschedError(f"--time-limit must be a non-negative number of seconds, got {limit}")
+    graph = read_model(args.model)
+    request = request_from_args(args, limit)
+    if request is not None:
+        return _schedule_recompute(args, graph, request)
+    progress = TerminalProgress()
+    try:
+        sched = schedule(graph, time_limit=limit, progress=progress)
+    finally:
+        progress.close()
+    if args.output:
+        try:
+            model_bytes = Path(args.model).read_bytes()
+        except OSError as err:
+            raise TinyschedError(f"{args.model}: cannot read: {err.strerror or err}") from None
+        write_atomic(args.output, rewrite_model(model_bytes, order=sched.order))
+    if args.json:
+        print_json(schedule_json(graph, sched))
+        return 0
+    saving = sched.stored_order_peak_bytes - sched.peak_bytes
+    share = 100 * saving / sched.stored_order_peak_bytes if sched.stored_order_peak_bytes else 0.0
+    print(f"model             {graph.source}  ({len(graph.operators)} operators)")
+    print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
+    print(f"best order peak   {format_bytes(sched.peak_bytes)}  (found by {sched.method})")
+    print(f"saving            {format_bytes(saving)}  ({share:.1f}%)")
+    print(f"lower bound       {format_bytes(sched.lower_bound_bytes)}")
+    if sched.certified:
+        cert = sched.certificate
+        witness = ", ".join(f"{k} {v}" for k, v in cert.witness.items())
+        print(f"certified         optimal: {cert.kind} ({witness})")
+    else:
+        gap = f"{format_bytes(sched.gap_bytes)} ({sched.gap_percent:.2f}% of the peak)"
+        print(f"certified         no: gap {gap}")
+    print(f"time              {sched.seconds:.3f} s")
+    if args.output:
+        print(f"\nwrote the reordered model to {args.output}")
+    return 0
+
+
 # ---- plan --------------------------------------------------------------------------------------
 
 
@@ -148,16 +288,45 @@ def cmd_plan(args: argparse.Namespace) -> int:
     limit = args.time_limit
     if limit is not None and not limit >= 0:
         raise TinyschedError(f"--time-limit must be a non-negative number of seconds, got {limit}")
-    graph = read_model(args.model)
-    sched, plan = plan_model(
-        graph,
-        alignment=args.alignment,
-        time_limit=DEFAULT_TIME_LIMIT if limit is None else limit,
-        schedule_time_limit=DEFAULT_SCHEDULE_TIME_LIMIT if limit is None else limit,
-    )
+    graph = original = read_model(args.model)
+    folding = None
+    if not args.tflm:  # --tflm reorders the file's own operators, so it plans them all
+        from tinysched.fold import fold_constants
+
+        folding = fold_constants(graph)
+        graph = folding.graph
+    request = request_from_args(args, DEFAULT_SCHEDULE_TIME_LIMIT if limit is None else limit)
+    if request is not None:  # --recompute K: the arena places each execution's instances
+        from tinysched.arena import plan_arena
+
+        if args.tflm:
+            raise TinyschedError("--tflm cannot carry --recompute: TFLM runs each operator once")
+        sched = request.plan(graph)
+        plan = plan_arena(
+            graph, sched.sequence, args.alignment, DEFAULT_TIME_LIMIT if limit is None else limit
+        )
+    else:
+        sched, plan = plan_model(
+            graph,
+            alignment=args.alignment,
+            time_limit=DEFAULT_TIME_LIMIT if limit is None else limit,
+            schedule_time_limit=DEFAULT_SCHEDULE_TIME_LIMIT if limit is None else limit,
+        )
     check_plan(graph, plan)
-    stock = greedy_plan(graph, graph.stored_order(), STOCK_TFLM_PLACER, args.alignment)
+    # Stock TFLM runs every operator of the file, foldable ones included.
+    stock = greedy_plan(original, original.stored_order(), STOCK_TFLM_PLACER, args.alignment)
     payload = plan_json(graph, sched, plan, stock)
+    if request is not None:
+        payload.update({k: v for k, v in sched.as_json().items() if k not in payload})
+        for entry, placement in zip(payload["tensors"], plan.buffers, strict=True):
+            entry["instance"] = placement.instance
+    if folding is not None:
+        from tinysched.fold import alias_saving
+
+        payload["folded_operators"] = folding.count
+        payload["folded_operator_indices"] = list(folding.folded)
+        if not plan.repeats:
+            payload["reshape_alias"] = alias_saving(graph, plan.order).as_json()
     if args.tflm:
         from tinysched.tflm import SCRATCH_KERNELS, tflm_model
 
@@ -182,6 +351,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"lower bound {format_bytes(sched.lower_bound_bytes)} ({sched.method}, {sched.seconds:.2f} s)"
     )
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
+    if request is not None:
+        print("\n".join(recompute_summary(sched, format_bytes)))
+    if folding is not None:
+        print(f"folding      {folding.summary()}; the order, plan and certificate are for the folded graph")
     print()
     print(f"{'':22}{'bytes':>12}")
     print(f"{'tensor-model peak':22}{plan.peak_bytes:>12,}  live bytes at the worst step, unaligned")
@@ -194,6 +367,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if stock.arena_bytes:
         saved = stock.arena_bytes - plan.arena_bytes
         print(f"{'saved':22}{saved:>12,}  {100 * saved / stock.arena_bytes:.1f}% of the stock arena")
+    if folding is not None and "reshape_alias" in payload:
+        alias = payload["reshape_alias"]
+        print(
+            f"{'if reshapes aliased':22}{alias['aliased_peak_bytes']:>12,}  peak of this order if "
+            f"{len(alias['operators'])} RESHAPE/SQUEEZE/EXPAND_DIMS shared their input's bytes "
+            f"(-{alias['saving_bytes']:,} B; not in the plan)"
+        )
     if args.output:
         what = "model with OfflineMemoryAllocation" if args.tflm else "plan"
         print(f"\nwrote {what} to {args.output}")
@@ -217,6 +397,20 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--json", action="store_true", help="print one JSON object")
     analyze.set_defaults(func=cmd_analyze)
 
+    sched = sub.add_parser(
+        "schedule", help="lowest-peak operator order, with a proof of optimality or the gap"
+    )
+    sched.add_argument("model", help=".tflite file")
+    sched.add_argument("--json", action="store_true", help="print one JSON object")
+    sched.add_argument(
+        "--time-limit", type=float, default=5.0, metavar="S", help="seconds for the whole search (default 5)"
+    )
+    sched.add_argument(
+        "-o", "--output", help="write the model with its operators in the new order (atomically)"
+    )
+    add_recompute_arguments(sched)
+    sched.set_defaults(func=cmd_schedule)
+
     plan = sub.add_parser("plan", help="lowest-peak order plus a fixed offset for every tensor in one arena")
     plan.add_argument("model", help=".tflite file")
     plan.add_argument("--json", action="store_true", help="print one JSON object")
@@ -235,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write the reordered model with an OfflineMemoryAllocation entry for stock TFLM",
     )
+    add_recompute_arguments(plan)
     plan.set_defaults(func=cmd_plan)
 
     from tinysched.hostbuild import register_commands as register_codegen_commands
@@ -244,6 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
     from tinysched.device import add_commands as register_device_commands
 
     register_device_commands(sub)  # boards, measure
+
+    from tinysched.report import register_commands as register_report_commands
+
+    register_report_commands(sub)  # report
     return parser
 
 

@@ -155,6 +155,7 @@ _C_TYPES = {
     "uint8": "uint8_t",
     "int16": "int16_t",
     "int32": "int32_t",
+    "int64": "int64_t",  # ARG_MAX/ARG_MIN outputs, GATHER indices
     "float32": "float",
 }
 
@@ -311,6 +312,7 @@ class KernelCall:
     local_arrays: list[ConstArray] = field(default_factory=list)  # multipliers, tables, chunk sizes
     comment: list[str] = field(default_factory=list)
     pre: list[str] = field(default_factory=list)  # C statements before the call (e.g. pointer lists)
+    first_run: bool = True  # False for a recomputed operator's later runs (parameters emitted once)
 
 
 @dataclass(frozen=True)
@@ -354,6 +356,8 @@ def _c_list(values: Sequence[int]) -> str:
 class _Lowering:
     """Per-operator lowering with access to the graph, the placement and the naming scheme."""
 
+    state_offsets: dict[int, int] = {}  # variable tensor -> offset in the state buffer (set per use)
+
     def __init__(self, graph: Graph, prefix: str, offsets: dict[int, int], const_names: dict[int, str]):
         self.graph = graph
         self.prefix = prefix
@@ -374,6 +378,10 @@ class _Lowering:
         if tensor.is_constant:
             return self.const_names[index]
         qual = "const " if const else ""
+        if tensor.is_variable:  # persistent state (lower_extra.STATEFUL_OPS), outside the arena
+            if index not in self.state_offsets:
+                raise _Unsupported(f"tensor {index} is persistent state")
+            return f"({qual}{ctype} *)(state + {self.state_offsets[index]})"
         return f"({qual}{ctype} *)(arena + {self.offsets[index]})"
 
     def quant(self, index: int) -> tuple[float, int]:
@@ -711,10 +719,13 @@ class _Lowering:
         call.kernel, call.params_type = "ts_softmax_s8", "ts_softmax_s8_params"
         x, y = op.inputs[0], op.outputs[0]
         self.expect(x, "int8")
-        self.expect(y, "int8")
         si, _ = self.quant(x)
         so, zo = self.quant(y)
-        if zo != -128 or abs(so - 1.0 / 256) > 0.001 / 256:
+        if self.t(y).dtype == "int16":  # int8 in, int16 out: same parameters, ts_softmax_s8_s16
+            call.kernel = "ts_softmax_s8_s16"
+            if zo != -32768 or abs(so - 1.0 / 65536) > 0.001 / 65536:
+                raise _Unsupported("int16 output quantisation other than (1/65536, -32768)")
+        elif self.expect(y, "int8") and (zo != -128 or abs(so - 1.0 / 256) > 0.001 / 256):
             raise _Unsupported("int8 output quantisation other than (1/256, -128)")
         beta = float(op.options.get("beta", 1.0))
         # activations.cc SoftmaxPrepare (kReference) -> PreprocessSoftmaxScaling, CalculateInputRadius.
@@ -769,7 +780,7 @@ class _Lowering:
                 ("shift", str(shift)),
             ]
         else:
-            raise _Unsupported(f"{src.dtype} -> {dst.dtype}")
+            _lower_extra.lower_quantize_integer(self, op, call)  # int16/int32 (lower_extra.py)
         call.args = [self.ptr(x), self.ptr(y, const=False)]
 
     def lower_dequantize(self, op: Operator, call: KernelCall) -> None:
@@ -865,6 +876,11 @@ class _Lowering:
         call.args = [self.ptr(x), self.ptr(y, const=False)]
 
 
+# Issue 6's operators (activations, elementwise, data movement, reductions) live in lower_extra.py.
+from tinysched import lower_extra as _lower_extra  # noqa: E402
+
+_lower_extra.install(_Lowering)
+
 SUPPORTED_OPS: tuple[str, ...] = tuple(
     sorted(
         name.removeprefix("lower_").upper()
@@ -918,6 +934,7 @@ def scratch_needs(graph: Graph) -> dict[int, int]:
 
 def check_supported(graph: Graph) -> None:
     """Refuse, in one line naming the operator, anything the generator cannot lower."""
+    _lower_extra.refuse_known_gaps(graph)  # legacy uint8 models, int8 SUM: one clear line
     for op in graph.operators:
         if op.opcode not in SUPPORTED_OPS:
             raise TinyschedError(
@@ -925,10 +942,11 @@ def check_supported(graph: Graph) -> None:
                 f"supported: {', '.join(SUPPORTED_OPS)}"
             )
     for t in graph.tensors:
-        if t.is_variable:
+        readers = [graph.operators[v].opcode for v in graph.consumers.get(t.index, ())]
+        if t.is_variable and any(r not in _lower_extra.STATEFUL_OPS for r in readers):
             raise TinyschedError(
                 f"tensor {t.index} ({c_comment(t.name, 60)}) is persistent state; "
-                "stateful models are not supported by the code generator"
+                f"only {', '.join(_lower_extra.STATEFUL_OPS)} keep state in the code generator"
             )
     lowering = _Lowering(
         graph,
@@ -936,6 +954,7 @@ def check_supported(graph: Graph) -> None:
         {t: 0 for t in graph.activation_tensors},
         {t.index: "c" for t in graph.tensors if t.is_constant},
     )
+    lowering.state_offsets = _lower_extra.state_layout(graph, 16)[0]
     for op in graph.operators:
         _lower(lowering, op, 0)
     for t in (*graph.inputs, *graph.outputs):
@@ -1011,6 +1030,44 @@ def default_prefix(graph: Graph) -> str:
     return c_identifier(model_name(graph))
 
 
+def step_offsets(graph: Graph, plan: Any) -> tuple[list[dict[int, int]], dict[int, int], dict[int, int]]:
+    """Where each step's tensors are: (per step, tensor -> offset of the instance that step reads or
+    writes; tensor -> offset of instance 0; tensor -> offset of its final instance).
+
+    In a plain order every tensor has the one instance 0. In a recomputation sequence a step reads
+    the instances `memory.instance_lifetimes` says it reads and writes new ones (docs/recomputation.md),
+    and the graph outputs are copied out of their final instance."""
+    from tinysched.memory import instance_lifetimes
+
+    by_key = {(p.index, getattr(p, "instance", 0)): p.offset for p in plan.buffers}
+    base = {t: offset for (t, i), offset in by_key.items() if i == 0}
+    order = list(plan.order)
+    if len(set(order)) == len(order):
+        return [base] * len(order), base, base
+    _, reads = instance_lifetimes(graph, order)
+    activation = set(graph.activation_tensors)
+    written: dict[int, int] = {}
+    final = dict(base)
+    per_step = []
+
+    def where(t: int, i: int) -> int:
+        if (t, i) not in by_key:
+            raise TinyschedError(f"the arena plan places no offset for tensor {t} instance {i}")
+        return by_key[(t, i)]
+
+    for step, v in enumerate(order):
+        here = dict(base)
+        for t, i in reads[step]:
+            here[t] = where(t, i)
+        for t in dict.fromkeys(graph.operators[v].outputs):
+            if t in activation:
+                i = written.get(t, 0)
+                written[t] = i + 1
+                here[t] = final[t] = where(t, i)
+        per_step.append(here)
+    return per_step, base, final
+
+
 def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any = None) -> GeneratedModule:
     """C sources for `graph` run in `plan.order` with tensors at `plan`'s offsets.
 
@@ -1018,7 +1075,7 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
     check_supported(graph)
     prefix = check_prefix(prefix) if prefix is not None else default_prefix(graph)
     name = model_name(graph)
-    offsets = {p.index: p.offset for p in plan.buffers}
+    per_step, offsets, final_offsets = step_offsets(graph, plan)
     missing = [t for t in graph.activation_tensors if t not in offsets]
     if missing:
         raise TinyschedError(f"the arena plan places no offset for tensors {missing[:8]}")
@@ -1049,17 +1106,24 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         const_names[t.index] = by_buffer[key]
 
     lowering = _Lowering(graph, prefix, offsets, const_names)
+    lowering.state_offsets, state_bytes = _lower_extra.state_layout(graph, plan.alignment)
     calls = []
+    runs: dict[int, int] = {}
     for step, op_index in enumerate(plan.order):
         op = graph.operators[op_index]
+        here = lowering.offsets = per_step[step]  # the instances this step reads and writes
         call = _lower(lowering, op, step)
-        call.comment = [f"step {step}: operator {op.index} {op.opcode}"]
+        call.first_run = op_index not in runs
+        runs[op_index] = runs.get(op_index, 0) + 1
+        again = "" if call.first_run else f" (recomputed, run {runs[op_index]})"
+        call.comment = [f"step {step}: operator {op.index} {op.opcode}{again}"]
         ins = [t for t in op.inputs if t >= 0]
-        call.comment += [f"  in  {_tensor_note(graph, t, offsets)}" for t in ins]
-        call.comment += [f"  out {_tensor_note(graph, t, offsets)}" for t in op.outputs]
+        call.comment += [f"  in  {_tensor_note(graph, t, here)}" for t in ins]
+        call.comment += [f"  out {_tensor_note(graph, t, here)}" for t in op.outputs]
         calls.append(call)
+    lowering.offsets = offsets
 
-    def edge(role: str, tensors: Sequence[int]) -> list[dict[str, Any]]:
+    def edge(role: str, tensors: Sequence[int], offsets: dict[int, int] = offsets) -> list[dict[str, Any]]:
         rows = []
         for k, t in enumerate(tensors):
             tensor = graph.tensors[t]
@@ -1083,7 +1147,7 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         return rows
 
     inputs = edge("input", graph.inputs)
-    outputs = edge("output", graph.outputs)
+    outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
     kernels = tuple(sorted({c.kernel for c in calls}))
     header_guard = c_identifier(prefix).upper() + "_H"
     context = {
@@ -1110,6 +1174,9 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         "float_lines": _float_lines,
         "n_ops": len(graph.operators),
         "weights_bytes": sum(a.values.nbytes for a in const_arrays),
+        # Persistent state (variable tensors of stateful operators), outside the arena; 0 if none.
+        "state_bytes": state_bytes,
+        "state_tensors": _lower_extra.state_init(graph, lowering.state_offsets),
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),
@@ -1151,11 +1218,23 @@ def _float_lines(values: np.ndarray, per_line: int = 6, indent: str = "    ") ->
     return "\n".join(lines) or f"{indent}0.0f,"
 
 
-def plan_for_codegen(graph: Graph, alignment: int = 16, time_limit: float = 1.0) -> tuple[Graph, Any, Any]:
-    """Add declared scratch tensors, then schedule and place: (graph, schedule, plan)."""
-    from tinysched.arena import plan_model
+def plan_for_codegen(
+    graph: Graph, alignment: int = 16, time_limit: float = 1.0, recompute: Any = None
+) -> tuple[Graph, Any, Any]:
+    """Add declared scratch tensors, then schedule and place: (graph, schedule, plan).
 
+    With an active `recompute` (a `recompute.RecomputeRequest`), the schedule is its
+    `RecomputePlan` and the plan places that sequence's execution instances."""
+    from tinysched.arena import plan_model
+    from tinysched.fold import carry_fold_info, fold_constants
+
+    graph = fold_constants(graph).graph  # shape/constant subgraphs become constants (fold.py)
     check_supported(graph)
-    planned = with_scratch(graph, scratch_needs(graph))
+    planned = carry_fold_info(with_scratch(graph, scratch_needs(graph)), graph)
+    if recompute is not None and recompute.active:
+        from tinysched.arena import plan_arena
+
+        rplan = recompute.plan(planned)
+        return planned, rplan, plan_arena(planned, rplan.sequence, alignment, time_limit)
     schedule, plan = plan_model(planned, alignment=alignment, time_limit=time_limit)
     return planned, schedule, plan

@@ -57,6 +57,7 @@ def qemu_command(board: Board, elf: Path, port: int) -> list[str]:
         "-monitor", "none",
         "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on",
         "-icount", f"shift={int(q.get('icount_shift', 6))},align=off,sleep=off",
+        "-semihosting-config", "enable=on,target=native",
         "-kernel", str(elf),
     ]  # fmt: skip
     return cmd
@@ -89,10 +90,10 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
         raise TinyschedError(f"{QEMU} not found: install Debian's qemu-system-arm (`make setup`)")
     port = free_tcp_port()
     cmd = qemu_command(board, elf, port)
-    log_fd, log_name = tempfile.mkstemp(prefix="tinysched-qemu-", suffix=".log")
-    log_path = Path(log_name)
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd)
-    os.close(log_fd)
+    scratch = Path(tempfile.mkdtemp(prefix="tinysched-qemu-"))  # QEMU's log, semihosted inputs
+    log_path = scratch / "qemu.log"
+    with log_path.open("wb") as log_file:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
     session = QemuSession(board, elf, proc, f"socket://127.0.0.1:{port}", cmd, log_path)
     try:
         time.sleep(0.05)
@@ -109,7 +110,7 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
-        log_path.unlink(missing_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def connect_qemu(session: QemuSession, *, timeout: float = 10.0, **link_kwargs: Any) -> DeviceLink:
@@ -124,6 +125,8 @@ def connect_qemu(session: QemuSession, *, timeout: float = 10.0, **link_kwargs: 
             # QEMU hands the CMSDK UART one byte per main-loop turn: about 3-4 KB/s under -icount,
             # whatever the baud. The link sizes its acknowledgement timeout for 2 KB/s.
             link_kwargs.setdefault("baud", 20000)
+            # so large inputs go by semihosting (a file in a folder that lives as long as QEMU)
+            link_kwargs.setdefault("semihost_dir", session.log_path.parent)
             return DeviceLink(port, name=f"{session.board.name} (qemu)", **link_kwargs)
         except LinkError as err:
             last = err
@@ -195,8 +198,9 @@ class MeasureResult:
     board: str
     emulated_by: str | None
     ran_on: str
-    arena_bytes_planned: int
-    arena_bytes_measured: int
+    arena_bytes_planned: int  # the allocation: the plan's arena_bytes (top rounded to the alignment)
+    arena_high_water_planned: int  # max over tensors of offset + bytes: what the program can touch
+    arena_bytes_measured: int  # the measured high-water: highest touched offset + 1
     arena_bytes_touched: int
     stack_bytes_measured: int
     stack_bytes_total: int
@@ -215,10 +219,11 @@ class MeasureResult:
     flash_command: list[str] | None = None
     qemu_command: list[str] | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)
+    inputs_semihosted: int = 0  # input sets that went by semihosting instead of the UART (QEMU)
 
     @property
     def arena_matches_plan(self) -> bool:
-        return self.arena_bytes_measured == self.arena_bytes_planned
+        return self.arena_bytes_measured == self.arena_high_water_planned
 
     @property
     def ok(self) -> bool:
@@ -252,11 +257,16 @@ class MeasureResult:
             f"inputs          {self.inputs}",
             f"outputs         {match[self.outputs_match]}"
             + ("" if self.outputs_agree_on_device else " (and the device's runs disagreed with each other)"),
-            f"arena planned   {self.arena_bytes_planned:,} B",
+            f"arena planned   {self.arena_high_water_planned:,} B high-water "
+            f"({self.arena_bytes_planned:,} B allocated, aligned)",
             f"arena measured  {self.arena_bytes_measured:,} B high-water, {self.arena_bytes_touched:,} B touched: {verdict}",
             f"stack measured  {self.stack_bytes_measured:,} B in the model ({self.stack_bytes_total:,} B with the harness)",
             f"per inference   {count} (max over inputs)",
         ]
+        if self.inputs_semihosted:
+            out.append(
+                f"inputs sent     by semihosting ({self.inputs_semihosted} set(s)), the rest over the UART"
+            )
         if self.retries:
             out.append(f"link            {self.retries} retried request(s)")
         out += [f"mismatch        {m}" for m in self.mismatches[:10]]
@@ -281,6 +291,7 @@ def measure_image(
     expected: Sequence[Sequence[bytes]] | None,
     arena_bytes_planned: int,
     *,
+    arena_high_water_planned: int | None = None,
     requested: Board | None = None,
     port: str | None = None,
     run_timeout: float = 120.0,
@@ -289,6 +300,7 @@ def measure_image(
 ) -> MeasureResult:
     """Runs a built image on `run_board` (QEMU when emulated, else the board on `port`)."""
     requested = requested or run_board
+    high_water_planned = arena_bytes_planned if arena_high_water_planned is None else arena_high_water_planned
     results: list[RunResult] = []
     flash_cmd: list[str] | None = None
     qemu_cmd: list[str] | None = None
@@ -323,6 +335,7 @@ def measure_image(
             )
         hello = drive(link)
         retries = link.retries_used
+        semihosted = link.inputs_semihosted
 
     mismatches: list[str] = []
     outputs_match: bool | None = None
@@ -341,15 +354,14 @@ def measure_image(
     measured = max((r.arena_high_water for r in results), default=0)
     if measured > arena_bytes_planned:
         mismatches.append(f"the model wrote {measured - arena_bytes_planned:,} B past the planned arena")
-    elif measured < arena_bytes_planned:
-        pad = hello.arena_alignment and arena_bytes_planned - measured < hello.arena_alignment
+    elif measured > high_water_planned:
         mismatches.append(
-            f"the top {arena_bytes_planned - measured:,} B of the planned arena are never touched"
-            + (
-                f" (less than the {hello.arena_alignment}-byte alignment: padding at the end of the plan?)"
-                if pad
-                else ""
-            )
+            f"the model touched {measured - high_water_planned:,} B above the plan's high-water "
+            "(inside the alignment padding)"
+        )
+    elif measured < high_water_planned:
+        mismatches.append(
+            f"the top {high_water_planned - measured:,} B below the plan's high-water are never touched"
         )
     max_ticks = max((r.ticks for r in results), default=0)
     unit, cycles, instructions = ticks_to_count(run_board, hello, max_ticks)
@@ -358,6 +370,7 @@ def measure_image(
         emulated_by=run_board.name if run_board is not requested and run_board.emulated else None,
         ran_on=run_board.name,
         arena_bytes_planned=arena_bytes_planned,
+        arena_high_water_planned=high_water_planned,
         arena_bytes_measured=measured,
         arena_bytes_touched=max((r.arena_touched for r in results), default=0),
         stack_bytes_measured=max((r.stack_bytes for r in results), default=0),
@@ -377,6 +390,7 @@ def measure_image(
         flash_command=flash_cmd,
         qemu_command=qemu_cmd,
         runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
+        inputs_semihosted=semihosted,
     )
 
 
@@ -395,6 +409,7 @@ def measure_sources(
     defines: Sequence[str] = (),
     run_timeout: float = 120.0,
     log: Callable[[str], None] = lambda _m: None,
+    arena_high_water_planned: int | None = None,
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -427,6 +442,7 @@ def measure_sources(
         log("\n".join(image.size.lines()))
     result = measure_image(
         image, run_board, inputs, expected, arena_bytes_planned,
+        arena_high_water_planned=arena_high_water_planned,
         requested=board, port=port, run_timeout=run_timeout, log=log,
     )  # fmt: skip
     if run_board is not board:
@@ -519,17 +535,22 @@ class GeneratedModel:
     arena_bytes_planned: int
     inputs: list[list[bytes]]
     expected: list[list[bytes]] | None
+    arena_high_water_planned: int | None = None
+    recompute: Any = None  # the RecomputePlan, when --recompute made operators run again
 
 
-def generate_for_measure(model: Path, out_dir: Path, n_inputs: int, seed: int = 0) -> GeneratedModel:
+def generate_for_measure(
+    model: Path, out_dir: Path, n_inputs: int, seed: int = 0, recompute: Any = None
+) -> GeneratedModel:
     """Generates C for `model` (the code generator), N seeded random inputs and their reference
-    outputs (TFLite's reference kernels, tinysched.reference)."""
+    outputs (TFLite's reference kernels, tinysched.reference). `recompute`: a
+    `recompute.RecomputeRequest` (operators may run again; outputs stay bit-identical)."""
     from tinysched import reference
     from tinysched.hostbuild import generate_module, write_sources
 
     if n_inputs < 1:
         raise TinyschedError("--inputs must be 1 or more")
-    graph, _schedule, plan, module = generate_module(model)
+    graph, _schedule, plan, module = generate_module(model, recompute=recompute)
     directory = Path(out_dir)
     write_sources(module, graph, directory)
     sources = [directory / f"{module.prefix}.c", directory / f"{module.prefix}_weights.c"]
@@ -541,8 +562,10 @@ def generate_for_measure(model: Path, out_dir: Path, n_inputs: int, seed: int = 
         include_dirs=[directory, directory / "tinysched" / "include", directory / "tinysched" / "kernels"],
         model_info_symbol=f"{module.prefix}_info",
         arena_bytes_planned=int(plan.arena_bytes),
+        arena_high_water_planned=int(plan.high_water_bytes),
         inputs=[[bytes(memoryview(a.tobytes())) for a in inputs] for inputs in input_sets],
         expected=[[a.tobytes() for a in r.outputs] for r in results],
+        recompute=_schedule if recompute is not None and recompute.active else None,
     )
 
 
@@ -573,21 +596,34 @@ def cmd_measure(args: Any) -> int:
     out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="tinysched-measure-"))
     emulate = True if args.emulate else (None if args.port is None else False)
     log = (lambda _m: None) if args.json else _stderr_log
+    recomputed = None  # the RecomputePlan under --recompute K
     if args.model == "selftest":
         result = measure_selftest(
             board, out_dir, n_inputs=args.inputs, port=args.port, emulate=emulate, log=log
         )
     else:
-        gen = generate_for_measure(Path(args.model), out_dir / "model", args.inputs)
+        from tinysched.recompute import request_from_args
+
+        request = request_from_args(args)
+        gen = generate_for_measure(Path(args.model), out_dir / "model", args.inputs, recompute=request)
         result = measure_sources(
             gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
             gen.arena_bytes_planned, out_dir, port=args.port, emulate=emulate, log=log,
+            arena_high_water_planned=gen.arena_high_water_planned,
         )  # fmt: skip
+        recomputed = gen.recompute
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
+        payload = result.to_json()
+        if recomputed is not None:
+            payload.update(recomputed.as_json())
+        json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print("\n".join(result.lines()))
+        if recomputed is not None:
+            from tinysched.recompute import summary_lines
+
+            print("\n".join(summary_lines(recomputed)))
     return 0 if result.ok else 1
 
 
@@ -609,4 +645,7 @@ def add_commands(sub: Any) -> None:
     measure.add_argument("--inputs", type=int, default=3, help="number of inputs to run (default 3)")
     measure.add_argument("-o", "--output", help="folder for the build (default: a temporary folder)")
     measure.add_argument("--json", action="store_true", help="print one JSON object")
+    from tinysched.recompute import add_recompute_arguments
+
+    add_recompute_arguments(measure)
     measure.set_defaults(func=cmd_measure)

@@ -13,6 +13,7 @@ import re
 import shutil
 import struct
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,6 +96,8 @@ def board_defines(board: Board) -> list[str]:
         f"-DTS_UART_CLOCK_HZ={int(uart.get('clock_hz', board.cpu_hz))}u",
         "-DTS_COUNTER_DWT" if board.counter == "dwt" else "-DTS_COUNTER_SYSTICK",
     ]
+    if board.emulated:
+        d.append("-DTS_SEMIHOSTING")  # large inputs by semihosting under QEMU (docs/firmware.md)
     if board.family.startswith("stm32"):
         tx_port, tx_pin = _pin(uart["tx"])
         rx_port, rx_pin = _pin(uart["rx"])
@@ -188,32 +191,48 @@ class SizeReport:
             rj["fits"] = r.fits
         return out
 
-    def lines(self) -> list[str]:
-        def b(n: int) -> str:
-            return f"{n:>10,} B"
+    @property
+    def tightest(self) -> RegionUse | None:
+        """The used region with the least free space, relative to its size."""
+        used = [r for r in self.regions if r.used and r.length]
+        return min(used, key=lambda r: r.free / r.length, default=None)
 
+    def verdict(self) -> str:
+        """One line: fits with margin, fits but tight, or does not fit (with the numbers)."""
+        over = [r for r in self.regions if not r.fits]
+        if over:
+            return "DOES NOT FIT the board: " + "; ".join(
+                f"{r.name} overflows by {-r.free:,} B ({r.used:,} of {r.length:,} B)" for r in over
+            )
+        t = self.tightest
+        if t is None:
+            return "fits the board"
+        margin = f"{t.free:,} B ({100.0 * t.free / t.length:.1f}%) free in {t.name}"
+        if t.free < TIGHT_MARGIN * t.length:
+            return f"fits the board, tight: only {margin} (under {TIGHT_MARGIN:.0%})"
+        return f"fits the board with margin: at least {margin}"
+
+    def lines(self) -> list[str]:
+        """The report as printed by `tinysched build --board` (the region table like ld's
+        --print-memory-usage)."""
         out = [
             f"size report for {self.board} (read from the ELF)",
-            f"  flash {b(self.flash_total)}   code {self.flash_code:,} B, weights {self.flash_weights:,} B, "
+            f"  flash {self.flash_total:>10,} B   code {self.flash_code:,} B, weights {self.flash_weights:,} B, "
             f"other constants and .data image {self.flash_other:,} B",
-            f"  RAM   {b(self.ram_total)}   arena {self.ram_arena:,} B, stack {self.ram_stack:,} B, "
+            f"  RAM   {self.ram_total:>10,} B   arena {self.ram_arena:,} B, stack {self.ram_stack:,} B, "
             f"everything else {self.ram_other:,} B",
-            f"  {'region':<10} {'origin':>10} {'size':>12} {'used':>12} {'free':>12}",
+            "",
+            f"  {'Region':<10} {'Used':>12} {'Size':>12} {'%Used':>8} {'Free':>12}  Origin",
         ]
         for r in self.regions:
             if r.used == 0:
                 continue
             pct = 100.0 * r.used / r.length if r.length else 100.0
-            if not r.fits:
-                verdict = f"OVERFLOW by {-r.free:,} B"
-            elif r.free < TIGHT_MARGIN * r.length:
-                verdict = f"fits, tight ({pct:.1f}% used)"
-            else:
-                verdict = f"fits ({pct:.1f}% used)"
+            flag = "  OVERFLOW" if not r.fits else ("  tight" if r.free < TIGHT_MARGIN * r.length else "")
             out.append(
-                f"  {r.name:<10} {r.origin:#010x} {r.length:>12,} {r.used:>12,} {r.free:>12,}  {verdict}"
+                f"  {r.name:<10} {r.used:>10,} B {r.length:>10,} B {pct:>7.2f}% {r.free:>10,} B  {r.origin:#010x}{flag}"
             )
-        out.append("  fits the board" if self.fits else "  DOES NOT FIT the board")
+        out += ["", "  " + self.verdict()]
         return out
 
 
@@ -468,3 +487,158 @@ def build_firmware(
         model_info_symbol=model_info_symbol,
         size=report,
     )
+
+
+# ---- `tinysched build MODEL --board B -o DIR` for a microcontroller board ------------------------------
+
+
+@dataclass
+class BoardBuild:
+    """What `build --board B` wrote into `directory` (which appeared atomically)."""
+
+    directory: Path
+    board: Board
+    image: FirmwareImage
+    module: Any
+    graph: Any
+    schedule: Any
+    plan: Any
+    metadata: Path | None
+
+
+def _toolchain_version(gcc: str) -> str:
+    proc = subprocess.run([gcc, "--version"], capture_output=True, text=True)
+    return (proc.stdout.splitlines() or ["unknown"])[0].strip()
+
+
+def build_for_board(
+    model: str | Path,
+    out_dir: str | Path,
+    board: Board | str,
+    *,
+    prefix: str | None = None,
+    alignment: int = 16,
+    time_limit: float = 1.0,
+    recompute: Any = None,
+    report: bool = True,
+) -> BoardBuild:
+    """Generates the model module (the same code generator as `--board host`), cross-compiles it with
+    the harness and the board's target into `out_dir`: <name>.elf/.bin/.hex/.map/.ld, the sources
+    under src/, and <name>_metadata.json (plus the report rendered from it) unless `report` is off.
+
+    Everything is built in a temporary sibling of `out_dir` that is renamed into place only when the
+    image fits; a model that does not fit raises DoesNotFit and leaves nothing behind."""
+    from tinysched.boards import get_board
+    from tinysched.hostbuild import _replace_dir, generate_module, write_sources
+
+    board = get_board(board) if isinstance(board, str) else board
+    gcc = require_toolchain()
+    graph, schedule, plan, module = generate_module(model, prefix, alignment, time_limit, recompute)
+    target = Path(out_dir).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    name = module.prefix
+    try:
+        src = staging / "src"
+        write_sources(module, graph, src)
+        for host_only in ("runner.c", "Makefile"):  # the host runner; the harness replaces it here
+            (src / host_only).unlink(missing_ok=True)
+        sources = [src / f"{name}.c", src / f"{name}_weights.c"]
+        sources += [src / "tinysched" / "kernels" / f"{k}.c" for k in module.kernels]
+        includes = [src, src / "tinysched" / "include", src / "tinysched" / "kernels"]
+        image = build_firmware(sources, includes, f"{name}_info", board, staging, name=name)
+        shutil.rmtree(staging / "obj", ignore_errors=True)
+        metadata = None
+        if report:
+            from tinysched.report import write_build_report
+
+            extra = firmware_metadata(image, board, plan, _toolchain_version(gcc))
+            written = write_build_report(
+                staging,
+                name,
+                model,
+                (graph, schedule, plan),
+                board=board,
+                size=image.size.to_json(),
+                extra=extra,
+            )
+            metadata = target / written["json"].name
+        _replace_dir(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+    def moved(p: Path | None) -> Path | None:
+        return None if p is None else target / p.relative_to(staging)
+
+    image = FirmwareImage(
+        board=image.board,
+        elf=target / image.elf.name,
+        bin=moved(image.bin),
+        hex=target / image.hex.name,
+        map=target / image.map.name,
+        linker_script=target / image.linker_script.name,
+        model_info_symbol=image.model_info_symbol,
+        size=image.size,
+    )
+    return BoardBuild(target, board, image, module, graph, schedule, plan, metadata)
+
+
+def firmware_metadata(image: FirmwareImage, board: Board, plan: Any, toolchain: str) -> dict[str, Any]:
+    """build's own keys in <name>_metadata.json (under "build"; documented in docs/firmware.md)."""
+    return {
+        "kind": "firmware",
+        "board": board.name,
+        "emulated_by": board.emulated_by,
+        "files": {
+            "elf": image.elf.name,
+            "bin": image.bin.name if image.bin else None,
+            "hex": image.hex.name,
+            "map": image.map.name,
+            "linker_script": image.linker_script.name,
+            "sources": "src/",
+        },
+        "model_info_symbol": image.model_info_symbol,
+        "toolchain": toolchain,
+        "cflags": [*board.cflags, *COMMON_CFLAGS, *WARNINGS, "-Werror"],
+        "arena_bytes": int(plan.arena_bytes),
+        "arena_high_water_bytes": int(plan.high_water_bytes),
+        "arena_alignment": int(plan.alignment),
+        "size_report": image.size.to_json(),
+        "fits": image.size.fits,
+        "fit_text": image.size.verdict(),
+    }
+
+
+def cmd_build_board(args: Any) -> int:
+    """`tinysched build MODEL --board B -o DIR` for a microcontroller board (hostbuild routes here)."""
+    from tinysched.recompute import request_from_args
+
+    result = build_for_board(
+        args.model,
+        args.output,
+        args.board,
+        prefix=args.prefix,
+        alignment=args.alignment,
+        time_limit=args.time_limit,
+        recompute=request_from_args(args),
+        report=not getattr(args, "no_report", False),
+    )
+    module, plan, board, image = result.module, result.plan, result.board, result.image
+    stand_in = f", emulated by {board.emulated_by}" if board.emulated_by else ""
+    print(f"model       {result.graph.source}  (sha256 {result.graph.sha256[:16]}...)")
+    print(f"board       {board.name}: {board.mcu}, {board.core} at {board.cpu_hz / 1e6:.0f} MHz{stand_in}")
+    print(
+        f"arena       {plan.arena_bytes:,} B allocated, high-water {plan.high_water_bytes:,} B, "
+        f"aligned to {module.alignment}"
+    )
+    print(f"weights     {module.weights_bytes:,} B (const arrays, in flash)")
+    print(f"kernels     {', '.join(module.kernels)}")
+    print()
+    print("\n".join(image.size.lines()))
+    print()
+    files = [image.elf, image.bin, image.hex, image.map]
+    print(f"wrote       {result.directory}/ ({', '.join(p.name for p in files if p)}, src/)")
+    if result.metadata is not None:
+        print(f"metadata    {result.metadata}  (and the report beside it)")
+    return 0

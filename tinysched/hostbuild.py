@@ -67,11 +67,20 @@ def _check_board(board: str) -> None:
 
 
 def generate_module(
-    model: str | Path | Graph, prefix: str | None = None, alignment: int = 16, time_limit: float = 1.0
+    model: str | Path | Graph,
+    prefix: str | None = None,
+    alignment: int = 16,
+    time_limit: float = 1.0,
+    recompute: Any = None,
 ) -> tuple[Graph, Any, Any, GeneratedModule]:
-    """Read (if needed), check, schedule, place and generate: nothing is written."""
+    """Read (if needed), check, schedule, place and generate: nothing is written.
+
+    `recompute` (a `recompute.RecomputeRequest`) lets operators run again; the schedule returned is
+    then the `RecomputePlan`."""
     graph = read_model(model) if not isinstance(model, Graph) else model
-    planned, schedule, plan = plan_for_codegen(graph, alignment=alignment, time_limit=time_limit)
+    planned, schedule, plan = plan_for_codegen(
+        graph, alignment=alignment, time_limit=time_limit, recompute=recompute
+    )
     module = generate(planned, plan, prefix=prefix, schedule=schedule)
     return planned, schedule, plan, module
 
@@ -172,10 +181,15 @@ def build(
     time_limit: float = 1.0,
     compile: bool = True,
     sanitize: bool = False,
+    recompute: Any = None,
+    report: bool = True,
 ) -> HostBuild:
-    """Generate, write and compile into `out_dir`, which appears only when everything succeeded."""
+    """Generate, write and compile into `out_dir`, which appears only when everything succeeded.
+
+    With `report`, `<prefix>_metadata.json` and the report rendered from it (`<prefix>_report.html`,
+    `.md`) are written beside the sources (tinysched.report.write_build_report)."""
     _check_board(board)
-    graph, schedule, plan, module = generate_module(model, prefix, alignment, time_limit)
+    graph, schedule, plan, module = generate_module(model, prefix, alignment, time_limit, recompute)
     target = Path(out_dir).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
@@ -183,6 +197,10 @@ def build(
         write_sources(module, graph, staging)
         if compile:
             compile_runner(staging, module, opt=opt, sanitize=sanitize)
+        if report and not isinstance(model, Graph):
+            from tinysched.report import write_build_report
+
+            write_build_report(staging, module.prefix, model, (graph, schedule, plan))
         _replace_dir(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -294,9 +312,10 @@ class VerifyResult:
     arena_bytes: int
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     sanitize: bool = False
+    recompute: Any = None  # the RecomputePlan under --recompute K
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        payload = {
             "model": self.model,
             "outputs_match": self.outputs_match,
             "inputs": self.inputs,
@@ -306,6 +325,9 @@ class VerifyResult:
             "arena_bytes": self.arena_bytes,
             "sanitize": self.sanitize,
         }
+        if self.recompute is not None:
+            payload.update(self.recompute.as_json())
+        return payload
 
 
 def compare_outputs(
@@ -344,6 +366,7 @@ def verify(
     opt: str = "-O2",
     sanitize: bool = False,
     time_limit: float = 1.0,
+    recompute: Any = None,
 ) -> VerifyResult:
     """Build in a temporary folder and compare every output byte with TFLite's reference kernels."""
     from tinysched import reference
@@ -351,7 +374,7 @@ def verify(
     _check_board(board)
     if n_inputs < 0:
         raise TinyschedError("--inputs must be 0 or more")
-    graph, _, plan, module = generate_module(model, time_limit=time_limit)
+    graph, schedule, plan, module = generate_module(model, time_limit=time_limit, recompute=recompute)
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)] if n_inputs else []
     input_sets += [load_input_file(p, module) for p in input_files]
     if not input_sets:
@@ -373,6 +396,7 @@ def verify(
         arena_bytes=plan.arena_bytes,
         mismatches=mismatches,
         sanitize=sanitize,
+        recompute=schedule if recompute is not None and recompute.active else None,
     )
 
 
@@ -380,6 +404,13 @@ def verify(
 
 
 def cmd_build(args: Any) -> int:
+    from tinysched.recompute import request_from_args, summary_lines
+
+    if args.board != "host":  # a microcontroller board: cross-compiled firmware (tinysched.firmware)
+        from tinysched.firmware import cmd_build_board
+
+        return cmd_build_board(args)
+    request = request_from_args(args)
     result = build(
         args.model,
         args.output,
@@ -389,6 +420,8 @@ def cmd_build(args: Any) -> int:
         alignment=args.alignment,
         time_limit=args.time_limit,
         compile=not args.no_compile,
+        recompute=request,
+        report=not args.no_report,
     )
     module = result.module
     print(f"model       {result.graph.source}  (sha256 {result.graph.sha256[:16]}...)")
@@ -396,15 +429,26 @@ def cmd_build(args: Any) -> int:
     print(f"arena       {module.arena_bytes:,} B, aligned to {module.alignment} (one static array)")
     print(f"weights     {module.weights_bytes:,} B (const arrays)")
     print(f"kernels     {', '.join(module.kernels)}")
+    from tinysched.fold import fold_info
+
+    folding = fold_info(result.graph)
+    if folding is not None:
+        print(f"folding     {folding.summary()}: no code, no arena; the plan is for the folded graph")
+    if request is not None:
+        print("\n".join(summary_lines(result.schedule)))
     print(f"wrote       {result.directory}/ ({', '.join(sorted(module.files))}, runner.c, Makefile)")
     if result.runner is not None:
         print(f"runner      {result.runner}  (run INPUTS OUTPUTS COUNT | bench INPUTS N)")
+    if not args.no_report:
+        print(f"report      {result.directory}/{module.prefix}_report.html  (and _metadata.json, _report.md)")
     return 0
 
 
 def cmd_verify(args: Any) -> int:
     import json
     import sys
+
+    from tinysched.recompute import request_from_args, summary_lines
 
     result = verify(
         args.model,
@@ -415,6 +459,7 @@ def cmd_verify(args: Any) -> int:
         opt=args.opt,
         sanitize=args.sanitize,
         time_limit=args.time_limit,
+        recompute=request_from_args(args),
     )
     if args.json:
         json.dump(result.as_json(), sys.stdout, indent=2)
@@ -433,6 +478,8 @@ def cmd_verify(args: Any) -> int:
             + (", ASan+UBSan" if args.sanitize else "")
         )
         print(f"arena       {result.arena_bytes:,} B")
+        if result.recompute is not None:
+            print("\n".join(summary_lines(result.recompute)))
         print(f"result      {verdict}")
         for m in result.mismatches[:10]:
             print(
@@ -444,9 +491,14 @@ def cmd_verify(args: Any) -> int:
 
 def register_commands(sub: Any) -> None:
     """Add `build` and `verify` to the CLI's sub-command parser."""
-    build_p = sub.add_parser("build", help="generate C for a model and compile it for a board (host)")
+    build_p = sub.add_parser(
+        "build",
+        help="generate C for a model and compile it for the host or cross-compile firmware for a board",
+    )
     build_p.add_argument("model", help=".tflite file")
-    build_p.add_argument("--board", default="host", help="target board (default and only one so far: host)")
+    build_p.add_argument(
+        "--board", default="host", help="host (default), or a board from `tinysched boards`: .elf/.bin/.hex"
+    )
     build_p.add_argument(
         "-o", "--output", required=True, metavar="DIR", help="output folder (replaced atomically)"
     )
@@ -455,6 +507,12 @@ def register_commands(sub: Any) -> None:
     build_p.add_argument("--alignment", type=int, default=16, help="arena and tensor alignment (default 16)")
     build_p.add_argument("--time-limit", type=float, default=1.0, metavar="S", help="planning time limit")
     build_p.add_argument("--no-compile", action="store_true", help="write the sources without compiling")
+    build_p.add_argument(
+        "--no-report", action="store_true", help="skip <prefix>_metadata.json and the report beside the build"
+    )
+    from tinysched.recompute import add_recompute_arguments
+
+    add_recompute_arguments(build_p)
     build_p.set_defaults(func=cmd_build)
 
     verify_p = sub.add_parser(
@@ -478,4 +536,5 @@ def register_commands(sub: Any) -> None:
     verify_p.add_argument("--sanitize", action="store_true", help="compile with AddressSanitizer and UBSan")
     verify_p.add_argument("--time-limit", type=float, default=1.0, metavar="S", help="planning time limit")
     verify_p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_recompute_arguments(verify_p)
     verify_p.set_defaults(func=cmd_verify)

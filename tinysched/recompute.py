@@ -32,10 +32,13 @@ from tinysched.graph import Graph
 
 __all__ = [
     "RecomputePlan",
+    "RecomputeRequest",
+    "add_recompute_arguments",
     "cannot_gain",
     "macs",
     "plan_recompute",
     "recomputable",
+    "request_from_args",
     "sequence_lower_bound",
     "total_macs",
 ]
@@ -230,6 +233,17 @@ class RecomputePlan:
     optimal: bool  # proven: minimum peak (or, under a RAM budget, the least extra MACs)
     ram_budget: int | None = None
     mac_budget_percent: float | None = None
+    stored_order_peak_bytes: int | None = None  # the model file's own order, for reports
+
+    # Read like a `scheduler.Schedule` by the plan/build reports: the order is the sequence, and it is
+    # certified when proven (the least peak of any capped sequence, or the fewest extra MACs).
+    @property
+    def order(self) -> tuple[int, ...]:
+        return self.sequence
+
+    @property
+    def certified(self) -> bool:
+        return self.optimal
 
     @property
     def gap_bytes(self) -> int:
@@ -696,6 +710,7 @@ def plan_recompute(
             optimal=optimal,
             ram_budget=ram_budget,
             mac_budget_percent=mac_budget_percent,
+            stored_order_peak_bytes=baseline.stored_order_peak_bytes,
         )
 
     order = list(baseline.order)
@@ -753,3 +768,93 @@ def plan_recompute(
                 optimal = result.status == "OPTIMAL" and best_peak <= ram_budget
     best = _prune(ev, best, limits, math.inf)
     return finish(best, lower, method, optimal)
+
+
+# ---- the pipeline's view: what the CLI asks for ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecomputeRequest:
+    """`--recompute K [--ram-budget BYTES] [--mac-budget PERCENT]` as every pipeline stage takes it.
+
+    With k = 0 and no budget the pipeline runs the scheduler's order exactly as without the flags."""
+
+    k: int = 0
+    ram_budget: int | None = None
+    mac_budget_percent: float | None = None
+    time_limit: float = 5.0
+
+    @property
+    def active(self) -> bool:
+        return self.k > 0
+
+    def plan(self, graph: Graph) -> RecomputePlan:
+        return plan_recompute(graph, self.k, self.ram_budget, self.mac_budget_percent, self.time_limit)
+
+
+def add_recompute_arguments(parser: Any) -> None:
+    """The recomputation flags, the same on schedule, plan, build, verify and measure."""
+    parser.add_argument(
+        "--recompute",
+        type=int,
+        default=0,
+        metavar="K",
+        help="let each operator run up to 1 + K times when that lowers the peak (default 0: never)",
+    )
+    parser.add_argument(
+        "--ram-budget",
+        type=int,
+        metavar="BYTES",
+        help="with --recompute: fewest extra MACs that fit this peak, instead of the lowest peak",
+    )
+    parser.add_argument(
+        "--mac-budget",
+        type=float,
+        metavar="PERCENT",
+        help="with --recompute: cap the extra MACs at this share of one inference",
+    )
+
+
+def request_from_args(args: Any, time_limit: float | None = None) -> RecomputeRequest | None:
+    """The request the parsed flags make, or None without --recompute (the plain pipeline)."""
+    k = getattr(args, "recompute", 0) or 0
+    ram_budget = getattr(args, "ram_budget", None)
+    mac_budget = getattr(args, "mac_budget", None)
+    if k < 0:
+        raise TinyschedError(f"--recompute must be 0 or more, got {k}")
+    if ram_budget is not None and ram_budget < 0:
+        raise TinyschedError(f"--ram-budget must be a non-negative number of bytes, got {ram_budget}")
+    if mac_budget is not None and not mac_budget >= 0:
+        raise TinyschedError(f"--mac-budget must be a non-negative percentage, got {mac_budget}")
+    if k == 0:
+        if ram_budget is not None or mac_budget is not None:
+            raise TinyschedError("--ram-budget and --mac-budget need --recompute K (K >= 1)")
+        return None
+    if time_limit is None or not 0 < time_limit < math.inf:
+        time_limit = 5.0
+    return RecomputeRequest(k, ram_budget, mac_budget, time_limit)
+
+
+def summary_lines(plan: RecomputePlan, format_bytes: Any = lambda n: f"{n:,} B") -> list[str]:
+    """Human-readable lines: the peak at k = 0 against the peak with recomputation, and the cost."""
+    lines = [f"peak at k=0       {format_bytes(plan.baseline_peak_bytes)}  (best order, no recomputation)"]
+    if plan.saving_bytes > 0:
+        lines.append(
+            f"with recompute={plan.k}  {format_bytes(plan.peak_bytes)}  "
+            f"(saves {format_bytes(plan.saving_bytes)}, {plan.saving_percent:.1f}%)"
+        )
+        lines.append(
+            f"recomputed        operators {', '.join(map(str, plan.recomputed))}; "
+            f"extra MACs {plan.extra_macs:,} ({plan.extra_macs_percent:.2f}% of {plan.total_macs:,})"
+        )
+    else:
+        lines.append(f"with recompute={plan.k}  {format_bytes(plan.peak_bytes)}  (no gain: {plan.method})")
+    proof = (
+        "proven optimal"
+        if plan.optimal
+        else f"not proven (lower bound {format_bytes(plan.lower_bound_bytes)})"
+    )
+    lines.append(f"recompute search  {plan.method}, {proof}, {plan.seconds:.2f} s")
+    if plan.ram_budget is not None and not plan.meets_ram_budget:
+        lines.append(f"RAM budget        {format_bytes(plan.ram_budget)} NOT met")
+    return lines

@@ -1,18 +1,22 @@
 """The operator order with the lowest peak activation memory, and a proof that it is the lowest.
 
-One time budget covers four stages, each only run while the best order is not yet proven:
+One time budget covers these stages, each only run while the best order is not yet proven:
 
 1. upper bounds: the stored order and fast heuristics (`HEURISTICS`, name -> function);
-2. lower bounds from minimum cuts (tinysched.bounds); equal bounds certify the order at once;
-3. exact search over down-sets (sets of executed operators closed under predecessors): a
+2. lower bounds from single-operator minimum cuts (tinysched.bounds); a bound equal to the best
+   peak certifies the order at once;
+3. windows: large-neighbourhood search that reorders stretches of the best order around its peak
+   exactly, and moves blocks of operators across the peak step;
+4. pair ("trap") cuts, which can raise the lower bound further;
+5. exact search over down-sets (sets of executed operators closed under predecessors): a
    bottleneck Dijkstra with memoisation, pruning at the best known peak, the cut bound as a floor
    (all states below it are equivalent, explored depth-first) and a safe dominance rule;
-4. CP-SAT on the ordering problem for what the search could not finish, hinted with the best order
+6. CP-SAT on the ordering problem for what the search could not finish, hinted with the best order
    and told the lower bound.
 
 `Schedule.certified` is only true when an argument proves no order does better: the lower bound
-equals the peak, the search exhausted the down-sets, or CP-SAT reported OPTIMAL.
-"""
+equals the peak, the search exhausted the down-sets, or CP-SAT reported OPTIMAL. docs/scheduling.md
+explains each argument."""
 
 from __future__ import annotations
 
@@ -24,17 +28,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tinysched.bounds import LowerBound, OrderingProblem, _bits, lower_bound
+from tinysched.bounds import LowerBound, OrderingProblem, iter_bits, lower_bound
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 
 __all__ = [
     "HEURISTICS",
     "Certificate",
+    "CpSatResult",
     "Schedule",
     "SearchResult",
     "cp_sat_search",
     "exact_search",
+    "improve_by_windows",
     "optimal_orders",
     "plain_downset_dp",
     "schedule",
@@ -62,6 +68,7 @@ class Schedule:
     certificate: Certificate | None
     method: str  # what found the order: a HEURISTICS name, "windows", "exhaustive" or "cp_sat"
     seconds: float
+    stats: dict = field(default_factory=dict, compare=False)  # work done: cuts, search states, ...
 
     @property
     def gap_bytes(self) -> int:
@@ -158,7 +165,9 @@ def greedy_reverse(problem: OrderingProblem) -> list[int]:
     choosing the cheapest step among operators whose successors are all placed runs producers
     right before their readers (branches of a later block are not started early).
     """
-    graph_outputs = {t for v in range(problem.n_ops) for t, _ in problem.op_writes[v]} & set(problem.graph.outputs)
+    graph_outputs = {t for v in range(problem.n_ops) for t, _ in problem.op_writes[v]} & set(
+        problem.graph.outputs
+    )
     needed = dict.fromkeys(graph_outputs, True)  # tensors live at the current (earliest placed) step
     needed_bytes = sum(problem.graph.tensors[t].nbytes for t in graph_outputs)
     missing = [len(s) for s in problem.successors]
@@ -281,10 +290,8 @@ def exact_search(
     """
     n = problem.n_ops
     goal = start | ops if ops is not None else problem.full_mask
-    if n == 0:
-        peak = problem.always_bytes
-        found = peak < upper
-        return SearchResult(() if found else None, peak if found else None, True, 0, 1, peak)
+    if n == 0:  # no steps, so memory.profile's peak is 0
+        return SearchResult(() if upper > 0 else None, 0 if upper > 0 else None, True, 0, 1, 0)
     out = problem.output_bytes
     kept = problem.kept_output_bytes
     freeable_bytes = problem.freeable_bytes
@@ -295,7 +302,7 @@ def exact_search(
     first_only = problem.first_step_only_bytes
     stride = n + 1
     todo = goal & ~start
-    start_ready = sum(1 << v for v in _bits(todo) if not pred_mask[v] & ~start)
+    start_ready = sum(1 << v for v in iter_bits(todo) if not pred_mask[v] & ~start)
     start_resident = problem.resident_bytes(start)
     best: dict[int, int] = {start: lower * stride + n}  # mask -> key * stride + last operator
     heap = [(lower, 0, start_resident, start, start_ready)]
@@ -463,7 +470,9 @@ def plain_downset_dp(
     states = 1
     for _ in range(n):
         nxt: dict[int, tuple[int, int, int]] = {}
-        for mask, (peak, resident, _) in layers[-1].items():
+        for count, (mask, (peak, resident, _)) in enumerate(layers[-1].items()):
+            if deadline is not None and not count & 1023 and time.perf_counter() > deadline:
+                return SearchResult(None, None, False, states + len(nxt), states + len(nxt), 0)
             for v in range(n):
                 if mask >> v & 1 or problem.predecessor_mask[v] & ~mask:
                     continue
@@ -482,7 +491,7 @@ def plain_downset_dp(
         if states > max_states or (deadline is not None and time.perf_counter() > deadline):
             return SearchResult(None, None, False, states, states, 0)
     if n == 0:
-        return SearchResult((), problem.always_bytes, True, 1, 1, problem.always_bytes)
+        return SearchResult((), 0, True, 1, 1, 0)
     mask = problem.full_mask
     peak = layers[-1][mask][0]
     order = []
@@ -519,6 +528,8 @@ def cp_sat_search(
     from ortools.sat.python import cp_model
 
     n = problem.n_ops
+    if n == 0:
+        return CpSatResult((), 0, "OPTIMAL", 0)
     model = cp_model.CpModel()
     position = {v: i for i, v in enumerate(hint)}
     pos = [model.new_int_var(0, n - 1, f"pos{v}") for v in range(n)]
@@ -570,7 +581,8 @@ def cp_sat_search(
 
     def new_solver() -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter() - 0.05, 0.01)
+        # a margin for presolve overrun and teardown, larger on a busy machine
+        solver.parameters.max_time_in_seconds = max(0.9 * (deadline - time.perf_counter()) - 0.05, 0.01)
         solver.parameters.num_workers = max(1, min(8, os.cpu_count() or 1))
         # OR-Tools 9.15's presolve can fail inside symmetry detection on hinted models
         # (IndexError: absl::btree_map::at); symmetry breaking is not needed here.
@@ -590,9 +602,11 @@ def cp_sat_search(
         solver = new_solver()
         status = solver.solve(model, Callback())
     name = solver.status_name(status)
-    bound = max(lower, math.ceil(solver.best_objective_bound - 1e-6)) if name != "UNKNOWN" else lower
+    if status == cp_model.INFEASIBLE:  # no order peaks at `upper` or less
+        return CpSatResult(None, None, name, upper + 1)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return CpSatResult(None, None, name, bound if name == "INFEASIBLE" else lower)
+        return CpSatResult(None, None, name, lower)
+    bound = max(lower, math.ceil(solver.best_objective_bound - 1e-6))
     order = tuple(sorted(range(n), key=lambda v: solver.value(pos[v])))
     return CpSatResult(order, problem.peak_bytes(order), name, bound)
 
@@ -620,6 +634,7 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
         raise TinyschedError(f"the stored operator order is not an execution order: {err}") from None
     problem = OrderingProblem(graph)
     n = problem.n_ops
+    stats = {"cuts": 0, "search_states": 0}
 
     def at(share: float) -> float:
         return started + share * time_limit
@@ -635,6 +650,7 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
             certificate=certificate,
             method=method,
             seconds=time.perf_counter() - started,
+            stats=dict(stats),
         )
 
     candidates = {name: heuristic(problem) for name, heuristic in HEURISTICS.items()}
@@ -642,14 +658,17 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
     stored_peak = peaks["stored"]
     method = min(peaks, key=lambda name: peaks[name])  # first (stored) wins ties
     best_order, best_peak = candidates[method], peaks[method]
-    say(f"{n} operators; stored order peaks at {stored_peak:,} B, best heuristic ({method}) at {best_peak:,} B")
+    say(
+        f"{n} operators; stored order peaks at {stored_peak:,} B, best heuristic ({method}) at {best_peak:,} B"
+    )
 
     def certified_by_bound(bound: LowerBound) -> Schedule:
         certificate = Certificate("lower_bound", bound.bytes, {"bound": bound.kind, **bound.witness})
         return finish(best_order, bound.bytes, certificate, method)
 
     orders = list(candidates.values())
-    bound = lower_bound(problem, orders=orders, target=best_peak, pairs=False)
+    bound = lower_bound(problem, orders=orders, target=best_peak, deadline=at(0.2), pairs=False)
+    stats["cuts"] += bound.cuts
     if bound.bytes >= best_peak:
         return certified_by_bound(bound)
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); reordering windows around the peak")
@@ -661,12 +680,14 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
         return certified_by_bound(bound)
     say(f"best order peaks at {best_peak:,} B; pair bounds")
     pair = lower_bound(problem, orders=orders, target=best_peak, deadline=at(0.3))
+    stats["cuts"] += pair.cuts
     bound = max(bound, pair, key=lambda b: b.bytes)
     if bound.bytes >= best_peak:
         return certified_by_bound(bound)
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
     search = exact_search(problem, best_peak, bound.bytes, deadline=at(0.65), max_states=_state_budget(n))
+    stats["search_states"] = search.states
     if search.complete:
         if search.order is not None:
             best_order, best_peak, method = list(search.order), problem.peak_bytes(search.order), "exhaustive"
@@ -675,9 +696,12 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
     lower = max(bound.bytes, search.frontier_bytes)
     remaining = at(1.0) - time.perf_counter()
     if remaining > 0.2:
-        say(f"search stopped after {search.states:,} states, peak in {lower:,}..{best_peak:,} B; "
-            f"CP-SAT for {remaining:.1f} s")
+        say(
+            f"search stopped after {search.states:,} states, peak in {lower:,}..{best_peak:,} B; "
+            f"CP-SAT for {remaining:.1f} s"
+        )
         result = cp_sat_search(problem, best_order, best_peak, lower, at(1.0), progress)
+        stats["cp_sat_status"] = result.status
         if result.order is not None and problem.peak_bytes(result.order) < best_peak:
             best_order, best_peak, method = list(result.order), problem.peak_bytes(result.order), "cp_sat"
         lower = max(lower, result.bound_bytes)
@@ -696,21 +720,28 @@ def optimal_orders(
     """Up to `limit` distinct orders peaking at no more than `peak_bytes`.
 
     Order and arena placement interact: when an order's tensors cannot be packed into its peak, a
-    different order with the same peak may pack. Randomised depth-first searches share one memo of
-    down-sets with no completion under the peak, so later searches waste no time on dead ends;
-    the first search is greedy (cheapest step first).
+    different order with the same peak may pack. The heuristics' orders come first when they reach
+    the peak, then depth-first searches: the first greedy (cheapest step first), the others with
+    randomly perturbed preferences, all sharing one memo of down-sets that have no completion under
+    the peak so that later searches waste no time on dead ends.
     """
     deadline = time.perf_counter() + time_limit
     problem = OrderingProblem(graph)
     n = problem.n_ops
     if n == 0:
-        return [()] if problem.always_bytes <= peak_bytes else []
+        return [()] if peak_bytes >= 0 else []
     out = problem.output_bytes
     kept = problem.kept_output_bytes
     pred_mask = problem.predecessor_mask
     first_only = problem.first_step_only_bytes
     dead: set[int] = set()
     found: dict[tuple[int, ...], None] = {}
+    for order in sorted((h(problem) for h in HEURISTICS.values()), key=problem.peak_bytes):
+        if problem.peak_bytes(order) > peak_bytes:
+            share = deadline - time.perf_counter()
+            order = improve_by_windows(problem, order, peak_bytes, time.perf_counter() + share / 8)
+        if problem.peak_bytes(order) <= peak_bytes and len(found) < limit:
+            found.setdefault(tuple(order), None)
     rng = random.Random(0)
 
     def moves(mask: int, resident: int, randomised: bool) -> list[tuple[int, int]]:
@@ -722,17 +753,18 @@ def optimal_orders(
                 continue
             after = resident + kept[v] - problem.freed_bytes(mask, v) - (first_only if not mask else 0)
             options.append((v, after))
-        if randomised:
-            rng.shuffle(options)
-        else:
-            options.sort(key=lambda o: (out[o[0]], o[1], o[0]))
-        return options
+        noise = [1.0 + rng.random() if randomised else 1.0 for _ in options]
+        order = sorted(
+            range(len(options)), key=lambda i: ((out[options[i][0]] + options[i][1]) * noise[i], i)
+        )
+        return [options[i] for i in order]
 
     start = problem.always_bytes + problem.initial_bytes + first_only
-    attempts = 0
-    while len(found) < limit and attempts < 4 * limit + 4 and time.perf_counter() < deadline:
+    attempts = fruitless = 0
+    while len(found) < limit and fruitless < 8 and time.perf_counter() < deadline:
         randomised = attempts > 0
         attempts += 1
+        fruitless += 1
         path: list[int] = []
         masks = [0]
         residents = [start]
@@ -756,5 +788,7 @@ def optimal_orders(
             stack.append(moves(mask, after, randomised) if mask != problem.full_mask else [])
         if len(path) < n:
             break  # the empty set is dead: no order reaches peak_bytes
-        found.setdefault(tuple(path), None)
+        if tuple(path) not in found:
+            found[tuple(path)] = None
+            fruitless = 0
     return list(found)

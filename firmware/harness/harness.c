@@ -210,6 +210,9 @@ static void send_hello(uint8_t seq)
     uint32_t n = 4u + 4u * 8u + 8u + 4u * (model->num_inputs + model->num_outputs) +
                  str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name);
     uint16_t flags = (uint16_t)((touched_map ? TS_HELLO_TOUCHED_EXACT : 0u) | (buffers_ok ? TS_HELLO_BUFFERS_OK : 0u));
+#ifdef TS_SEMIHOSTING
+    flags |= TS_HELLO_SEMIHOSTING;
+#endif
     frame_begin(TS_MSG_HELLO, seq, n);
     uint8_t head[4] = {(uint8_t)TS_PROTOCOL_VERSION, (uint8_t)counter_kind, (uint8_t)flags, (uint8_t)(flags >> 8)};
     put_bytes(head, 4);
@@ -391,6 +394,51 @@ static void handle_run(uint8_t seq)
     frame_end();
 }
 
+/* ---- inputs by semihosting (emulated boards only) ---------------------------------------------- */
+
+#ifdef TS_SEMIHOSTING
+/* QEMU's CMSDK UART takes one byte per turn of its main loop (5-10 KB/s whatever the baud), so on the
+ * emulated boards a large input set travels as a host file read with Arm semihosting (BKPT 0xAB) in
+ * one call. The request still arrives over the UART, with the inputs' CRC-32, which is checked. */
+static int semihost_call(uint32_t op, void *args)
+{
+    register uint32_t r0 __asm("r0") = op;
+    register void *r1 __asm("r1") = args;
+    __asm volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+    return (int)r0;
+}
+
+/* rx_buf holds: u32 flags, u32 reserved, u32 crc, path[len - 12]. Returns NULL or an error text. */
+static const char *load_inputs_semihosted(uint32_t len)
+{
+    static char path[256];
+    uint32_t n = len - 12u;
+    if (len < 13u || n >= sizeof path) {
+        return "semihosted run request: bad path length";
+    }
+    memcpy(path, rx_buf + 12, n);
+    path[n] = '\0';
+    uint32_t want = (uint32_t)rx_buf[8] | ((uint32_t)rx_buf[9] << 8) | ((uint32_t)rx_buf[10] << 16) |
+                    ((uint32_t)rx_buf[11] << 24);
+    uint32_t open_args[3] = {(uint32_t)(uintptr_t)path, 1u /* "rb" */, (uint32_t)strlen(path)};
+    int handle = semihost_call(0x01u /* SYS_OPEN */, open_args);
+    if (handle < 0) {
+        return "semihosting: cannot open the inputs file";
+    }
+    uint32_t read_args[3] = {(uint32_t)handle, (uint32_t)(uintptr_t)(rx_buf + 8), total_input_bytes};
+    int left = semihost_call(0x06u /* SYS_READ */, read_args);
+    uint32_t close_args[1] = {(uint32_t)handle};
+    (void)semihost_call(0x02u /* SYS_CLOSE */, close_args);
+    if (left != 0) {
+        return "semihosting: the inputs file is shorter than the model's inputs";
+    }
+    if ((crc_update(0xFFFFFFFFu, rx_buf + 8, total_input_bytes) ^ 0xFFFFFFFFu) != want) {
+        return "semihosting: the inputs read do not match their CRC-32";
+    }
+    return NULL;
+}
+#endif
+
 /* ---- frames in --------------------------------------------------------------------------------- */
 
 static void serve(void)
@@ -450,6 +498,17 @@ static void serve(void)
             if (!rx_buf) {
                 send_error(seq, "harness buffers do not fit in the free RAM between .bss and the stack");
             } else if (len != rx_cap) {
+#ifdef TS_SEMIHOSTING
+                if (len >= 12u && (rx_buf[0] & TS_RUN_INPUTS_SEMIHOSTED)) {
+                    const char *problem = load_inputs_semihosted(len);
+                    if (problem) {
+                        send_error(seq, problem);
+                    } else {
+                        handle_run(seq);
+                    }
+                    break;
+                }
+#endif
                 uint8_t reason = TS_NAK_BAD_LENGTH;
                 send_simple(TS_MSG_NAK, seq, &reason, 1);
             } else {

@@ -29,6 +29,10 @@
 #define TS_MSG_ERROR 0x45u  /* 'E': text */
 
 #define TS_RUN_RESET_STATE 1u /* run flag: call the model's reset() first */
+/* run flag, emulated boards only (built with TS_SEMIHOSTING, announced by TS_HELLO_SEMIHOSTING): the
+ * payload is u32 flags, u32 reserved, u32 CRC-32 of the inputs, then the path of a host file holding
+ * the inputs concatenated, which the harness reads by Arm semihosting and checks against the CRC. */
+#define TS_RUN_INPUTS_SEMIHOSTED 4u
 
 #define TS_NAK_BAD_CRC 1u
 #define TS_NAK_BAD_LENGTH 2u
@@ -37,6 +41,7 @@
 
 #define TS_HELLO_TOUCHED_EXACT 1u /* the touched-byte bitmap fits in free RAM */
 #define TS_HELLO_BUFFERS_OK 2u    /* input/output buffers fit in free RAM */
+#define TS_HELLO_SEMIHOSTING 4u   /* accepts TS_RUN_INPUTS_SEMIHOSTED (emulated boards) */
 
 #define TS_RESULT_OUTPUTS_AGREE 1u /* the three runs gave the same outputs */
 #define TS_RESULT_TOUCHED_EXACT 2u /* arena_touched is the union over both patterns */

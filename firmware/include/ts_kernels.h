@@ -294,6 +294,201 @@ typedef struct {
 
 int ts_copy(const ts_copy_params *p, const void *input, void *output);
 
+/* ---- operators added for issue 6 ------------------------------------------------------------------
+ * Pointwise int8 operators (RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH, TANH) run on ts_lut_s8
+ * with a table the generator computes with TFLite's integer arithmetic for all 256 input bytes. SUB
+ * runs on ts_add_s8 with input2_multiplier negated. Strided views (SLICE, STRIDED_SLICE, TILE,
+ * SPACE_TO_DEPTH, DEPTH_TO_SPACE, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND without padding or crops)
+ * run on ts_transpose with a pre-offset input pointer; PACK runs on ts_concatenation. */
+
+/* SPLIT / SPLIT_V / UNPACK: for each of `outer` slices, output k receives the next chunk_bytes[k]
+ * bytes of the input in turn (the inverse of ts_concatenation). */
+typedef struct {
+    int32_t num_outputs;
+    int32_t outer;
+    const int32_t *chunk_bytes; /* [num_outputs] */
+} ts_split_params;
+
+int ts_split(const ts_split_params *p, const void *input, void *const *outputs);
+
+/* MAXIMUM / MINIMUM (int8): TFLite compares the raw values (both inputs and the output share one
+ * quantisation), with broadcasting as for ADD. */
+typedef struct {
+    ts_broadcast_shape shape;
+    int32_t is_max;
+} ts_minmax_s8_params;
+
+int ts_minmax_s8(const ts_minmax_s8_params *p, const int8_t *input1, const int8_t *input2,
+                 int8_t *output);
+
+/* REDUCE_MAX (int8, input and output sharing one quantisation): the largest raw value over the
+ * reduced axes; shapes walked as for MEAN. */
+typedef struct {
+    int32_t out_dims[TS_MAX_DIMS];
+    int32_t out_strides[TS_MAX_DIMS];
+    int32_t red_dims[TS_MAX_DIMS];
+    int32_t red_strides[TS_MAX_DIMS];
+} ts_reduce_max_s8_params;
+
+int ts_reduce_max_s8(const ts_reduce_max_s8_params *p, const int8_t *input, int8_t *output);
+
+/* ARG_MAX / ARG_MIN (int8 input viewed as [outer][axis_size][inner]): the index along the axis of
+ * the largest (smallest) raw value, the first one on ties; int32 or int64 output. */
+typedef struct {
+    int32_t outer, axis_size, inner;
+    int32_t is_max;
+    int32_t output_is_int64;
+} ts_arg_minmax_s8_params;
+
+int ts_arg_minmax_s8(const ts_arg_minmax_s8_params *p, const int8_t *input, void *output);
+
+/* GATHER (input viewed as [outer][axis_size][inner_bytes]): for each outer slice, the slices named
+ * by the int32 or int64 indices in turn. Returns TS_ERR_PARAMS for an index outside [0, axis_size). */
+typedef struct {
+    int32_t outer, axis_size, inner_bytes;
+    int32_t num_indices;
+    int32_t indices_are_int64;
+} ts_gather_params;
+
+int ts_gather(const ts_gather_params *p, const void *input, const void *indices, void *output);
+
+/* RESIZE_NEAREST_NEIGHBOR (NHWC, any element type): out[b][y][x] = in[b][y_map[y]][x_map[x]], whole
+ * pixels of pixel_bytes; the generator fills the maps with TFLite's GetNearestNeighbor (float32
+ * scale, align_corners rounds, otherwise floor, half_pixel_centers offsets by 0.5). */
+typedef struct {
+    int32_t batches, in_h, in_w, out_h, out_w;
+    int32_t pixel_bytes;
+    const int32_t *y_map; /* [out_h] */
+    const int32_t *x_map; /* [out_w] */
+} ts_resize_nearest_params;
+
+int ts_resize_nearest(const ts_resize_nearest_params *p, const void *input, void *output);
+
+/* RESIZE_BILINEAR (int8, input and output sharing one quantisation): TFLite's integer version.
+ * For output row y the generator gives the two source rows y0[y], y1[y] and the weight wy[y] of y1
+ * in units of 1/1024 (likewise for columns); out = round_half_away(sum of the four raw values times
+ * their 20-bit weight products / 2^20), truncated to int8. */
+typedef struct {
+    int32_t batches, in_h, in_w, channels, out_h, out_w;
+    const int32_t *y0, *y1, *wy; /* [out_h] */
+    const int32_t *x0, *x1, *wx; /* [out_w] */
+} ts_resize_bilinear_s8_params;
+
+int ts_resize_bilinear_s8(const ts_resize_bilinear_s8_params *p, const int8_t *input,
+                          int8_t *output);
+
+/* PRELU (int8): x = in + input_offset; out = clamp(output_offset + (x >= 0 ? requant(x, pos) :
+ * requant(x * (alpha + alpha_offset), neg))), alpha broadcast against the input (in1 = input,
+ * in2 = alpha). Multipliers: input_scale / output_scale and input_scale * alpha_scale / output_scale. */
+typedef struct {
+    ts_broadcast_shape shape;
+    int32_t input_offset, alpha_offset, output_offset;
+    int32_t multiplier_pos, shift_pos;
+    int32_t multiplier_neg, shift_neg;
+} ts_prelu_s8_params;
+
+int ts_prelu_s8(const ts_prelu_s8_params *p, const int8_t *input, const int8_t *alpha,
+                int8_t *output);
+
+/* SQUARED_DIFFERENCE (int8): like ADD's rescaling with left_shift 7, then
+ * out = clamp(output_offset + requant((a - b)^2, output_multiplier, output_shift)). */
+typedef struct {
+    ts_broadcast_shape shape;
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t left_shift;
+    int32_t input1_multiplier, input1_shift;
+    int32_t input2_multiplier, input2_shift;
+    int32_t output_multiplier, output_shift;
+} ts_squared_difference_s8_params;
+
+int ts_squared_difference_s8(const ts_squared_difference_s8_params *p, const int8_t *input1,
+                             const int8_t *input2, int8_t *output);
+
+/* L2_NORMALIZATION (int8 in, int8 out with scale 1/128 and zero point 0) along the last axis:
+ * acc = sum (q - zp)^2 per row; (m, s) = TFLite's fixed-point 1/sqrt(acc) (Newton-Raphson, gemmlowp);
+ * out = clamp(requant(q - zp, m, s + 7)). Rows of fewer than 33,000 elements keep acc in int32. */
+typedef struct {
+    int32_t outer, depth;
+    int32_t input_zero_point;
+} ts_l2_normalization_s8_params;
+
+int ts_l2_normalization_s8(const ts_l2_normalization_s8_params *p, const int8_t *input,
+                           int8_t *output);
+
+/* TRANSPOSE_CONV (int8, filter [out_c][fh][fw][in_c], per-channel or per-tensor):
+ * out[b][y][x][o] = clamp(output_offset + requant_o(bias[o] + sum over taps with
+ * y + pad_top - ky = iy * stride_h (likewise x) of w[o][ky][kx][c] * (in[b][iy][ix][c] +
+ * input_offset))). The same int32 sums as TFLite's scatter formulation, gathered per output. */
+typedef struct {
+    int32_t batches;
+    int32_t in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t filter_h, filter_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t input_offset, output_offset;
+    int32_t act_min, act_max;
+    const int32_t *multiplier; /* [out_c] */
+    const int32_t *shift;      /* [out_c] */
+} ts_transpose_conv_s8_params;
+
+int ts_transpose_conv_s8(const ts_transpose_conv_s8_params *p, const int8_t *input,
+                         const int8_t *filter, const int32_t *bias, int8_t *output);
+
+/* SOFTMAX, int8 in, int16 out (scale 1/65536, zero point -32768): ts_softmax_s8's algorithm and
+ * parameters, the final rescale to 16 bits (out = round(e / sum * 2^16) - 32768, clamped). */
+int ts_softmax_s8_s16(const ts_softmax_s8_params *p, const int8_t *input, int16_t *output);
+
+/* QUANTIZE between integer types: out = clamp(requant(x - input_zero_point, multiplier, shift) +
+ * output_zero_point) to the output type's range; types are TS_TYPE_*. */
+#define TS_TYPE_INT8 0
+#define TS_TYPE_UINT8 1
+#define TS_TYPE_INT16 2
+#define TS_TYPE_INT32 3
+typedef struct {
+    int32_t count;
+    int32_t input_type, output_type;
+    int32_t input_zero_point, output_zero_point;
+    int32_t multiplier, shift;
+} ts_requantize_int_params;
+
+int ts_requantize_int(const ts_requantize_int_params *p, const void *input, void *output);
+
+/* SVDF (int8 input/output, int8 feature weights [num_filters][input_size], int16 time weights
+ * [num_filters][memory_size], int32 bias [num_filters / rank] or NULL, int16 state
+ * [batches][num_filters][memory_size] that persists across invokes, outside the arena):
+ * 1. the state moves one element towards the front (the oldest entry of each filter drops out);
+ * 2. state[b][f][memory_size - 1] = clamp16(requant(sum_c wf[f][c] * (in[b][c] - input_zero_point),
+ *    multiplier_1, shift_1));
+ * 3. out[b][u] = clamp(requant(bias[u] + sum_{r < rank} sum_m wt[u*rank+r][m] * state[b][u*rank+r][m],
+ *    multiplier_2, shift_2) + output_zero_point, act_min, act_max), sums in wrapping int32. */
+typedef struct {
+    int32_t batches, input_size, num_filters, rank, memory_size;
+    int32_t input_zero_point, output_zero_point;
+    int32_t multiplier_1, shift_1; /* input * feature weight -> state scale */
+    int32_t multiplier_2, shift_2; /* state * time weight -> output scale */
+    int32_t act_min, act_max;
+} ts_svdf_s8_params;
+
+int ts_svdf_s8(const ts_svdf_s8_params *p, const int8_t *input, const int8_t *weights_feature,
+               const int16_t *weights_time, const int32_t *bias, int16_t *state, int8_t *output);
+
+/* SPACE_TO_BATCH_ND with padding (to_batch = 1; offset_* = the padding before, pad_value = the
+ * output zero point's byte) and BATCH_TO_SPACE_ND with crops (to_batch = 0; offset_* = the crop
+ * before), NHWC with 2 spatial block dimensions, whole pixels of pixel_bytes. Batch index of block
+ * position (i, j) and image n: (i * block_w + j) * images + n, as in TFLite. */
+typedef struct {
+    int32_t to_batch;
+    int32_t in_batches, in_h, in_w;
+    int32_t out_batches, out_h, out_w;
+    int32_t block_h, block_w;
+    int32_t offset_top, offset_left;
+    int32_t pixel_bytes;
+    int32_t pad_value;
+} ts_space_batch_nd_params;
+
+int ts_space_batch_nd(const ts_space_batch_nd_params *p, const void *input, void *output);
+
 #ifdef __cplusplus
 }
 #endif

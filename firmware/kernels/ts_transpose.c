@@ -17,7 +17,7 @@ int ts_transpose(const ts_transpose_params *p, const void *input, void *output)
         if (e == 1) {
             out[k] = in[w.off_a];
         } else {
-            memcpy(out + k * e, in + (size_t)w.off_a * e, e);
+            memcpy(out + k * e, in + (ptrdiff_t)w.off_a * (ptrdiff_t)e, e);
         }
         ts_walk_next(&w, p->out_dims, p->in_strides, NULL);
     }

@@ -1,0 +1,178 @@
+"""Lower bounds (tinysched.bounds): valid for exactly memory.py's model, and exact where they claim.
+
+Random small DAGs are checked against brute force over all their topological orders. A single-
+operator cut is not just a bound: it must equal the least live bytes at that operator's step over
+all orders, and a conditioned cut the least over the orders meeting its condition.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import FrozenInstanceError
+from itertools import islice
+
+import pytest
+from conftest import shared_model_params
+from hypothesis import HealthCheck, given, settings
+from random_dags import brute_force_optimum, peak_of, small_dags, topological_orders
+
+from tinysched.bounds import (
+    CutNetwork,
+    LowerBound,
+    OrderingProblem,
+    first_step_bound,
+    lower_bound,
+    recheck,
+    trivial_bound,
+)
+from tinysched.graph import make_graph
+from tinysched.memory import profile
+from tinysched.reader import read_model
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def step_at(problem: OrderingProblem, order: tuple[int, ...], op: int) -> int:
+    return problem.step_profile(order)[order.index(op)]
+
+
+@FAST
+@given(small_dags())
+def test_set_model_matches_memory_profile(graph):
+    problem = OrderingProblem(graph)
+    for order in islice(topological_orders(graph), 30):
+        steps = problem.step_profile(order)
+        assert steps == [s.live_bytes for s in profile(graph, order).steps]
+        executed = 0
+        for step, v in enumerate(order):
+            assert problem.step_bytes(executed, v) == steps[step]
+            executed |= 1 << v
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_dags())
+def test_every_bound_is_at_most_the_optimum(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    for bound in (
+        trivial_bound(problem),
+        first_step_bound(problem),
+        lower_bound(problem, pairs=False),
+        lower_bound(problem),
+        lower_bound(problem, orders=list(islice(topological_orders(graph), 3))),
+    ):
+        assert bound.bytes <= optimum, bound
+        assert recheck(graph, bound), bound
+
+
+@FAST
+@given(small_dags())
+def test_op_cuts_are_exact_per_operator(graph):
+    problem = OrderingProblem(graph)
+    net = CutNetwork(problem)
+    orders = list(topological_orders(graph))
+    for v in range(problem.n_ops):
+        least = min(step_at(problem, o, v) for o in orders)
+        cut = net.op_bound(v)
+        assert cut <= least
+        # the cut drops only the step-0-only bytes (unread graph inputs), when v can run first
+        if not problem.predecessors[v] or not problem.first_step_only_bytes:
+            assert cut >= least - problem.first_step_only_bytes
+        if problem.predecessors[v]:
+            assert cut == least
+
+
+@FAST
+@given(small_dags(max_ops=6))
+def test_conditioned_cuts_are_exact(graph):
+    problem = OrderingProblem(graph)
+    net = CutNetwork(problem)
+    orders = list(topological_orders(graph))
+    for u in range(problem.n_ops):
+        for v in range(problem.n_ops):
+            if not problem.incomparable(u, v):
+                continue
+            u_first = [o for o in orders if o.index(u) < o.index(v)]
+            after = net.op_bound_after(v, u)  # v's step with u done
+            before = net.op_bound_before(u, v)  # u's step with v pending
+            assert after == min(step_at(problem, o, v) for o in u_first)
+            least_u = min(step_at(problem, o, u) for o in u_first)
+            assert before <= least_u
+            if problem.predecessors[u] or not problem.first_step_only_bytes:
+                assert before == least_u
+
+
+def test_tensor_with_several_readers_counts_once():
+    # t1 is read by ops 1, 2 and 3; while op 2 runs, t1 is live once (10 bytes), not three times
+    graph = make_graph([1, 10, 1, 1, 1, 1], [([0], [1]), ([1], [2]), ([1], [3]), ([1, 2, 3], [4])], [0], [4])
+    problem = OrderingProblem(graph)
+    net = CutNetwork(problem)
+    assert net.op_bound(2) == 10 + 1 + 0  # t1 + t3 (own output), t2 may still be unproduced
+    assert net.op_bound(2) == min(step_at(problem, o, 2) for o in topological_orders(graph))
+
+
+def test_graph_inputs_and_outputs_follow_the_memory_model():
+    # t0: graph input read late (by op 2), so live from step 0; t3: graph output of op 1, live to
+    # the end; op 0's output t1 is read by nobody: live in op 0's step only.
+    graph = make_graph([100, 7, 5, 50, 3], [([], [1]), ([], [3]), ([0], [4])], [0], [3, 4])
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    bound = lower_bound(problem)
+    assert bound.bytes == optimum == 100 + 3  # op 2 must run first, while t0 is live anyway
+    assert recheck(graph, bound)
+
+
+def test_pair_bound_beats_single_cuts():
+    # Two independent branches a (big intermediate) and b (big output kept for the join): whichever
+    # runs second pays for the first's output, and no single operator sees both.
+    sizes = [1, 40, 10, 30, 30, 1]
+    ops = [([0], [1]), ([1], [2]), ([0], [3]), ([3], [4]), ([2, 4], [5])]
+    graph = make_graph(sizes, ops, [0], [5])
+    problem = OrderingProblem(graph)
+    singles = lower_bound(problem, pairs=False)
+    full = lower_bound(problem)
+    optimum = brute_force_optimum(graph)
+    assert singles.bytes < full.bytes <= optimum
+    assert full.kind == "pair_cut" and recheck(graph, full)
+    assert set(full.witness) >= {"ops", "cut_bytes"}
+
+
+def test_known_orders_prune_cuts_without_changing_the_bound():
+    sizes = [1, 40, 10, 30, 30, 1]
+    ops = [([0], [1]), ([1], [2]), ([0], [3]), ([3], [4]), ([2, 4], [5])]
+    problem = OrderingProblem(make_graph(sizes, ops, [0], [5]))
+    plain = lower_bound(problem)
+    orders = [list(o) for o in topological_orders(problem.graph)]
+    pruned = lower_bound(problem, orders=orders)
+    assert pruned.bytes == plain.bytes
+    assert pruned.cuts <= plain.cuts
+
+
+def test_recheck_rejects_inflated_bounds():
+    graph = make_graph(
+        [1, 40, 10, 30, 30, 1], [([0], [1]), ([1], [2]), ([0], [3]), ([3], [4]), ([2, 4], [5])], [0], [5]
+    )
+    bound = lower_bound(graph)
+    assert recheck(graph, bound)
+    inflated = LowerBound(bound.bytes + 1, bound.kind, bound.witness)
+    assert not recheck(graph, inflated)
+    with pytest.raises(FrozenInstanceError):
+        bound.bytes = 0  # type: ignore[misc]
+
+
+def test_empty_graph():
+    graph = make_graph([4], [], [0], [0])  # no steps at all: memory.profile's peak is 0
+    assert profile(graph).peak_bytes == 0
+    assert lower_bound(graph).bytes == 0
+
+
+@pytest.mark.parametrize("path", shared_model_params())
+def test_shared_models_bound_quickly(path):
+    graph = read_model(path)
+    problem = OrderingProblem(graph)
+    started = time.perf_counter()
+    bound = lower_bound(problem)  # no orders to prune with: every single cut, pairs to the end
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"{path.name}: {elapsed:.2f} s"
+    assert bound.bytes <= peak_of(graph, tuple(range(len(graph.operators))))
+    assert recheck(graph, bound)

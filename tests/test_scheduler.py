@@ -1,0 +1,295 @@
+"""The scheduler: exact where it claims, never a false certificate, and the `schedule` command.
+
+Random small DAGs (tensors with several readers, operators with several or no outputs, graph
+inputs read late or never, unread outputs) are checked against brute force over all topological
+orders. Shared models (skipped when ../shared/models is absent) must all be certified quickly, and
+a shuffled copy of each must come back to the optimum.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import REPO, shared_model, shared_model_params
+from hypothesis import HealthCheck, given, settings
+from random_dags import brute_force_optimum, peak_of, small_dags
+
+from tinysched.bounds import OrderingProblem
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph, make_graph
+from tinysched.memory import profile
+from tinysched.reader import parse_model, read_model
+from tinysched.scheduler import (
+    HEURISTICS,
+    Schedule,
+    cp_sat_search,
+    exact_search,
+    improve_by_windows,
+    optimal_orders,
+    plain_downset_dp,
+    schedule,
+)
+from tinysched.writer import rewrite_model
+
+MANY = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def random_topological_order(graph: Graph, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    done: set[int] = set()
+    order: list[int] = []
+    while len(order) < len(graph.operators):
+        ready = [v for v in range(len(graph.operators)) if v not in done and graph.predecessors[v] <= done]
+        v = rng.choice(ready)
+        order.append(v)
+        done.add(v)
+    return order
+
+
+def assert_valid(graph: Graph, sched: Schedule) -> None:
+    graph.check_order(list(sched.order))
+    assert profile(graph, sched.order).peak_bytes == sched.peak_bytes
+    assert sched.lower_bound_bytes <= sched.peak_bytes <= sched.stored_order_peak_bytes
+    assert sched.certified == (sched.certificate is not None)
+    if sched.certified:
+        assert sched.lower_bound_bytes == sched.peak_bytes == sched.certificate.lower_bound_bytes
+        assert sched.certificate.kind in {"lower_bound", "exhaustive", "cp_sat"}
+        assert sched.gap_bytes == 0 and sched.gap_percent == 0.0
+
+
+# ---- random DAGs against brute force -------------------------------------------------------------
+
+
+@MANY
+@given(small_dags())
+def test_exact_search_and_schedule_match_brute_force(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    for dominance in (True, False):
+        found = exact_search(problem, upper=problem.total_bytes + 1, dominance=dominance)
+        assert found.complete and found.peak_bytes == optimum
+        assert peak_of(graph, found.order) == optimum
+    sched = schedule(graph, time_limit=5.0)
+    assert_valid(graph, sched)
+    assert sched.peak_bytes == optimum
+    assert sched.certified  # tiny graphs always finish
+    assert sched.lower_bound_bytes <= optimum
+
+
+@SOME
+@given(small_dags())
+def test_certified_never_lies_under_any_budget(graph):
+    optimum = brute_force_optimum(graph)
+    for limit in (0.0, 0.01):
+        sched = schedule(graph, time_limit=limit)
+        assert_valid(graph, sched)
+        assert sched.lower_bound_bytes <= optimum <= sched.peak_bytes
+        if sched.certified:
+            assert sched.peak_bytes == optimum
+
+
+@SOME
+@given(small_dags())
+def test_plain_dp_heuristics_windows_and_alternatives(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    plain = plain_downset_dp(problem)
+    assert plain.complete and plain.peak_bytes == optimum == peak_of(graph, plain.order)
+    for name, heuristic in HEURISTICS.items():
+        order = heuristic(problem)
+        graph.check_order(order)
+        improved = improve_by_windows(problem, order, lower=0, sizes=(2, 3, 4))
+        graph.check_order(improved)
+        assert optimum <= peak_of(graph, tuple(improved)) <= peak_of(graph, tuple(order)), name
+    alternatives = optimal_orders(graph, optimum, limit=5)
+    assert alternatives and len(set(alternatives)) == len(alternatives)
+    for order in alternatives:
+        graph.check_order(list(order))
+        assert peak_of(graph, order) == optimum
+    assert optimal_orders(graph, optimum - 1) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_dags(max_ops=6))
+def test_cp_sat_model_is_exact(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    hint = random_topological_order(graph, 0)
+    result = cp_sat_search(problem, hint, problem.peak_bytes(hint), 0, time.perf_counter() + 5.0)
+    assert result.status == "OPTIMAL"
+    assert result.peak_bytes == optimum == peak_of(graph, result.order)
+    assert result.bound_bytes <= optimum
+
+
+# ---- hand-made cases -----------------------------------------------------------------------------
+
+
+def two_branches(width: int = 6) -> Graph:
+    """`width` branches off one input, each expand (big) -> project (small), then a join."""
+    sizes = [4]
+    ops = []
+    ends = []
+    for b in range(width):
+        sizes += [50 + 10 * b, 3 + b]
+        ops += [([0], [len(sizes) - 2]), ([len(sizes) - 2], [len(sizes) - 1])]
+        ends.append(len(sizes) - 1)
+    sizes.append(8)
+    ops.append((ends, [len(sizes) - 1]))
+    # stored order: all expands first (a memory-hungry breadth-first order)
+    stored = [2 * b for b in range(width)] + [2 * b + 1 for b in range(width)] + [2 * width]
+    return make_graph(sizes, [ops[v] for v in stored], [0], [len(sizes) - 1])
+
+
+def test_schedule_improves_and_certifies_a_branchy_graph():
+    graph = two_branches(4)
+    sched = schedule(graph)
+    assert_valid(graph, sched)
+    assert sched.certified
+    assert sched.peak_bytes < sched.stored_order_peak_bytes
+    assert sched.peak_bytes == brute_force_optimum(graph)
+
+
+def test_search_stops_at_its_state_budget_with_a_valid_frontier():
+    graph = two_branches(10)
+    problem = OrderingProblem(graph)
+    capped = exact_search(problem, upper=problem.total_bytes + 1, max_states=5, dominance=False)
+    assert not capped.complete and capped.order is None
+    full = exact_search(problem, upper=problem.total_bytes + 1)
+    assert capped.frontier_bytes <= full.peak_bytes
+
+
+def test_stored_order_must_be_topological():
+    graph = make_graph([1, 1, 1], [([1], [2]), ([0], [1])], [0], [2])
+    with pytest.raises(TinyschedError, match="stored operator order"):
+        schedule(graph)
+
+
+def test_graph_without_operators():
+    sched = schedule(make_graph([3], [], [0], [0]))
+    assert sched.order == () and sched.peak_bytes == 0 and sched.certified
+
+
+# ---- shared models -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", shared_model_params())
+def test_shared_model_certified(path):
+    graph = read_model(path)
+    sched = schedule(graph, time_limit=5.0)
+    assert_valid(graph, sched)
+    assert sched.certified, f"{path.name}: gap {sched.gap_bytes} B"
+    assert sched.seconds < 1.0
+
+
+@pytest.mark.parametrize("path", shared_model_params())
+def test_shuffled_shared_model_back_to_optimum(path):
+    graph = read_model(path)
+    optimum = schedule(graph).peak_bytes
+    shuffled = graph.reordered(random_topological_order(graph, 11))
+    sched = schedule(shuffled, time_limit=5.0)
+    assert_valid(shuffled, sched)
+    assert sched.certified and sched.peak_bytes == optimum
+
+
+def test_shared_models_median_time():
+    paths = [p.values[0] for p in shared_model_params() if p.values[0] is not None]
+    if not paths:
+        pytest.skip("no shared models")
+    graphs = [read_model(p) for p in paths]
+    schedule(graphs[0])  # warm-up: imports
+    times = [schedule(g).seconds for g in graphs]
+    assert statistics.median(times) < 0.1
+
+
+# ---- the command line ----------------------------------------------------------------------------
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tinysched.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+def test_cli_schedule_json_fields_are_consistent():
+    path = shared_model("mlperf_ic_resnet8_int8")
+    result = run_cli("schedule", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # progress only on a terminal
+    payload = json.loads(result.stdout)
+    for key in (
+        "ops",
+        "order",
+        "peak_bytes",
+        "stored_order_peak_bytes",
+        "lower_bound_bytes",
+        "certified",
+        "certificate",
+        "seconds",
+    ):
+        assert key in payload
+    graph = read_model(path)
+    assert payload["ops"] == len(graph.operators)
+    assert sorted(payload["order"]) == list(range(len(graph.operators)))
+    assert profile(graph, payload["order"]).peak_bytes == payload["peak_bytes"]
+    assert profile(graph).peak_bytes == payload["stored_order_peak_bytes"]
+    assert payload["certified"] is True
+    assert payload["certificate"]["kind"] in {"lower_bound", "exhaustive", "cp_sat"}
+    assert "witness" in payload["certificate"]
+    assert payload["lower_bound_bytes"] == payload["peak_bytes"]
+
+
+def test_cli_schedule_text_and_errors(tmp_path):
+    path = shared_model("mlperf_ic_resnet8_int8")
+    text = run_cli("schedule", str(path), "--time-limit", "2")
+    assert text.returncode == 0, text.stderr
+    assert "certified" in text.stdout and "lower bound" in text.stdout
+    missing = run_cli("schedule", str(tmp_path / "absent.tflite"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    bad_limit = run_cli("schedule", str(path), "--time-limit", "-1")
+    assert bad_limit.returncode == 2 and "time-limit" in bad_limit.stderr
+
+
+def test_cli_schedule_output_runs_bit_identically(tmp_path):
+    from tinysched.reference import random_inputs, run_reference_many
+
+    original = shared_model("mlperf_ic_resnet8_int8").read_bytes()
+    graph = parse_model(original)
+    shuffled_bytes = rewrite_model(original, order=random_topological_order(graph, 3))
+    shuffled_path = tmp_path / "shuffled.tflite"
+    shuffled_path.write_bytes(shuffled_bytes)
+    out = tmp_path / "scheduled.tflite"
+    result = run_cli("schedule", str(shuffled_path), "-o", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    rescheduled = read_model(out)
+    # the operator vector is the shuffled model's in the printed order, everything else unchanged
+    shuffled_graph = parse_model(shuffled_bytes)
+    assert [o.opcode for o in rescheduled.operators] == [
+        shuffled_graph.operators[v].opcode for v in payload["order"]
+    ]
+    assert [(o.inputs, o.outputs) for o in rescheduled.operators] == [
+        (shuffled_graph.operators[v].inputs, shuffled_graph.operators[v].outputs) for v in payload["order"]
+    ]
+    assert [(t.name, t.dtype, t.shape) for t in rescheduled.tensors] == [
+        (t.name, t.dtype, t.shape) for t in shuffled_graph.tensors
+    ]
+    assert profile(rescheduled).peak_bytes == payload["peak_bytes"]
+    inputs = random_inputs(original, seed=5, count=3)
+    expected = run_reference_many(original, inputs, resolvers=("BUILTIN_REF",))
+    actual = run_reference_many(out.read_bytes(), inputs, resolvers=("BUILTIN_REF",))
+    for want, got in zip(expected, actual, strict=True):
+        assert len(want.outputs) == len(got.outputs)
+        for a, b in zip(want.outputs, got.outputs, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
