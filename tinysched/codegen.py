@@ -285,6 +285,11 @@ def lut_int8(
 # ---- lowering: one kernel call per operator ----------------------------------------------------------
 
 
+# Kernel functions that live in another function's file (variants sharing one implementation);
+# every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
+KERNEL_SOURCE = {"ts_softmax_s8_s16": "ts_softmax_s8"}
+
+
 class _Unsupported(Exception):
     """Raised inside a lowering for a variant the kernels do not cover; becomes a TinyschedError."""
 
@@ -1148,7 +1153,7 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
 
     inputs = edge("input", graph.inputs)
     outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
-    kernels = tuple(sorted({c.kernel for c in calls}))
+    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in calls}))
     header_guard = c_identifier(prefix).upper() + "_H"
     context = {
         "version": __version__,

@@ -1,5 +1,6 @@
 /*
- * ts_softmax_s8.c - SOFTMAX, int8 in, int8 out (scale 1/256, zero point -128), TFLite's
+ * ts_softmax_s8.c - SOFTMAX, int8 in, int8 out (scale 1/256, zero point -128) or int16 out
+ * (scale 1/65536, zero point -32768), TFLite's
  * fixed-point algorithm (see ts_kernels.h). Fixed-point formats are written Qi.f: i integer bits,
  * f fractional bits, in an int32.
  */
@@ -76,15 +77,19 @@ static int32_t one_over_one_plus_x(int32_t a)
     return ts_sat_shift_left(x, 1);
 }
 
-int ts_softmax_s8(const ts_softmax_s8_params *p, const int8_t *input, int8_t *output)
+/* One row-by-row implementation for both output widths: `out_bits` is 8 (int8, zero point -128)
+ * or 16 (int16, zero point -32768); only the final rescale differs between them. */
+static int softmax_rows(const ts_softmax_s8_params *p, const int8_t *input, void *output, int out_bits)
 {
+    const int32_t out_min = out_bits == 8 ? -128 : -32768;
+    const int32_t out_max = out_bits == 8 ? 127 : 32767;
     int32_t row, c;
     if (p->input_left_shift < 0 || p->input_left_shift > 31 || p->depth < 1) {
         return TS_ERR_PARAMS;
     }
     for (row = 0; row < p->outer; ++row) {
         const int8_t *in = input + (size_t)row * p->depth;
-        int8_t *out = output + (size_t)row * p->depth;
+        const size_t first = (size_t)row * p->depth;
         int32_t max_in_row = -128;
         int32_t sum_of_exps = 0; /* Q12.19 */
         int32_t headroom_plus_one, bits_over_unit, scale, exponent;
@@ -104,22 +109,37 @@ int ts_softmax_s8(const ts_softmax_s8_params *p, const int8_t *input, int8_t *ou
         bits_over_unit = 12 - headroom_plus_one;
         scale = one_over_one_plus_x(
             (int32_t)(((uint32_t)sum_of_exps << headroom_plus_one) - 0x80000000u));
-        exponent = bits_over_unit + 31 - 8;
+        exponent = bits_over_unit + 31 - out_bits;
         if (exponent < 0 || exponent > 31) {
             return TS_ERR_PARAMS;
         }
         for (c = 0; c < p->depth; ++c) {
             const int32_t diff = (int32_t)in[c] - max_in_row;
+            int32_t q = out_min;
             if (diff >= p->diff_min) {
                 const int32_t scaled = ts_srdhm((int32_t)((uint32_t)diff << p->input_left_shift),
                                                 p->input_multiplier);
                 const int32_t e = exp_on_negative_values(scaled);
-                const int32_t q = ts_rdivpot(ts_srdhm(scale, e), (int)exponent) - 128;
-                out[c] = (int8_t)ts_clamp_i32(q, -128, 127);
+                q = ts_clamp_i32(ts_rdivpot(ts_srdhm(scale, e), (int)exponent) + out_min, out_min,
+                                 out_max);
+            }
+            if (out_bits == 8) {
+                ((int8_t *)output)[first + (size_t)c] = (int8_t)q;
             } else {
-                out[c] = -128;
+                ((int16_t *)output)[first + (size_t)c] = (int16_t)q;
             }
         }
     }
     return TS_OK;
+}
+
+int ts_softmax_s8(const ts_softmax_s8_params *p, const int8_t *input, int8_t *output)
+{
+    return softmax_rows(p, input, output, 8);
+}
+
+/* int8 in, int16 out (scale 1/65536, zero point -32768), as TFLite's int8->int16 softmax. */
+int ts_softmax_s8_s16(const ts_softmax_s8_params *p, const int8_t *input, int16_t *output)
+{
+    return softmax_rows(p, input, output, 16);
 }
