@@ -48,6 +48,10 @@ __all__ = [
 
 Progress = Callable[[str], None]
 
+# Down-sets the exact search may hold at once: each costs about 300 bytes (a dict slot and a heap
+# entry with operator-count-bit integers), so this keeps the search near half a gigabyte.
+MAX_SEARCH_STATES = 1_500_000
+
 
 @dataclass(frozen=True)
 class Certificate:
@@ -259,7 +263,7 @@ class SearchResult:
     peak_bytes: int | None
     complete: bool  # True: the optimum is peak_bytes, or (order None) at least `upper`
     states: int  # down-sets expanded
-    stored_states: int  # down-sets held in memory at the end
+    stored_states: int  # down-sets held in memory at the end (capped by max_states)
     frontier_bytes: int  # every order peaks at >= min(frontier_bytes, upper), complete or not
 
 
@@ -268,7 +272,7 @@ def exact_search(
     upper: int,
     lower: int = 0,
     deadline: float | None = None,
-    max_states: int = 2_000_000,
+    max_states: int = MAX_SEARCH_STATES,
     dominance: bool = True,
     start: int = 0,
     ops: int | None = None,
@@ -320,7 +324,7 @@ def exact_search(
             order.reverse()
             return SearchResult(tuple(order), key, True, expanded, len(best), key)
         expanded += 1
-        if expanded > max_states or (
+        if len(best) > max_states or (
             deadline is not None and not expanded & 255 and time.perf_counter() > deadline
         ):
             return SearchResult(None, None, False, expanded, len(best), min(key, upper))
@@ -401,7 +405,7 @@ def improve_by_windows(
     lower: int = 0,
     deadline: float | None = None,
     sizes: Sequence[int] = (16, 32, 64),
-    max_states: int = 20_000,
+    max_states: int = 50_000,
 ) -> list[int]:
     """Large-neighbourhood search: reorder windows of consecutive steps around peak steps exactly.
 
@@ -614,17 +618,12 @@ def cp_sat_search(
 # ---- the scheduler -----------------------------------------------------------------------------
 
 
-def _state_budget(n_ops: int, megabytes: int = 400) -> int:
-    """Down-sets the exact search may hold: each costs a dict slot and a heap entry with ~n-bit ints."""
-    return max(10_000, megabytes * 1_000_000 // (260 + n_ops // 3))
-
-
 def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = None) -> Schedule:
     """The lowest-peak order found within `time_limit` seconds, certified when proven optimal.
 
     Each stage runs only while the best order is unproven, and each has a share of the budget:
     heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %,
-    exact search until 65 %, CP-SAT for the rest.
+    exact search until 65 %, CP-SAT until 97 % (a margin for its teardown).
     """
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -686,7 +685,7 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
         return certified_by_bound(bound)
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
-    search = exact_search(problem, best_peak, bound.bytes, deadline=at(0.65), max_states=_state_budget(n))
+    search = exact_search(problem, best_peak, bound.bytes, deadline=at(0.65), max_states=MAX_SEARCH_STATES)
     stats["search_states"] = search.states
     if search.complete:
         if search.order is not None:
@@ -694,20 +693,25 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
         witness = {"states": search.states, "cut_lower_bound_bytes": bound.bytes}
         return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
     lower = max(bound.bytes, search.frontier_bytes)
-    remaining = at(1.0) - time.perf_counter()
+    remaining = at(0.97) - time.perf_counter()
     if remaining > 0.2:
         say(
             f"search stopped after {search.states:,} states, peak in {lower:,}..{best_peak:,} B; "
             f"CP-SAT for {remaining:.1f} s"
         )
-        result = cp_sat_search(problem, best_order, best_peak, lower, at(1.0), progress)
+        result = cp_sat_search(problem, best_order, best_peak, lower, at(0.97), progress)
         stats["cp_sat_status"] = result.status
         if result.order is not None and problem.peak_bytes(result.order) < best_peak:
             best_order, best_peak, method = list(result.order), problem.peak_bytes(result.order), "cp_sat"
-        lower = max(lower, result.bound_bytes)
-        if result.status == "OPTIMAL" or lower >= best_peak:
-            witness = {"solver_status": result.status, "cut_lower_bound_bytes": bound.bytes}
+        if result.status == "OPTIMAL" or result.bound_bytes >= best_peak:
+            witness = {"solver_status": result.status, "solver_floor_bytes": lower}
             return finish(best_order, best_peak, Certificate("cp_sat", best_peak, witness), method)
+        if lower >= best_peak:  # CP-SAT's order came down to a bound proven before it ran
+            if lower == bound.bytes:
+                return certified_by_bound(bound)
+            witness = {"states": search.states, "frontier_bytes": search.frontier_bytes}
+            return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
+        lower = max(lower, result.bound_bytes)
     return finish(best_order, lower, None, method)
 
 
