@@ -1,5 +1,6 @@
 """Lowerings of the operators added for issue 6 (activations, elementwise, data movement, reductions,
-resizing, TRANSPOSE_CONV, and the stateful SVDF with its int16 companions).
+resizing, TRANSPOSE_CONV, the stateful SVDF with its int16 companions, and the integer
+UNIDIRECTIONAL_SEQUENCE_LSTM).
 
 `install(_Lowering)` adds one `lower_<opcode>` method per operator to the code generator's lowering
 class; each computes in Python what TFLite computes in `Prepare` and picks a kernel. The approach:
@@ -851,7 +852,8 @@ def lower_transpose_conv(low: Any, op: Operator, call: Any) -> None:
 
 # ---- persistent state (stateful operators) and integer QUANTIZE ----------------------------------
 
-STATEFUL_OPS = ("SVDF",)  # operators whose variable tensors the generator keeps in the state buffer
+# Operators whose variable tensors the generator keeps in the state buffer.
+STATEFUL_OPS = ("SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM")
 
 
 def state_layout(graph: Any, alignment: int) -> tuple[dict[int, int], int]:
@@ -954,6 +956,161 @@ def lower_svdf(low: Any, op: Operator, call: Any) -> None:
     ]
 
 
+# UNIDIRECTIONAL_SEQUENCE_LSTM input positions (lstm_shared.h): the tensors of each gate, in the
+# order input, forget, cell, output.
+_LSTM_INPUT_WEIGHTS = (1, 2, 3, 4)
+_LSTM_RECURRENT_WEIGHTS = (5, 6, 7, 8)
+_LSTM_PEEPHOLE = (9, 10, 11)
+_LSTM_BIASES = (12, 13, 14, 15)
+_LSTM_PROJECTION = (16, 17)
+_LSTM_OUTPUT_STATE, _LSTM_CELL_STATE = 18, 19
+_LSTM_LAYER_NORM = (20, 21, 22, 23)
+
+
+def _lstm_optional(op: Operator, positions: Sequence[int]) -> bool:
+    return any(k < len(op.inputs) and op.inputs[k] >= 0 for k in positions)
+
+
+def _checked_log2(scale: float) -> int:
+    """TFLite's CheckedLog2: the cell state scale must be a power of two (to 1e-3 in the exponent)."""
+    exponent = float(np.float32(math.log(scale)) * np.float32(1.0 / math.log(2.0)))
+    rounded = cg.round_half_away(exponent)
+    if abs(exponent - rounded) >= 1e-3:
+        raise cg._Unsupported(f"a cell state scale {scale!r} that is not a power of two")
+    return int(rounded)
+
+
+def _row_sums_times(weights: np.ndarray, scalar: int) -> np.ndarray:
+    """MatrixScalarMultiplyAccumulate: each row's int32 sum times a scalar, wrapping like int32."""
+    sums = weights.astype(np.int64).sum(axis=1) * int(scalar)
+    return ((sums + 2**31) % 2**32 - 2**31).astype(np.int64)
+
+
+def lower_unidirectional_sequence_lstm(low: Any, op: Operator, call: Any) -> None:
+    """The fully integer LSTM (unidirectional_sequence_lstm.cc Prepare, PopulateQuantizedLstmParams8x8_16
+    and PopulatePrecomputedZPTimesWeightsWithBias; lstm_eval.cc EvalInteger8x8_16), for the variant
+    without CIFG, peephole, layer normalisation or projection. The gate pre-activations are in Q3.12
+    (scale 2^-12: without layer norm TFLite ignores the four gate intermediates), the hidden value
+    takes the fifth intermediate's quantisation."""
+    x, y = op.inputs[0], op.outputs[0]
+    opts = op.options
+    if low.t(x).dtype != "int8":
+        raise cg._Unsupported(f"{low.t(x).dtype} input (only the integer 8x8_16 LSTM is supported)")
+    if len(op.inputs) not in (20, 24):
+        raise cg._Unsupported(f"{len(op.inputs)} inputs (expects 20 or 24)")
+    if op.inputs[1] < 0:
+        raise cg._Unsupported("CIFG (no input gate)")
+    if _lstm_optional(op, _LSTM_PEEPHOLE):
+        raise cg._Unsupported("peephole weights")
+    if _lstm_optional(op, _LSTM_LAYER_NORM):
+        raise cg._Unsupported("layer normalisation")
+    if _lstm_optional(op, _LSTM_PROJECTION):
+        raise cg._Unsupported("a projection")
+    if opts.get("diagonal_recurrent_tensors"):
+        raise cg._Unsupported("diagonal recurrent tensors")
+    if opts.get("fused_activation_function", "TANH") != "TANH":
+        raise cg._Unsupported(
+            f"fused activation {opts.get('fused_activation_function')} (the integer LSTM uses TANH)"
+        )
+    if len(op.intermediates) != 5:
+        raise cg._Unsupported(f"{len(op.intermediates)} intermediate tensors (the integer LSTM needs 5)")
+    h_state, c_state = op.inputs[_LSTM_OUTPUT_STATE], op.inputs[_LSTM_CELL_STATE]
+    low.expect(y, "int8")
+    low.expect(h_state, "int8")
+    low.expect(c_state, "int16")
+    if not (low.t(h_state).is_variable and low.t(c_state).is_variable):
+        raise cg._Unsupported("the output/cell state inputs are not variable tensors")
+    in_w = [op.inputs[k] for k in _LSTM_INPUT_WEIGHTS]
+    rec_w = [op.inputs[k] for k in _LSTM_RECURRENT_WEIGHTS]
+    biases = [op.inputs[k] for k in _LSTM_BIASES]
+    for t in (*in_w, *rec_w):
+        low.expect(t, "int8")
+        if not low.t(t).is_constant:
+            raise cg._Unsupported("non-constant weights")
+    for t in biases:
+        low.expect(t, "int32")
+        low.constant(t)
+    shape = low.t(x).shape
+    time_major = bool(opts.get("time_major", False))
+    if len(shape) != 3:  # TFLite's Prepare reads the input size from dimension 2 whatever the rank
+        raise cg._Unsupported(f"input of rank {len(shape)} (expects [batch, time, input] or time-major)")
+    steps, batches = (shape[0], shape[1]) if time_major else (shape[1], shape[0])
+    n_input = shape[-1]
+    n_cell = low.t(in_w[3]).shape[0]
+    for t in in_w:
+        if low.t(t).shape != (n_cell, n_input):
+            raise cg._Unsupported(f"input weights of shape {list(low.t(t).shape)}")
+    for t in rec_w:
+        if low.t(t).shape != (n_cell, n_cell):
+            raise cg._Unsupported(f"recurrent weights of shape {list(low.t(t).shape)}")
+    for t in biases:
+        if low.t(t).shape != (n_cell,):
+            raise cg._Unsupported(f"gate bias of shape {list(low.t(t).shape)}")
+    if (
+        math.prod(low.t(h_state).shape) != batches * n_cell
+        or math.prod(low.t(c_state).shape) != batches * n_cell
+    ):
+        raise cg._Unsupported("state sizes do not match batches x cells")
+    if math.prod(low.t(y).shape) != batches * steps * n_cell:
+        raise cg._Unsupported(f"output shape {list(low.t(y).shape)}")
+    if max(n_input, n_cell) >= cg.MAX_ACCUMULATED_PRODUCTS:
+        raise cg._Unsupported("too many products per gate for an int32 accumulator")
+    (si, zi), (sh, zh), (sc, _) = low.quant(x), low.quant(h_state), low.quant(c_state)
+    cell_log2 = _checked_log2(sc)
+    if not 0 <= 15 + cell_log2 <= 6:
+        raise cg._Unsupported(f"a cell state scale 2^{cell_log2} (TFLite's tanh takes 2^-15 to 2^-9)")
+    hidden = low.t(op.intermediates[4]).quantization
+    if hidden is None:
+        raise cg._Unsupported("the hidden-state intermediate has no quantisation")
+    hidden_scale, hidden_zp = float(hidden.scale[0]), int(hidden.zero_point[0])
+    f = np.float32
+    gate_scale = f(2.0**-12)  # Q3.12: TFLite's intermediate scale without layer norm
+
+    def effective(weight: int, scale: float) -> tuple[int, int]:
+        return cg.quantize_multiplier(float(f(f(low.quant(weight)[0]) * f(scale)) / gate_scale))
+
+    in_m, in_s = zip(*(effective(t, si) for t in in_w), strict=True)
+    rec_m, rec_s = zip(*(effective(t, sh) for t in rec_w), strict=True)
+    # effective_hidden_scale: 2^-15 / hidden scale * 2^-15 in double, stored as a float.
+    hid_m, hid_s = cg.quantize_multiplier(float(f(2.0**-15 / float(f(hidden_scale)) * 2.0**-15)))
+    clip = float(opts.get("cell_clip", 0.0) or 0.0)
+    cell_clip = int(min(max(float(f(clip) / f(sc)), -32768.0), 32767.0)) if clip > 0 else 0
+    in_bias, rec_bias = [], []
+    for k, gate in enumerate("ifco"):
+        w, u = low.constant(in_w[k]).reshape(n_cell, n_input), low.constant(rec_w[k]).reshape(n_cell, n_cell)
+        bias = low.constant(biases[k]).astype(np.int64)
+        eff_in = (bias + _row_sums_times(w, -zi) + 2**31) % 2**32 - 2**31
+        eff_rec = _row_sums_times(u, -zh)
+        in_bias.append(
+            low.array(call, f"{gate}_input_bias", "int32_t", eff_in, f"gate {gate}: bias + row sums * {-zi}")
+        )
+        rec_bias.append(
+            low.array(call, f"{gate}_recurrent_bias", "int32_t", eff_rec, f"gate {gate}: row sums * {-zh}")
+        )
+
+    def c4(values: Sequence[Any]) -> str:
+        return "{" + ", ".join(str(v) for v in values) + "}"
+
+    call.kernel, call.params_type = "ts_lstm_s8", "ts_lstm_s8_params"
+    call.params = [
+        ("batches", str(batches)), ("time_steps", str(steps)), ("input_size", str(n_input)),
+        ("cell_size", str(n_cell)), ("time_major", "1" if time_major else "0"),
+        ("input_weights", c4(low.ptr(t) for t in in_w)),
+        ("recurrent_weights", c4(low.ptr(t) for t in rec_w)),
+        ("input_bias", c4(in_bias)), ("recurrent_bias", c4(rec_bias)),
+        ("input_multiplier", c4(in_m)), ("input_shift", c4(in_s)),
+        ("recurrent_multiplier", c4(rec_m)), ("recurrent_shift", c4(rec_s)),
+        ("cell_scale_log2", str(cell_log2)), ("cell_clip", str(cell_clip)),
+        ("hidden_multiplier", str(hid_m)), ("hidden_shift", str(hid_s)), ("hidden_offset", str(hidden_zp)),
+    ]  # fmt: skip
+    call.args = [
+        low.ptr(x),
+        low.ptr(h_state, const=False),
+        low.ptr(c_state, const=False),
+        low.ptr(y, const=False),
+    ]
+
+
 EXTRA_LOWERINGS: dict[str, Callable[[Any, Operator, Any], None]] = {
     "RELU": lower_relu,
     "RELU6": lower_relu6,
@@ -987,6 +1144,7 @@ EXTRA_LOWERINGS: dict[str, Callable[[Any, Operator, Any], None]] = {
     "L2_NORMALIZATION": lower_l2_normalization,
     "TRANSPOSE_CONV": lower_transpose_conv,
     "SVDF": lower_svdf,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": lower_unidirectional_sequence_lstm,
 }
 
 

@@ -489,6 +489,38 @@ typedef struct {
 
 int ts_space_batch_nd(const ts_space_batch_nd_params *p, const void *input, void *output);
 
+/* UNIDIRECTIONAL_SEQUENCE_LSTM, TFLite's integer 8x8_16 path without CIFG, peephole, layer norm or
+ * projection (so the output size is cell_size): int8 input [batches][time_steps][input_size] (or
+ * [time_steps][batches][input_size] if time_major) and output (..., cell_size); int8 weights, gates
+ * in the order input, forget, cell, output; int8 output state and int16 cell state [batches][cell_size]
+ * that persist across invokes, outside the arena. Per step and cell r:
+ *   gate = sat16(requant(input_bias[g][r] + sum_c W[g][r][c] * x[c], input_*[g])
+ *                + sat16(requant(recurrent_bias[g][r] + sum_c U[g][r][c] * h[c], recurrent_*[g]))),
+ *   a Q3.12 value; the effective biases fold in the gate bias and the zero points (bias + row sum *
+ *   -zero point). i, f, o = sigmoid(gate), g = tanh(gate), in Q0.15 (gemmlowp's int16 fixed point);
+ *   c = sat16(wrap16(rdivpot(f * c, 15)) + wrap16(rdivpot(i * g, 30 + cell_scale_log2))), clipped to
+ *   [-cell_clip, cell_clip] if cell_clip > 0 (the cell state's scale is 2^cell_scale_log2);
+ *   h = clamp8(requant(o * tanh(c), hidden_*) + hidden_offset), tanh(c) reading c with
+ *   15 + cell_scale_log2 (0..6) integer bits. h is the step's output row and the new output state.
+ * No scratch: each cell's gates are computed in turn (the new h goes to the output row, then is
+ * copied into the output state once the step is done). */
+typedef struct {
+    int32_t batches, time_steps, input_size, cell_size;
+    int32_t time_major;
+    const int8_t *input_weights[4];     /* [cell_size][input_size] per gate */
+    const int8_t *recurrent_weights[4]; /* [cell_size][cell_size] per gate */
+    const int32_t *input_bias[4];       /* [cell_size]: gate bias + row sum * -input zero point */
+    const int32_t *recurrent_bias[4];   /* [cell_size]: row sum * -output state zero point */
+    int32_t input_multiplier[4], input_shift[4];         /* input * W -> Q3.12 */
+    int32_t recurrent_multiplier[4], recurrent_shift[4]; /* output state * U -> Q3.12 */
+    int32_t cell_scale_log2;
+    int32_t cell_clip;
+    int32_t hidden_multiplier, hidden_shift, hidden_offset; /* o * tanh(c) (2^-30) -> output */
+} ts_lstm_s8_params;
+
+int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_state, int16_t *cell_state,
+               int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif
