@@ -939,7 +939,7 @@ def scratch_needs(graph: Graph) -> dict[int, int]:
 
 def check_supported(graph: Graph) -> None:
     """Refuse, in one line naming the operator, anything the generator cannot lower."""
-    _lower_extra.refuse_known_gaps(graph)  # legacy uint8 models, int8 SUM: one clear line
+    _lower_extra.refuse_known_gaps(graph)  # legacy uint8 models: one clear line
     for op in graph.operators:
         if op.opcode not in SUPPORTED_OPS:
             raise TinyschedError(

@@ -18,7 +18,8 @@ class; each computes in Python what TFLite computes in `Prepare` and picks a ker
 - Variable tensors of stateful operators (`STATEFUL_OPS`) live in a state buffer outside the arena
   (`state_layout`, `state_init`; the templates emit it and `<prefix>_reset`).
 
-The arithmetic reproduces ai-edge-litert's BUILTIN_REF kernels; `tests/test_kernels_extra.py` checks
+The arithmetic reproduces ai-edge-litert's BUILTIN_REF kernels (int8 SUM: the optimised kernel, see
+`lower_sum`); `tests/test_kernels_extra.py` checks
 each table exhaustively against the interpreter and each operator end to end through generated C.
 """
 
@@ -584,6 +585,77 @@ def lower_reduce_max(low: Any, op: Operator, call: Any) -> None:
     call.args = [low.ptr(x), low.ptr(y, const=False)]
 
 
+def sum_f32_requant(sums: Any, si: float, zi: int, so: float, zo: int, count: int) -> np.ndarray:
+    """int8 SUM's requantisation in ai-edge-litert's optimised kernel (reduce.cc EvalSum ->
+    optimized_ops::QuantizedMeanOrSum, compute_sum): on the int32 sum of the raw int8 values,
+    float32 scale = in_scale / out_scale, bias = (float)-in_zp * scale * count,
+    out = clamp(int32(round_half_away(sum * scale + bias)) + out_zp), each float32 operation rounded
+    on its own (the shipped x86-64 build does not fuse the multiply-add: tests/test_sum.py checks
+    sums where a fused one would differ). Raises if the int32 conversion would overflow."""
+    f32 = np.float32
+    scale = f32(f32(si) / f32(so))
+    bias = f32(f32(f32(-zi) * scale) * f32(count))
+    v = (np.asarray(sums, dtype=np.int64).astype(np.float32) * scale).astype(np.float32) + bias
+    v = np.asarray(v, dtype=np.float32).astype(np.float64)
+    r = np.sign(v) * np.floor(np.abs(v) + 0.5)  # std::round on a float32 value, exact in float64
+    if np.any(np.abs(r) + abs(zo) >= 2**31):
+        raise cg._Unsupported("a SUM whose rescaled sum overflows int32")
+    return np.clip(r.astype(np.int64) + zo, INT8_MIN, INT8_MAX)
+
+
+def sum_thresholds(si: float, zi: int, so: float, zo: int, count: int) -> tuple[int, list[int]]:
+    """`sum_f32_requant` as integers: it is a non-decreasing function of the sum (every step is
+    monotonic and the scale is positive), so over the reachable sums [-128 * count, 127 * count] it is
+    `base + (number of thresholds <= sum)`, threshold k being the least sum whose output exceeds
+    base + k. Exact whatever the device's floating point (or lack of it)."""
+    lo, hi = INT8_MIN * count, INT8_MAX * count
+    base, top = (int(v) for v in sum_f32_requant([lo, hi], si, zi, so, zo, count))
+    levels = np.arange(base + 1, top + 1, dtype=np.int64)
+    left = np.full(levels.shape, lo, dtype=np.int64)  # output(left) < level
+    right = np.full(levels.shape, hi, dtype=np.int64)  # output(right) >= level
+    while np.any(right - left > 1):
+        mid = (left + right) // 2
+        above = sum_f32_requant(mid, si, zi, so, zo, count) >= levels
+        right = np.where(above, mid, right)
+        left = np.where(above, left, mid)
+    return base, [int(t) for t in right]
+
+
+def lower_sum(low: Any, op: Operator, call: Any) -> None:
+    """int8 SUM as ai-edge-litert's optimised kernel computes it (see docs/codegen.md on why that,
+    not BUILTIN_REF, is the reference): the walk of ts_mean_s8, then `sum_thresholds`."""
+    x, y = op.inputs[0], op.outputs[0]
+    low.expect(x, "int8")
+    low.expect(y, "int8")
+    (si, zi), (so, zo) = low.quant(x), low.quant(y)
+    shape = list(low.t(x).shape)
+    rank = len(shape)
+    axes = sorted({_rank_axis(a, rank) for a in low.constant(op.inputs[1]).reshape(-1)})
+    if any(not 0 <= a < rank for a in axes):
+        raise cg._Unsupported(f"axes {axes} for rank {rank}")
+    count = math.prod(shape[a] for a in axes)
+    if not 1 <= count < 1 << 23:
+        raise cg._Unsupported(f"a sum over {count} elements")
+    base, thresholds = sum_thresholds(float(si), int(zi), float(so), int(zo), count)
+    strides = cg._dims_strides(shape)
+    kept = [d for d in range(rank) if d not in axes]
+    call.kernel, call.params_type = "ts_sum_s8", "ts_sum_s8_params"
+    table = low.array(
+        call, "thresholds", "int32_t", np.asarray(thresholds or [0], dtype=np.int32), "least sum of each step"
+    )
+    call.params = [
+        ("out_dims", cg._c_list(cg._pad_left([shape[d] for d in kept], 1))),
+        ("out_strides", cg._c_list(cg._pad_left([strides[d] for d in kept], 0))),
+        ("red_dims", cg._c_list(cg._pad_left([shape[d] for d in axes], 1))),
+        ("red_strides", cg._c_list(cg._pad_left([strides[d] for d in axes], 0))),
+        ("count", str(count)),
+        ("base", str(base)),
+        ("n_thresholds", str(len(thresholds))),
+        ("thresholds", table),
+    ]
+    call.args = [low.ptr(x), low.ptr(y, const=False)]
+
+
 def _arg_minmax(low: Any, op: Operator, call: Any, is_max: bool) -> None:
     x, y = op.inputs[0], op.outputs[0]
     low.expect(x, "int8")
@@ -1133,6 +1205,7 @@ EXTRA_LOWERINGS: dict[str, Callable[[Any, Operator, Any], None]] = {
     "MAXIMUM": lower_maximum,
     "MINIMUM": lower_minimum,
     "REDUCE_MAX": lower_reduce_max,
+    "SUM": lower_sum,
     "ARG_MAX": lower_arg_max,
     "ARG_MIN": lower_arg_min,
     "GATHER": lower_gather,
@@ -1153,17 +1226,11 @@ _WEIGHTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_C
 
 def refuse_known_gaps(graph: Any) -> None:
     """One clear line for what tinysched refuses on purpose: a legacy uint8 (asymmetric) quantised
-    model (the kernels are int8; uint8 is accepted only at the model's edges, through QUANTIZE), and
-    int8 SUM, whose reference kernel in ai-edge-litert reads the int8 data as uint8, so there is no
-    bit-exact reference to match."""
+    model (the kernels are int8; uint8 is accepted only at the model's edges, through QUANTIZE).
+    (int8 SUM, once refused here, is lowered by `lower_sum` against the optimised kernel.)"""
     from tinysched.errors import TinyschedError
 
     for op in graph.operators:
-        if op.opcode == "SUM" and op.inputs and graph.tensors[op.inputs[0]].dtype == "int8":
-            raise TinyschedError(
-                f"operator {op.index} (SUM) is not supported by the code generator: int8 SUM has no "
-                "bit-exact reference (TFLite's reference kernel reads the int8 data as uint8)"
-            )
         if op.opcode in _WEIGHTED_OPS and any(
             graph.tensors[t].dtype == "uint8" for t in op.input_tensors[:2]
         ):

@@ -39,6 +39,32 @@ __all__ = [
 ]
 
 DEFAULT_RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+
+# Reference kernels known to compute a wrong result, by (operator, input dtype): a model using one is
+# checked against the other resolver, and the result says why (evidence in docs/codegen.md).
+REFERENCE_KERNEL_DEFECTS = {
+    ("SUM", "int8"): "BUILTIN_REF's int8 SUM reads its int8 input as uint8",
+}
+
+
+def resolvers_for(model_bytes: bytes) -> tuple[tuple[str, ...], str | None]:
+    """Resolver order for a model, and why it differs from DEFAULT_RESOLVERS (None when it does not)."""
+    from tinysched.reader import parse_model
+
+    graph = parse_model(model_bytes)
+    defects = sorted(
+        {
+            REFERENCE_KERNEL_DEFECTS[key]
+            for op in graph.operators
+            if op.input_tensors
+            and (key := (op.opcode, graph.tensors[op.input_tensors[0]].dtype)) in REFERENCE_KERNEL_DEFECTS
+        }
+    )
+    if not defects:
+        return DEFAULT_RESOLVERS, None
+    return ("BUILTIN_WITHOUT_DEFAULT_DELEGATES",), "; ".join(defects)
+
+
 # Names of ai_edge_litert.interpreter.OpResolverType members (not imported: the parent stays light).
 _RESOLVER_NAMES = frozenset({"AUTO", "BUILTIN", "BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"})
 
@@ -209,20 +235,25 @@ def run_reference_many(
     input_sets: Sequence[Sequence[np.ndarray]],
     timeout_s: float = 120.0,
     *,
-    resolvers: Sequence[str] = DEFAULT_RESOLVERS,
+    resolvers: Sequence[str] | None = None,
     preserve_all_tensors: bool = False,
 ) -> list[ReferenceResult]:
     """Run every input set through one interpreter child; one result per set.
 
-    Resolvers are tried in order until one child succeeds. Raises TinyschedError if all fail or
-    a child exceeds `timeout_s` (a hang is not retried: the fallback would likely hang too).
+    Resolvers are tried in order until one child succeeds (by default BUILTIN_REF, then the optimised
+    kernels; a model using a reference kernel listed in REFERENCE_KERNEL_DEFECTS goes straight to the
+    optimised kernels). Raises TinyschedError if all fail or a child exceeds `timeout_s` (a hang is
+    not retried: the fallback would likely hang too).
     """
-    unknown = [r for r in resolvers if r not in _RESOLVER_NAMES]
-    if unknown or not resolvers:
-        raise ValueError(f"resolvers must be a non-empty list of {sorted(_RESOLVER_NAMES)}, not {unknown}")
     data = _model_bytes(model)
     specs = model_input_specs(data)
     _check_inputs(specs, input_sets)
+    defect = None
+    if resolvers is None:
+        resolvers, defect = resolvers_for(data)
+    unknown = [r for r in resolvers if r not in _RESOLVER_NAMES]
+    if unknown or not resolvers:
+        raise ValueError(f"resolvers must be a non-empty list of {sorted(_RESOLVER_NAMES)}, not {unknown}")
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tinysched-ref-") as tmp:
         workdir = Path(tmp)
@@ -236,7 +267,7 @@ def run_reference_many(
             if result is None:
                 failures.append(f"{resolver}: {failure}")
                 continue
-            reason = "; ".join(failures) or None
+            reason = "; ".join(([defect] if defect else []) + failures) or None
             return [
                 ReferenceResult(
                     outputs=outputs,
@@ -255,7 +286,7 @@ def run_reference(
     inputs: Sequence[np.ndarray],
     timeout_s: float = 120.0,
     *,
-    resolvers: Sequence[str] = DEFAULT_RESOLVERS,
+    resolvers: Sequence[str] | None = None,
     preserve_all_tensors: bool = False,
 ) -> ReferenceResult:
     """Reference outputs for one input set (see `run_reference_many` for several)."""

@@ -332,6 +332,23 @@ typedef struct {
 
 int ts_reduce_max_s8(const ts_reduce_max_s8_params *p, const int8_t *input, int8_t *output);
 
+/* SUM (int8): s = sum of the raw int8 values over the reduced axes (count of them, shapes walked as
+ * for MEAN; s fits int32 for count < 2^23), out = base + (number of thresholds[k] <= s). The
+ * generator derives base and the ascending thresholds from ai-edge-litert's optimised float32
+ * requantisation (round(s * scale + bias) + output zero point, clamped), a non-decreasing function of
+ * s, so the kernel reproduces it exactly with integers only; n_thresholds <= 255. */
+typedef struct {
+    int32_t out_dims[TS_MAX_DIMS];
+    int32_t out_strides[TS_MAX_DIMS];
+    int32_t red_dims[TS_MAX_DIMS];
+    int32_t red_strides[TS_MAX_DIMS];
+    int32_t count;
+    int32_t base, n_thresholds;
+    const int32_t *thresholds; /* [n_thresholds], ascending */
+} ts_sum_s8_params;
+
+int ts_sum_s8(const ts_sum_s8_params *p, const int8_t *input, int8_t *output);
+
 /* ARG_MAX / ARG_MIN (int8 input viewed as [outer][axis_size][inner]): the index along the axis of
  * the largest (smallest) raw value, the first one on ties; int32 or int64 output. */
 typedef struct {
