@@ -196,6 +196,43 @@ def test_corrupted_request_is_nakked_and_retried(qemu_tools, tmp_path):
 
 
 @pytest.mark.qemu
+def test_semihosted_inputs_with_a_bad_crc_are_one_clear_error(qemu_tools, tmp_path, monkeypatch):
+    """Opt-in semihosting: a file that does not match the CRC-32 in the request is refused by the
+    harness with one error frame, raised at once by the host; the next run (over the UART) works."""
+    import time
+    from pathlib import Path
+
+    from tinysched.device import connect_qemu, run_qemu, selftest_inputs, selftest_reference
+    from tinysched.link import LinkError
+
+    board = get_board("mps2-an386")
+    image = build_firmware(selftest_sources(), [], "selftest_info", board, tmp_path)
+    with run_qemu(board, image.elf) as session, connect_qemu(session, semihost_inputs=True) as link:
+        assert link.wait_hello(timeout=10, query=False).semihosting
+        (x,) = selftest_inputs(1)[0]
+        assert link.run([x], reset_state=True).outputs == (selftest_reference(x),)  # a good file
+        assert link.inputs_semihosted == 1
+        write_bytes = Path.write_bytes
+        monkeypatch.setattr(Path, "write_bytes", lambda self, b: write_bytes(self, bytes([b[0] ^ 1]) + b[1:]))
+        start = time.monotonic()
+        with pytest.raises(LinkError, match=r"device error: semihosting: .* do not match their CRC-32"):
+            link.run([x])
+        assert time.monotonic() - start < 5
+        monkeypatch.undo()
+        link.semihost_dir = None  # back to the UART
+        assert link.run([x]).outputs == (selftest_reference(x),)
+
+
+def test_semihosted_inputs_are_refused_on_a_real_board(capsys):
+    from tinysched.cli import main
+
+    argv = ["measure", "selftest", "--board", "nucleo-f767", "--port", "/dev/null", "--semihost-inputs"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--semihost-inputs works only under emulation" in err
+
+
+@pytest.mark.qemu
 def test_measure_command_json(qemu_tools, tmp_path, capsys):
     import json
 
@@ -208,6 +245,23 @@ def test_measure_command_json(qemu_tools, tmp_path, capsys):
     assert rc == 0
     assert out["board"] == "mps2-an505" and out["arena_bytes_measured"] == out["arena_bytes_planned"]
     assert out["outputs_match"] is True and out["inputs"] == 2
+    assert out["inputs_semihosted"] is False
+
+
+@pytest.mark.qemu
+def test_measure_command_semihost_inputs_is_labelled(qemu_tools, tmp_path, capsys):
+    import dataclasses
+    import json
+
+    from tinysched.cli import main
+    from tinysched.device import MeasureResult
+
+    argv = ["measure", "selftest", "--board", "mps2-an386", "--inputs", "1", "-o", str(tmp_path)]
+    assert main([*argv, "--semihost-inputs", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["inputs_semihosted"] is True and out["outputs_match"] is True
+    result = MeasureResult(**{f.name: out[f.name] for f in dataclasses.fields(MeasureResult)})
+    assert "by SEMIHOSTING (--semihost-inputs, QEMU only)" in "\n".join(result.lines())
 
 
 # ---- on a real board ---------------------------------------------------------------------------------
@@ -277,15 +331,34 @@ def test_generated_model_on_qemu(qemu_tools, tmp_path, model, board):
     assert result.instructions and result.instructions > 10_000
 
 
+@pytest.mark.qemu
+def test_large_input_goes_over_the_uart_by_default(qemu_tools, tmp_path):
+    """An input set of more than 4 KiB (1x24x24x8 int8: 4,608 B) reaches QEMU over the UART, bit-exact."""
+    from tinysched.modelgen import random_branching_model
+
+    data = random_branching_model(seed=5, n_blocks=3, input_shape=(1, 24, 24, 8))
+    result = _measure_tflite(tmp_path, data, "mps2-an500", n_inputs=1)
+    assert result.hello["input_bytes"] == [24 * 24 * 8] and result.hello["semihosting"]
+    assert result.inputs_semihosted is False and result.to_json()["inputs_semihosted"] is False
+    assert "semihosting" not in "\n".join(result.lines()).lower()
+    assert result.outputs_match is True, result.mismatches
+    assert result.ok, result.mismatches
+
+
 # ---- every shared model that is supported and fits: in the default suite ---------------------------
 #
 # One input per model, on the first emulated board whose memory holds it (mps2-an500, the
 # Cortex-M7 that stands in for nucleo-f767; then mps3-an547). All models are measured once, two at a
 # time (QEMU, the cross compiler and the reference interpreter are separate processes), by a
-# module-scoped fixture; each model is then its own test. Large inputs reach the emulated harness by
-# semihosting (docs/firmware.md), so the whole set takes about a minute on two cores.
+# module-scoped fixture; each model is then its own test. Inputs go over the UART (as every
+# conversation with a device must), except that models whose input set is larger than 32 KiB
+# (mcunet_vww, mbv2, mcunetv2_large: 75-600 KB, 20 s to 3 min each at QEMU's 3-10 KB/s)
+# opt in to semihosting (`--semihost-inputs`, docs/firmware.md) to keep the suite's time budget;
+# their input path is the same harness code that the smaller models and
+# test_large_input_goes_over_the_uart_by_default exercise over the UART.
 
 SHARED_QEMU_BOARDS = ("mps2-an500", "mps3-an547")
+SHARED_SEMIHOST_ABOVE = 32 * 1024  # input bytes per set above which the shared test opts in to semihosting
 
 
 def _measure_shared(path, work):
@@ -300,12 +373,13 @@ def _measure_shared(path, work):
             return "skip", str(err)
         raise
     misfits = []
+    semihost = sum(len(x) for x in gen.inputs[0]) > SHARED_SEMIHOST_ABOVE
     for board in SHARED_QEMU_BOARDS:
         try:
             result = measure_sources(
                 gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
                 gen.arena_bytes_planned, work / board,
-                arena_high_water_planned=gen.arena_high_water_planned,
+                arena_high_water_planned=gen.arena_high_water_planned, semihost_inputs=semihost,
             )  # fmt: skip
         except DoesNotFit as err:
             misfits.append(str(err))
@@ -347,6 +421,7 @@ def test_shared_model_on_qemu(shared_results, path):
     assert result.outputs_match is True, result.mismatches
     assert result.outputs_agree_on_device, result.mismatches
     assert result.arena_bytes_measured == result.arena_high_water_planned, result.mismatches
+    assert result.inputs_semihosted == (sum(result.hello["input_bytes"]) > SHARED_SEMIHOST_ABOVE)
     assert result.ok
 
 

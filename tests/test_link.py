@@ -12,6 +12,7 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -25,6 +26,8 @@ from tinysched.link import (
     MSG_QUERY,
     MSG_RESULT,
     MSG_RUN,
+    RUN_INPUTS_SEMIHOSTED,
+    RUN_RESET_STATE,
     BadFrame,
     DeviceFault,
     DeviceLink,
@@ -33,6 +36,7 @@ from tinysched.link import (
     Hello,
     LinkError,
     RunResult,
+    crc32,
     encode_frame,
     encode_hello,
     encode_result,
@@ -110,9 +114,11 @@ class FakeDevice:
     (junk bytes before the answer), "slow" (result after a pause), "late-dup" (a stale frame first).
     """
 
-    def __init__(self, faults=(), hello=True):
+    def __init__(self, faults=(), hello=True, hello_msg=HELLO):
         self.faults = list(faults)
         self.hello = hello
+        self.hello_payload = encode_hello(hello_msg)
+        self.payloads = []  # every RUN request's payload, in order
         self.server = socket.create_server(("127.0.0.1", 0))
         self.server.settimeout(10)
         self.url = f"socket://127.0.0.1:{self.server.getsockname()[1]}"
@@ -135,7 +141,7 @@ class FakeDevice:
         dec = FrameDecoder()
         with conn:
             if self.hello:
-                conn.sendall(encode_frame(MSG_HELLO, 0, encode_hello(HELLO)))
+                conn.sendall(encode_frame(MSG_HELLO, 0, self.hello_payload))
             while not self.stop.is_set():
                 try:
                     data = conn.recv(4096)
@@ -149,12 +155,13 @@ class FakeDevice:
                     if isinstance(f, BadFrame):
                         conn.sendall(encode_frame(MSG_NAK, f.seq, b"\x01"))
                     elif f.type == MSG_QUERY and self.hello:
-                        conn.sendall(encode_frame(MSG_HELLO, f.seq, encode_hello(HELLO)))
+                        conn.sendall(encode_frame(MSG_HELLO, f.seq, self.hello_payload))
                     elif f.type == MSG_RUN:
                         self._run(conn, f)
 
     def _run(self, conn, f):
         self.requests += 1
+        self.payloads.append(f.payload)
         fault = self.faults.pop(0) if self.faults else "ok"
         x = f.payload[8:]
         result = encode_frame(
@@ -170,7 +177,7 @@ class FakeDevice:
         conn.sendall(encode_frame(MSG_ACK, f.seq))
         if fault == "reset":
             time.sleep(0.05)
-            conn.sendall(b"\x00\xff" + encode_frame(MSG_HELLO, 0, encode_hello(HELLO)))
+            conn.sendall(b"\x00\xff" + encode_frame(MSG_HELLO, 0, self.hello_payload))
             return
         if fault == "fault":
             conn.sendall(encode_frame(MSG_FAULT, 0, struct.pack("<4I", 0x1234, 0x100, 0x40000000, 3)))
@@ -192,8 +199,8 @@ class FakeDevice:
 def device_factory():
     made = []
 
-    def make(faults=(), hello=True, **link_kwargs):
-        dev = FakeDevice(faults, hello)
+    def make(faults=(), hello=True, hello_msg=HELLO, **link_kwargs):
+        dev = FakeDevice(faults, hello, hello_msg)
         kwargs = {"ack_timeout": 0.4, "run_timeout": 2.0, "retries": 3, **link_kwargs}
         link = DeviceLink.open(dev.url, **kwargs)
         made.append((dev, link))
@@ -290,3 +297,39 @@ def test_unreachable_port():
         port = s.getsockname()[1]
     with pytest.raises(LinkError, match="cannot open"):
         DeviceLink.open(f"socket://127.0.0.1:{port}")
+
+
+# ---- inputs over the serial link; semihosting only on request ------------------------------------------
+
+QEMU_HELLO = Hello(**{**HELLO.__dict__, "semihosting": True})  # a harness built for an emulated board
+
+
+def test_inputs_go_over_the_serial_link_by_default(device_factory):
+    """Even a harness that could read inputs by semihosting (QEMU) gets them over the link."""
+    dev, link = device_factory(hello_msg=QEMU_HELLO)
+    assert link.wait_hello(timeout=2).semihosting
+    r = link.run([X], reset_state=True)
+    assert r.outputs == (fake_output(X),)
+    assert dev.payloads == [struct.pack("<II", RUN_RESET_STATE, 0) + X]
+    assert link.inputs_semihosted == 0
+
+
+def test_semihosted_inputs_are_opt_in(device_factory, tmp_path):
+    """With a semihost folder the request carries the flag, the inputs' CRC-32 and a file's path."""
+    dev, link = device_factory(hello_msg=QEMU_HELLO, semihost_dir=tmp_path)
+    link.wait_hello(timeout=2)
+    link.run([X])
+    (payload,) = dev.payloads
+    flags, _reserved, crc = struct.unpack_from("<III", payload)
+    path = Path(payload[12:].rstrip(b"\0").decode())
+    assert flags & RUN_INPUTS_SEMIHOSTED and crc == crc32(X)
+    assert path.parent == tmp_path and path.read_bytes() == X
+    assert link.inputs_semihosted == 1
+
+
+def test_semihosted_inputs_refused_by_a_board_harness(device_factory, tmp_path):
+    dev, link = device_factory(semihost_dir=tmp_path)  # HELLO: no semihosting (a real board)
+    link.wait_hello(timeout=2)
+    with pytest.raises(LinkError, match="does not take inputs by semihosting"):
+        link.run([X])
+    assert dev.requests == 0

@@ -34,6 +34,9 @@ from tinysched.firmware import FirmwareImage, build_firmware, selftest_sources
 from tinysched.link import DeviceLink, Hello, LinkError, RunResult, open_port
 
 QEMU = "qemu-system-arm"
+SEMIHOST_REFUSED = (
+    "--semihost-inputs works only under emulation (QEMU): a real board gets its inputs over its serial port"
+)
 
 
 # ---- QEMU -------------------------------------------------------------------------------------------
@@ -90,7 +93,7 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
         raise TinyschedError(f"{QEMU} not found: install Debian's qemu-system-arm (`make setup`)")
     port = free_tcp_port()
     cmd = qemu_command(board, elf, port)
-    scratch = Path(tempfile.mkdtemp(prefix="tinysched-qemu-"))  # QEMU's log, semihosted inputs
+    scratch = Path(tempfile.mkdtemp(prefix="tinysched-qemu-"))  # QEMU's log, opt-in semihosted inputs
     log_path = scratch / "qemu.log"
     with log_path.open("wb") as log_file:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
@@ -113,8 +116,15 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def connect_qemu(session: QemuSession, *, timeout: float = 10.0, **link_kwargs: Any) -> DeviceLink:
-    """Opens the session's UART socket (retrying while QEMU comes up) as a DeviceLink."""
+def connect_qemu(
+    session: QemuSession, *, timeout: float = 10.0, semihost_inputs: bool = False, **link_kwargs: Any
+) -> DeviceLink:
+    """Opens the session's UART socket (retrying while QEMU comes up) as a DeviceLink.
+
+    Inputs travel over the UART, as to a board's tty. `semihost_inputs` (opt-in, a test-speed
+    shortcut that leaves the serial input path unexercised): they go by semihosting instead, as files
+    in the session's scratch folder (which lives as long as QEMU).
+    """
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -125,8 +135,8 @@ def connect_qemu(session: QemuSession, *, timeout: float = 10.0, **link_kwargs: 
             # QEMU hands the CMSDK UART one byte per main-loop turn: about 3-4 KB/s under -icount,
             # whatever the baud. The link sizes its acknowledgement timeout for 2 KB/s.
             link_kwargs.setdefault("baud", 20000)
-            # so large inputs go by semihosting (a file in a folder that lives as long as QEMU)
-            link_kwargs.setdefault("semihost_dir", session.log_path.parent)
+            if semihost_inputs:
+                link_kwargs["semihost_dir"] = session.log_path.parent
             return DeviceLink(port, name=f"{session.board.name} (qemu)", **link_kwargs)
         except LinkError as err:
             last = err
@@ -219,7 +229,9 @@ class MeasureResult:
     flash_command: list[str] | None = None
     qemu_command: list[str] | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)
-    inputs_semihosted: int = 0  # input sets that went by semihosting instead of the UART (QEMU)
+    # --semihost-inputs (QEMU only): every input set went by semihosting, not over the UART, so the
+    # serial input path was not exercised
+    inputs_semihosted: bool = False
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -265,7 +277,8 @@ class MeasureResult:
         ]
         if self.inputs_semihosted:
             out.append(
-                f"inputs sent     by semihosting ({self.inputs_semihosted} set(s)), the rest over the UART"
+                "inputs sent     by SEMIHOSTING (--semihost-inputs, QEMU only): the serial input path "
+                "was not exercised"
             )
         if self.retries:
             out.append(f"link            {self.retries} retried request(s)")
@@ -297,8 +310,14 @@ def measure_image(
     run_timeout: float = 120.0,
     log: Callable[[str], None] = lambda _m: None,
     link_hook: Callable[[DeviceLink], None] | None = None,
+    semihost_inputs: bool = False,
 ) -> MeasureResult:
-    """Runs a built image on `run_board` (QEMU when emulated, else the board on `port`)."""
+    """Runs a built image on `run_board` (QEMU when emulated, else the board on `port`).
+
+    Every input goes over the serial link unless `semihost_inputs` (emulated boards only).
+    """
+    if semihost_inputs and not run_board.emulated:
+        raise TinyschedError(SEMIHOST_REFUSED)
     requested = requested or run_board
     high_water_planned = arena_bytes_planned if arena_high_water_planned is None else arena_high_water_planned
     results: list[RunResult] = []
@@ -322,7 +341,9 @@ def measure_image(
             session = stack.enter_context(run_qemu(run_board, image.elf))
             qemu_cmd = session.command
             log(f"emulating: {shlex.join(session.command)}")
-            link = stack.enter_context(connect_qemu(session, run_timeout=run_timeout, log=log))
+            link = stack.enter_context(
+                connect_qemu(session, run_timeout=run_timeout, log=log, semihost_inputs=semihost_inputs)
+            )
         else:
             flash_cmd = flash(run_board, image.elf, log)
             url = port or find_board_port(run_board)
@@ -335,7 +356,7 @@ def measure_image(
             )
         hello = drive(link)
         retries = link.retries_used
-        semihosted = link.inputs_semihosted
+        semihosted = link.inputs_semihosted > 0
 
     mismatches: list[str] = []
     outputs_match: bool | None = None
@@ -410,6 +431,7 @@ def measure_sources(
     run_timeout: float = 120.0,
     log: Callable[[str], None] = lambda _m: None,
     arena_high_water_planned: int | None = None,
+    semihost_inputs: bool = False,
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -417,6 +439,7 @@ def measure_sources(
     stand-in (same core and compiler flags), and the size report is still checked against the
     requested board (the image must fit it). `inputs[i]` is one input set (bytes per graph input);
     `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
+    Inputs go over the serial link; `semihost_inputs` (emulated runs only) sends them by semihosting.
     """
     board = get_board(board) if isinstance(board, str) else board
     if emulate is None:
@@ -425,6 +448,8 @@ def measure_sources(
         raise TinyschedError(f"board {board.name} exists only under emulation: drop --port")
     if emulate and port is not None:
         raise TinyschedError("give either a port or --emulate, not both")
+    if semihost_inputs and not emulate:
+        raise TinyschedError(SEMIHOST_REFUSED)
     out_dir = Path(out_dir)
     run_board = board.stand_in() if emulate else board
     sources = [Path(s) for s in sources]
@@ -443,7 +468,7 @@ def measure_sources(
     result = measure_image(
         image, run_board, inputs, expected, arena_bytes_planned,
         arena_high_water_planned=arena_high_water_planned,
-        requested=board, port=port, run_timeout=run_timeout, log=log,
+        requested=board, port=port, run_timeout=run_timeout, log=log, semihost_inputs=semihost_inputs,
     )  # fmt: skip
     if run_board is not board:
         result.size = real.size.to_json()
@@ -486,6 +511,7 @@ def measure_selftest(
     fault: bool = False,
     spin: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    semihost_inputs: bool = False,
 ) -> MeasureResult:
     """`measure` on the hand-written self-test model: the harness and link end to end."""
     inputs = selftest_inputs(n_inputs)
@@ -495,7 +521,7 @@ def measure_selftest(
     defines += [f"-DSELFTEST_SPIN={spin}"] if spin else []
     return measure_sources(
         selftest_sources(), [], SELFTEST_SYMBOL, board, inputs, expected, arena_bytes, out_dir,
-        port=port, emulate=emulate, defines=defines, log=log,
+        port=port, emulate=emulate, defines=defines, log=log, semihost_inputs=semihost_inputs,
     )  # fmt: skip
 
 
@@ -596,11 +622,15 @@ def cmd_measure(args: Any) -> int:
     out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="tinysched-measure-"))
     emulate = True if args.emulate else (None if args.port is None else False)
     log = (lambda _m: None) if args.json else _stderr_log
+    semihost = bool(getattr(args, "semihost_inputs", False))
+    if semihost and args.port is not None:
+        raise TinyschedError(SEMIHOST_REFUSED)  # before the (slow) code generation
     recomputed = None  # the RecomputePlan under --recompute K
     if args.model == "selftest":
         result = measure_selftest(
-            board, out_dir, n_inputs=args.inputs, port=args.port, emulate=emulate, log=log
-        )
+            board, out_dir, n_inputs=args.inputs, port=args.port, emulate=emulate, log=log,
+            semihost_inputs=semihost,
+        )  # fmt: skip
     else:
         from tinysched.recompute import request_from_args
 
@@ -609,7 +639,7 @@ def cmd_measure(args: Any) -> int:
         result = measure_sources(
             gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
             gen.arena_bytes_planned, out_dir, port=args.port, emulate=emulate, log=log,
-            arena_high_water_planned=gen.arena_high_water_planned,
+            arena_high_water_planned=gen.arena_high_water_planned, semihost_inputs=semihost,
         )  # fmt: skip
         recomputed = gen.recompute
     if args.json:
@@ -645,6 +675,12 @@ def add_commands(sub: Any) -> None:
     measure.add_argument("--inputs", type=int, default=3, help="number of inputs to run (default 3)")
     measure.add_argument("-o", "--output", help="folder for the build (default: a temporary folder)")
     measure.add_argument("--json", action="store_true", help="print one JSON object")
+    measure.add_argument(
+        "--semihost-inputs",
+        action="store_true",
+        help="emulated boards only: send the inputs by QEMU semihosting instead of the UART (faster for "
+        "large inputs; does not exercise the serial input path; reported as inputs_semihosted)",
+    )
     from tinysched.recompute import add_recompute_arguments
 
     add_recompute_arguments(measure)

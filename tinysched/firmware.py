@@ -97,7 +97,7 @@ def board_defines(board: Board) -> list[str]:
         "-DTS_COUNTER_DWT" if board.counter == "dwt" else "-DTS_COUNTER_SYSTICK",
     ]
     if board.emulated:
-        d.append("-DTS_SEMIHOSTING")  # large inputs by semihosting under QEMU (docs/firmware.md)
+        d.append("-DTS_SEMIHOSTING")  # opt-in `measure --semihost-inputs` under QEMU (docs/firmware.md)
     if board.family.startswith("stm32"):
         tx_port, tx_pin = _pin(uart["tx"])
         rx_port, rx_pin = _pin(uart["rx"])

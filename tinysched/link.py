@@ -47,8 +47,7 @@ MSG_FAULT = ord("F")
 MSG_ERROR = ord("E")
 
 RUN_RESET_STATE = 1
-RUN_INPUTS_SEMIHOSTED = 4  # emulated boards: the inputs are in a host file, read by semihosting
-SEMIHOST_MIN_BYTES = 4096  # smaller input sets always travel over the UART
+RUN_INPUTS_SEMIHOSTED = 4  # opt-in, emulated boards only: the inputs are in a host file, read by semihosting
 
 NAK_REASONS = {1: "bad CRC", 2: "bad length", 3: "unknown frame type", 4: "bad header"}
 
@@ -365,7 +364,6 @@ class DeviceLink:
         baud: int = 115200,
         log: Callable[[str], None] | None = None,
         semihost_dir: str | Path | None = None,
-        semihost_min_bytes: int = SEMIHOST_MIN_BYTES,
     ):
         self.port = port
         self.name = name
@@ -380,10 +378,11 @@ class DeviceLink:
         self.seq = 0
         self.resets_seen = 0
         self.retries_used = 0
-        # Under QEMU only: input sets of at least semihost_min_bytes go through a file in this folder
-        # that the harness reads by semihosting (QEMU's UART takes 5-10 KB/s); None: always the UART.
+        # None (the default): every input set travels over the serial link, as on a board's tty.
+        # A folder (opt-in, QEMU only: `measure --semihost-inputs`): every input set goes through a
+        # file in it that the harness reads by semihosting, a test-speed shortcut (QEMU's UART takes
+        # 3-10 KB/s) that leaves the serial input path unexercised.
         self.semihost_dir = Path(semihost_dir) if semihost_dir is not None else None
-        self.semihost_min_bytes = semihost_min_bytes
         self.inputs_semihosted = 0
 
     @classmethod
@@ -480,7 +479,11 @@ class DeviceLink:
             )
         flags = RUN_RESET_STATE if reset_state else 0
         blob = b"".join(inputs)
-        if self.semihost_dir is not None and hello.semihosting and len(blob) >= self.semihost_min_bytes:
+        if self.semihost_dir is not None:
+            if not hello.semihosting:
+                raise LinkError(
+                    f"{self.name}: the harness does not take inputs by semihosting (built for a real board)"
+                )
             self.inputs_semihosted += 1
             path = self.semihost_dir / f"inputs-{self.inputs_semihosted}.bin"
             path.write_bytes(blob)

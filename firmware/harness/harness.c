@@ -398,8 +398,9 @@ static void handle_run(uint8_t seq)
 
 #ifdef TS_SEMIHOSTING
 /* QEMU's CMSDK UART takes one byte per turn of its main loop (5-10 KB/s whatever the baud), so on the
- * emulated boards a large input set travels as a host file read with Arm semihosting (BKPT 0xAB) in
- * one call. The request still arrives over the UART, with the inputs' CRC-32, which is checked. */
+ * emulated boards the host may opt in (`measure --semihost-inputs`, a test-speed shortcut) to send an
+ * input set as a host file read with Arm semihosting (BKPT 0xAB) in one call. The request still
+ * arrives over the UART, with the inputs' CRC-32, which is checked. By default inputs come over the UART. */
 static int semihost_call(uint32_t op, void *args)
 {
     register uint32_t r0 __asm("r0") = op;

@@ -31,7 +31,8 @@
 #define TS_RUN_RESET_STATE 1u /* run flag: call the model's reset() first */
 /* run flag, emulated boards only (built with TS_SEMIHOSTING, announced by TS_HELLO_SEMIHOSTING): the
  * payload is u32 flags, u32 reserved, u32 CRC-32 of the inputs, then the path of a host file holding
- * the inputs concatenated, which the harness reads by Arm semihosting and checks against the CRC. */
+ * the inputs concatenated, which the harness reads by Arm semihosting and checks against the CRC.
+ * Only sent when the host opts in (`measure --semihost-inputs`); by default inputs come over the UART. */
 #define TS_RUN_INPUTS_SEMIHOSTED 4u
 
 #define TS_NAK_BAD_CRC 1u
