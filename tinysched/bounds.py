@@ -278,6 +278,17 @@ class CutNetwork:
     def min_resident(self, forced_in: Iterable[int], forced_out: Iterable[int]) -> int | None:
         """Least resident bytes (less always-live ones) over down-sets D holding `forced_in` and none
         of `forced_out`; None when no such down-set exists."""
+        found = self._solve(forced_in, forced_out, want_downset=False)
+        return None if found is None else found[0]
+
+    def min_downset(self, forced_in: Iterable[int], forced_out: Iterable[int]) -> tuple[int, int] | None:
+        """Like `min_resident`, with a down-set reaching it: (resident bytes less always-live ones,
+        bitmask of D's operators), the source side of a minimum cut; None when no D exists."""
+        return self._solve(forced_in, forced_out, want_downset=True)
+
+    def _solve(
+        self, forced_in: Iterable[int], forced_out: Iterable[int], want_downset: bool
+    ) -> tuple[int, int] | None:
         forced_in = tuple(forced_in)
         forced_out = tuple(forced_out)
         flow = self.flow
@@ -287,6 +298,11 @@ class CutNetwork:
             flow.set_arc_capacity(self.force_out_arc[v], self.infinite)
         status = flow.solve(self.SOURCE, self.SINK)
         value = flow.optimal_flow()
+        downset = 0
+        if want_downset and status == flow.OPTIMAL and value < self.infinite:
+            for node in flow.get_source_side_min_cut():
+                if 2 <= node < 2 + self.problem.n_ops:
+                    downset |= 1 << (node - 2)
         for v in forced_in:
             flow.set_arc_capacity(self.force_in_arc[v], 0)
         for v in forced_out:
@@ -294,7 +310,7 @@ class CutNetwork:
         self.solved += 1
         if status != flow.OPTIMAL:
             raise RuntimeError(f"max-flow failed with status {status}")
-        return None if value >= self.infinite else int(value)
+        return None if value >= self.infinite else (int(value), downset)
 
     # ---- the per-step bounds ---------------------------------------------------------------
 

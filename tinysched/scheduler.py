@@ -2,7 +2,8 @@
 
 One time budget covers these stages, each only run while the best order is not yet proven:
 
-1. upper bounds: the stored order and fast heuristics (`HEURISTICS`, name -> function);
+1. upper bounds: the stored order and fast heuristics (`HEURISTICS`, name -> function), one of
+   them splitting an order along the minimum cut at its peak (`cut_bisection`);
 2. lower bounds from single-operator minimum cuts (tinysched.bounds); a bound equal to the best
    peak certifies the order at once;
 3. windows: large-neighbourhood search that reorders stretches of the best order around its peak
@@ -20,6 +21,7 @@ explains each argument."""
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import os
@@ -28,7 +30,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tinysched.bounds import LowerBound, OrderingProblem, iter_bits, lower_bound
+from tinysched.bounds import (
+    CutNetwork,
+    LowerBound,
+    OrderingProblem,
+    iter_bits,
+    lower_bound,
+    trivial_bound,
+)
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 
@@ -243,6 +252,82 @@ def depth_first_stored(problem: OrderingProblem) -> list[int]:
     return _post_order(problem, heavy_first=False)
 
 
+def cut_bisection(problem: OrderingProblem, max_cuts: int = 200) -> list[int]:
+    """Split an order at its peak along the minimum cut that bounds that peak (HMCOS-style).
+
+    Start from `depth_first_heavy`. The order is a sequence of segments whose boundaries stay put
+    (the operators before a boundary stay before it, so reordering inside a segment changes no
+    step outside it). Take the first peak step, running v in segment [lo, hi): the cheapest
+    down-set D that holds everything before lo and v's predecessors, and neither v nor anything
+    after hi, is a minimum cut (`CutNetwork.min_downset`). If running v right after D is cheaper
+    than the peak, reorder the segment as D's operators, v, the rest (each in their current
+    order) and make both sides of v new segments. Stop when the peak step's cut cannot lower it
+    (or at once when the start order already meets the trivial bound); return the best order seen.
+    Each cut finishes whatever the cheapest executed set finishes, e.g. a whole layer of an
+    unrolled recurrence, whatever order the file stores the operators in.
+    """
+    order = depth_first_heavy(problem)
+    n = len(order)
+    steps = problem.step_profile(order)
+    if n < 2 or max(steps) <= trivial_bound(problem).bytes:
+        return order
+    net = CutNetwork(problem)
+    bounds = [0, n]  # segment boundaries, sorted
+    best, best_key = list(order), _peak_key(steps)
+    successors, predecessors = problem.successors, problem.predecessors
+    readers, out = problem.freeable_consumers, problem.output_bytes
+    position = [0] * n
+    for i, u in enumerate(order):
+        position[u] = i
+    for _ in range(max_cuts):
+        peak = max(steps)
+        s = steps.index(peak)
+        k = bisect.bisect_right(bounds, s)
+        lo, hi = bounds[k - 1], bounds[k]
+        if hi - lo < 2:
+            break
+        v = order[s]
+        # Forcing the prefix's operators with a successor outside it (or none) into D forces the
+        # whole prefix (every other one is their ancestor); likewise out of D for the suffix.
+        forced_in = [
+            u for u in order[:lo] if not successors[u] or any(position[w] >= lo for w in successors[u])
+        ]
+        forced_out = [
+            u for u in order[hi:] if not predecessors[u] or any(position[w] < hi for w in predecessors[u])
+        ]
+        found = net.min_downset((*predecessors[v], *forced_in), (v, *forced_out))
+        if found is None or found[0] + problem.always_bytes + out[v] >= peak:
+            break
+        downset = found[1]
+        segment = order[lo:hi]
+        left = [u for u in segment if downset >> u & 1]
+        order[lo:hi] = left + [v] + [u for u in segment if u != v and not downset >> u & 1]
+        for i in range(lo, hi):
+            position[order[i]] = i
+        for b in (lo + len(left), lo + len(left) + 1):
+            if lo < b < hi:
+                bisect.insort(bounds, b)
+        # only the segment's steps change: replay it from the bytes resident at lo
+        resident = steps[lo] - out[segment[0]]
+        pending: dict[int, int] = {}
+        for i in range(lo, hi):
+            u = order[i]
+            steps[i] = resident + out[u]
+            resident += problem.kept_output_bytes[u]
+            for t in problem.op_freeable_inputs[u]:
+                if t not in pending:
+                    pending[t] = sum(1 for c in readers[t] if position[c] >= lo)
+                pending[t] -= 1
+                if not pending[t]:
+                    resident -= problem.freeable_bytes[t]
+            if i == 0:
+                resident -= problem.first_step_only_bytes
+        key = _peak_key(steps)
+        if key < best_key:
+            best, best_key = list(order), key
+    return best
+
+
 HEURISTICS: dict[str, Callable[[OrderingProblem], list[int]]] = {
     "stored": lambda problem: list(range(problem.n_ops)),
     "greedy_step": greedy_step,
@@ -251,6 +336,7 @@ HEURISTICS: dict[str, Callable[[OrderingProblem], list[int]]] = {
     "depth_first": depth_first,
     "depth_first_heavy": depth_first_heavy,
     "depth_first_stored": depth_first_stored,
+    "cut_bisection": cut_bisection,
 }
 
 
