@@ -87,15 +87,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     print(f"model       {graph.source}  (sha256 {graph.sha256[:16]}...)")
     if graph.description:
         print(f"description {graph.description}")
-    print(f"operators   {len(graph.operators)}: "
-          + ", ".join(f"{k} x{v}" for k, v in graph.op_types.items()))
+    print(f"operators   {len(graph.operators)}: " + ", ".join(f"{k} x{v}" for k, v in graph.op_types.items()))
     print(f"order       {'from ' + args.order if args.order else 'stored order'}")
     print()
     print(f"{'step':>4} {'op':>4} {'type':<28} {'live bytes':>12}  born / freed")
     for s in prof.steps:
         mark = " <- peak" if s.step == prof.peak_step else ""
-        print(f"{s.step:>4} {s.op:>4} {graph.operators[s.op].opcode:<28} {s.live_bytes:>12,}  "
-              f"+{list(s.born)} -{list(s.freed)}{mark}")
+        print(
+            f"{s.step:>4} {s.op:>4} {graph.operators[s.op].opcode:<28} {s.live_bytes:>12,}  "
+            f"+{list(s.born)} -{list(s.freed)}{mark}"
+        )
     print()
     print(f"peak (activations, rw)    {format_bytes(prof.peak_bytes)} at step {prof.peak_step}")
     for t in prof.peak_tensors:
@@ -393,7 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     analyze = sub.add_parser("analyze", help="per-step live memory of a model under an order")
     analyze.add_argument("model", help=".tflite file")
-    analyze.add_argument("--order", help="JSON list of operator indices to evaluate instead of the stored order")
+    analyze.add_argument(
+        "--order", help="JSON list of operator indices to evaluate instead of the stored order"
+    )
     analyze.add_argument("--json", action="store_true", help="print one JSON object")
     analyze.set_defaults(func=cmd_analyze)
 
