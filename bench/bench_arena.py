@@ -25,7 +25,8 @@ from tinysched.arena import plan_model  # noqa: E402
 from tinysched.check import check_plan  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
 from tinysched.reader import read_model  # noqa: E402
-from tinysched.tflm import random_inputs, run_tflm, tflm_model  # noqa: E402
+from tinysched.reference import random_inputs  # noqa: E402
+from tinysched.tflm import run_tflm, tflm_model  # noqa: E402
 
 COMMAND = "PYTHONPATH=. /tmp/venv/bin/python bench/bench_arena.py --update-doc docs/BENCHMARKS.md"
 HEADER = (
@@ -43,7 +44,7 @@ def bench_model(path: Path) -> tuple[str, bool, bool]:
     placement_seconds = time.perf_counter() - started - sched.seconds
     check_plan(graph, plan)
     model_bytes = path.read_bytes()
-    inputs = random_inputs(model_bytes, seed=0)
+    inputs = random_inputs(model_bytes, seed=0, count=1)[0]
     try:
         stock = run_tflm(model_bytes, inputs)
         ours = run_tflm(tflm_model(model_bytes, plan), inputs)

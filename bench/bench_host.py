@@ -104,12 +104,11 @@ def static_ram(directory: Path, prefix: str, kernels: tuple[str, ...]) -> int | 
 
 
 def tflm_total_arena(model: Path) -> int | None:
-    from tinysched.tflm import random_inputs as tflm_inputs
     from tinysched.tflm import run_tflm
 
     data = model.read_bytes()
     try:
-        return run_tflm(data, tflm_inputs(data)).total_bytes
+        return run_tflm(data, random_inputs(data, seed=0, count=1)[0]).total_bytes
     except (TinyschedError, AttributeError):
         return None
 

@@ -163,19 +163,8 @@ def arena_buffers(
     When `order` repeats operators (recomputation) there is one Buffer per execution instance,
     lifetimes from `memory.instance_lifetimes`; a plain order is the case where every instance is 0."""
     check_alignment(alignment)
-    if is_sequence(order):
-        return tuple(
-            Buffer(
-                life.tensor,
-                graph.tensors[life.tensor].name,
-                life.nbytes,
-                align_up(life.nbytes, alignment),
-                life.first_step,
-                life.last_step,
-                life.instance,
-            )
-            for life in instance_lifetimes(graph, order)[0]
-        )
+    repeats = is_sequence(order)
+    lives = instance_lifetimes(graph, order)[0] if repeats else lifetimes(graph, order)
     return tuple(
         Buffer(
             life.tensor,
@@ -184,8 +173,9 @@ def arena_buffers(
             align_up(life.nbytes, alignment),
             life.first_step,
             life.last_step,
+            life.instance if repeats else 0,
         )
-        for life in lifetimes(graph, order)
+        for life in lives
     )
 
 

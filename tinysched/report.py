@@ -143,10 +143,11 @@ def stock_tflm_arena(model_bytes: bytes | None) -> dict[str, Any]:
             return {"available": False, "reason": "the tflite-micro package is not installed"}
     except (ImportError, ValueError):
         return {"available": False, "reason": "the tflite-micro package is not installed"}
-    from tinysched.tflm import random_inputs, run_tflm
+    from tinysched.reference import random_inputs
+    from tinysched.tflm import run_tflm
 
     try:
-        run = run_tflm(model_bytes, random_inputs(model_bytes), timeout=120.0)
+        run = run_tflm(model_bytes, random_inputs(model_bytes, seed=0, count=1)[0], timeout=120.0)
     except TinyschedError as err:
         return {"available": False, "reason": str(err)}
     return {

@@ -93,25 +93,6 @@ class TflmRun:
 _ALLOCATION_LINE = re.compile(r"Arena allocation (total|head|tail) (\d+) bytes")
 
 
-def random_inputs(model_bytes: bytes, seed: int = 0) -> list[np.ndarray]:
-    """One reproducible random input per graph input, covering each integer type's full range."""
-    graph = parse_model(model_bytes)
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for t in graph.inputs:
-        tensor = graph.tensors[t]
-        dtype = np.dtype(tensor.dtype)
-        if dtype.kind == "f":
-            arrays.append(rng.standard_normal(tensor.shape).astype(dtype))
-        elif dtype.kind == "b":
-            arrays.append(rng.integers(0, 2, tensor.shape).astype(dtype))
-        else:
-            info = np.iinfo(dtype)
-            lo, hi = max(info.min, -(2**15)), min(info.max, 2**15 - 1)
-            arrays.append(rng.integers(lo, hi, tensor.shape, endpoint=True).astype(dtype))
-    return arrays
-
-
 def run_tflm(model_bytes: bytes, inputs: Sequence[np.ndarray], timeout: float = 300.0) -> TflmRun:
     """Invoke the model once in tflite-micro (child process); outputs and the reported arena sizes."""
     with tempfile.TemporaryDirectory(prefix="tinysched-tflm-") as tmp:
