@@ -337,6 +337,7 @@ class GeneratedModule:
     input_shapes: tuple[tuple[int, ...], ...]
     output_shapes: tuple[tuple[int, ...], ...]
     weights_bytes: int
+    op_kernels: tuple[tuple[int, str], ...] = ()  # (operator, C kernel function) in run order
 
 
 def _dims_strides(shape: Sequence[int]) -> list[int]:
@@ -1203,6 +1204,7 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         input_shapes=tuple(tuple(r["shape"]) for r in inputs),
         output_shapes=tuple(tuple(r["shape"]) for r in outputs),
         weights_bytes=context["weights_bytes"],
+        op_kernels=tuple((c.op, c.kernel) for c in calls if c.first_run),
     )
 
 

@@ -15,12 +15,10 @@ cycles.
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from tinysched.boards import Board, get_board
+from tinysched.build.firmware import FirmwareImage, build_firmware, selftest_sources
+from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
-from tinysched.firmware import FirmwareImage, build_firmware, selftest_sources
 from tinysched.link import DeviceLink, Hello, LinkError, RunResult, open_port
 
 QEMU = "qemu-system-arm"
@@ -416,9 +415,7 @@ def measure_image(
 
 
 def measure_sources(
-    sources: Sequence[Path],
-    include_dirs: Sequence[Path],
-    model_info_symbol: str,
+    sources: SourceSet,
     board: Board | str,
     inputs: Sequence[Sequence[bytes]],
     expected: Sequence[Sequence[bytes]] | None,
@@ -452,17 +449,11 @@ def measure_sources(
         raise TinyschedError(SEMIHOST_REFUSED)
     out_dir = Path(out_dir)
     run_board = board.stand_in() if emulate else board
-    sources = [Path(s) for s in sources]
-    includes = [Path(p) for p in include_dirs]
     if run_board is not board:
         # the requested board's own image: proves the model fits it and gives its size report
-        real = build_firmware(
-            sources, includes, model_info_symbol, board, out_dir / board.name, defines=list(defines)
-        )
+        real = build_firmware(sources, board, out_dir / board.name, defines=list(defines))
         log("\n".join(real.size.lines()))
-    image = build_firmware(
-        sources, includes, model_info_symbol, run_board, out_dir / run_board.name, defines=list(defines)
-    )
+    image = build_firmware(sources, run_board, out_dir / run_board.name, defines=list(defines))
     if run_board is board:
         log("\n".join(image.size.lines()))
     result = measure_image(
@@ -520,168 +511,6 @@ def measure_selftest(
     defines += ["-DSELFTEST_FAULT"] if fault else []
     defines += [f"-DSELFTEST_SPIN={spin}"] if spin else []
     return measure_sources(
-        selftest_sources(), [], SELFTEST_SYMBOL, board, inputs, expected, arena_bytes, out_dir,
+        selftest_sources(), board, inputs, expected, arena_bytes, out_dir,
         port=port, emulate=emulate, defines=defines, log=log, semihost_inputs=semihost_inputs,
     )  # fmt: skip
-
-
-def _stderr_log(msg: str) -> None:
-    print(msg, file=sys.stderr)
-
-
-# ---- tools per test tier ---------------------------------------------------------------------------------
-
-TIER_TOOLS = {
-    "host": ("cc",),
-    "qemu": (QEMU, "arm-none-eabi-gcc", "arm-none-eabi-objcopy"),
-    "hardware": ("arm-none-eabi-gcc",),
-}
-
-
-def missing_tools(tier: str) -> list[str]:
-    """Tools a test tier needs that are not on PATH."""
-    return [t for t in TIER_TOOLS.get(tier, ()) if shutil.which(t) is None]
-
-
-def required_tiers() -> set[str]:
-    """Tiers whose missing tools fail instead of skip: TINYSCHED_REQUIRE=qemu,host (CI sets it)."""
-    return {t.strip() for t in os.environ.get("TINYSCHED_REQUIRE", "").split(",") if t.strip()}
-
-
-# ---- command line (`tinysched boards`, `tinysched measure`) ---------------------------------------------
-
-
-@dataclass
-class GeneratedModel:
-    """What `measure` needs from the code generator for one .tflite model."""
-
-    sources: list[Path]
-    include_dirs: list[Path]
-    model_info_symbol: str
-    arena_bytes_planned: int
-    inputs: list[list[bytes]]
-    expected: list[list[bytes]] | None
-    arena_high_water_planned: int | None = None
-    recompute: Any = None  # the RecomputePlan, when --recompute made operators run again
-
-
-def generate_for_measure(
-    model: Path, out_dir: Path, n_inputs: int, seed: int = 0, recompute: Any = None
-) -> GeneratedModel:
-    """Generates C for `model` (the code generator), N seeded random inputs and their reference
-    outputs (TFLite's reference kernels, tinysched.reference). `recompute`: a
-    `recompute.RecomputeRequest` (operators may run again; outputs stay bit-identical)."""
-    from tinysched import reference
-    from tinysched.hostbuild import generate_module, write_sources
-
-    if n_inputs < 1:
-        raise TinyschedError("--inputs must be 1 or more")
-    graph, _schedule, plan, module = generate_module(model, recompute=recompute)
-    directory = Path(out_dir)
-    write_sources(module, graph, directory)
-    sources = [directory / f"{module.prefix}.c", directory / f"{module.prefix}_weights.c"]
-    sources += [directory / "tinysched" / "kernels" / f"{k}.c" for k in module.kernels]
-    input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
-    results = reference.run_reference_many(model, input_sets)
-    return GeneratedModel(
-        sources=sources,
-        include_dirs=[directory, directory / "tinysched" / "include", directory / "tinysched" / "kernels"],
-        model_info_symbol=f"{module.prefix}_info",
-        arena_bytes_planned=int(plan.arena_bytes),
-        arena_high_water_planned=int(plan.high_water_bytes),
-        inputs=[[bytes(memoryview(a.tobytes())) for a in inputs] for inputs in input_sets],
-        expected=[[a.tobytes() for a in r.outputs] for r in results],
-        recompute=_schedule if recompute is not None and recompute.active else None,
-    )
-
-
-def cmd_boards(args: Any) -> int:
-    from tinysched.boards import all_boards
-
-    boards = all_boards()
-    if args.json:
-        import json
-
-        json.dump([b.summary() for b in boards], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    print(f"{'board':<19} {'core':<11} {'fpu':<17} {'clock':>8} {'flash':>9} {'ram':>9}  runs on / aliases")
-    for b in boards:
-        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {b.emulated_by}"
-        print(
-            f"{b.name:<19} {b.core:<11} {b.fpu + '/' + b.float_abi:<17} {b.cpu_hz / 1e6:>5.0f}MHz "
-            f"{b.flash_bytes // 1024:>6}KiB {b.ram_bytes // 1024:>6}KiB  {runs}; {', '.join(b.aliases)}"
-        )
-    return 0
-
-
-def cmd_measure(args: Any) -> int:
-    import json
-
-    board = get_board(args.board)
-    out_dir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="tinysched-measure-"))
-    emulate = True if args.emulate else (None if args.port is None else False)
-    log = (lambda _m: None) if args.json else _stderr_log
-    semihost = bool(getattr(args, "semihost_inputs", False))
-    if semihost and args.port is not None:
-        raise TinyschedError(SEMIHOST_REFUSED)  # before the (slow) code generation
-    recomputed = None  # the RecomputePlan under --recompute K
-    if args.model == "selftest":
-        result = measure_selftest(
-            board, out_dir, n_inputs=args.inputs, port=args.port, emulate=emulate, log=log,
-            semihost_inputs=semihost,
-        )  # fmt: skip
-    else:
-        from tinysched.recompute import request_from_args
-
-        request = request_from_args(args)
-        gen = generate_for_measure(Path(args.model), out_dir / "model", args.inputs, recompute=request)
-        result = measure_sources(
-            gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
-            gen.arena_bytes_planned, out_dir, port=args.port, emulate=emulate, log=log,
-            arena_high_water_planned=gen.arena_high_water_planned, semihost_inputs=semihost,
-        )  # fmt: skip
-        recomputed = gen.recompute
-    if args.json:
-        payload = result.to_json()
-        if recomputed is not None:
-            payload.update(recomputed.as_json())
-        json.dump(payload, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print("\n".join(result.lines()))
-        if recomputed is not None:
-            from tinysched.recompute import summary_lines
-
-            print("\n".join(summary_lines(recomputed)))
-    return 0 if result.ok else 1
-
-
-def add_commands(sub: Any) -> None:
-    """Registers `boards` and `measure` on the main parser's sub-parsers."""
-    boards = sub.add_parser("boards", help="list the boards tinysched can build for (boards.yaml)")
-    boards.add_argument("--json", action="store_true", help="print one JSON list")
-    boards.set_defaults(func=cmd_boards)
-
-    measure = sub.add_parser(
-        "measure",
-        help="build, run on the device (or QEMU), compare outputs and the measured arena with the plan",
-    )
-    measure.add_argument("model", help=".tflite file, or `selftest` for the harness's own test model")
-    measure.add_argument("--board", required=True, help="board name or alias (see `tinysched boards`)")
-    where = measure.add_mutually_exclusive_group()
-    where.add_argument("--port", help="serial port of a real board (tty path or pyserial URL)")
-    where.add_argument("--emulate", action="store_true", help="run under qemu-system-arm (the default)")
-    measure.add_argument("--inputs", type=int, default=3, help="number of inputs to run (default 3)")
-    measure.add_argument("-o", "--output", help="folder for the build (default: a temporary folder)")
-    measure.add_argument("--json", action="store_true", help="print one JSON object")
-    measure.add_argument(
-        "--semihost-inputs",
-        action="store_true",
-        help="emulated boards only: send the inputs by QEMU semihosting instead of the UART (faster for "
-        "large inputs; does not exercise the serial input path; reported as inputs_semihosted)",
-    )
-    from tinysched.recompute import add_recompute_arguments
-
-    add_recompute_arguments(measure)
-    measure.set_defaults(func=cmd_measure)

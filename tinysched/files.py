@@ -1,23 +1,150 @@
-"""Writing outputs atomically, so an interrupted or failed run never leaves a half-written file."""
+"""Writing outputs so that a failed or interrupted run never leaves a half-written file or folder,
+and never replaces something tinysched did not write.
+
+`write_atomic` writes one file through a temporary sibling and a rename. `output_folder` stages a
+whole folder beside its target and swaps it in only when everything in it succeeded; the folder is
+marked (`MARKER`) so that a later run may replace it, while a folder holding anything else is
+refused unless the user says `--force`. Files and folders follow the user's umask.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
+import stat
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from tinysched import __version__
+from tinysched.errors import TinyschedError
+
+MARKER = ".tinysched-output"  # a file in every folder tinysched wrote
+STAGING_TAG = ".tinysched-staging-"
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _refuse_os_error(path: Path, err: OSError, doing: str) -> TinyschedError:
+    return TinyschedError(f"{path}: cannot {doing}: {err.strerror or err}")
 
 
 def write_atomic(path: str | Path, data: bytes | str) -> Path:
-    """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
+    """Write `data` to `path` through a temporary file in the same folder and an atomic rename.
+
+    Only a regular file (or nothing) is replaced: a folder, a device or a pipe at `path` is refused."""
     path = Path(path)
     payload = data.encode() if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_symlink() or path.exists():
+        mode = path.stat().st_mode if path.exists() else 0
+        if path.is_dir():
+            raise TinyschedError(f"{path}: is a folder; give a file name to write to")
+        if path.exists() and not stat.S_ISREG(mode):
+            raise TinyschedError(f"{path}: exists and is not a regular file; refusing to replace it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise _refuse_os_error(path, err, "write") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
+        os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, path)
+    except OSError as err:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise _refuse_os_error(path, err, "write") from None
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def is_tinysched_folder(path: Path) -> bool:
+    return (path / MARKER).is_file()
+
+
+def _check_target(target: Path, force: bool, keep: Sequence[Path]) -> None:
+    """Refuse output folders whose replacement would delete what the user needs."""
+    resolved = target.resolve()
+    home = Path.home().resolve()
+    if resolved == Path(resolved.anchor) or resolved == home or resolved == Path.cwd().resolve():
+        raise TinyschedError(f"{target}: refusing to replace this folder; give a new folder for the output")
+    for path in keep:
+        p = Path(path).resolve()
+        if p == resolved or resolved in p.parents:
+            raise TinyschedError(f"{target}: holds the input {path}; give another folder for the output")
+    if not target.exists() and not target.is_symlink():
+        return
+    if target.is_symlink() or not target.is_dir():
+        raise TinyschedError(f"{target}: exists and is not a folder")
+    if force or is_tinysched_folder(target):
+        return
+    if any(target.iterdir()):
+        raise TinyschedError(
+            f"{target}: folder is not empty and was not written by tinysched; "
+            "give --force to replace it, or another folder"
+        )
+
+
+def _remove_stale_staging(parent: Path, name: str) -> None:
+    """Staging folders of killed runs (their process is gone) are removed by the next run."""
+    for stale in parent.glob(f".{name}{STAGING_TAG}*"):
+        pid_text = stale.name.rsplit(STAGING_TAG, 1)[-1].split(".", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+@contextlib.contextmanager
+def output_folder(target: str | Path, *, force: bool = False, keep: Sequence[Path] = ()) -> Iterator[Path]:
+    """A staging folder for everything that belongs in `target`; it replaces `target` on success.
+
+    `target` may be absent, empty, a folder tinysched wrote, or (with `force`) any folder; the
+    paths in `keep` (the input model) must not be inside it. On any failure `target` is left as
+    it was and the staging folder is removed."""
+    if str(target).strip() == "":
+        raise TinyschedError("output folder name is empty")
+    target = Path(target).absolute()
+    _check_target(target, force, keep)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_staging(target.parent, target.name)
+        staging = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}{STAGING_TAG}{os.getpid()}.", dir=target.parent)
+        )
+        os.chmod(staging, 0o777 & ~_umask())
+    except OSError as err:
+        raise _refuse_os_error(target, err, "create the output folder") from None
+    try:
+        yield staging
+        (staging / MARKER).write_text(json.dumps({"written_by": "tinysched", "version": __version__}) + "\n")
+        _replace_dir(staging, target)
+    except OSError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise _refuse_os_error(target, err, "write the output folder") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _replace_dir(staging: Path, target: Path) -> None:
+    """Move `staging` to `target`, replacing an existing folder as close to atomically as POSIX allows."""
+    backup = None
+    if target.exists():
+        backup = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+        os.replace(target, backup / target.name)
+    os.replace(staging, target)
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)

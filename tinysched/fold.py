@@ -61,6 +61,11 @@ class FoldResult:
         return f"{self.count} operator(s) folded at compile time ({kinds})"
 
 
+def no_folding(graph: Graph) -> FoldResult:
+    """The identity folding: every operator runs (`plan --tflm` reorders the file's own operators)."""
+    return FoldResult(graph, (), tuple(range(len(graph.operators))), {})
+
+
 # Graphs produced by `fold_constants`, so that later stages can report what was folded.
 _FOLDED: weakref.WeakKeyDictionary[Graph, FoldResult] = weakref.WeakKeyDictionary()
 

@@ -33,12 +33,11 @@ from tinysched.graph import Graph
 __all__ = [
     "RecomputePlan",
     "RecomputeRequest",
-    "add_recompute_arguments",
     "cannot_gain",
     "macs",
     "plan_recompute",
     "recomputable",
-    "request_from_args",
+    "request_from_values",
     "sequence_lower_bound",
     "total_macs",
 ]
@@ -788,38 +787,16 @@ class RecomputeRequest:
     def active(self) -> bool:
         return self.k > 0
 
-    def plan(self, graph: Graph) -> RecomputePlan:
-        return plan_recompute(graph, self.k, self.ram_budget, self.mac_budget_percent, self.time_limit)
+    def plan(self, graph: Graph, time_limit: float | None = None) -> RecomputePlan:
+        """The plan within `time_limit` seconds (default: the request's own)."""
+        limit = self.time_limit if time_limit is None else time_limit
+        return plan_recompute(graph, self.k, self.ram_budget, self.mac_budget_percent, limit)
 
 
-def add_recompute_arguments(parser: Any) -> None:
-    """The recomputation flags, the same on schedule, plan, build, verify and measure."""
-    parser.add_argument(
-        "--recompute",
-        type=int,
-        default=0,
-        metavar="K",
-        help="let each operator run up to 1 + K times when that lowers the peak (default 0: never)",
-    )
-    parser.add_argument(
-        "--ram-budget",
-        type=int,
-        metavar="BYTES",
-        help="with --recompute: fewest extra MACs that fit this peak, instead of the lowest peak",
-    )
-    parser.add_argument(
-        "--mac-budget",
-        type=float,
-        metavar="PERCENT",
-        help="with --recompute: cap the extra MACs at this share of one inference",
-    )
-
-
-def request_from_args(args: Any, time_limit: float | None = None) -> RecomputeRequest | None:
-    """The request the parsed flags make, or None without --recompute (the plain pipeline)."""
-    k = getattr(args, "recompute", 0) or 0
-    ram_budget = getattr(args, "ram_budget", None)
-    mac_budget = getattr(args, "mac_budget", None)
+def request_from_values(
+    k: int, ram_budget: int | None, mac_budget: float | None, time_limit: float | None = None
+) -> RecomputeRequest | None:
+    """`--recompute K --ram-budget B --mac-budget P` checked, or None without recomputation."""
     if k < 0:
         raise TinyschedError(f"--recompute must be 0 or more, got {k}")
     if ram_budget is not None and ram_budget < 0:

@@ -1,0 +1,350 @@
+"""`build` and `verify`: plan, generate, compile; for verify also run and compare with TFLite.
+
+`build` is the pipeline end to end, each stage a call on the record of the stage before:
+read -> pipeline.plan -> pipeline.generate -> build.build_host / build.build_board -> report
+metadata (+ the comparisons it shows) -> one output folder, swapped in only when all succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tinysched.boards import Board, get_board
+from tinysched.build import build_board, build_host
+from tinysched.build.firmware import FirmwareImage, firmware_metadata, toolchain_version
+from tinysched.build.sources import write_sources
+from tinysched.commands.common import (
+    StageClock,
+    add_output_arguments,
+    format_bytes,
+    print_json,
+    read_bytes,
+)
+from tinysched.errors import TinyschedError
+from tinysched.files import output_folder
+from tinysched.pipeline import Planned, add_plan_arguments, generate, options_from_args, plan
+from tinysched.reader import read_model
+from tinysched.recompute import summary_lines
+from tinysched.report import NO_COMPARISONS, CompareOptions, collect_metadata, compare, write_beside_firmware
+from tinysched.report.compare import DEFAULT_RECOMPUTE_KS, DEFAULT_RECOMPUTE_TIME_LIMIT
+
+
+def add_compare_arguments(parser: Any) -> None:
+    """The comparisons the report shows and that cost time: each can be switched off."""
+    parser.add_argument(
+        "--tflm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run stock TFLM (tflite-micro, when installed) for its arena, shown in the report (default on)",
+    )
+    parser.add_argument(
+        "--recompute-tradeoff",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="search the recomputation trade-off for k = 0, 1, 2 for the report (default on)",
+    )
+    parser.add_argument(
+        "--recompute-time-limit",
+        type=float,
+        metavar="S",
+        help=f"seconds per k for the trade-off (default {DEFAULT_RECOMPUTE_TIME_LIMIT:g})",
+    )
+
+
+def compare_options_from_args(args: Any) -> CompareOptions:
+    limit = getattr(args, "recompute_time_limit", None)
+    if limit is None:
+        limit = DEFAULT_RECOMPUTE_TIME_LIMIT
+    elif not 0 <= limit < float("inf"):
+        raise TinyschedError("--recompute-time-limit must be a non-negative number of seconds")
+    return CompareOptions(
+        stock_tflm=getattr(args, "tflm", True),
+        recompute_ks=DEFAULT_RECOMPUTE_KS if getattr(args, "recompute_tradeoff", True) else (),
+        recompute_time_limit=limit,
+    )
+
+
+def kernels_of(module: Any) -> dict[int, str]:
+    """The C kernel each operator of the planned graph calls (from the generated module)."""
+    return dict(module.op_kernels)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What `build` wrote into `directory`."""
+
+    directory: Path
+    planned: Planned
+    module: Any  # codegen.GeneratedModule
+    board: Board | None
+    image: FirmwareImage | None  # firmware builds
+    runner: Path | None  # host builds, compiled
+    metadata: Path
+    record: dict[str, Any]
+    stage_seconds: dict[str, float]
+
+
+def build_model(
+    model: str | Path,
+    out_dir: str | Path,
+    board: str = "host",
+    *,
+    args: Any = None,
+    prefix: str | None = None,
+    compile: bool = True,
+    opt: str = "-O2",
+    report: bool = True,
+    force: bool = False,
+    verbose: bool = False,
+) -> BuildResult:
+    """The `build` verb as a function: `args` carries the planning and comparison flags."""
+    args = args if args is not None else argparse.Namespace()
+    target_board = None if board == "host" else get_board(board)
+    options = options_from_args(args)
+    comparisons = compare_options_from_args(args) if report else NO_COMPARISONS
+    clock = StageClock(verbose)
+    model_path = Path(model)
+    model_bytes = read_bytes(model_path)
+    graph = read_model(model_path)
+    clock.lap("read")
+    planned = plan(graph, options)
+    clock.lap("plan")
+    clock.report(planned.stage_seconds, "plan")
+    module = generate(planned, prefix)
+    clock.lap("generate")
+    image, emulated, runner, size = None, None, None, None
+    with output_folder(out_dir, force=force, keep=[model_path]) as staging:
+        if target_board is None:
+            host = build_host(
+                module, staging, model_name=graph.source, sha256=graph.sha256, compile=compile, opt=opt
+            )
+            runner = host.runner
+        elif compile:
+            images = build_board(module, target_board, staging)
+            image, emulated = images.image, images.emulated
+            size = image.size.to_json()
+        else:
+            write_sources(module, staging / "src")
+        clock.lap("compile" if compile else "write sources")
+        model_copy = f"{module.prefix}.tflite"
+        shutil.copyfile(model_path, staging / model_copy)
+        record = build_record(planned, module, target_board, image, model_copy, graph.sha256)
+        if emulated is not None:
+            record["emulated_image"] = {
+                "board": emulated.board,
+                "elf": str(emulated.elf.relative_to(staging)),
+                "sha256": emulated.sha256,
+                "size_report": emulated.size.to_json(),
+            }
+        facts = None
+        if image is not None and target_board is not None:
+            facts = firmware_metadata(image, target_board, planned.arena, toolchain_version())
+        facts = {**(facts or {"kind": "host" if target_board is None else "sources"}), **record}
+        comparisons_run = compare(planned, model_bytes, comparisons)
+        clock.lap("compare")
+        note = None
+        if target_board is not None:
+            note = "read from the ELF of this build" if size is not None else "firmware not built"
+        doc = collect_metadata(
+            planned,
+            board=target_board,
+            kernels=kernels_of(module),
+            size=size,
+            size_note=note,
+            comparisons=comparisons_run,
+            extra=facts,
+        )
+        written = write_beside_firmware(staging, module.prefix, doc, rendered=report)
+        clock.lap("report" if report else "metadata")
+    directory = Path(out_dir).absolute()
+    if image is not None:
+        image = image.moved(staging, directory)
+    if runner is not None:
+        runner = directory / runner.name
+    return BuildResult(
+        directory,
+        planned,
+        module,
+        target_board,
+        image,
+        runner,
+        directory / written["json"].name,
+        record,
+        clock.seconds,
+    )
+
+
+def build_record(
+    planned: Planned, module: Any, board: Board | None, image: FirmwareImage | None, model_copy: str, sha: str
+) -> dict[str, Any]:
+    """The keys `measure BUILD_DIR` reads (under "build" in <prefix>_metadata.json)."""
+    options = planned.options
+    return {
+        "prefix": module.prefix,
+        "target": "host" if board is None else board.name,
+        "model_file": model_copy,
+        "model_sha256": sha,
+        "image_sha256": image.sha256 if image is not None else None,
+        "model_info_symbol": f"{module.prefix}_info",
+        "arena_bytes": int(planned.arena.arena_bytes),
+        "arena_high_water_bytes": int(planned.arena.high_water_bytes),
+        "arena_alignment": int(planned.arena.alignment),
+        "plan_options": {
+            "alignment": options.alignment,
+            "time_limit": options.time_limit,
+            "recompute": None
+            if options.recompute is None
+            else {
+                "k": options.recompute.k,
+                "ram_budget": options.recompute.ram_budget,
+                "mac_budget_percent": options.recompute.mac_budget_percent,
+            },
+        },
+    }
+
+
+def print_build(result: BuildResult) -> None:
+    module, planned, board = result.module, result.planned, result.board
+    graph = planned.source
+    print(f"model       {graph.source}  (sha256 {graph.sha256[:16]}...)")
+    arena = planned.arena
+    if board is None:
+        print("board       host")
+        print(
+            f"arena       {format_bytes(arena.arena_bytes)}, aligned to {arena.alignment} (one static array)"
+        )
+    else:
+        stand_in = f", emulated by {board.emulated_by}" if board.emulated_by else ""
+        print(
+            f"board       {board.name}: {board.mcu}, {board.core} at {board.cpu_hz / 1e6:.0f} MHz{stand_in}"
+        )
+        print(
+            f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
+            f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"
+        )
+    print(f"weights     {format_bytes(module.weights_bytes)} (const arrays, in flash)")
+    print(f"kernels     {', '.join(module.kernels)}")
+    if planned.folding.count:
+        print(f"folding     {planned.folding.summary()}: no code, no arena; the plan is for the folded graph")
+    if planned.recompute is not None:
+        print("\n".join(summary_lines(planned.recompute, format_bytes)))
+    if result.image is not None:
+        print()
+        print("\n".join(result.image.size.lines()))
+        print()
+        files = [result.image.elf, result.image.bin, result.image.hex, result.image.map]
+        print(f"wrote       {result.directory}/ ({', '.join(p.name for p in files if p)}, src/)")
+    else:
+        print(f"wrote       {result.directory}/ ({', '.join(sorted(module.files))}, runner.c, Makefile)")
+    if result.runner is not None:
+        print(f"runner      {result.runner}  (run INPUTS OUTPUTS COUNT | bench INPUTS N)")
+    print(f"metadata    {result.metadata}  (and the report beside it)")
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    result = build_model(
+        args.model,
+        args.output,
+        args.board,
+        args=args,
+        prefix=args.prefix,
+        compile=not args.no_compile,
+        opt=args.opt,
+        report=not args.no_report,
+        force=args.force,
+        verbose=args.verbose,
+    )
+    print_build(result)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from tinysched.verify import verify
+
+    if args.board != "host":
+        raise TinyschedError(f"board {args.board!r} is not supported by verify; supported: host")
+    planned = plan(read_model(args.model), options_from_args(args))
+    module = generate(planned)
+    result = verify(
+        args.model,
+        planned,
+        module,
+        n_inputs=args.inputs,
+        seed=args.seed,
+        input_files=args.input_file or (),
+        opt=args.opt,
+        sanitize=args.sanitize,
+    )
+    if args.json:
+        print_json(result.as_json())
+        return 0 if result.outputs_match else 1
+    verdict = (
+        "all outputs bit-exact" if result.outputs_match else f"{len(result.mismatches)} output(s) differ"
+    )
+    print(f"model       {result.model}")
+    print(
+        f"reference   {result.reference}"
+        + (f" (fallback: {result.fallback_reason})" if result.fallback_reason else "")
+    )
+    print(f"inputs      {result.inputs} set(s), seed {args.seed}" + (", ASan+UBSan" if args.sanitize else ""))
+    print(f"arena       {format_bytes(result.arena_bytes)}")
+    if result.recompute is not None:
+        print("\n".join(summary_lines(result.recompute, format_bytes)))
+    print(f"result      {verdict}")
+    for m in result.mismatches[:10]:
+        print(
+            f"  input set {m['input_set']} output {m['output']} ({m['name']}): "
+            + ", ".join(f"{k} {v}" for k, v in m.items() if k not in ("input_set", "output", "name"))
+        )
+    return 0 if result.outputs_match else 1
+
+
+def register(sub: Any) -> None:
+    build_p = sub.add_parser(
+        "build",
+        help="generate C for a model and compile it for the host or cross-compile firmware for a board",
+    )
+    build_p.add_argument("model", help=".tflite file")
+    build_p.add_argument(
+        "--board", default="host", help="host (default), or a board from `tinysched boards`: .elf/.bin/.hex"
+    )
+    add_output_arguments(build_p)
+    build_p.add_argument("--prefix", help="C symbol prefix (default: the model file name, sanitised)")
+    build_p.add_argument("--opt", default="-O2", help="optimisation flag for the host compiler (default -O2)")
+    add_plan_arguments(build_p)
+    build_p.add_argument("--no-compile", action="store_true", help="write the sources without compiling")
+    build_p.add_argument(
+        "--no-report",
+        action="store_true",
+        help="write only <prefix>_metadata.json, no rendered report and no comparisons",
+    )
+    add_compare_arguments(build_p)
+    build_p.add_argument("-v", "--verbose", action="store_true", help="print each stage's time on stderr")
+    build_p.set_defaults(func=cmd_build)
+
+    verify_p = sub.add_parser(
+        "verify", help="build, run and compare every output byte with TFLite's reference"
+    )
+    verify_p.add_argument("model", help=".tflite file")
+    verify_p.add_argument("--board", default="host", help="target board (default and only one so far: host)")
+    verify_p.add_argument(
+        "--inputs", type=int, default=10, metavar="N", help="seeded random input sets (default 10)"
+    )
+    verify_p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    verify_p.add_argument(
+        "--input-file",
+        action="append",
+        metavar="FILE",
+        help="also run this input set (.npy, .npz or raw bytes of all inputs); repeatable",
+    )
+    verify_p.add_argument(
+        "--opt", default="-O2", help="optimisation flag for the host compiler (default -O2)"
+    )
+    verify_p.add_argument("--sanitize", action="store_true", help="compile with AddressSanitizer and UBSan")
+    verify_p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_plan_arguments(verify_p)
+    verify_p.set_defaults(func=cmd_verify)

@@ -1,0 +1,114 @@
+"""What every verb shares: byte formatting, JSON output, progress, stage timing, reading inputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tinysched.errors import TinyschedError
+from tinysched.report.format import fmt_bytes
+
+format_bytes = fmt_bytes  # one format for sizes, in the terminal and in the report
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def read_bytes(path: str | Path, what: str = "model") -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise TinyschedError(f"{path}: cannot read {what}: {err.strerror or err}") from None
+
+
+def read_order_file(path: str | Path) -> list[int]:
+    """A JSON list of operator indices, or an object with an `order` list (as `schedule --json` prints)."""
+    try:
+        payload = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise TinyschedError(f"{path}: cannot read order file: {err.strerror or err}") from None
+    except json.JSONDecodeError as err:
+        raise TinyschedError(f"{path}: not JSON: {err.msg} at line {err.lineno}") from None
+    if isinstance(payload, dict):
+        payload = payload.get("order")
+    if not isinstance(payload, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in payload
+    ):
+        raise TinyschedError(f"{path}: an order is a JSON list of operator indices")
+    return payload
+
+
+class TerminalProgress:
+    """Progress lines on stderr, only on a terminal and only once a solve has run for a second."""
+
+    DELAY = 1.0
+
+    def __init__(self) -> None:
+        self._clock = time.perf_counter
+        self._started = self._clock()
+        self._latest: str | None = None
+        self._printed: str | None = None
+        self._timer = threading.Timer(self.DELAY, self._flush) if sys.stderr.isatty() else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __call__(self, message: str) -> None:
+        self._latest = message
+        if self._timer is not None and self._clock() - self._started >= self.DELAY:
+            self._flush()
+
+    def _flush(self) -> None:
+        message = self._latest
+        if message is not None and message != self._printed:
+            self._printed = message
+            elapsed = self._clock() - self._started
+            print(f"tinysched: [{elapsed:5.1f} s] {message}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+class StageClock:
+    """`-v`: each stage's time on stderr as it ends; silent otherwise."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose = verbose
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = round(now - self._last, 3)
+        self._last = now
+        if self.verbose:
+            print(f"tinysched: {stage:<22} {self.seconds[stage]:8.3f} s", file=sys.stderr, flush=True)
+
+    def report(self, stages: dict[str, float], prefix: str) -> None:
+        """Sub-stage times measured elsewhere (e.g. the planner's own)."""
+        for name, seconds in stages.items():
+            self.seconds[f"{prefix}.{name}"] = round(seconds, 3)
+            if self.verbose:
+                label = f"{prefix}: {name}"
+                print(f"tinysched:   {label:<20} {seconds:8.3f} s", file=sys.stderr, flush=True)
+
+
+def add_output_arguments(parser: Any, *, required: bool = True) -> None:
+    """`-o DIR` and `--force`, the same on every verb that writes a folder."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=required,
+        metavar="DIR",
+        help="output folder: created, or replaced if tinysched wrote it (it appears only when complete)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace the output folder even if tinysched did not write it"
+    )

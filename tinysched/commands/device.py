@@ -1,0 +1,221 @@
+"""`boards` and `measure`: the boards tinysched builds for, and running a build on one.
+
+`measure BUILD_DIR` runs exactly the image `build` wrote (its ELF's sha256 is checked against the
+build's metadata and reported), on the board over `--port` or on the QEMU stand-in that `build`
+compiled the same sources for. `measure MODEL --board B` is the shortcut: `build` (same flags) into
+`-o DIR` or a temporary folder, then `measure` of that folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tinysched import reference
+from tinysched.boards import Board, all_boards, get_board
+from tinysched.build.elfsize import SizeReport
+from tinysched.build.firmware import FirmwareImage
+from tinysched.commands.build import add_compare_arguments, build_model
+from tinysched.commands.common import add_output_arguments, print_json
+from tinysched.device import SEMIHOST_REFUSED, MeasureResult, measure_image, measure_selftest
+from tinysched.errors import TinyschedError
+from tinysched.files import is_tinysched_folder
+from tinysched.pipeline import add_plan_arguments
+
+
+def cmd_boards(args: argparse.Namespace) -> int:
+    boards = all_boards()
+    if args.json:
+        print_json([b.summary() for b in boards])
+        return 0
+    print(f"{'board':<19} {'core':<11} {'fpu':<17} {'clock':>8} {'flash':>9} {'ram':>9}  runs on / aliases")
+    for b in boards:
+        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {b.emulated_by}"
+        print(
+            f"{b.name:<19} {b.core:<11} {b.fpu + '/' + b.float_abi:<17} {b.cpu_hz / 1e6:>5.0f}MHz "
+            f"{b.flash_bytes // 1024:>6}KiB {b.ram_bytes // 1024:>6}KiB  {runs}; {', '.join(b.aliases)}"
+        )
+    return 0
+
+
+def read_build(directory: Path) -> dict[str, Any]:
+    """The metadata document of a firmware build folder, checked to describe a built image."""
+    if not is_tinysched_folder(directory):
+        raise TinyschedError(f"{directory}: not a folder written by `tinysched build`")
+    docs = sorted(directory.glob("*_metadata.json"))
+    if len(docs) != 1:
+        raise TinyschedError(f"{directory}: expected one <prefix>_metadata.json, found {len(docs)}")
+    try:
+        doc = json.loads(docs[0].read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise TinyschedError(f"{docs[0]}: cannot read the build's metadata: {err}") from None
+    build = doc.get("build") if isinstance(doc, dict) else None
+    if not isinstance(build, dict) or "target" not in build:
+        raise TinyschedError(f"{docs[0]}: no build record (written by another version?)")
+    if build["target"] == "host":
+        raise TinyschedError(f"{directory}: a host build; `tinysched verify MODEL` checks host code")
+    if build.get("kind") != "firmware":
+        raise TinyschedError(f"{directory}: holds sources only (built with --no-compile)")
+    return doc
+
+
+def _image(directory: Path, elf: str, sha256: str, symbol: str, size: dict[str, Any], board: Board) -> Any:
+    path = directory / elf
+    try:
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as err:
+        raise TinyschedError(f"{path}: cannot read the image: {err.strerror or err}") from None
+    if actual != sha256:
+        raise TinyschedError(f"{path}: the image changed since `build` wrote it (sha256 differs)")
+    return FirmwareImage(board.name, path, None, path, path, path, symbol, SizeReport.from_json(size), actual)
+
+
+def measure_build(
+    directory: Path,
+    *,
+    port: str | None,
+    emulate: bool,
+    n_inputs: int,
+    seed: int = 0,
+    log: Any = lambda _m: None,
+    semihost_inputs: bool = False,
+) -> tuple[MeasureResult, dict[str, Any]]:
+    """Run a build folder's image; returns the result and the build record."""
+    doc = read_build(directory)
+    record = doc["build"]
+    board = get_board(record["target"])
+    if n_inputs < 1:
+        raise TinyschedError("--inputs must be 1 or more")
+    if semihost_inputs and not emulate:
+        raise TinyschedError(SEMIHOST_REFUSED)
+    model = directory / record["model_file"]
+    symbol = record["model_info_symbol"]
+    if emulate and not board.emulated:
+        emulated = record.get("emulated_image")
+        if not emulated:
+            raise TinyschedError(f"{directory}: {board.name} has no emulated stand-in image in this build")
+        run_board = get_board(emulated["board"])
+        image = _image(
+            directory, emulated["elf"], emulated["sha256"], symbol, emulated["size_report"], run_board
+        )
+    else:
+        if not emulate and board.emulated:
+            raise TinyschedError(f"board {board.name} exists only under emulation: drop --port")
+        run_board = board
+        image = _image(
+            directory, record["files"]["elf"], record["image_sha256"], symbol, record["size_report"], board
+        )
+    input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
+    expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(model, input_sets)]
+    inputs = [[a.tobytes() for a in s] for s in input_sets]
+    result = measure_image(
+        image, run_board, inputs, expected, int(record["arena_bytes"]),
+        arena_high_water_planned=int(record["arena_high_water_bytes"]), requested=board,
+        port=None if emulate else port, log=log, semihost_inputs=semihost_inputs,
+    )  # fmt: skip
+    result.size = dict(record["size_report"])
+    if run_board is not board:
+        result.size["emulated_image"] = record["emulated_image"]["size_report"]
+    return result, {**record, "ran_image_sha256": image.sha256, "build_dir": str(directory)}
+
+
+def _stderr_log(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    emulate = bool(args.emulate or args.port is None)
+    log = (lambda _m: None) if args.json else _stderr_log
+    semihost = bool(args.semihost_inputs)
+    if semihost and args.port is not None:
+        raise TinyschedError(SEMIHOST_REFUSED)  # before the (slow) code generation
+    target = Path(args.target)
+    record: dict[str, Any] | None = None
+    if args.target == "selftest":
+        if not args.board:
+            raise TinyschedError("measure selftest needs --board B")
+        with tempfile.TemporaryDirectory(prefix="tinysched-measure-") as tmp:
+            result = measure_selftest(
+                get_board(args.board), Path(tmp), n_inputs=args.inputs, port=args.port,
+                emulate=emulate if args.port is None else False, log=log, semihost_inputs=semihost,
+            )  # fmt: skip
+    elif target.is_dir():
+        if args.board or args.output:
+            raise TinyschedError(f"{target}: a build folder already names its board; drop --board and -o")
+        result, record = measure_build(
+            target, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
+        )
+    else:
+        if not args.board:
+            raise TinyschedError(
+                "measure MODEL needs --board B (or give a folder written by `tinysched build`)"
+            )
+        with tempfile.TemporaryDirectory(prefix="tinysched-measure-") as tmp:
+            out = Path(args.output) if args.output else Path(tmp) / "build"
+            log(f"building {target} for {args.board} into {out}")
+            build_model(target, out, args.board, args=args, report=False, force=args.force)
+            result, record = measure_build(
+                out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
+            )
+    recomputed = _recompute_of(record)
+    if args.json:
+        payload = result.to_json()
+        if record is not None:
+            payload["image_sha256"] = record["ran_image_sha256"]
+            payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
+        if recomputed is not None:
+            payload["recompute"] = recomputed
+        print_json(payload)
+    else:
+        print("\n".join(result.lines()))
+        if record is not None:
+            print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
+        if recomputed is not None:
+            print(f"recompute   k={recomputed['k']}: the build runs a recomputation sequence")
+    return 0 if result.ok else 1
+
+
+def _recompute_of(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return (record.get("plan_options") or {}).get("recompute")
+
+
+def register(sub: Any) -> None:
+    boards = sub.add_parser("boards", help="list the boards tinysched can build for (boards.yaml)")
+    boards.add_argument("--json", action="store_true", help="print one JSON list")
+    boards.set_defaults(func=cmd_boards)
+
+    measure = sub.add_parser(
+        "measure",
+        help="run a build on the board (or its QEMU stand-in): outputs and measured arena against the plan",
+    )
+    measure.add_argument(
+        "target",
+        metavar="BUILD_DIR|MODEL",
+        help="a folder written by `tinysched build --board B`; or a .tflite file (built first, with "
+        "--board and the planning flags); or `selftest` for the harness's own test model",
+    )
+    measure.add_argument(
+        "--board", help="with MODEL or selftest: board name or alias (see `tinysched boards`)"
+    )
+    where = measure.add_mutually_exclusive_group()
+    where.add_argument("--port", help="serial port of a real board (tty path or pyserial URL)")
+    where.add_argument("--emulate", action="store_true", help="run under qemu-system-arm (the default)")
+    measure.add_argument("--inputs", type=int, default=3, help="number of inputs to run (default 3)")
+    measure.add_argument("--json", action="store_true", help="print one JSON object")
+    measure.add_argument(
+        "--semihost-inputs",
+        action="store_true",
+        help="emulated boards only: send the inputs by QEMU semihosting instead of the UART (faster for "
+        "large inputs; does not exercise the serial input path; reported as inputs_semihosted)",
+    )
+    add_output_arguments(measure, required=False)
+    add_plan_arguments(measure)
+    add_compare_arguments(measure)
+    measure.set_defaults(func=cmd_measure)

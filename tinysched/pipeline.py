@@ -1,0 +1,201 @@
+"""The planning pipeline as two functions between frozen records.
+
+    plan(graph, PlanOptions) -> Planned          fold, schedule (+certificate), recompute, place, check
+    generate(planned, prefix) -> GeneratedModule the C sources (tinysched.codegen)
+
+Every verb that plans (`plan`, `build`, `verify`, `measure MODEL`, `report`) builds its `PlanOptions`
+with `add_plan_arguments` / `options_from_args`, so a flag means the same thing everywhere, and
+`--time-limit S` is the whole planning budget, split between the stages by `stage_budget` (the one
+place that says how).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinysched.arena import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
+from tinysched.check import check_plan
+from tinysched.errors import TinyschedError
+from tinysched.fold import FoldResult, fold_constants, no_folding
+from tinysched.graph import Graph
+from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
+from tinysched.scheduler import Schedule, schedule
+
+DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
+MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Everything a user can ask of planning; one record travels through every verb."""
+
+    alignment: int = DEFAULT_ALIGNMENT
+    time_limit: float = DEFAULT_TIME_LIMIT  # the whole planning budget, seconds
+    recompute: RecomputeRequest | None = None  # None: every operator runs once
+    fold: bool = True  # evaluate shape/constant sub-graphs at compile time
+
+    def __post_init__(self) -> None:
+        check_alignment(self.alignment)
+        if self.alignment > MAX_ALIGNMENT:
+            raise TinyschedError(f"--alignment must be at most {MAX_ALIGNMENT} bytes, got {self.alignment}")
+        if not 0 <= self.time_limit < math.inf:
+            raise TinyschedError(
+                f"--time-limit must be a non-negative number of seconds, got {self.time_limit}"
+            )
+
+    @property
+    def recomputing(self) -> bool:
+        return self.recompute is not None and self.recompute.active
+
+
+@dataclass(frozen=True)
+class StageBudget:
+    schedule: float  # certified order search (or the recomputation search, which schedules itself)
+    placement: float  # offsets (greedy placers, then CP-SAT, over the orders of equal peak)
+
+
+# Shares of --time-limit. Scheduling gets most: placement of a certified order is usually proven by
+# the greedy placers in milliseconds, while order search on irregular graphs uses all it gets.
+SCHEDULE_SHARE = 5 / 6
+PLACEMENT_SHARE = 1 / 6
+
+
+def stage_budget(options: PlanOptions) -> StageBudget:
+    """How `options.time_limit` is split between the stages (the one place that says so)."""
+    return StageBudget(
+        schedule=options.time_limit * SCHEDULE_SHARE, placement=options.time_limit * PLACEMENT_SHARE
+    )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A model planned for code generation: everything later stages read, nothing they recompute."""
+
+    source: Graph  # the model as read
+    graph: Graph  # what is placed and generated: folded, with declared kernel scratch tensors
+    folding: FoldResult
+    schedule: Schedule  # the certified (or best found) order of `graph`
+    recompute: RecomputePlan | None  # the sequence that runs, when operators run again
+    arena: ArenaPlan  # offsets for `run_order`
+    options: PlanOptions
+    codegen_note: str | None  # why the code generator cannot take this model (None: it can)
+    stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
+
+    @property
+    def run_order(self) -> tuple[int, ...]:
+        """What the firmware runs: the order, or the recomputation sequence."""
+        return self.arena.order
+
+    def source_operator(self, op: int) -> int:
+        """Operator index in the input model of operator `op` of the planned graph."""
+        return self.folding.operator_map[op]
+
+
+def plan(graph: Graph, options: PlanOptions = PlanOptions()) -> Planned:
+    """Fold, check what the code generator can take, schedule, place and re-check the placement."""
+    from tinysched import codegen
+
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+    budget = stage_budget(options)
+    folding = fold_constants(graph) if options.fold else no_folding(graph)
+    placed = folding.graph
+    note = None
+    try:
+        codegen.check_supported(placed)
+        placed = codegen.with_scratch(placed, codegen.scratch_needs(placed))
+    except TinyschedError as err:
+        note = str(err)
+    seconds["fold"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    rplan = None
+    if options.recomputing:
+        assert options.recompute is not None
+        rplan = options.recompute.plan(placed, budget.schedule / 2)
+        sched = schedule(placed, time_limit=budget.schedule / 2)
+        seconds["schedule"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        arena = plan_arena(placed, rplan.sequence, options.alignment, budget.placement)
+    else:
+        sched, arena = plan_model(
+            placed,
+            alignment=options.alignment,
+            time_limit=budget.placement,
+            schedule_time_limit=budget.schedule,
+        )
+        seconds["schedule"] = sched.seconds
+    seconds["placement"] = arena.seconds
+    clock = time.perf_counter()
+    check_plan(placed, arena)
+    seconds["check"] = time.perf_counter() - clock
+    return Planned(graph, placed, folding, sched, rplan, arena, options, note, seconds)
+
+
+def generate(planned: Planned, prefix: str | None = None) -> Any:
+    """The C module of a planned model (a codegen.GeneratedModule); refuses what it cannot lower."""
+    from tinysched import codegen
+
+    if planned.codegen_note is not None:
+        raise TinyschedError(planned.codegen_note)
+    return codegen.generate(planned.graph, planned.arena, prefix=prefix, schedule=planned.schedule)
+
+
+# ---- the command line's view -------------------------------------------------------------------------
+
+
+def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
+    """The planning flags, the same on every verb that plans (`schedule` places nothing, so it has
+    no --alignment and gives its whole --time-limit to the order search)."""
+    if placement:
+        parser.add_argument(
+            "--alignment",
+            type=int,
+            default=DEFAULT_ALIGNMENT,
+            metavar="BYTES",
+            help=f"tensor offset and arena alignment in bytes (default {DEFAULT_ALIGNMENT})",
+        )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds for all of planning: order search and placement (default {DEFAULT_TIME_LIMIT:g})",
+    )
+    parser.add_argument(
+        "--recompute",
+        type=int,
+        default=0,
+        metavar="K",
+        help="let each operator run up to 1 + K times when that lowers the peak (default 0: never)",
+    )
+    parser.add_argument(
+        "--ram-budget",
+        type=int,
+        metavar="BYTES",
+        help="with --recompute: fewest extra MACs that fit this peak, instead of the lowest peak",
+    )
+    parser.add_argument(
+        "--mac-budget",
+        type=float,
+        metavar="PERCENT",
+        help="with --recompute: cap the extra MACs at this share of one inference",
+    )
+
+
+def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
+    """The PlanOptions the parsed flags ask for (flags a verb lacks take their defaults)."""
+    request = request_from_values(
+        getattr(args, "recompute", 0) or 0,
+        getattr(args, "ram_budget", None),
+        getattr(args, "mac_budget", None),
+    )
+    return PlanOptions(
+        alignment=getattr(args, "alignment", DEFAULT_ALIGNMENT),
+        time_limit=getattr(args, "time_limit", DEFAULT_TIME_LIMIT),
+        recompute=request,
+        fold=fold,
+    )

@@ -1,0 +1,407 @@
+"""The metadata document: one versioned JSON record of a planned (and maybe built and measured)
+model, from which every form of the report renders (schema in docs/report-schema.md).
+
+`build` writes it beside the firmware as `<name>_metadata.json`; `report` builds it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tinysched import __version__
+from tinysched.errors import TinyschedError
+from tinysched.report.format import percent
+
+SCHEMA = "tinysched.metadata"
+SCHEMA_VERSION = 1
+TIGHT_MARGIN = 0.05  # below 5 % free a region is "tight" (as in build.elfsize.TIGHT_MARGIN)
+FORMATS = ("html", "md", "json")
+
+# What each placement key of a board puts into its region, in the firmware lead's words.
+PLACEMENT_ROLES = {
+    "text": "code",
+    "rodata": "weights and constants",
+    "data": "data, bss, stack",
+    "arena": "arena",
+}
+
+
+# ---- flash and RAM per region ---------------------------------------------------------------------
+
+
+def _region_roles(board: Any) -> dict[str, list[str]]:
+    roles: dict[str, list[str]] = {r.name: [] for r in board.memory}
+    for key, region in board.placement.items():
+        if key in PLACEMENT_ROLES and region in roles and PLACEMENT_ROLES[key] not in roles[region]:
+            roles[region].append(PLACEMENT_ROLES[key])
+    return roles
+
+
+def _region_entry(
+    name: str, kind: str, origin: int, size: int, used: int, holds: list[str], complete: bool
+) -> dict[str, Any]:
+    free = size - used
+    if used > size:
+        status = "overflow"
+    elif size and free < TIGHT_MARGIN * size and used:
+        status = "tight"
+    else:
+        status = "ok"
+    return {
+        "name": name,
+        "kind": kind,
+        "origin": origin,
+        "size_bytes": size,
+        "used_bytes": used,
+        "free_bytes": free,
+        "percent_used": percent(used, size),
+        "status": status,
+        "used_complete": complete,
+        "holds": holds,
+    }
+
+
+def fit_from_size_report(board: Any, size: dict[str, Any]) -> dict[str, Any]:
+    """The fit section from a firmware size report (firmware.SizeReport.to_json())."""
+    roles = _region_roles(board)
+    regions = [
+        _region_entry(
+            r["name"], r["kind"], r["origin"], r["length"], r["used"], roles.get(r["name"], []), True
+        )
+        for r in size["regions"]
+    ]
+    return _fit(regions, "elf", size.get("flash_code"), None, size)
+
+
+def fit_estimate(board: Any, weights_bytes: int, arena_bytes: int, note: str) -> dict[str, Any]:
+    """Without an ELF: what is known to land in each region (weights, arena, stack), code unknown."""
+    roles = _region_roles(board)
+    used = {r.name: 0 for r in board.memory}
+    used[board.placement["rodata"]] += weights_bytes
+    used[board.placement["arena"]] += arena_bytes
+    used[board.placement["data"]] += board.stack_bytes
+    regions = []
+    for r in board.memory:
+        holds = roles[r.name]
+        complete = not holds  # a region holding nothing of ours is complete at 0; others lack code/.data
+        regions.append(_region_entry(r.name, r.kind, r.origin, r.length, used[r.name], holds, complete))
+    return _fit(regions, "estimate", None, note, None)
+
+
+def _fit(
+    regions: list[dict[str, Any]],
+    source: str,
+    code_bytes: int | None,
+    note: str | None,
+    size: dict[str, Any] | None,
+) -> dict[str, Any]:
+    overflow = [r["name"] for r in regions if r["status"] == "overflow"]
+    tight = [r["name"] for r in regions if r["status"] == "tight"]
+    if overflow:
+        verdict, text = "does-not-fit", f"does not fit: {', '.join(overflow)} overflow"
+    elif source != "elf":
+        verdict = "unknown"
+        text = "weights, arena and stack fit; code size unknown (firmware not built)"
+    elif tight:
+        verdict, text = "tight", f"fits, tight in {', '.join(tight)} (under {TIGHT_MARGIN:.0%} free)"
+    else:
+        verdict, text = "fits", "fits"
+    return {
+        "verdict": verdict,
+        "fits": False if overflow else (True if source == "elf" else None),
+        "text": text,
+        "source": source,
+        "note": note,
+        "code_bytes": code_bytes,
+        "regions": regions,
+        "size_report": size,
+    }
+
+
+# ---- measured on the device ---------------------------------------------------------------------------
+
+
+MEASURED_KEYS = (
+    "board",
+    "ran_on",
+    "emulated_by",
+    "arena_bytes_planned",
+    "arena_bytes_measured",
+    "arena_bytes_touched",
+    "stack_bytes_measured",
+    "stack_bytes_total",
+    "outputs_match",
+    "inputs",
+    "cycles",
+    "instructions",
+    "count_unit",
+)
+
+
+def read_measured(path: str | Path) -> dict[str, Any]:
+    """The JSON `tinysched measure --json` prints, checked for the keys the report uses."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise TinyschedError(f"{path}: cannot read measurement: {err.strerror or err}") from None
+    except json.JSONDecodeError as err:
+        raise TinyschedError(f"{path}: not JSON: {err.msg} at line {err.lineno}") from None
+    if not isinstance(data, dict) or "arena_bytes_measured" not in data:
+        raise TinyschedError(f"{path}: not the JSON of `tinysched measure --json` (no arena_bytes_measured)")
+    return data
+
+
+def measured_section(measured: dict[str, Any], arena_bytes: int) -> dict[str, Any]:
+    out = {k: measured.get(k) for k in MEASURED_KEYS}
+    planned = out["arena_bytes_planned"]
+    out["arena_matches_plan"] = out["arena_bytes_measured"] == planned
+    out["same_plan_as_report"] = planned == arena_bytes
+    out["ok"] = bool(
+        out["arena_matches_plan"] and out["outputs_match"] is not False and measured.get("ok", True)
+    )
+    return out
+
+
+# ---- the metadata document -------------------------------------------------------------------------
+
+
+def _tensor_brief(t: Any) -> dict[str, Any]:
+    return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "bytes": t.nbytes}
+
+
+def _board_section(board: Any) -> dict[str, Any] | None:
+    if board is None:
+        return None
+    return {
+        "name": board.name,
+        "description": board.description,
+        "mcu": board.mcu,
+        "core": board.core,
+        "fpu": board.fpu,
+        "clock_hz": board.cpu_hz,
+        "stack_bytes": board.stack_bytes,
+        "placement": dict(board.placement),
+        "memory": [
+            {"name": r.name, "origin": r.origin, "length": r.length, "kind": r.kind} for r in board.memory
+        ],
+    }
+
+
+def collect_metadata(
+    planned: Any,
+    *,
+    board: Any = None,
+    kernels: dict[int, str] | None = None,
+    size: dict[str, Any] | None = None,
+    size_note: str | None = None,
+    comparisons: dict[str, Any] | None = None,
+    measured: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The versioned metadata document every form of the report renders from.
+
+    Built from facts only, nothing is planned or compiled here: `planned` (a pipeline.Planned);
+    `board` a boards.Board (None: no board, no fit); `kernels` the C kernel of each operator of the
+    planned graph (from the generated module); `size` the firmware size report
+    (SizeReport.to_json()) when an image was built; `comparisons` what `report.compare.compare`
+    computed (None: not run); `measured` the JSON of `tinysched measure`; `extra` the build's own
+    keys, kept under "build".
+    """
+    from tinysched.arena import STOCK_TFLM_PLACER, align_up, greedy_plan
+    from tinysched.memory import profile, sequence_profile
+    from tinysched.recompute import macs
+
+    started = time.perf_counter()
+    graph, placed, sched, plan = planned.source, planned.graph, planned.schedule, planned.arena
+    codegen_note = planned.codegen_note
+    recompute_plan = planned.recompute
+    n_ops = len(placed.operators)
+    kernels = kernels or {}
+    stored = profile(placed)
+    best = profile(placed, sched.order)
+    run = sequence_profile(placed, plan.order)  # what the firmware runs: an order or a sequence
+    run_is_order = len(plan.order) == n_ops
+    stock_greedy = greedy_plan(placed, placed.stored_order(), STOCK_TFLM_PLACER, plan.alignment)
+    comparisons = comparisons or {}
+    stock = comparisons.get("stock_tflm") or {"available": False, "reason": "not run"}
+    tensors = placed.tensors
+    op_macs = [macs(placed, v) for v in range(n_ops)]
+    total = sum(op_macs)
+    cert = sched.certificate
+
+    tradeoff = comparisons.get("recompute_tradeoff")
+    timeline_sequence, timeline_k, timeline_extra = None, None, None
+    if recompute_plan is not None:
+        timeline_sequence = recompute_plan.sequence
+        timeline_k, timeline_extra = recompute_plan.k, recompute_plan.extra_macs
+    elif tradeoff:
+        saving = [p for p in tradeoff["plans"] if p["saving_bytes"] > 0]
+        if saving:
+            best_rc = min(saving, key=lambda p: (p["peak_bytes"], p["extra_macs"], p["k"]))
+            timeline_sequence = best_rc["sequence"]
+            timeline_k, timeline_extra = best_rc["k"], best_rc["extra_macs"]
+    timeline_recompute = None
+    if timeline_sequence is not None:
+        seq = sequence_profile(placed, timeline_sequence)
+        timeline_recompute = {
+            "k": timeline_k,
+            "sequence": list(seq.sequence),
+            "live_bytes": [s.live_bytes for s in seq.steps],
+            "peak_bytes": seq.peak_bytes,
+            "peak_step": seq.peak_step,
+            "extra_macs": timeline_extra,
+            "built": not run_is_order,
+        }
+
+    weights = placed.weights_bytes
+    state = placed.persistent_bytes
+    if board is None:
+        fit = None
+    elif size is not None:
+        fit = fit_from_size_report(board, size)
+        fit["note"] = size_note
+    else:
+        fit = fit_estimate(board, weights, plan.arena_bytes, size_note or "firmware not built")
+
+    def name(t: int, instance: int = 0) -> str:
+        return tensors[t].name + (f" #{instance}" if instance else "")
+
+    operators = []
+    for s in run.steps:
+        op = placed.operators[s.op]
+        operators.append(
+            {
+                "step": s.step,
+                "op": s.op,
+                "type": op.opcode,
+                "execution": s.execution,
+                "macs": op_macs[s.op],
+                "live_bytes": s.live_bytes,
+                "born": [name(t, i) for t, i in s.born],
+                "freed": [name(t, i) for t, i in s.freed],
+                "kernel": kernels.get(s.op),
+            }
+        )
+
+    peak_set = set(run.live_at(run.peak_step)) if run.steps else set()
+    summary = {
+        "macc": total,
+        "weights_ro_bytes": weights,
+        "activations_rw_bytes": plan.arena_bytes,
+        "ram_total_bytes": plan.arena_bytes + state,
+        "flash_image_bytes": size.get("flash_total") if size else None,
+        "ram_image_bytes": size.get("ram_total") if size else None,
+        "arena_lower_bound_bytes": plan.lower_bound_bytes,
+        "certified": sched.certified,
+        "certificate_kind": cert.kind if cert else None,
+        "stock_tflm_arena_bytes": stock.get("arena_bytes") if stock.get("available") else None,
+        "fit_verdict": fit["verdict"] if fit else None,
+    }
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "tinysched_version": __version__,
+        "model": {
+            "name": Path(graph.source).stem if graph.source else (graph.name or "model"),
+            "source": graph.source,
+            "sha256": graph.sha256,
+            "description": graph.description,
+            "operators": len(graph.operators),
+            "op_types": graph.op_types,
+            "inputs": [_tensor_brief(graph.tensors[t]) for t in graph.inputs],
+            "outputs": [_tensor_brief(graph.tensors[t]) for t in graph.outputs],
+            "weights_bytes": weights,
+            "state_bytes": state,
+            "codegen_supported": codegen_note is None,
+            "codegen_note": codegen_note,
+        },
+        "board": _board_section(board),
+        "summary": summary,
+        "fit": fit,
+        "schedule": {
+            "order": list(sched.order),
+            "run_sequence": list(plan.order),
+            "stored_order_peak_bytes": stored.peak_bytes,
+            "stored_order_peak_step": stored.peak_step,
+            "peak_bytes": best.peak_bytes,
+            "saving_bytes": stored.peak_bytes - best.peak_bytes,
+            "lower_bound_bytes": sched.lower_bound_bytes,
+            "certified": sched.certified,
+            "certificate": (
+                {
+                    "kind": cert.kind,
+                    "lower_bound_bytes": cert.lower_bound_bytes,
+                    "witness": dict(cert.witness),
+                }
+                if cert
+                else None
+            ),
+            "method": sched.method,
+            "seconds": round(sched.seconds, 4),
+        },
+        "arena": {
+            "arena_bytes": plan.arena_bytes,
+            "high_water_bytes": getattr(plan, "high_water_bytes", plan.arena_bytes),
+            "alignment": plan.alignment,
+            "lower_bound_bytes": plan.lower_bound_bytes,
+            "peak_bytes": plan.peak_bytes,
+            "optimal": plan.optimal,
+            "method": plan.method,
+            "seconds": round(plan.seconds, 4),
+            "stock_tflm_greedy_arena_bytes": stock_greedy.arena_bytes,
+            "stock_tflm": stock,
+            "tensors": [
+                {
+                    "index": p.index,
+                    "instance": getattr(p, "instance", 0),
+                    "name": name(p.index, getattr(p, "instance", 0)),
+                    "offset": p.offset,
+                    "bytes": p.bytes,
+                    "aligned_bytes": align_up(p.bytes, plan.alignment),
+                    "first_step": p.first_step,
+                    "last_step": p.last_step,
+                    "at_peak": (p.index, getattr(p, "instance", 0)) in peak_set,
+                }
+                for p in plan.buffers
+            ],
+        },
+        "timeline": {
+            "steps": len(run.steps),
+            "run": "certified" if run_is_order else "recompute",
+            "certified_live_bytes": [s.live_bytes for s in best.steps],
+            "stored_live_bytes": [s.live_bytes for s in stored.steps],
+            "peak_step": run.peak_step,
+            "peak_bytes": run.peak_bytes,
+            "peak_tensors": [
+                {"index": t, "instance": i, "name": name(t, i), "bytes": tensors[t].nbytes}
+                for t, i in sorted(peak_set)
+            ],
+            "stored_peak_step": stored.peak_step,
+            "recompute": timeline_recompute,
+        },
+        "operators": operators,
+        "recompute_tradeoff": tradeoff,
+        "measured": measured_section(measured, plan.arena_bytes) if measured else None,
+        "build": extra or None,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return doc
+
+
+def check_metadata(doc: Any) -> dict[str, Any]:
+    """Refuse a document this version cannot render (other schema, newer version)."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise TinyschedError(f"not a {SCHEMA} document")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise TinyschedError(
+            f"{SCHEMA} version {version!r} is newer than this tinysched reads ({SCHEMA_VERSION})"
+        )
+    return doc
+
+
+def metadata_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2) + "\n"
