@@ -4,7 +4,7 @@ image, and the arena the plan promised against the arena high-water measured on 
 
     PYTHONPATH=. python bench/bench_device.py [--models DIR] [--board mps2-an500] [--write]
 
-Every number is from `tinysched measure` on one seeded input (tinysched.device.measure_sources):
+Every number is from `tinysched build` then `tinysched measure BUILD_DIR` on one seeded input:
 the firmware is the generated model + the device harness, cross-compiled with the board's flags;
 outputs are compared byte for byte with TFLite's reference kernels. QEMU has no cycle model: the
 counts are *instructions* executed (QEMU -icount), labelled as emulated, not cycles of a real M7.
@@ -25,9 +25,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tinysched.device import generate_for_measure, measure_sources  # noqa: E402
+from tinysched.build.elfsize import DoesNotFit  # noqa: E402
+from tinysched.commands.build import build_model  # noqa: E402
+from tinysched.commands.device import measure_build  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
-from tinysched.firmware import DoesNotFit  # noqa: E402
 from tinysched.reader import read_model  # noqa: E402
 from tinysched.recompute import total_macs  # noqa: E402
 
@@ -39,11 +40,8 @@ def one(path: Path, board: str, work: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"model": path.stem}
     try:
         macs = total_macs(read_model(path))
-        gen = generate_for_measure(path, work / "gen", 1)
-        r = measure_sources(
-            gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
-            gen.arena_bytes_planned, work / "fw", arena_high_water_planned=gen.arena_high_water_planned,
-        )  # fmt: skip
+        build_model(path, work / "build", board, report=False)  # `tinysched build`, default flags
+        r, _record = measure_build(work / "build", port=None, emulate=True, n_inputs=1)
     except DoesNotFit as err:
         return {**row, "skip": f"does not fit: {err.report.verdict()}"}
     except TinyschedError as err:

@@ -28,9 +28,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tinysched.build.host import bench_runner  # noqa: E402
 from tinysched.codegen import check_supported  # noqa: E402
+from tinysched.commands.build import build_model  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
-from tinysched.hostbuild import bench_runner, build  # noqa: E402
 from tinysched.reader import read_model  # noqa: E402
 from tinysched.reference import random_inputs  # noqa: E402
 
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs = random_inputs(path, seed=0, count=1)[0]
         with tempfile.TemporaryDirectory(prefix="tinysched-bench-") as tmp:
             started = time.perf_counter()
-            result = build(path, Path(tmp) / "build", opt="-O2")
+            result = build_model(path, Path(tmp) / "build", "host", opt="-O2", report=False)
             build_s = time.perf_counter() - started
             probe = bench_runner(result.runner, result.module, inputs, 1)
             iterations = max(3, min(2000, int(args.budget * 1e9 / max(probe, 1.0))))

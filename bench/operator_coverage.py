@@ -26,9 +26,10 @@ from tinysched.boards import all_boards  # noqa: E402
 from tinysched.codegen import check_supported  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
 from tinysched.fold import alias_saving, fold_constants  # noqa: E402
-from tinysched.hostbuild import generate_module, verify  # noqa: E402
 from tinysched.lower_extra import state_layout  # noqa: E402
+from tinysched.pipeline import generate, plan  # noqa: E402
 from tinysched.reader import read_model  # noqa: E402
+from tinysched.verify import verify  # noqa: E402
 
 
 def coverage(path: Path, n_inputs: int) -> dict:
@@ -42,18 +43,20 @@ def coverage(path: Path, n_inputs: int) -> dict:
         row["status"] = "refused"
         row["reason"] = str(err).split(";")[0]
         return row
-    planned, _, plan, module = generate_module(path)
-    row["arena_bytes"] = plan.arena_bytes
+    planned = plan(graph)
+    module = generate(planned)
+    arena = planned.arena
+    row["arena_bytes"] = arena.arena_bytes
     row["weights_bytes"] = module.weights_bytes
-    row["state_bytes"] = state_bytes = state_layout(planned, plan.alignment)[1]
-    row["reshape_alias_saving_bytes"] = alias_saving(planned, plan.order).saving_bytes
-    result = verify(path, n_inputs=n_inputs, seed=0)
+    row["state_bytes"] = state_bytes = state_layout(planned.graph, arena.alignment)[1]
+    row["reshape_alias_saving_bytes"] = alias_saving(planned.graph, arena.order).saving_bytes
+    result = verify(path, planned, module, n_inputs=n_inputs, seed=0)
     row["status"] = "bit-exact" if result.outputs_match else f"{len(result.mismatches)} outputs differ"
     row["reference"] = result.reference
     row["fits"] = [
         b.name
         for b in all_boards()
-        if _fits_ram(b, plan.arena_bytes, state_bytes) and module.weights_bytes <= b.placed("rodata").length
+        if _fits_ram(b, arena.arena_bytes, state_bytes) and module.weights_bytes <= b.placed("rodata").length
     ]
     return row
 

@@ -17,9 +17,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+from helpers import generate_module  # noqa: E402
 from kernel_models import hostile_names, mean_logistic_softmax, quantize_edges  # noqa: E402
-
-from tinysched.hostbuild import generate_module  # noqa: E402
 
 GOLDEN_DIR = HERE / "golden"
 GOLDEN_MODELS = {

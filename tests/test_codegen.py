@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import shared_model_params, shared_model_paths
+from helpers import generate_module, host_build, host_verify
 from kernel_models import hostile_names
 from regenerate_golden import GOLDEN_DIR, GOLDEN_MODELS, golden_sources
+from tiers import needs_gcc
 
 from tinysched import __version__
 from tinysched.arena import plan_arena
@@ -28,14 +30,13 @@ from tinysched.codegen import (
     with_scratch,
 )
 from tinysched.errors import TinyschedError
-from tinysched.hostbuild import build, compare_outputs, generate_module, verify
 from tinysched.lower_extra import EXTRA_LOWERINGS
 from tinysched.memory import profile
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import read_model
+from tinysched.verify import compare_outputs
 
 REPO = Path(__file__).resolve().parents[1]
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -216,9 +217,13 @@ def test_compare_outputs_reports_differences() -> None:
 def test_build_writes_a_folder_that_make_rebuilds(hostile_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "build"
     (out).mkdir()
-    (out / "old.txt").write_text("replaced")
-    result = build(hostile_model, out, opt="-O1")
+    (out / "old.txt").write_text("the user's")
+    with pytest.raises(TinyschedError, match="not written by tinysched; give --force"):
+        host_build(hostile_model, out, opt="-O1")
+    assert (out / "old.txt").read_text() == "the user's"
+    host_build(hostile_model, out, opt="-O1", force=True)  # --force replaces it
     assert not (out / "old.txt").exists()
+    result = host_build(hostile_model, out, opt="-O1")  # a folder tinysched wrote is replaced
     assert (out / "runner").is_file() and (out / "Makefile").is_file()
     names = {p.name for p in (out / "tinysched" / "kernels").iterdir()}
     assert {f"{k}.c" for k in result.module.kernels} <= names
@@ -229,7 +234,7 @@ def test_build_writes_a_folder_that_make_rebuilds(hostile_model: Path, tmp_path:
     # A failing build leaves the existing folder as it was.
     before = sorted(p.name for p in out.iterdir())
     with pytest.raises(TinyschedError):
-        build(tanh_model(tmp_path / "tanh.tflite"), out)
+        host_build(tanh_model(tmp_path / "tanh.tflite"), out)
     assert sorted(p.name for p in out.iterdir()) == before
 
 
@@ -258,7 +263,7 @@ def test_cli_verify_json_and_input_files(hostile_model: Path, tmp_path: Path) ->
 def test_generated_code_builds_for_cortex_m(hostile_model: Path, tmp_path: Path) -> None:
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc not installed")
-    result = build(hostile_model, tmp_path / "m4", compile=False)
+    result = host_build(hostile_model, tmp_path / "m4", compile=False)
     sources = [f"{result.module.prefix}.c", f"{result.module.prefix}_weights.c"]
     sources += [f"tinysched/kernels/{k}.c" for k in result.module.kernels]
     flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-mcpu=cortex-m4", "-mthumb", "-c"]
@@ -285,7 +290,7 @@ def test_shared_model_verifies_or_is_refused(path: Path) -> None:
         with pytest.raises(TinyschedError, match=r"^(operator \d+ \(\w+\)|tensor \d+ )"):
             check_supported(read_model(path))
         return
-    result = verify(path, n_inputs=2, seed=3, opt="-O1")
+    result = host_verify(path, n_inputs=2, seed=3, opt="-O1")
     assert result.mismatches == [] and result.outputs_match, result.mismatches[:3]
     assert result.reference == "BUILTIN_REF"
 

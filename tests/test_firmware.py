@@ -13,27 +13,18 @@ import subprocess
 
 import pytest
 from conftest import shared_model_params
+from tiers import require
 
 from tinysched.boards import all_boards, get_board
+from tinysched.build.elfsize import DoesNotFit
+from tinysched.build.firmware import build_firmware, linker_script, selftest_sources
 from tinysched.device import (
     SELFTEST_ARENA,
     flash_commands,
     measure_selftest,
-    missing_tools,
     qemu_command,
-    required_tiers,
 )
-from tinysched.firmware import DoesNotFit, build_firmware, linker_script, selftest_sources
 from tinysched.link import DeviceFault, DeviceLink
-
-
-def require(tier: str) -> None:
-    missing = missing_tools(tier)
-    if missing:
-        reason = f"tier {tier}: {', '.join(missing)} not installed"
-        if tier in required_tiers():
-            pytest.fail(reason + " (TINYSCHED_REQUIRE asks for this tier)")
-        pytest.skip(reason)
 
 
 @pytest.fixture
@@ -76,7 +67,7 @@ def test_qemu_command_uses_a_tcp_uart(tmp_path):
 def test_every_board_compiles_warning_free(qemu_tools, tmp_path):
     """Startup, clocks, UART, counter and harness for every board, -Wall -Wextra -Werror."""
     for board in all_boards():
-        image = build_firmware(selftest_sources(), [], "selftest_info", board, tmp_path / board.name)
+        image = build_firmware(selftest_sources(), board, tmp_path / board.name)
         assert image.elf.is_file() and image.hex.is_file()
         assert image.size.fits
         assert image.size.arena_bytes_planned == SELFTEST_ARENA
@@ -94,7 +85,7 @@ def test_every_board_compiles_warning_free(qemu_tools, tmp_path):
 
 @pytest.mark.qemu
 def test_size_report_lines(qemu_tools, tmp_path):
-    image = build_firmware(selftest_sources(), [], "selftest_info", get_board("nucleo-f446re"), tmp_path)
+    image = build_firmware(selftest_sources(), get_board("nucleo-f446re"), tmp_path)
     text = "\n".join(image.size.lines())
     assert "flash" in text and "weights" in text and "arena 300 B" in text and "fits the board" in text
     js = image.size.to_json()
@@ -105,9 +96,7 @@ def test_size_report_lines(qemu_tools, tmp_path):
 def test_model_too_big_fails_with_numbers(qemu_tools, tmp_path):
     board = get_board("nucleo-f446re")  # 128 KiB of SRAM
     with pytest.raises(DoesNotFit) as err:
-        build_firmware(
-            selftest_sources(), [], "selftest_info", board, tmp_path, defines=["-DSELFTEST_ARENA=200000"]
-        )
+        build_firmware(selftest_sources(), board, tmp_path, defines=["-DSELFTEST_ARENA=200000"])
     message = str(err.value)
     assert "does not fit nucleo-f446re" in message and "sram" in message
     report = err.value.report
@@ -180,7 +169,7 @@ def test_corrupted_request_is_nakked_and_retried(qemu_tools, tmp_path):
     from tinysched.link import MSG_NAK, MSG_RUN, encode_frame
 
     board = get_board("mps2-an386")
-    image = build_firmware(selftest_sources(), [], "selftest_info", board, tmp_path)
+    image = build_firmware(selftest_sources(), board, tmp_path)
     with run_qemu(board, image.elf) as session, connect_qemu(session, ack_timeout=1.0) as link:
         link.wait_hello(timeout=10, query=False)
         (x,) = selftest_inputs(1)[0]
@@ -206,7 +195,7 @@ def test_semihosted_inputs_with_a_bad_crc_are_one_clear_error(qemu_tools, tmp_pa
     from tinysched.link import LinkError
 
     board = get_board("mps2-an386")
-    image = build_firmware(selftest_sources(), [], "selftest_info", board, tmp_path)
+    image = build_firmware(selftest_sources(), board, tmp_path)
     with run_qemu(board, image.elf) as session, connect_qemu(session, semihost_inputs=True) as link:
         assert link.wait_hello(timeout=10, query=False).semihosting
         (x,) = selftest_inputs(1)[0]
@@ -238,9 +227,7 @@ def test_measure_command_json(qemu_tools, tmp_path, capsys):
 
     from tinysched.cli import main
 
-    rc = main(
-        ["measure", "selftest", "--board", "mps2/an505", "--inputs", "2", "--json", "-o", str(tmp_path)]
-    )
+    rc = main(["measure", "selftest", "--board", "mps2/an505", "--inputs", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert out["board"] == "mps2-an505" and out["arena_bytes_measured"] == out["arena_bytes_planned"]
@@ -256,7 +243,7 @@ def test_measure_command_semihost_inputs_is_labelled(qemu_tools, tmp_path, capsy
     from tinysched.cli import main
     from tinysched.device import MeasureResult
 
-    argv = ["measure", "selftest", "--board", "mps2-an386", "--inputs", "1", "-o", str(tmp_path)]
+    argv = ["measure", "selftest", "--board", "mps2-an386", "--inputs", "1"]
     assert main([*argv, "--semihost-inputs", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["inputs_semihosted"] is True and out["outputs_match"] is True
@@ -299,7 +286,9 @@ def test_emulated_instruction_count_is_exact(qemu_tools, tmp_path):
 def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2):
     from pathlib import Path
 
-    from tinysched.device import generate_for_measure, measure_sources
+    from helpers import generate_for_measure
+
+    from tinysched.device import measure_sources
 
     if isinstance(model_bytes_or_path, bytes):
         path = tmp_path / "model.tflite"
@@ -308,7 +297,7 @@ def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2):
         path = Path(model_bytes_or_path)
     gen = generate_for_measure(path, tmp_path / "gen", n_inputs)
     return measure_sources(
-        gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
+        gen.sources, board, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "build",
         arena_high_water_planned=gen.arena_high_water_planned,
     )  # fmt: skip
@@ -362,9 +351,10 @@ SHARED_SEMIHOST_ABOVE = 32 * 1024  # input bytes per set above which the shared 
 
 
 def _measure_shared(path, work):
-    from tinysched.device import generate_for_measure, measure_sources
+    from helpers import generate_for_measure
+
+    from tinysched.device import measure_sources
     from tinysched.errors import TinyschedError
-    from tinysched.firmware import DoesNotFit
 
     try:
         gen = generate_for_measure(path, work / "gen", 1)
@@ -377,7 +367,7 @@ def _measure_shared(path, work):
     for board in SHARED_QEMU_BOARDS:
         try:
             result = measure_sources(
-                gen.sources, gen.include_dirs, gen.model_info_symbol, board, gen.inputs, gen.expected,
+                gen.sources, board, gen.inputs, gen.expected,
                 gen.arena_bytes_planned, work / board,
                 arena_high_water_planned=gen.arena_high_water_planned, semihost_inputs=semihost,
             )  # fmt: skip

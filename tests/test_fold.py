@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
+from helpers import host_verify, planned_model
+from tiers import needs_gcc
 
-from tinysched.codegen import plan_for_codegen
-from tinysched.fold import alias_saving, fold_constants, fold_info
+from tinysched.fold import alias_saving, fold_constants
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import parse_model
-
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
 
 def shape_subgraph_model() -> bytes:
@@ -98,7 +96,7 @@ def test_fold_removes_shape_subgraph_and_constant_operators() -> None:
         "RESHAPE",
         "ADD",
     ]
-    assert fold_info(folded) is result and "8 operator(s) folded" in result.summary()
+    assert "8 operator(s) folded" in result.summary()
     # The computed shape vector is now a constant of the RESHAPE, with the right value.
     reshape = folded.operators[1]
     assert folded.tensors[reshape.inputs[1]].data.tolist() == [1, 24, 3]
@@ -112,11 +110,17 @@ def test_fold_removes_shape_subgraph_and_constant_operators() -> None:
     assert again.graph is folded and again.count == 0 and again.summary() == "no operators folded"
 
 
-def test_plan_for_codegen_plans_the_folded_graph() -> None:
+def test_the_pipeline_plans_the_folded_graph() -> None:
     graph = parse_model(shape_subgraph_model(), source="fold.tflite")
-    planned, schedule, plan = plan_for_codegen(graph)
-    assert len(planned.operators) == 4 and len(plan.order) == 4
-    assert fold_info(planned) is not None and fold_info(planned).count == 8
+    planned = planned_model(graph)
+    assert len(planned.graph.operators) == 4 and len(planned.arena.order) == 4
+    assert planned.folding.count == 8 and planned.source is graph
+    assert [graph.operators[planned.source_operator(v)].opcode for v in planned.arena.order] == [
+        "CONV_2D",
+        "RESHAPE",
+        "RESHAPE",
+        "ADD",
+    ]
 
 
 def test_graph_outputs_and_float_arithmetic_are_never_folded() -> None:
@@ -157,11 +161,10 @@ def test_alias_saving_counts_reshape_copies() -> None:
 @needs_gcc
 @pytest.mark.host
 def test_folded_model_is_bit_exact(tmp_path: Path) -> None:
-    from tinysched.hostbuild import verify
 
     model = tmp_path / "fold.tflite"
     model.write_bytes(shape_subgraph_model())
-    result = verify(model, n_inputs=3, seed=2, opt="-O1")
+    result = host_verify(model, n_inputs=3, seed=2, opt="-O1")
     assert result.reference == "BUILTIN_REF", result.fallback_reason
     assert result.outputs_match, result.mismatches
 

@@ -8,12 +8,13 @@ reproduce TFLite's Prepare-time arithmetic are checked against known values.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import host_verify
 from kernel_models import KERNEL_MODELS
+from tiers import needs_gcc
 
 from tinysched.codegen import (
     activation_range,
@@ -22,9 +23,6 @@ from tinysched.codegen import (
     quantize_value,
     window_padding,
 )
-from tinysched.hostbuild import verify
-
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
 
 @needs_gcc
@@ -33,7 +31,7 @@ needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not
 def test_kernel_model_bit_exact_under_sanitizers(name: str, tmp_path: Path) -> None:
     model = tmp_path / f"{name}.tflite"
     model.write_bytes(KERNEL_MODELS[name]())
-    result = verify(model, n_inputs=4, seed=11, opt="-O1", sanitize=True)
+    result = host_verify(model, n_inputs=4, seed=11, opt="-O1", sanitize=True)
     assert result.reference == "BUILTIN_REF", result.fallback_reason
     assert result.mismatches == []
     assert result.outputs_match and result.inputs == 4

@@ -8,19 +8,18 @@ all 256 input bytes for several quantisations, against the interpreter alone.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
+from helpers import host_verify
+from tiers import needs_gcc
 
 from tinysched import lower_extra as lx
 from tinysched.codegen import check_supported
 from tinysched.modelgen import ModelBuilder, TensorHandle
 from tinysched.reader import parse_model
-
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
 Q = (1 / 40, -5)  # an output quantisation different from the inputs'
 
@@ -360,11 +359,10 @@ def test_every_operator_is_lowered(name: str) -> None:
 @pytest.mark.host
 @pytest.mark.parametrize("name", sorted(EXTRA_MODELS))
 def test_extra_kernels_bit_exact_under_sanitizers(name: str, tmp_path: Path) -> None:
-    from tinysched.hostbuild import verify
 
     model = tmp_path / f"{name}.tflite"
     model.write_bytes(EXTRA_MODELS[name]())
-    result = verify(model, n_inputs=4, seed=5, opt="-O1", sanitize=True)
+    result = host_verify(model, n_inputs=4, seed=5, opt="-O1", sanitize=True)
     assert result.reference == "BUILTIN_REF", result.fallback_reason
     assert result.mismatches == []
     assert result.outputs_match and result.inputs == 4

@@ -10,20 +10,19 @@ The variants the kernel does not implement are refused in one line naming the op
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from conftest import shared_model
+from helpers import host_verify, plan_for_codegen
+from tiers import needs_gcc
 
 from tinysched.codegen import check_supported
 from tinysched.errors import TinyschedError
 from tinysched.modelgen import ModelBuilder, TensorHandle
 from tinysched.reader import parse_model
-
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
 LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
@@ -150,9 +149,8 @@ def _variant(**kw) -> bytes:
 @pytest.mark.host
 @pytest.mark.parametrize("name", ["tflm_mnist_lstm_int8", "tflm_dtln_ns_int8"])
 def test_shared_lstm_models_bit_exact_over_several_invokes(name: str) -> None:
-    from tinysched.hostbuild import verify
 
-    result = verify(shared_model(name), n_inputs=6, seed=11, opt="-O1")
+    result = host_verify(shared_model(name), n_inputs=6, seed=11, opt="-O1")
     assert result.reference == "BUILTIN_REF", result.fallback_reason
     assert result.mismatches == [], result.mismatches[:3]
     assert result.outputs_match and result.inputs == 6
@@ -161,11 +159,10 @@ def test_shared_lstm_models_bit_exact_over_several_invokes(name: str) -> None:
 @needs_gcc
 @pytest.mark.host
 def test_generated_lstms_bit_exact_under_sanitizers(tmp_path: Path) -> None:
-    from tinysched.hostbuild import verify
 
     model = tmp_path / "lstms.tflite"
     model.write_bytes(generated_lstms())
-    result = verify(model, n_inputs=5, seed=7, opt="-O1", sanitize=True)
+    result = host_verify(model, n_inputs=5, seed=7, opt="-O1", sanitize=True)
     assert result.reference == "BUILTIN_REF", result.fallback_reason
     assert result.mismatches == [], result.mismatches[:3]
     assert result.outputs_match and result.inputs == 5
@@ -197,7 +194,7 @@ def test_unimplemented_lstm_variants_refused_in_one_line(variant: dict, why: str
 
 
 def test_lstm_state_is_persistent_not_arena() -> None:
-    from tinysched.codegen import generate, plan_for_codegen
+    from tinysched.codegen import generate
 
     graph, _, plan = plan_for_codegen(parse_model(generated_lstms(), source="lstms.tflite"))
     module = generate(graph, plan)

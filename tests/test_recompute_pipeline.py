@@ -16,19 +16,23 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from helpers import generate_for_measure, host_verify, plan_for_codegen
+from tiers import require
 
 from tinysched import reference
 from tinysched.arena import aligned_lower_bound, arena_buffers, plan_arena
+from tinysched.build.host import compile_runner, run_runner, write_runner
+from tinysched.build.sources import write_sources
 from tinysched.check import check_plan
 from tinysched.cli import main
-from tinysched.codegen import generate, plan_for_codegen
-from tinysched.device import measure_sources, missing_tools, required_tiers
+from tinysched.codegen import generate
+from tinysched.device import measure_sources
 from tinysched.errors import TinyschedError
-from tinysched.hostbuild import compare_outputs, compile_runner, run_runner, verify, write_sources
 from tinysched.memory import sequence_profile
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import parse_model
 from tinysched.recompute import RecomputeRequest, plan_recompute
+from tinysched.verify import compare_outputs
 
 REPO = Path(__file__).resolve().parents[1]
 PLAN_SECONDS = 1.5  # recompute search per model: the late-reuse models are proven well within it
@@ -61,20 +65,6 @@ def _chain_model() -> bytes:
 
 def _request(k: int = 1) -> RecomputeRequest:
     return RecomputeRequest(k, time_limit=PLAN_SECONDS)
-
-
-def _require_qemu() -> None:
-    missing = missing_tools("qemu")
-    if missing:
-        reason = f"tier qemu: {', '.join(missing)} not installed"
-        if "qemu" in required_tiers():
-            pytest.fail(reason + " (TINYSCHED_REQUIRE asks for this tier)")
-        pytest.skip(reason)
-
-
-def _require_cc() -> None:
-    if missing_tools("host"):
-        pytest.skip("no host C compiler")
 
 
 # ---- the arena places instances ------------------------------------------------------------------
@@ -143,19 +133,19 @@ def test_checker_catches_a_misplaced_instance() -> None:
 
 @pytest.mark.parametrize("name", ["gen_gated_skip", "gen_nested_skip", "gen_pyramid_head"])
 def test_host_build_with_recomputation_is_bit_exact(tmp_path: Path, name: str) -> None:
-    _require_cc()
+    require("host")
     path = _model_file(tmp_path, name)
-    result = verify(path, n_inputs=4, recompute=_request())
+    result = host_verify(path, n_inputs=4, recompute=_request())
     assert result.outputs_match, result.mismatches
     rplan = result.recompute
     assert rplan is not None and rplan.recomputed and rplan.peak_bytes < rplan.baseline_peak_bytes
-    assert result.arena_bytes < verify(path, n_inputs=1).arena_bytes
+    assert result.arena_bytes < host_verify(path, n_inputs=1).arena_bytes
 
 
 def test_every_operator_run_twice_is_bit_exact(tmp_path: Path) -> None:
     """The whole network run twice (every operator repeated, CONCATENATION's pointer list included):
     the second pass reads only second-pass instances and the outputs come from the final ones."""
-    _require_cc()
+    require("host")
     path = _model_file(tmp_path, "gen_pyramid_head")
     graph, schedule, _ = plan_for_codegen(parse_model(path.read_bytes(), source=str(path)))
     sequence = tuple(schedule.order) * 2
@@ -164,8 +154,9 @@ def test_every_operator_run_twice_is_bit_exact(tmp_path: Path) -> None:
     module = generate(graph, plan)
     source = module.files[f"{module.prefix}.c"]
     assert source.count("recomputed, run 2") == len(graph.operators)
-    write_sources(module, graph, tmp_path / "build")
-    runner = compile_runner(tmp_path / "build", module)
+    sources = write_sources(module, tmp_path / "build")
+    write_runner(module, sources, path.stem, graph.sha256)
+    runner = compile_runner(sources)
     inputs = [list(s) for s in reference.random_inputs(path, 1, 3)]
     ours = run_runner(runner, module, inputs)
     theirs = [r.outputs for r in reference.run_reference_many(path, inputs)]
@@ -176,15 +167,13 @@ def test_every_operator_run_twice_is_bit_exact(tmp_path: Path) -> None:
 
 
 def test_qemu_run_with_recomputation_is_bit_exact_and_uses_the_planned_arena(tmp_path: Path) -> None:
-    _require_qemu()
-    from tinysched.device import generate_for_measure
-
+    require("qemu")
     path = _model_file(tmp_path, "gen_nested_skip")
     gen = generate_for_measure(path, tmp_path / "model", 2, recompute=_request())
     rplan = gen.recompute
     assert rplan is not None and rplan.peak_bytes < rplan.baseline_peak_bytes
     result = measure_sources(
-        gen.sources, gen.include_dirs, gen.model_info_symbol, QEMU_BOARD, gen.inputs, gen.expected,
+        gen.sources, QEMU_BOARD, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "fw",
     )  # fmt: skip
     assert result.outputs_match is True and result.outputs_agree_on_device, result.mismatches
@@ -250,7 +239,7 @@ def test_cli_json_reports_recomputed_operators(tmp_path: Path, capsys) -> None:
 
 
 def test_cli_verify_and_build_take_the_flags(tmp_path: Path, capsys) -> None:
-    _require_cc()
+    require("host")
     path = _model_file(tmp_path, "gen_long_skip")
     assert main(["verify", str(path), "--recompute", "1", "--inputs", "2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

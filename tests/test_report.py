@@ -20,13 +20,16 @@ from pathlib import Path
 
 import pytest
 from conftest import shared_model
+from helpers import generate_module, graph_metadata, metadata_for_model
+from tiers import required_tiers
 
 from tinysched import report
 from tinysched.boards import get_board
 from tinysched.cli import main
-from tinysched.device import required_tiers
 from tinysched.graph import Graph, Operator, Tensor
 from tinysched.modelgen import tiny_demo_model
+from tinysched.report import compare, svg  # modules
+from tinysched.report import format as fmt
 
 HOSTILE = "<script>alert('x')</script> & \"q\" | `tick` *star* _u_ [l](http://e)"
 
@@ -44,7 +47,7 @@ def demo_path(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def demo_doc(demo_path) -> dict:
     """The demo model on nucleo-f767, without cross-compiling or tflite-micro (fast, tool-free)."""
-    return report.metadata_for_model(
+    return metadata_for_model(
         demo_path, "nucleo-f767", build_firmware=False, stock_tflm=False, recompute_time_limit=0.5
     )
 
@@ -138,15 +141,12 @@ def test_estimate_says_does_not_fit_when_weights_alone_overflow():
 
 def test_recomputation_sequence_as_built(demo_path):
     """A build with --recompute runs a sequence: the report draws and tabulates that sequence."""
-    from tinysched.hostbuild import generate_module
     from tinysched.reader import read_model
     from tinysched.recompute import RecomputeRequest
 
     graph = read_model(demo_path)
     planned, sched, plan, _module = generate_module(graph, recompute=RecomputeRequest(k=1, time_limit=1.0))
-    doc = report.collect_metadata(
-        graph, get_board("nucleo-f767"), planned=(planned, sched, plan), stock_tflm=False, recompute_ks=None
-    )
+    doc = graph_metadata(graph, get_board("nucleo-f767"), recompute=RecomputeRequest(k=1, time_limit=1.0))
     t = doc["timeline"]
     assert t["run"] == "recompute" and t["recompute"]["built"]
     assert len(doc["operators"]) == len(plan.order) > len(planned.operators)
@@ -158,9 +158,7 @@ def test_recomputation_sequence_as_built(demo_path):
 
 
 def test_unsupported_model_is_reported_without_kernels():
-    doc = report.collect_metadata(
-        hostile_graph(), get_board("mps2-an386"), stock_tflm=False, recompute_ks=(0, 1)
-    )
+    doc = graph_metadata(hostile_graph(), get_board("mps2-an386"), recompute_ks=(0, 1))
     assert not doc["model"]["codegen_supported"] and "not supported" in doc["model"]["codegen_note"]
     assert all(o["kernel"] is None for o in doc["operators"])
     assert doc["fit"]["verdict"] == "unknown"
@@ -204,9 +202,9 @@ def test_svg_helpers_are_well_formed_and_escape_names():
         {"index": 1, "name": "b&b", "offset": 112, "bytes": 16, "aligned_bytes": 16,
          "first_step": 1, "last_step": 1, "at_peak": False},
     ]  # fmt: skip
-    for svg in (
-        report.svg_arena_map(tensors, 128, 3, lower_bound=128),
-        report.svg_timeline(
+    for drawing in (
+        svg.svg_arena_map(tensors, 128, 3, lower_bound=128),
+        svg.svg_timeline(
             [
                 {"key": "stored", "label": HOSTILE, "values": [1, 5, 3]},
                 {"key": "certified", "label": "c", "values": [1, 4, 3]},
@@ -215,26 +213,26 @@ def test_svg_helpers_are_well_formed_and_escape_names():
             peak_tensors=[{"name": HOSTILE, "bytes": 4}],
             lower_bound=4,
         ),  # fmt: skip
-        report.svg_bar(42.0, "tight"),
-        report.svg_bar(None, "ok"),
+        svg.svg_bar(42.0, "tight"),
+        svg.svg_bar(None, "ok"),
     ):
-        root = ET.fromstring(svg)  # well-formed XML: every name escaped
+        root = ET.fromstring(drawing)  # well-formed XML: every name escaped
         assert root.tag.endswith("svg")
-        assert "<script" not in svg
-    title_texts = [e.text for e in ET.fromstring(report.svg_arena_map(tensors, 128, 3)).iter() if e.text]
+        assert "<script" not in drawing
+    title_texts = [e.text for e in ET.fromstring(svg.svg_arena_map(tensors, 128, 3)).iter() if e.text]
     assert any(HOSTILE in t for t in title_texts)  # the name survives, as text
 
 
 def test_axis_ticks_use_short_labels():
-    assert report._axis_label(8192, report._byte_step(20000)) == "8 KiB"
-    assert report._axis_label(1500, report._byte_step(1400)) == "1,500 B"
-    assert report._axis_label(3 * 1048576, report._byte_step(9 * 1048576)) == "3 MiB"
+    assert svg._axis_label(8192, svg._byte_step(20000)) == "8 KiB"
+    assert svg._axis_label(1500, svg._byte_step(1400)) == "1,500 B"
+    assert svg._axis_label(3 * 1048576, svg._byte_step(9 * 1048576)) == "3 MiB"
 
 
 def test_markdown_escaping_and_sparkline():
-    assert report.md_escape("a|b<c>_d_") == r"a\|b\<c\>\_d\_"
-    assert report.sparkline([0, 50, 100]) == "▁▅█"
-    assert len(report.sparkline(list(range(500)), width=60)) == 60
+    assert fmt.md_escape("a|b<c>_d_") == r"a\|b\<c\>\_d\_"
+    assert svg.sparkline([0, 50, 100]) == "▁▅█"
+    assert len(svg.sparkline(list(range(500)), width=60)) == 60
 
 
 class _Collect(HTMLParser):
@@ -251,9 +249,7 @@ class _Collect(HTMLParser):
 
 
 def test_hostile_names_cannot_inject_markup():
-    doc = report.collect_metadata(
-        hostile_graph(), get_board("mps2-an386"), stock_tflm=False, recompute_ks=(0,)
-    )
+    doc = graph_metadata(hostile_graph(), get_board("mps2-an386"), recompute_ks=(0,))
     page = report.render_html(doc)
     parser = _Collect()
     parser.feed(page)
@@ -331,7 +327,7 @@ def _require(tool: str, tier: str) -> str:
 
 def test_fit_from_the_cross_built_elf(demo_path):
     _require("arm-none-eabi-gcc", "qemu")
-    doc = report.metadata_for_model(demo_path, "nucleo-f446re", stock_tflm=False, recompute_ks=None)
+    doc = metadata_for_model(demo_path, "nucleo-f446re", stock_tflm=False, recompute_ks=None)
     fit = doc["fit"]
     assert fit["source"] == "elf" and fit["verdict"] == "fits" and fit["code_bytes"] > 0
     size = fit["size_report"]
@@ -346,7 +342,7 @@ def test_fit_from_the_cross_built_elf(demo_path):
 
 def test_stock_tflm_arena_when_installed(demo_path):
     pytest.importorskip("tflite_micro", reason="the tflite-micro package is not installed")
-    stock = report.stock_tflm_arena(demo_path.read_bytes())
+    stock = compare.stock_tflm_arena(demo_path.read_bytes())
     assert stock["available"] and stock["arena_bytes"] > 0
 
 
@@ -435,9 +431,7 @@ def test_page_in_headless_chromium(demo_doc, tmp_path):
 
 def test_shared_model_report_in_markdown():
     path = shared_model("tflm_hello_world_int8")
-    doc = report.metadata_for_model(
-        path, "nucleo-l476rg", build_firmware=False, stock_tflm=False, recompute_ks=None
-    )
+    doc = metadata_for_model(path, "nucleo-l476rg", build_firmware=False, stock_tflm=False, recompute_ks=None)
     md = report.render_markdown(doc)
     assert f"{doc['arena']['arena_bytes']:,}" in md
-    assert report.md_escape(path.stem) in md
+    assert fmt.md_escape(path.stem) in md

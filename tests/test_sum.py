@@ -24,7 +24,6 @@ SUM mismatches; this test runs the generated C itself and compares with the opti
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from fractions import Fraction
@@ -33,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
+from helpers import host_build
+from tiers import needs_gcc
 
 from tinysched import lower_extra as lx
 from tinysched import reference
@@ -40,7 +41,6 @@ from tinysched.codegen import check_supported
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import parse_model
 
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 OPTIMISED = ("BUILTIN_WITHOUT_DEFAULT_DELEGATES",)
 
 # (in scale, in zp, out scale, out zp, count, sums where a fused multiply-add rounds differently)
@@ -158,7 +158,7 @@ def test_int8_sum_is_lowered() -> None:
 @needs_gcc
 @pytest.mark.host
 def test_sum_bit_exact_against_the_optimised_kernel(tmp_path: Path) -> None:
-    from tinysched.hostbuild import build, run_runner
+    from tinysched.build.host import run_runner
 
     rng = np.random.default_rng(9)
     model = sum_axes()
@@ -168,7 +168,7 @@ def test_sum_bit_exact_against_the_optimised_kernel(tmp_path: Path) -> None:
     for name, data, sets in (("sum_axes", model, [[x] for x in x_sets]), ("fma", fma_model, [fma_inputs])):
         path = tmp_path / f"{name}.tflite"
         path.write_bytes(data)
-        host = build(path, tmp_path / name, opt="-O1", sanitize=True, report=False)
+        host = host_build(path, tmp_path / name, opt="-O1", sanitize=True)
         assert "ts_sum_s8" in host.module.kernels
         got = run_runner(host.runner, host.module, sets)
         for inputs, outs in zip(sets, got, strict=True):

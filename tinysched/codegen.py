@@ -1223,25 +1223,3 @@ def _float_lines(values: np.ndarray, per_line: int = 6, indent: str = "    ") ->
         items.append(text)
     lines = [indent + ", ".join(items[i : i + per_line]) + "," for i in range(0, len(items), per_line)]
     return "\n".join(lines) or f"{indent}0.0f,"
-
-
-def plan_for_codegen(
-    graph: Graph, alignment: int = 16, time_limit: float = 1.0, recompute: Any = None
-) -> tuple[Graph, Any, Any]:
-    """Add declared scratch tensors, then schedule and place: (graph, schedule, plan).
-
-    With an active `recompute` (a `recompute.RecomputeRequest`), the schedule is its
-    `RecomputePlan` and the plan places that sequence's execution instances."""
-    from tinysched.arena import plan_model
-    from tinysched.fold import carry_fold_info, fold_constants
-
-    graph = fold_constants(graph).graph  # shape/constant subgraphs become constants (fold.py)
-    check_supported(graph)
-    planned = carry_fold_info(with_scratch(graph, scratch_needs(graph)), graph)
-    if recompute is not None and recompute.active:
-        from tinysched.arena import plan_arena
-
-        rplan = recompute.plan(planned)
-        return planned, rplan, plan_arena(planned, rplan.sequence, alignment, time_limit)
-    schedule, plan = plan_model(planned, alignment=alignment, time_limit=time_limit)
-    return planned, schedule, plan

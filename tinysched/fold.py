@@ -20,7 +20,6 @@ tensor model the plan is certified in.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -33,9 +32,8 @@ __all__ = [
     "AliasSaving",
     "FoldResult",
     "alias_saving",
-    "carry_fold_info",
     "fold_constants",
-    "fold_info",
+    "no_folding",
 ]
 
 
@@ -64,23 +62,6 @@ class FoldResult:
 def no_folding(graph: Graph) -> FoldResult:
     """The identity folding: every operator runs (`plan --tflm` reorders the file's own operators)."""
     return FoldResult(graph, (), tuple(range(len(graph.operators))), {})
-
-
-# Graphs produced by `fold_constants`, so that later stages can report what was folded.
-_FOLDED: weakref.WeakKeyDictionary[Graph, FoldResult] = weakref.WeakKeyDictionary()
-
-
-def fold_info(graph: Graph) -> FoldResult | None:
-    """The folding that produced `graph`, if it came out of `fold_constants`."""
-    return _FOLDED.get(graph)
-
-
-def carry_fold_info(derived: Graph, source: Graph) -> Graph:
-    """Let `derived` (e.g. `source` plus scratch tensors) report the folding `source` came from."""
-    info = _FOLDED.get(source)
-    if info is not None and derived is not source:
-        _FOLDED[derived] = info
-    return derived
 
 
 # ---- numpy evaluation of one operator ---------------------------------------------------------
@@ -341,8 +322,7 @@ def fold_constants(graph: Graph) -> FoldResult:
             folded.append(op.index)
             changed = True
     if not folded:
-        result = FoldResult(graph, (), tuple(range(len(graph.operators))), {})
-        return result
+        return no_folding(graph)
     next_buffer = max((t.buffer for t in graph.tensors), default=0) + 1
     tensors: list[Tensor] = []
     for t in graph.tensors:
@@ -375,7 +355,6 @@ def fold_constants(graph: Graph) -> FoldResult:
         tuple(op.index for op in kept),
         dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
-    _FOLDED[new_graph] = result
     return result
 
 

@@ -29,7 +29,13 @@ from tinysched.files import output_folder
 from tinysched.pipeline import Planned, add_plan_arguments, generate, options_from_args, plan
 from tinysched.reader import read_model
 from tinysched.recompute import summary_lines
-from tinysched.report import NO_COMPARISONS, CompareOptions, collect_metadata, compare, write_beside_firmware
+from tinysched.report import (
+    NO_COMPARISONS,
+    CompareOptions,
+    collect_metadata,
+    run_comparisons,
+    write_beside_firmware,
+)
 from tinysched.report.compare import DEFAULT_RECOMPUTE_KS, DEFAULT_RECOMPUTE_TIME_LIMIT
 
 
@@ -97,6 +103,7 @@ def build_model(
     prefix: str | None = None,
     compile: bool = True,
     opt: str = "-O2",
+    sanitize: bool = False,
     report: bool = True,
     force: bool = False,
     verbose: bool = False,
@@ -120,7 +127,13 @@ def build_model(
     with output_folder(out_dir, force=force, keep=[model_path]) as staging:
         if target_board is None:
             host = build_host(
-                module, staging, model_name=graph.source, sha256=graph.sha256, compile=compile, opt=opt
+                module,
+                staging,
+                model_name=graph.source,
+                sha256=graph.sha256,
+                compile=compile,
+                opt=opt,
+                sanitize=sanitize,
             )
             runner = host.runner
         elif compile:
@@ -144,7 +157,7 @@ def build_model(
         if image is not None and target_board is not None:
             facts = firmware_metadata(image, target_board, planned.arena, toolchain_version())
         facts = {**(facts or {"kind": "host" if target_board is None else "sources"}), **record}
-        comparisons_run = compare(planned, model_bytes, comparisons)
+        comparisons_run = run_comparisons(planned, model_bytes, comparisons)
         clock.lap("compare")
         note = None
         if target_board is not None:

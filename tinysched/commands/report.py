@@ -23,7 +23,7 @@ from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
 from tinysched.pipeline import add_plan_arguments, generate, options_from_args, plan
 from tinysched.reader import read_model
-from tinysched.report import FORMATS, check_metadata, collect_metadata, compare, read_measured, render
+from tinysched.report import FORMATS, check_metadata, collect_metadata, read_measured, render, run_comparisons
 
 
 def format_for(path: str | None, fmt: str | None) -> str:
@@ -64,7 +64,7 @@ def metadata_for_model(model: str | Path, board_name: str, args: Any) -> dict[st
         kernels=kernels_of(module) if module is not None else None,
         size=size,
         size_note=size_note,
-        comparisons=compare(planned, model_bytes, compare_options_from_args(args)),
+        comparisons=run_comparisons(planned, model_bytes, compare_options_from_args(args)),
         measured=measured,
     )
 

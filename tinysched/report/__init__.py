@@ -9,7 +9,7 @@ still be saved, in HTML, Markdown or JSON.
 Nothing here plans or compiles: the `report` and `build` verbs do that and hand the facts over.
 """
 
-from tinysched.report.compare import NO_COMPARISONS, CompareOptions, compare
+from tinysched.report.compare import NO_COMPARISONS, CompareOptions, run_comparisons
 from tinysched.report.format import fmt_bytes
 from tinysched.report.metadata import (
     FORMATS,
@@ -33,7 +33,7 @@ __all__ = [
     "CompareOptions",
     "check_metadata",
     "collect_metadata",
-    "compare",
+    "run_comparisons",
     "fit_estimate",
     "fit_from_size_report",
     "fmt_bytes",

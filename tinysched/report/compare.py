@@ -74,7 +74,7 @@ def recompute_entry(p: Any) -> dict[str, Any]:
     }
 
 
-def compare(planned: Any, model_bytes: bytes | None, options: CompareOptions) -> dict[str, Any]:
+def run_comparisons(planned: Any, model_bytes: bytes | None, options: CompareOptions) -> dict[str, Any]:
     """{"stock_tflm": ..., "recompute_tradeoff": ... or None, "seconds": {...}} for `planned`
     (a pipeline.Planned); stock TFLM runs in a child process while the trade-off is searched."""
     from tinysched.recompute import plan_recompute

@@ -1,0 +1,170 @@
+"""The pipeline's stages chained the way most tests need them: a model file in, generated code,
+a host build or a verification out. Each helper is a few calls of the public stage APIs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tinysched import reference
+from tinysched.build.sources import SourceSet, write_sources
+from tinysched.commands.build import BuildResult, build_model
+from tinysched.graph import Graph
+from tinysched.pipeline import Planned, PlanOptions, generate, plan
+from tinysched.reader import read_model
+from tinysched.recompute import RecomputeRequest
+from tinysched.verify import VerifyResult, verify
+
+
+def options(
+    alignment: int = 16, time_limit: float = 6.0, recompute: RecomputeRequest | None = None
+) -> PlanOptions:
+    return PlanOptions(alignment=alignment, time_limit=time_limit, recompute=recompute)
+
+
+def planned_model(model: str | Path | Graph, **kw: Any) -> Planned:
+    graph = model if isinstance(model, Graph) else read_model(model)
+    return plan(graph, options(**kw))
+
+
+def generate_module(
+    model: str | Path | Graph, prefix: str | None = None, **kw: Any
+) -> tuple[Any, Any, Any, Any]:
+    """(graph as placed, schedule or RecomputePlan, arena plan, module), as the build generates them."""
+    planned = planned_model(model, **kw)
+    sched = planned.recompute if planned.recompute is not None else planned.schedule
+    return planned.graph, sched, planned.arena, generate(planned, prefix)
+
+
+def plan_for_codegen(graph: Graph, **kw: Any) -> tuple[Graph, Any, Any]:
+    graph_, sched, arena, _ = generate_module(graph, **kw)
+    return graph_, sched, arena
+
+
+def host_verify(
+    model: str | Path,
+    *,
+    n_inputs: int = 10,
+    seed: int = 0,
+    input_files: tuple[str | Path, ...] = (),
+    opt: str = "-O2",
+    sanitize: bool = False,
+    **kw: Any,
+) -> VerifyResult:
+    planned = planned_model(model, **kw)
+    return verify(
+        model,
+        planned,
+        generate(planned),
+        n_inputs=n_inputs,
+        seed=seed,
+        input_files=input_files,
+        opt=opt,
+        sanitize=sanitize,
+    )
+
+
+def host_build(
+    model: str | Path,
+    out_dir: str | Path,
+    *,
+    opt: str = "-O2",
+    compile: bool = True,
+    sanitize: bool = False,
+    report: bool = False,
+    prefix: str | None = None,
+    force: bool = False,
+    **plan_flags: Any,
+) -> BuildResult:
+    """`tinysched build MODEL -o DIR` for the host; `plan_flags` as the CLI's (alignment, time_limit,
+    recompute=K); without the report's comparisons unless `report`."""
+    import argparse
+
+    return build_model(
+        model,
+        out_dir,
+        "host",
+        args=argparse.Namespace(**plan_flags),
+        prefix=prefix,
+        compile=compile,
+        opt=opt,
+        sanitize=sanitize,
+        report=report,
+        force=force,
+    )
+
+
+@dataclass(frozen=True)
+class MeasureInputs:
+    """A model's generated sources plus seeded inputs and TFLite's reference outputs for them."""
+
+    sources: SourceSet
+    inputs: list[list[bytes]]
+    expected: list[list[bytes]]
+    arena_bytes_planned: int
+    arena_high_water_planned: int
+    recompute: Any
+
+
+def generate_for_measure(
+    model: Path, out_dir: Path, n_inputs: int, seed: int = 0, recompute: RecomputeRequest | None = None
+) -> MeasureInputs:
+    planned = planned_model(model, recompute=recompute)
+    sources = write_sources(generate(planned), Path(out_dir))
+    input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
+    results = reference.run_reference_many(model, input_sets)
+    return MeasureInputs(
+        sources,
+        [[a.tobytes() for a in s] for s in input_sets],
+        [[a.tobytes() for a in r.outputs] for r in results],
+        planned.arena.arena_bytes,
+        planned.arena.high_water_bytes,
+        planned.recompute,
+    )
+
+
+def metadata_for_model(
+    model: str | Path,
+    board: str,
+    *,
+    build_firmware: bool | None = None,
+    stock_tflm: bool = True,
+    recompute_ks: tuple[int, ...] | None = (0, 1, 2),
+    recompute_time_limit: float = 1.0,
+    measured: str | Path | None = None,
+) -> dict[str, Any]:
+    """What `tinysched report MODEL --board B` puts in its document."""
+    import argparse
+
+    from tinysched.commands.report import metadata_for_model as command_metadata
+
+    args = argparse.Namespace(
+        no_build=build_firmware is False,
+        tflm=stock_tflm,
+        recompute_tradeoff=bool(recompute_ks),
+        recompute_time_limit=recompute_time_limit,
+        measured=measured,
+    )
+    return command_metadata(model, board, args)
+
+
+def graph_metadata(
+    graph: Graph,
+    board: Any,
+    *,
+    recompute_ks: tuple[int, ...] = (),
+    recompute: RecomputeRequest | None = None,
+) -> dict[str, Any]:
+    """The document for an in-memory graph (no model file: no stock TFLM, no firmware)."""
+    from tinysched.report import CompareOptions, collect_metadata, run_comparisons
+
+    planned = plan(graph, options(recompute=recompute))
+    module = generate(planned) if planned.codegen_note is None else None
+    comparisons = run_comparisons(planned, None, CompareOptions(stock_tflm=False, recompute_ks=recompute_ks))
+    return collect_metadata(
+        planned,
+        board=board,
+        kernels=dict(module.op_kernels) if module is not None else None,
+        comparisons=comparisons,
+    )
