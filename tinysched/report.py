@@ -94,22 +94,7 @@ def kernels_by_op(graph: Graph) -> dict[int, str | None]:
     """The C kernel the code generator calls for each operator (None: not supported)."""
     from tinysched import codegen
 
-    lowering = codegen._Lowering(
-        graph,
-        "report",
-        {t: 0 for t in graph.activation_tensors},
-        {t.index: "c" for t in graph.tensors if t.is_constant},
-    )
-    kernels: dict[int, str | None] = {}
-    for op in graph.operators:
-        kernel = None
-        if op.opcode in codegen.SUPPORTED_OPS:
-            try:
-                kernel = codegen._lower(lowering, op, 0).kernel or None
-            except TinyschedError:
-                kernel = None
-        kernels[op.index] = kernel
-    return kernels
+    return codegen.kernels_by_op(graph)
 
 
 def plan_for_report(
