@@ -20,6 +20,8 @@ from tinysched.codegen.shapes import dims_strides, pad_left
 from tinysched.codegen.table import lowering
 from tinysched.graph import Operator
 
+Params = list[tuple[str, int]]  # struct field -> integer value, in struct order
+
 
 def _broadcast(ctx: LoweringContext, a: int, b: int, y: int) -> str:
     sa, sb, sy = ctx.tensor(a).shape, ctx.tensor(b).shape, ctx.tensor(y).shape
@@ -46,37 +48,65 @@ def _broadcast(ctx: LoweringContext, a: int, b: int, y: int) -> str:
     )
 
 
-@lowering("ADD")
-def lower_add(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    call.kernel, call.params_type = "ts_add_s8", "ts_add_s8_params"
+def _int8_operands(ctx: LoweringContext, op: Operator) -> tuple[int, int, int]:
     a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
     for t in (a, b, y):
         ctx.expect(t, "int8")
-    (s1, z1), (s2, z2), (so, zo) = ctx.quant(a), ctx.quant(b), ctx.quant(y)
-    left_shift = 20
-    twice_max = 2 * float(max(np.float32(s1), np.float32(s2)))
+    return a, b, y
+
+
+def _binary_call(
+    ctx: LoweringContext, call: KernelCall, kernel: str, operands: tuple[int, int, int], params: Params
+) -> None:
+    """What every broadcasting binary kernel takes: `<kernel>_params` starting with the broadcast
+    shape, then `params` in struct order; then the two inputs and the output."""
+    a, b, y = operands
+    call.kernel, call.params_type = kernel, f"{kernel}_params"
+    call.params = [("shape", _broadcast(ctx, a, b, y))] + [(k, str(v)) for k, v in params]
+    call.args = [ctx.ptr(a), ctx.ptr(b), ctx.ptr(y, const=False)]
+
+
+def _offsets(z1: int, z2: int, zo: int) -> Params:
+    return [("input1_offset", -z1), ("input2_offset", -z2), ("output_offset", zo)]
+
+
+def _activation(op: Operator, so: float, zo: int) -> Params:
+    act_min, act_max = activation_range(op.options.get("fused_activation_function", "NONE"), so, zo)
+    return [("act_min", act_min), ("act_max", act_max)]
+
+
+def _common_scale(
+    s1: float, s2: float, twice_max: float, left_shift: int, output_real: float, refusal: str
+) -> Params:
+    """ADD's and SQUARED_DIFFERENCE's requantisation (add.cc, squared_difference.cc Prepare): each
+    input shifted left by `left_shift` and rescaled to `twice_max`, the result rescaled by
+    `output_real`; every multiplier must be below one."""
     m1, sh1 = quantize_multiplier(float(s1) / twice_max)
     m2, sh2 = quantize_multiplier(float(s2) / twice_max)
-    mo, sho = quantize_multiplier(twice_max / ((1 << left_shift) * float(so)))
-    if sh1 > 0 or sh2 > 0 or sho > 0:
-        raise Unsupported("an ADD rescale of 1 or more")
-    act_min, act_max = activation_range(op.options.get("fused_activation_function", "NONE"), so, zo)
-    call.params = [
-        ("shape", _broadcast(ctx, a, b, y)),
-        ("input1_offset", str(-z1)),
-        ("input2_offset", str(-z2)),
-        ("output_offset", str(zo)),
-        ("left_shift", str(left_shift)),
-        ("input1_multiplier", str(m1)),
-        ("input1_shift", str(sh1)),
-        ("input2_multiplier", str(m2)),
-        ("input2_shift", str(sh2)),
-        ("output_multiplier", str(mo)),
-        ("output_shift", str(sho)),
-        ("act_min", str(act_min)),
-        ("act_max", str(act_max)),
+    mo, sho = quantize_multiplier(output_real)
+    if max(sh1, sh2, sho) > 0:
+        raise Unsupported(refusal)
+    return [
+        ("left_shift", left_shift),
+        ("input1_multiplier", m1),
+        ("input1_shift", sh1),
+        ("input2_multiplier", m2),
+        ("input2_shift", sh2),
+        ("output_multiplier", mo),
+        ("output_shift", sho),
     ]
-    call.args = [ctx.ptr(a), ctx.ptr(b), ctx.ptr(y, const=False)]
+
+
+@lowering("ADD")
+def lower_add(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    operands = _int8_operands(ctx, op)
+    (s1, z1), (s2, z2), (so, zo) = (ctx.quant(t) for t in operands)
+    left_shift = 20
+    twice_max = 2 * float(max(np.float32(s1), np.float32(s2)))
+    output_real = twice_max / ((1 << left_shift) * float(so))
+    scale = _common_scale(s1, s2, twice_max, left_shift, output_real, "an ADD rescale of 1 or more")
+    params = _offsets(z1, z2, zo) + scale + _activation(op, so, zo)
+    _binary_call(ctx, call, "ts_add_s8", operands, params)
 
 
 @lowering("SUB")
@@ -90,33 +120,15 @@ def lower_sub(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
 @lowering("MUL")
 def lower_mul(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    call.kernel, call.params_type = "ts_mul_s8", "ts_mul_s8_params"
-    a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
-    for t in (a, b, y):
-        ctx.expect(t, "int8")
-    (s1, z1), (s2, z2), (so, zo) = ctx.quant(a), ctx.quant(b), ctx.quant(y)
+    operands = _int8_operands(ctx, op)
+    (s1, z1), (s2, z2), (so, zo) = (ctx.quant(t) for t in operands)
     mult, shift = quantize_multiplier(float(s1) * float(s2) / float(so))
-    act_min, act_max = activation_range(op.options.get("fused_activation_function", "NONE"), so, zo)
-    call.params = [
-        ("shape", _broadcast(ctx, a, b, y)),
-        ("input1_offset", str(-z1)),
-        ("input2_offset", str(-z2)),
-        ("output_offset", str(zo)),
-        ("output_multiplier", str(mult)),
-        ("output_shift", str(shift)),
-        ("act_min", str(act_min)),
-        ("act_max", str(act_max)),
-    ]
-    call.args = [ctx.ptr(a), ctx.ptr(b), ctx.ptr(y, const=False)]
+    params = _offsets(z1, z2, zo) + [("output_multiplier", mult), ("output_shift", shift)]
+    _binary_call(ctx, call, "ts_mul_s8", operands, params + _activation(op, so, zo))
 
 
 def _minmax(ctx: LoweringContext, op: Operator, call: KernelCall, is_max: bool) -> None:
-    a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
-    for t in (a, b, y):
-        ctx.expect(t, "int8")
-    call.kernel, call.params_type = "ts_minmax_s8", "ts_minmax_s8_params"
-    call.params = [("shape", _broadcast(ctx, a, b, y)), ("is_max", "1" if is_max else "0")]
-    call.args = [ctx.ptr(a), ctx.ptr(b), ctx.ptr(y, const=False)]
+    _binary_call(ctx, call, "ts_minmax_s8", _int8_operands(ctx, op), [("is_max", int(is_max))])
 
 
 @lowering("MAXIMUM")
@@ -131,55 +143,33 @@ def lower_minimum(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
 @lowering("PRELU")
 def lower_prelu(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    x, alpha, y = op.inputs[0], op.inputs[1], op.outputs[0]
-    for t in (x, alpha, y):
-        ctx.expect(t, "int8")
-    (si, zi), (sa, za), (so, zo) = ctx.quant(x), ctx.quant(alpha), ctx.quant(y)
+    operands = _int8_operands(ctx, op)  # input, alpha, output
+    (si, zi), (sa, za), (so, zo) = (ctx.quant(t) for t in operands)
     # activations.cc PreluPrepare: the scale products in float32, then QuantizeMultiplier.
     m1, s1 = quantize_multiplier(f32_ratio(si, so))
     m2, s2 = quantize_multiplier(float(np.float32(np.float32(si) * np.float32(sa)) / np.float32(so)))
-    call.kernel, call.params_type = "ts_prelu_s8", "ts_prelu_s8_params"
-    call.params = [
-        ("shape", _broadcast(ctx, x, alpha, y)),
-        ("input_offset", str(-zi)),
-        ("alpha_offset", str(-za)),
-        ("output_offset", str(zo)),
-        ("multiplier_pos", str(m1)),
-        ("shift_pos", str(s1)),
-        ("multiplier_neg", str(m2)),
-        ("shift_neg", str(s2)),
+    params = [
+        ("input_offset", -zi),
+        ("alpha_offset", -za),
+        ("output_offset", zo),
+        ("multiplier_pos", m1),
+        ("shift_pos", s1),
+        ("multiplier_neg", m2),
+        ("shift_neg", s2),
     ]
-    call.args = [ctx.ptr(x), ctx.ptr(alpha), ctx.ptr(y, const=False)]
+    _binary_call(ctx, call, "ts_prelu_s8", operands, params)
 
 
 @lowering("SQUARED_DIFFERENCE")
 def lower_squared_difference(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
-    for t in (a, b, y):
-        ctx.expect(t, "int8")
-    for t in (a, b):
+    operands = _int8_operands(ctx, op)
+    for t in operands[:2]:
         if len(ctx.tensor(t).shape) > 4:
             raise Unsupported("inputs of rank above 4 (TFLite broadcasts in 4-D)")
-    (s1, z1), (s2, z2), (so, zo) = ctx.quant(a), ctx.quant(b), ctx.quant(y)
+    (s1, z1), (s2, z2), (so, zo) = (ctx.quant(t) for t in operands)
     left_shift = 7
     twice_max = float(np.float32(2) * max(np.float32(s1), np.float32(s2)))  # float, then double
-    m1, sh1 = quantize_multiplier(float(s1) / twice_max)
-    m2, sh2 = quantize_multiplier(float(s2) / twice_max)
-    mo, sho = quantize_multiplier(twice_max * twice_max / ((1 << (2 * left_shift)) * float(so)))
-    if max(sh1, sh2, sho) > 0:
-        raise Unsupported("a rescale of 1 or more (TFLite requires multipliers below one)")
-    call.kernel, call.params_type = "ts_squared_difference_s8", "ts_squared_difference_s8_params"
-    call.params = [
-        ("shape", _broadcast(ctx, a, b, y)),
-        ("input1_offset", str(-z1)),
-        ("input2_offset", str(-z2)),
-        ("output_offset", str(zo)),
-        ("left_shift", str(left_shift)),
-        ("input1_multiplier", str(m1)),
-        ("input1_shift", str(sh1)),
-        ("input2_multiplier", str(m2)),
-        ("input2_shift", str(sh2)),
-        ("output_multiplier", str(mo)),
-        ("output_shift", str(sho)),
-    ]
-    call.args = [ctx.ptr(a), ctx.ptr(b), ctx.ptr(y, const=False)]
+    output_real = twice_max * twice_max / ((1 << (2 * left_shift)) * float(so))
+    refusal = "a rescale of 1 or more (TFLite requires multipliers below one)"
+    scale = _common_scale(s1, s2, twice_max, left_shift, output_real, refusal)
+    _binary_call(ctx, call, "ts_squared_difference_s8", operands, _offsets(z1, z2, zo) + scale)
