@@ -36,7 +36,6 @@ def lower_copy(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
 @lowering("CONCATENATION")
 def lower_concatenation(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    call.kernel, call.params_type = "ts_concatenation", "ts_concatenation_params"
     y = op.outputs[0]
     ins = [t for t in op.inputs if t >= 0]
     out = ctx.tensor(y)
@@ -52,10 +51,19 @@ def lower_concatenation(ctx: LoweringContext, op: Operator, call: KernelCall) ->
     axis = axis + rank if axis < 0 else axis
     itemsize = np.dtype(out.dtype).itemsize
     chunks = [math.prod(ctx.tensor(t).shape[axis:]) * itemsize for t in ins]
+    _concatenation_call(ctx, call, ins, y, math.prod(out.shape[:axis]), chunks)
+
+
+def _concatenation_call(
+    ctx: LoweringContext, call: KernelCall, ins: list[int], y: int, outer: int, chunks: list[int]
+) -> None:
+    """`ts_concatenation` (CONCATENATION, PACK): `outer` times, each input's chunk of bytes in turn;
+    the input pointers in a local array."""
+    call.kernel, call.params_type = "ts_concatenation", "ts_concatenation_params"
     name = ctx.array(call, "chunk_bytes", "int32_t", chunks, "bytes of each input per outer slice")
     call.params = [
         ("num_inputs", str(len(ins))),
-        ("outer", str(math.prod(out.shape[:axis]))),
+        ("outer", str(outer)),
         ("chunk_bytes", name),
     ]
     inputs_name = f"op{call.op}_inputs"
@@ -63,10 +71,6 @@ def lower_concatenation(ctx: LoweringContext, op: Operator, call: KernelCall) ->
         f"const void *const {inputs_name}[{len(ins)}] = {{" + ", ".join(ctx.ptr(t) for t in ins) + "};"
     ]
     call.args = [inputs_name, ctx.ptr(y, const=False)]
-
-
-def _chunks(ctx: LoweringContext, shapes: Sequence[Sequence[int]], axis: int, itemsize: int) -> list[int]:
-    return [math.prod(s[axis:]) * itemsize for s in shapes]
 
 
 @lowering("PACK")
@@ -77,19 +81,8 @@ def lower_pack(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     rank = len(ctx.tensor(ins[0]).shape)
     axis = rank_axis(op.options.get("axis", 0), rank + 1)
     itemsize = ctx.itemsize(y)
-    chunks = _chunks(ctx, [ctx.tensor(t).shape for t in ins], axis, itemsize)
-    call.kernel, call.params_type = "ts_concatenation", "ts_concatenation_params"
-    name = ctx.array(call, "chunk_bytes", "int32_t", chunks, "bytes of each input per outer slice")
-    call.params = [
-        ("num_inputs", str(len(ins))),
-        ("outer", str(math.prod(ctx.tensor(ins[0]).shape[:axis]))),
-        ("chunk_bytes", name),
-    ]
-    inputs_name = f"op{call.op}_inputs"
-    call.pre = [
-        f"const void *const {inputs_name}[{len(ins)}] = {{" + ", ".join(ctx.ptr(t) for t in ins) + "};"
-    ]
-    call.args = [inputs_name, ctx.ptr(y, const=False)]
+    chunks = [math.prod(ctx.tensor(t).shape[axis:]) * itemsize for t in ins]
+    _concatenation_call(ctx, call, ins, y, math.prod(ctx.tensor(ins[0]).shape[:axis]), chunks)
 
 
 def _split(ctx: LoweringContext, op: Operator, call: KernelCall, x: int, axis: int, keep_axis: bool) -> None:

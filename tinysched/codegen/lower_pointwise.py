@@ -83,17 +83,10 @@ def lower_rsqrt(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
 @lowering("LOGISTIC")
 def lower_logistic(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    call.kernel, call.params_type = "ts_lut_s8", "ts_lut_s8_params"
-    x, y = op.inputs[0], op.outputs[0]
-    ctx.expect(x, "int8")
-    ctx.expect(y, "int8")
-    (si, zi), (so, zo) = ctx.quant(x), ctx.quant(y)
+    si, zi, so, zo = _unary_quant(ctx, op)
     if so != 1.0 / 256:
         raise Unsupported("int8 output scale other than 1/256")
-    table = lut_int8(si, zi, so, zo, logistic_f32)
-    name = ctx.array(call, "table", "int8_t", table, "logistic of each input byte, by (uint8_t)q")
-    call.params = [("count", str(math.prod(ctx.tensor(x).shape))), ("table", name)]
-    call.args = [ctx.ptr(x), ctx.ptr(y, const=False)]
+    _lut(ctx, op, call, lut_int8(si, zi, so, zo, logistic_f32), "logistic")
 
 
 @lowering("SOFTMAX")

@@ -21,23 +21,40 @@ from tinysched.codegen.table import lowering
 from tinysched.graph import Operator
 
 
+def _reduction_axes(ctx: LoweringContext, op: Operator) -> tuple[list[int], list[int]]:
+    """(input shape, the sorted distinct axes of the constant second input, made non-negative)."""
+    shape = list(ctx.tensor(op.inputs[0]).shape)
+    rank = len(shape)
+    axes = sorted({rank_axis(a, rank) for a in ctx.constant(op.inputs[1]).reshape(-1)})
+    if any(not 0 <= a < rank for a in axes):
+        raise Unsupported(f"axes {axes} for rank {rank}")
+    return shape, axes
+
+
+def _walk(shape: list[int], axes: list[int]) -> list[tuple[str, str]]:
+    """The walk every reduction kernel takes: the kept dimensions with their input strides, then the
+    reduced ones, each padded to the kernels' rank."""
+    strides = dims_strides(shape)
+    kept = [d for d in range(len(shape)) if d not in axes]
+    return [
+        ("out_dims", c_list(pad_left([shape[d] for d in kept], 1))),
+        ("out_strides", c_list(pad_left([strides[d] for d in kept], 0))),
+        ("red_dims", c_list(pad_left([shape[d] for d in axes], 1))),
+        ("red_strides", c_list(pad_left([strides[d] for d in axes], 0))),
+    ]
+
+
 @lowering("MEAN")
 def lower_mean(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     x, y = op.inputs[0], op.outputs[0]
     ctx.expect(x, "int8")
     ctx.expect(y, "int8")
-    shape = list(ctx.tensor(x).shape)
-    rank = len(shape)
-    axes = sorted({int(a) + rank if int(a) < 0 else int(a) for a in ctx.constant(op.inputs[1]).reshape(-1)})
-    if any(not 0 <= a < rank for a in axes):
-        raise Unsupported(f"axes {axes} for rank {rank}")
+    shape, axes = _reduction_axes(ctx, op)
     if not axes:
         lower_copy(ctx, op, call)
         return
     call.kernel, call.params_type = "ts_mean_s8", "ts_mean_s8_params"
     (si, zi), (so, zo) = ctx.quant(x), ctx.quant(y)
-    strides = dims_strides(shape)
-    kept = [d for d in range(rank) if d not in axes]
     count = math.prod(shape[a] for a in axes)
     if count >= 1 << 23:
         raise Unsupported(f"a mean over {count} elements")
@@ -47,11 +64,7 @@ def lower_mean(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     bits = min(count.bit_length() - 1, 32, 31 + shift)
     mult = (mult << bits) // count
     shift -= bits
-    call.params = [
-        ("out_dims", c_list(pad_left([shape[d] for d in kept], 1))),
-        ("out_strides", c_list(pad_left([strides[d] for d in kept], 0))),
-        ("red_dims", c_list(pad_left([shape[d] for d in axes], 1))),
-        ("red_strides", c_list(pad_left([strides[d] for d in axes], 0))),
+    call.params = _walk(shape, axes) + [
         ("count", str(count)),
         ("input_zero_point", str(zi)),
         ("output_zero_point", str(zo)),
@@ -68,23 +81,12 @@ def lower_reduce_max(ctx: LoweringContext, op: Operator, call: KernelCall) -> No
     ctx.expect(y, "int8")
     if ctx.quant(x) != ctx.quant(y):
         raise Unsupported("input and output quantised differently")
-    shape = list(ctx.tensor(x).shape)
-    rank = len(shape)
-    axes = sorted({rank_axis(a, rank) for a in ctx.constant(op.inputs[1]).reshape(-1)})
-    if any(not 0 <= a < rank for a in axes):
-        raise Unsupported(f"axes {axes} for rank {rank}")
+    shape, axes = _reduction_axes(ctx, op)
     if not axes:
         lower_copy(ctx, op, call)
         return
-    strides = dims_strides(shape)
-    kept = [d for d in range(rank) if d not in axes]
     call.kernel, call.params_type = "ts_reduce_max_s8", "ts_reduce_max_s8_params"
-    call.params = [
-        ("out_dims", c_list(pad_left([shape[d] for d in kept], 1))),
-        ("out_strides", c_list(pad_left([strides[d] for d in kept], 0))),
-        ("red_dims", c_list(pad_left([shape[d] for d in axes], 1))),
-        ("red_strides", c_list(pad_left([strides[d] for d in axes], 0))),
-    ]
+    call.params = _walk(shape, axes)
     call.args = [ctx.ptr(x), ctx.ptr(y, const=False)]
 
 
@@ -132,26 +134,16 @@ def lower_sum(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     ctx.expect(x, "int8")
     ctx.expect(y, "int8")
     (si, zi), (so, zo) = ctx.quant(x), ctx.quant(y)
-    shape = list(ctx.tensor(x).shape)
-    rank = len(shape)
-    axes = sorted({rank_axis(a, rank) for a in ctx.constant(op.inputs[1]).reshape(-1)})
-    if any(not 0 <= a < rank for a in axes):
-        raise Unsupported(f"axes {axes} for rank {rank}")
+    shape, axes = _reduction_axes(ctx, op)
     count = math.prod(shape[a] for a in axes)
     if not 1 <= count < 1 << 23:
         raise Unsupported(f"a sum over {count} elements")
     base, thresholds = sum_thresholds(float(si), int(zi), float(so), int(zo), count)
-    strides = dims_strides(shape)
-    kept = [d for d in range(rank) if d not in axes]
     call.kernel, call.params_type = "ts_sum_s8", "ts_sum_s8_params"
     table = ctx.array(
         call, "thresholds", "int32_t", np.asarray(thresholds or [0], dtype=np.int32), "least sum of each step"
     )
-    call.params = [
-        ("out_dims", c_list(pad_left([shape[d] for d in kept], 1))),
-        ("out_strides", c_list(pad_left([strides[d] for d in kept], 0))),
-        ("red_dims", c_list(pad_left([shape[d] for d in axes], 1))),
-        ("red_strides", c_list(pad_left([strides[d] for d in axes], 0))),
+    call.params = _walk(shape, axes) + [
         ("count", str(count)),
         ("base", str(base)),
         ("n_thresholds", str(len(thresholds))),
