@@ -177,8 +177,9 @@ def check_supported(graph: Graph) -> None:
 
 
 def kernels_by_op(graph: Graph) -> dict[int, str | None]:
-    """The C kernel the code generator calls for each operator (None: not supported)."""
-    ctx = _checking_context(graph, "report", {})
+    """The C kernel the code generator calls for each operator (None: not supported). Stateful
+    operators see their state placed as `generate` places it, so they report their kernel too."""
+    ctx = _checking_context(graph, "report", state_layout(graph, 16)[0])
     supported = supported_ops()
     kernels: dict[int, str | None] = {}
     for op in graph.operators:
