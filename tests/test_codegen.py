@@ -192,6 +192,53 @@ def test_supported_list_is_the_issue_list() -> None:
     assert STATEFUL_OPS == ("SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM")
 
 
+def test_one_lowering_table() -> None:
+    # Every opcode's lowering is a free function of a lowering module; a second one is refused.
+    import inspect
+
+    from tinysched.codegen import lowering, registered_lowerings
+
+    table = registered_lowerings()
+    assert tuple(sorted(table)) == SUPPORTED_OPS
+    modules = {inspect.getmodule(fn).__name__ for fn in table.values()}
+    assert {m.rsplit(".", 1)[-1] for m in modules} == {
+        "lower_conv", "lower_data", "lower_elementwise", "lower_pointwise", "lower_reduce", "lower_state",
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="two lowerings registered for ADD"):
+        lowering("ADD")(lambda ctx, op, call: None)
+    assert registered_lowerings()["ADD"].__name__ == "lower_add"
+
+
+def test_codegen_modules_share_no_private_names_and_no_cycles() -> None:
+    import ast
+
+    package = REPO / "tinysched" / "codegen"
+    edges: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deps = edges.setdefault(path.stem, set())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tinysched"):
+                private = [a.name for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+                if node.module.startswith("tinysched.codegen."):
+                    deps.add(node.module.rsplit(".", 1)[-1])
+            assert not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr"), path.name
+    done: set[str] = set()
+
+    def visit(module: str, stack: tuple[str, ...]) -> None:
+        assert module not in stack, f"import cycle {' -> '.join((*stack, module))}"
+        if module not in done:
+            for dep in edges.get(module, ()):
+                visit(dep, (*stack, module))
+            done.add(module)
+
+    for module in edges:
+        if module != "__init__":
+            visit(module, ())
+    assert "lower_conv" not in edges["table"] and "module" not in edges["table"]
+
+
 def test_scratch_becomes_a_tensor_live_only_during_its_step(hostile_model: Path) -> None:
     graph = read_model(hostile_model)
     order = graph.stored_order()

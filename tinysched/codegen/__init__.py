@@ -71,7 +71,14 @@ from tinysched.codegen.quant import (
     window_padding,
 )
 from tinysched.codegen.shapes import MAX_DIMS
-from tinysched.codegen.table import Lowering, lower, lowering, stateful_ops, supported_ops
+from tinysched.codegen.table import (
+    Lowering,
+    lower,
+    lowering,
+    registered_lowerings,
+    stateful_ops,
+    supported_ops,
+)
 
 SUPPORTED_OPS: tuple[str, ...] = supported_ops()
 STATEFUL_OPS: tuple[str, ...] = stateful_ops()
@@ -111,12 +118,15 @@ __all__ = [
     "quantize_multiplier",
     "quantize_value",
     "refuse_known_gaps",
+    "registered_lowerings",
     "render",
     "round_half_away",
     "scratch_needs",
+    "stateful_ops",
     "state_init",
     "state_layout",
     "step_offsets",
+    "supported_ops",
     "window_padding",
     "with_scratch",
 ]

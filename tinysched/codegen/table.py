@@ -44,6 +44,11 @@ def lowering(*opcodes: str, stateful: bool = False) -> Callable[[Lowering], Lowe
     return register
 
 
+def registered_lowerings() -> dict[str, Lowering]:
+    """A copy of the table: opcode -> its lowering."""
+    return {opcode: entry.lower for opcode, entry in _TABLE.items()}
+
+
 def supported_ops() -> tuple[str, ...]:
     """Every opcode with a lowering, sorted."""
     return tuple(sorted(_TABLE))
