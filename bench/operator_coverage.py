@@ -23,10 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tinysched.boards import all_boards  # noqa: E402
-from tinysched.codegen import check_supported  # noqa: E402
+from tinysched.codegen import check_supported, state_layout  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
 from tinysched.fold import alias_saving, fold_constants  # noqa: E402
-from tinysched.lower_extra import state_layout  # noqa: E402
 from tinysched.pipeline import generate, plan  # noqa: E402
 from tinysched.reader import read_model  # noqa: E402
 from tinysched.verify import verify  # noqa: E402

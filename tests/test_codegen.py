@@ -21,6 +21,7 @@ from tiers import needs_gcc
 from tinysched import __version__
 from tinysched.arena import plan_arena
 from tinysched.codegen import (
+    STATEFUL_OPS,
     SUPPORTED_OPS,
     c_comment,
     c_identifier,
@@ -30,7 +31,6 @@ from tinysched.codegen import (
     with_scratch,
 )
 from tinysched.errors import TinyschedError
-from tinysched.lower_extra import EXTRA_LOWERINGS
 from tinysched.memory import profile
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import read_model
@@ -177,12 +177,67 @@ def test_unsupported_operator_refused_in_one_line_before_writing(tmp_path: Path)
 
 
 def test_supported_list_is_the_issue_list() -> None:
-    # The original list, plus issue 6's operators (tinysched/lower_extra.py).
-    assert set(SUPPORTED_OPS) == {
+    # The original list, then issue 6's operators, then the stateful ones; sorted, one lowering each.
+    issue_list = {
         "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN",
         "ADD", "MUL", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CONCATENATION", "PAD", "TRANSPOSE",
         "SOFTMAX", "LOGISTIC", "QUANTIZE", "DEQUANTIZE",
-    } | set(EXTRA_LOWERINGS)  # fmt: skip
+        "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "TANH", "SUB", "SLICE",
+        "STRIDED_SLICE", "TILE", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND",
+        "BATCH_TO_SPACE_ND", "PACK", "SPLIT", "SPLIT_V", "UNPACK", "MAXIMUM", "MINIMUM", "REDUCE_MAX",
+        "SUM", "ARG_MAX", "ARG_MIN", "GATHER", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "RSQRT",
+        "PRELU", "SQUARED_DIFFERENCE", "L2_NORMALIZATION", "TRANSPOSE_CONV",
+        "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    }  # fmt: skip
+    assert tuple(sorted(issue_list)) == SUPPORTED_OPS
+    assert STATEFUL_OPS == ("SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM")
+
+
+def test_one_lowering_table() -> None:
+    # Every opcode's lowering is a free function of a lowering module; a second one is refused.
+    import inspect
+
+    from tinysched.codegen import lowering, registered_lowerings
+
+    table = registered_lowerings()
+    assert tuple(sorted(table)) == SUPPORTED_OPS
+    modules = {inspect.getmodule(fn).__name__ for fn in table.values()}
+    assert {m.rsplit(".", 1)[-1] for m in modules} == {
+        "lower_conv", "lower_data", "lower_elementwise", "lower_pointwise", "lower_reduce", "lower_state",
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="two lowerings registered for ADD"):
+        lowering("ADD")(lambda ctx, op, call: None)
+    assert registered_lowerings()["ADD"].__name__ == "lower_add"
+
+
+def test_codegen_modules_share_no_private_names_and_no_cycles() -> None:
+    import ast
+
+    package = REPO / "tinysched" / "codegen"
+    edges: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deps = edges.setdefault(path.stem, set())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tinysched"):
+                private = [a.name for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+                if node.module.startswith("tinysched.codegen."):
+                    deps.add(node.module.rsplit(".", 1)[-1])
+            assert not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr"), path.name
+    done: set[str] = set()
+
+    def visit(module: str, stack: tuple[str, ...]) -> None:
+        assert module not in stack, f"import cycle {' -> '.join((*stack, module))}"
+        if module not in done:
+            for dep in edges.get(module, ()):
+                visit(dep, (*stack, module))
+            done.add(module)
+
+    for module in edges:
+        if module != "__init__":
+            visit(module, ())
+    assert "lower_conv" not in edges["table"] and "module" not in edges["table"]
 
 
 def test_scratch_becomes_a_tensor_live_only_during_its_step(hostile_model: Path) -> None:

@@ -2,7 +2,7 @@
 
 Two generated models hold every new operator with its options (`activations_elementwise`,
 `data_movement`); each is compiled once under ASan/UBSan, run on seeded inputs and compared byte for
-byte with BUILTIN_REF. The pointwise tables (`tinysched.lower_extra`) are also checked exhaustively,
+byte with BUILTIN_REF. The pointwise tables (`tinysched.codegen.quant`) are also checked exhaustively,
 all 256 input bytes for several quantisations, against the interpreter alone.
 """
 
@@ -16,8 +16,7 @@ from ai_edge_litert import schema_py_generated as schema
 from helpers import host_verify
 from tiers import needs_gcc
 
-from tinysched import lower_extra as lx
-from tinysched.codegen import check_supported
+from tinysched.codegen import check_supported, quant
 from tinysched.modelgen import ModelBuilder, TensorHandle
 from tinysched.reader import parse_model
 
@@ -387,17 +386,17 @@ def test_pointwise_tables_match_the_interpreter_on_every_byte() -> None:
         si, so = (float(np.float32(v)) for v in rng.uniform(0.005, 0.2, 2))
         zi, zo = (int(v) for v in rng.integers(-60, 60, 2))
         specs = [
-            ("relu", "RELU", None, lambda *q: lx.relu_table(*q, 0.0, None)),
-            ("relu6", "RELU6", None, lambda *q: lx.relu_table(*q, 0.0, 6.0)),
-            ("relu1", "RELU_N1_TO_1", None, lambda *q: lx.relu_table(*q, -1.0, 1.0)),
+            ("relu", "RELU", None, lambda *q: quant.relu_table(*q, 0.0, None)),
+            ("relu6", "RELU6", None, lambda *q: quant.relu_table(*q, 0.0, 6.0)),
+            ("relu1", "RELU_N1_TO_1", None, lambda *q: quant.relu_table(*q, -1.0, 1.0)),
             (
                 "leaky",
                 "LEAKY_RELU",
                 schema.LeakyReluOptionsT(alpha=0.2),
-                lambda *q: lx.leaky_relu_table(*q, 0.2),
+                lambda *q: quant.leaky_relu_table(*q, 0.2),
             ),
-            ("hswish", "HARD_SWISH", None, lx.hard_swish_table),
-            ("tanh", "TANH", None, lx.tanh_table),
+            ("hswish", "HARD_SWISH", None, quant.hard_swish_table),
+            ("tanh", "TANH", None, quant.tanh_table),
         ]
         for name, opname, options, fn in specs:
             so_k = max(so, si / 128) if opname == "HARD_SWISH" else so
@@ -405,7 +404,7 @@ def test_pointwise_tables_match_the_interpreter_on_every_byte() -> None:
             tables.append(fn(si, zi, so_k, zo))
         # RSQRT is defined only for inputs at or above the zero point: use zero point -128.
         cases.append((f"rsqrt{k}", "RSQRT", None, si, -128, so, zo))
-        tables.append(lx.rsqrt_table(si, -128, so, zo))
+        tables.append(quant.rsqrt_table(si, -128, so, zo))
     every_byte = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
     result = reference.run_reference(_table_model(cases), [every_byte] * len(cases))
     assert result.resolver == "BUILTIN_REF"
@@ -416,7 +415,7 @@ def test_pointwise_tables_match_the_interpreter_on_every_byte() -> None:
 
 def test_inv_sqrt_multiplier_is_close_to_one_over_sqrt() -> None:
     for x in (2, 3, 100, 255 * 255 * 64, 2**30 + 12345):
-        m, s = lx.inv_sqrt_multiplier(x)
+        m, s = quant.inv_sqrt_multiplier(x)
         assert abs(m * 2.0 ** (s - 31) - 1 / np.sqrt(x)) < 1e-6 / np.sqrt(x) * 1e3
 
 

@@ -205,3 +205,16 @@ def test_lstm_state_is_persistent_not_arena() -> None:
     assert not {t.index for t in variables} & set(graph.activation_tensors)
     # The state bytes (6 + 6*2 per row per LSTM, 16-byte aligned) are outside the arena.
     assert "LSTMS_STATE_BYTES" in module.files["lstms.h"]
+
+
+def test_stateful_operators_report_their_kernel() -> None:
+    from tinysched.codegen import generate, kernels_by_op
+
+    graph, _, plan = plan_for_codegen(parse_model(generated_lstms(), source="lstms.tflite"))
+    # Each operator's kernel is the one its generated call names (the state placed, as in generate).
+    kernels = kernels_by_op(graph)
+    assert kernels == {0: "ts_lstm_s8", 1: "ts_lstm_s8", 2: "ts_lstm_s8"}
+    module = generate(graph, plan)
+    assert dict(module.op_kernels) == kernels  # what the report's kernel column shows
+    source = module.files["lstms.c"]
+    assert all(f"ts_lstm_s8(&lstms_op{v}," in source for v in kernels)

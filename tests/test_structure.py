@@ -72,7 +72,11 @@ def test_no_private_name_crosses_a_module() -> None:
     crossings = []
     for module, path in MODULES.items():
         for target, names in _imports(path):
-            crossings += [f"{module} imports {target}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
+            crossings += [
+                f"{module} imports {target}.{n}"
+                for n in names
+                if n.startswith("_") and not n.startswith("__")
+            ]
     assert crossings == []
 
 

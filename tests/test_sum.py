@@ -13,8 +13,8 @@ The optimised kernel is TFLite's default SUM (`Register_SUM()` is `Register_SUM_
 path (reduce.cc EvalSum -> optimized_ops::QuantizedMeanOrSum, compute_sum) is not the integer
 multiplier requantisation of MEAN: on the int32 sum of the raw values it computes, in float32,
 round(sum * (in_scale / out_scale) + (-in_zp * scale * count)) + out_zp, then clamps.
-`lower_extra.sum_f32_requant` reproduces it and `sum_thresholds` turns it into integer thresholds,
-so the device needs no floating point. The models below include sums where a fused multiply-add
+`codegen.lower_reduce.sum_f32_requant` reproduces it and `sum_thresholds` turns it into integer
+thresholds, so the device needs no floating point. The models below include sums where a fused multiply-add
 would round differently (`test_fma_cases_discriminate`), so a match also pins the unfused order.
 
 `tinysched verify` still compares with the default resolver order (BUILTIN_REF first), so it reports
@@ -35,9 +35,9 @@ from ai_edge_litert import schema_py_generated as schema
 from helpers import host_build
 from tiers import needs_gcc
 
-from tinysched import lower_extra as lx
 from tinysched import reference
 from tinysched.codegen import check_supported
+from tinysched.codegen.lower_reduce import sum_f32_requant, sum_thresholds
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import parse_model
 
@@ -139,16 +139,16 @@ def test_thresholds_reproduce_the_float_requantisation() -> None:
               for n in rng.integers(1, 300, 12)]  # fmt: skip
     for si, zi, so, zo, count in cases:
         sums = np.arange(-128 * count, 127 * count + 1)
-        base, thresholds = lx.sum_thresholds(si, zi, so, zo, count)
+        base, thresholds = sum_thresholds(si, zi, so, zo, count)
         got = base + np.searchsorted(np.asarray(thresholds), sums, side="right")
-        assert np.array_equal(got, lx.sum_f32_requant(sums, si, zi, so, zo, count)), (si, zi, so, zo, count)
+        assert np.array_equal(got, sum_f32_requant(sums, si, zi, so, zo, count)), (si, zi, so, zo, count)
         assert len(thresholds) <= 255 and thresholds == sorted(thresholds)
 
 
 def test_fma_cases_discriminate() -> None:
     for si, zi, so, zo, count, targets in FMA_CASES:
         assert not np.array_equal(_fused(targets, si, zi, so, zo, count),
-                                  lx.sum_f32_requant(targets, si, zi, so, zo, count))  # fmt: skip
+                                  sum_f32_requant(targets, si, zi, so, zo, count))  # fmt: skip
 
 
 def test_int8_sum_is_lowered() -> None:

@@ -29,6 +29,7 @@ from tinysched.graph import Graph, Operator, Tensor
 
 __all__ = [
     "FOLDABLE_OPS",
+    "NotFoldable",
     "AliasSaving",
     "FoldResult",
     "alias_saving",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-class _NotFoldable(Exception):
+class NotFoldable(Exception):
     """This operator (with these operands or options) is left to run at inference time."""
 
 
@@ -72,15 +73,15 @@ def _int_operands(values: Sequence[np.ndarray], graph: Graph, op: Operator) -> N
     for t in (*op.input_tensors, *op.outputs):
         tensor = graph.tensors[t]
         if tensor.dtype not in ("int32", "int64") or tensor.quantization is not None:
-            raise _NotFoldable
+            raise NotFoldable
     if op.options.get("fused_activation_function", "NONE") not in ("NONE", None):
-        raise _NotFoldable
+        raise NotFoldable
 
 
 def _same_quant(graph: Graph, op: Operator) -> None:
     qs = {graph.tensors[t].quantization for t in (*op.input_tensors[:1], *op.outputs)}
     if len(qs) > 1:
-        raise _NotFoldable
+        raise NotFoldable
 
 
 def strided_slice_index(
@@ -92,10 +93,10 @@ def strided_slice_index(
     element `begin` (negative counts from the end) and drops the axis. Python's slice clamping is the
     reference's StartForAxis/StopForAxis clamping. Ellipsis, new axes and `offset` are not handled."""
     if options.get("ellipsis_mask", 0) or options.get("new_axis_mask", 0) or options.get("offset", False):
-        raise _NotFoldable
+        raise NotFoldable
     rank = len(shape)
     if not len(begin) == len(end) == len(strides) <= rank:
-        raise _NotFoldable
+        raise NotFoldable
     slices, shrink = [], []
     for axis in range(rank):
         if axis >= len(begin):
@@ -103,11 +104,11 @@ def strided_slice_index(
             continue
         b, e, s = int(begin[axis]), int(end[axis]), int(strides[axis])
         if s == 0:
-            raise _NotFoldable
+            raise NotFoldable
         if options.get("shrink_axis_mask", 0) >> axis & 1:
             b = b + shape[axis] if b < 0 else b
             if not 0 <= b < shape[axis]:
-                raise _NotFoldable
+                raise NotFoldable
             slices.append(slice(b, b + 1, 1))
             shrink.append(axis)
             continue
@@ -156,7 +157,7 @@ def _slice(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
 
 def _pack(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     if len({g.tensors[t].quantization for t in (*op.inputs, *op.outputs)}) > 1:
-        raise _NotFoldable
+        raise NotFoldable
     return [np.stack(v, axis=_axis(op.options, v[0].ndim + 1))]
 
 
@@ -168,9 +169,9 @@ def _unpack(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
 
 def _concatenation(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     if len({g.tensors[t].quantization for t in (*op.inputs, *op.outputs)}) > 1:
-        raise _NotFoldable
+        raise NotFoldable
     if op.options.get("fused_activation_function", "NONE") not in ("NONE", None):
-        raise _NotFoldable
+        raise NotFoldable
     return [np.concatenate(v, axis=_axis(op.options, v[0].ndim))]
 
 
@@ -182,10 +183,10 @@ def _transpose(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
 def _gather(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     _same_quant(g, op)
     if int(op.options.get("batch_dims", 0)):
-        raise _NotFoldable
+        raise NotFoldable
     axis = _axis(op.options, v[0].ndim)
     if np.any(v[1] < 0) or np.any(v[1] >= v[0].shape[axis]):
-        raise _NotFoldable
+        raise NotFoldable
     return [np.take(v[0], v[1], axis=axis)]
 
 
@@ -196,16 +197,16 @@ def _tile(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
 
 def _fill(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     if g.tensors[op.outputs[0]].quantization is not None:
-        raise _NotFoldable
+        raise NotFoldable
     return [np.full(v[0].reshape(-1).tolist(), v[1].reshape(()))]
 
 
 def _cast(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     src, dst = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
     if src.quantization is not None or dst.quantization is not None:
-        raise _NotFoldable
+        raise NotFoldable
     if src.dtype not in ("int8", "int16", "int32", "int64", "uint8", "bool"):
-        raise _NotFoldable
+        raise NotFoldable
     return [v[0].astype(dst.dtype)]
 
 
@@ -225,7 +226,7 @@ def _arith(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> _Evaluator:
 
 def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if np.any(b == 0):
-        raise _NotFoldable
+        raise NotFoldable
     return np.floor_divide(a, b)
 
 
@@ -280,7 +281,7 @@ def _evaluate(graph: Graph, op: Operator, known: dict[int, np.ndarray]) -> list[
     try:
         with np.errstate(all="raise"):
             results = evaluator(graph, op, values)
-    except (_NotFoldable, ValueError, IndexError, TypeError, FloatingPointError, OverflowError):
+    except (NotFoldable, ValueError, IndexError, TypeError, FloatingPointError, OverflowError):
         return None
     if len(results) != len(op.outputs):
         return None

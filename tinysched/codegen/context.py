@@ -1,0 +1,116 @@
+"""What a lowering works with: the kernel call it fills in and the context it reads the model from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from tinysched.codegen.cgen import C_TYPES
+from tinysched.codegen.errors import Unsupported
+from tinysched.graph import Graph, Tensor
+
+
+@dataclass(frozen=True)
+class ConstArray:
+    """A constant array in the generated sources."""
+
+    name: str
+    ctype: str
+    values: np.ndarray
+    comment: str
+    is_float: bool = False
+
+
+@dataclass
+class KernelCall:
+    """One step of the generated `invoke`: a kernel, its parameter struct and its arguments.
+
+    Mutable because a lowering fills it in field by field (and SUB edits what ADD wrote)."""
+
+    op: int
+    step: int
+    opcode: str
+    kernel: str  # C function, also the kernel's file stem
+    params_type: str
+    params: list[tuple[str, str]]  # designated initializers, in struct order
+    args: list[str]  # C expressions after the params pointer
+    local_arrays: list[ConstArray] = field(default_factory=list)  # multipliers, tables, chunk sizes
+    comment: list[str] = field(default_factory=list)
+    pre: list[str] = field(default_factory=list)  # C statements before the call (e.g. pointer lists)
+    first_run: bool = True  # False for a recomputed operator's later runs (parameters emitted once)
+
+
+@dataclass(frozen=True)
+class LoweringContext:
+    """The graph, where its tensors are and how the sources name them, with the checks every lowering
+    makes on its operands. One per step (`at_step`): a recomputed operator reads other instances."""
+
+    graph: Graph
+    prefix: str
+    offsets: Mapping[int, int]  # activation tensor -> arena offset of the instance this step uses
+    const_names: Mapping[int, str]  # constant tensor -> its array in the weights file
+    state_offsets: Mapping[int, int] = field(default_factory=dict)  # variable tensor -> state offset
+
+    def at_step(self, offsets: Mapping[int, int]) -> LoweringContext:
+        return replace(self, offsets=offsets)
+
+    def tensor(self, index: int) -> Tensor:
+        return self.graph.tensors[index]
+
+    def ptr(self, index: int, const: bool = True) -> str:
+        """A C expression pointing at tensor `index`: arena + offset, or its constant array."""
+        tensor = self.tensor(index)
+        ctype = C_TYPES.get(tensor.dtype)
+        if ctype is None:
+            raise Unsupported(f"tensor type {tensor.dtype}")
+        if tensor.is_constant:
+            return self.const_names[index]
+        qual = "const " if const else ""
+        if tensor.is_variable:  # persistent state of a stateful operator, outside the arena
+            if index not in self.state_offsets:
+                raise Unsupported(f"tensor {index} is persistent state")
+            return f"({qual}{ctype} *)(state + {self.state_offsets[index]})"
+        return f"({qual}{ctype} *)(arena + {self.offsets[index]})"
+
+    def quant(self, index: int) -> tuple[float, int]:
+        """The one (scale, zero point) of a per-tensor quantised tensor."""
+        q = self.tensor(index).quantization
+        if q is None:
+            raise Unsupported(f"tensor {index} has no quantisation")
+        if q.per_channel:
+            raise Unsupported(f"tensor {index} is per-channel quantised where one scale is expected")
+        return q.scale[0], q.zero_point[0]
+
+    def expect(self, index: int, *dtypes: str) -> Tensor:
+        tensor = self.tensor(index)
+        if tensor.dtype not in dtypes:
+            raise Unsupported(f"{tensor.dtype} tensor {index} (expects {'/'.join(dtypes)})")
+        return tensor
+
+    def constant(self, index: int) -> np.ndarray:
+        tensor = self.tensor(index)
+        if tensor.data is None:
+            raise Unsupported(f"tensor {index} must be a constant")
+        return np.asarray(tensor.data)
+
+    def itemsize(self, index: int) -> int:
+        """Bytes per element of tensor `index`, refusing types the kernels do not handle."""
+        dtype = self.tensor(index).dtype
+        if dtype not in C_TYPES:
+            raise Unsupported(f"tensor type {dtype}")
+        return int(np.dtype(dtype).itemsize)
+
+    def nhwc(self, index: int) -> tuple[int, int, int, int]:
+        shape = self.tensor(index).shape
+        if len(shape) != 4:
+            raise Unsupported(f"rank {len(shape)} (expects NHWC)")
+        return tuple(int(d) for d in shape)  # type: ignore[return-value]
+
+    def array(self, call: KernelCall, suffix: str, ctype: str, values: Any, comment: str) -> str:
+        """Add a constant array local to `call` (emitted with its parameters) and return its name."""
+        name = f"{self.prefix}_op{call.op}_{suffix}"
+        call.local_arrays.append(ConstArray(name, ctype, np.asarray(values).reshape(-1), comment))
+        return name

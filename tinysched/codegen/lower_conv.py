@@ -1,0 +1,262 @@
+"""Lowerings of the windowed and weighted operators: convolutions, FULLY_CONNECTED and pooling."""
+
+from __future__ import annotations
+
+import math
+
+from tinysched.codegen.context import KernelCall, LoweringContext
+from tinysched.codegen.errors import Unsupported
+from tinysched.codegen.quant import (
+    MAX_ACCUMULATED_PRODUCTS,
+    activation_range,
+    quantize_multiplier,
+    window_padding,
+)
+from tinysched.codegen.table import lowering
+from tinysched.graph import Operator
+
+
+def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: bool) -> None:
+    x, w = op.inputs[0], op.inputs[1]
+    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    y = op.outputs[0]
+    ctx.expect(x, "int8")
+    ctx.expect(y, "int8")
+    ctx.expect(w, "int8")
+    if not ctx.tensor(w).is_constant:
+        raise Unsupported("non-constant filter")
+    if b >= 0:
+        ctx.expect(b, "int32")
+    in_scale, in_zp = ctx.quant(x)
+    out_scale, out_zp = ctx.quant(y)
+    wq = ctx.tensor(w).quantization
+    if wq is None or any(z != 0 for z in wq.zero_point):
+        raise Unsupported("filter must be symmetric int8 (zero point 0)")
+    n, ih, iw, ic = ctx.tensor(x).shape
+    _, oh, ow, oc = ctx.tensor(y).shape
+    fshape = ctx.tensor(w).shape
+    fh, fw = fshape[1], fshape[2]
+    if len(wq.scale) not in (1, oc):
+        raise Unsupported(f"{len(wq.scale)} filter scales for {oc} output channels")
+    scales = wq.scale if len(wq.scale) == oc else wq.scale * oc
+    mults, shifts = zip(
+        *(quantize_multiplier(float(in_scale) * float(s) / float(out_scale)) for s in scales),
+        strict=True,
+    )
+    opts = op.options
+    sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
+    dh, dw = int(opts.get("dilation_hfactor", 1) or 1), int(opts.get("dilation_wfactor", 1) or 1)
+    if depthwise:
+        dm = oc // ic if ic else 0
+        if fshape[0] != 1 or fshape[3] != oc or dm * ic != oc:
+            raise Unsupported(f"depthwise filter shape {list(fshape)} for {ic} -> {oc} channels")
+        products = fh * fw
+    else:
+        if fshape[0] != oc or fshape[3] != ic:
+            raise Unsupported(f"filter shape {list(fshape)} for {ic} -> {oc} channels (grouped conv)")
+        products = fh * fw * ic
+    if products >= MAX_ACCUMULATED_PRODUCTS:
+        raise Unsupported(f"{products} products per output could overflow an int32 accumulator")
+    act_min, act_max = activation_range(opts.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    params = [
+        ("batches", n),
+        ("in_h", ih),
+        ("in_w", iw),
+        ("in_c", ic),
+        ("out_h", oh),
+        ("out_w", ow),
+        ("out_c", oc),
+    ]
+    if depthwise:
+        params.append(("depth_multiplier", oc // ic))
+    params += [
+        ("filter_h", fh),
+        ("filter_w", fw),
+        ("stride_h", sh),
+        ("stride_w", sw),
+        ("dilation_h", dh),
+        ("dilation_w", dw),
+        ("pad_top", window_padding(ih, oh, fh, sh, dh)),
+        ("pad_left", window_padding(iw, ow, fw, sw, dw)),
+        ("input_offset", -in_zp),
+        ("output_offset", out_zp),
+        ("act_min", act_min),
+        ("act_max", act_max),
+    ]
+    mult_name = ctx.array(call, "multiplier", "int32_t", mults, "per output channel")
+    shift_name = ctx.array(call, "shift", "int32_t", shifts, "per output channel")
+    call.params = [(k, str(v)) for k, v in params] + [("multiplier", mult_name), ("shift", shift_name)]
+    call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
+
+
+@lowering("CONV_2D")
+def lower_conv_2d(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    call.kernel, call.params_type = "ts_conv2d_s8", "ts_conv2d_s8_params"
+    _conv_like(ctx, op, call, depthwise=False)
+
+
+@lowering("DEPTHWISE_CONV_2D")
+def lower_depthwise_conv_2d(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    call.kernel, call.params_type = "ts_depthwise_conv2d_s8", "ts_depthwise_conv2d_s8_params"
+    _conv_like(ctx, op, call, depthwise=True)
+
+
+@lowering("TRANSPOSE_CONV")
+def lower_transpose_conv(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    w, x = op.inputs[1], op.inputs[2]
+    bias = op.inputs[3] if len(op.inputs) > 3 else -1
+    y = op.outputs[0]
+    ctx.expect(x, "int8")
+    ctx.expect(y, "int8")
+    ctx.expect(w, "int8")
+    if not ctx.tensor(w).is_constant:
+        raise Unsupported("non-constant filter")
+    if bias >= 0:
+        ctx.expect(bias, "int32")
+    (si, zi), (so, zo) = ctx.quant(x), ctx.quant(y)
+    wq = ctx.tensor(w).quantization
+    if wq is None or any(z != 0 for z in wq.zero_point):
+        raise Unsupported("filter must be symmetric int8 (zero point 0)")
+    n, ih, iw, ic = ctx.nhwc(x)
+    _, oh, ow, oc = ctx.nhwc(y)
+    fo, fh, fw, fi = ctx.tensor(w).shape
+    if fo != oc or fi != ic:
+        raise Unsupported(f"filter shape {list(ctx.tensor(w).shape)} for {ic} -> {oc} channels")
+    if len(wq.scale) not in (1, oc):
+        raise Unsupported(f"{len(wq.scale)} filter scales for {oc} output channels")
+    if fh * fw * ic >= MAX_ACCUMULATED_PRODUCTS:
+        raise Unsupported("too many products per output for an int32 accumulator")
+    scales = wq.scale if len(wq.scale) == oc else wq.scale * oc
+    mults, shifts = zip(*(quantize_multiplier(float(si) * float(s) / float(so)) for s in scales), strict=True)
+    sh, sw = int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1))
+    # transpose_conv.cc: padding as for a convolution from the output size to the input size.
+    same = op.options.get("padding") == "SAME"
+    pad_top = window_padding(oh, -(-oh // sh), fh, sh, 1) if same else 0
+    pad_left = window_padding(ow, -(-ow // sw), fw, sw, 1) if same else 0
+    act_min, act_max = activation_range(op.options.get("fused_activation_function", "NONE"), so, zo)
+    params = [
+        ("batches", n), ("in_h", ih), ("in_w", iw), ("in_c", ic), ("out_h", oh), ("out_w", ow),
+        ("out_c", oc), ("filter_h", fh), ("filter_w", fw), ("stride_h", sh), ("stride_w", sw),
+        ("pad_top", pad_top), ("pad_left", pad_left), ("input_offset", -zi), ("output_offset", zo),
+        ("act_min", act_min), ("act_max", act_max),
+    ]  # fmt: skip
+    call.kernel, call.params_type = "ts_transpose_conv_s8", "ts_transpose_conv_s8_params"
+    call.params = [(k, str(v)) for k, v in params] + [
+        ("multiplier", ctx.array(call, "multiplier", "int32_t", mults, "per output channel")),
+        ("shift", ctx.array(call, "shift", "int32_t", shifts, "per output channel")),
+    ]
+    call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias) if bias >= 0 else "NULL", ctx.ptr(y, const=False)]
+
+
+@lowering("FULLY_CONNECTED")
+def lower_fully_connected(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    call.kernel, call.params_type = "ts_fully_connected_s8", "ts_fully_connected_s8_params"
+    x, w = op.inputs[0], op.inputs[1]
+    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    y = op.outputs[0]
+    ctx.expect(x, "int8")
+    ctx.expect(y, "int8")
+    ctx.expect(w, "int8")
+    if not ctx.tensor(w).is_constant:
+        raise Unsupported("non-constant weights")
+    if b >= 0:
+        ctx.expect(b, "int32")
+    if op.options.get("weights_format", 0) not in (0, "DEFAULT"):
+        raise Unsupported("shuffled weights format")
+    in_scale, in_zp = ctx.quant(x)
+    out_scale, out_zp = ctx.quant(y)
+    wq = ctx.tensor(w).quantization
+    if wq is None:
+        raise Unsupported("unquantised weights")
+    out_depth, in_depth = ctx.tensor(w).shape
+    if in_depth >= MAX_ACCUMULATED_PRODUCTS:
+        raise Unsupported(f"{in_depth} products per output could overflow an int32 accumulator")
+    size = math.prod(ctx.tensor(x).shape)
+    if size % in_depth:
+        raise Unsupported(f"input of {size} elements is not a multiple of depth {in_depth}")
+    per_channel = len(wq.scale) > 1
+    if per_channel and (len(wq.scale) != out_depth or any(z != 0 for z in wq.zero_point)):
+        raise Unsupported("per-channel weights need one scale per output and zero points 0")
+    mults, shifts = zip(
+        *(quantize_multiplier(float(in_scale) * float(s) / float(out_scale)) for s in wq.scale),
+        strict=True,
+    )
+    act_min, act_max = activation_range(
+        op.options.get("fused_activation_function", "NONE"), out_scale, out_zp
+    )
+    call.params = [
+        ("batches", str(size // in_depth)),
+        ("in_depth", str(in_depth)),
+        ("out_depth", str(out_depth)),
+        ("input_offset", str(-in_zp)),
+        ("filter_offset", str(-wq.zero_point[0])),
+        ("output_offset", str(out_zp)),
+        ("act_min", str(act_min)),
+        ("act_max", str(act_max)),
+        ("per_channel", "1" if per_channel else "0"),
+        (
+            "multiplier",
+            ctx.array(
+                call,
+                "multiplier",
+                "int32_t",
+                mults,
+                "per output" if per_channel else "one for all outputs",
+            ),
+        ),
+        (
+            "shift",
+            ctx.array(
+                call, "shift", "int32_t", shifts, "per output" if per_channel else "one for all outputs"
+            ),
+        ),
+    ]
+    call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
+
+
+def _pool(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    x, y = op.inputs[0], op.outputs[0]
+    ctx.expect(x, "int8")
+    ctx.expect(y, "int8")
+    if ctx.quant(x) != ctx.quant(y):
+        raise Unsupported("input and output quantisation differ")
+    out_scale, out_zp = ctx.quant(y)
+    n, ih, iw, c = ctx.tensor(x).shape
+    _, oh, ow, _ = ctx.tensor(y).shape
+    opts = op.options
+    fh, fw = int(opts["filter_height"]), int(opts["filter_width"])
+    sh, sw = int(opts["stride_h"]), int(opts["stride_w"])
+    act_min, act_max = activation_range(opts.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    call.params_type = "ts_pool2d_s8_params"
+    call.params = [
+        (k, str(v))
+        for k, v in (
+            ("batches", n),
+            ("in_h", ih),
+            ("in_w", iw),
+            ("channels", c),
+            ("out_h", oh),
+            ("out_w", ow),
+            ("filter_h", fh),
+            ("filter_w", fw),
+            ("stride_h", sh),
+            ("stride_w", sw),
+            ("pad_top", window_padding(ih, oh, fh, sh, 1)),
+            ("pad_left", window_padding(iw, ow, fw, sw, 1)),
+            ("act_min", act_min),
+            ("act_max", act_max),
+        )
+    ]
+    call.args = [ctx.ptr(x), ctx.ptr(y, const=False)]
+
+
+@lowering("AVERAGE_POOL_2D")
+def lower_average_pool_2d(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    call.kernel = "ts_avg_pool2d_s8"
+    _pool(ctx, op, call)
+
+
+@lowering("MAX_POOL_2D")
+def lower_max_pool_2d(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
+    call.kernel = "ts_max_pool2d_s8"
+    _pool(ctx, op, call)

@@ -1,0 +1,414 @@
+"""Plan -> C: the generated module, its state buffer and the checks before any code is written.
+
+`generate(graph, plan)` lowers every operator to one call of a kernel in `firmware/kernels/`
+(`table.lower`), with the tensors at the plan's offsets, and renders the Jinja2 templates in
+`templates/` around those calls. `docs/codegen.md` describes the generated module."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tinysched import __version__
+from tinysched.codegen.cgen import (
+    C_TYPES,
+    c_array_lines,
+    c_comment,
+    c_float,
+    c_identifier,
+    c_string,
+    check_prefix,
+    float_lines,
+)
+from tinysched.codegen.context import ConstArray, LoweringContext
+from tinysched.codegen.table import lower, stateful_ops, supported_ops
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph, Operator, Tensor
+
+# Kernel functions that live in another function's file (variants sharing one implementation);
+# every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
+KERNEL_SOURCE = {"ts_softmax_s8_s16": "ts_softmax_s8"}
+
+
+@dataclass(frozen=True)
+class GeneratedModule:
+    """The generated sources of one model, ready to write."""
+
+    prefix: str
+    files: dict[str, str]  # file name -> text
+    kernels: tuple[str, ...]  # kernel file stems used, sorted
+    arena_bytes: int
+    alignment: int
+    order: tuple[int, ...]
+    input_bytes: tuple[int, ...]
+    output_bytes: tuple[int, ...]
+    input_dtypes: tuple[str, ...]
+    output_dtypes: tuple[str, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+    weights_bytes: int
+    op_kernels: tuple[tuple[int, str], ...] = ()  # (operator, C kernel function), each operator once
+
+
+# Kernels that need scratch memory declare it here: opcode -> bytes needed for one operator. The
+# generator adds the scratch as an extra (unread) output tensor of that operator before planning,
+# which the memory model keeps live during that step only, so the arena stays exact. No kernel
+# needs scratch today.
+SCRATCH_BYTES: dict[str, Callable[[Graph, Operator], int]] = {}
+
+
+def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
+    """`graph` plus one unread int8 output tensor of `scratch[op]` bytes on each listed operator."""
+    if not scratch:
+        return graph
+    tensors = list(graph.tensors)
+    operators = list(graph.operators)
+    for op_index, nbytes in sorted(scratch.items()):
+        if nbytes <= 0:
+            continue
+        op = operators[op_index]
+        t = Tensor(
+            len(tensors), f"{op.opcode.lower()}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes)
+        )
+        tensors.append(t)
+        operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
+    return Graph(
+        tuple(tensors),
+        tuple(operators),
+        graph.inputs,
+        graph.outputs,
+        graph.name,
+        graph.description,
+        graph.metadata,
+        graph.source,
+        graph.sha256,
+    )
+
+
+def scratch_needs(graph: Graph) -> dict[int, int]:
+    return {
+        op.index: SCRATCH_BYTES[op.opcode](graph, op) for op in graph.operators if op.opcode in SCRATCH_BYTES
+    }
+
+
+_WEIGHTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
+
+
+def refuse_known_gaps(graph: Graph) -> None:
+    """One clear line for what tinysched refuses on purpose: a legacy uint8 (asymmetric) quantised
+    model (the kernels are int8; uint8 is accepted only at the model's edges, through QUANTIZE).
+    (int8 SUM, once refused here, is lowered by `lower_sum` against the optimised kernel.)"""
+    for op in graph.operators:
+        if op.opcode in _WEIGHTED_OPS and any(
+            graph.tensors[t].dtype == "uint8" for t in op.input_tensors[:2]
+        ):
+            raise TinyschedError(
+                f"operator {op.index} ({op.opcode}) computes on uint8: legacy uint8-quantised models "
+                "are not supported by the code generator (its kernels are int8); convert the model "
+                "with int8 quantisation"
+            )
+
+
+def state_layout(graph: Graph, alignment: int) -> tuple[dict[int, int], int]:
+    """Offsets of the variable tensors operators read, in one state buffer outside the arena."""
+    offsets: dict[int, int] = {}
+    total = 0
+    for t in graph.tensors:
+        if t.is_variable and graph.consumers.get(t.index):
+            offsets[t.index] = total
+            total += -(-t.nbytes // alignment) * alignment
+    return offsets, total
+
+
+def state_init(graph: Graph, offsets: dict[int, int]) -> list[dict[str, Any]]:
+    """How reset() fills each state tensor: TFLite's ResetVariableTensor puts int8 state at its zero
+    point and everything else at 0."""
+    rows = []
+    for t, off in sorted(offsets.items(), key=lambda kv: kv[1]):
+        tensor = graph.tensors[t]
+        q = tensor.quantization
+        fill = q.zero_point[0] & 0xFF if tensor.dtype == "int8" and q is not None else 0
+        note = c_comment(f"{tensor.name} {tensor.dtype}{list(tensor.shape)}", 100)
+        rows.append({"tensor": t, "offset": off, "bytes": tensor.nbytes, "fill": fill, "note": note})
+    return rows
+
+
+def _checking_context(graph: Graph, prefix: str, state_offsets: dict[int, int]) -> LoweringContext:
+    """A context that places every activation at 0: enough to lower, and so to check, any operator."""
+    return LoweringContext(
+        graph,
+        prefix,
+        {t: 0 for t in graph.activation_tensors},
+        {t.index: "c" for t in graph.tensors if t.is_constant},
+        state_offsets,
+    )
+
+
+def check_supported(graph: Graph) -> None:
+    """Refuse, in one line naming the operator, anything the generator cannot lower."""
+    refuse_known_gaps(graph)  # legacy uint8 models: one clear line
+    supported, stateful = supported_ops(), stateful_ops()
+    for op in graph.operators:
+        if op.opcode not in supported:
+            raise TinyschedError(
+                f"operator {op.index} ({op.opcode}) is not supported by the code generator; "
+                f"supported: {', '.join(supported)}"
+            )
+    for t in graph.tensors:
+        readers = [graph.operators[v].opcode for v in graph.consumers.get(t.index, ())]
+        if t.is_variable and any(r not in stateful for r in readers):
+            raise TinyschedError(
+                f"tensor {t.index} ({c_comment(t.name, 60)}) is persistent state; "
+                f"only {', '.join(stateful)} keep state in the code generator"
+            )
+    ctx = _checking_context(graph, "check", state_layout(graph, 16)[0])
+    for op in graph.operators:
+        lower(ctx, op, 0)
+    for t in (*graph.inputs, *graph.outputs):
+        tensor = graph.tensors[t]
+        if tensor.dtype not in C_TYPES or not tensor.is_activation:
+            raise TinyschedError(
+                f"graph input/output tensor {t} ({tensor.dtype}) is not supported by the code generator"
+            )
+
+
+def kernels_by_op(graph: Graph) -> dict[int, str | None]:
+    """The C kernel the code generator calls for each operator (None: not supported). Stateful
+    operators see their state placed as `generate` places it, so they report their kernel too."""
+    ctx = _checking_context(graph, "report", state_layout(graph, 16)[0])
+    supported = supported_ops()
+    kernels: dict[int, str | None] = {}
+    for op in graph.operators:
+        kernel = None
+        if op.opcode in supported:
+            try:
+                kernel = lower(ctx, op, 0).kernel or None
+            except TinyschedError:
+                kernel = None
+        kernels[op.index] = kernel
+    return kernels
+
+
+# ---- the module ----------------------------------------------------------------------------------
+
+
+def _tensor_note(graph: Graph, index: int, offsets: dict[int, int]) -> str:
+    t = graph.tensors[index]
+    where = f"arena+{offsets[index]}" if index in offsets else ("const" if t.is_constant else "?")
+    return f"t{index} {c_comment(t.name, 80)!s} {t.dtype}{list(t.shape)} @{where}"
+
+
+def _quant_note(t: Tensor) -> str:
+    q = t.quantization
+    if q is None:
+        return ""
+    if q.per_channel:
+        return f", per-channel scales on axis {q.axis}"
+    return f", scale {c_float(q.scale[0])}, zero point {q.zero_point[0]}"
+
+
+@cache
+def _environment() -> Any:
+    import jinja2
+
+    from tinysched.resources import resource
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["c_comment"] = c_comment
+    env.filters["c_string"] = c_string
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return _environment().get_template(template).render(**context)
+
+
+def model_name(graph: Graph) -> str:
+    return Path(graph.source).stem if graph.source else (graph.name or "model")
+
+
+def default_prefix(graph: Graph) -> str:
+    return c_identifier(model_name(graph))
+
+
+def step_offsets(graph: Graph, plan: Any) -> tuple[list[dict[int, int]], dict[int, int], dict[int, int]]:
+    """Where each step's tensors are: (per step, tensor -> offset of the instance that step reads or
+    writes; tensor -> offset of instance 0; tensor -> offset of its final instance).
+
+    In a plain order every tensor has the one instance 0. In a recomputation sequence a step reads
+    the instances `memory.instance_lifetimes` says it reads and writes new ones (docs/recomputation.md),
+    and the graph outputs are copied out of their final instance."""
+    from tinysched.memory import instance_lifetimes
+
+    by_key = {(p.index, getattr(p, "instance", 0)): p.offset for p in plan.buffers}
+    base = {t: offset for (t, i), offset in by_key.items() if i == 0}
+    order = list(plan.order)
+    if len(set(order)) == len(order):
+        return [base] * len(order), base, base
+    _, reads = instance_lifetimes(graph, order)
+    activation = set(graph.activation_tensors)
+    written: dict[int, int] = {}
+    final = dict(base)
+    per_step = []
+
+    def where(t: int, i: int) -> int:
+        if (t, i) not in by_key:
+            raise TinyschedError(f"the arena plan places no offset for tensor {t} instance {i}")
+        return by_key[(t, i)]
+
+    for step, v in enumerate(order):
+        here = dict(base)
+        for t, i in reads[step]:
+            here[t] = where(t, i)
+        for t in dict.fromkeys(graph.operators[v].outputs):
+            if t in activation:
+                i = written.get(t, 0)
+                written[t] = i + 1
+                here[t] = final[t] = where(t, i)
+        per_step.append(here)
+    return per_step, base, final
+
+
+def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any = None) -> GeneratedModule:
+    """C sources for `graph` run in `plan.order` with tensors at `plan`'s offsets.
+
+    `graph` must already hold any scratch tensors the plan was made with (see `with_scratch`)."""
+    check_supported(graph)
+    prefix = check_prefix(prefix) if prefix is not None else default_prefix(graph)
+    name = model_name(graph)
+    per_step, offsets, final_offsets = step_offsets(graph, plan)
+    missing = [t for t in graph.activation_tensors if t not in offsets]
+    if missing:
+        raise TinyschedError(f"the arena plan places no offset for tensors {missing[:8]}")
+
+    # Constants: one array per model buffer (tensors may share a buffer), named by first tensor.
+    const_names: dict[int, str] = {}
+    const_arrays: list[ConstArray] = []
+    by_buffer: dict[int, str] = {}
+    for t in graph.tensors:
+        if not t.is_constant:
+            continue
+        used = any(t.index in op.inputs for op in graph.operators)
+        if t.dtype not in C_TYPES or not used:
+            continue
+        key = t.buffer or -t.index - 1
+        if key not in by_buffer:
+            by_buffer[key] = f"{prefix}_t{t.index}"
+            ctype = C_TYPES[t.dtype]
+            const_arrays.append(
+                ConstArray(
+                    by_buffer[key],
+                    ctype,
+                    np.asarray(t.data),
+                    f"t{t.index} {c_comment(t.name, 100)} {t.dtype}{list(t.shape)}{_quant_note(t)}",
+                    is_float=t.dtype == "float32",
+                )
+            )
+        const_names[t.index] = by_buffer[key]
+
+    state_offsets, state_bytes = state_layout(graph, plan.alignment)
+    ctx = LoweringContext(graph, prefix, offsets, const_names, state_offsets)
+    calls = []
+    runs: dict[int, int] = {}
+    for step, op_index in enumerate(plan.order):
+        op = graph.operators[op_index]
+        here = per_step[step]  # the instances this step reads and writes
+        call = lower(ctx.at_step(here), op, step)
+        call.first_run = op_index not in runs
+        runs[op_index] = runs.get(op_index, 0) + 1
+        again = "" if call.first_run else f" (recomputed, run {runs[op_index]})"
+        call.comment = [f"step {step}: operator {op.index} {op.opcode}{again}"]
+        ins = [t for t in op.inputs if t >= 0]
+        call.comment += [f"  in  {_tensor_note(graph, t, here)}" for t in ins]
+        call.comment += [f"  out {_tensor_note(graph, t, here)}" for t in op.outputs]
+        calls.append(call)
+
+    def edge(role: str, tensors: Sequence[int], offsets: dict[int, int] = offsets) -> list[dict[str, Any]]:
+        rows = []
+        for k, t in enumerate(tensors):
+            tensor = graph.tensors[t]
+            q = tensor.quantization
+            rows.append(
+                {
+                    "role": role,
+                    "position": k,
+                    "tensor": t,
+                    "name": c_comment(tensor.name, 100),
+                    "ctype": C_TYPES[tensor.dtype],
+                    "dtype": tensor.dtype,
+                    "shape": list(tensor.shape),
+                    "rank": len(tensor.shape),
+                    "bytes": tensor.nbytes,
+                    "offset": offsets[t],
+                    "scale": c_float(q.scale[0]) if q is not None and not q.per_channel else None,
+                    "zero_point": q.zero_point[0] if q is not None and not q.per_channel else None,
+                }
+            )
+        return rows
+
+    inputs = edge("input", graph.inputs)
+    outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
+    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in calls}))
+    header_guard = c_identifier(prefix).upper() + "_H"
+    context = {
+        "version": __version__,
+        "model": c_comment(name, 100),
+        "model_string": c_string(name),
+        "sha256": graph.sha256 or "unknown",
+        "build_id": c_string(f"{__version__}-{(graph.sha256 or '0' * 16)[:16]}"),
+        "prefix": prefix,
+        "PREFIX": prefix.upper(),
+        "guard": header_guard,
+        "arena_bytes": plan.arena_bytes,
+        "alignment": plan.alignment,
+        "lower_bound_bytes": getattr(plan, "lower_bound_bytes", plan.arena_bytes),
+        "peak_bytes": getattr(plan, "peak_bytes", plan.arena_bytes),
+        "certified": bool(getattr(schedule, "certified", False)) if schedule is not None else None,
+        "order": list(plan.order),
+        "inputs": inputs,
+        "outputs": outputs,
+        "calls": calls,
+        "kernels": kernels,
+        "const_arrays": const_arrays,
+        "array_lines": c_array_lines,
+        "float_lines": float_lines,
+        "n_ops": len(graph.operators),
+        "weights_bytes": sum(a.values.nbytes for a in const_arrays),
+        # Persistent state (variable tensors of stateful operators), outside the arena; 0 if none.
+        "state_bytes": state_bytes,
+        "state_tensors": state_init(graph, state_offsets),
+    }
+    files = {
+        f"{prefix}.h": render("model.h.j2", **context),
+        f"{prefix}.c": render("model.c.j2", **context),
+        f"{prefix}_weights.h": render("weights.h.j2", **context),
+        f"{prefix}_weights.c": render("weights.c.j2", **context),
+    }
+    return GeneratedModule(
+        prefix=prefix,
+        files=files,
+        kernels=kernels,
+        arena_bytes=plan.arena_bytes,
+        alignment=plan.alignment,
+        order=tuple(plan.order),
+        input_bytes=tuple(r["bytes"] for r in inputs),
+        output_bytes=tuple(r["bytes"] for r in outputs),
+        input_dtypes=tuple(r["dtype"] for r in inputs),
+        output_dtypes=tuple(r["dtype"] for r in outputs),
+        input_shapes=tuple(tuple(r["shape"]) for r in inputs),
+        output_shapes=tuple(tuple(r["shape"]) for r in outputs),
+        weights_bytes=context["weights_bytes"],
+        op_kernels=tuple((c.op, c.kernel) for c in calls if c.first_run),
+    )
