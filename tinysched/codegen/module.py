@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tinysched import __version__
+from tinysched.arena import DEFAULT_ALIGNMENT
 from tinysched.codegen.cgen import (
     C_TYPES,
     c_array_lines,
@@ -166,7 +167,7 @@ def check_supported(graph: Graph) -> None:
                 f"tensor {t.index} ({c_comment(t.name, 60)}) is persistent state; "
                 f"only {', '.join(stateful)} keep state in the code generator"
             )
-    ctx = _checking_context(graph, "check", state_layout(graph, 16)[0])
+    ctx = _checking_context(graph, "check", state_layout(graph, DEFAULT_ALIGNMENT)[0])
     for op in graph.operators:
         lower(ctx, op, 0)
     for t in (*graph.inputs, *graph.outputs):
@@ -180,7 +181,7 @@ def check_supported(graph: Graph) -> None:
 def kernels_by_op(graph: Graph) -> dict[int, str | None]:
     """The C kernel the code generator calls for each operator (None: not supported). Stateful
     operators see their state placed as `generate` places it, so they report their kernel too."""
-    ctx = _checking_context(graph, "report", state_layout(graph, 16)[0])
+    ctx = _checking_context(graph, "report", state_layout(graph, DEFAULT_ALIGNMENT)[0])
     supported = supported_ops()
     kernels: dict[int, str | None] = {}
     for op in graph.operators:
