@@ -10,6 +10,7 @@ from typing import Any
 from tinysched.arena import STOCK_TFLM_PLACER, greedy_plan
 from tinysched.commands.common import (
     TerminalProgress,
+    certificate_line,
     format_bytes,
     print_json,
     read_bytes,
@@ -166,13 +167,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     print(f"best order peak   {format_bytes(sched.peak_bytes)}  (found by {sched.method})")
     print(f"saving            {format_bytes(saving)}  ({share:.1f}%)")
     print(f"lower bound       {format_bytes(sched.lower_bound_bytes)}")
-    if sched.certified:
-        cert = sched.certificate
-        witness = ", ".join(f"{k} {v}" for k, v in cert.witness.items())
-        print(f"certified         optimal: {cert.kind} ({witness})")
-    else:
-        gap = f"{format_bytes(sched.gap_bytes)} ({sched.gap_percent:.2f}% of the peak)"
-        print(f"certified         no: gap {gap}")
+    print(f"certificate       {certificate_line(sched, graph)}")
     print(f"time              {sched.seconds:.3f} s")
     if args.output:
         print(f"\nwrote the reordered model to {args.output}")
