@@ -48,12 +48,15 @@ __all__ = [
     "CpSatResult",
     "Schedule",
     "SearchResult",
+    "StagedResult",
     "cp_sat_search",
     "exact_search",
     "improve_by_windows",
     "optimal_orders",
     "plain_downset_dp",
     "schedule",
+    "staged_search",
+    "cut_operators",
 ]
 
 Progress = Callable[[str], None]
@@ -100,6 +103,33 @@ class Schedule:
     @property
     def saving_bytes(self) -> int:
         return self.stored_order_peak_bytes - self.peak_bytes
+
+    @property
+    def above_optimum_percent(self) -> float:
+        """At most this much above the optimal peak: (peak - bound) / bound, 0 when certified."""
+        if self.certified or self.gap_bytes <= 0:
+            return 0.0
+        return math.inf if self.lower_bound_bytes <= 0 else 100.0 * self.gap_bytes / self.lower_bound_bytes
+
+    def status_text(self) -> str:
+        """What is known about the order, in the user's terms (for the CLI's summary line).
+
+        Certified: "optimal (proven: ...)". Otherwise the time ran out and the sentence says how far
+        from optimal the order can be at most, rounded up so that it never claims more than proven."""
+        if self.certified:
+            how = {
+                "lower_bound": "equals a lower bound",
+                "exhaustive": "exhaustive search",
+                "cp_sat": "CP-SAT",
+            }
+            kind = self.certificate.kind if self.certificate else ""
+            return f"optimal: peak {self.peak_bytes:,} B, proven by {how.get(kind, kind)}"
+        over = self.above_optimum_percent
+        within = "an unknown distance" if math.isinf(over) else f"{math.ceil(over * 10 - 1e-9) / 10:.1f}%"
+        return (
+            f"within {within} of optimal (not proven optimal in the time limit): peak "
+            f"{self.peak_bytes:,} B, no order peaks below {self.lower_bound_bytes:,} B"
+        )
 
 
 # ---- heuristics (upper bounds) ----------------------------------------------------------------
@@ -533,6 +563,72 @@ def exact_search(
     return SearchResult(None, None, True, expanded, len(best), upper)
 
 
+@dataclass(frozen=True)
+class StagedResult:
+    order: tuple[int, ...]  # the best order found (the start order if nothing better)
+    complete: bool  # True: `order` is optimal
+    states: int  # down-sets expanded, over all stages
+    frontier_bytes: int  # every order peaks at >= this
+    stages: int  # stages the order splits into at operators every order runs at the same step
+    stage_ops: list[int] | None = None  # the bottleneck stage's operators, when complete
+
+
+def cut_operators(problem: OrderingProblem) -> list[int]:
+    """Operators comparable with every other one: every order runs all their ancestors before them
+    and all their descendants after, so each runs at the same step in every order (stride-2 stage
+    boundaries of a RandWire network, the joins of a chain of blocks)."""
+    n = problem.n_ops
+    return [
+        v
+        for v in problem.topological_order
+        if problem.ancestors[v].bit_count() + problem.descendants[v].bit_count() + 1 == n
+    ]
+
+
+def staged_search(
+    problem: OrderingProblem,
+    order: Sequence[int],
+    lower: int,
+    deadline: float | None = None,
+    max_states: int = MAX_SEARCH_STATES,
+) -> StagedResult:
+    """Exact search stage by stage between cut operators (divide and conquer, as Serenity does).
+
+    The down-set executed when a cut operator runs is the same in every order, so the steps of
+    the operators between two cuts depend on their own order only, and the lowest peak is the
+    largest of the stages' lowest peaks. Repeatedly search the stage holding the peak step
+    (`exact_search` with `start` = everything before it): an order below the peak replaces that
+    stage and the next peak is attacked; a complete search without one proves the order optimal;
+    an unfinished one leaves its frontier as a bound (valid for the whole graph, because `lower`
+    is). With no cut operator this is one plain `exact_search`."""
+    order = list(order)
+    n = len(order)
+    position = {v: i for i, v in enumerate(order)}
+    edges = sorted({0, n, *(position[c] + 1 for c in cut_operators(problem))})
+    stages = [(lo, hi) for lo, hi in zip(edges, edges[1:], strict=False) if hi > lo]
+    states = 0
+    steps = problem.step_profile(order)
+    while True:
+        peak = max(steps, default=0)
+        if peak <= lower:
+            return StagedResult(tuple(order), True, states, peak, len(stages))
+        s = steps.index(peak)
+        lo, hi = next(stage for stage in stages if stage[0] <= s < stage[1])
+        prefix = sum(1 << v for v in order[:lo])
+        ops = sum(1 << v for v in order[lo:hi])
+        result = exact_search(
+            problem, peak, lower, deadline=deadline, max_states=max_states, start=prefix, ops=ops
+        )
+        states += result.states
+        if result.order is not None:
+            order[lo:hi] = result.order
+            steps = problem.step_profile(order)
+            continue
+        if result.complete:  # no order of this stage stays below the peak: nor does any order
+            return StagedResult(tuple(order), True, states, peak, len(stages), sorted(order[lo:hi]))
+        return StagedResult(tuple(order), False, states, max(lower, result.frontier_bytes), len(stages))
+
+
 def _peak_key(steps: Sequence[int]) -> tuple[int, int]:
     peak = max(steps, default=0)
     return peak, sum(1 for cost in steps if cost == peak)
@@ -883,14 +979,18 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
     search_end = at(0.65) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
-    search = exact_search(problem, best_peak, bound.bytes, deadline=search_end, max_states=MAX_SEARCH_STATES)
-    stats["search_states"] = search.states
-    if search.complete:
-        if search.order is not None:
-            best_order, best_peak, method = list(search.order), problem.peak_bytes(search.order), "exhaustive"
-        witness = {"states": search.states, "cut_lower_bound_bytes": bound.bytes}
+    staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
+    stats["search_states"] = staged.states
+    stats["stages"] = staged.stages
+    if problem.peak_bytes(staged.order) < best_peak:
+        best_order, best_peak, method = list(staged.order), problem.peak_bytes(staged.order), "exhaustive"
+    if staged.complete:
+        witness = {"states": staged.states, "cut_lower_bound_bytes": bound.bytes, "stages": staged.stages}
+        if staged.stage_ops is not None:
+            witness["bottleneck_stage_ops"] = staged.stage_ops
         return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
-    lower = max(bound.bytes, search.frontier_bytes)
+    search = staged
+    lower = max(bound.bytes, staged.frontier_bytes)
     remaining = at(0.97) - time.perf_counter()
     if n > CP_SAT_MAX_OPS:
         stats["cp_sat_status"] = f"not run (over {CP_SAT_MAX_OPS:,} operators)"
