@@ -25,6 +25,7 @@ from tinysched.pipeline import PlanOptions, add_plan_arguments, options_from_arg
 from tinysched.pipeline import plan as pipeline_plan
 from tinysched.reader import read_model
 from tinysched.recompute import summary_lines as recompute_summary
+from tinysched.report.format import headline
 from tinysched.scheduler import schedule
 from tinysched.writer import rewrite_model
 
@@ -245,9 +246,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     proof = "proven optimal for this order" if plan.optimal else "not proven optimal (time limit)"
     print(f"model        {graph.source}")
     print(
+        headline(
+            arena_bytes=plan.arena_bytes,
+            arena_lower_bound_bytes=plan.lower_bound_bytes,
+            order_certified=sched.certified,
+        )
+    )
+    print(
         f"order        {certified}: peak {format_bytes(sched.peak_bytes)}, "
         f"lower bound {format_bytes(sched.lower_bound_bytes)} ({sched.method}, {sched.seconds:.2f} s)"
     )
+    if planned.recompute is None:
+        print(f"certificate  {certificate_line(sched, graph)}")
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     if request is not None:
         print("\n".join(recompute_summary(request, format_bytes)))
@@ -265,7 +275,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if stock.arena_bytes:
         saved = stock.arena_bytes - plan.arena_bytes
         print(f"{'saved':22}{saved:>12,}  {100 * saved / stock.arena_bytes:.1f}% of the stock arena")
-    if folding is not None and "reshape_alias" in payload:
+    if folding is not None and "reshape_alias" in payload and payload["reshape_alias"]["saving_bytes"]:
         alias = payload["reshape_alias"]
         print(
             f"{'if reshapes aliased':22}{alias['aliased_peak_bytes']:>12,}  peak of this order if "

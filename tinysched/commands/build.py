@@ -8,6 +8,7 @@ metadata (+ the comparisons it shows) -> one output folder, swapped in only when
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from tinysched.build.sources import write_sources
 from tinysched.commands.common import (
     StageClock,
     add_output_arguments,
+    certificate_line,
     format_bytes,
     print_json,
     read_bytes,
@@ -37,6 +39,7 @@ from tinysched.report import (
     write_beside_firmware,
 )
 from tinysched.report.compare import DEFAULT_RECOMPUTE_KS, DEFAULT_RECOMPUTE_TIME_LIMIT
+from tinysched.report.format import doc_headline
 
 
 def add_compare_arguments(parser: Any) -> None:
@@ -206,6 +209,8 @@ def build_record(
         "arena_bytes": int(planned.arena.arena_bytes),
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
+        "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
+        "order_certified": bool(planned.schedule.certified),
         "plan_options": {
             "alignment": options.alignment,
             "time_limit": options.time_limit,
@@ -223,7 +228,9 @@ def build_record(
 def print_build(result: BuildResult) -> None:
     module, planned, board = result.module, result.planned, result.board
     graph = planned.source
+    print(doc_headline(json.loads(result.metadata.read_text())))
     print(f"model       {graph.source}  (sha256 {graph.sha256[:16]}...)")
+    print(f"certificate {certificate_line(planned.schedule, planned.graph)}")
     arena = planned.arena
     if board is None:
         print("board       host")
