@@ -12,6 +12,7 @@ placement under 1 s.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -140,7 +141,7 @@ def update_doc(doc: Path, text: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", type=Path, default=REPO.parent / "shared" / "models")
+    parser.add_argument("--models", type=Path, default=Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models"))
     parser.add_argument(
         "--update-doc", type=Path, help="replace the '## Arena' section of this markdown file"
     )

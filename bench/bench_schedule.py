@@ -44,7 +44,7 @@ from tinysched.reader import read_model  # noqa: E402
 from tinysched.scheduler import plain_downset_dp, schedule  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_MODELS = REPO.parent / "shared" / "models"
+SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
 COMMAND = "PYTHONPATH=. python bench/bench_schedule.py --write"
 MODEL_TIME_LIMIT = 5.0
 STRESS_TIME_LIMIT = 10.0

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except TinyschedError as err:
         print(f"tinysched: error: {err}", file=sys.stderr)
-        return 2
+        return err.exit_code
     except KeyboardInterrupt:
         print("tinysched: interrupted", file=sys.stderr)
         return 130

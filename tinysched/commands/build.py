@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from tinysched.commands.common import (
     print_json,
     read_bytes,
 )
-from tinysched.errors import TinyschedError
+from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
 from tinysched.pipeline import Planned, add_plan_arguments, generate, options_from_args, plan
 from tinysched.reader import read_model
@@ -265,6 +266,13 @@ def print_build(result: BuildResult) -> None:
     print(f"metadata    {result.metadata}  (and the report beside it)")
 
 
+def estimated_fit(result: BuildResult) -> dict[str, Any] | None:
+    """Without an ELF (`--no-compile`): what is known to land in each region."""
+    if result.board is None or result.image is not None:
+        return None
+    return json.loads(result.metadata.read_text()).get("fit")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     result = build_model(
         args.model,
@@ -279,6 +287,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         verbose=args.verbose,
     )
     print_build(result)
+    fit = estimated_fit(result)
+    if fit is not None and fit["verdict"] == "does-not-fit":
+        print(f"tinysched: {fit['text']} (estimate without code: weights, arena and stack)", file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
     return 0
 
 
