@@ -44,7 +44,7 @@ SANITIZE_FLAGS = (
     "-fno-omit-frame-pointer",
     "-g",
 )
-KERNEL_HEADERS = ("ts_fixedpoint.h", "ts_index.h")
+KERNEL_HEADERS = ("ts_fixedpoint.h", "ts_index.h", "ts_simd.h")
 PUBLIC_HEADERS = ("ts_kernels.h", "ts_model.h")
 
 

@@ -18,8 +18,8 @@
  *  - Requantisation: a real multiplier M (e.g. input_scale * filter_scale / output_scale) is stored
  *    as (multiplier, shift) with M = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31). The
  *    generator computes these with TFLite's QuantizeMultiplier (frexp, round half away from zero).
- *    Applying it to an int32 x: x * 2^max(shift, 0), then round(x * multiplier / 2^31) with ties away
- *    from zero (saturating), then a rounding right shift by max(-shift, 0) with ties away from zero.
+ *    Applying it to an int32 x: x * 2^max(shift, 0), then round(x * multiplier / 2^31) with ties
+ *    rounded up (saturating), then a rounding right shift by max(-shift, 0) with ties away from zero.
  *  - Fused activations (RELU, RELU6, RELU_N1_TO_1) are a clamp to [act_min, act_max], computed by
  *    the generator as zero_point + round(limit / scale), limited to the type's range.
  *  - Accumulators are int32. For convolutions and FULLY_CONNECTED each product is at most

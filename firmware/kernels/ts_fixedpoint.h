@@ -5,7 +5,8 @@
  * portable C99 so that the generated code is bit-exact with them:
  *
  *   ts_srdhm(a, b)        "saturating rounding doubling high multiply": round(a * b / 2^31), with
- *                         ties away from zero, saturating the one overflowing case INT32_MIN^2.
+ *                         ties rounded up (gemmlowp's nudge: +0.5 rounds to 1, -0.5 to 0),
+ *                         saturating the one overflowing case INT32_MIN^2.
  *   ts_rdivpot(x, e)      x / 2^e rounded to nearest, ties away from zero (0 <= e <= 31).
  *   ts_requantize(x,m,s)  x * m * 2^(s - 31): a left shift for s > 0, then ts_srdhm, then a
  *                         rounding right shift for s < 0 ("double rounding", as TFLite does
@@ -37,15 +38,16 @@ static inline int32_t ts_wrap_add(int32_t a, int32_t b) { return (int32_t)((uint
 
 static inline int32_t ts_srdhm(int32_t a, int32_t b)
 {
-    int64_t ab;
-    int64_t nudge;
+    /* The reference computes (ab + nudge) / 2^31 truncated toward zero, with nudge = 2^30 for
+     * ab >= 0 and 1 - 2^30 otherwise. Both cases equal floor((ab + 2^30) / 2^31): for ab >= 0 the
+     * quotient is non-negative, so truncation is floor; for ab < 0, t = ab + 1 - 2^30 < 0 and
+     * trunc(t / 2^31) = ceil(t / 2^31) = floor((t + 2^31 - 1) / 2^31) = floor((ab + 2^30) / 2^31).
+     * The branch-free form is one SMLAL and two shifts on Cortex-M (checked against the reference
+     * formula in tests/test_kernels_fast.py). |ab| <= 2^62, so ab + 2^30 cannot overflow. */
     if (a == INT32_MIN && b == INT32_MIN) {
         return INT32_MAX;
     }
-    ab = (int64_t)a * (int64_t)b;
-    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
-    /* C division truncates toward zero, which is what the reference does here. */
-    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
 }
 
 static inline int32_t ts_rdivpot(int32_t x, int exponent)
