@@ -17,7 +17,7 @@
 static inline int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                               int32_t act_min, int32_t act_max)
 {
-    return (int8_t)ts_clamp_i32(ts_requantize(acc, multiplier, shift) + output_offset, act_min, act_max);
+    return (int8_t)ts_clamp_i32(ts_requantize_nonsat(acc, multiplier, shift) + output_offset, act_min, act_max);
 }
 
 /* acc[0..3] += dot products of len bytes: (in0, w0), (in0, w1), (in1, w0), (in1, w1), inputs offset. */
@@ -191,13 +191,32 @@ static void conv_block(const ts_conv2d_s8_params *p, const conv_runs *r, const i
     }
 }
 
+/* Requantise and store the block dot_2x2 / dot_1x2 left in acc: channels o and o1 (o1 == o: one
+ * channel) of out0 and, unless NULL, out1. */
+static inline void store_block(const ts_conv2d_s8_params *p, const int32_t *acc, int32_t o, int32_t o1,
+                               int8_t *out0, int8_t *out1)
+{
+    const int32_t output_offset = p->output_offset, act_min = p->act_min, act_max = p->act_max;
+    const int32_t m0 = p->multiplier[o], s0 = p->shift[o];
+    out0[o] = conv_out(acc[0], m0, s0, output_offset, act_min, act_max);
+    if (out1 != NULL) {
+        out1[o] = conv_out(acc[2], m0, s0, output_offset, act_min, act_max);
+    }
+    if (o1 != o) {
+        const int32_t m1 = p->multiplier[o1], s1 = p->shift[o1];
+        out0[o1] = conv_out(acc[1], m1, s1, output_offset, act_min, act_max);
+        if (out1 != NULL) {
+            out1[o1] = conv_out(acc[3], m1, s1, output_offset, act_min, act_max);
+        }
+    }
+}
+
 /* All output channels of one or two pixels (out1 NULL: one pixel). */
 static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
                         const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
                         int8_t *out1)
 {
     const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
-    const int32_t output_offset = p->output_offset, act_min = p->act_min, act_max = p->act_max;
     int32_t o;
     for (o = 0; o < out_c; o += 2) {
         const int32_t o1 = o + 1 < out_c ? o + 1 : o;
@@ -209,16 +228,7 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
         acc[3] = b1;
         conv_block(p, r, in0, in1, filter + (size_t)o * filter_size, filter + (size_t)o1 * filter_size,
                    acc);
-        out0[o] = conv_out(acc[0], p->multiplier[o], p->shift[o], output_offset, act_min, act_max);
-        if (o1 != o) {
-            out0[o1] = conv_out(acc[1], p->multiplier[o1], p->shift[o1], output_offset, act_min, act_max);
-        }
-        if (out1 != NULL) {
-            out1[o] = conv_out(acc[2], p->multiplier[o], p->shift[o], output_offset, act_min, act_max);
-            if (o1 != o) {
-                out1[o1] = conv_out(acc[3], p->multiplier[o1], p->shift[o1], output_offset, act_min, act_max);
-            }
-        }
+        store_block(p, acc, o, o1, out0, out1);
     }
 }
 
@@ -289,24 +299,28 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
 static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                            const int32_t *bias, int8_t *output)
 {
-    const int32_t in_c = p->in_c, out_c = p->out_c;
+    const int32_t in_c = p->in_c, out_c = p->out_c, input_offset = p->input_offset;
     const int32_t pixels = p->batches * p->out_h * p->out_w;
-    conv_runs r;
-    int32_t i;
-    r.ky0 = 0;
-    r.ky1 = 1;
-    r.runs_per_row = 1;
-    r.run_len = in_c;
-    r.in_run_step = 0;
-    r.in_row_step = 0;
-    r.w_first = 0;
-    for (i = 0; i + 1 < pixels; i += 2) {
+    int32_t i, o;
+    for (i = 0; i < pixels; i += 2) {
         const int8_t *in0 = input + (size_t)i * in_c;
-        conv_pixels(p, &r, in0, in0 + in_c, filter, bias, output, output + out_c);
-        output += 2 * out_c;
-    }
-    if (i < pixels) {
-        conv_pixels(p, &r, input + (size_t)i * in_c, NULL, filter, bias, output, NULL);
+        int8_t *out1 = i + 1 < pixels ? output + out_c : NULL;
+        for (o = 0; o < out_c; o += 2) {
+            const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+            const int8_t *w0 = filter + (size_t)o * in_c, *w1 = filter + (size_t)o1 * in_c;
+            int32_t acc[4];
+            acc[0] = bias != NULL ? bias[o] : 0;
+            acc[1] = bias != NULL ? bias[o1] : 0;
+            acc[2] = acc[0];
+            acc[3] = acc[1];
+            if (out1 != NULL) {
+                dot_2x2(in0, in0 + in_c, w0, w1, in_c, input_offset, acc);
+            } else {
+                dot_1x2(in0, w0, w1, in_c, input_offset, acc);
+            }
+            store_block(p, acc, o, o1, output, out1);
+        }
+        output += out1 != NULL ? 2 * out_c : out_c;
     }
 }
 
@@ -369,7 +383,8 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
-    if (TS_CONV_GENERIC_ONLY || p->in_c < 1 || p->out_c < 1 || p->filter_h < 1 || p->filter_w < 1) {
+    if (TS_CONV_GENERIC_ONLY || p->in_c < 1 || p->out_c < 1 || p->filter_h < 1 || p->filter_w < 1 ||
+        !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         conv_generic(p, input, filter, bias, output);
     } else if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
                p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {

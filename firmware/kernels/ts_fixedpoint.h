@@ -52,7 +52,7 @@ static inline int32_t ts_srdhm(int32_t a, int32_t b)
 
 static inline int32_t ts_rdivpot(int32_t x, int exponent)
 {
-    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t mask = (int32_t)((1u << exponent) - 1u); /* 2^31 - 1 at most: fits */
     const int32_t remainder = x & mask;
     const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
     return (x >> exponent) + (remainder > threshold ? 1 : 0);
@@ -65,6 +65,31 @@ static inline int32_t ts_requantize(int32_t x, int32_t multiplier, int32_t shift
     /* x * 2^left, wrapping like the reference's int32 product would in practice. */
     const int32_t shifted = (int32_t)((uint32_t)x << left);
     return ts_rdivpot(ts_srdhm(shifted, multiplier), right);
+}
+
+/* ts_requantize for a multiplier other than INT32_MIN (every multiplier QuantizeMultiplier makes is
+ * in [2^30, 2^31) or 0): srdhm's one saturating case cannot arise, so its test goes. The fast paths
+ * use this after checking their multipliers once per call (ts_multipliers_ok). */
+static inline int32_t ts_requantize_nonsat(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int left = shift > 0 ? (int)shift : 0;
+    const int right = shift > 0 ? 0 : (int)-shift;
+    const int32_t shifted = (int32_t)((uint32_t)x << left);
+    const int32_t high = (int32_t)(((int64_t)shifted * (int64_t)multiplier + ((int64_t)1 << 30)) >> 31);
+    return ts_rdivpot(high, right);
+}
+
+/* 1 when no multiplier of n is INT32_MIN and every shift is in [-31, 31]: ts_requantize_nonsat then
+ * equals ts_requantize for all of them. */
+static inline int ts_multipliers_ok(const int32_t *multiplier, const int32_t *shift, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        if (multiplier[i] == INT32_MIN || shift[i] < -31 || shift[i] > 31) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* x * m * 2^(shift - 31) with one rounding (half up) of the exact 64-bit product: the form TFLite's

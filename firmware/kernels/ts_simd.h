@@ -32,6 +32,13 @@ static inline uint32_t ts_load4(const int8_t *p)
     return v;
 }
 
+/* Keeps a hot loop in a function of its own, so the register allocator sees only that loop's values. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_NOINLINE __attribute__((noinline))
+#else
+#define TS_NOINLINE
+#endif
+
 #if TS_DSP
 
 /* A 16-bit value in both halves, for the *_off forms. */
