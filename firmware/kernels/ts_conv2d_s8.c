@@ -384,6 +384,7 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
         return TS_ERR_PARAMS;
     }
     if (TS_CONV_GENERIC_ONLY || p->in_c < 1 || p->out_c < 1 || p->filter_h < 1 || p->filter_w < 1 ||
+        p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
         !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         conv_generic(p, input, filter, bias, output);
     } else if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
