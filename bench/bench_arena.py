@@ -141,7 +141,11 @@ def update_doc(doc: Path, text: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", type=Path, default=Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models"))
+    parser.add_argument(
+        "--models",
+        type=Path,
+        default=Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models"),
+    )
     parser.add_argument(
         "--update-doc", type=Path, help="replace the '## Arena' section of this markdown file"
     )

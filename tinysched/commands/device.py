@@ -190,7 +190,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.json:
         payload = result.to_json()
         payload["latency_estimate_ms"] = (
-            round(1000.0 * result.instructions / board.cpu_hz, 3) if estimate and result.instructions else None
+            round(1000.0 * result.instructions / board.cpu_hz, 3)
+            if estimate and result.instructions
+            else None
         )
         if record is not None:
             payload["image_sha256"] = record["ran_image_sha256"]

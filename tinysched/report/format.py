@@ -103,7 +103,12 @@ def certificate_sentence(
     return f"optimal ({kind})"
 
 
-VERDICT_WORDS = {"fits": "FITS", "tight": "FITS (tight)", "does-not-fit": "DOES NOT FIT", "unknown": "FIT UNKNOWN"}
+VERDICT_WORDS = {
+    "fits": "FITS",
+    "tight": "FITS (tight)",
+    "does-not-fit": "DOES NOT FIT",
+    "unknown": "FIT UNKNOWN",
+}
 
 
 def headline(
