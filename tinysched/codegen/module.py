@@ -52,8 +52,13 @@ class GeneratedModule:
     output_dtypes: tuple[str, ...]
     input_shapes: tuple[tuple[int, ...], ...]
     output_shapes: tuple[tuple[int, ...], ...]
-    weights_bytes: int
+    weights_bytes: int  # the model's constant tensors (filters, biases, tables of the model)
+    parameter_bytes: int  # per-operator arrays the generator adds: multipliers, shifts, lookup tables
     op_kernels: tuple[tuple[int, str], ...] = ()  # (operator, C kernel function), each operator once
+
+
+# Bytes per element of the C types arrays are declared with (a ConstArray's values may be wider).
+CTYPE_BYTES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "float": 4}
 
 
 # Kernels that need scratch memory declare it here: opcode -> bytes needed for one operator. The
@@ -411,5 +416,8 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         input_shapes=tuple(tuple(r["shape"]) for r in inputs),
         output_shapes=tuple(tuple(r["shape"]) for r in outputs),
         weights_bytes=context["weights_bytes"],
+        parameter_bytes=sum(
+            a.values.size * CTYPE_BYTES[a.ctype] for c in calls if c.first_run for a in c.local_arrays
+        ),
         op_kernels=tuple((c.op, c.kernel) for c in calls if c.first_run),
     )

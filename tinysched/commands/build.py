@@ -247,7 +247,18 @@ def print_build(result: BuildResult) -> None:
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
             f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"
         )
-    print(f"weights     {format_bytes(module.weights_bytes)} (const arrays, in flash)")
+    print(
+        f"weights     {format_bytes(module.weights_bytes + module.parameter_bytes)} in flash: "
+        f"{module.weights_bytes:,} B of the model's constant tensors + {module.parameter_bytes:,} B of "
+        "per-operator parameters (multipliers, shifts, lookup tables)"
+    )
+    if result.image is not None:
+        size = result.image.size
+        structs = size.flash_weights - module.weights_bytes - module.parameter_bytes
+        print(
+            f"            the ELF's {size.flash_weights:,} B of weights also hold {structs:,} B of per-operator "
+            "parameter structs (laid out by the compiler)"
+        )
     print(f"kernels     {', '.join(module.kernels)}")
     if planned.folding.count:
         print(f"folding     {planned.folding.summary()}: no code, no arena; the plan is for the folded graph")
