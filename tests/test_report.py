@@ -256,7 +256,7 @@ def test_hostile_names_cannot_inject_markup():
     assert "script" not in parser.tags and "b" not in parser.tags
     assert HOSTILE in "".join(parser.text)  # shown as text
     md = report.render_markdown(doc)
-    rows = [line for line in md.splitlines() if line.startswith("| ") and "SYNTHETIC" in line]
+    rows = [line for line in md.splitlines() if re.match(r"\| \d+ \| \d+ \| SYNTHETIC \|", line)]
     assert len(rows) == 4
     for row in rows:  # unescaped pipes would add columns
         assert len(re.findall(r"(?<!\\)\|", row)) == 9
@@ -305,7 +305,7 @@ def test_cli_formats_and_errors(demo_path, tmp_path, capsys):
     assert doc["recompute_tradeoff"] is None and doc["board"]["name"] == "nucleo-f767"
     (tmp_path / "m.json").write_text(json.dumps(doc))
     assert main(["report", str(tmp_path / "m.json"), "--from-metadata", "-o", str(tmp_path / "r.html")]) == 0
-    assert "activations (rw)" in (tmp_path / "r.html").read_text()
+    assert "arena (activations, rw)" in (tmp_path / "r.html").read_text()
     assert main(["report", *base, "--measured", str(tmp_path / "missing.json")]) == 2
     assert "cannot read measurement" in capsys.readouterr().err
     assert main(["report", str(demo_path), "--board", "no-such-board"]) == 2
@@ -422,6 +422,8 @@ def test_page_in_headless_chromium(demo_doc, tmp_path):
     assert re.search(r'id="arena-bytes"[^>]*>' + re.escape(arena), dom)
     assert re.search(r'id="lower-bound"[^>]*>' + re.escape(bound), dom)
     assert re.search(r'id="verdict"[^>]*>\s*FIT UNKNOWN', dom)
+    headline = re.search(r'id="headline"[^>]*>([^<]*)<', dom).group(1)
+    assert f"arena {demo_doc['arena']['arena_bytes']:,} B (optimal: equals its lower bound)" in headline
     assert dom.count("<svg") >= 3
     # and it prints
     pdf = tmp_path / "report.pdf"

@@ -166,3 +166,13 @@ def doc_headline(doc: dict[str, Any]) -> str:
         flash=used_of_kind(size, "flash") if size else None,
         measured_equal=measured.get("arena_matches_plan") if measured else None,
     )
+
+
+def shorten(text: Any, limit: int = 48) -> str:
+    """Long tensor names cut in the middle for tables and plots (the full name stays in the JSON and
+    in the hover title)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    keep = limit - 1
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]

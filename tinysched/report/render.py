@@ -16,6 +16,7 @@ from tinysched.report.format import (
     fmt_int,
     md_escape,
     percent,
+    shorten,
     witness_text,
 )
 from tinysched.report.metadata import FORMATS, check_metadata, metadata_json
@@ -40,6 +41,7 @@ def _environment(kind: str) -> Any:
     env.filters["int"] = fmt_int
     env.filters["md"] = md_escape
     env.filters["witness"] = witness_text
+    env.filters["short"] = shorten
     env.filters["hex"] = lambda n: f"{n:#010x}"
     env.filters["pct"] = lambda p: "-" if p is None else f"{p:.1f}%"
     return env
