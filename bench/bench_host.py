@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs = random_inputs(path, seed=0, count=1)[0]
         with tempfile.TemporaryDirectory(prefix="tinysched-bench-") as tmp:
             started = time.perf_counter()
-            result = build_model(path, Path(tmp) / "build", "host", opt="-O2", report=False)
+            result = build_model(path, Path(tmp) / "build", "host", report=False)
             build_s = time.perf_counter() - started
             probe = bench_runner(result.runner, result.module, inputs, 1)
             iterations = max(3, min(2000, int(args.budget * 1e9 / max(probe, 1.0))))

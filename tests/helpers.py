@@ -79,17 +79,16 @@ def host_build(
 ) -> BuildResult:
     """`tinysched build MODEL -o DIR` for the host; `plan_flags` as the CLI's (alignment, time_limit,
     recompute=K); without the report's comparisons unless `report`."""
-    import argparse
+    from tinysched.build import BuildOptions
+    from tinysched.report import CompareOptions
 
     return build_model(
         model,
         out_dir,
         "host",
-        args=argparse.Namespace(**plan_flags),
-        prefix=prefix,
-        compile=compile,
-        opt=opt,
-        sanitize=sanitize,
+        options=options(**plan_flags),
+        build=BuildOptions(prefix=prefix, compile=compile, opt=opt, sanitize=sanitize),
+        comparisons=CompareOptions() if report else CompareOptions(stock_tflm=False, recompute_ks=()),
         report=report,
         force=force,
     )

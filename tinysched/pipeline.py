@@ -51,6 +51,9 @@ class PlanOptions:
         return self.recompute is not None and self.recompute.active
 
 
+DEFAULT_PLAN_OPTIONS = PlanOptions()
+
+
 @dataclass(frozen=True)
 class StageBudget:
     schedule: float  # certified order search
@@ -100,7 +103,7 @@ class Planned:
         return self.folding.operator_map[op]
 
 
-def plan(graph: Graph, options: PlanOptions = PlanOptions()) -> Planned:
+def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     """Fold, check what the code generator can take, schedule, place and re-check the placement."""
     from tinysched import codegen
 

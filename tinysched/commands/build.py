@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tinysched.boards import Board, get_board
-from tinysched.build import build_board, build_host
+from tinysched.build import DEFAULT_BUILD_OPTIONS, BuildOptions, build_board, build_host
 from tinysched.build.firmware import FirmwareImage, firmware_metadata, toolchain_version
 from tinysched.build.sources import write_sources
 from tinysched.commands.common import (
@@ -29,7 +29,15 @@ from tinysched.commands.common import (
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
-from tinysched.pipeline import Planned, add_plan_arguments, generate, options_from_args, plan
+from tinysched.pipeline import (
+    DEFAULT_PLAN_OPTIONS,
+    Planned,
+    PlanOptions,
+    add_plan_arguments,
+    generate,
+    options_from_args,
+    plan,
+)
 from tinysched.reader import read_model
 from tinysched.recompute import summary_lines
 from tinysched.report import (
@@ -78,6 +86,15 @@ def compare_options_from_args(args: Any) -> CompareOptions:
     )
 
 
+def add_stack_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--stack",
+        type=int,
+        metavar="BYTES",
+        help="firmware stack reservation (default: the board's; `measure` reports the measured maximum)",
+    )
+
+
 def kernels_of(module: Any) -> dict[int, str]:
     """The C kernel each operator of the planned graph calls (from the generated module)."""
     return dict(module.op_kernels)
@@ -98,25 +115,32 @@ class BuildResult:
     stage_seconds: dict[str, float]
 
 
+def build_options_from_args(args: Any) -> BuildOptions:
+    return BuildOptions(
+        prefix=getattr(args, "prefix", None),
+        compile=not getattr(args, "no_compile", False),
+        opt=getattr(args, "opt", "-O2"),
+        sanitize=getattr(args, "sanitize", False),
+        stack_bytes=getattr(args, "stack", None),
+    )
+
+
 def build_model(
     model: str | Path,
     out_dir: str | Path,
     board: str = "host",
     *,
-    args: Any = None,
-    prefix: str | None = None,
-    compile: bool = True,
-    opt: str = "-O2",
-    sanitize: bool = False,
+    options: PlanOptions = DEFAULT_PLAN_OPTIONS,
+    build: BuildOptions = DEFAULT_BUILD_OPTIONS,
+    comparisons: CompareOptions = NO_COMPARISONS,
     report: bool = True,
     force: bool = False,
     verbose: bool = False,
 ) -> BuildResult:
-    """The `build` verb as a function: `args` carries the planning and comparison flags."""
-    args = args if args is not None else argparse.Namespace()
+    """The `build` verb as a function: plan with `options`, build with `build`, run `comparisons`
+    for the report (rendered unless `report` is off; the metadata is always written)."""
     target_board = None if board == "host" else get_board(board)
-    options = options_from_args(args)
-    comparisons = compare_options_from_args(args) if report else NO_COMPARISONS
+    prefix, compile, opt, sanitize = build.prefix, build.compile, build.opt, build.sanitize
     clock = StageClock(verbose)
     model_path = Path(model)
     model_bytes = read_bytes(model_path)
@@ -141,7 +165,7 @@ def build_model(
             )
             runner = host.runner
         elif compile:
-            images = build_board(module, target_board, staging)
+            images = build_board(module, target_board, staging, stack_bytes=build.stack_bytes)
             image, emulated = images.image, images.emulated
             size = image.size.to_json()
         else:
@@ -149,7 +173,9 @@ def build_model(
         clock.lap("compile" if compile else "write sources")
         model_copy = f"{module.prefix}.tflite"
         shutil.copyfile(model_path, staging / model_copy)
-        record = build_record(planned, module, target_board, image, model_copy, graph.sha256)
+        record = build_record(
+            planned, module, target_board, image, model_copy, graph.sha256, build.stack_bytes
+        )
         if emulated is not None:
             record["emulated_image"] = {
                 "board": emulated.board,
@@ -196,7 +222,13 @@ def build_model(
 
 
 def build_record(
-    planned: Planned, module: Any, board: Board | None, image: FirmwareImage | None, model_copy: str, sha: str
+    planned: Planned,
+    module: Any,
+    board: Board | None,
+    image: FirmwareImage | None,
+    model_copy: str,
+    sha: str,
+    stack: int | None = None,
 ) -> dict[str, Any]:
     """The keys `measure BUILD_DIR` reads (under "build" in <prefix>_metadata.json)."""
     options = planned.options
@@ -211,6 +243,7 @@ def build_record(
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
         "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
+        "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
         "plan_options": {
             "alignment": options.alignment,
@@ -289,10 +322,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         args.model,
         args.output,
         args.board,
-        args=args,
-        prefix=args.prefix,
-        compile=not args.no_compile,
-        opt=args.opt,
+        options=options_from_args(args),
+        build=build_options_from_args(args),
+        comparisons=NO_COMPARISONS if args.no_report else compare_options_from_args(args),
         report=not args.no_report,
         force=args.force,
         verbose=args.verbose,
@@ -360,6 +392,7 @@ def register(sub: Any) -> None:
     build_p.add_argument("--opt", default="-O2", help="optimisation flag for the host compiler (default -O2)")
     add_plan_arguments(build_p)
     build_p.add_argument("--no-compile", action="store_true", help="write the sources without compiling")
+    add_stack_argument(build_p)
     build_p.add_argument(
         "--no-report",
         action="store_true",

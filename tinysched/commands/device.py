@@ -21,12 +21,12 @@ from tinysched import reference
 from tinysched.boards import Board, all_boards, get_board
 from tinysched.build.elfsize import SizeReport
 from tinysched.build.firmware import FirmwareImage
-from tinysched.commands.build import add_compare_arguments, build_model
+from tinysched.commands.build import add_stack_argument, build_model, build_options_from_args
 from tinysched.commands.common import add_output_arguments, print_json
 from tinysched.device import SEMIHOST_REFUSED, MeasureResult, measure_image, measure_selftest
 from tinysched.errors import TinyschedError
 from tinysched.files import is_tinysched_folder
-from tinysched.pipeline import add_plan_arguments
+from tinysched.pipeline import add_plan_arguments, options_from_args
 from tinysched.report.format import headline, used_of_kind
 
 
@@ -180,7 +180,15 @@ def cmd_measure(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="tinysched-measure-") as tmp:
             out = Path(args.output) if args.output else Path(tmp) / "build"
             log(f"building {target} for {args.board} into {out}")
-            build_model(target, out, args.board, args=args, report=False, force=args.force)
+            build_model(
+                target,
+                out,
+                args.board,
+                options=options_from_args(args),
+                build=build_options_from_args(args),
+                report=False,
+                force=args.force,
+            )
             result, record = measure_build(
                 out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
             )
@@ -196,6 +204,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         )
         if record is not None:
             payload["image_sha256"] = record["ran_image_sha256"]
+            payload["stack_reserved_bytes"] = record.get("stack_reserved_bytes")
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
         if recomputed is not None:
             payload["recompute"] = recomputed
@@ -217,6 +226,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print("\n".join(result.lines()))
         if estimate:
             print(f"latency     {estimate}")
+        if record is not None and record.get("stack_reserved_bytes"):
+            reserved = int(record["stack_reserved_bytes"])
+            print(
+                f"stack       {result.stack_bytes_total:,} B used at most of {reserved:,} B reserved "
+                f"({100.0 * result.stack_bytes_total / reserved:.0f}%; `build --stack BYTES` sets the reservation)"
+            )
         if record is not None:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
         if recomputed is not None:
@@ -261,5 +276,5 @@ def register(sub: Any) -> None:
     )
     add_output_arguments(measure, required=False)
     add_plan_arguments(measure)
-    add_compare_arguments(measure)
+    add_stack_argument(measure)
     measure.set_defaults(func=cmd_measure)
