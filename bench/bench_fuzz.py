@@ -9,7 +9,7 @@ ASan/UBSan, run, compare with TFLite's reference) and `tinysched schedule MODEL 
 (judged for overruns). Every run must end in exit 0, `verify`'s exit 1 (outputs differ), or exit 2
 with one `tinysched: error:` line. The table counts models tried, clean exits, tracebacks,
 crashes (signals, other exit codes), sanitizer reports, time-limit overruns (longer than the limit
-plus 10% plus 2 s of start-up), several-line errors, output mismatches, and how many mutants
+plus 10% plus 2 s of start-up, in the faster of two runs), several-line errors, output mismatches, and how many mutants
 `build` accepted (their generated code ran). Runs are sequential: one core. `--keep DIR` saves
 every mutant that did not end cleanly, with a note of its edits and the run's last line.
 """
@@ -64,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
             data, edits = mutate(seeds[name], seed)
             path = Path(tmp) / f"{name}_{seed}.tflite"
             path.write_bytes(data)
-            outcomes = [verify_sanitized(path, args.time_limit), schedule_timed(path, args.time_limit)]
+            timed = schedule_timed(path, args.time_limit)
+            if timed.kind == "overrun":  # once more, so that a load spike on a shared machine does not count
+                timed = min(timed, schedule_timed(path, args.time_limit), key=lambda o: o.seconds)
+            outcomes = [verify_sanitized(path, args.time_limit), timed]
             counts["tried"] += 1
             counts["accepted"] += outcomes[0].returncode in (0, 1)
             kinds = {o.kind for o in outcomes}

@@ -659,6 +659,39 @@ def _check_option_values(op: Operator) -> None:
                 raise _Invalid(f"option {key} = {v} is outside int32")
 
 
+# The kernels requantise with a Q31 multiplier and a shift of at most 30 bits (`ts_fixedpoint.h`):
+# a real rescaling factor of 2^30 or more has no valid parameters.
+MAX_RESCALE = 2.0**30
+
+
+def _check_rescale(graph: Graph, op: Operator) -> None:
+    """Every factor an operator can rescale by (one input scale, or the product of two, over an
+    output scale) stays below MAX_RESCALE. Integer (int32/int64) operands such as biases carry
+    derived scales and are left out."""
+
+    def largest(index: int) -> float | None:
+        t = graph.tensors[index]
+        if t.quantization is None or t.dtype in ("int32", "int64"):
+            return None
+        return max(t.quantization.scale)
+
+    ins = sorted((s, k) for k, t in enumerate(op.inputs) if t >= 0 and (s := largest(t)) is not None)
+    outs = [(min(graph.tensors[t].quantization.scale), t) for t in op.outputs
+            if largest(t) is not None]  # fmt: skip
+    if not ins or not outs:
+        return
+    out_scale, out_tensor = min(outs)
+    factor, why = ins[-1][0] / out_scale, f"input {ins[-1][1]} scale {ins[-1][0]!r}"
+    if len(ins) > 1 and ins[-1][0] * ins[-2][0] / out_scale > factor:
+        factor = ins[-1][0] * ins[-2][0] / out_scale
+        why = f"input {ins[-1][1]} scale {ins[-1][0]!r} x input {ins[-2][1]} scale {ins[-2][0]!r}"
+    if not factor < MAX_RESCALE:
+        raise _Invalid(
+            f"rescales by {factor:.3g} ({why} / output tensor {out_tensor} scale {out_scale!r}), "
+            "at or over the 2^30 the kernels' fixed-point requantisation takes"
+        )
+
+
 def infer_output_shapes(graph: Graph, op: Operator) -> tuple[Expected, ...]:
     """What `op`'s inputs and options say about each of its outputs (see the module docstring).
 
@@ -666,7 +699,10 @@ def infer_output_shapes(graph: Graph, op: Operator) -> tuple[Expected, ...]:
     fn = INFER.get(op.opcode)
     try:
         _check_option_values(op)
-        return fn(_Op(graph, op)) if fn is not None else ()
+        if fn is None:
+            return ()
+        _check_rescale(graph, op)
+        return fn(_Op(graph, op))
     except _Invalid as why:
         raise TinyschedError(f"{_where(graph)}operator {op.index} ({op.opcode}) {why}") from None
 
