@@ -9,7 +9,8 @@ ASan/UBSan, run, compare with TFLite's reference) and `tinysched schedule MODEL 
 (judged for overruns). Every run must end in exit 0, `verify`'s exit 1 (outputs differ), or exit 2
 with one `tinysched: error:` line. The table counts models tried, clean exits, tracebacks,
 crashes (signals, other exit codes), sanitizer reports, time-limit overruns (longer than the limit
-plus 10% plus 2 s of start-up, in the faster of two runs), several-line errors, output mismatches, and how many mutants
+plus 10% plus start-up: 2 s, or what `tinysched --version` takes just before when the machine is
+loaded; the faster of two runs), several-line errors, output mismatches, and how many mutants
 `build` accepted (their generated code ran). Runs are sequential: one core. `--keep DIR` saves
 every mutant that did not end cleanly, with a note of its edits and the run's last line.
 """
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="save mutants that did not end cleanly here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--quiet", action="store_true", help="no line per faulty run")
+    parser.add_argument("--progress", type=int, default=100, metavar="N", help="counts on stderr every N")
     args = parser.parse_args(argv)
 
     seeds = seed_models()
@@ -84,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     (args.keep / path.name).write_bytes(data)
                     (args.keep / f"{path.stem}.json").write_text(json.dumps(note, indent=2) + "\n")
+            if args.progress and counts["tried"] % args.progress == 0:
+                running = ", ".join(f"{key} {counts[key]}" for key, _ in COLUMNS)
+                print(
+                    f"progress: {running} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True
+                )
     seconds = time.perf_counter() - start
     command = f"PYTHONPATH=. python bench/bench_fuzz.py --models {args.models} --seed {args.seed}"
     if args.markdown:

@@ -705,6 +705,11 @@ def infer_output_shapes(graph: Graph, op: Operator) -> tuple[Expected, ...]:
         return fn(_Op(graph, op))
     except _Invalid as why:
         raise TinyschedError(f"{_where(graph)}operator {op.index} ({op.opcode}) {why}") from None
+    except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as why:  # one line, as promised
+        raise TinyschedError(
+            f"{_where(graph)}operator {op.index} ({op.opcode}) has unexpected operands or options "
+            f"({type(why).__name__}: {why})"
+        ) from None
 
 
 def _where(graph: Graph) -> str:
