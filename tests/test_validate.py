@@ -294,6 +294,37 @@ def test_rescale_beyond_the_kernels_fixed_point_is_refused() -> None:
     )
 
 
+def test_bias_that_can_overflow_the_accumulator_is_refused() -> None:
+    """Found by bench_fuzz: a bias of -2^31 overflowed ts_depthwise_conv2d_s8's int32 sum (UBSan)."""
+
+    def edit(m) -> None:
+        op = first_op(m, "DEPTHWISE_CONV_2D")
+        bias = m.subgraphs[0].tensors[op.inputs[2]]
+        data = np.frombuffer(
+            bytes(np.asarray(m.buffers[bias.buffer].data, dtype=np.uint8)), dtype=np.int32
+        ).copy()
+        data[0] = -(2**31)
+        m.buffers[bias.buffer].data = data.view(np.uint8)
+
+    _refused(
+        edited(KERNEL_MODELS["depthwise_options"](), edit),
+        "operator 0 (DEPTHWISE_CONV_2D) bias (input 2) of up to 2,147,483,648 plus 9 products per output",
+    )
+
+
+def test_options_of_another_operator_are_refused() -> None:
+    """Found by bench_fuzz: an ADD carrying MulOptions; TFLite reads them as absent (no activation)
+    while the generator applied their RELU6, so the outputs differed."""
+
+    def edit(m) -> None:
+        add, mul = first_op(m, "ADD"), first_op(m, "MUL")
+        add.builtinOptionsType, add.builtinOptions = mul.builtinOptionsType, mul.builtinOptions
+
+    _refused(
+        edited(KERNEL_MODELS["add_mul_broadcast"](), edit), "ADD carries MulOptions, expected AddOptions"
+    )
+
+
 def test_random_inputs_refuses_many_large_sets_but_makes_small_ones() -> None:
     def edit(m) -> None:
         sub = m.subgraphs[0]

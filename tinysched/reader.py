@@ -31,6 +31,28 @@ MAX_OPERATOR_ARITY = 4096
 MAX_TENSOR_ELEMENTS = 2**31 - 1
 MAX_TENSOR_BYTES = 2**31 - 1
 MAX_TOTAL_BYTES = 8 * 2**30
+# The options table each operator must carry when it carries one: TFLite reads another table as absent
+# (its defaults), so an ADD with MulOptions would run without the activation the file seems to give.
+_OPTIONS_OF: dict[str, str] = {
+    "ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D": "Conv2DOptions",
+    "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions", "FULLY_CONNECTED": "FullyConnectedOptions",
+    "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions",
+    "CONCATENATION": "ConcatenationOptions", "RESHAPE": "ReshapeOptions", "SOFTMAX": "SoftmaxOptions",
+    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "REDUCE_MAX": "ReducerOptions", "PAD": "PadOptions",
+    "TRANSPOSE": "TransposeOptions", "SQUEEZE": "SqueezeOptions", "EXPAND_DIMS": "ExpandDimsOptions",
+    "STRIDED_SLICE": "StridedSliceOptions", "SLICE": "SliceOptions", "PACK": "PackOptions",
+    "UNPACK": "UnpackOptions", "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions",
+    "GATHER": "GatherOptions", "TILE": "TileOptions", "SPACE_TO_DEPTH": "SpaceToDepthOptions",
+    "DEPTH_TO_SPACE": "DepthToSpaceOptions", "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions",
+    "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions", "RESIZE_BILINEAR": "ResizeBilinearOptions",
+    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "LEAKY_RELU": "LeakyReluOptions",
+    "ARG_MAX": "ArgMaxOptions", "ARG_MIN": "ArgMinOptions", "MAXIMUM": "MaximumMinimumOptions",
+    "MINIMUM": "MaximumMinimumOptions", "SQUARED_DIFFERENCE": "SquaredDifferenceOptions",
+    "L2_NORMALIZATION": "L2NormOptions", "TRANSPOSE_CONV": "TransposeConvOptions", "SVDF": "SVDFOptions",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+    "DEQUANTIZE": "DequantizeOptions", "QUANTIZE": "QuantizeOptions", "HARD_SWISH": "HardSwishOptions",
+}  # fmt: skip
+_OPTIONS_NAMES = {v: k for k, v in vars(schema.BuiltinOptions).items() if not k.startswith("_")}
 # Zero points must fit the quantised type (others, e.g. int32 biases, fit int32).
 _ZERO_POINT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "int4": (-8, 7)}
 SUBGRAPH_CALLING_OPS = frozenset({"WHILE", "IF", "CALL_ONCE", "CALL"})
@@ -362,6 +384,9 @@ class _Reader:
         intermediates = self.int_vector(
             op.IntermediatesAsNumpy(), op.IntermediatesLength(), "intermediate", MAX_OPERATOR_ARITY
         )
+        options_type = _OPTIONS_NAMES.get(op.BuiltinOptionsType(), f"options type {op.BuiltinOptionsType()}")
+        if op.BuiltinOptionsType() and opcode in _OPTIONS_OF and options_type != _OPTIONS_OF[opcode]:
+            raise self.fail(f"{opcode} carries {options_type}, expected {_OPTIONS_OF[opcode]}")
         options = decode_options(schema.BuiltinOptionsCreator(op.BuiltinOptionsType(), op.BuiltinOptions()))
         if not options and hasattr(op, "BuiltinOptions2Type") and op.BuiltinOptions2Type():
             options = decode_options(

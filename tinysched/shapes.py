@@ -150,9 +150,29 @@ def _window(size: int, filt: int, stride: int, dilation: int, padding: str, what
     return out
 
 
-def _bias(o: _Op, k: int, channels: int) -> None:
-    if o.present(k) and _elements(o.shape(k)) != channels:
+# |q - zero_point| * |w| <= 255 * 128 for int8 operands: the largest product an accumulator adds.
+_MAX_PRODUCT = 255 * 128
+
+
+def _bias(o: _Op, k: int, channels: int, products: int | None = None) -> None:
+    """The bias has one value per output channel, and with `products` int8 products per output the
+    int32 accumulator (bias plus products) cannot overflow."""
+    if not o.present(k):
+        return
+    if _elements(o.shape(k)) != channels:
         raise _Invalid(f"bias (input {k}) has shape {list(o.shape(k))}, expected {channels} elements")
+    if products is None or products * _MAX_PRODUCT > INT32_MAX:
+        return  # more products than an accumulator holds: the generator refuses the operator itself
+    if o.tensor(k).dtype != "int32" or o.tensor(0 if o.op.opcode != "TRANSPOSE_CONV" else 2).dtype != "int8":
+        return
+    values = o.const(k)
+    if values:
+        worst = max(abs(v) for v in values) + products * _MAX_PRODUCT
+        if worst > INT32_MAX:
+            raise _Invalid(
+                f"bias (input {k}) of up to {max(abs(v) for v in values):,} plus {products:,} products "
+                "per output can overflow the int32 accumulator"
+            )
 
 
 # ---- the inference functions -------------------------------------------------------------------
@@ -165,7 +185,7 @@ def _conv_2d(o: _Op) -> tuple[Expected, ...]:
     oc, fh, fw, fc = o.shape(1, 4)
     if fc < 1 or ic % fc:
         raise _Invalid(f"filter of {fc} input channels for an input of {ic} channels")
-    _bias(o, 2, oc)
+    _bias(o, 2, oc, fh * fw * fc)
     sh, sw = o.int_option("stride_h", 1), o.int_option("stride_w", 1)
     dh = o.int_option("dilation_hfactor", 1, low=0) or 1  # 0 reads as 1, as the generator does
     dw = o.int_option("dilation_wfactor", 1, low=0) or 1
@@ -182,7 +202,7 @@ def _depthwise_conv_2d(o: _Op) -> tuple[Expected, ...]:
     one, fh, fw, oc = o.shape(1, 4)
     if one != 1 or ic < 1 or oc % ic:
         raise _Invalid(f"depthwise filter of shape {[one, fh, fw, oc]} for an input of {ic} channels")
-    _bias(o, 2, oc)
+    _bias(o, 2, oc, fh * fw)
     o.int_option("depth_multiplier", 1, low=0)
     sh, sw = o.int_option("stride_h", 1), o.int_option("stride_w", 1)
     dh = o.int_option("dilation_hfactor", 1, low=0) or 1
@@ -198,7 +218,7 @@ def _transpose_conv(o: _Op) -> tuple[Expected, ...]:
     n, h, w, ic = o.shape(2, 4)
     if fc != ic:
         raise _Invalid(f"filter of {fc} input channels for an input of {ic} channels")
-    _bias(o, 3, oc)
+    _bias(o, 3, oc, fh * fw * ic)
     o.int_option("stride_h", 1)
     o.int_option("stride_w", 1)
     o.padding()
@@ -222,7 +242,7 @@ def _fully_connected(o: _Op) -> tuple[Expected, ...]:
     size = _elements(x)
     if depth < 1 or size % depth:
         raise _Invalid(f"input of shape {list(x)} is not a whole number of rows of {depth}")
-    _bias(o, 2, units)
+    _bias(o, 2, units, depth)
     if o.options.get("keep_num_dims", False):
         if not x or x[-1] != depth:
             raise _Invalid(f"keep_num_dims with an input of shape {list(x)} and weights of depth {depth}")
