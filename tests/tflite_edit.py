@@ -74,3 +74,29 @@ def broken(edit: Callable[[schema.ModelT], None]) -> bytes:
     model = diamond_model()
     edit(model)
     return pack(model)
+
+
+def unpack(data: bytes) -> schema.ModelT:
+    """Any .tflite as the object API's mutable tree."""
+    return schema.ModelT.InitFromPackedBuf(bytes(data), 0)
+
+
+def edited(data: bytes, edit: Callable[[schema.ModelT], None]) -> bytes:
+    """`data` with `edit` applied to its object tree, packed again."""
+    model = unpack(data)
+    edit(model)
+    return pack(model)
+
+
+def opcode_of(model: schema.ModelT, op: schema.OperatorT) -> str:
+    code = model.operatorCodes[op.opcodeIndex]
+    builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+    return {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}[builtin]
+
+
+def first_op(model: schema.ModelT, opcode: str) -> schema.OperatorT:
+    """The first operator of subgraph 0 with this builtin name."""
+    for op in model.subgraphs[0].operators:
+        if opcode_of(model, op) == opcode:
+            return op
+    raise LookupError(opcode)

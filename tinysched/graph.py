@@ -160,9 +160,13 @@ class Graph:
         for pos, op in enumerate(self.operators):
             if op.index != pos:
                 raise TinyschedError(f"{where}: operator at position {pos} carries index {op.index}")
-            for role, indices in (("input", op.inputs), ("output", op.outputs)):
+            for role, indices in (
+                ("input", op.inputs),
+                ("output", op.outputs),
+                ("intermediate", op.intermediates),
+            ):
                 for t in indices:
-                    if not 0 <= t < n_tensors and not (role == "input" and t == -1):
+                    if not 0 <= t < n_tensors and not (role != "output" and t == -1):
                         raise TinyschedError(
                             f"{where}: operator {pos} ({op.opcode}) {role} tensor index {t} "
                             f"out of range (model has {n_tensors} tensors)"

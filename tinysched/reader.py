@@ -8,6 +8,7 @@ traceback, a hang or a huge allocation.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import struct
 from pathlib import Path
@@ -18,10 +19,42 @@ from ai_edge_litert import schema_py_generated as schema
 
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, Operator, Quantization, Tensor
+from tinysched.shapes import check_graph
 
 FILE_IDENTIFIER = b"TFL3"
 MAX_RANK = 16
 MAX_OPERATOR_ARITY = 4096
+# Size limits, checked on exact (Python) integers so that no product can wrap. The kernels count
+# elements and bytes in int32, so one tensor holds fewer than 2^31 of either; all tensors together
+# (activations, weights and state of the one subgraph) stay within 8 GiB, far above anything a
+# microcontroller runs and low enough that the host can allocate a model's inputs to verify it.
+MAX_TENSOR_ELEMENTS = 2**31 - 1
+MAX_TENSOR_BYTES = 2**31 - 1
+MAX_TOTAL_BYTES = 8 * 2**30
+# The options table each operator must carry when it carries one: TFLite reads another table as absent
+# (its defaults), so an ADD with MulOptions would run without the activation the file seems to give.
+_OPTIONS_OF: dict[str, str] = {
+    "ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D": "Conv2DOptions",
+    "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions", "FULLY_CONNECTED": "FullyConnectedOptions",
+    "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions",
+    "CONCATENATION": "ConcatenationOptions", "RESHAPE": "ReshapeOptions", "SOFTMAX": "SoftmaxOptions",
+    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "REDUCE_MAX": "ReducerOptions", "PAD": "PadOptions",
+    "TRANSPOSE": "TransposeOptions", "SQUEEZE": "SqueezeOptions", "EXPAND_DIMS": "ExpandDimsOptions",
+    "STRIDED_SLICE": "StridedSliceOptions", "SLICE": "SliceOptions", "PACK": "PackOptions",
+    "UNPACK": "UnpackOptions", "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions",
+    "GATHER": "GatherOptions", "TILE": "TileOptions", "SPACE_TO_DEPTH": "SpaceToDepthOptions",
+    "DEPTH_TO_SPACE": "DepthToSpaceOptions", "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions",
+    "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions", "RESIZE_BILINEAR": "ResizeBilinearOptions",
+    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "LEAKY_RELU": "LeakyReluOptions",
+    "ARG_MAX": "ArgMaxOptions", "ARG_MIN": "ArgMinOptions", "MAXIMUM": "MaximumMinimumOptions",
+    "MINIMUM": "MaximumMinimumOptions", "SQUARED_DIFFERENCE": "SquaredDifferenceOptions",
+    "L2_NORMALIZATION": "L2NormOptions", "TRANSPOSE_CONV": "TransposeConvOptions", "SVDF": "SVDFOptions",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+    "DEQUANTIZE": "DequantizeOptions", "QUANTIZE": "QuantizeOptions", "HARD_SWISH": "HardSwishOptions",
+}  # fmt: skip
+_OPTIONS_NAMES = {v: k for k, v in vars(schema.BuiltinOptions).items() if not k.startswith("_")}
+# Zero points must fit the quantised type (others, e.g. int32 biases, fit int32).
+_ZERO_POINT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "int4": (-8, 7)}
 SUBGRAPH_CALLING_OPS = frozenset({"WHILE", "IF", "CALL_ONCE", "CALL"})
 
 # TensorType -> (numpy dtype name, bits per element)
@@ -73,7 +106,7 @@ def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
         )
     reader = _Reader(bytes(data), source)
     try:
-        return reader.read()
+        graph = reader.read()
     except TinyschedError:
         raise
     except (
@@ -91,6 +124,8 @@ def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
         raise TinyschedError(
             f"{source}: corrupt or truncated flatbuffer at {reader.where}: {detail}"
         ) from None
+    check_graph(graph)  # every operator's stated shapes against its inputs and options (shapes.py)
+    return graph
 
 
 def _snake(name: str) -> str:
@@ -167,6 +202,10 @@ class _Reader:
             raise self.fail("subgraph 0 is missing")
         n_tensors = self.count(subgraph.TensorsLength(), "tensor")
         tensors = tuple(self.read_tensor(model, subgraph, i, n_buffers) for i in range(n_tensors))
+        self.where = "subgraph 0 tensors"
+        total = sum(t.nbytes for t in tensors)
+        if total > MAX_TOTAL_BYTES:
+            raise self.fail(f"tensors add up to {total:,} bytes, over the limit of {MAX_TOTAL_BYTES:,}")
         n_ops = self.count(subgraph.OperatorsLength(), "operator")
         operators = tuple(self.read_operator(subgraph, i, opcodes) for i in range(n_ops))
         self.where = "subgraph 0 inputs/outputs"
@@ -250,8 +289,13 @@ class _Reader:
             type_name = _TYPE_NAMES.get(type_code, f"type code {type_code}")
             raise self.fail(f"tensor type {type_name} is not supported")
         dtype, bits = _DTYPES[type_code]
-        elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        elements = math.prod(shape)  # exact: a product of int64 dims would wrap
         nbytes = (elements * bits + 7) // 8
+        if elements > MAX_TENSOR_ELEMENTS or nbytes > MAX_TENSOR_BYTES:
+            raise self.fail(
+                f"shape {list(shape)} {dtype} is {elements:,} elements ({nbytes:,} bytes), over the "
+                f"limit of {MAX_TENSOR_ELEMENTS:,} elements and {MAX_TENSOR_BYTES:,} bytes per tensor"
+            )
         buffer_index = tensor.Buffer()
         if not 0 <= buffer_index < n_buffers:
             raise self.fail(f"buffer index {buffer_index} out of range (model has {n_buffers} buffers)")
@@ -271,7 +315,7 @@ class _Reader:
             dtype=dtype,
             shape=shape,
             nbytes=nbytes,
-            quantization=self.read_quantization(tensor.Quantization(), shape),
+            quantization=self.read_quantization(tensor.Quantization(), shape, dtype),
             data=data,
             is_variable=bool(tensor.IsVariable()),
             buffer=buffer_index if data is not None else 0,
@@ -286,7 +330,8 @@ class _Reader:
         array.flags.writeable = False
         return array
 
-    def read_quantization(self, quant: Any, shape: tuple[int, ...]) -> Quantization | None:
+    def read_quantization(self, quant: Any, shape: tuple[int, ...], dtype: str) -> Quantization | None:
+        """Scales finite and positive, zero points within the type, one pair per channel on `axis`."""
         if quant is None:
             return None
         limit = max(shape, default=1) if shape else 1
@@ -301,6 +346,15 @@ class _Reader:
         axis = int(quant.QuantizedDimension())
         if len(scale) > 1 and not 0 <= axis < max(len(shape), 1):
             raise self.fail(f"per-channel quantisation axis {axis} outside rank {len(shape)}")
+        if len(scale) > 1 and len(scale) != shape[axis]:
+            raise self.fail(f"{len(scale)} quantisation scales for {shape[axis]} channels on axis {axis}")
+        for s in scale:
+            if not (isinstance(s, float | int) and math.isfinite(s) and s > 0):
+                raise self.fail(f"quantisation scale {s!r} is not a finite positive number")
+        low, high = _ZERO_POINT_RANGES.get(dtype, (-(2**31), 2**31 - 1))
+        for z in zero_point:
+            if not (isinstance(z, int) and low <= z <= high):
+                raise self.fail(f"zero point {z!r} is outside [{low}, {high}] for a {dtype} tensor")
         return Quantization(
             scale=tuple(float(s) for s in scale),
             zero_point=tuple(int(z) for z in zero_point) or (0,) * len(scale),
@@ -330,6 +384,9 @@ class _Reader:
         intermediates = self.int_vector(
             op.IntermediatesAsNumpy(), op.IntermediatesLength(), "intermediate", MAX_OPERATOR_ARITY
         )
+        options_type = _OPTIONS_NAMES.get(op.BuiltinOptionsType(), f"options type {op.BuiltinOptionsType()}")
+        if op.BuiltinOptionsType() and opcode in _OPTIONS_OF and options_type != _OPTIONS_OF[opcode]:
+            raise self.fail(f"{opcode} carries {options_type}, expected {_OPTIONS_OF[opcode]}")
         options = decode_options(schema.BuiltinOptionsCreator(op.BuiltinOptionsType(), op.BuiltinOptions()))
         if not options and hasattr(op, "BuiltinOptions2Type") and op.BuiltinOptions2Type():
             options = decode_options(

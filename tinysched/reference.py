@@ -13,6 +13,7 @@ Several input sets go to one child, because start-up (importing the interpreter)
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import pickle
 import signal
@@ -85,6 +86,10 @@ _NUMPY_TYPES = {
 
 _WORKER_ERROR_EXIT = 3
 
+# Random input sets are made in memory (and copied to the interpreter's child process): refuse
+# sizes no microcontroller model has before numpy tries to allocate them.
+MAX_RANDOM_INPUT_BYTES = 1 << 30
+
 
 @dataclass(frozen=True)
 class ReferenceResult:
@@ -154,8 +159,18 @@ def random_inputs(model: bytes | str | os.PathLike[str], seed: int, count: int) 
 
     Integer inputs cover their whole range (int32 a small one), floats are uniform in [-1, 1].
     """
-    rng = np.random.default_rng(seed)
     specs = model_input_specs(model)
+    per_set = 0
+    for spec in specs:
+        if any(d < 0 for d in spec.shape):
+            raise TinyschedError(f"model input {spec.name!r} has a dynamic shape {list(spec.shape)}")
+        per_set += math.prod(spec.shape) * np.dtype(spec.dtype).itemsize  # exact, never wraps
+    if per_set * max(count, 0) > MAX_RANDOM_INPUT_BYTES:
+        raise TinyschedError(
+            f"{max(count, 0)} random input set(s) of {per_set:,} bytes each exceed the limit of "
+            f"{MAX_RANDOM_INPUT_BYTES:,} bytes"
+        )
+    rng = np.random.default_rng(seed)
     sets = []
     for _ in range(count):
         arrays = []
