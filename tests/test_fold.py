@@ -178,7 +178,8 @@ def test_plan_reports_folding_and_alias_saving(tmp_path: Path, capsys: pytest.Ca
     model.write_bytes(shape_subgraph_model())
     assert main(["plan", str(model), "--time-limit", "1"]) == 0
     text = capsys.readouterr().out
-    assert "8 operator(s) folded at compile time" in text and "if reshapes aliased" in text
+    assert "8 operator(s) folded at compile time" in text
+    assert "if reshapes aliased" not in text  # it would save 0 B here: no noise line
     assert main(["plan", str(model), "--json", "--time-limit", "1"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["folded_operators"] == 8 and len(payload["order"]) == 4

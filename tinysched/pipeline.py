@@ -23,6 +23,7 @@ from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
 from tinysched.scheduler import Schedule, schedule
+from tinysched.shapes import check_graph
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
 MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
@@ -112,6 +113,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     budget = stage_budget(options)
     folding = fold_constants(graph) if options.fold else no_folding(graph)
     placed = folding.graph
+    if folding.count:  # folded shape inputs (PAD paddings, RESHAPE targets) are constants now
+        check_graph(placed)
     note = None
     try:
         codegen.check_supported(placed)

@@ -272,9 +272,11 @@ def print_build(result: BuildResult) -> None:
             f"arena       {format_bytes(arena.arena_bytes)}, aligned to {arena.alignment} (one static array)"
         )
     else:
+        note = board.clock.get("note")
+        clock = f"{board.cpu_hz / 1e6:.0f} MHz" + (f" ({note})" if note else "")
         stand_in = f", emulated by {board.emulated_by}" if board.emulated_by else ""
         print(
-            f"board       {board.name}: {board.mcu}, {board.core} at {board.cpu_hz / 1e6:.0f} MHz{stand_in}"
+            f"board       {board.name}: {board.mcu}, {board.core} at {clock}{stand_in}"
         )
         print(
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
