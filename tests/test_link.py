@@ -569,3 +569,37 @@ def test_printable_path_keeps_the_exact_bytes(tmp_path):
     assert printable_path(b"/m/\xe2\x80\xaeevil") == "/m/\\u202eevil"
     long = printable_path("/very/" + "deep/" * 60 + "model.tflite", 60)
     assert len(long) == 60 and long.startswith("/very/deep") and long.endswith("model.tflite")
+
+
+@pytest.mark.qemu
+def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
+    """run_qemu binds the UART's socket itself and hands it to QEMU, so two QEMUs started at once
+    cannot end up on one port (the cause of a "no hello"/"no acknowledgement" under parallel runs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tinysched.boards import get_board
+    from tinysched.device import connect_qemu, missing_tools, run_qemu
+    from tinysched.firmware import build_firmware, selftest_sources
+
+    if missing_tools("qemu"):
+        pytest.skip(f"tier qemu: {', '.join(missing_tools('qemu'))} not installed")
+    board = get_board("mps2-an386")
+    images = {
+        arena: build_firmware(
+            selftest_sources(),
+            [],
+            "selftest_info",
+            board,
+            tmp_path / str(arena),
+            defines=[f"-DSELFTEST_ARENA={arena}"],
+        )
+        for arena in (300, 400, 500, 600)
+    }
+
+    def hello_of(arena):
+        with run_qemu(board, images[arena].elf) as session, connect_qemu(session) as link:
+            return link.wait_hello(timeout=30, query=False).arena_bytes
+
+    for _ in range(3):  # the old free-port race hit about one round in five
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(hello_of, images)) == list(images)

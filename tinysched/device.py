@@ -71,17 +71,22 @@ def free_tcp_port() -> int:
         return int(s.getsockname()[1])
 
 
-def qemu_command(board: Board, elf: Path, port: int) -> list[str]:
+def qemu_command(board: Board, elf: Path, port: int, listen_fd: int | None = None) -> list[str]:
+    """QEMU's command line, its UART a TCP server on 127.0.0.1:`port` that holds the CPU until the
+    host connects; with `listen_fd`, on that already listening socket (run_qemu's way: no other
+    process can take the port between choosing it and QEMU binding it)."""
     if board.qemu is None:
         raise TinyschedError(f"board {board.name} is not emulated")
     q = board.qemu
     cmd = [QEMU, "-machine", str(q["machine"])]
     if q.get("cpu"):
         cmd += ["-cpu", str(q["cpu"])]
+    cmd += ["-display", "none", "-monitor", "none"]
+    if listen_fd is None:
+        cmd += ["-serial", f"tcp:127.0.0.1:{port},server=on,wait=on"]
+    else:
+        cmd += ["-chardev", f"socket,id=uart0,fd={listen_fd},server=on,wait=on", "-serial", "chardev:uart0"]
     cmd += [
-        "-display", "none",
-        "-monitor", "none",
-        "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on",
         "-icount", f"shift={int(q.get('icount_shift', 6))},align=off,sleep=off",
         "-semihosting-config", "enable=on,target=native",
         "-kernel", str(elf),
@@ -116,12 +121,24 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
     """
     if shutil.which(QEMU) is None:
         raise TinyschedError(f"{QEMU} not found: install Debian's qemu-system-arm (`make setup`)")
-    port = free_tcp_port()
-    cmd = qemu_command(board, elf, port)
-    scratch = Path(tempfile.mkdtemp(prefix="tinysched-qemu-"))  # QEMU's log, opt-in semihosted inputs
-    log_path = scratch / "qemu.log"
-    with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
+    # The UART's listening socket is bound here and handed to QEMU (`-chardev socket,fd=N`). Choosing
+    # a free port and letting QEMU bind it later raced with a second QEMU started meanwhile: both
+    # got the same port, one failed to bind, and its host connected to the other's UART, where it
+    # waited in the listen queue for a hello that never came.
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = int(listener.getsockname()[1])
+        cmd = qemu_command(board, elf, port, listen_fd=listener.fileno())
+        scratch = Path(tempfile.mkdtemp(prefix="tinysched-qemu-"))  # QEMU's log, opt-in semihosted inputs
+        log_path = scratch / "qemu.log"
+        with log_path.open("wb") as log_file:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, pass_fds=(listener.fileno(),)
+            )
+    finally:
+        listener.close()  # QEMU holds its own copy
     session = QemuSession(board, elf, proc, f"socket://127.0.0.1:{port}", cmd, log_path)
     try:
         time.sleep(0.05)
