@@ -603,3 +603,14 @@ def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
     for _ in range(3):  # the old free-port race hit about one round in five
         with ThreadPoolExecutor(4) as pool:
             assert list(pool.map(hello_of, images)) == list(images)
+
+
+def test_terminal_safe_keeps_lines_and_is_idempotent_on_printable_output():
+    from tinysched.text import printable, terminal_safe
+
+    assert (
+        terminal_safe("qemu failed:\n$ cmd\x1b[2J\r\n\u202elog")
+        == "qemu failed:\n$ cmd\\x1b[2J\\r\n\\u202elog"
+    )
+    once = printable("a\\b\x1bc\n")
+    assert terminal_safe(f"x: {once}") == f"x: {once}"

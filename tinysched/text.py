@@ -74,3 +74,14 @@ def printable_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], li
     """A file path for a terminal line: its exact bytes (os.fsencode), escaped and shortened in the
     middle, so the folder's start and the file's name stay visible."""
     return printable(os.fsencode(path), limit, cut="middle")
+
+
+def terminal_safe(message: str) -> str:
+    """A whole (possibly multi-line) message made safe to print as it stands: control, format and
+    bidi characters other than the newline are escaped as `printable` does, and nothing else is
+    touched (backslashes stay, no shortening), so a message whose parts already went through
+    `printable` comes out unchanged. The last line of defence, for `tinysched: error: ...`."""
+    return "\n".join(
+        "".join(ch if ch == "\\" or _escape_char(ch) == ch else _escape_char(ch) for ch in line)
+        for line in message.split("\n")
+    )
