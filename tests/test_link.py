@@ -441,16 +441,21 @@ def test_acknowledged_but_silent_device_waits_the_scaled_time_and_says_for_what(
 
 def test_board_and_emulation_timeouts():
     from tinysched.boards import get_board
-    from tinysched.device import EMULATED_RESULT_FLOOR, instructions_per_second, run_timeout_for
+    from tinysched.device import (
+        EMULATED_MIN_RATE,
+        EMULATED_RESULT_FLOOR,
+        instructions_per_second,
+        run_timeout_for,
+    )
 
     rate, note = instructions_per_second(get_board("mps2-an386"))
-    assert rate == 1e9 / 64 and "icount shift=6" in note
+    assert rate == EMULATED_MIN_RATE == 25e6 and "QEMU" in note
     rate, note = instructions_per_second(get_board("nucleo-f767"))
     assert rate == 216e6 / 4 and "216 MHz" in note
     assert run_timeout_for(get_board("mps2-an386"), HELLO, 1000).seconds == EMULATED_RESULT_FLOOR
-    # mobilenet-v2 sized: 3.4e9 instructions an invoke on QEMU's virtual rate, x2
+    # mobilenet-v2 sized: 3.4e9 instructions an invoke at 25 M/s, x2
     assert run_timeout_for(get_board("mps2-an386"), HELLO, 3_400_000_000).seconds == pytest.approx(
-        2 * (3 * 3.4e9 + 64 * 368 + 4 * 16384 + 192 + 100_000) / (1e9 / 64)
+        2 * (3 * 3.4e9 + 64 * 368 + 4 * 16384 + 192 + 100_000) / 25e6
     )
 
 

@@ -389,7 +389,7 @@ def describe_fault(payload: bytes) -> str:
 # with the sizes from the device's hello, the model's instructions per invoke from the caller (an
 # estimate from its MACs or sizes: tinysched.device.invoke_instructions_estimate) and the rate
 # from the board (tinysched.device.instructions_per_second: the core clock at several cycles per
-# instruction, or QEMU -icount's virtual rate, which QEMU outruns by far).
+# instruction, or under QEMU a measured slowest speed on a loaded host).
 
 RUNS_PER_REQUEST = 3
 HARNESS_PER_WATCHED_BYTE = 64  # paint + scan, two painted runs (about 20 instructions a byte each way)
