@@ -376,7 +376,7 @@ def _hello_head(n_in: int, n_out: int, version: int = PROTOCOL_VERSION) -> bytes
         (b"", r"empty payload"),
         (
             _hello_head(1, 1)[:30],
-            r"hello frame from the device \(30 bytes\): the sizes at byte 4 needs 40 bytes, 26 left",
+            r"hello frame from the device \(30 bytes\): the ten u32 sizes and counts at byte 4 needs 40 bytes, 26 left",
         ),
         # the count that made struct ask for "a buffer of at least 17179869224 bytes"
         (

@@ -1,9 +1,11 @@
 """Running an image: on QEMU (emulated boards) or a real board (flashed with openocd or pyocd), and
 `measure_sources`, which builds, runs N inputs and compares outputs and arena use with the plan.
 
-QEMU gets its UART on a local TCP port (`-serial tcp:127.0.0.1:PORT,server=on,wait=on`): QEMU waits
-for the connection before it starts the CPU, so the boot hello is never lost, and the host talks to
-it through pyserial's socket:// URL exactly as to a board's tty. QEMU is always killed at the end.
+QEMU gets its UART on a local TCP port that the host binds and hands over as a listening socket
+(`-chardev socket,fd=N,server=on,wait=on -serial chardev:uart0`, so two QEMUs started at once can
+never share a port): QEMU waits for the connection before it starts the CPU, so the boot hello is
+never lost, and the host talks to it through pyserial's socket:// URL exactly as to a board's tty.
+QEMU is always killed at the end.
 
 Counting on QEMU: QEMU has no cycle model and no DWT. The emulated boards run it with
 `-icount shift=N`, which makes its virtual clock advance 2^N ns per executed instruction; the

@@ -189,7 +189,6 @@ class Hello:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-HELLO_FIXED_BYTES = 44  # u8 protocol, u8 counter, u16 flags, ten u32 (sizes and the two counts)
 HELLO_STRINGS = ("board name", "build id", "model name", "image id")
 
 
@@ -233,7 +232,7 @@ def parse_hello(payload: bytes) -> Hello:
     f = _Fields(payload, "hello")
     protocol, counter, flags = struct.unpack("<BBH", f.take(4, "the header (version, counter, flags)"))
     (cpu_hz, arena_bytes, align, addr, state_bytes, stack_bytes, free_ram, watched, n_in, n_out) = f.u32s(
-        10, "the sizes"
+        10, "the ten u32 sizes and counts"
     )
     ins = f.u32s(n_in, f"the sizes of {n_in:,} inputs")
     outs = f.u32s(n_out, f"the sizes of {n_out:,} outputs")
