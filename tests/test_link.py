@@ -20,12 +20,14 @@ from hypothesis import strategies as st
 
 from tinysched.link import (
     MSG_ACK,
+    MSG_ERROR,
     MSG_FAULT,
     MSG_HELLO,
     MSG_NAK,
     MSG_QUERY,
     MSG_RESULT,
     MSG_RUN,
+    PROTOCOL_VERSION,
     RUN_INPUTS_SEMIHOSTED,
     RUN_RESET_STATE,
     BadFrame,
@@ -42,6 +44,7 @@ from tinysched.link import (
     encode_result,
     parse_hello,
     parse_result,
+    result_timeout,
 )
 
 # ---- codec --------------------------------------------------------------------------------------
@@ -84,10 +87,10 @@ def test_frames_survive_surrounding_junk(junk, payload, seq):
 
 
 HELLO = Hello(
-    protocol=1, counter="systick", cpu_hz=25_000_000, arena_bytes=300, arena_alignment=16,
+    protocol=PROTOCOL_VERSION, counter="systick", cpu_hz=25_000_000, arena_bytes=300, arena_alignment=16,
     arena_address=0x20000000, state_bytes=0, stack_bytes=16384, free_ram_bytes=100000, watched_bytes=368,
     input_bytes=(4,), output_bytes=(2,), board="fake-board", build_id="fake-1", model="fake",
-    touched_exact=True, buffers_ok=True,
+    touched_exact=True, buffers_ok=True, image_id="0123456789abcdef",
 )  # fmt: skip
 
 
@@ -111,13 +114,16 @@ class FakeDevice:
 
     faults: list, one entry per RUN request in order (then "ok"): "ok", "corrupt" (the result's CRC
     is wrong), "silent" (no answer), "reset" (ACK, then a boot hello), "nak", "fault", "garbage"
-    (junk bytes before the answer), "slow" (result after a pause), "late-dup" (a stale frame first).
+    (junk bytes before the answer), "slow" (result after a pause), "late-dup" (a stale frame first),
+    "hung" (ACK, then nothing: the model never returns), "error" (an error frame with `error_text`).
+    `hello_payload` replaces the encoded hello (a malformed one, say).
     """
 
-    def __init__(self, faults=(), hello=True, hello_msg=HELLO):
+    def __init__(self, faults=(), hello=True, hello_msg=HELLO, hello_payload=None, error_text=b""):
         self.faults = list(faults)
         self.hello = hello
-        self.hello_payload = encode_hello(hello_msg)
+        self.hello_payload = encode_hello(hello_msg) if hello_payload is None else hello_payload
+        self.error_text = error_text
         self.payloads = []  # every RUN request's payload, in order
         self.server = socket.create_server(("127.0.0.1", 0))
         self.server.settimeout(10)
@@ -174,7 +180,12 @@ class FakeDevice:
         if fault == "nak":
             conn.sendall(encode_frame(MSG_NAK, f.seq, b"\x01"))
             return
+        if fault == "error":
+            conn.sendall(encode_frame(MSG_ERROR, f.seq, self.error_text))
+            return
         conn.sendall(encode_frame(MSG_ACK, f.seq))
+        if fault == "hung":
+            return
         if fault == "reset":
             time.sleep(0.05)
             conn.sendall(b"\x00\xff" + encode_frame(MSG_HELLO, 0, self.hello_payload))
@@ -199,8 +210,8 @@ class FakeDevice:
 def device_factory():
     made = []
 
-    def make(faults=(), hello=True, hello_msg=HELLO, **link_kwargs):
-        dev = FakeDevice(faults, hello, hello_msg)
+    def make(faults=(), hello=True, hello_msg=HELLO, hello_payload=None, error_text=b"", **link_kwargs):
+        dev = FakeDevice(faults, hello, hello_msg, hello_payload, error_text)
         kwargs = {"ack_timeout": 0.4, "run_timeout": 2.0, "retries": 3, **link_kwargs}
         link = DeviceLink.open(dev.url, **kwargs)
         made.append((dev, link))
@@ -333,3 +344,278 @@ def test_semihosted_inputs_refused_by_a_board_harness(device_factory, tmp_path):
     with pytest.raises(LinkError, match="does not take inputs by semihosting"):
         link.run([X])
     assert dev.requests == 0
+
+
+# ---- what a hostile or broken device can put on the screen ---------------------------------------------
+
+HOSTILE = b"\x1b[2J\x1b]0;owned\x07\rok: all outputs match\n\x9b31m\xe2\x80\xae\x00" + b"A" * 500
+
+
+def test_error_frame_text_is_one_escaped_shortened_line(device_factory):
+    dev, link = device_factory(["error"], error_text=HOSTILE)
+    link.wait_hello(timeout=2)
+    with pytest.raises(LinkError) as info:
+        link.run([X])
+    msg = str(info.value)
+    assert msg.startswith(
+        f"{link.label}: device error: \\x1b[2J\\x1b]0;owned\\x07\\rok: all outputs match\\n"
+    )
+    assert "\\xc2\\x9b31m" not in msg and "\\x9b31m\\u202e\\x00AAA" in msg  # bad byte, bidi override, NUL
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c == "\u202e" for c in msg)
+    assert "…" in msg and len(msg) < len(link.label) + 20 + 200
+    assert dev.requests == 1  # an error frame is final, not retried
+
+
+def _hello_head(n_in: int, n_out: int, version: int = PROTOCOL_VERSION) -> bytes:
+    return struct.pack("<BBH", version, 2, 3) + struct.pack("<10I", 1, 2, 3, 4, 5, 6, 7, 8, n_in, n_out)
+
+
+@pytest.mark.parametrize(
+    "payload,message",
+    [
+        (b"", r"empty payload"),
+        (
+            _hello_head(1, 1)[:30],
+            r"hello frame from the device \(30 bytes\): the ten u32 sizes and counts at byte 4 needs 40 bytes, 26 left",
+        ),
+        # the count that made struct ask for "a buffer of at least 17179869224 bytes"
+        (
+            _hello_head(0xFFFFFFFF, 1),
+            r"the sizes of 4,294,967,295 inputs at byte 44 needs 17,179,869,180 bytes, 0 left",
+        ),
+        (
+            _hello_head(1, 1) + struct.pack("<2I", 4, 2) + b"\x05\x00board" + b"\x40\x00abc",
+            r"the build id \(64 bytes declared\) at byte 61 needs 64 bytes, 3 left",
+        ),
+        (encode_hello(HELLO) + b"xy", r"2 bytes after the last field \(the image id\)"),
+        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 2: rebuild the firmware"),
+    ],
+    ids=["empty", "short", "huge-count", "string-past-end", "trailing", "old-protocol"],
+)
+def test_malformed_hello_is_described_in_protocol_terms(payload, message):
+    with pytest.raises(LinkError, match=message) as info:
+        parse_hello(payload)
+    assert "unpack" not in str(info.value) and "buffer" not in str(info.value)
+
+
+def test_malformed_hello_from_a_device(device_factory):
+    dev, link = device_factory(hello_payload=_hello_head(0xFFFFFFFF, 1))
+    with bounded(3), pytest.raises(LinkError, match=r": malformed hello frame .* 4,294,967,295 inputs"):
+        link.wait_hello(timeout=2)
+
+
+def test_hello_strings_keep_their_exact_text():
+    odd = Hello(**{**HELLO.__dict__, "model": "m\x1b[31m\u202e", "image_id": "id\n"})
+    assert parse_hello(encode_hello(odd)) == odd
+
+
+# ---- a device that acknowledges and never answers ----------------------------------------------------
+
+
+def test_result_timeout_scales_with_the_model_and_has_a_floor():
+    small = result_timeout(HELLO, 1_000, 1e6, floor=1.0)
+    assert small.seconds == 1.0  # 192,280 instructions at 1 M/s, x2 = 0.38 s: the floor holds
+    big = result_timeout(HELLO, 2_000_000, 1e6, floor=0.3)
+    harness = 64 * HELLO.watched_bytes + 4 * HELLO.stack_bytes + 32 * 6 + 100_000
+    assert big.seconds == pytest.approx(2 * (3 * 2_000_000 + harness) / 1e6)
+    bigger = result_timeout(HELLO, 4_000_000, 1e6, floor=0.3)
+    assert bigger.seconds - big.seconds == pytest.approx(2 * 3 * 2_000_000 / 1e6)
+    assert "3 runs of ~2,000,000 instructions" in big.basis and "floor 0.3 s" in big.basis
+
+
+def test_acknowledged_but_silent_device_waits_the_scaled_time_and_says_for_what(device_factory):
+    timeout = result_timeout(HELLO, 50_000, 1e6, floor=0.1, rate_note="test rate")
+    assert timeout.seconds == pytest.approx(2 * (150_000 + 64 * 368 + 4 * 16384 + 32 * 6 + 100_000) / 1e6)
+    dev, link = device_factory(["hung"] * 3, run_timeout=timeout, retries=2)
+    link.wait_hello(timeout=2)
+    t0 = time.monotonic()
+    with pytest.raises(LinkError) as info:
+        link.run([X])
+    took = time.monotonic() - t0
+    assert 2 * timeout.seconds <= took < 2 * timeout.seconds + 1.5
+    msg = str(info.value)
+    assert msg.count(f"no result within {timeout.seconds:.1f} s after the acknowledgement") == 2
+    assert "waited for 3 runs of ~50,000 instructions plus the harness's painting" in msg
+    assert "at 1.0 M instructions/s (test rate)" in msg and dev.requests == 2
+
+
+def test_board_and_emulation_timeouts():
+    from tinysched.boards import get_board
+    from tinysched.device import (
+        EMULATED_MIN_RATE,
+        EMULATED_RESULT_FLOOR,
+        instructions_per_second,
+        run_timeout_for,
+    )
+
+    rate, note = instructions_per_second(get_board("mps2-an386"))
+    assert rate == EMULATED_MIN_RATE == 25e6 and "QEMU" in note
+    rate, note = instructions_per_second(get_board("nucleo-f767"))
+    assert rate == 216e6 / 4 and "216 MHz" in note
+    assert run_timeout_for(get_board("mps2-an386"), HELLO, 1000).seconds == EMULATED_RESULT_FLOOR
+    # mobilenet-v2 sized: 3.4e9 instructions an invoke at 25 M/s, x2
+    assert run_timeout_for(get_board("mps2-an386"), HELLO, 3_400_000_000).seconds == pytest.approx(
+        2 * (3 * 3.4e9 + 64 * 368 + 4 * 16384 + 192 + 100_000) / 25e6
+    )
+
+
+# ---- which image the device runs ---------------------------------------------------------------------
+
+
+def test_stale_image_is_refused_in_one_line(device_factory):
+    from tinysched.device import check_image_id
+    from tinysched.errors import TinyschedError
+
+    dev, link = device_factory()
+    hello = link.wait_hello(timeout=2)
+    check_image_id(hello, "0123456789abcdef", link.name)  # the image flashed: accepted
+    with pytest.raises(TinyschedError) as info:
+        check_image_id(hello, "fedcba9876543210", link.name)
+    msg = str(info.value)
+    assert "runs image 0123456789abcdef (model fake), not the image just flashed (fedcba9876543210)" in msg
+    assert "\n" not in msg
+    old = Hello(**{**HELLO.__dict__, "image_id": ""})
+    with pytest.raises(TinyschedError, match="runs an image without an id"):
+        check_image_id(old, "fedcba9876543210", "dev")
+
+
+def test_image_id_follows_the_sources(tmp_path):
+    from tinysched.boards import get_board
+    from tinysched.device import image_id
+
+    src = tmp_path / "m.c"
+    src.write_text("int x = 1;\n")
+    (tmp_path / "m.h").write_text("#define A 1\n")
+    board = get_board("mps2-an386")
+    a = image_id([src], [tmp_path], board)
+    assert a == image_id([src], [tmp_path], board) and len(a) == 16
+    assert image_id([src], [tmp_path], get_board("mps2-an500")) != a
+    assert image_id([src], [tmp_path], board, ["-DX=1"]) != a
+    (tmp_path / "m.h").write_text("#define A 2\n")
+    assert image_id([src], [tmp_path], board) != a
+
+
+@pytest.mark.qemu
+def test_qemu_image_carries_its_id_and_a_wrong_one_is_refused(tmp_path):
+    from tinysched.boards import get_board
+    from tinysched.device import (
+        image_id,
+        image_id_define,
+        image_id_in_elf,
+        measure_image,
+        missing_tools,
+        selftest_inputs,
+    )
+    from tinysched.errors import TinyschedError
+    from tinysched.firmware import build_firmware, selftest_sources
+
+    if missing_tools("qemu"):
+        pytest.skip(f"tier qemu: {', '.join(missing_tools('qemu'))} not installed")
+    board = get_board("mps2-an386")
+    ident = image_id(selftest_sources(), [], board)
+    image = build_firmware(
+        selftest_sources(), [], "selftest_info", board, tmp_path, defines=[image_id_define(ident)]
+    )
+    assert image_id_in_elf(image.elf) == ident
+    inputs = selftest_inputs(1)
+    result = measure_image(image, board, inputs, None, 300)
+    assert result.hello["image_id"] == ident and result.inputs == 1
+    with pytest.raises(
+        TinyschedError, match=rf"runs image {ident} \(model selftest\), not the image just flashed"
+    ):
+        measure_image(image, board, inputs, None, 300, expected_image_id="0" * 16)
+
+
+# ---- printable ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw,shown",
+    [
+        ("conv_1/relu6", "conv_1/relu6"),
+        ("café ∑ 日本", "café ∑ 日本"),  # visible non-ASCII stays
+        ("a\x1b[31mred", "a\\x1b[31mred"),
+        ("line1\nline2\r\tx\x00\x7f", "line1\\nline2\\r\\tx\\x00\\x7f"),
+        ("c1 \x85 \x9b", "c1 \\u0085 \\u009b"),
+        ("abc\u202edef\u2066\u200f", "abc\\u202edef\\u2066\\u200f"),  # bidi override, isolate, mark
+        ("back\\slash", "back\\\\slash"),  # so an escape in the output is never ambiguous
+        ("sep\u2028end", "sep\\u2028end"),
+        (b"ok\xff\xfe\xc3\xa9", "ok\\xff\\xfeé"),  # bytes: UTF-8 decoded, the rest as \xNN
+        ("x\udcff", "x\\xff"),  # a surrogateescape'd byte (os.fsdecode)
+    ],
+)
+def test_printable_escapes(raw, shown):
+    from tinysched.text import printable
+
+    assert printable(raw) == shown
+
+
+def test_printable_shortens_without_splitting_an_escape():
+    from tinysched.text import printable
+
+    s = "a" * 50 + "\x1b" * 10 + "z" * 50
+    mid = printable(s, 40)
+    assert mid == "a" * 20 + "…" + "z" * 19
+    end = printable(s, 40, cut="end")
+    assert end == "a" * 39 + "…"
+    cut_in_escape = printable("ab" + "\x1b" * 20, 10, cut="end")
+    assert cut_in_escape == "ab\\x1b…"  # the next \x1b would not fit whole
+    assert printable("x" * 500, None) == "x" * 500
+    assert printable("short", 5) == "short"
+
+
+def test_printable_path_keeps_the_exact_bytes(tmp_path):
+    import os
+
+    from tinysched.text import printable_path
+
+    name = os.fsdecode(b"model\xff\x1b[2J.tflite")
+    assert printable_path(Path("/models") / name) == "/models/model\\xff\\x1b[2J.tflite"
+    assert printable_path(b"/m/\xe2\x80\xaeevil") == "/m/\\u202eevil"
+    long = printable_path("/very/" + "deep/" * 60 + "model.tflite", 60)
+    assert len(long) == 60 and long.startswith("/very/deep") and long.endswith("model.tflite")
+
+
+@pytest.mark.qemu
+def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
+    """run_qemu binds the UART's socket itself and hands it to QEMU, so two QEMUs started at once
+    cannot end up on one port (the cause of a "no hello"/"no acknowledgement" under parallel runs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tinysched.boards import get_board
+    from tinysched.device import connect_qemu, missing_tools, run_qemu
+    from tinysched.firmware import build_firmware, selftest_sources
+
+    if missing_tools("qemu"):
+        pytest.skip(f"tier qemu: {', '.join(missing_tools('qemu'))} not installed")
+    board = get_board("mps2-an386")
+    images = {
+        arena: build_firmware(
+            selftest_sources(),
+            [],
+            "selftest_info",
+            board,
+            tmp_path / str(arena),
+            defines=[f"-DSELFTEST_ARENA={arena}"],
+        )
+        for arena in (300, 400, 500, 600)
+    }
+
+    def hello_of(arena):
+        with run_qemu(board, images[arena].elf) as session, connect_qemu(session) as link:
+            return link.wait_hello(timeout=30, query=False).arena_bytes
+
+    for _ in range(3):  # the old free-port race hit about one round in five
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(hello_of, images)) == list(images)
+
+
+def test_terminal_safe_keeps_lines_and_is_idempotent_on_printable_output():
+    from tinysched.text import printable, terminal_safe
+
+    assert (
+        terminal_safe("qemu failed:\n$ cmd\x1b[2J\r\n\u202elog")
+        == "qemu failed:\n$ cmd\\x1b[2J\\r\n\\u202elog"
+    )
+    once = printable("a\\b\x1bc\n")
+    assert terminal_safe(f"x: {once}") == f"x: {once}"

@@ -30,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from tinysched.errors import TinyschedError
+from tinysched.text import printable
 
 MAGIC = b"TS"
 HEADER_BYTES = 10
-PROTOCOL_VERSION = 1
+# 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID), so the host can refuse a
+# device that runs another image than the one it just flashed.
+PROTOCOL_VERSION = 2
 MAX_PAYLOAD = 64 << 20  # host-side sanity bound
 
 MSG_QUERY = ord("Q")
@@ -180,32 +183,64 @@ class Hello:
     touched_exact: bool
     buffers_ok: bool
     semihosting: bool = False  # accepts inputs by semihosting (a harness built for QEMU)
+    image_id: str = ""  # the firmware image's id (TS_IMAGE_ID), checked against the image flashed
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
+HELLO_STRINGS = ("board name", "build id", "model name", "image id")
+
+
+class _Fields:
+    """Reads a frame's payload field by field; a field that runs past the end is one LinkError
+    naming the frame, the field, where it starts and how many bytes it needed."""
+
+    def __init__(self, payload: bytes, frame: str):
+        self.payload = payload
+        self.frame = frame
+        self.off = 0
+
+    def take(self, n: int, field: str) -> bytes:
+        left = len(self.payload) - self.off
+        if n > left:
+            raise LinkError(
+                f"malformed {self.frame} frame from the device ({len(self.payload)} bytes): {field} at "
+                f"byte {self.off} needs {n:,} bytes, {max(left, 0):,} left"
+            )
+        out = self.payload[self.off : self.off + n]
+        self.off += n
+        return out
+
+    def u32s(self, n: int, field: str) -> tuple[int, ...]:
+        return struct.unpack(f"<{n}I", self.take(4 * n, field))
+
+    def string(self, field: str) -> str:
+        (n,) = struct.unpack("<H", self.take(2, f"the length of the {field}"))
+        return self.take(n, f"the {field} ({n:,} bytes declared)").decode("utf-8", "replace")
+
+
 def parse_hello(payload: bytes) -> Hello:
-    try:
-        protocol, counter, flags = struct.unpack_from("<BBH", payload, 0)
-        (cpu_hz, arena_bytes, align, addr, state_bytes, stack_bytes, free_ram, watched, n_in, n_out) = (
-            struct.unpack_from("<10I", payload, 4)
-        )
-        off = 44
-        ins = struct.unpack_from(f"<{n_in}I", payload, off)
-        off += 4 * n_in
-        outs = struct.unpack_from(f"<{n_out}I", payload, off)
-        off += 4 * n_out
-        strings = []
-        for _ in range(3):
-            (n,) = struct.unpack_from("<H", payload, off)
-            strings.append(payload[off + 2 : off + 2 + n].decode("utf-8", "replace"))
-            off += 2 + n
-    except struct.error as err:
-        raise LinkError(f"malformed hello frame from the device ({len(payload)} bytes): {err}") from None
-    if protocol != PROTOCOL_VERSION:
+    """The device's hello; a payload that does not follow the layout is one LinkError in the
+    protocol's terms (which field, at which byte, how long), never a struct message."""
+    if not payload:
+        raise LinkError("malformed hello frame from the device: empty payload (no protocol version)")
+    if payload[0] != PROTOCOL_VERSION:  # another version has another layout: say that first
         raise LinkError(
-            f"device speaks protocol {protocol}, this host speaks {PROTOCOL_VERSION}: rebuild the firmware"
+            f"device speaks protocol {payload[0]}, this host speaks {PROTOCOL_VERSION}: rebuild the firmware"
+        )
+    f = _Fields(payload, "hello")
+    protocol, counter, flags = struct.unpack("<BBH", f.take(4, "the header (version, counter, flags)"))
+    (cpu_hz, arena_bytes, align, addr, state_bytes, stack_bytes, free_ram, watched, n_in, n_out) = f.u32s(
+        10, "the ten u32 sizes and counts"
+    )
+    ins = f.u32s(n_in, f"the sizes of {n_in:,} inputs")
+    outs = f.u32s(n_out, f"the sizes of {n_out:,} outputs")
+    board, build_id, model, image_id = (f.string(name) for name in HELLO_STRINGS)
+    if f.off != len(payload):
+        raise LinkError(
+            f"malformed hello frame from the device ({len(payload)} bytes): {len(payload) - f.off:,} "
+            f"bytes after the last field (the {HELLO_STRINGS[-1]})"
         )
     return Hello(
         protocol=protocol,
@@ -220,12 +255,13 @@ def parse_hello(payload: bytes) -> Hello:
         watched_bytes=watched,
         input_bytes=tuple(ins),
         output_bytes=tuple(outs),
-        board=strings[0],
-        build_id=strings[1],
-        model=strings[2],
+        board=board,
+        build_id=build_id,
+        model=model,
         touched_exact=bool(flags & HELLO_TOUCHED_EXACT),
         buffers_ok=bool(flags & HELLO_BUFFERS_OK),
         semihosting=bool(flags & HELLO_SEMIHOSTING),
+        image_id=image_id,
     )
 
 
@@ -250,7 +286,7 @@ def encode_hello(h: Hello) -> bytes:
     )
     out += struct.pack(f"<{len(h.input_bytes)}I", *h.input_bytes)
     out += struct.pack(f"<{len(h.output_bytes)}I", *h.output_bytes)
-    for s in (h.board, h.build_id, h.model):
+    for s in (h.board, h.build_id, h.model, h.image_id):
         b = s.encode()
         out += struct.pack("<H", len(b)) + b
     return out
@@ -280,15 +316,16 @@ _RESULT_HEAD = struct.Struct("<iIIIIIIIII")
 
 
 def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
-    try:
-        (status, flags, lo, hi, hw, touched, low, stack, stack_total, n) = _RESULT_HEAD.unpack_from(
-            payload, 0
-        )
-    except struct.error as err:
-        raise LinkError(f"malformed result frame ({len(payload)} bytes): {err}") from None
+    f = _Fields(payload, "result")
+    (status, flags, lo, hi, hw, touched, low, stack, stack_total, n) = _RESULT_HEAD.unpack(
+        f.take(_RESULT_HEAD.size, "the header (status, flags, ticks, arena, stack, output count)")
+    )
     data = payload[_RESULT_HEAD.size :]
     if n != len(data) or n != sum(output_bytes):
-        raise LinkError(f"result frame carries {len(data)} output bytes, the model has {sum(output_bytes)}")
+        raise LinkError(
+            f"result frame declares {n:,} output bytes and carries {len(data):,}; the model has "
+            f"{sum(output_bytes):,}"
+        )
     outs, off = [], 0
     for size in output_bytes:
         outs.append(data[off : off + size])
@@ -337,6 +374,62 @@ def describe_fault(payload: bytes) -> str:
     return f"{FAULT_NAMES.get(kind, f'exception {kind}')} at pc {pc:#010x} (CFSR {cfsr:#010x}, HFSR {hfsr:#010x})"
 
 
+# ---- how long a run may take ------------------------------------------------------------------------
+#
+# After the ACK the harness runs the model three times (two painted runs, one timed), paints and
+# scans the watched arena bytes and the free stack before and after each painted run, then sends
+# the result frame. The host waits
+#
+#     seconds = max(floor, RESULT_SAFETY * work / rate) + the result frame's time on the line
+#     work    = 3 * invoke_instructions + HARNESS_PER_WATCHED_BYTE * watched_bytes
+#               + HARNESS_PER_STACK_BYTE * stack_bytes + HARNESS_PER_IO_BYTE * (input + output bytes)
+#               + HARNESS_FIXED
+#
+# with the sizes from the device's hello, the model's instructions per invoke from the caller (an
+# estimate from its MACs or sizes: tinysched.device.invoke_instructions_estimate) and the rate
+# from the board (tinysched.device.instructions_per_second: the core clock at several cycles per
+# instruction, or under QEMU a measured slowest speed on a loaded host).
+
+RUNS_PER_REQUEST = 3
+HARNESS_PER_WATCHED_BYTE = 64  # paint + scan, two painted runs (about 20 instructions a byte each way)
+HARNESS_PER_STACK_BYTE = 4  # paint + scan of the free stack, two painted runs (a word loop)
+HARNESS_PER_IO_BYTE = 32  # receive, CRC-32 (nibble table), copy and compare
+HARNESS_FIXED = 100_000
+RESULT_SAFETY = 2.0
+
+
+@dataclass(frozen=True)
+class ResultTimeout:
+    """How long to wait for a result after the ACK, and what that was sized for (said on expiry)."""
+
+    seconds: float
+    basis: str
+
+
+def result_timeout(
+    hello: Hello, invoke_instructions: int, instructions_per_second: float, floor: float, rate_note: str = ""
+) -> ResultTimeout:
+    """The result timeout for one run request to the device that sent `hello` (formula above)."""
+    io = sum(hello.input_bytes) + sum(hello.output_bytes)
+    work = (
+        RUNS_PER_REQUEST * max(invoke_instructions, 0)
+        + HARNESS_PER_WATCHED_BYTE * hello.watched_bytes
+        + HARNESS_PER_STACK_BYTE * hello.stack_bytes
+        + HARNESS_PER_IO_BYTE * io
+        + HARNESS_FIXED
+    )
+    rate = max(float(instructions_per_second), 1.0)
+    computed = RESULT_SAFETY * work / rate
+    seconds = max(floor, computed)
+    note = f" ({rate_note})" if rate_note else ""
+    basis = (
+        f"{RUNS_PER_REQUEST} runs of ~{invoke_instructions:,} instructions plus the harness's painting: "
+        f"~{work:,} instructions at {rate / 1e6:,.1f} M instructions/s{note}, x{RESULT_SAFETY:g} = "
+        f"{computed:,.1f} s, floor {floor:g} s"
+    )
+    return ResultTimeout(seconds, basis)
+
+
 # ---- the link --------------------------------------------------------------------------------------------
 
 
@@ -347,7 +440,7 @@ def open_port(url: str, baud: int = 115200, timeout: float = 0.05) -> Any:
     try:
         return serial.serial_for_url(url, baudrate=baud, timeout=timeout, write_timeout=10)
     except (serial.SerialException, OSError, ValueError) as err:
-        raise LinkError(f"cannot open {url}: {err}") from None
+        raise LinkError(f"cannot open {printable(url)}: {printable(str(err), 200)}") from None
 
 
 class DeviceLink:
@@ -359,7 +452,7 @@ class DeviceLink:
         *,
         name: str = "device",
         ack_timeout: float = 2.0,
-        run_timeout: float = 60.0,
+        run_timeout: float | ResultTimeout = 60.0,
         retries: int = 3,
         baud: int = 115200,
         log: Callable[[str], None] | None = None,
@@ -367,8 +460,9 @@ class DeviceLink:
     ):
         self.port = port
         self.name = name
+        self.label = printable(name)  # the name as error lines show it (a tty path or URL, escaped)
         self.ack_timeout = ack_timeout
-        self.run_timeout = run_timeout
+        self.set_run_timeout(run_timeout)
         self.retries = retries
         self.baud = baud
         self.log = log or (lambda _msg: None)
@@ -400,6 +494,13 @@ class DeviceLink:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def set_run_timeout(self, timeout: float | ResultTimeout) -> None:
+        """Seconds to wait for a result after the ACK (a ResultTimeout also says what it was sized for)."""
+        if isinstance(timeout, ResultTimeout):
+            self.run_timeout, self.run_timeout_basis = float(timeout.seconds), timeout.basis
+        else:
+            self.run_timeout, self.run_timeout_basis = float(timeout), "a fixed timeout"
+
     # -- low level
 
     def _next_seq(self) -> int:
@@ -413,7 +514,7 @@ class DeviceLink:
             self.port.write(encode_frame(msg_type, seq, payload))
             self.port.flush()
         except (serial.SerialException, OSError) as err:
-            raise LinkError(f"{self.name}: write failed: {err}") from None
+            raise LinkError(f"{self.label}: write failed: {printable(str(err), 200)}") from None
 
     def receive(self, deadline: float) -> Frame | BadFrame | None:
         """The next frame before `deadline` (time.monotonic), or None."""
@@ -428,7 +529,9 @@ class DeviceLink:
                 waiting = getattr(self.port, "in_waiting", 0) or 1
                 data = self.port.read(min(max(waiting, 1), 65536))
             except (serial.SerialException, OSError) as err:
-                raise LinkError(f"{self.name}: read failed (device gone?): {err}") from None
+                raise LinkError(
+                    f"{self.label}: read failed (device gone?): {printable(str(err), 200)}"
+                ) from None
             if data:
                 self.pending.extend(self.decoder.feed(data))
 
@@ -450,12 +553,15 @@ class DeviceLink:
                     next_query = time.monotonic() + min(1.0, max(deadline - time.monotonic(), 0.05))
                 continue
             if isinstance(frame, Frame) and frame.type == MSG_HELLO:
-                self.hello = parse_hello(frame.payload)
+                try:
+                    self.hello = parse_hello(frame.payload)
+                except LinkError as err:
+                    raise LinkError(f"{self.label}: {err}") from None
                 return self.hello
             if isinstance(frame, Frame) and frame.type == MSG_FAULT:
-                raise DeviceFault(f"{self.name}: device faulted: {describe_fault(frame.payload)}")
+                raise DeviceFault(f"{self.label}: device faulted: {describe_fault(frame.payload)}")
         raise LinkError(
-            f"{self.name}: no hello from the device within {timeout:.1f} s "
+            f"{self.label}: no hello from the device within {timeout:.1f} s "
             f"({self.decoder.skipped} junk bytes, {self.decoder.bad} bad frames): is the harness "
             "flashed, the port right and the baud rate the board's?"
         )
@@ -465,7 +571,7 @@ class DeviceLink:
     def run(self, inputs: Sequence[bytes], reset_state: bool = False) -> RunResult:
         """Runs the model on one set of inputs; retries per the class docstring."""
         if self.hello is None:
-            raise LinkError(f"{self.name}: no hello yet")
+            raise LinkError(f"{self.label}: no hello yet")
         hello = self.hello
         if len(inputs) != len(hello.input_bytes) or any(
             len(x) != n for x, n in zip(inputs, hello.input_bytes, strict=False)
@@ -475,14 +581,14 @@ class DeviceLink:
             )
         if not hello.buffers_ok:
             raise LinkError(
-                f"{self.name}: the harness's buffers do not fit the device's free RAM ({hello.free_ram_bytes:,} B)"
+                f"{self.label}: the harness's buffers do not fit the device's free RAM ({hello.free_ram_bytes:,} B)"
             )
         flags = RUN_RESET_STATE if reset_state else 0
         blob = b"".join(inputs)
         if self.semihost_dir is not None:
             if not hello.semihosting:
                 raise LinkError(
-                    f"{self.name}: the harness does not take inputs by semihosting (built for a real board)"
+                    f"{self.label}: the harness does not take inputs by semihosting (built for a real board)"
                 )
             self.inputs_semihosted += 1
             path = self.semihost_dir / f"inputs-{self.inputs_semihosted}.bin"
@@ -503,9 +609,9 @@ class DeviceLink:
                 return RunResult(**{**outcome.__dict__, "attempts": attempt})
             problems.append(outcome)
             self.log(
-                f"{self.name}: attempt {attempt}: {outcome}; retrying" if attempt < self.retries else outcome
+                f"{self.label}: attempt {attempt}: {outcome}; retrying" if attempt < self.retries else outcome
             )
-        raise LinkError(f"{self.name}: gave up after {self.retries} attempts: " + "; ".join(problems))
+        raise LinkError(f"{self.label}: gave up after {self.retries} attempts: " + "; ".join(problems))
 
     def _await_result(self, seq: int, sent_bytes: int, hello: Hello) -> RunResult | str:
         ack_deadline = time.monotonic() + self.ack_timeout + self._transfer_time(sent_bytes + 16)
@@ -516,15 +622,21 @@ class DeviceLink:
             if frame is None:
                 if not acked:
                     waited = self.ack_timeout + self._transfer_time(sent_bytes + 16)
-                    return f"no acknowledgement within {waited:.1f} s (device silent)"
-                return f"no result within {self.run_timeout:.1f} s after the acknowledgement"
+                    return (
+                        f"no acknowledgement within {waited:.1f} s (device silent; waited {self.ack_timeout:g} s "
+                        f"plus {sent_bytes + 16:,} request bytes at {self.baud:,} baud)"
+                    )
+                return (
+                    f"no result within {self.run_timeout:.1f} s after the acknowledgement (waited for "
+                    f"{self.run_timeout_basis}, plus the result frame at {self.baud:,} baud)"
+                )
             if isinstance(frame, BadFrame):
                 if frame.seq == seq or frame.type in (MSG_RESULT, MSG_ACK):
                     return f"corrupted {chr(frame.type) if 32 <= frame.type < 127 else frame.type} frame (bad CRC)"
                 continue
             if frame.type == MSG_FAULT:
                 raise DeviceFault(
-                    f"{self.name}: device faulted while running the model: {describe_fault(frame.payload)}"
+                    f"{self.label}: device faulted while running the model: {describe_fault(frame.payload)}"
                 )
             if frame.type == MSG_HELLO:
                 self.resets_seen += 1
@@ -532,7 +644,7 @@ class DeviceLink:
                     self.hello = parse_hello(frame.payload)
                 return "device rebooted in the middle of the request"
             if frame.type == MSG_ERROR:
-                raise LinkError(f"{self.name}: device error: {frame.payload.decode('utf-8', 'replace')}")
+                raise LinkError(f"{self.label}: device error: {printable(frame.payload, 200)}")
             if frame.seq != seq:
                 continue  # a late answer to an earlier attempt
             if frame.type == MSG_NAK:
@@ -540,7 +652,8 @@ class DeviceLink:
                 return f"device rejected the request ({reason})"
             if frame.type == MSG_ACK:
                 acked = True
-                deadline = time.monotonic() + self.run_timeout
+                result_bytes = HEADER_BYTES + _RESULT_HEAD.size + sum(hello.output_bytes) + 4
+                deadline = time.monotonic() + self.run_timeout + self._transfer_time(result_bytes)
                 continue
             if frame.type == MSG_RESULT:
                 return parse_result(frame.payload, hello.output_bytes)

@@ -20,6 +20,7 @@ from ai_edge_litert import schema_py_generated as schema
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, Operator, Quantization, Tensor
 from tinysched.shapes import check_graph
+from tinysched.text import printable, printable_path
 
 FILE_IDENTIFIER = b"TFL3"
 MAX_RANK = 16
@@ -90,19 +91,20 @@ def read_model(path: str | Path) -> Graph:
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise TinyschedError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise TinyschedError(f"{printable_path(path)}: cannot read: {err.strerror or err}") from None
     return parse_model(data, source=str(path))
 
 
 def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
     """Parse flatbuffer bytes. Any structural fault becomes a TinyschedError naming `source`."""
+    shown = printable(source, 120)
     if len(data) == 0:
-        raise TinyschedError(f"{source}: empty file, not a TFLite model")
+        raise TinyschedError(f"{shown}: empty file, not a TFLite model")
     if len(data) < 8:
-        raise TinyschedError(f"{source}: truncated: {len(data)} bytes is too short for a TFLite model")
+        raise TinyschedError(f"{shown}: truncated: {len(data)} bytes is too short for a TFLite model")
     if data[4:8] != FILE_IDENTIFIER:
         raise TinyschedError(
-            f"{source}: not a TFLite model: file identifier {bytes(data[4:8])!r}, expected b'TFL3'"
+            f"{shown}: not a TFLite model: file identifier {bytes(data[4:8])!r}, expected b'TFL3'"
         )
     reader = _Reader(bytes(data), source)
     try:
@@ -120,9 +122,9 @@ def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
         MemoryError,
         RecursionError,
     ) as err:
-        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        detail = printable(str(err).splitlines()[0], 200) if str(err) else type(err).__name__
         raise TinyschedError(
-            f"{source}: corrupt or truncated flatbuffer at {reader.where}: {detail}"
+            f"{shown}: corrupt or truncated flatbuffer at {reader.where}: {detail}"
         ) from None
     check_graph(graph)  # every operator's stated shapes against its inputs and options (shapes.py)
     return graph
@@ -168,7 +170,7 @@ class _Reader:
         self.string_budget = 16 * len(data) + 4096
 
     def fail(self, message: str) -> TinyschedError:
-        return TinyschedError(f"{self.source}: {message} (at {self.where})")
+        return TinyschedError(f"{printable(self.source, 120)}: {message} (at {self.where})")
 
     def count(self, n: int, what: str, limit: int | None = None) -> int:
         """A vector length, refused when it cannot fit in the file (or exceeds `limit`)."""
@@ -255,7 +257,9 @@ class _Reader:
             name = self.string(entry.Name())
             buffer_index = entry.Buffer()
             if not 0 <= buffer_index < n_buffers:
-                raise self.fail(f"metadata {name!r} names buffer {buffer_index}, model has {n_buffers}")
+                raise self.fail(
+                    f'metadata "{printable(name, 60)}" names buffer {buffer_index}, model has {n_buffers}'
+                )
             entries[name] = bytes(self.buffer_bytes(model, buffer_index))
         return entries
 
@@ -280,7 +284,7 @@ class _Reader:
         if tensor is None:
             raise self.fail("tensor table missing")
         name = self.string(tensor.Name())
-        self.where = f"subgraph 0 tensor {index} ({name!r})"
+        self.where = f'subgraph 0 tensor {index} ("{printable(name, 60)}")'
         shape = self.int_vector(tensor.ShapeAsNumpy(), tensor.ShapeLength(), "shape dimension", MAX_RANK)
         if any(d < 0 for d in shape):
             raise self.fail(f"dynamic shape {list(shape)} is not supported; tinysched needs static shapes")

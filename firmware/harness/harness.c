@@ -32,6 +32,13 @@
 #ifndef TS_CPU_HZ
 #define TS_CPU_HZ 0u
 #endif
+/* The image's id, a hash of everything it was built from (tinysched.device.image_id), sent in the
+ * hello so the host can refuse a board that still runs an older image than the one it flashed.
+ * Kept as a symbol too: the host reads the id it expects from the ELF it flashes. */
+#ifndef TS_IMAGE_ID
+#define TS_IMAGE_ID ""
+#endif
+__attribute__((used)) const char ts_image_id[] = TS_IMAGE_ID;
 
 extern const ts_model_info TS_MODEL_INFO;
 static const ts_model_info *const model = &TS_MODEL_INFO;
@@ -208,7 +215,7 @@ static void setup_buffers(void)
 static void send_hello(uint8_t seq)
 {
     uint32_t n = 4u + 4u * 8u + 8u + 4u * (model->num_inputs + model->num_outputs) +
-                 str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name);
+                 str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name) + str_field(ts_image_id);
     uint16_t flags = (uint16_t)((touched_map ? TS_HELLO_TOUCHED_EXACT : 0u) | (buffers_ok ? TS_HELLO_BUFFERS_OK : 0u));
 #ifdef TS_SEMIHOSTING
     flags |= TS_HELLO_SEMIHOSTING;
@@ -235,6 +242,7 @@ static void send_hello(uint8_t seq)
     put_str(TS_BOARD_NAME);
     put_str(model->build_id);
     put_str(model->name);
+    put_str(ts_image_id);
     frame_end();
 }
 

@@ -10,7 +10,8 @@
 #ifndef TS_PROTOCOL_H
 #define TS_PROTOCOL_H
 
-#define TS_PROTOCOL_VERSION 1u
+/* 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID, see harness.c) */
+#define TS_PROTOCOL_VERSION 2u
 #define TS_FRAME_MAGIC0 0x54u /* 'T' */
 #define TS_FRAME_MAGIC1 0x53u /* 'S' */
 #define TS_FRAME_HEADER_BYTES 10u
@@ -21,7 +22,11 @@
 #define TS_MSG_REBOOT 0x5Au /* 'Z': reset the device */
 
 /* device -> host */
-#define TS_MSG_HELLO 0x48u  /* 'H' */
+/* 'H': u8 version, u8 counter kind, u16 flags, u32 cpu_hz, arena_bytes, arena_alignment,
+ * arena_address, state_bytes, stack_bytes, free_ram, watched_bytes, num_inputs, num_outputs, u32
+ * input sizes, u32 output sizes, then four strings (u16 length, UTF-8 bytes): board, build id,
+ * model name, image id */
+#define TS_MSG_HELLO 0x48u
 #define TS_MSG_ACK 0x41u    /* 'A': a run request arrived intact; the result follows */
 #define TS_MSG_NAK 0x4Eu    /* 'N': u8 reason */
 #define TS_MSG_RESULT 0x4Fu /* 'O' */

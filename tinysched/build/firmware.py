@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 import hashlib
 from dataclasses import dataclass, replace
@@ -26,6 +27,7 @@ from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
 from tinysched.resources import resource
+from tinysched.text import printable_path
 
 CC = "arm-none-eabi-gcc"
 OBJCOPY = "arm-none-eabi-objcopy"
@@ -71,6 +73,69 @@ def require_toolchain() -> str:
             f"{CC} not found: install Debian's gcc-arm-none-eabi and libnewlib-arm-none-eabi (`make setup`)"
         )
     return gcc
+
+
+# ---- which image: an id compiled into the harness, sent in the hello -------------------------------
+
+IMAGE_ID_SYMBOL = "ts_image_id"  # firmware/harness/harness.c
+
+
+def image_id(sources: SourceSet, board: Board, defines: Sequence[str] = ()) -> str:
+    """The id of the image these inputs build: 16 hex digits of a SHA-256 over the tinysched version,
+    the board's linker script and flags, the defines, and the bytes of every source, header (in the
+    include folders) and harness/target file. The same inputs give the same id (a rebuild of the
+    same model is the same image), any change gives another."""
+    import hashlib
+
+    from tinysched import __version__
+
+    h = hashlib.sha256()
+
+    def put(label: str, data: bytes) -> None:
+        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+    put("version", __version__.encode())
+    put("board", board.name.encode())
+    put("cflags", "\0".join(board.cflags).encode())
+    put("linker", linker_script(board).encode())
+    for d in defines:
+        put("define", d.encode())
+    files = list(sources.c_files) + harness_sources() + target_sources(board)
+    for folder in [*sources.include_dirs, *base_include_dirs()]:
+        files += sorted(folder.glob("*.h")) if folder.is_dir() else []
+    for f in files:
+        try:
+            put(f"file {f.name}", f.read_bytes())
+        except OSError as err:
+            raise TinyschedError(f"cannot read {printable_path(f)}: {err.strerror}") from None
+    return h.hexdigest()[:16]
+
+
+def image_id_define(identity: str) -> str:
+    """The compiler flag that puts `identity` into the harness (and so into the hello)."""
+    return f'-DTS_IMAGE_ID="{identity}"'
+
+
+def image_id_in_elf(elf_path: Path) -> str | None:
+    """The image id compiled into an ELF (the harness's `ts_image_id`), or None when it has none."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    with Path(elf_path).open("rb") as handle:
+        elf = ELFFile(handle)
+        tab = elf.get_section_by_name(".symtab")
+        if not isinstance(tab, SymbolTableSection):
+            return None
+        sym = next((s for s in tab.iter_symbols() if s.name == IMAGE_ID_SYMBOL), None)
+        if sym is None:
+            return None
+        addr, size = sym["st_value"], sym["st_size"]
+        for sec in elf.iter_sections():
+            if sec["sh_type"] != "SHT_NOBITS" and sec["sh_addr"] <= addr < sec["sh_addr"] + sec["sh_size"]:
+                raw = sec.data()[addr - sec["sh_addr"] : addr - sec["sh_addr"] + size]
+                return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    return None
+
 
 
 # ---- board -> compiler defines and linker script ---------------------------------------------------
@@ -146,6 +211,7 @@ class FirmwareImage:
     model_info_symbol: str
     size: SizeReport
     sha256: str  # of the ELF: `measure BUILD_DIR` runs exactly this image
+    image_id: str  # compiled into the harness and sent in its hello: the device names what it runs
 
     def moved(self, old: Path, new: Path) -> FirmwareImage:
         """The same image after its folder `old` was renamed to `new`."""
@@ -193,6 +259,8 @@ def build_firmware(
     obj_dir.mkdir(parents=True, exist_ok=True)
     model_info_symbol = sources.model_info_symbol
     model_sources = list(sources.c_files)
+    identity = image_id(sources, board, defines)
+    defines = [*defines, image_id_define(identity)]
     all_sources = target_sources(board) + (harness_sources() if with_harness else []) + model_sources
     cflags = [
         *board.cflags,
@@ -272,6 +340,7 @@ def build_firmware(
         model_info_symbol=model_info_symbol,
         size=report,
         sha256=hashlib.sha256(elf.read_bytes()).hexdigest(),
+        image_id=identity,
     )
 
 
@@ -296,6 +365,7 @@ def firmware_metadata(image: FirmwareImage, board: Board, plan: Any, toolchain: 
         },
         "model_info_symbol": image.model_info_symbol,
         "image_sha256": image.sha256,
+        "image_id": image.image_id,
         "toolchain": toolchain,
         "cflags": [*board.cflags, *COMMON_CFLAGS, *WARNINGS, "-Werror"],
         "arena_bytes": int(plan.arena_bytes),

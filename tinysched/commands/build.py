@@ -39,7 +39,7 @@ from tinysched.pipeline import (
     plan,
 )
 from tinysched.reader import read_model
-from tinysched.recompute import summary_lines
+from tinysched.recompute import summary_lines, total_macs
 from tinysched.report import (
     NO_COMPARISONS,
     CompareOptions,
@@ -181,6 +181,7 @@ def build_model(
                 "board": emulated.board,
                 "elf": str(emulated.elf.relative_to(staging)),
                 "sha256": emulated.sha256,
+                "image_id": emulated.image_id,
                 "size_report": emulated.size.to_json(),
             }
         facts = None
@@ -239,6 +240,7 @@ def build_record(
         "model_sha256": sha,
         "image_sha256": image.sha256 if image is not None else None,
         "model_info_symbol": f"{module.prefix}_info",
+        "macs": total_macs(planned.graph),
         "arena_bytes": int(planned.arena.arena_bytes),
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
@@ -275,9 +277,7 @@ def print_build(result: BuildResult) -> None:
         note = board.clock.get("note")
         clock = f"{board.cpu_hz / 1e6:.0f} MHz" + (f" ({note})" if note else "")
         stand_in = f", emulated by {board.emulated_by}" if board.emulated_by else ""
-        print(
-            f"board       {board.name}: {board.mcu}, {board.core} at {clock}{stand_in}"
-        )
+        print(f"board       {board.name}: {board.mcu}, {board.core} at {clock}{stand_in}")
         print(
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
             f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"

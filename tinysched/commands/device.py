@@ -23,7 +23,13 @@ from tinysched.build.elfsize import SizeReport
 from tinysched.build.firmware import FirmwareImage
 from tinysched.commands.build import add_stack_argument, build_model, build_options_from_args
 from tinysched.commands.common import add_output_arguments, print_json
-from tinysched.device import SEMIHOST_REFUSED, MeasureResult, measure_image, measure_selftest
+from tinysched.device import (
+    SEMIHOST_REFUSED,
+    MeasureResult,
+    invoke_instructions_estimate,
+    measure_image,
+    measure_selftest,
+)
 from tinysched.errors import TinyschedError
 from tinysched.files import is_tinysched_folder
 from tinysched.pipeline import add_plan_arguments, options_from_args
@@ -66,7 +72,9 @@ def read_build(directory: Path) -> dict[str, Any]:
     return doc
 
 
-def _image(directory: Path, elf: str, sha256: str, symbol: str, size: dict[str, Any], board: Board) -> Any:
+def _image(
+    directory: Path, elf: str, sha256: str, symbol: str, size: dict[str, Any], board: Board, identity: str
+) -> FirmwareImage:
     path = directory / elf
     try:
         actual = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -74,7 +82,9 @@ def _image(directory: Path, elf: str, sha256: str, symbol: str, size: dict[str, 
         raise TinyschedError(f"{path}: cannot read the image: {err.strerror or err}") from None
     if actual != sha256:
         raise TinyschedError(f"{path}: the image changed since `build` wrote it (sha256 differs)")
-    return FirmwareImage(board.name, path, None, path, path, path, symbol, SizeReport.from_json(size), actual)
+    return FirmwareImage(
+        board.name, path, None, path, path, path, symbol, SizeReport.from_json(size), actual, identity
+    )
 
 
 def measure_build(
@@ -103,22 +113,26 @@ def measure_build(
             raise TinyschedError(f"{directory}: {board.name} has no emulated stand-in image in this build")
         run_board = get_board(emulated["board"])
         image = _image(
-            directory, emulated["elf"], emulated["sha256"], symbol, emulated["size_report"], run_board
-        )
+            directory, emulated["elf"], emulated["sha256"], symbol, emulated["size_report"], run_board,
+            emulated["image_id"],
+        )  # fmt: skip
     else:
         if not emulate and board.emulated:
             raise TinyschedError(f"board {board.name} exists only under emulation: drop --port")
         run_board = board
         image = _image(
-            directory, record["files"]["elf"], record["image_sha256"], symbol, record["size_report"], board
-        )
+            directory, record["files"]["elf"], record["image_sha256"], symbol, record["size_report"], board,
+            record["image_id"],
+        )  # fmt: skip
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
+    macs = record.get("macs")
     expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(model, input_sets)]
     inputs = [[a.tobytes() for a in s] for s in input_sets]
     result = measure_image(
         image, run_board, inputs, expected, int(record["arena_bytes"]),
         arena_high_water_planned=int(record["arena_high_water_bytes"]), requested=board,
         port=None if emulate else port, log=log, semihost_inputs=semihost_inputs,
+        expected_image_id=image.image_id, invoke_instructions=invoke_instructions_estimate(macs=macs),
     )  # fmt: skip
     result.size = dict(record["size_report"])
     if run_board is not board:
