@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import require
 
 from tinysched.link import (
     MSG_ACK,
@@ -481,42 +482,34 @@ def test_stale_image_is_refused_in_one_line(device_factory):
 
 def test_image_id_follows_the_sources(tmp_path):
     from tinysched.boards import get_board
-    from tinysched.device import image_id
+    from tinysched.build.firmware import image_id
+    from tinysched.build.sources import SourceSet
 
     src = tmp_path / "m.c"
     src.write_text("int x = 1;\n")
     (tmp_path / "m.h").write_text("#define A 1\n")
     board = get_board("mps2-an386")
-    a = image_id([src], [tmp_path], board)
-    assert a == image_id([src], [tmp_path], board) and len(a) == 16
-    assert image_id([src], [tmp_path], get_board("mps2-an500")) != a
-    assert image_id([src], [tmp_path], board, ["-DX=1"]) != a
+    sources = SourceSet(tmp_path, (src,), (tmp_path,), "m_info")
+    a = image_id(sources, board)
+    assert a == image_id(sources, board) and len(a) == 16
+    assert image_id(sources, get_board("mps2-an500")) != a
+    assert image_id(sources, board, ["-DX=1"]) != a
     (tmp_path / "m.h").write_text("#define A 2\n")
-    assert image_id([src], [tmp_path], board) != a
+    assert image_id(sources, board) != a
 
 
 @pytest.mark.qemu
 def test_qemu_image_carries_its_id_and_a_wrong_one_is_refused(tmp_path):
     from tinysched.boards import get_board
-    from tinysched.device import (
-        image_id,
-        image_id_define,
-        image_id_in_elf,
-        measure_image,
-        missing_tools,
-        selftest_inputs,
-    )
+    from tinysched.build.firmware import build_firmware, image_id, image_id_in_elf, selftest_sources
+    from tinysched.device import measure_image, selftest_inputs
     from tinysched.errors import TinyschedError
-    from tinysched.firmware import build_firmware, selftest_sources
 
-    if missing_tools("qemu"):
-        pytest.skip(f"tier qemu: {', '.join(missing_tools('qemu'))} not installed")
+    require("qemu")
     board = get_board("mps2-an386")
-    ident = image_id(selftest_sources(), [], board)
-    image = build_firmware(
-        selftest_sources(), [], "selftest_info", board, tmp_path, defines=[image_id_define(ident)]
-    )
-    assert image_id_in_elf(image.elf) == ident
+    ident = image_id(selftest_sources(), board)
+    image = build_firmware(selftest_sources(), board, tmp_path)  # the id is compiled in by the build
+    assert image_id_in_elf(image.elf) == ident == image.image_id
     inputs = selftest_inputs(1)
     result = measure_image(image, board, inputs, None, 300)
     assert result.hello["image_id"] == ident and result.inputs == 1
@@ -583,20 +576,14 @@ def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     from tinysched.boards import get_board
-    from tinysched.device import connect_qemu, missing_tools, run_qemu
-    from tinysched.firmware import build_firmware, selftest_sources
+    from tinysched.build.firmware import build_firmware, selftest_sources
+    from tinysched.device import connect_qemu, run_qemu
 
-    if missing_tools("qemu"):
-        pytest.skip(f"tier qemu: {', '.join(missing_tools('qemu'))} not installed")
+    require("qemu")
     board = get_board("mps2-an386")
     images = {
         arena: build_firmware(
-            selftest_sources(),
-            [],
-            "selftest_info",
-            board,
-            tmp_path / str(arena),
-            defines=[f"-DSELFTEST_ARENA={arena}"],
+            selftest_sources(), board, tmp_path / str(arena), defines=[f"-DSELFTEST_ARENA={arena}"]
         )
         for arena in (300, 400, 500, 600)
     }

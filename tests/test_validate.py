@@ -273,7 +273,7 @@ def test_a_392_gib_graph_input_is_refused_by_the_reader_and_by_random_inputs() -
         sub.tensors[sub.inputs[0]].shape = [1, 7000, 7000, 8000]
 
     data = edited(KERNEL_MODELS["conv_options"](), edit)
-    _refused(data, "shape [1, 7000, 7000, 8000] int8 is 392,000,000,000 elements", "tensor 0 ('x')")
+    _refused(data, "shape [1, 7000, 7000, 8000] int8 is 392,000,000,000 elements", 'tensor 0 ("x")')
     with pytest.raises(TinyschedError, match=r"1 random input set\(s\) of 392,000,000,000 bytes each exceed"):
         reference.random_inputs(data, seed=0, count=1)
 

@@ -13,6 +13,7 @@ import sys
 
 from tinysched import __version__
 from tinysched.errors import TinyschedError
+from tinysched.text import terminal_safe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except TinyschedError as err:
-        print(f"tinysched: error: {err}", file=sys.stderr)
+        print(f"tinysched: error: {terminal_safe(str(err))}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("tinysched: interrupted", file=sys.stderr)

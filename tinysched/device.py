@@ -53,6 +53,7 @@ BOARD_RESULT_FLOOR = 5.0
 EMULATED_RESULT_FLOOR = 10.0
 BOARD_HELLO_TIMEOUT = 15.0
 EMULATED_HELLO_TIMEOUT = 30.0  # QEMU boots on the connection; on a loaded host that can take a while
+EMULATED_FIRST_QUERY = 3.0  # seconds without the boot hello before asking QEMU's harness for one
 # A real core's instructions take 1 cycle at best and more with flash wait states, cache misses and
 # divisions: the timeout assumes at most this many cycles per instruction.
 BOARD_CYCLES_PER_INSTRUCTION = 4
@@ -449,9 +450,11 @@ def measure_image(
     def drive(link: DeviceLink) -> Hello:
         if link_hook:
             link_hook(link)
+        # Under QEMU the boot hello is all but certain (the CPU waits for the connection); should it
+        # not come, a QUERY after a few seconds asks the harness for another instead of waiting on.
         hello = link.wait_hello(
             timeout=EMULATED_HELLO_TIMEOUT if run_board.emulated else BOARD_HELLO_TIMEOUT,
-            query=not run_board.emulated,
+            first_query=EMULATED_FIRST_QUERY if run_board.emulated else 0.5,
         )
         check_image_id(hello, want_id, link.name)
         if hello.arena_bytes != arena_bytes_planned:

@@ -541,10 +541,11 @@ class DeviceLink:
 
     # -- hello
 
-    def wait_hello(self, timeout: float = 10.0, query: bool = True) -> Hello:
-        """The device's hello: the one it sent on boot, or (if query) the answer to a QUERY."""
+    def wait_hello(self, timeout: float = 10.0, query: bool = True, first_query: float = 0.5) -> Hello:
+        """The device's hello: the one it sent on boot, or (if query) the answer to a QUERY sent
+        when none came within `first_query` seconds (and every second after)."""
         deadline = time.monotonic() + timeout
-        next_query = time.monotonic() + (0.5 if query else timeout)
+        next_query = time.monotonic() + (first_query if query else timeout)
         while time.monotonic() < deadline:
             frame = self.receive(min(deadline, next_query))
             if frame is None:

@@ -72,7 +72,15 @@ class SizeReport:
         regions = [
             RegionUse(r["name"], r["origin"], r["length"], r["kind"], r["used"]) for r in data["regions"]
         ]
-        fields = ("board", "flash_code", "flash_weights", "flash_other", "ram_arena", "ram_stack", "ram_other")
+        fields = (
+            "board",
+            "flash_code",
+            "flash_weights",
+            "flash_other",
+            "ram_arena",
+            "ram_stack",
+            "ram_other",
+        )
         return cls(**{k: data[k] for k in fields}, arena_bytes_planned=data.get("arena_bytes_planned"),
                    regions=regions)  # fmt: skip
 

@@ -8,13 +8,13 @@ per region from the ELF with pyelftools. A model that does not fit fails with th
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,6 @@ def image_id_in_elf(elf_path: Path) -> str | None:
                 raw = sec.data()[addr - sec["sh_addr"] : addr - sec["sh_addr"] + size]
                 return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
     return None
-
 
 
 # ---- board -> compiler defines and linker script ---------------------------------------------------

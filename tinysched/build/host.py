@@ -129,9 +129,7 @@ def run_runner(
     return results
 
 
-def bench_runner(
-    runner: Path, module: Any, inputs: Sequence[np.ndarray], iterations: int
-) -> float:
+def bench_runner(runner: Path, module: Any, inputs: Sequence[np.ndarray], iterations: int) -> float:
     """Nanoseconds per invoke of the generated code, measured inside the runner."""
     with tempfile.TemporaryDirectory(prefix="tinysched-bench-") as tmp:
         path = Path(tmp) / "inputs.bin"

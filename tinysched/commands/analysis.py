@@ -16,6 +16,7 @@ from tinysched.commands.common import (
     print_json,
     read_bytes,
     read_order_file,
+    shown,
 )
 from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
@@ -28,6 +29,7 @@ from tinysched.reader import read_model
 from tinysched.recompute import summary_lines as recompute_summary
 from tinysched.report.format import headline
 from tinysched.scheduler import schedule
+from tinysched.text import printable
 from tinysched.writer import rewrite_model
 
 # ---- analyze -----------------------------------------------------------------------------------
@@ -67,9 +69,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.json:
         print_json(analysis_json(graph, prof, stored.peak_bytes))
         return 0
-    print(f"model       {graph.source}  (sha256 {graph.sha256[:16]}...)")
+    print(f"model       {shown(graph.source)}  (sha256 {graph.sha256[:16]}...)")
     if graph.description:
-        print(f"description {graph.description}")
+        print(f"description {printable(graph.description, 200)}")
     print(f"operators   {len(graph.operators)}: " + ", ".join(f"{k} x{v}" for k, v in graph.op_types.items()))
     print(f"order       {'from ' + args.order if args.order else 'stored order'}")
     print()
@@ -77,14 +79,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     for s in prof.steps:
         mark = " <- peak" if s.step == prof.peak_step else ""
         print(
-            f"{s.step:>4} {s.op:>4} {graph.operators[s.op].opcode:<28} {s.live_bytes:>12,}  "
+            f"{s.step:>4} {s.op:>4} {printable(graph.operators[s.op].opcode, 28):<28} {s.live_bytes:>12,}  "
             f"+{list(s.born)} -{list(s.freed)}{mark}"
         )
     print()
     print(f"peak (activations, rw)    {format_bytes(prof.peak_bytes)} at step {prof.peak_step}")
     for t in prof.peak_tensors:
         tensor = graph.tensors[t]
-        print(f"    tensor {t:>4} {tensor.nbytes:>10,} B  {tensor.dtype}{list(tensor.shape)}  {tensor.name}")
+        print(
+            f"    tensor {t:>4} {tensor.nbytes:>10,} B  {tensor.dtype}{list(tensor.shape)}  {printable(tensor.name)}"
+        )
     if args.order:
         print(f"stored-order peak         {format_bytes(stored.peak_bytes)}")
     print(f"weights (ro, flash)       {format_bytes(graph.weights_bytes)}")
@@ -136,13 +140,13 @@ def _schedule_recompute(args: argparse.Namespace, graph: Graph, options: PlanOpt
             {"model": graph.source, "sha256": graph.sha256, "ops": len(graph.operators)} | rplan.as_json()
         )
         return 0
-    print(f"model             {graph.source}  ({len(graph.operators)} operators)")
+    print(f"model             {shown(graph.source)}  ({len(graph.operators)} operators)")
     if rplan.stored_order_peak_bytes is not None:
         print(f"stored order peak {format_bytes(rplan.stored_order_peak_bytes)}")
     print("\n".join(recompute_summary(rplan, format_bytes)))
     print(f"sequence          {' '.join(map(str, rplan.sequence))}")
     if args.output:
-        print(f"\nwrote the reordered model to {args.output}")
+        print(f"\nwrote the reordered model to {shown(args.output)}")
     return 0
 
 
@@ -164,7 +168,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         return 0
     saving = sched.stored_order_peak_bytes - sched.peak_bytes
     share = 100 * saving / sched.stored_order_peak_bytes if sched.stored_order_peak_bytes else 0.0
-    print(f"model             {graph.source}  ({len(graph.operators)} operators)")
+    print(f"model             {shown(graph.source)}  ({len(graph.operators)} operators)")
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     print(f"best order peak   {format_bytes(sched.peak_bytes)}  (found by {sched.method})")
     print(f"saving            {format_bytes(saving)}  ({share:.1f}%)")
@@ -172,7 +176,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     print(f"certificate       {certificate_line(sched, graph)}")
     print(f"time              {sched.seconds:.3f} s")
     if args.output:
-        print(f"\nwrote the reordered model to {args.output}")
+        print(f"\nwrote the reordered model to {shown(args.output)}")
     return 0
 
 
@@ -251,7 +255,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     certified = "certified optimal" if sched.certified else "not proven optimal"
     proof = "proven optimal for this order" if plan.optimal else "not proven optimal (time limit)"
-    print(f"model        {graph.source}")
+    print(f"model        {shown(graph.source)}")
     print(
         headline(
             arena_bytes=plan.arena_bytes,
@@ -293,9 +297,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(tflm_arena_line(payload["tflm_arena"]))
     if args.output:
         what = "model with OfflineMemoryAllocation" if args.tflm else "plan"
-        print(f"\nwrote {what} to {args.output}")
+        print(f"\nwrote {what} to {shown(args.output)}")
     if args.tflm and args.tflm_header:
-        print(f"wrote the arena size for TFLM's MicroInterpreter to {args.tflm_header}")
+        print(f"wrote the arena size for TFLM's MicroInterpreter to {shown(args.tflm_header)}")
     return 0
 
 

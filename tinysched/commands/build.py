@@ -26,6 +26,7 @@ from tinysched.commands.common import (
     format_bytes,
     print_json,
     read_bytes,
+    shown,
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
@@ -49,6 +50,7 @@ from tinysched.report import (
 )
 from tinysched.report.compare import DEFAULT_RECOMPUTE_KS, DEFAULT_RECOMPUTE_TIME_LIMIT
 from tinysched.report.format import doc_headline
+from tinysched.text import printable
 
 
 def add_compare_arguments(parser: Any) -> None:
@@ -265,7 +267,7 @@ def print_build(result: BuildResult) -> None:
     module, planned, board = result.module, result.planned, result.board
     graph = planned.source
     print(doc_headline(json.loads(result.metadata.read_text())))
-    print(f"model       {graph.source}  (sha256 {graph.sha256[:16]}...)")
+    print(f"model       {shown(graph.source)}  (sha256 {graph.sha256[:16]}...)")
     print(f"certificate {certificate_line(planned.schedule, planned.graph)}")
     arena = planned.arena
     if board is None:
@@ -304,12 +306,14 @@ def print_build(result: BuildResult) -> None:
         print("\n".join(result.image.size.lines()))
         print()
         files = [result.image.elf, result.image.bin, result.image.hex, result.image.map]
-        print(f"wrote       {result.directory}/ ({', '.join(p.name for p in files if p)}, src/)")
+        print(f"wrote       {shown(result.directory)}/ ({', '.join(p.name for p in files if p)}, src/)")
     else:
-        print(f"wrote       {result.directory}/ ({', '.join(sorted(module.files))}, runner.c, Makefile)")
+        print(
+            f"wrote       {shown(result.directory)}/ ({', '.join(sorted(module.files))}, runner.c, Makefile)"
+        )
     if result.runner is not None:
-        print(f"runner      {result.runner}  (run INPUTS OUTPUTS COUNT | bench INPUTS N)")
-    print(f"metadata    {result.metadata}  (and the report beside it)")
+        print(f"runner      {shown(result.runner)}  (run INPUTS OUTPUTS COUNT | bench INPUTS N)")
+    print(f"metadata    {shown(result.metadata)}  (and the report beside it)")
 
 
 def estimated_fit(result: BuildResult) -> dict[str, Any] | None:
@@ -362,7 +366,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     verdict = (
         "all outputs bit-exact" if result.outputs_match else f"{len(result.mismatches)} output(s) differ"
     )
-    print(f"model       {result.model}")
+    print(f"model       {shown(result.model)}")
     print(
         f"reference   {result.reference}"
         + (f" (fallback: {result.fallback_reason})" if result.fallback_reason else "")
@@ -374,7 +378,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(f"result      {verdict}")
     for m in result.mismatches[:10]:
         print(
-            f"  input set {m['input_set']} output {m['output']} ({m['name']}): "
+            f"  input set {m['input_set']} output {m['output']} ({printable(m['name'])}): "
             + ", ".join(f"{k} {v}" for k, v in m.items() if k not in ("input_set", "output", "name"))
         )
     return 0 if result.outputs_match else 1

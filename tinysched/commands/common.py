@@ -11,8 +11,15 @@ from typing import Any
 
 from tinysched.errors import TinyschedError
 from tinysched.report.format import fmt_bytes
+from tinysched.text import printable_path
 
 format_bytes = fmt_bytes  # one format for sizes, in the terminal and in the report
+
+
+def shown(path: Any) -> str:
+    """A path as the terminal shows it: escaped (control characters, bytes that are not UTF-8) and
+    shortened in the middle; JSON keeps the exact string."""
+    return printable_path(path) if path is not None else "-"
 
 
 def print_json(obj: Any) -> None:

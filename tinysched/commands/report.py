@@ -24,6 +24,7 @@ from tinysched.files import write_atomic
 from tinysched.pipeline import add_plan_arguments, generate, options_from_args, plan
 from tinysched.reader import read_model
 from tinysched.report import FORMATS, check_metadata, collect_metadata, read_measured, render, run_comparisons
+from tinysched.text import printable_path
 
 
 def format_for(path: str | None, fmt: str | None) -> str:
@@ -85,7 +86,7 @@ def cmd_report(args: Any) -> int:
         write_atomic(args.output, text)
         verdict = doc["fit"]["text"] if doc["fit"] else "no board"
         print(
-            f"wrote {fmt} report to {args.output}: arena {doc['arena']['arena_bytes']:,} B "
+            f"wrote {fmt} report to {printable_path(args.output)}: arena {doc['arena']['arena_bytes']:,} B "
             f"(lower bound {doc['arena']['lower_bound_bytes']:,} B), {verdict}",
             file=sys.stderr,
         )
