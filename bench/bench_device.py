@@ -15,6 +15,7 @@ MACs are tinysched.recompute.total_macs of the model as read. `--write` replaces
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -123,7 +124,9 @@ def write_section(doc: Path, section: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
+    parser.add_argument(
+        "--models", default=str(Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models"))
+    )
     parser.add_argument("--board", default="mps2-an500")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="replace the section in docs/BENCHMARKS.md")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -116,7 +117,9 @@ def tflm_total_arena(model: Path) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
+    parser.add_argument(
+        "--models", default=str(Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models"))
+    )
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timing per model and engine")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)

@@ -11,6 +11,7 @@ cheap early value for a late use (`LATE_REUSE_MODELS`, also used by tests/test_r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from tinysched.modelgen import ModelBuilder  # noqa: E402
 from tinysched.reader import parse_model, read_model  # noqa: E402
 from tinysched.recompute import plan_recompute  # noqa: E402
 
-SHARED_MODELS = REPO.parent / "shared" / "models"
+SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
 
 
 # ---- generated models with late reuse --------------------------------------------------------

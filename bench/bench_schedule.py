@@ -26,8 +26,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stress_graphs import nas_cells, recurrent_unrolled, shuffled, unet  # noqa: E402
+from stress_graphs import (  # noqa: E402
+    long_chain,
+    nas_cells,
+    randwire_suite,
+    recurrent_unrolled,
+    shuffled,
+    unet,
+    wide_branches,
+)
 
+from tinysched.arena import plan_arena  # noqa: E402
 from tinysched.bounds import OrderingProblem  # noqa: E402
 from tinysched.graph import Graph  # noqa: E402
 from tinysched.memory import profile  # noqa: E402
@@ -35,7 +44,7 @@ from tinysched.reader import read_model  # noqa: E402
 from tinysched.scheduler import plain_downset_dp, schedule  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_MODELS = REPO.parent / "shared" / "models"
+SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
 COMMAND = "PYTHONPATH=. python bench/bench_schedule.py --write"
 MODEL_TIME_LIMIT = 5.0
 STRESS_TIME_LIMIT = 10.0
@@ -43,6 +52,12 @@ DP_MAX_STATES = 1_500_000
 DP_MAX_SECONDS = 15.0
 TRACE_IF_UNDER_SECONDS = 2.0
 SHUFFLE_SEED = 1
+RANDWIRE_COUNT = 30
+RANDWIRE_SEED = 0
+RANDWIRE_TIME_LIMIT = 10.0
+RANDWIRE_DP_SECONDS = 3.0
+TIME_LIMITS = (1.0, 5.0)
+TIME_SLACK_SECONDS = 1.0  # allowed over the budget: 10 % plus this constant
 
 
 def stress_graphs() -> list[Graph]:
@@ -174,6 +189,134 @@ def summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+# ---- RandWire (issue 20) ------------------------------------------------------------------------
+
+
+def randwire_rows(count: int, time_limit: float) -> list[dict[str, Any]]:
+    """`schedule` on seeded RandWire graphs; the plain DP (the exact optimum) where it finishes, and
+    a check that no bound ever exceeds it."""
+    rows = []
+    for graph in randwire_suite(count, RANDWIRE_SEED):
+        sched = schedule(graph, time_limit=time_limit)
+        assert profile(graph, sched.order).peak_bytes == sched.peak_bytes
+        graph.check_order(list(sched.order))
+        started = time.perf_counter()
+        dp = plain_downset_dp(
+            OrderingProblem(graph), max_states=DP_MAX_STATES, deadline=started + RANDWIRE_DP_SECONDS
+        )
+        optimum = dp.peak_bytes if dp.complete else None
+        if optimum is not None:
+            assert sched.lower_bound_bytes <= optimum <= sched.peak_bytes
+        row = {
+            "name": graph.name,
+            "ops": len(graph.operators),
+            "stored": sched.stored_order_peak_bytes,
+            "best": sched.peak_bytes,
+            "lower": sched.lower_bound_bytes,
+            "certified": sched.certified,
+            "kind": sched.certificate.kind if sched.certificate else "",
+            "gap": sched.gap_percent,
+            "seconds": sched.seconds,
+            "method": sched.method,
+            "bound_kind": sched.stats.get("bound_kind", ""),
+            "optimum": optimum,
+        }
+        rows.append(row)
+        verdict = "certified" if row["certified"] else f"gap {row['gap']:.2f}%"
+        print(
+            f"randwire {graph.name:34} {row['ops']:5} ops  {verdict:>12}  {row['seconds']:.2f} s",
+            file=sys.stderr,
+        )
+    return rows
+
+
+def randwire_table(rows: list[dict[str, Any]], time_limit: float) -> str:
+    gaps = [r["gap"] for r in rows]
+    certified = sum(r["certified"] for r in rows)
+    out = [
+        f"RandWire graphs (`stress_graphs.randwire_suite({len(rows)}, seed={RANDWIRE_SEED})`, WS k=4 p=0.75 and "
+        f"ER p=0.2 wirings, 2-3 stages, stored in a random topological order), time limit {time_limit:.0f} s: "
+        f"{certified}/{len(rows)} certified, worst gap {max(gaps, default=0):.2f}%, median gap "
+        f"{statistics.median(gaps) if gaps else 0:.2f}%, max {max((r['seconds'] for r in rows), default=0):.2f} s. "
+        f"`optimum` is the plain down-set DP's where it finished within {RANDWIRE_DP_SECONDS:.0f} s.",
+        "",
+        "| graph | ops | stored peak | best peak | lower bound | certified | seconds | found by | optimum |",
+        "|---|--:|--:|--:|--:|---|--:|---|--:|",
+    ]
+    for r in rows:
+        certified = f"yes ({r['kind']})" if r["certified"] else f"no, gap {r['gap']:.2f}%"
+        optimum = "—" if r["optimum"] is None else f"{r['optimum']:,}"
+        out.append(
+            f"| {r['name']} | {r['ops']} | {r['stored']:,} | {r['best']:,} | {r['lower']:,} | {certified} "
+            f"| {r['seconds']:.2f} | {r['method']} | {optimum} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+# ---- time limits (issue 13 item 4) ---------------------------------------------------------------
+
+
+def time_limit_graphs() -> list[Graph]:
+    return [
+        wide_branches(10_000, "concat"),
+        wide_branches(5_000, "add"),
+        shuffled(wide_branches(2_500, "add", depth=3), SHUFFLE_SEED),
+        long_chain(10_000),
+    ]
+
+
+def time_limit_rows(limits: tuple[float, ...]) -> list[dict[str, Any]]:
+    """Wall-clock seconds of `schedule` and of `plan_arena` on the best order, against their budget."""
+    rows = []
+    for graph in time_limit_graphs():
+        for limit in limits:
+            started = time.perf_counter()
+            sched = schedule(graph, time_limit=limit)
+            seconds = time.perf_counter() - started
+            graph.check_order(list(sched.order))
+            started = time.perf_counter()
+            plan = plan_arena(graph, sched.order, time_limit=limit)
+            plan_seconds = time.perf_counter() - started
+            allowed = 1.1 * limit + TIME_SLACK_SECONDS
+            rows.append(
+                {
+                    "name": graph.name,
+                    "ops": len(graph.operators),
+                    "limit": limit,
+                    "seconds": seconds,
+                    "certified": sched.certified,
+                    "gap": sched.gap_percent,
+                    "within": seconds <= allowed,
+                    "plan_seconds": plan_seconds,
+                    "plan_within": plan_seconds <= allowed,
+                    "arena": plan.arena_bytes,
+                }
+            )
+            print(
+                f"time-limit {graph.name:24} {limit:4.0f} s: schedule {seconds:.2f} s, plan {plan_seconds:.2f} s",
+                file=sys.stderr,
+            )
+    return rows
+
+
+def time_limit_table(rows: list[dict[str, Any]]) -> str:
+    out = [
+        f"Time limits: wall-clock seconds of `schedule(graph, time_limit)` and of `plan_arena(graph, order, "
+        f"time_limit=...)` on its order; within budget means at most 110 % of the limit plus "
+        f"{TIME_SLACK_SECONDS:.0f} s.",
+        "",
+        "| graph | ops | limit s | schedule s | within | certified | arena plan s | within |",
+        "|---|--:|--:|--:|---|---|--:|---|",
+    ]
+    for r in rows:
+        certified = "yes" if r["certified"] else f"no, gap {r['gap']:.2f}%"
+        out.append(
+            f"| {r['name']} | {r['ops']} | {r['limit']:.0f} | {r['seconds']:.2f} | {'yes' if r['within'] else 'NO'} "
+            f"| {certified} | {r['plan_seconds']:.2f} | {'yes' if r['plan_within'] else 'NO'} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def write_section(markdown: str, path: Path) -> None:
     """Replace (or append) the `## Scheduling` section, leaving other sections alone."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
@@ -189,8 +332,33 @@ def write_section(markdown: str, path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="also write the section into docs/BENCHMARKS.md")
+    parser.add_argument(
+        "--only",
+        choices=("all", "main", "randwire", "time-limit"),
+        default="all",
+        help="run one table only (default: all of them)",
+    )
+    parser.add_argument("--randwire-count", type=int, default=RANDWIRE_COUNT, help="RandWire graphs to run")
+    parser.add_argument(
+        "--limits",
+        type=float,
+        nargs="+",
+        default=list(TIME_LIMITS),
+        help="time limits for the time-limit table",
+    )
     args = parser.parse_args()
     schedule(stress_graphs()[0], time_limit=1.0)  # warm-up: OR-Tools imports
+    extra = ""
+    if args.only != "main":
+        if args.only in ("all", "randwire"):
+            extra += randwire_table(
+                randwire_rows(args.randwire_count, RANDWIRE_TIME_LIMIT), RANDWIRE_TIME_LIMIT
+            )
+        if args.only in ("all", "time-limit"):
+            extra += ("\n" if extra else "") + time_limit_table(time_limit_rows(tuple(args.limits)))
+        print(extra)
+        if args.only != "all":
+            return 0
     rows = []
     started = time.perf_counter()
     for name, group, graph, limit in cases():
@@ -215,6 +383,7 @@ def main() -> int:
         + summary(rows)
         + "\n"
         + table(rows)
+        + ("\n" + extra if extra else "")
     )
     print(markdown)
     if args.write:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -70,7 +71,11 @@ def _fits_ram(board, arena: int, state: int) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="/work/shared/models", help="folder of .tflite files")
+    parser.add_argument(
+        "--models",
+        default=os.environ.get("TINYSCHED_MODELS") or str(REPO.parent / "shared" / "models"),
+        help="folder of .tflite files",
+    )
     parser.add_argument("--inputs", type=int, default=3, help="seeded input sets per model (default 3)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = parser.parse_args(argv)

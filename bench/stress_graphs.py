@@ -7,6 +7,7 @@ deterministic in its seed.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from tinysched.graph import Graph, make_graph
 
@@ -139,3 +140,119 @@ def random_topological_order(graph: Graph, seed: int) -> list[int]:
 def shuffled(graph: Graph, seed: int) -> Graph:
     """The same graph with its operators stored in a random topological order."""
     return graph.reordered(random_topological_order(graph, seed))
+
+
+def _watts_strogatz(n: int, k: int, p: float, rng: random.Random) -> set[tuple[int, int]]:
+    """Ring lattice of n nodes, each joined to its k/2 nearest on either side, each edge rewired
+    with probability p to a uniformly chosen other end (no self-loops, no duplicates)."""
+    edges = {(i, (i + j) % n) for i in range(n) for j in range(1, k // 2 + 1)}
+    edges = {(min(a, b), max(a, b)) for a, b in edges}
+    for a, b in sorted(edges):
+        if rng.random() < p:
+            choices = [c for c in range(n) if c != a and (min(a, c), max(a, c)) not in edges]
+            if choices:
+                c = rng.choice(choices)
+                edges.discard((a, b))
+                edges.add((min(a, c), max(a, c)))
+    return edges
+
+
+def _erdos_renyi(n: int, p: float, rng: random.Random) -> set[tuple[int, int]]:
+    return {(a, b) for a in range(n) for b in range(a + 1, n) if rng.random() < p}
+
+
+def randwire(
+    nodes: Sequence[int], wiring: str = "ws", seed: int = 0, hw: int = 32, channels: int = 16
+) -> Graph:
+    """A randomly wired network (RandWire, Xie et al. 2019): one random graph per stage (`nodes` per
+    stage), Watts-Strogatz (k=4, p=0.75) or Erdos-Renyi (p=0.2) wiring, edges oriented from lower to
+    higher node index. A node sums its inputs with a chain of ADDs and applies a ReLU-conv; nodes
+    without inputs read the stage input through a stride-2 conv, and the stage output is the sum of
+    the nodes nobody reads. Activations are int8 H*W*C; channels double as the resolution halves."""
+    rng = random.Random(seed)
+    b = _Builder()
+    x = b.tensor(hw * hw * 3)
+    t = b.op([x], hw * hw * channels)[0]  # stem conv
+    size = hw * hw * channels
+    for n in nodes:
+        size //= 2  # stride 2 (H*W / 4), channels doubled
+        edges = _watts_strogatz(n, 4, 0.75, rng) if wiring == "ws" else _erdos_renyi(n, 0.2, rng)
+        preds: list[list[int]] = [[] for _ in range(n)]
+        has_succ = [False] * n
+        for a, c in sorted(edges):
+            preds[c].append(a)
+            has_succ[a] = True
+        out: list[int] = []
+        for v in range(n):
+            if not preds[v]:
+                out.append(b.op([t], size)[0])  # stride-2 ReLU-conv on the stage input
+                continue
+            acc = out[preds[v][0]]
+            for u in preds[v][1:]:
+                acc = b.op([acc, out[u]], size)[0]  # ADD aggregation
+            out.append(b.op([acc], size)[0])  # ReLU-conv
+        sinks = [out[v] for v in range(n) if not has_succ[v]]
+        acc = sinks[0]
+        for s in sinks[1:]:
+            acc = b.op([acc, s], size)[0]
+        t = acc
+    pooled = b.op([t], max(1, size // 16))[0]
+    head = b.op([pooled], 10)[0]
+    stages = "_".join(str(n) for n in nodes)
+    return b.graph([x], [head], f"randwire_{wiring}_{stages}_s{seed}")
+
+
+def randwire_suite(count: int, seed: int = 0, min_ops: int = 300, max_ops: int = 500) -> list[Graph]:
+    """`count` RandWire graphs of min_ops..max_ops operators (WS and ER alternately, 2-3 stages of
+    32-96 nodes drawn from `seed`), each stored in a random topological order."""
+    rng = random.Random(seed)
+    graphs: list[Graph] = []
+    attempt = 0
+    while len(graphs) < count:
+        attempt += 1
+        wiring = "ws" if len(graphs) % 2 == 0 else "er"
+        stages = rng.choice([2, 3])
+        low, high = (32, 64) if wiring == "er" else (48, 96)
+        nodes = [rng.randint(low, high) for _ in range(stages)]
+        graph = randwire(nodes, wiring, seed=1000 * seed + attempt)
+        if min_ops <= len(graph.operators) <= max_ops:
+            graphs.append(shuffled(graph, attempt))
+    return graphs
+
+
+def wide_branches(branches: int, join: str = "add", depth: int = 1, nbytes: int = 64) -> Graph:
+    """`branches` parallel chains of `depth` operators between one input and one output, joined
+    by one CONCATENATION (`join="concat"`) or a chain of two-input ADDs (`join="add"`)."""
+    b = _Builder()
+    x = b.tensor(nbytes)
+    ends = []
+    for i in range(branches):
+        t = x
+        for _ in range(depth):
+            t = b.op([t], nbytes * (1 + i % 3))[0]
+        ends.append(t)
+    if join == "concat":
+        out = b.op(ends, nbytes * branches)[0]
+    else:
+        out = ends[0]
+        for e in ends[1:]:
+            out = b.op([out, e], nbytes)[0]
+    return b.graph([x], [out], f"wide_{join}_{branches}x{depth}")
+
+
+def long_chain(length: int, seed: int = 0) -> Graph:
+    """A chain of `length` operators with an occasional residual skip over a few operators."""
+    rng = random.Random(seed)
+    b = _Builder()
+    x = b.tensor(1024)
+    t = x
+    skip = None
+    for i in range(length):
+        if skip is not None and i % 4 == 3:
+            t = b.op([t, skip], 1024)[0]
+            skip = None
+        else:
+            t = b.op([t], 256 * rng.choice([2, 4, 6]))[0]
+            if i % 4 == 0:
+                skip = t
+    return b.graph([x], [t], f"chain_{length}")

@@ -1,14 +1,16 @@
-"""Shared fixtures: the public models in ../shared/models (skipped cleanly when absent)."""
+"""Shared fixtures: the public models in ../shared/models, or the folder TINYSCHED_MODELS names
+(skipped cleanly when absent)."""
 
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_MODELS = REPO.parent / "shared" / "models"
+SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
 
 
 def shared_model_paths() -> list[Path]:

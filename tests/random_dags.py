@@ -125,3 +125,48 @@ def brute_force_optimum(graph: Graph) -> int:
 
     extend(set(), 0)
     return best[0] if n else 0
+
+
+def small_randwire(seed: int, nodes: int = 6, stages: int = 2) -> Graph:
+    """A tiny randomly wired network (RandWire-like): per stage a random DAG of `nodes` nodes
+    (edges from lower to higher index with probability 0.4), each node an ADD chain over its
+    inputs and a conv; source nodes read the stage input, the stage output sums the sink nodes.
+    Stored in a random topological order. Small enough for brute force and the plain DP."""
+    rng = random.Random(seed)
+    sizes = [48]
+    ops: list[tuple[list[int], list[int]]] = []
+
+    def op(inputs: list[int], nbytes: int) -> int:
+        sizes.append(nbytes)
+        ops.append((inputs, [len(sizes) - 1]))
+        return len(sizes) - 1
+
+    t = 0
+    size = 32
+    for _ in range(stages):
+        size = max(1, size // 2 + rng.randint(-2, 2))
+        preds = [[u for u in range(v) if rng.random() < 0.4] for v in range(nodes)]
+        outs: list[int] = []
+        for v in range(nodes):
+            if not preds[v]:
+                outs.append(op([t], size))
+                continue
+            acc = outs[preds[v][0]]
+            for u in preds[v][1:]:
+                acc = op([acc, outs[u]], size)
+            outs.append(op([acc], size))
+        sinks = [outs[v] for v in range(nodes) if not any(v in p for p in preds)]
+        acc = sinks[0]
+        for s in sinks[1:]:
+            acc = op([acc, s], size)
+        t = acc
+    graph = make_graph(sizes, ops, [0], [t], name=f"small_randwire_{seed}")
+    order_rng = random.Random(seed + 1)
+    done: set[int] = set()
+    order: list[int] = []
+    while len(order) < len(ops):
+        ready = [v for v in range(len(ops)) if v not in done and graph.predecessors[v] <= done]
+        v = order_rng.choice(ready)
+        order.append(v)
+        done.add(v)
+    return graph.reordered(order)

@@ -14,14 +14,15 @@ import statistics
 import subprocess
 import sys
 import time
+from itertools import islice
 
 import numpy as np
 import pytest
 from conftest import REPO, shared_model, shared_model_params
 from hypothesis import HealthCheck, given, settings
-from random_dags import brute_force_optimum, peak_of, small_dags
+from random_dags import brute_force_optimum, peak_of, small_dags, small_randwire, topological_orders
 
-from tinysched.bounds import CutNetwork, OrderingProblem
+from tinysched.bounds import CutNetwork, OrderingProblem, lower_bound
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, make_graph
 from tinysched.memory import profile
@@ -30,11 +31,13 @@ from tinysched.scheduler import (
     HEURISTICS,
     Schedule,
     cp_sat_search,
+    cut_operators,
     exact_search,
     improve_by_windows,
     optimal_orders,
     plain_downset_dp,
     schedule,
+    staged_search,
 )
 from tinysched.writer import rewrite_model
 
@@ -366,3 +369,96 @@ def test_cli_schedule_output_runs_bit_identically(tmp_path):
         assert len(want.outputs) == len(got.outputs)
         for a, b in zip(want.outputs, got.outputs, strict=True):
             assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+# ---- stages, status text, large graphs under a time limit ---------------------------------------
+
+
+@SOME
+@given(small_dags())
+def test_staged_search_is_exact_and_cut_operators_are_fixed(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    orders = list(islice(topological_orders(graph), 200))
+    for c in cut_operators(problem):
+        assert len({order.index(c) for order in orders}) == 1
+    start = random_topological_order(graph, 1)
+    staged = staged_search(problem, start, lower=0)
+    assert staged.complete and problem.peak_bytes(staged.order) == optimum
+    graph.check_order(list(staged.order))
+    capped = staged_search(problem, start, lower=0, max_states=2)
+    assert capped.frontier_bytes <= optimum <= problem.peak_bytes(capped.order) <= problem.peak_bytes(start)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_small_randwire_bounds_never_exceed_the_optimum(seed):
+    graph = small_randwire(seed, nodes=5 + seed % 3)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    assert optimum == brute_force_optimum(graph) if len(graph.operators) <= 9 else optimum is not None
+    assert lower_bound(problem).bytes <= optimum
+    for limit in (0.0, 0.05, 2.0):
+        sched = schedule(graph, time_limit=limit)
+        assert_valid(graph, sched)
+        assert sched.lower_bound_bytes <= optimum <= sched.peak_bytes
+        assert sched.certified == (sched.peak_bytes == sched.lower_bound_bytes)
+    assert sched.certified and sched.peak_bytes == optimum
+
+
+def test_status_text_says_what_is_known():
+    certified = schedule(two_branches(4))
+    assert certified.status_text().startswith("optimal: peak ")
+    open_case = Schedule(
+        order=certified.order,
+        peak_bytes=1053,
+        stored_order_peak_bytes=1100,
+        lower_bound_bytes=1000,
+        certified=False,
+        certificate=None,
+        method="stored",
+        seconds=0.0,
+    )
+    assert open_case.above_optimum_percent == pytest.approx(5.3)
+    text = open_case.status_text()
+    assert text.startswith("within 5.3% of optimal") and "1,000 B" in text and "1,053 B" in text
+    rounded_up = Schedule((), 1001, 1001, 1000, False, None, "stored", 0.0)
+    assert rounded_up.status_text().startswith("within 0.1% of optimal")
+
+
+def wide_graph(branches: int, join: str) -> Graph:
+    """`branches` one-operator branches off one input, joined by one concatenation or an ADD chain."""
+    sizes = [64]
+    ops: list[tuple[list[int], list[int]]] = []
+    ends = []
+    for i in range(branches):
+        sizes.append(64 * (1 + i % 3))
+        ops.append(([0], [len(sizes) - 1]))
+        ends.append(len(sizes) - 1)
+    if join == "concat":
+        sizes.append(64 * branches)
+        ops.append((ends, [len(sizes) - 1]))
+    else:
+        acc = ends[0]
+        for e in ends[1:]:
+            sizes.append(64)
+            ops.append(([acc, e], [len(sizes) - 1]))
+            acc = len(sizes) - 1
+    return make_graph(sizes, ops, [0], [len(sizes) - 1])
+
+
+@pytest.mark.parametrize(("branches", "join"), [(10_000, "concat"), (5_000, "add")])
+def test_ten_thousand_operators_under_a_short_time_limit(branches, join):
+    """Catches hangs only (timings are the benchmark's job: bench/bench_schedule.py --only time-limit)."""
+    graph = wide_graph(branches, join)
+    assert len(graph.operators) >= 9_999
+    started = time.perf_counter()
+    sched = schedule(graph, time_limit=1.0)
+    assert time.perf_counter() - started < 30
+    assert_valid(graph, sched)
+    assert sched.certified == (sched.lower_bound_bytes == sched.peak_bytes)
+    from tinysched.arena import plan_arena
+
+    started = time.perf_counter()
+    plan = plan_arena(graph, sched.order, time_limit=1.0)
+    assert time.perf_counter() - started < 30
+    assert plan.arena_bytes >= plan.lower_bound_bytes >= sched.peak_bytes // 2

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 from tinysched.memory import check_sequence, instance_lifetimes, lifetimes, profile, sequence_profile
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 DEFAULT_ALIGNMENT = 16
 DEFAULT_TIME_LIMIT = 1.0  # placement, seconds
 DEFAULT_SCHEDULE_TIME_LIMIT = 5.0
+# CP-SAT's model of a larger time component takes longer to build and presolve than any budget.
+EXACT_MAX_BLOCKS = 2_000
 STOCK_TFLM_PLACER = "tflm-greedy-by-size"
 
 
@@ -284,18 +288,67 @@ def _best_fit(size: int, busy: list[tuple[int, int]]) -> int:
     return cursor if best_offset is None else best_offset
 
 
+def _first_fit_sorted(size: int, starts: np.ndarray, ends: np.ndarray) -> int:
+    """`_first_fit` on busy ranges given as arrays sorted by start: the first range whose start is
+    at least `size` above the highest end before it closes the gap (cumulative max of the ends)."""
+    if not len(starts):
+        return 0
+    reach = np.maximum.accumulate(ends)
+    before = np.concatenate(([0], reach[:-1]))
+    fits = np.flatnonzero(starts - before >= size)
+    return int(before[fits[0]]) if len(fits) else max(0, int(reach[-1]))
+
+
+def _best_fit_sorted(size: int, starts: np.ndarray, ends: np.ndarray) -> int:
+    """`_best_fit` on busy ranges given as arrays sorted by start."""
+    if not len(starts):
+        return 0
+    reach = np.maximum.accumulate(np.maximum(ends, 0))
+    before = np.concatenate(([0], reach[:-1]))
+    gaps = starts - before
+    fits = np.flatnonzero(gaps >= size)
+    if not len(fits):
+        return int(reach[-1])
+    return int(before[fits[int(np.argmin(gaps[fits]))]])
+
+
+_SORTED_FIT = {_first_fit: _first_fit_sorted, _best_fit: _best_fit_sorted}
+
+
 def _place_in_order(blocks: Sequence[Block], priority: Sequence[int], fit: Callable) -> tuple[int, ...]:
+    """Place blocks one by one in `priority` order at `fit`'s offset among the placed blocks that
+    overlap them in time. The placed blocks are kept sorted by offset in numpy arrays, so each
+    placement is a few vector operations rather than a Python loop over every placed block (a
+    wide graph has thousands of tensors live together)."""
     offsets = [0] * len(blocks)
-    placed: list[int] = []
+    sorted_fit = _SORTED_FIT.get(fit)
+    if sorted_fit is None:  # a fit function without a vector form: the plain definition
+        placed: list[int] = []
+        for i in priority:
+            block = blocks[i]
+            if block.size == 0:
+                continue
+            busy = [
+                (offsets[j], offsets[j] + blocks[j].size) for j in placed if blocks[j].overlaps_in_time(block)
+            ]
+            offsets[i] = fit(block.size, busy)
+            placed.append(i)
+        return tuple(offsets)
+    # rows: offset, end, first step, last step of the placed blocks, sorted by offset
+    table = np.empty((4, len(blocks)), dtype=np.int64)
+    k = 0
     for i in priority:
         block = blocks[i]
         if block.size == 0:
             continue
-        busy = [
-            (offsets[j], offsets[j] + blocks[j].size) for j in placed if blocks[j].overlaps_in_time(block)
-        ]
-        offsets[i] = fit(block.size, busy)
-        placed.append(i)
+        starts, ends, firsts, lasts = table[:, :k]
+        live = (firsts <= block.last) & (lasts >= block.first)
+        offset = sorted_fit(block.size, starts[live], ends[live])
+        offsets[i] = offset
+        at = int(np.searchsorted(starts, offset, side="right"))
+        table[:, at + 1 : k + 1] = table[:, at:k].copy()
+        table[:, at] = (offset, offset + block.size, block.first, block.last)
+        k += 1
     return tuple(offsets)
 
 
@@ -311,7 +364,17 @@ def _by_lifetime(bs: Sequence[Block]) -> list[int]:
 
 
 def _by_conflicts(bs: Sequence[Block]) -> list[int]:
-    weight = [sum(v.size for v in bs if v.overlaps_in_time(u)) for u in bs]
+    # bytes overlapping each block in time (itself included): all, less those that end before it
+    # starts and those that start after it ends (prefix sums over blocks sorted by end / start)
+    sizes = np.array([b.size for b in bs], dtype=np.int64)
+    firsts = np.array([b.first for b in bs], dtype=np.int64)
+    lasts = np.array([b.last for b in bs], dtype=np.int64)
+    by_last, by_first = np.argsort(lasts, kind="stable"), np.argsort(firsts, kind="stable")
+    ended = np.concatenate(([0], np.cumsum(sizes[by_last])))
+    started = np.concatenate(([0], np.cumsum(sizes[by_first])))
+    before = ended[np.searchsorted(lasts[by_last], firsts, side="left")]
+    after = started[-1] - started[np.searchsorted(firsts[by_first], lasts, side="right")]
+    weight = (int(sizes.sum()) - before - after).tolist()
     return sorted(range(len(bs)), key=lambda i: (-weight[i], -bs[i].size, bs[i].index))
 
 
@@ -548,10 +611,15 @@ def plan_arena(
     settled: list[Solution] = []
     greedy_units = 0
     hard: list[tuple[tuple[Block, ...], Solution, str]] = []
+    # Greedy placers after the first stop starting at half the budget (each is O(blocks x live
+    # blocks); on wide graphs that is seconds), so the exact ones keep the other half.
+    greedy_deadline = started + 0.5 * time_limit
     for group in time_components(buffers):
         blocks = _blocks(group, alignment)
         best, best_name = None, ""
         for p in greedy:
+            if best is not None and time.perf_counter() > greedy_deadline:
+                break
             solution = p.run(Problem(blocks, bound))
             if best is None or solution.arena < best.arena:
                 best, best_name = solution, p.name
@@ -559,7 +627,7 @@ def plan_arena(
                 break
         assert best is not None
         greedy_units = max(greedy_units, best.arena)
-        if best.arena > bound and exact:
+        if best.arena > bound and exact and len(blocks) <= EXACT_MAX_BLOCKS:
             hard.append((blocks, best, best_name))
         else:
             offsets.update({b.key: o for b, o in zip(blocks, best.offsets, strict=True)})

@@ -234,6 +234,10 @@ def get_board(name: str, path: str | Path | None = None) -> Board:
     boards, index = _load(str(path or boards_path()))
     found = index.get(normalise(name))
     if found is None:
+        import difflib
+
         known = ", ".join(sorted(boards))
-        raise TinyschedError(f"unknown board {name!r}; known boards: {known} (see `tinysched boards`)")
+        close = difflib.get_close_matches(normalise(name), list(index), n=1, cutoff=0.6)
+        hint = f"; did you mean {index[close[0]]}?" if close else ""
+        raise TinyschedError(f"unknown board {name!r}{hint} known boards: {known} (see `tinysched boards`)")
     return boards[found]

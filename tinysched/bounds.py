@@ -42,6 +42,10 @@ __all__ = [
 ]
 
 
+# Pairs collected per round at most: on wide graphs there are millions, and each costs two cuts.
+MAX_PAIR_CANDIDATES = 200_000
+
+
 @dataclass(frozen=True)
 class LowerBound:
     """No topological order has a peak below `bytes`; `witness` says which argument shows it."""
@@ -435,9 +439,12 @@ def lower_bound(
             if not len(others):
                 continue
             estimate = np.maximum(profiles[:, others], profiles[:, [h]]).min(axis=0)
-            for w, est in zip(others.tolist(), estimate.tolist(), strict=True):
-                if est > best.bytes:
-                    candidates.append((est, h, w))
+            keep = estimate > best.bytes
+            candidates.extend(
+                zip(estimate[keep].tolist(), [h] * int(keep.sum()), others[keep].tolist(), strict=True)
+            )
+            if len(candidates) > MAX_PAIR_CANDIDATES:  # any subset of pairs gives a valid bound
+                break
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
         raised = False
         for est, u, v in candidates:

@@ -36,6 +36,9 @@ def _terminated(signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a name that is not UTF-8 prints escaped, never raises
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminated)
@@ -43,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except TinyschedError as err:
         print(f"tinysched: error: {err}", file=sys.stderr)
-        return 2
+        return err.exit_code
     except KeyboardInterrupt:
         print("tinysched: interrupted", file=sys.stderr)
         return 130

@@ -40,7 +40,8 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
 
     Only a regular file (or nothing) is replaced: a folder, a device or a pipe at `path` is refused."""
     path = Path(path)
-    payload = data.encode() if isinstance(data, str) else data
+    # Text from models and paths may hold surrogate escapes (a file name that is not UTF-8).
+    payload = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     if path.is_symlink() or path.exists():
         mode = path.stat().st_mode if path.exists() else 0
         if path.is_dir():

@@ -22,6 +22,7 @@ explains each argument."""
 from __future__ import annotations
 
 import bisect
+import contextlib
 import heapq
 import math
 import os
@@ -47,12 +48,15 @@ __all__ = [
     "CpSatResult",
     "Schedule",
     "SearchResult",
+    "StagedResult",
     "cp_sat_search",
     "exact_search",
     "improve_by_windows",
     "optimal_orders",
     "plain_downset_dp",
     "schedule",
+    "staged_search",
+    "cut_operators",
 ]
 
 Progress = Callable[[str], None]
@@ -60,6 +64,10 @@ Progress = Callable[[str], None]
 # Down-sets the exact search may hold at once: each costs about 300 bytes (a dict slot and a heap
 # entry with operator-count-bit integers), so this keeps the search near half a gigabyte.
 MAX_SEARCH_STATES = 1_500_000
+# Graphs up to this size run every heuristic whatever the budget (they take microseconds).
+SMALL_GRAPH_OPS = 200
+# CP-SAT's model building and presolve on larger graphs take longer than any budget it would get.
+CP_SAT_MAX_OPS = 2_000
 
 
 @dataclass(frozen=True)
@@ -96,12 +104,53 @@ class Schedule:
     def saving_bytes(self) -> int:
         return self.stored_order_peak_bytes - self.peak_bytes
 
+    @property
+    def above_optimum_percent(self) -> float:
+        """At most this much above the optimal peak: (peak - bound) / bound, 0 when certified."""
+        if self.certified or self.gap_bytes <= 0:
+            return 0.0
+        return math.inf if self.lower_bound_bytes <= 0 else 100.0 * self.gap_bytes / self.lower_bound_bytes
+
+    def status_text(self) -> str:
+        """What is known about the order, in the user's terms (for the CLI's summary line).
+
+        Certified: "optimal (proven: ...)". Otherwise the time ran out and the sentence says how far
+        from optimal the order can be at most, rounded up so that it never claims more than proven."""
+        if self.certified:
+            how = {
+                "lower_bound": "equals a lower bound",
+                "exhaustive": "exhaustive search",
+                "cp_sat": "CP-SAT",
+            }
+            kind = self.certificate.kind if self.certificate else ""
+            return f"optimal: peak {self.peak_bytes:,} B, proven by {how.get(kind, kind)}"
+        over = self.above_optimum_percent
+        within = "an unknown distance" if math.isinf(over) else f"{math.ceil(over * 10 - 1e-9) / 10:.1f}%"
+        return (
+            f"within {within} of optimal (not proven optimal in the time limit): peak "
+            f"{self.peak_bytes:,} B, no order peaks below {self.lower_bound_bytes:,} B"
+        )
+
 
 # ---- heuristics (upper bounds) ----------------------------------------------------------------
 
 
+class _OutOfTime(Exception):
+    """A heuristic passed its deadline; the scheduler keeps the orders it already has."""
+
+
+def _check(deadline: float | None, count: int) -> None:
+    if deadline is not None and not count & 63 and time.perf_counter() > deadline:
+        raise _OutOfTime
+
+
 class _Runner:
-    """A partial order being built step by step: resident bytes, pending readers, ready operators."""
+    """A partial order being built step by step: resident bytes, pending readers, ready operators.
+
+    `freeable_now[v]` is the bytes of v's inputs whose only pending reader is v: running v next frees
+    them. It only grows, one tensor at a time, which lets list schedulers keep their ready
+    operators in a heap instead of re-scoring all of them at every step (wide graphs have
+    thousands of ready operators)."""
 
     def __init__(self, problem: OrderingProblem) -> None:
         self.p = problem
@@ -110,53 +159,89 @@ class _Runner:
         self.ready = {v for v in range(problem.n_ops) if not problem.predecessors[v]}
         self.resident = problem.always_bytes + problem.initial_bytes + problem.first_step_only_bytes
         self.order: list[int] = []
+        self.done = [False] * problem.n_ops
+        self.freeable_now = [0] * problem.n_ops
+        for t, readers in enumerate(problem.freeable_consumers):
+            if len(readers) == 1:
+                self.freeable_now[readers[0]] += problem.freeable_bytes[t]
+        self.changed: list[int] = []  # operators whose freeable_now grew in the last run()
+        self.became_ready: list[int] = []
 
     def step_bytes(self, v: int) -> int:
         return self.resident + self.p.output_bytes[v]
 
     def delta(self, v: int) -> int:
         """Change of resident bytes if v runs next."""
-        p = self.p
-        freed = sum(p.freeable_bytes[t] for t in p.op_freeable_inputs[v] if self.pending_readers[t] == 1)
-        return p.kept_output_bytes[v] - freed - (p.first_step_only_bytes if not self.order else 0)
+        return self.own_delta(v) - (self.p.first_step_only_bytes if not self.order else 0)
+
+    def own_delta(self, v: int) -> int:
+        """`delta` less the part every candidate shares (bytes live in the first step only)."""
+        return self.p.kept_output_bytes[v] - self.freeable_now[v]
 
     def run(self, v: int) -> None:
+        p = self.p
         self.resident += self.delta(v)
-        for t in self.p.op_freeable_inputs[v]:
+        self.done[v] = True
+        self.changed = []
+        for t in p.op_freeable_inputs[v]:
             self.pending_readers[t] -= 1
+            if self.pending_readers[t] == 1:
+                last = next(c for c in p.freeable_consumers[t] if not self.done[c])
+                self.freeable_now[last] += p.freeable_bytes[t]
+                self.changed.append(last)
         self.ready.discard(v)
-        for s in self.p.successors[v]:
+        self.became_ready = []
+        for s in p.successors[v]:
             self.missing_preds[s] -= 1
             if self.missing_preds[s] == 0:
                 self.ready.add(s)
+                self.became_ready.append(s)
         self.order.append(v)
 
 
-def _list_schedule(problem: OrderingProblem, key: Callable[[_Runner, int], tuple]) -> list[int]:
+def _list_schedule(
+    problem: OrderingProblem, key: Callable[[_Runner, int], tuple], deadline: float | None = None
+) -> list[int]:
+    """Run the ready operator with the smallest `key` at every step. `key` may only depend on the
+    runner through `freeable_now` of its operator and on quantities common to all candidates (the
+    resident bytes, whether it is the first step), so a lazy heap finds the same operator as a
+    scan over every ready one."""
     runner = _Runner(problem)
-    while runner.ready:
-        runner.run(min(runner.ready, key=lambda v: key(runner, v)))
+    heap = [(key(runner, v), v) for v in runner.ready]
+    heapq.heapify(heap)
+    while heap:
+        _check(deadline, len(runner.order))
+        k, v = heapq.heappop(heap)
+        if runner.done[v] or k != key(runner, v):
+            continue
+        runner.run(v)
+        for u in {*runner.changed, *runner.became_ready}:
+            if u in runner.ready:
+                heapq.heappush(heap, (key(runner, u), u))
     return runner.order
 
 
-def greedy_step(problem: OrderingProblem) -> list[int]:
+def greedy_step(problem: OrderingProblem, deadline: float | None = None) -> list[int]:
     """Run the ready operator whose step is cheapest (then the one that frees most)."""
     latest = problem.latest_level
-    return _list_schedule(problem, lambda r, v: (r.step_bytes(v), r.delta(v), latest[v], v))
+    out = problem.output_bytes
+    return _list_schedule(problem, lambda r, v: (out[v], r.own_delta(v), latest[v], v), deadline)
 
 
-def greedy_delta(problem: OrderingProblem) -> list[int]:
+def greedy_delta(problem: OrderingProblem, deadline: float | None = None) -> list[int]:
     """Run the ready operator that leaves the least memory resident (then the cheapest step)."""
     latest = problem.latest_level
-    return _list_schedule(problem, lambda r, v: (r.delta(v), r.step_bytes(v), latest[v], v))
+    out = problem.output_bytes
+    return _list_schedule(problem, lambda r, v: (r.own_delta(v), out[v], latest[v], v), deadline)
 
 
-def depth_first(problem: OrderingProblem) -> list[int]:
+def depth_first(problem: OrderingProblem, deadline: float | None = None) -> list[int]:
     """Finish the branch in progress before starting another: prefer successors of recent operators."""
     runner = _Runner(problem)
     latest = problem.latest_level
     recent: list[int] = []
     while runner.ready:
+        _check(deadline, len(runner.order))
         choice = None
         while recent and choice is None:
             near = [s for s in problem.successors[recent[-1]] if s in runner.ready]
@@ -171,44 +256,61 @@ def depth_first(problem: OrderingProblem) -> list[int]:
     return runner.order
 
 
-def greedy_reverse(problem: OrderingProblem) -> list[int]:
+def greedy_reverse(problem: OrderingProblem, deadline: float | None = None) -> list[int]:
     """List scheduling from the last step backwards: each operator as late as possible.
 
     Going backwards a tensor appears at its last reader and disappears at its producer, so
     choosing the cheapest step among operators whose successors are all placed runs producers
-    right before their readers (branches of a later block are not started early).
+    right before their readers (branches of a later block are not started early). The ready
+    operators sit in a lazy heap: an operator's score only changes when one of its inputs becomes
+    live, once per tensor.
     """
     graph_outputs = {t for v in range(problem.n_ops) for t, _ in problem.op_writes[v]} & set(
         problem.graph.outputs
     )
-    needed = dict.fromkeys(graph_outputs, True)  # tensors live at the current (earliest placed) step
-    needed_bytes = sum(problem.graph.tensors[t].nbytes for t in graph_outputs)
+    needed = set(graph_outputs)  # tensors live at the current (earliest placed) step
+    readers: dict[int, list[tuple[int, int]]] = {}
+    new_inputs = [0] * problem.n_ops  # bytes of v's inputs not live yet
+    for v in range(problem.n_ops):
+        for t, b in problem.op_reads[v]:
+            readers.setdefault(t, []).append((v, b))
+            if t not in needed:
+                new_inputs[v] += b
     missing = [len(s) for s in problem.successors]
-    ready = {v for v in range(problem.n_ops) if not missing[v]}
+    placed_flag = [False] * problem.n_ops
     placed: list[int] = []
     earliest = problem.earliest_level
 
     def cost(v: int) -> tuple[int, int, int, int]:
-        new_inputs = sum(b for t, b in problem.op_reads[v] if t not in needed)
         own_outputs = sum(b for t, b in problem.op_writes[v] if t not in needed)
         needed_outputs = sum(b for t, b in problem.op_writes[v] if t in needed)
-        return needed_bytes + new_inputs + own_outputs, new_inputs - needed_outputs, -earliest[v], -v
+        return new_inputs[v] + own_outputs, new_inputs[v] - needed_outputs, -earliest[v], -v
 
-    while ready:
-        v = min(ready, key=cost)
-        ready.discard(v)
+    heap = [(cost(v), v) for v in range(problem.n_ops) if not missing[v]]
+    heapq.heapify(heap)
+    while heap:
+        _check(deadline, len(placed))
+        key, v = heapq.heappop(heap)
+        if placed_flag[v] or key != cost(v):
+            continue
+        placed_flag[v] = True
         placed.append(v)
-        for t, b in problem.op_writes[v]:
-            if needed.pop(t, False):
-                needed_bytes -= b
-        for t, b in problem.op_reads[v]:
+        for t, _ in problem.op_writes[v]:
+            needed.discard(t)
+        touched = []
+        for t, _ in problem.op_reads[v]:
             if t not in needed:
-                needed[t] = True
-                needed_bytes += b
+                needed.add(t)
+                for c, b in readers[t]:
+                    new_inputs[c] -= b
+                    if not placed_flag[c] and not missing[c]:
+                        touched.append(c)
         for p in problem.predecessors[v]:
             missing[p] -= 1
             if not missing[p]:
-                ready.add(p)
+                touched.append(p)
+        for u in set(touched):
+            heapq.heappush(heap, (cost(u), u))
     return placed[::-1]
 
 
@@ -244,15 +346,15 @@ def _post_order(problem: OrderingProblem, heavy_first: bool) -> list[int]:
     return order
 
 
-def depth_first_heavy(problem: OrderingProblem) -> list[int]:
+def depth_first_heavy(problem: OrderingProblem, deadline: float | None = None) -> list[int]:
     return _post_order(problem, heavy_first=True)
 
 
-def depth_first_stored(problem: OrderingProblem) -> list[int]:
+def depth_first_stored(problem: OrderingProblem, deadline: float | None = None) -> list[int]:
     return _post_order(problem, heavy_first=False)
 
 
-def cut_bisection(problem: OrderingProblem, max_cuts: int = 200) -> list[int]:
+def cut_bisection(problem: OrderingProblem, max_cuts: int = 200, deadline: float | None = None) -> list[int]:
     """Split an order at its peak along the minimum cut that bounds that peak (HMCOS-style).
 
     Start from `depth_first_heavy`. The order is a sequence of segments whose boundaries stay put
@@ -280,6 +382,8 @@ def cut_bisection(problem: OrderingProblem, max_cuts: int = 200) -> list[int]:
     for i, u in enumerate(order):
         position[u] = i
     for _ in range(max_cuts):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         peak = max(steps)
         s = steps.index(peak)
         k = bisect.bisect_right(bounds, s)
@@ -328,16 +432,28 @@ def cut_bisection(problem: OrderingProblem, max_cuts: int = 200) -> list[int]:
     return best
 
 
-HEURISTICS: dict[str, Callable[[OrderingProblem], list[int]]] = {
-    "stored": lambda problem: list(range(problem.n_ops)),
+HEURISTICS: dict[str, Callable[..., list[int]]] = {  # (problem, deadline=None) -> order
+    "stored": lambda problem, deadline=None: list(range(problem.n_ops)),
     "greedy_step": greedy_step,
     "greedy_delta": greedy_delta,
     "greedy_reverse": greedy_reverse,
     "depth_first": depth_first,
     "depth_first_heavy": depth_first_heavy,
     "depth_first_stored": depth_first_stored,
-    "cut_bisection": cut_bisection,
+    "cut_bisection": lambda problem, deadline=None: cut_bisection(problem, deadline=deadline),
 }
+# The order the scheduler runs them in: cheapest first, so that a short budget still has answers.
+HEURISTIC_RUN_ORDER = (
+    "stored",
+    "depth_first_heavy",
+    "depth_first_stored",
+    "greedy_step",
+    "greedy_delta",
+    "greedy_reverse",
+    "cut_bisection",
+    "depth_first",
+)
+ESSENTIAL_HEURISTICS = ("stored", "depth_first_heavy", "greedy_step")
 
 
 # ---- exact search over down-sets --------------------------------------------------------------
@@ -397,6 +513,7 @@ def exact_search(
     best: dict[int, int] = {start: lower * stride + n}  # mask -> key * stride + last operator
     heap = [(lower, 0, start_resident, start, start_ready)]
     expanded = 0
+    check_every = 255 if n <= 1000 else 0  # an expansion scans every ready operator
     while heap:
         key, neg_depth, resident, mask, ready = heapq.heappop(heap)
         if best[mask] // stride < key:
@@ -411,7 +528,7 @@ def exact_search(
             return SearchResult(tuple(order), key, True, expanded, len(best), key)
         expanded += 1
         if len(best) > max_states or (
-            deadline is not None and not expanded & 255 and time.perf_counter() > deadline
+            deadline is not None and not expanded & check_every and time.perf_counter() > deadline
         ):
             return SearchResult(None, None, False, expanded, len(best), min(key, upper))
         moves = []
@@ -446,12 +563,80 @@ def exact_search(
     return SearchResult(None, None, True, expanded, len(best), upper)
 
 
+@dataclass(frozen=True)
+class StagedResult:
+    order: tuple[int, ...]  # the best order found (the start order if nothing better)
+    complete: bool  # True: `order` is optimal
+    states: int  # down-sets expanded, over all stages
+    frontier_bytes: int  # every order peaks at >= this
+    stages: int  # stages the order splits into at operators every order runs at the same step
+    stage_ops: list[int] | None = None  # the bottleneck stage's operators, when complete
+
+
+def cut_operators(problem: OrderingProblem) -> list[int]:
+    """Operators comparable with every other one: every order runs all their ancestors before them
+    and all their descendants after, so each runs at the same step in every order (stride-2 stage
+    boundaries of a RandWire network, the joins of a chain of blocks)."""
+    n = problem.n_ops
+    return [
+        v
+        for v in problem.topological_order
+        if problem.ancestors[v].bit_count() + problem.descendants[v].bit_count() + 1 == n
+    ]
+
+
+def staged_search(
+    problem: OrderingProblem,
+    order: Sequence[int],
+    lower: int,
+    deadline: float | None = None,
+    max_states: int = MAX_SEARCH_STATES,
+) -> StagedResult:
+    """Exact search stage by stage between cut operators (divide and conquer, as Serenity does).
+
+    The down-set executed when a cut operator runs is the same in every order, so the steps of
+    the operators between two cuts depend on their own order only, and the lowest peak is the
+    largest of the stages' lowest peaks. Repeatedly search the stage holding the peak step
+    (`exact_search` with `start` = everything before it): an order below the peak replaces that
+    stage and the next peak is attacked; a complete search without one proves the order optimal;
+    an unfinished one leaves its frontier as a bound (valid for the whole graph, because `lower`
+    is). With no cut operator this is one plain `exact_search`."""
+    order = list(order)
+    n = len(order)
+    position = {v: i for i, v in enumerate(order)}
+    edges = sorted({0, n, *(position[c] + 1 for c in cut_operators(problem))})
+    stages = [(lo, hi) for lo, hi in zip(edges, edges[1:], strict=False) if hi > lo]
+    states = 0
+    steps = problem.step_profile(order)
+    while True:
+        peak = max(steps, default=0)
+        if peak <= lower:
+            return StagedResult(tuple(order), True, states, peak, len(stages))
+        s = steps.index(peak)
+        lo, hi = next(stage for stage in stages if stage[0] <= s < stage[1])
+        prefix = sum(1 << v for v in order[:lo])
+        ops = sum(1 << v for v in order[lo:hi])
+        result = exact_search(
+            problem, peak, lower, deadline=deadline, max_states=max_states, start=prefix, ops=ops
+        )
+        states += result.states
+        if result.order is not None:
+            order[lo:hi] = result.order
+            steps = problem.step_profile(order)
+            continue
+        if result.complete:  # no order of this stage stays below the peak: nor does any order
+            return StagedResult(tuple(order), True, states, peak, len(stages), sorted(order[lo:hi]))
+        return StagedResult(tuple(order), False, states, max(lower, result.frontier_bytes), len(stages))
+
+
 def _peak_key(steps: Sequence[int]) -> tuple[int, int]:
     peak = max(steps, default=0)
     return peak, sum(1 for cost in steps if cost == peak)
 
 
-def _move_blocks(problem: OrderingProblem, order: list[int], reach: int = 48) -> list[int] | None:
+def _move_blocks(
+    problem: OrderingProblem, order: list[int], reach: int = 48, deadline: float | None = None
+) -> list[int] | None:
     """The best block move against the first peak step s, or None if none lowers (peak, number of
     peak steps). A block is an operator p before s with all its descendants up to s, moved right
     after s (nothing left behind depends on them); or an operator after s with its ancestors from
@@ -464,6 +649,8 @@ def _move_blocks(problem: OrderingProblem, order: list[int], reach: int = 48) ->
 
     def consider(trial: list[int]) -> None:
         nonlocal best, best_key
+        if deadline is not None and time.perf_counter() > deadline:
+            return
         key = _peak_key(problem.step_profile(trial))
         if key < best_key:
             best, best_key = trial, key
@@ -505,7 +692,7 @@ def improve_by_windows(
     while deadline is None or time.perf_counter() < deadline:
         if max(problem.step_profile(order), default=0) <= lower:
             break
-        shifted = _move_blocks(problem, order)
+        shifted = _move_blocks(problem, order, deadline=deadline)
         if shifted is not None:
             order = shifted
             continue
@@ -721,8 +908,11 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
     n = problem.n_ops
     stats = {"cuts": 0, "search_states": 0}
 
+    base, span = started, time_limit
+
     def at(share: float) -> float:
-        return started + share * time_limit
+        """A stage's deadline: `share` of the time left after the heuristics."""
+        return base + share * span
 
     def finish(order: Sequence[int], lower: int, certificate: Certificate | None, method: str) -> Schedule:
         peak = problem.peak_bytes(order)
@@ -738,7 +928,24 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
             stats=dict(stats),
         )
 
-    candidates = {name: heuristic(problem) for name, heuristic in HEURISTICS.items()}
+    # Cheapest first, so that there is always an answer: the stored order needs no time at all.
+    # Small graphs run every heuristic (microseconds); larger ones stop starting new ones at 30 %
+    # of the budget and abandon one that runs past it. The later stages share what is left.
+    heuristic_deadline = started + 0.3 * time_limit if n > SMALL_GRAPH_OPS else None
+    found: dict[str, list[int]] = {}
+    for name in HEURISTIC_RUN_ORDER:
+        essential = name in ESSENTIAL_HEURISTICS  # O(edges log n): run whatever the budget
+        if not essential and heuristic_deadline is not None and time.perf_counter() > heuristic_deadline:
+            break
+        try:
+            limit = started + 0.9 * time_limit if essential else heuristic_deadline
+            found[name] = HEURISTICS[name](problem, deadline=None if heuristic_deadline is None else limit)
+        except _OutOfTime:
+            pass
+    stats["heuristics"] = len(found)
+    base = time.perf_counter()
+    span = max(0.0, started + time_limit - base)
+    candidates = {name: found[name] for name in HEURISTICS if name in found}
     peaks = {name: problem.peak_bytes(order) for name, order in candidates.items()}
     stored_peak = peaks["stored"]
     method = min(peaks, key=lambda name: peaks[name])  # first (stored) wins ties
@@ -771,16 +978,23 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
         return certified_by_bound(bound)
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
-    search = exact_search(problem, best_peak, bound.bytes, deadline=at(0.65), max_states=MAX_SEARCH_STATES)
-    stats["search_states"] = search.states
-    if search.complete:
-        if search.order is not None:
-            best_order, best_peak, method = list(search.order), problem.peak_bytes(search.order), "exhaustive"
-        witness = {"states": search.states, "cut_lower_bound_bytes": bound.bytes}
+    search_end = at(0.65) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
+    staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
+    stats["search_states"] = staged.states
+    stats["stages"] = staged.stages
+    if problem.peak_bytes(staged.order) < best_peak:
+        best_order, best_peak, method = list(staged.order), problem.peak_bytes(staged.order), "exhaustive"
+    if staged.complete:
+        witness = {"states": staged.states, "cut_lower_bound_bytes": bound.bytes, "stages": staged.stages}
+        if staged.stage_ops is not None:
+            witness["bottleneck_stage_ops"] = staged.stage_ops
         return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
-    lower = max(bound.bytes, search.frontier_bytes)
+    search = staged
+    lower = max(bound.bytes, staged.frontier_bytes)
     remaining = at(0.97) - time.perf_counter()
-    if remaining > 0.2:
+    if n > CP_SAT_MAX_OPS:
+        stats["cp_sat_status"] = f"not run (over {CP_SAT_MAX_OPS:,} operators)"
+    elif remaining > 0.2:
         say(
             f"search stopped after {search.states:,} states, peak in {lower:,}..{best_peak:,} B; "
             f"CP-SAT for {remaining:.1f} s"
@@ -826,7 +1040,13 @@ def optimal_orders(
     first_only = problem.first_step_only_bytes
     dead: set[int] = set()
     found: dict[tuple[int, ...], None] = {}
-    for order in sorted((h(problem) for h in HEURISTICS.values()), key=problem.peak_bytes):
+    orders = []
+    for name in HEURISTIC_RUN_ORDER:
+        if orders and time.perf_counter() > deadline:
+            break
+        with contextlib.suppress(_OutOfTime):
+            orders.append(HEURISTICS[name](problem, deadline=deadline if orders else None))
+    for order in sorted(orders, key=problem.peak_bytes):
         if problem.peak_bytes(order) > peak_bytes:
             share = deadline - time.perf_counter()
             order = improve_by_windows(problem, order, peak_bytes, time.perf_counter() + share / 8)

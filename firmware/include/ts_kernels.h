@@ -4,7 +4,8 @@
  * Every kernel is one C99 function in firmware/kernels/<name>.c, takes its shape and quantisation
  * in a small const parameter struct (the code generator writes these as `static const` data, so
  * they live in flash) and plain data pointers, and returns TS_OK or TS_ERR_PARAMS. No kernel
- * allocates, keeps state, or touches memory other than its arguments. None needs scratch memory;
+ * allocates, keeps state, or touches memory other than its arguments. None needs scratch memory
+ * (the fast paths below included: they keep their partial sums in registers and on the stack);
  * one that did would declare it through a `<name>_scratch_bytes()` companion and the code generator
  * would plan it in the arena as a tensor live during that operator's step only.
  *
@@ -18,8 +19,8 @@
  *  - Requantisation: a real multiplier M (e.g. input_scale * filter_scale / output_scale) is stored
  *    as (multiplier, shift) with M = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31). The
  *    generator computes these with TFLite's QuantizeMultiplier (frexp, round half away from zero).
- *    Applying it to an int32 x: x * 2^max(shift, 0), then round(x * multiplier / 2^31) with ties away
- *    from zero (saturating), then a rounding right shift by max(-shift, 0) with ties away from zero.
+ *    Applying it to an int32 x: x * 2^max(shift, 0), then round(x * multiplier / 2^31) with ties
+ *    rounded up (saturating), then a rounding right shift by max(-shift, 0) with ties away from zero.
  *  - Fused activations (RELU, RELU6, RELU_N1_TO_1) are a clamp to [act_min, act_max], computed by
  *    the generator as zero_point + round(limit / scale), limited to the type's range.
  *  - Accumulators are int32. For convolutions and FULLY_CONNECTED each product is at most
@@ -55,7 +56,28 @@ extern "C" {
  * out[b][y][x][o] = clamp(out_offset + requant_o(bias[o] + sum_{ky,kx,c} w[o][ky][kx][c] *
  *                        (in[b][iy][ix][c] + input_offset)), act_min, act_max)
  * with iy = y * stride_h - pad_top + ky * dilation_h (likewise x); taps outside the input are
- * skipped (zero padding in real terms). Per-output-channel multiplier/shift; bias may be NULL. */
+ * skipped (zero padding in real terms). Per-output-channel multiplier/shift; bias may be NULL.
+ *
+ * Fast paths (same int32 accumulator as the formula: the same products, summed in another order;
+ * the same requantisation). Taken when input_offset is in [-255, 255] and no multiplier is
+ * INT32_MIN (always, for generated code); anything else runs the reference loop nest.
+ *  - pointwise (1x1, stride 1, no padding, out_h/out_w == in_h/in_w): the input is a
+ *    [batches*h*w][in_c] matrix; pixels go in pairs (i, i+1) of that flat order, across rows and
+ *    batches; for each pair, output channels in pairs (o, o+1), each a dot product of in_c bytes.
+ *  - otherwise: the taps of output pixel (y, x) inside the input are a rectangle [ky0, ky1) x
+ *    [kx0, kx1); each filter row of it is one run of (kx1-kx0)*in_c contiguous bytes in input and
+ *    filter (dilation_w == 1) or one run of in_c bytes per tap. Two horizontally adjacent output
+ *    pixels of one row are done together when their rectangles are the same; else one pixel.
+ *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
+ *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
+ *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
+ *    The portable build (host, M0, M3) does the same loops with one product per step.
+ * Read/write order (for in-place planning): output pixels are written in row-major order (flat
+ * order for pointwise) in groups of one or two consecutive pixels, each group's bytes channel by
+ * channel in pairs. While a group is being written, the kernel reads only the receptive fields of
+ * that group's pixels (plus filter, bias, params), so once a byte of output pixel q is written,
+ * every input byte read later lies in the receptive field of q's group or of a later pixel. The
+ * reference loop is the same with groups of one pixel. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -77,7 +99,20 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 /* ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
  * Output channel o = c * depth_multiplier + m reads only input channel c:
  * out[b][y][x][o] = clamp(out_offset + requant_o(bias[o] + sum_{ky,kx} w[0][ky][kx][o] *
- *                        (in[b][iy][ix][c] + input_offset)), act_min, act_max). */
+ *                        (in[b][iy][ix][c] + input_offset)), act_min, act_max).
+ *
+ * Fast path (same conditions and the same exactness as CONV_2D's): per output pixel, the tap
+ * rectangle inside the input is found once, so the inner loops carry no bounds checks. With
+ * depth_multiplier 1, channels go four at a time: per tap one word of input and one of filter; on
+ * DSP cores SXTAB16 widens the input bytes (adding input_offset), SXTB16 the filter bytes and
+ * SMLABB/SMLATT accumulate the four lane products into four int32 accumulators; the portable build
+ * does four scalar products. The last in_c % 4 channels, and every other multiplier, go one output
+ * channel at a time over the same rectangle.
+ * Read/write order: output pixels in row-major order; within a pixel, output channels ascending
+ * (in blocks of four with multiplier 1). Output channel o of pixel (y, x) is written after reading
+ * input channel o / depth_multiplier over that pixel's receptive field and before any input of a
+ * later pixel is read; after it, only receptive fields of that pixel (other channels) and of later
+ * pixels are read. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -103,7 +138,15 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
  * multiplier/shift have out_depth entries when per_channel, else one. Bias may be NULL.
  * Unlike the convolutions, requant_o here rounds once: (acc * multiplier + 2^(30 - shift)) >>
  * (31 - shift) in 64 bits, which is what TFLite's FULLY_CONNECTED computes (verified bit-exact
- * against ai-edge-litert's reference kernels; the two-step rounding differs by 1 in ~1% of outputs). */
+ * against ai-edge-litert's reference kernels; the two-step rounding differs by 1 in ~1% of outputs).
+ *
+ * Fast path (when input_offset and filter_offset are in [-128, 128], as int8 zero points give; the
+ * same int32 accumulators as the formula): outputs in pairs (o, o+1), one pass over the batch's
+ * input row for both; on DSP cores SXTAB16 widens four bytes at a time adding the input offset (and
+ * the filter offset, for the weights) and SMLAD accumulates; the tail bytes one at a time.
+ * Read/write order: batch by batch; output bytes of batch b are written, in pairs ascending, only
+ * after reading input row b (it is read once per pair), and input row b is not read after the
+ * last output of batch b is written. */
 typedef struct {
     int32_t batches;
     int32_t in_depth;
@@ -152,7 +195,11 @@ typedef struct {
  *   a = requant((x1 + input1_offset) << left_shift, input1_multiplier, input1_shift)   (shift <= 0)
  *   b = requant((x2 + input2_offset) << left_shift, input2_multiplier, input2_shift)
  *   out = clamp(requant(a + b, output_multiplier, output_shift) + output_offset, act_min, act_max)
- * |x + offset| <= 255, so (x + offset) << 20 stays below 2^28: no overflow. */
+ * |x + offset| <= 255, so (x + offset) << 20 stays below 2^28: no overflow.
+ * Fast path: when neither input broadcasts (both strides row-major over dims) and no multiplier is
+ * INT32_MIN, one flat loop over the elements with the same arithmetic. Read/write order (both
+ * paths): element k of the output is written after reading element k (or its broadcast source)
+ * of each input, in increasing k; nothing else is read. */
 typedef struct {
     ts_broadcast_shape shape;
     int32_t input1_offset, input2_offset, output_offset;

@@ -1,9 +1,331 @@
-/* ts_conv2d_s8.c - CONV_2D, int8 activations, per-channel int8 filter, int32 bias (see ts_kernels.h). */
+/* ts_conv2d_s8.c - CONV_2D, int8 activations, per-channel int8 filter, int32 bias (see ts_kernels.h).
+ *
+ * Two paths compute the same int32 accumulators (integer additions in another order, nothing else):
+ *
+ *  - conv_fast, taken for every shape the generator emits: the taps of an output pixel that fall
+ *    inside the input form a rectangle [ky0, ky1) x [kx0, kx1), and with dilation_w == 1 each of its
+ *    rows is one contiguous run of (kx1 - kx0) * in_c bytes in both the input and the filter (with
+ *    dilation_w > 1, one run of in_c bytes per tap). Runs are reduced as dot products two output
+ *    pixels x two output channels at a time (each input byte loaded once for two channels, each
+ *    filter byte once for two pixels), with SXTAB16/SMLAD where the DSP extension exists.
+ *  - conv_generic, the original loop nest, kept as the reference for anything conv_fast refuses.
+ */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_simd.h"
 
-int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                 const int32_t *bias, int8_t *output)
+static inline int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
+                              int32_t act_min, int32_t act_max)
+{
+    return (int8_t)ts_clamp_i32(ts_requantize_nonsat(acc, multiplier, shift) + output_offset, act_min, act_max);
+}
+
+/* acc[0..3] += dot products of len bytes: (in0, w0), (in0, w1), (in1, w0), (in1, w1), inputs offset. */
+static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w0, const int8_t *w1,
+                           int32_t len, int32_t input_offset, int32_t *acc)
+{
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+#if TS_DSP && (defined(__GNUC__) || defined(__clang__))
+    /* Four input bytes of each pixel and four filter bytes of each channel per step, in 13
+     * registers: written out because GCC 12 spills six values per step from the same intrinsics
+     * (the four accumulators, four pointers, the bound and the offset leave three temporaries, so
+     * each word is loaded twice, once per lane pair: still 26 instructions per 16 MACs). */
+    if (len >= 4) {
+        const uint32_t off2 = ts_pack2x16(input_offset);
+        const int8_t *const end4 = in0 + (len & ~3);
+        uint32_t t0, t1, t2;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr     %[t0], [%[in0]]\n\t"
+            "ldr     %[t1], [%[in1]]\n\t"
+            "ldr     %[t2], [%[w0]]\n\t"
+            "sxtab16 %[t0], %[off2], %[t0]\n\t"
+            "sxtab16 %[t1], %[off2], %[t1]\n\t"
+            "sxtb16  %[t2], %[t2]\n\t"
+            "smlad   %[a00], %[t0], %[t2], %[a00]\n\t"
+            "smlad   %[a10], %[t1], %[t2], %[a10]\n\t"
+            "ldr     %[t2], [%[w1]]\n\t"
+            "sxtb16  %[t2], %[t2]\n\t"
+            "smlad   %[a01], %[t0], %[t2], %[a01]\n\t"
+            "smlad   %[a11], %[t1], %[t2], %[a11]\n\t"
+            "ldr     %[t0], [%[in0]], #4\n\t"
+            "ldr     %[t1], [%[in1]], #4\n\t"
+            "ldr     %[t2], [%[w0]], #4\n\t"
+            "sxtab16 %[t0], %[off2], %[t0], ror #8\n\t"
+            "sxtab16 %[t1], %[off2], %[t1], ror #8\n\t"
+            "sxtb16  %[t2], %[t2], ror #8\n\t"
+            "smlad   %[a00], %[t0], %[t2], %[a00]\n\t"
+            "smlad   %[a10], %[t1], %[t2], %[a10]\n\t"
+            "ldr     %[t2], [%[w1]], #4\n\t"
+            "sxtb16  %[t2], %[t2], ror #8\n\t"
+            "smlad   %[a01], %[t0], %[t2], %[a01]\n\t"
+            "smlad   %[a11], %[t1], %[t2], %[a11]\n\t"
+            "cmp     %[in0], %[end]\n\t"
+            "bne     1b\n\t"
+            : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [in0] "+r"(in0),
+              [in1] "+r"(in1), [w0] "+r"(w0), [w1] "+r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1),
+              [t2] "=&r"(t2)
+            : [end] "r"(end4), [off2] "r"(off2)
+            : "cc", "memory");
+        len &= 3;
+    }
+#elif TS_DSP
+    const uint32_t off2 = ts_pack2x16(input_offset);
+    const int8_t *const end4 = in0 + (len & ~3);
+    while (in0 != end4) {
+        const uint32_t x0 = ts_load4(in0), x1 = ts_load4(in1);
+        const uint32_t wa = ts_load4(w0), wb = ts_load4(w1);
+        const uint32_t x0e = ts_even_off(x0, off2), x1e = ts_even_off(x1, off2);
+        const uint32_t x0o = ts_odd_off(x0, off2), x1o = ts_odd_off(x1, off2);
+        uint32_t we = ts_even(wa), wo = ts_odd(wa);
+        a00 = ts_smlad(x0o, wo, ts_smlad(x0e, we, a00));
+        a10 = ts_smlad(x1o, wo, ts_smlad(x1e, we, a10));
+        we = ts_even(wb);
+        wo = ts_odd(wb);
+        a01 = ts_smlad(x0o, wo, ts_smlad(x0e, we, a01));
+        a11 = ts_smlad(x1o, wo, ts_smlad(x1e, we, a11));
+        in0 += 4;
+        in1 += 4;
+        w0 += 4;
+        w1 += 4;
+    }
+    len &= 3;
+#endif
+    for (; len > 0; --len) {
+        const int32_t x0 = (int32_t)*in0++ + input_offset, x1 = (int32_t)*in1++ + input_offset;
+        const int32_t wa = *w0++, wb = *w1++;
+        a00 += wa * x0;
+        a01 += wb * x0;
+        a10 += wa * x1;
+        a11 += wb * x1;
+    }
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+/* acc[0..1] += dot products of len bytes: (in, w0), (in, w1). */
+static inline void dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1, int32_t len,
+                           int32_t input_offset, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1];
+#if TS_DSP
+    const uint32_t off2 = ts_pack2x16(input_offset);
+    const int8_t *const end4 = in + (len & ~3);
+    while (in != end4) {
+        const uint32_t x = ts_load4(in), wa = ts_load4(w0), wb = ts_load4(w1);
+        const uint32_t xe = ts_even_off(x, off2), xo = ts_odd_off(x, off2);
+        a0 = ts_smlad(xe, ts_even(wa), a0);
+        a0 = ts_smlad(xo, ts_odd(wa), a0);
+        a1 = ts_smlad(xe, ts_even(wb), a1);
+        a1 = ts_smlad(xo, ts_odd(wb), a1);
+        in += 4;
+        w0 += 4;
+        w1 += 4;
+    }
+    len &= 3;
+#endif
+    for (; len > 0; --len) {
+        const int32_t x = (int32_t)*in++ + input_offset;
+        a0 += (int32_t)*w0++ * x;
+        a1 += (int32_t)*w1++ * x;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
+/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
+static inline void tap_range(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
+                             int32_t *k1)
+{
+    int32_t lo = 0, hi = taps;
+    while (lo < taps && start + lo * dilation < 0) {
+        ++lo;
+    }
+    while (hi > lo && start + (hi - 1) * dilation >= size) {
+        --hi;
+    }
+    *k0 = lo;
+    *k1 = hi;
+}
+
+/* The geometry shared by one or two output pixels of the same output row: the runs to reduce. */
+typedef struct {
+    int32_t ky0, ky1;      /* filter rows inside the input */
+    int32_t runs_per_row;  /* 1 when dilation_w == 1, else kx1 - kx0 */
+    int32_t run_len;       /* bytes per run */
+    int32_t in_run_step;   /* input bytes from one run of a row to the next (dilation_w > 1) */
+    int32_t in_row_step;   /* input bytes from one filter row to the next: dilation_h * in_w * in_c */
+    int32_t w_first;       /* filter byte of the first run, relative to the channel's filter */
+} conv_runs;
+
+/* Accumulate output channels o and o1 (o1 == o when out_c is odd and o is the last one) of one or
+ * two pixels whose first runs start at in0 / in1 (in1 NULL: one pixel). */
+static void conv_block(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
+                       const int8_t *in1, const int8_t *w_o, const int8_t *w_o1, int32_t *acc)
+{
+    const int32_t w_row_step = p->filter_w * p->in_c, w_run_step = p->in_c;
+    const int32_t input_offset = p->input_offset;
+    const int8_t *w0 = w_o + r->w_first, *w1 = w_o1 + r->w_first;
+    int32_t ky, k;
+    for (ky = r->ky0; ky < r->ky1; ++ky) {
+        const int8_t *a = in0, *b = in1, *wa = w0, *wb = w1;
+        for (k = 0; k < r->runs_per_row; ++k) {
+            if (b != NULL) {
+                dot_2x2(a, b, wa, wb, r->run_len, input_offset, acc);
+                b += r->in_run_step;
+            } else {
+                dot_1x2(a, wa, wb, r->run_len, input_offset, acc);
+            }
+            a += r->in_run_step;
+            wa += w_run_step;
+            wb += w_run_step;
+        }
+        in0 += r->in_row_step;
+        if (in1 != NULL) {
+            in1 += r->in_row_step;
+        }
+        w0 += w_row_step;
+        w1 += w_row_step;
+    }
+}
+
+/* Requantise and store the block dot_2x2 / dot_1x2 left in acc: channels o and o1 (o1 == o: one
+ * channel) of out0 and, unless NULL, out1. */
+static inline void store_block(const ts_conv2d_s8_params *p, const int32_t *acc, int32_t o, int32_t o1,
+                               int8_t *out0, int8_t *out1)
+{
+    const int32_t output_offset = p->output_offset, act_min = p->act_min, act_max = p->act_max;
+    const int32_t m0 = p->multiplier[o], s0 = p->shift[o];
+    out0[o] = conv_out(acc[0], m0, s0, output_offset, act_min, act_max);
+    if (out1 != NULL) {
+        out1[o] = conv_out(acc[2], m0, s0, output_offset, act_min, act_max);
+    }
+    if (o1 != o) {
+        const int32_t m1 = p->multiplier[o1], s1 = p->shift[o1];
+        out0[o1] = conv_out(acc[1], m1, s1, output_offset, act_min, act_max);
+        if (out1 != NULL) {
+            out1[o1] = conv_out(acc[3], m1, s1, output_offset, act_min, act_max);
+        }
+    }
+}
+
+/* All output channels of one or two pixels (out1 NULL: one pixel). */
+static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
+                        const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
+                        int8_t *out1)
+{
+    const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
+    int32_t o;
+    for (o = 0; o < out_c; o += 2) {
+        const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+        const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
+        int32_t acc[4];
+        acc[0] = b0;
+        acc[1] = b1;
+        acc[2] = b0;
+        acc[3] = b1;
+        conv_block(p, r, in0, in1, filter + (size_t)o * filter_size, filter + (size_t)o1 * filter_size,
+                   acc);
+        store_block(p, acc, o, o1, out0, out1);
+    }
+}
+
+/* Runs of the output pixel whose window starts at input column x0 (rows [ky0, ky1) given). */
+static void runs_for(const ts_conv2d_s8_params *p, int32_t x0, int32_t ky0, int32_t ky1, conv_runs *r,
+                     int32_t *kx0)
+{
+    int32_t kx1;
+    tap_range(x0, p->dilation_w, p->filter_w, p->in_w, kx0, &kx1);
+    r->ky0 = ky0;
+    r->ky1 = ky1;
+    r->in_row_step = p->dilation_h * p->in_w * p->in_c;
+    r->w_first = (ky0 * p->filter_w + *kx0) * p->in_c;
+    if (p->dilation_w == 1) {
+        r->runs_per_row = kx1 > *kx0 ? 1 : 0;
+        r->run_len = (kx1 - *kx0) * p->in_c;
+        r->in_run_step = 0;
+    } else {
+        r->runs_per_row = kx1 - *kx0;
+        r->run_len = p->in_c;
+        r->in_run_step = p->dilation_w * p->in_c;
+    }
+}
+
+static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
+    const int32_t out_w = p->out_w, stride_w = p->stride_w;
+    int32_t b, y, x;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            tap_range(y0, p->dilation_h, p->filter_h, in_h, &ky0, &ky1);
+            for (x = 0; x < out_w;) {
+                const int32_t x0 = x * stride_w - p->pad_left;
+                conv_runs r0, r1;
+                int32_t kx0, kx0_next;
+                const int8_t *in0 = in_b; /* not read when the window misses the input */
+                runs_for(p, x0, ky0, ky1, &r0, &kx0);
+                const int hits = ky1 > ky0 && r0.runs_per_row > 0;
+                if (hits) {
+                    in0 += ((size_t)(y0 + ky0 * p->dilation_h) * in_w + (size_t)(x0 + kx0 * p->dilation_w)) *
+                           in_c;
+                }
+                if (hits && x + 1 < out_w) {
+                    runs_for(p, x0 + stride_w, ky0, ky1, &r1, &kx0_next);
+                    if (kx0_next == kx0 && r1.run_len == r0.run_len && r1.runs_per_row == r0.runs_per_row) {
+                        /* Same taps for both pixels: the second window is the first moved by stride_w. */
+                        conv_pixels(p, &r0, in0, in0 + (size_t)stride_w * in_c, filter, bias, output,
+                                    output + out_c);
+                        output += 2 * out_c;
+                        x += 2;
+                        continue;
+                    }
+                }
+                conv_pixels(p, &r0, in0, NULL, filter, bias, output, NULL);
+                output += out_c;
+                x += 1;
+            }
+        }
+    }
+}
+
+/* Pointwise (1x1, stride 1, no padding): the input is a [pixels][in_c] matrix, paired across rows. */
+static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                           const int32_t *bias, int8_t *output)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, input_offset = p->input_offset;
+    const int32_t pixels = p->batches * p->out_h * p->out_w;
+    int32_t i, o;
+    for (i = 0; i < pixels; i += 2) {
+        const int8_t *in0 = input + (size_t)i * in_c;
+        int8_t *out1 = i + 1 < pixels ? output + out_c : NULL;
+        for (o = 0; o < out_c; o += 2) {
+            const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+            const int8_t *w0 = filter + (size_t)o * in_c, *w1 = filter + (size_t)o1 * in_c;
+            int32_t acc[4];
+            acc[0] = bias != NULL ? bias[o] : 0;
+            acc[1] = bias != NULL ? bias[o1] : 0;
+            acc[2] = acc[0];
+            acc[3] = acc[1];
+            if (out1 != NULL) {
+                dot_2x2(in0, in0 + in_c, w0, w1, in_c, input_offset, acc);
+            } else {
+                dot_1x2(in0, w0, w1, in_c, input_offset, acc);
+            }
+            store_block(p, acc, o, o1, output, out1);
+        }
+        output += out1 != NULL ? 2 * out_c : out_c;
+    }
+}
+
+static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output)
 {
     /* Local copies: stores through the int8 output may alias *p, which would force reloads. */
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c;
@@ -11,9 +333,6 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
     const int32_t dilation_h = p->dilation_h, dilation_w = p->dilation_w;
     const int32_t input_offset = p->input_offset;
     int32_t b, y, x, o, ky, kx, c;
-    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
-        return TS_ERR_PARAMS;
-    }
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
         for (y = 0; y < p->out_h; ++y) {
@@ -50,6 +369,29 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
                 }
             }
         }
+    }
+}
+
+/* Set (e.g. -DTS_CONV_GENERIC_ONLY) to run the reference loop for every shape, for comparisons. */
+#ifndef TS_CONV_GENERIC_ONLY
+#define TS_CONV_GENERIC_ONLY 0
+#endif
+
+int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                 const int32_t *bias, int8_t *output)
+{
+    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
+        return TS_ERR_PARAMS;
+    }
+    if (TS_CONV_GENERIC_ONLY || p->in_c < 1 || p->out_c < 1 || p->filter_h < 1 || p->filter_w < 1 ||
+        p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
+        !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        conv_generic(p, input, filter, bias, output);
+    } else if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+               p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_pointwise(p, input, filter, bias, output);
+    } else {
+        conv_fast(p, input, filter, bias, output);
     }
     return TS_OK;
 }

@@ -5,7 +5,8 @@
  * portable C99 so that the generated code is bit-exact with them:
  *
  *   ts_srdhm(a, b)        "saturating rounding doubling high multiply": round(a * b / 2^31), with
- *                         ties away from zero, saturating the one overflowing case INT32_MIN^2.
+ *                         ties rounded up (gemmlowp's nudge: +0.5 rounds to 1, -0.5 to 0),
+ *                         saturating the one overflowing case INT32_MIN^2.
  *   ts_rdivpot(x, e)      x / 2^e rounded to nearest, ties away from zero (0 <= e <= 31).
  *   ts_requantize(x,m,s)  x * m * 2^(s - 31): a left shift for s > 0, then ts_srdhm, then a
  *                         rounding right shift for s < 0 ("double rounding", as TFLite does
@@ -37,20 +38,21 @@ static inline int32_t ts_wrap_add(int32_t a, int32_t b) { return (int32_t)((uint
 
 static inline int32_t ts_srdhm(int32_t a, int32_t b)
 {
-    int64_t ab;
-    int64_t nudge;
+    /* The reference computes (ab + nudge) / 2^31 truncated toward zero, with nudge = 2^30 for
+     * ab >= 0 and 1 - 2^30 otherwise. Both cases equal floor((ab + 2^30) / 2^31): for ab >= 0 the
+     * quotient is non-negative, so truncation is floor; for ab < 0, t = ab + 1 - 2^30 < 0 and
+     * trunc(t / 2^31) = ceil(t / 2^31) = floor((t + 2^31 - 1) / 2^31) = floor((ab + 2^30) / 2^31).
+     * The branch-free form is one SMLAL and two shifts on Cortex-M (checked against the reference
+     * formula in tests/test_kernels_fast.py). |ab| <= 2^62, so ab + 2^30 cannot overflow. */
     if (a == INT32_MIN && b == INT32_MIN) {
         return INT32_MAX;
     }
-    ab = (int64_t)a * (int64_t)b;
-    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
-    /* C division truncates toward zero, which is what the reference does here. */
-    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
 }
 
 static inline int32_t ts_rdivpot(int32_t x, int exponent)
 {
-    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t mask = (int32_t)((1u << exponent) - 1u); /* 2^31 - 1 at most: fits */
     const int32_t remainder = x & mask;
     const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
     return (x >> exponent) + (remainder > threshold ? 1 : 0);
@@ -63,6 +65,31 @@ static inline int32_t ts_requantize(int32_t x, int32_t multiplier, int32_t shift
     /* x * 2^left, wrapping like the reference's int32 product would in practice. */
     const int32_t shifted = (int32_t)((uint32_t)x << left);
     return ts_rdivpot(ts_srdhm(shifted, multiplier), right);
+}
+
+/* ts_requantize for a multiplier other than INT32_MIN (every multiplier QuantizeMultiplier makes is
+ * in [2^30, 2^31) or 0): srdhm's one saturating case cannot arise, so its test goes. The fast paths
+ * use this after checking their multipliers once per call (ts_multipliers_ok). */
+static inline int32_t ts_requantize_nonsat(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int left = shift > 0 ? (int)shift : 0;
+    const int right = shift > 0 ? 0 : (int)-shift;
+    const int32_t shifted = (int32_t)((uint32_t)x << left);
+    const int32_t high = (int32_t)(((int64_t)shifted * (int64_t)multiplier + ((int64_t)1 << 30)) >> 31);
+    return ts_rdivpot(high, right);
+}
+
+/* 1 when no multiplier of n is INT32_MIN and every shift is in [-31, 31]: ts_requantize_nonsat then
+ * equals ts_requantize for all of them. */
+static inline int ts_multipliers_ok(const int32_t *multiplier, const int32_t *shift, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        if (multiplier[i] == INT32_MIN || shift[i] < -31 || shift[i] > 31) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* x * m * 2^(shift - 31) with one rounding (half up) of the exact 64-bit product: the form TFLite's

@@ -107,9 +107,10 @@ def c_comment(text: str, limit: int = 160) -> str:
 def c_string(text: str) -> str:
     """A C string literal holding `text` as UTF-8: quotes, backslashes, `?` (trigraphs) and every byte
     outside printable ASCII escaped; octal escapes are always three digits, so none absorbs the next
-    character."""
+    character. A file name that is not UTF-8 (Python holds its bytes as surrogate escapes) keeps
+    its own bytes."""
     out = ['"']
-    for byte in text.encode("utf-8"):
+    for byte in text.encode("utf-8", "surrogateescape"):
         ch = chr(byte)
         if ch in '"\\?':
             out.append("\\" + ch)

@@ -10,6 +10,7 @@ from typing import Any
 from tinysched.arena import STOCK_TFLM_PLACER, greedy_plan
 from tinysched.commands.common import (
     TerminalProgress,
+    certificate_line,
     format_bytes,
     print_json,
     read_bytes,
@@ -24,6 +25,7 @@ from tinysched.pipeline import PlanOptions, add_plan_arguments, options_from_arg
 from tinysched.pipeline import plan as pipeline_plan
 from tinysched.reader import read_model
 from tinysched.recompute import summary_lines as recompute_summary
+from tinysched.report.format import headline
 from tinysched.scheduler import schedule
 from tinysched.writer import rewrite_model
 
@@ -166,13 +168,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     print(f"best order peak   {format_bytes(sched.peak_bytes)}  (found by {sched.method})")
     print(f"saving            {format_bytes(saving)}  ({share:.1f}%)")
     print(f"lower bound       {format_bytes(sched.lower_bound_bytes)}")
-    if sched.certified:
-        cert = sched.certificate
-        witness = ", ".join(f"{k} {v}" for k, v in cert.witness.items())
-        print(f"certified         optimal: {cert.kind} ({witness})")
-    else:
-        gap = f"{format_bytes(sched.gap_bytes)} ({sched.gap_percent:.2f}% of the peak)"
-        print(f"certified         no: gap {gap}")
+    print(f"certificate       {certificate_line(sched, graph)}")
     print(f"time              {sched.seconds:.3f} s")
     if args.output:
         print(f"\nwrote the reordered model to {args.output}")
@@ -250,9 +246,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     proof = "proven optimal for this order" if plan.optimal else "not proven optimal (time limit)"
     print(f"model        {graph.source}")
     print(
+        headline(
+            arena_bytes=plan.arena_bytes,
+            arena_lower_bound_bytes=plan.lower_bound_bytes,
+            order_certified=sched.certified,
+        )
+    )
+    print(
         f"order        {certified}: peak {format_bytes(sched.peak_bytes)}, "
         f"lower bound {format_bytes(sched.lower_bound_bytes)} ({sched.method}, {sched.seconds:.2f} s)"
     )
+    if planned.recompute is None:
+        print(f"certificate  {certificate_line(sched, graph)}")
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     if request is not None:
         print("\n".join(recompute_summary(request, format_bytes)))
@@ -270,7 +275,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if stock.arena_bytes:
         saved = stock.arena_bytes - plan.arena_bytes
         print(f"{'saved':22}{saved:>12,}  {100 * saved / stock.arena_bytes:.1f}% of the stock arena")
-    if folding is not None and "reshape_alias" in payload:
+    if folding is not None and "reshape_alias" in payload and payload["reshape_alias"]["saving_bytes"]:
         alias = payload["reshape_alias"]
         print(
             f"{'if reshapes aliased':22}{alias['aliased_peak_bytes']:>12,}  peak of this order if "

@@ -8,7 +8,9 @@ metadata (+ the comparisons it shows) -> one output folder, swapped in only when
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,12 @@ from tinysched.build.sources import write_sources
 from tinysched.commands.common import (
     StageClock,
     add_output_arguments,
+    certificate_line,
     format_bytes,
     print_json,
     read_bytes,
 )
-from tinysched.errors import TinyschedError
+from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
 from tinysched.pipeline import Planned, add_plan_arguments, generate, options_from_args, plan
 from tinysched.reader import read_model
@@ -37,6 +40,7 @@ from tinysched.report import (
     write_beside_firmware,
 )
 from tinysched.report.compare import DEFAULT_RECOMPUTE_KS, DEFAULT_RECOMPUTE_TIME_LIMIT
+from tinysched.report.format import doc_headline
 
 
 def add_compare_arguments(parser: Any) -> None:
@@ -206,6 +210,8 @@ def build_record(
         "arena_bytes": int(planned.arena.arena_bytes),
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
+        "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
+        "order_certified": bool(planned.schedule.certified),
         "plan_options": {
             "alignment": options.alignment,
             "time_limit": options.time_limit,
@@ -223,7 +229,9 @@ def build_record(
 def print_build(result: BuildResult) -> None:
     module, planned, board = result.module, result.planned, result.board
     graph = planned.source
+    print(doc_headline(json.loads(result.metadata.read_text())))
     print(f"model       {graph.source}  (sha256 {graph.sha256[:16]}...)")
+    print(f"certificate {certificate_line(planned.schedule, planned.graph)}")
     arena = planned.arena
     if board is None:
         print("board       host")
@@ -258,6 +266,13 @@ def print_build(result: BuildResult) -> None:
     print(f"metadata    {result.metadata}  (and the report beside it)")
 
 
+def estimated_fit(result: BuildResult) -> dict[str, Any] | None:
+    """Without an ELF (`--no-compile`): what is known to land in each region."""
+    if result.board is None or result.image is not None:
+        return None
+    return json.loads(result.metadata.read_text()).get("fit")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     result = build_model(
         args.model,
@@ -272,6 +287,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         verbose=args.verbose,
     )
     print_build(result)
+    fit = estimated_fit(result)
+    if fit is not None and fit["verdict"] == "does-not-fit":
+        print(f"tinysched: {fit['text']} (estimate without code: weights, arena and stack)", file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
     return 0
 
 

@@ -112,3 +112,22 @@ def add_output_arguments(parser: Any, *, required: bool = True) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replace the output folder even if tinysched did not write it"
     )
+
+
+def certificate_json(sched: Any) -> dict[str, Any] | None:
+    cert = getattr(sched, "certificate", None)
+    if cert is None:
+        return None
+    return {"kind": cert.kind, "lower_bound_bytes": cert.lower_bound_bytes, "witness": dict(cert.witness)}
+
+
+def certificate_line(sched: Any, graph: Any) -> str:
+    """The order's certificate in words (scheduler.Schedule over `graph`)."""
+    from tinysched.report.format import certificate_sentence
+
+    return certificate_sentence(
+        certificate_json(sched),
+        {op.index: op.opcode for op in graph.operators},
+        peak_bytes=sched.peak_bytes,
+        lower_bound_bytes=sched.lower_bound_bytes,
+    )

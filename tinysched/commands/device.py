@@ -13,6 +13,7 @@ import hashlib
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tinysched.device import SEMIHOST_REFUSED, MeasureResult, measure_image, mea
 from tinysched.errors import TinyschedError
 from tinysched.files import is_tinysched_folder
 from tinysched.pipeline import add_plan_arguments
+from tinysched.report.format import headline, used_of_kind
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -124,13 +126,33 @@ def measure_build(
     return result, {**record, "ran_image_sha256": image.sha256, "build_dir": str(directory)}
 
 
-def _stderr_log(message: str) -> None:
-    print(message, file=sys.stderr)
+class ProgressLog:
+    """`measure`'s progress on stderr, each line with the time since the command started."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.perf_counter() - self.started
+        for k, line in enumerate(str(message).splitlines() or [""]):
+            stamp = f"[{elapsed:6.1f} s] " if k == 0 else " " * 11
+            print(f"tinysched: {stamp}{line}", file=sys.stderr, flush=True)
+
+
+def latency_estimate(instructions: int | None, board: Board) -> str | None:
+    """Emulated instructions at the board's clock, at one instruction per cycle: an estimate only."""
+    if not instructions:
+        return None
+    ms = 1000.0 * instructions / board.cpu_hz
+    return (
+        f"~{ms:,.1f} ms per inference at {board.cpu_hz / 1e6:.0f} MHz (estimate: emulated instructions "
+        "at one per cycle; a real core differs with wait states, caches and dual issue)"
+    )
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
     emulate = bool(args.emulate or args.port is None)
-    log = (lambda _m: None) if args.json else _stderr_log
+    log = (lambda _m: None) if args.json else ProgressLog()
     semihost = bool(args.semihost_inputs)
     if semihost and args.port is not None:
         raise TinyschedError(SEMIHOST_REFUSED)  # before the (slow) code generation
@@ -163,8 +185,15 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
             )
     recomputed = _recompute_of(record)
+    board = get_board(record["target"] if record is not None else args.board)
+    estimate = latency_estimate(result.instructions, board) if result.cycles is None else None
     if args.json:
         payload = result.to_json()
+        payload["latency_estimate_ms"] = (
+            round(1000.0 * result.instructions / board.cpu_hz, 3)
+            if estimate and result.instructions
+            else None
+        )
         if record is not None:
             payload["image_sha256"] = record["ran_image_sha256"]
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
@@ -172,7 +201,22 @@ def cmd_measure(args: argparse.Namespace) -> int:
             payload["recompute"] = recomputed
         print_json(payload)
     else:
+        if record is not None:
+            print(
+                headline(
+                    arena_bytes=int(record["arena_bytes"]),
+                    arena_lower_bound_bytes=int(record.get("arena_lower_bound_bytes", record["arena_bytes"])),
+                    order_certified=bool(record.get("order_certified")),
+                    board=board.name,
+                    verdict="fits" if record.get("fits") else "does-not-fit",
+                    ram=used_of_kind(record["size_report"], "ram"),
+                    flash=used_of_kind(record["size_report"], "flash"),
+                    measured_equal=result.arena_matches_plan,
+                )
+            )
         print("\n".join(result.lines()))
+        if estimate:
+            print(f"latency     {estimate}")
         if record is not None:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
         if recomputed is not None:

@@ -19,7 +19,7 @@ from tinysched.build import DoesNotFit, build_board
 from tinysched.build.firmware import CC
 from tinysched.commands.build import add_compare_arguments, compare_options_from_args, kernels_of
 from tinysched.commands.common import read_bytes
-from tinysched.errors import TinyschedError
+from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import write_atomic
 from tinysched.pipeline import add_plan_arguments, generate, options_from_args, plan
 from tinysched.reader import read_model
@@ -91,6 +91,9 @@ def cmd_report(args: Any) -> int:
         )
     else:
         sys.stdout.write(text)
+    if doc["fit"] and doc["fit"]["verdict"] == "does-not-fit":
+        print(f"tinysched: {doc['fit']['text']}", file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
     return 0
 
 

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from tinysched.errors import TinyschedError
-from tinysched.report.format import fmt_bytes, fmt_int, md_escape, percent, witness_text
+from tinysched.report.format import (
+    certificate_sentence,
+    doc_headline,
+    fmt_bytes,
+    fmt_int,
+    md_escape,
+    percent,
+    witness_text,
+)
 from tinysched.report.metadata import FORMATS, check_metadata, metadata_json
 from tinysched.report.svg import sparkline, svg_arena_map, svg_bar, svg_timeline
 
@@ -47,10 +55,11 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
     stock_bytes = stock.get("arena_bytes") if stock.get("available") else None
     ref_stock = stock_bytes if stock_bytes is not None else arena["stock_tflm_greedy_arena_bytes"]
     saved = ref_stock - arena["arena_bytes"] if ref_stock else None
-    certificate_text = (
-        f"{cert['kind']} ({witness_text(cert['witness'])})"
-        if cert
-        else "none: the order is not proven optimal"
+    certificate_text = certificate_sentence(
+        cert,
+        {o["op"]: o["type"] for o in doc["operators"]},
+        peak_bytes=sched["peak_bytes"],
+        lower_bound_bytes=sched["lower_bound_bytes"],
     )
     tradeoff = doc["recompute_tradeoff"]
     best_rc = None
@@ -98,6 +107,7 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "verdict": verdict,
         "certificate_text": certificate_text,
+        "headline": doc_headline(doc),
         "stock_bytes": stock_bytes,
         "saved_vs_stock": saved,
         "saved_vs_stock_percent": percent(saved, ref_stock) if saved is not None and ref_stock else None,

@@ -1,0 +1,128 @@
+"""Generated int8 models whose shapes hit every branch of the kernels' fast paths.
+
+The CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and ADD kernels pick a fast path by shape (pointwise
+matrix product, tap-rectangle runs paired two pixels at a time, channel blocks of four, word-wise
+dot products) and, on cores with the DSP extension, SIMD32 instructions. Each model here mixes the
+shapes that change which branch runs: odd channel counts (the odd last output channel, the scalar
+byte tails, the depthwise channel tail), odd pixel counts (the unpaired last pixel), padding that
+clips windows (edge pixels that cannot pair), strides, dilations, input zero points other than
+-128, per-tensor and per-channel scales, every fused activation. `test_kernels_fast.py` runs them
+on the host (portable C) and on QEMU (the DSP path) against TFLite's reference kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tinysched.modelgen import ModelBuilder
+
+
+def pointwise_shapes() -> bytes:
+    """1x1 CONV_2D: odd in/out channels, odd pixel count, stride 2, SAME, per-tensor, activations."""
+    b = ModelBuilder(seed=21)
+    x = b.input("x", (1, 7, 5, 7), zero_point=-128)
+    t = b.conv2d(x, 5, (1, 1), activation="RELU", name="pw_odd_7_to_5")
+    t = b.conv2d(t, 9, (1, 1), (2, 2), "SAME", activation="RELU6", name="pw_s2_same")
+    t = b.conv2d(t, 16, (1, 1), per_channel=False, name="pw_per_tensor_16")
+    t = b.conv2d(t, 3, (1, 1), (1, 2), "VALID", activation="RELU_N1_TO_1", name="pw_strides_1_2")
+    b.output(t)
+    return b.build()
+
+
+def pointwise_batches_offsets() -> bytes:
+    """1x1 CONV_2D over two batches (pixels pair across the batch boundary), input zero point 37."""
+    b = ModelBuilder(seed=22)
+    x = b.input("x", (2, 3, 3, 12), zero_point=37)
+    t = b.conv2d(x, 8, (1, 1), activation="RELU", name="pw_batches")
+    t = b.conv2d(t, 33, (1, 1), name="pw_33")
+    b.output(t)
+    return b.build()
+
+
+def conv_kxk_shapes() -> bytes:
+    """k x k CONV_2D: SAME/VALID, strides 1 and 2, dilation along either axis, odd channels."""
+    b = ModelBuilder(seed=23)
+    x = b.input("x", (1, 9, 11, 5), zero_point=5)
+    t = b.conv2d(x, 7, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_s1_same")
+    t = b.conv2d(t, 6, (3, 3), (2, 2), "SAME", activation="RELU6", name="k3_s2_same")
+    u = b.conv2d(x, 4, (3, 3), (2, 2), "VALID", name="k3_s2_valid")
+    v = b.conv2d(x, 3, (3, 3), (1, 1), "SAME", dilation=(2, 2), name="k3_dil2_same")
+    w = b.conv2d(x, 5, (2, 3), (1, 1), "SAME", dilation=(1, 2), per_channel=False, name="k2x3_dil_w")
+    z = b.conv2d(x, 2, (3, 2), (2, 1), "VALID", dilation=(2, 1), activation="RELU_N1_TO_1", name="dil_h")
+    b.output(t, u, v, w, z)
+    return b.build()
+
+
+def conv_single_channel_tall() -> bytes:
+    """A KWS-like first layer: one input channel, 10x4 filter, stride 2, SAME (windows clipped)."""
+    b = ModelBuilder(seed=24)
+    x = b.input("x", (1, 21, 9, 1), zero_point=83)
+    t = b.conv2d(x, 12, (10, 4), (2, 2), "SAME", activation="RELU", name="k10x4_s2")
+    t = b.conv2d(t, 5, (5, 5), (1, 1), "SAME", name="k5_wider_than_input")
+    b.output(t)
+    return b.build()
+
+
+def conv_wide_channels() -> bytes:
+    """3x3 CONV_2D with in_c 19 (words plus a 3-byte tail per run) and 64 (words only)."""
+    b = ModelBuilder(seed=25)
+    x = b.input("x", (1, 6, 7, 19), zero_point=-128)
+    t = b.conv2d(x, 64, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_19_to_64")
+    t = b.conv2d(t, 11, (3, 3), (1, 1), "VALID", name="k3_64_to_11")
+    b.output(t)
+    return b.build()
+
+
+def depthwise_shapes() -> bytes:
+    """DEPTHWISE_CONV_2D: channels 6 and 13 (not multiples of 4), multipliers 1, 2, 3, dilation."""
+    b = ModelBuilder(seed=26)
+    x = b.input("x", (1, 7, 9, 13), zero_point=-128)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU", name="dw13_s1_same")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "VALID", activation="RELU6", name="dw13_s2_valid")
+    u = b.depthwise_conv2d(x, (3, 3), (2, 2), "SAME", depth_multiplier=2, name="dw13_m2")
+    y = b.input("y", (1, 8, 6, 6), zero_point=-7)
+    v = b.depthwise_conv2d(y, (3, 3), (1, 1), "SAME", dilation=(2, 2), per_channel=False, name="dw6_dil2")
+    v = b.depthwise_conv2d(v, (5, 3), (1, 1), "SAME", depth_multiplier=3, name="dw6_m3")
+    w = b.depthwise_conv2d(
+        y, (3, 3), (1, 2), "SAME", dilation=(1, 2), activation="RELU_N1_TO_1", name="dw_dil_w"
+    )
+    z = b.input("z", (1, 5, 5, 16), zero_point=90)
+    z = b.depthwise_conv2d(z, (3, 3), (1, 1), "SAME", activation="RELU", name="dw16_offset")
+    b.output(t, u, v, w, z)
+    return b.build()
+
+
+def fully_connected_shapes() -> bytes:
+    """FULLY_CONNECTED: odd depths (13, 37), batches, per-tensor and per-channel, no bias."""
+    b = ModelBuilder(seed=27)
+    x = b.input("x", (3, 13), zero_point=-128)
+    t = b.fully_connected(x, 37, activation="RELU", name="fc_13_37")
+    t = b.fully_connected(t, 7, per_channel=True, name="fc_37_7_per_channel")
+    u = b.input("u", (1, 64), zero_point=20)
+    u = b.fully_connected(u, 10, use_bias=False, activation="RELU6", name="fc_64_10")
+    b.output(t, u)
+    return b.build()
+
+
+def add_shapes() -> bytes:
+    """ADD: same shapes (the flat path), odd element count, and a broadcast (the generic walk)."""
+    b = ModelBuilder(seed=28)
+    x = b.input("x", (1, 5, 7, 3), zero_point=-128)
+    y = b.input("y", (1, 5, 7, 3), scale=1 / 30, zero_point=20)
+    s = b.add(x, y, activation="RELU", name="add_flat")
+    z = b.input("z", (1, 1, 7, 3), scale=1 / 9, zero_point=-3)
+    t = b.add(s, z, name="add_broadcast")
+    b.output(s, t)
+    return b.build()
+
+
+FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
+    "pointwise_shapes": pointwise_shapes,
+    "pointwise_batches_offsets": pointwise_batches_offsets,
+    "conv_kxk_shapes": conv_kxk_shapes,
+    "conv_single_channel_tall": conv_single_channel_tall,
+    "conv_wide_channels": conv_wide_channels,
+    "depthwise_shapes": depthwise_shapes,
+    "fully_connected_shapes": fully_connected_shapes,
+    "add_shapes": add_shapes,
+}

@@ -1,0 +1,159 @@
+"""The kernels' fast paths, bit for bit: portable C on the host, the DSP path on emulated Cortex-M.
+
+Every model in `fast_path_models.FAST_PATH_MODELS` runs (a) through the host build under ASan and
+UBSan and (b) on QEMU mps2-an500 (Cortex-M7: __ARM_FEATURE_DSP, so SXTAB16/SMLAD), with every output
+byte compared to TFLite's reference kernels. The rewritten fixed-point step (branch-free srdhm, the
+non-saturating requantisation the fast paths use) is checked against the reference formulas in C.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from fast_path_models import FAST_PATH_MODELS
+from helpers import generate_for_measure, host_verify
+from tiers import needs_gcc, require
+
+from tinysched.device import measure_sources
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "firmware" / "kernels"
+
+
+def _model(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(FAST_PATH_MODELS[name]())
+    return path
+
+
+@needs_gcc
+@pytest.mark.host
+@pytest.mark.parametrize("name", sorted(FAST_PATH_MODELS))
+def test_fast_path_model_bit_exact_on_host(name: str, tmp_path: Path) -> None:
+    result = host_verify(_model(tmp_path, name), n_inputs=4, seed=17, opt="-O1", sanitize=True)
+    assert result.reference == "BUILTIN_REF", result.fallback_reason
+    assert result.mismatches == []
+    assert result.outputs_match and result.inputs == 4
+
+
+FIXEDPOINT_CHECK = r"""
+#include <stdio.h>
+#include "ts_fixedpoint.h"
+
+/* The reference's srdhm, written as TFLite/gemmlowp write it. */
+static int32_t ref_srdhm(int32_t a, int32_t b)
+{
+    int64_t ab, nudge;
+    if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+    ab = (int64_t)a * (int64_t)b;
+    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+static uint32_t state = 2463534242u;
+static uint32_t next(void) { state ^= state << 13; state ^= state >> 17; state ^= state << 5; return state; }
+
+int main(void)
+{
+    static const int32_t edges[] = {0, 1, -1, 2, -2, 3, INT32_MAX, INT32_MIN, INT32_MIN + 1, INT32_MAX - 1,
+                                    1 << 30, -(1 << 30), (1 << 30) + 1, -(1 << 30) - 1, 1 << 15, -(1 << 15),
+                                    12345, -12345, 1073741823, -1073741823};
+    const int n_edges = (int)(sizeof edges / sizeof edges[0]);
+    long checked = 0, bad = 0;
+    int i, j, s;
+    for (i = 0; i < n_edges; ++i) {
+        for (j = 0; j < n_edges; ++j) {
+            bad += ts_srdhm(edges[i], edges[j]) != ref_srdhm(edges[i], edges[j]);
+            ++checked;
+        }
+    }
+    for (i = 0; i < 2000000; ++i) {
+        /* products landing exactly on a half (ties) are the delicate case: make many of them. */
+        int32_t a = (int32_t)next(), b = (int32_t)next();
+        if (i % 4 == 1) b = (int32_t)(1u << (next() % 31));
+        if (i % 4 == 2) a = (int32_t)(next() % 65536) - 32768;
+        bad += ts_srdhm(a, b) != ref_srdhm(a, b);
+        ++checked;
+    }
+    for (s = -31; s <= 31; ++s) {
+        for (i = 0; i < 20000; ++i) {
+            int32_t m = (int32_t)((1u << 30) | (next() >> 2));
+            int32_t x = (int32_t)next();
+            if (i % 3 == 0) x = (int32_t)(next() % 2000001) - 1000000;
+            if (s > 0) x >>= s; /* keep x * 2^s in range, as the accumulator bound does */
+            bad += ts_requantize_nonsat(x, m, s) != ts_requantize(x, m, s);
+            bad += ts_requantize_nonsat(x, 0, s) != ts_requantize(x, 0, s);
+            checked += 2;
+        }
+    }
+    printf("checked %ld bad %ld\n", checked, bad);
+    return bad != 0;
+}
+"""
+
+
+@needs_gcc
+@pytest.mark.host
+def test_branch_free_requantisation_equals_the_reference_formula(tmp_path: Path) -> None:
+    src = tmp_path / "check.c"
+    src.write_text(FIXEDPOINT_CHECK)
+    exe = tmp_path / "check"
+    cmd = ["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-fsanitize=undefined",
+           "-fno-sanitize-recover=all", f"-I{KERNELS}", f"-I{REPO / 'firmware' / 'include'}", str(src),
+           "-o", str(exe)]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.stdout.split()[-1] == "0", out.stdout + out.stderr
+    assert int(out.stdout.split()[1]) > 3_000_000
+
+
+def _qemu_ready() -> None:
+    require("qemu")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", sorted(FAST_PATH_MODELS))
+def test_fast_path_model_bit_exact_on_cortex_m7(name: str, tmp_path: Path) -> None:
+    _qemu_ready()
+    gen = generate_for_measure(_model(tmp_path, name), tmp_path / "gen", 2)
+    result = measure_sources(
+        gen.sources, "mps2-an500", gen.inputs, gen.expected,
+        gen.arena_bytes_planned, tmp_path / "build", arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.outputs_agree_on_device and result.ok
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an505"])
+def test_fast_paths_bit_exact_on_cortex_m4_and_m33(board: str, tmp_path: Path) -> None:
+    _qemu_ready()
+    for name in ("conv_kxk_shapes", "depthwise_shapes", "pointwise_shapes"):
+        gen = generate_for_measure(_model(tmp_path, name), tmp_path / name / "gen", 1)
+        result = measure_sources(
+            gen.sources, board, gen.inputs, gen.expected,
+            gen.arena_bytes_planned, tmp_path / name / "build",
+            arena_high_water_planned=gen.arena_high_water_planned,
+        )  # fmt: skip
+        assert result.outputs_match is True, (name, result.mismatches)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(
+    ("cpu", "has_dsp"), [("cortex-m7", True), ("cortex-m33", True), ("cortex-m0", False)]
+)
+def test_dsp_instructions_only_where_the_core_has_them(cpu: str, has_dsp: bool, tmp_path: Path) -> None:
+    """The SIMD32 path is compiled in for DSP cores and the portable C for the others."""
+    _qemu_ready()
+    found = []
+    for kernel in ("ts_conv2d_s8", "ts_depthwise_conv2d_s8", "ts_fully_connected_s8"):
+        obj = tmp_path / f"{kernel}-{cpu}.o"
+        cmd = ["arm-none-eabi-gcc", f"-mcpu={cpu}", "-mthumb", "-mfloat-abi=soft", "-O2", "-std=gnu11",
+               "-Wall", "-Wextra", "-Werror", f"-I{KERNELS}", f"-I{REPO / 'firmware' / 'include'}", "-c",
+               str(KERNELS / f"{kernel}.c"), "-o", str(obj)]  # fmt: skip
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], capture_output=True, text=True).stdout
+        found.append(any(op in dis for op in ("\tsmlad", "\tsmlabb", "\tsxtab16")))
+    assert found == [has_dsp] * 3
