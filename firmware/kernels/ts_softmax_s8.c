@@ -10,10 +10,11 @@
  *    one_over_one_plus_x_for_x_in_0_1, the final RoundingDivideByPOT by
  *    num_bits_over_unit + 31 - output bits. Used wherever that arithmetic is defined.
  *
- * 2. Where it is not defined - the int32 Q12.19 sum overflows (a sum of 4096 or more), the final
- *    shift exceeds 31 (a sum of 512 or more for int8 output: a thousand nearly equal logits), or no
- *    Q5.26 input multiplier exists because input scale * beta <= 2^-26 (PreprocessSoftmaxScaling's
- *    check fails and the reference interpreter aborts) - what LiteRT's builtin int8 softmax computes
+ * 2. Where it is not defined - the final shift exceeds 31 (a sum of 512 or more for int8 output: a
+ *    thousand nearly equal logits; the reference interpreter aborts), the Q12.19 sum no longer fits
+ *    32 bits (a sum of 8192 or more), or no Q5.26 input multiplier exists because input scale * beta
+ *    <= 2^-26 (PreprocessSoftmaxScaling's check fails and the reference interpreter aborts) - what
+ *    LiteRT's builtin int8 softmax computes
  *    (optimized_ops::Softmax after PopulateSoftmaxLookupTable, OpResolverType.BUILTIN and
  *    BUILTIN_WITHOUT_DEFAULT_DELEGATES on x86-64; the uint16-table variant is only built for
  *    aarch64 with clang): e[k] = expf(-input_scale * beta * k) tabulated in float32 by the
@@ -22,6 +23,10 @@
  *    round(e * inv) (halves away from zero) + zero point, clamped. Every operation is a single
  *    IEEE-754 float32 operation (no fused multiply-add can form: no product feeds an addition), so
  *    the host and the Cortex-M FPU give the same bits.
+ *
+ * A sum from 4096 to 8191 overflows the reference's int32 (formally undefined; compilers wrap), and
+ * its reciprocal reads the sum as uint32, which is still exact: the kernel reproduces that (int16
+ * output only; int8 output has switched to 2. from 512 on).
  *
  * Where both are defined they agree on every row the tests draw (tests/test_softmax.py); only a
  * probability within float32 rounding of a half step could round differently. So no legal input
@@ -151,7 +156,7 @@ static int softmax_rows(const ts_softmax_s8_params *p, const int8_t *input, void
         const int8_t *in = input + (size_t)row * p->depth;
         const size_t first = (size_t)row * p->depth;
         int32_t max_in_row = -128;
-        int64_t sum_of_exps = 0; /* Q12.19, in 64 bits to see the int32 overflow */
+        int64_t sum_of_exps = 0; /* Q12.19, in 64 bits to see it leave 32 bits */
         int32_t headroom_plus_one, bits_over_unit, scale, exponent;
         for (c = 0; c < p->depth; ++c) {
             max_in_row = in[c] > max_in_row ? in[c] : max_in_row;
@@ -170,10 +175,10 @@ static int softmax_rows(const ts_softmax_s8_params *p, const int8_t *input, void
         }
         /* sum = 2^bits_over_unit * (1 + f), f in [0, 1); scale = 1 / (1 + f) in Q0.31. The sum is at
          * least 1 (the maximum's exp(0)), so bits_over_unit >= 0. */
-        headroom_plus_one = sum_of_exps > INT32_MAX ? 0 : ts_clz32((uint32_t)sum_of_exps);
+        headroom_plus_one = sum_of_exps > (int64_t)UINT32_MAX ? 0 : ts_clz32((uint32_t)sum_of_exps);
         bits_over_unit = 12 - headroom_plus_one;
         exponent = bits_over_unit + 31 - out_bits;
-        if (sum_of_exps > INT32_MAX || exponent > 31) {
+        if (sum_of_exps > (int64_t)UINT32_MAX || exponent > 31) {
             if (p->exp_table == NULL) {
                 return TS_ERR_PARAMS;
             }

@@ -92,9 +92,9 @@ def lower_logistic(ctx: LoweringContext, op: Operator, call: KernelCall) -> None
 
 
 # SOFTMAX rows whose fixed-point arithmetic can be undefined (ts_softmax_s8.c): from this many
-# elements the Q12.19 sum can reach 512 (int8 output: the final shift exceeds 31) or 4096 (int16
-# output: the int32 sum overflows), and the kernel needs LiteRT's float32 exp table for such rows.
-SOFTMAX_TABLE_DEPTH = {"int8": 512, "int16": 4096}
+# elements the Q12.19 sum can reach 512 (int8 output: the final shift exceeds 31) or 8192 (int16
+# output: the sum leaves 32 bits), and the kernel needs LiteRT's float32 exp table for such rows.
+SOFTMAX_TABLE_DEPTH = {"int8": 512, "int16": 8192}
 
 
 @lowering("SOFTMAX")
