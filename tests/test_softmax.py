@@ -50,6 +50,8 @@ class Case:
 CASES = {
     "10_classes": Case(10, 0.1, 1.0),
     "10_classes_beta": Case(10, 0.3, 2.5),
+    "input_shift_31": Case(10, 1.0, 1000.0),  # multiplier capped at 2^31 - 1: the largest shift
+    "input_shift_1": Case(10, 1.5 * 2.0**-26, 1.0),  # just above 2^-26: the smallest shift
     "1000_classes": Case(1000, 0.05, 1.0, ref_defined=("spread", "peak")),
     "1000_classes_beta": Case(1000, 0.02, 0.7, ref_defined=("spread", "peak")),
     "4000_classes": Case(4000, 0.1, 0.5, ref_defined=("spread", "peak")),
@@ -115,6 +117,8 @@ def test_softmax_matches_litert_where_each_resolver_runs(name: str, tmp_path: Pa
         512 if case.out == "int8" else 8192
     )
     assert (".exp_table = " in c_text) == table_expected
+    if name.startswith("input_shift_"):
+        assert f".input_left_shift = {name.rsplit('_', 1)[1]}," in c_text
     for (kind, x), got in zip(sets.items(), ours, strict=True):
         opt = reference.run_reference_many(path, [[x]], resolvers=(OPT,))[0].outputs[0]
         steps = int(np.max(np.abs(got[0].astype(np.int64) - opt)))
