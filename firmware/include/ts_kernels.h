@@ -245,16 +245,26 @@ typedef struct {
 int ts_mean_s8(const ts_mean_s8_params *p, const int8_t *input, int8_t *output);
 
 /* ---- SOFTMAX (int8 in, int8 out with scale 1/256 and zero point -128) --------------------------
- * TFLite's fixed-point softmax along the last axis: d = x - max(row); rows entries with d < diff_min
- * give -128; the others e = exp(d * beta * scale) in Q0.31 (gemmlowp's exp_on_negative_values on
- * Q5.26 input d * input_multiplier << input_left_shift), summed in Q12.19, and the output is
- * e / sum in Q0.8 (reciprocal by Newton-Raphson in fixed point), minus 128, clamped. */
+ * Along the last axis, one row at a time, in one of two arithmetics (ts_softmax_s8.c says why):
+ *  - TFLite's reference fixed point: d = x - max(row); entries with d < diff_min give -128; the others
+ *    e = exp(d * beta * scale) in Q0.31 (gemmlowp's exp_on_negative_values on Q5.26 input
+ *    d * input_multiplier << input_left_shift), summed in Q12.19, and the output is e / sum in Q0.8
+ *    (reciprocal by Newton-Raphson in fixed point), minus 128, clamped;
+ *  - LiteRT's builtin kernel, for a row where the former is undefined (its Q12.19 sum leaves 32 bits,
+ *    or its final shift exceeds 31: a sum of 512 or more for int8 output) and for every row when
+ *    `table_only` (input scale * beta <= 2^-26: no Q5.26 multiplier exists): float32
+ *    e = exp_table[max - x], sum in float32 in order, out = round(e / (sum * output_scale)) - 128.
+ * The generator gives exp_table whenever a row can need it (depth >= 512 for int8 output, 8192 for
+ * int16, or table_only). */
 typedef struct {
     int32_t outer;
     int32_t depth;
     int32_t input_multiplier;
     int32_t input_left_shift;
     int32_t diff_min;
+    const float *exp_table; /* [256] or NULL: exp_table[k] = expf(-input_scale * beta * k), float32 */
+    float output_scale;     /* the output's float32 scale, used with exp_table */
+    int32_t table_only;     /* 1: every row from exp_table */
 } ts_softmax_s8_params;
 
 int ts_softmax_s8(const ts_softmax_s8_params *p, const int8_t *input, int8_t *output);
@@ -499,8 +509,9 @@ typedef struct {
 int ts_transpose_conv_s8(const ts_transpose_conv_s8_params *p, const int8_t *input,
                          const int8_t *filter, const int32_t *bias, int8_t *output);
 
-/* SOFTMAX, int8 in, int16 out (scale 1/65536, zero point -32768): ts_softmax_s8's algorithm and
- * parameters, the final rescale to 16 bits (out = round(e / sum * 2^16) - 32768, clamped). */
+/* SOFTMAX, int8 in, int16 out (scale 1/65536, zero point -32768): ts_softmax_s8's algorithms and
+ * parameters, the final rescale to 16 bits (out = round(e / sum * 2^16) - 32768, clamped); the
+ * fixed point is undefined only where the Q12.19 sum leaves 32 bits (depth >= 8192). */
 int ts_softmax_s8_s16(const ts_softmax_s8_params *p, const int8_t *input, int16_t *output);
 
 /* QUANTIZE between integer types: out = clamp(requant(x - input_zero_point, multiplier, shift) +

@@ -112,5 +112,6 @@ class LoweringContext:
     def array(self, call: KernelCall, suffix: str, ctype: str, values: Any, comment: str) -> str:
         """Add a constant array local to `call` (emitted with its parameters) and return its name."""
         name = f"{self.prefix}_op{call.op}_{suffix}"
-        call.local_arrays.append(ConstArray(name, ctype, np.asarray(values).reshape(-1), comment))
+        flat = np.asarray(values).reshape(-1)
+        call.local_arrays.append(ConstArray(name, ctype, flat, comment, is_float=ctype == "float"))
         return name

@@ -357,6 +357,13 @@ def lower_gather(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     axis = rank_axis(int(op.options.get("axis", 0)), len(shape))
     if not 0 <= axis < len(shape):
         raise Unsupported(f"axis {axis} for rank {len(shape)}")
+    if ctx.tensor(idx).is_constant:  # ts_gather.c refuses an index outside the axis at run time
+        indices = ctx.constant(idx).astype(np.int64).reshape(-1)
+        if indices.size and (indices.min() < 0 or indices.max() >= shape[axis]):
+            raise Unsupported(
+                f"constant index {int(indices.min()) if indices.min() < 0 else int(indices.max())}"
+                f" outside an axis of {shape[axis]}"
+            )
     call.kernel, call.params_type = "ts_gather", "ts_gather_params"
     call.params = [
         ("outer", str(math.prod(shape[:axis]))),

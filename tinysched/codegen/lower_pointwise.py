@@ -23,6 +23,8 @@ from tinysched.codegen.quant import (
     quantize_multiplier,
     relu_table,
     rsqrt_table,
+    softmax_exp_table,
+    softmax_params,
     tanh_table,
 )
 from tinysched.codegen.table import lowering
@@ -89,6 +91,12 @@ def lower_logistic(ctx: LoweringContext, op: Operator, call: KernelCall) -> None
     _lut(ctx, op, call, lut_int8(si, zi, so, zo, logistic_f32), "logistic")
 
 
+# SOFTMAX rows whose fixed-point arithmetic can be undefined (ts_softmax_s8.c): from this many
+# elements the Q12.19 sum can reach 512 (int8 output: the final shift exceeds 31) or 8192 (int16
+# output: the sum leaves 32 bits), and the kernel needs LiteRT's float32 exp table for such rows.
+SOFTMAX_TABLE_DEPTH = {"int8": 512, "int16": 8192}
+
+
 @lowering("SOFTMAX")
 def lower_softmax(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     call.kernel, call.params_type = "ts_softmax_s8", "ts_softmax_s8_params"
@@ -96,28 +104,41 @@ def lower_softmax(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     ctx.expect(x, "int8")
     si, _ = ctx.quant(x)
     so, zo = ctx.quant(y)
-    if ctx.tensor(y).dtype == "int16":  # int8 in, int16 out: same parameters, ts_softmax_s8_s16
+    out_dtype = ctx.tensor(y).dtype
+    if out_dtype == "int16":  # int8 in, int16 out: same parameters, ts_softmax_s8_s16
         call.kernel = "ts_softmax_s8_s16"
         if zo != -32768 or abs(so - 1.0 / 65536) > 0.001 / 65536:
             raise Unsupported("int16 output quantisation other than (1/65536, -32768)")
     elif ctx.expect(y, "int8") and (zo != -128 or abs(so - 1.0 / 256) > 0.001 / 256):
         raise Unsupported("int8 output quantisation other than (1/256, -128)")
     beta = float(op.options.get("beta", 1.0))
-    # activations.cc SoftmaxPrepare (kReference) -> PreprocessSoftmaxScaling, CalculateInputRadius.
-    real = min(beta * float(si) * float(1 << 26), float(2**31 - 1))
-    mult, left_shift = quantize_multiplier(real)
-    if left_shift < 0:
-        raise Unsupported("softmax input scale times beta below 2^-26")
-    radius = math.floor(1.0 * ((1 << 5) - 1) * (1 << 26) / (1 << left_shift))
+    if not (math.isfinite(beta) and beta > 0.0):
+        raise Unsupported(f"beta {beta!r} (expects a positive finite number)")
+    if not (math.isfinite(si) and si > 0.0):
+        raise Unsupported(f"input scale {si!r} (expects a positive finite number)")
     shape = ctx.tensor(x).shape
     depth = shape[-1] if shape else 1
+    if depth < 1:
+        raise Unsupported("an empty last dimension")
+    params = softmax_params(si, beta)
     call.params = [
         ("outer", str(math.prod(shape) // depth)),
         ("depth", str(depth)),
-        ("input_multiplier", str(mult)),
-        ("input_left_shift", str(left_shift)),
-        ("diff_min", str(-radius)),
+        ("input_multiplier", str(params.input_multiplier)),
+        ("input_left_shift", str(params.input_left_shift)),
+        ("diff_min", str(params.diff_min)),
     ]
+    if params.table_only or depth >= SOFTMAX_TABLE_DEPTH[out_dtype]:
+        table = softmax_exp_table(si, beta)
+        name = ctx.array(call, "exp", "float", table, "expf(-input_scale * beta * k), k = max(row) - x")
+        call.params += [("exp_table", name), ("output_scale", c_float(so))]
+        if params.table_only:
+            call.params.append(("table_only", "1"))
+            call.comment.append("input scale * beta <= 2^-26: LiteRT's float32 arithmetic for every row")
+        else:
+            call.comment.append(
+                "rows whose Q12.19 sum is out of the reference's range: LiteRT's float32 table"
+            )
     call.args = [ctx.ptr(x), ctx.ptr(y, const=False)]
 
 

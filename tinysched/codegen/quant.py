@@ -13,6 +13,7 @@ import ctypes
 import ctypes.util
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -316,3 +317,36 @@ def rsqrt_table(si: float, zi: int, so: float, zo: int) -> np.ndarray:
         v = mbqm(data, mult, shift - 20) + zo
         table[q & 0xFF] = min(max(v, INT8_MIN), INT8_MAX)
     return table
+
+
+# ---- SOFTMAX ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    """The reference kernel's Q5.26 input scaling, or `table_only` where it has none."""
+
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+    table_only: bool  # input scale * beta <= 2^-26: only LiteRT's float32 arithmetic is defined
+
+
+def softmax_params(input_scale: float, beta: float) -> SoftmaxParams:
+    """activations.cc SoftmaxPrepare (kReference): PreprocessSoftmaxScaling with 5 integer bits and
+    CalculateInputRadius. QuantizeMultiplierGreaterThanOne requires beta * scale * 2^26 > 1; below
+    that the reference aborts and the kernel uses LiteRT's float table for every row."""
+    real = min(beta * float(input_scale) * float(1 << 26), float(2**31 - 1))
+    if not real > 1.0:
+        return SoftmaxParams(0, 0, 0, True)
+    mult, left_shift = quantize_multiplier(real)
+    radius = math.floor(1.0 * ((1 << 5) - 1) * (1 << 26) / (1 << left_shift))
+    return SoftmaxParams(mult, left_shift, -radius, False)
+
+
+def softmax_exp_table(input_scale: float, beta: float) -> np.ndarray:
+    """optimized_ops::PopulateSoftmaxLookupTable, indexed by k = max(row) - x: expf(scale * k) with
+    scale = -input_scale * beta, every product in float32 and expf the C library's."""
+    scale = np.float32(-np.float32(input_scale) * np.float32(beta))
+    with np.errstate(under="ignore"):
+        return np.array([expf(np.float32(scale * np.float32(k))) for k in range(256)], dtype=np.float32)

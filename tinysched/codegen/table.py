@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
+from tinysched.codegen.kernel_checks import check_call
 from tinysched.errors import TinyschedError
 from tinysched.graph import Operator
 
@@ -70,6 +71,7 @@ def lower(ctx: LoweringContext, op: Operator, step: int) -> KernelCall:
     call = KernelCall(op.index, step, op.opcode, "", "", [], [])
     try:
         entry.lower(ctx, op, call)
+        check_call(call)  # what the kernel would refuse at run time, refused now
     except Unsupported as why:
         raise TinyschedError(
             f"operator {op.index} ({op.opcode}) is not supported by the code generator: {why}"
