@@ -289,8 +289,8 @@ def test_rescale_beyond_the_kernels_fixed_point_is_refused() -> None:
     _refused(
         edited(KERNEL_MODELS["fully_connected_options"](), edit),
         "operator 0 (FULLY_CONNECTED) rescales by",
-        "(input 0 scale 1.0000000150474662e+30 / output tensor 3 scale",
-        "at or over the 2^30",
+        "(input 0 scale 1.0000000150474662e+30 x input 1 scale",
+        "at or over the 2^31",
     )
 
 

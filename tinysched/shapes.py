@@ -154,6 +154,17 @@ def _window(size: int, filt: int, stride: int, dilation: int, padding: str, what
 _MAX_PRODUCT = 255 * 128
 
 
+def _largest_product(o: _Op) -> int:
+    """The largest |input - zero point| x |filter| one product can reach: from the input's zero point
+    and, when the filter is constant, its largest magnitude (else the int8 bounds)."""
+    data = 2 if o.op.opcode == "TRANSPOSE_CONV" else 0
+    x = o.tensor(data)
+    zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
+    span = max(127 - zp, zp + 128)
+    weights = o.const(1) if o.present(1) else None
+    return span * (max((abs(v) for v in weights), default=0) if weights else 128)
+
+
 def _bias(o: _Op, k: int, channels: int, products: int | None = None) -> None:
     """The bias has one value per output channel, and with `products` int8 products per output the
     int32 accumulator (bias plus products) cannot overflow."""
@@ -167,7 +178,7 @@ def _bias(o: _Op, k: int, channels: int, products: int | None = None) -> None:
         return
     values = o.const(k)
     if values:
-        worst = max(abs(v) for v in values) + products * _MAX_PRODUCT
+        worst = max(abs(v) for v in values) + products * _largest_product(o)
         if worst > INT32_MAX:
             raise _Invalid(
                 f"bias (input {k}) of up to {max(abs(v) for v in values):,} plus {products:,} products "
@@ -679,9 +690,14 @@ def _check_option_values(op: Operator) -> None:
                 raise _Invalid(f"option {key} = {v} is outside int32")
 
 
-# The kernels requantise with a Q31 multiplier and a shift of at most 30 bits (`ts_fixedpoint.h`):
-# a real rescaling factor of 2^30 or more has no valid parameters.
-MAX_RESCALE = 2.0**30
+# The kernels requantise with a Q31 multiplier and a left shift of at most 31 bits
+# (`ts_fixedpoint.h`): a real rescaling factor of 2^31 or more has no valid parameters. Kernels with a
+# narrower range (FULLY_CONNECTED: 30) are refused by codegen.kernel_checks.
+MAX_RESCALE = 2.0**31
+# Operators whose requantisation multiplier rescales a product (input x filter, or input x input).
+PRODUCT_RESCALE_OPS = frozenset(
+    {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MUL", "BATCH_MATMUL", "SVDF"}
+)
 
 
 def _check_rescale(graph: Graph, op: Operator) -> None:
@@ -701,14 +717,16 @@ def _check_rescale(graph: Graph, op: Operator) -> None:
     if not ins or not outs:
         return
     out_scale, out_tensor = min(outs)
-    factor, why = ins[-1][0] / out_scale, f"input {ins[-1][1]} scale {ins[-1][0]!r}"
-    if len(ins) > 1 and ins[-1][0] * ins[-2][0] / out_scale > factor:
+    if op.opcode in PRODUCT_RESCALE_OPS and len(ins) > 1:
+        # the accumulator holds products: one multiplier rescales by input x filter (or x other) scale
         factor = ins[-1][0] * ins[-2][0] / out_scale
         why = f"input {ins[-1][1]} scale {ins[-1][0]!r} x input {ins[-2][1]} scale {ins[-2][0]!r}"
+    else:
+        factor, why = ins[-1][0] / out_scale, f"input {ins[-1][1]} scale {ins[-1][0]!r}"
     if not factor < MAX_RESCALE:
         raise _Invalid(
             f"rescales by {factor:.3g} ({why} / output tensor {out_tensor} scale {out_scale!r}), "
-            "at or over the 2^30 the kernels' fixed-point requantisation takes"
+            "at or over the 2^31 the kernels' fixed-point requantisation takes"
         )
 
 

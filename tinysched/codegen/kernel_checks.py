@@ -120,6 +120,13 @@ def _avg_pool(p: _Params) -> None:
             raise Unsupported(f"an average pool window outside the input ({out.replace('out_', '')})")
 
 
+def _max_pool(p: _Params) -> None:
+    """ts_max_pool2d_s8.c: strides and filter sizes of at least 1."""
+    for name in ("stride_h", "stride_w", "filter_h", "filter_w"):
+        if p.int(name) < 1:
+            raise Unsupported(f"max pool {name.replace('_', ' ')} {p.int(name)} (must be at least 1)")
+
+
 def _count_matches(p: _Params) -> None:  # ts_mean_s8.c, ts_sum_s8.c
     count, n_red = p.int("count"), math.prod(p.ints("red_dims"))
     if count < 1 or count != n_red or count >= 1 << 23:
@@ -234,6 +241,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_add_s8": _add,
     "ts_arg_minmax_s8": _arg_minmax,
     "ts_avg_pool2d_s8": _avg_pool,
+    "ts_max_pool2d_s8": _max_pool,
     "ts_conv2d_s8": _conv,
     "ts_depthwise_conv2d_s8": _depthwise,
     "ts_fully_connected_s8": _fully_connected,
