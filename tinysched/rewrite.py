@@ -66,7 +66,7 @@ class Rewrite:
     sources: tuple[int, ...]  # operators of the input graph it stands for, the kept one first
     removed_tensors: tuple[int, ...]  # activation tensors no operator writes any more
     removed_bytes: int  # their bytes
-    detail: str  # one line for the `plan` output
+    detail: str  # what was rewritten into what, for the `plan` output (no operator indices)
 
 
 @dataclass(frozen=True)
@@ -322,7 +322,10 @@ def _match_dilated(graph: Graph, stb: Operator) -> _Match | None:
         return None
     (n, h, w, c), (nb, hs, ws, cs_), (nz, hc, wc, oc), (no, ho, wo, oco) = shapes  # type: ignore[misc]
     rh, rw = block
-    if nb != n * rh * rw or cs_ != c or nz != nb or no != n or oco != oc:
+    # TFLite's Prepare derives the intermediate shapes from x and the constants, whatever is stored;
+    # a converter stores a dynamic batch (-1 in shape_signature) as 1, so their batch may read 1.
+    phases = n * rh * rw
+    if nb not in (phases, 1) or nz not in (phases, 1) or cs_ != c or no != n or oco != oc:
         return None
     pads: list[int] = []
     for size, sub, conv_out, final, r, k, (pb, pa), (cb, ca) in (
@@ -350,8 +353,8 @@ def _match_dilated(graph: Graph, stb: Operator) -> _Match | None:
     options.update(canonical_padding((h, w), (ho, wo), fhw, (1, 1), (rh, rw), tuple(pads)))  # type: ignore[arg-type]
     new = Operator(conv.index, conv.opcode, (x, *conv.inputs[1:]), (out,), options, conv.version)
     detail = (
-        f"{stb.opcode} -> {conv.opcode} -> {bts.opcode} (operators {stb.index}, {conv.index}, {bts.index}) "
-        f"is one {conv.opcode} with dilation {rh}x{rw}, padding {_padding_text(options)}"
+        f"{stb.opcode} -> {conv.opcode} -> {bts.opcode} as one {conv.opcode} with dilation {rh}x{rw}, "
+        f"padding {_padding_text(options)}"
     )
     return _Match("dilated_conv", conv.index, new, (stb.index, bts.index), (y, z), detail)
 
@@ -377,8 +380,9 @@ def _pad_value(graph: Graph, pad: Operator) -> int | None:
     y = graph.tensors[pad.outputs[0]]
     if pad.opcode == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
         value = _const_ints(graph, pad.inputs[2])
-        if value is None or len(value) != 1 or graph.tensors[pad.inputs[2]].dtype != "int8":
-            return None
+        constant = graph.tensors[pad.inputs[2]]
+        if value is None or len(value) != 1 or constant.dtype != "int8" or constant.quantization != y.quantization:
+            return None  # TFLite refuses a constant quantised unlike the output
         return value[0]
     if y.quantization is None:
         return None
@@ -467,10 +471,7 @@ def _match_pad(graph: Graph, pad: Operator) -> _Match | None:
         options,
         consumer.version,
     )
-    detail = (
-        f"{pad.opcode} (operator {pad.index}, value {value}) is the padding of {consumer.opcode} "
-        f"(operator {consumer.index}): {_padding_text(options)}"
-    )
+    detail = f"{pad.opcode} of {value} as the padding of {consumer.opcode}: {_padding_text(options)}"
     return _Match("pad_fusion", consumer.index, new, (pad.index,), (y,), detail)
 
 
