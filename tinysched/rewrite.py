@@ -316,32 +316,28 @@ def _match_dilated(graph: Graph, stb: Operator) -> _Match | None:
         return None
     if not (_int8_same_quant(graph, x, y) and _int8_same_quant(graph, z, out)):
         return None
-    shapes = [_nhwc(graph, t) for t in (x, y, z, out)]
-    fhw = _filter_hw(graph, conv)
-    if any(s is None for s in shapes) or fhw is None or min(block) < 1 or min(paddings + crops) < 0:
+    in_shape, out_shape, fhw = _nhwc(graph, x), _nhwc(graph, out), _filter_hw(graph, conv)
+    if in_shape is None or out_shape is None or fhw is None or min(block) < 1 or min(paddings + crops) < 0:
         return None
-    (n, h, w, c), (nb, hs, ws, cs_), (nz, hc, wc, oc), (no, ho, wo, oco) = shapes  # type: ignore[misc]
+    (n, h, w, _), (no, ho, wo, oc) = in_shape, out_shape
+    filter_shape = graph.tensors[conv.inputs[1]].shape
+    if no != n or oc != filter_shape[3 if conv.opcode == "DEPTHWISE_CONV_2D" else 0]:
+        return None
+    # The intermediate shapes are what TFLite's Prepare derives from x and the constants; the
+    # stored ones are not read (a converter may store a dynamic batch as 1, and TFLM once misran
+    # such models for trusting them). Only the final output's stored shape must be the derived one.
     rh, rw = block
-    # TFLite's Prepare derives the intermediate shapes from x and the constants, whatever is stored;
-    # a converter stores a dynamic batch (-1 in shape_signature) as 1, so their batch may read 1.
-    phases = n * rh * rw
-    if nb not in (phases, 1) or nz not in (phases, 1) or cs_ != c or no != n or oco != oc:
-        return None
     pads: list[int] = []
-    for size, sub, conv_out, final, r, k, (pb, pa), (cb, ca) in (
-        (h, hs, hc, ho, rh, fhw[0], paddings[0:2], crops[0:2]),
-        (w, ws, wc, wo, rw, fhw[1], paddings[2:4], crops[2:4]),
+    for size, final, r, k, (pb, pa), (cb, ca) in (
+        (h, ho, rh, fhw[0], paddings[0:2], crops[0:2]),
+        (w, wo, rw, fhw[1], paddings[2:4], crops[2:4]),
     ):
-        if size + pb + pa != sub * r or conv_out * r - cb - ca != final:
+        if (size + pb + pa) % r:
+            return None  # TFLite refuses such a SPACE_TO_BATCH_ND
+        sub = (size + pb + pa) // r
+        conv_out, inner = (sub - k + 1, 0) if conv.options["padding"] == "VALID" else (sub, (k - 1) // 2)
+        if conv_out < 1 or conv_out * r - cb - ca != final:
             return None
-        if conv.options["padding"] == "VALID":
-            if conv_out != sub - k + 1:
-                return None
-            inner = 0
-        else:
-            if conv_out != sub:
-                return None
-            inner = (k - 1) // 2
         # out[j] = sum_k w[k] * padded[j + crop_before + (k - inner) * r] = dilated conv of x
         before = pb + inner * r - cb
         after = (final - 1) + (k - 1) * r + 1 - size - before
@@ -381,7 +377,12 @@ def _pad_value(graph: Graph, pad: Operator) -> int | None:
     if pad.opcode == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
         value = _const_ints(graph, pad.inputs[2])
         constant = graph.tensors[pad.inputs[2]]
-        if value is None or len(value) != 1 or constant.dtype != "int8" or constant.quantization != y.quantization:
+        if (
+            value is None
+            or len(value) != 1
+            or constant.dtype != "int8"
+            or constant.quantization != y.quantization
+        ):
             return None  # TFLite refuses a constant quantised unlike the output
         return value[0]
     if y.quantization is None:
