@@ -1,6 +1,7 @@
 """The planning pipeline as two functions between frozen records.
 
-    plan(graph, PlanOptions) -> Planned          fold, schedule (+certificate), recompute, place, check
+    plan(graph, PlanOptions) -> Planned          fold, rewrite, schedule (+certificate), recompute, place,
+                                                 check
     generate(planned, prefix) -> GeneratedModule the C sources (tinysched.codegen)
 
 Every verb that plans (`plan`, `build`, `verify`, `measure MODEL`, `report`) builds its `PlanOptions`
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,7 @@ from tinysched.errors import TinyschedError
 from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
+from tinysched.rewrite import RewriteResult, no_rewrites, rewrite_graph
 from tinysched.scheduler import Schedule, schedule
 from tinysched.shapes import check_graph
 
@@ -37,6 +40,7 @@ class PlanOptions:
     time_limit: float = DEFAULT_TIME_LIMIT  # the whole planning budget, seconds
     recompute: RecomputeRequest | None = None  # None: every operator runs once
     fold: bool = True  # evaluate shape/constant sub-graphs at compile time
+    rewrite: bool = True  # exact graph rewrites (tinysched.rewrite): dilated convolutions, PAD fusion
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
@@ -85,8 +89,9 @@ class Planned:
     """A model planned for code generation: everything later stages read, nothing they recompute."""
 
     source: Graph  # the model as read
-    graph: Graph  # what is placed and generated: folded, with declared kernel scratch tensors
+    graph: Graph  # what is placed and generated: folded, rewritten, with declared kernel scratch tensors
     folding: FoldResult
+    rewriting: RewriteResult  # of the folded graph; its operator_map is over folded operators
     schedule: Schedule  # the certified (or best found) order of `graph`
     recompute: RecomputePlan | None  # the sequence that runs, when operators run again
     arena: ArenaPlan  # offsets for `run_order`
@@ -99,9 +104,43 @@ class Planned:
         """What the firmware runs: the order, or the recomputation sequence."""
         return self.arena.order
 
+    @property
+    def operator_sources(self) -> tuple[tuple[int, ...], ...]:
+        """Planned operator -> the input model's operators it computes, the one it keeps first
+        (a rewritten operator also stands for the operators it replaced)."""
+        fold = self.folding.operator_map
+        return tuple(tuple(fold[v] for v in srcs) for srcs in self.rewriting.operator_map)
+
     def source_operator(self, op: int) -> int:
         """Operator index in the input model of operator `op` of the planned graph."""
-        return self.folding.operator_map[op]
+        return self.folding.operator_map[self.rewriting.operator_map[op][0]]
+
+    def model_order(self, order: Sequence[int]) -> list[int]:
+        """An order (or sequence) of planned operators as operator indices of the input model."""
+        return [self.source_operator(v) for v in order]
+
+    @property
+    def rewritten_operators(self) -> tuple[int, ...]:
+        """Operators of the input model that a rewrite removed (their work is in another operator)."""
+        fold = self.folding.operator_map
+        return tuple(sorted(fold[v] for v in self.rewriting.removed))
+
+    def rewrites_json(self) -> list[dict[str, Any]]:
+        """Each rewrite with the input model's operator indices (`plan --json`, the metadata)."""
+        fold = self.folding.operator_map
+        return [
+            {
+                "kind": r.kind,
+                "operator": r.operator,
+                "model_op": fold[r.sources[0]],
+                "model_ops": sorted(fold[v] for v in r.sources),
+                "removed_model_ops": sorted(fold[v] for v in r.sources[1:]),
+                "removed_tensors": [self.graph.tensors[t].name for t in r.removed_tensors],
+                "removed_bytes": r.removed_bytes,
+                "detail": r.detail,
+            }
+            for r in self.rewriting.rewrites
+        ]
 
 
 def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
@@ -112,16 +151,17 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     clock = time.perf_counter()
     budget = stage_budget(options)
     folding = fold_constants(graph) if options.fold else no_folding(graph)
-    placed = folding.graph
     if folding.count:  # folded shape inputs (PAD paddings, RESHAPE targets) are constants now
-        check_graph(placed)
+        check_graph(folding.graph)
+    rewriting = rewrite_graph(folding.graph) if options.rewrite else no_rewrites(folding.graph)
+    placed = rewriting.graph
     note = None
     try:
         codegen.check_supported(placed)
         placed = codegen.with_scratch(placed, codegen.scratch_needs(placed))
     except TinyschedError as err:
         note = str(err)
-    seconds["fold"] = time.perf_counter() - clock
+    seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check
 
     clock = time.perf_counter()
     rplan = None
@@ -144,7 +184,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     clock = time.perf_counter()
     check_plan(placed, arena)
     seconds["check"] = time.perf_counter() - clock
-    return Planned(graph, placed, folding, sched, rplan, arena, options, note, seconds)
+    return Planned(graph, placed, folding, rewriting, sched, rplan, arena, options, note, seconds)
 
 
 def generate(planned: Planned, prefix: str | None = None) -> Any:
@@ -160,8 +200,9 @@ def generate(planned: Planned, prefix: str | None = None) -> Any:
 
 
 def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
-    """The planning flags, the same on every verb that plans (`schedule` places nothing, so it has
-    no --alignment and gives its whole --time-limit to the order search)."""
+    """The planning flags, the same on every verb that plans (`schedule` orders the file's operators
+    and places nothing, so it has no --alignment or --no-rewrite and gives its whole --time-limit to
+    the order search)."""
     if placement:
         parser.add_argument(
             "--alignment",
@@ -169,6 +210,11 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             default=DEFAULT_ALIGNMENT,
             metavar="BYTES",
             help=f"tensor offset and arena alignment in bytes (default {DEFAULT_ALIGNMENT})",
+        )
+        parser.add_argument(
+            "--no-rewrite",
+            action="store_true",
+            help="plan the graph as converted: no dilated-convolution rewrite, no PAD fusion",
         )
     parser.add_argument(
         "--time-limit",
@@ -199,7 +245,9 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
 
 
 def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
-    """The PlanOptions the parsed flags ask for (flags a verb lacks take their defaults)."""
+    """The PlanOptions the parsed flags ask for (flags a verb lacks take their defaults).
+
+    `fold=False` (`plan --tflm`, which reorders the file's own operators) also turns rewrites off."""
     request = request_from_values(
         getattr(args, "recompute", 0) or 0,
         getattr(args, "ram_budget", None),
@@ -210,4 +258,5 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         time_limit=getattr(args, "time_limit", DEFAULT_TIME_LIMIT),
         recompute=request,
         fold=fold,
+        rewrite=fold and not getattr(args, "no_rewrite", False),
     )

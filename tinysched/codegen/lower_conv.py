@@ -14,6 +14,33 @@ from tinysched.codegen.quant import (
 )
 from tinysched.codegen.table import lowering
 from tinysched.graph import Operator
+from tinysched.rewrite import explicit_padding
+
+
+def _pads(
+    op: Operator,
+    in_hw: tuple[int, int],
+    out_hw: tuple[int, int],
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int],
+) -> tuple[int, int]:
+    """(pad_top, pad_left) the kernel offsets its windows by: TFLite's from the sizes for SAME/VALID
+    (ComputePaddingWithOffset), or an EXPLICIT padding's top/left (tinysched.rewrite), whose
+    bottom/right must give the output size (the kernels skip taps past the input's end)."""
+    explicit = explicit_padding(op)
+    if explicit is None:
+        return tuple(  # type: ignore[return-value]
+            window_padding(i, o, k, s, d)
+            for i, o, k, s, d in zip(in_hw, out_hw, kernel, strides, dilations, strict=True)
+        )
+    for axis, (i, o, k, s, d) in enumerate(zip(in_hw, out_hw, kernel, strides, dilations, strict=True)):
+        before, after = explicit[2 * axis], explicit[2 * axis + 1]
+        if before < 0 or (i + before + after - (k - 1) * d - 1) // s + 1 != o:
+            raise Unsupported(
+                f"explicit padding {list(explicit)} does not give the output size {list(out_hw)}"
+            )
+    return explicit[0], explicit[2]
 
 
 def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: bool) -> None:
@@ -58,6 +85,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if products >= MAX_ACCUMULATED_PRODUCTS:
         raise Unsupported(f"{products} products per output could overflow an int32 accumulator")
     act_min, act_max = activation_range(opts.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    pad_top, pad_left = _pads(op, (ih, iw), (oh, ow), (fh, fw), (sh, sw), (dh, dw))
     params = [
         ("batches", n),
         ("in_h", ih),
@@ -76,8 +104,8 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         ("stride_w", sw),
         ("dilation_h", dh),
         ("dilation_w", dw),
-        ("pad_top", window_padding(ih, oh, fh, sh, dh)),
-        ("pad_left", window_padding(iw, ow, fw, sw, dw)),
+        ("pad_top", pad_top),
+        ("pad_left", pad_left),
         ("input_offset", -in_zp),
         ("output_offset", out_zp),
         ("act_min", act_min),
@@ -227,6 +255,7 @@ def _pool(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     fh, fw = int(opts["filter_height"]), int(opts["filter_width"])
     sh, sw = int(opts["stride_h"]), int(opts["stride_w"])
     act_min, act_max = activation_range(opts.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    pad_top, pad_left = _pads(op, (ih, iw), (oh, ow), (fh, fw), (sh, sw), (1, 1))
     call.params_type = "ts_pool2d_s8_params"
     call.params = [
         (k, str(v))
@@ -241,8 +270,8 @@ def _pool(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             ("filter_w", fw),
             ("stride_h", sh),
             ("stride_w", sw),
-            ("pad_top", window_padding(ih, oh, fh, sh, 1)),
-            ("pad_left", window_padding(iw, ow, fw, sw, 1)),
+            ("pad_top", pad_top),
+            ("pad_left", pad_left),
             ("act_min", act_min),
             ("act_max", act_max),
         )

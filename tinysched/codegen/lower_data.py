@@ -132,17 +132,24 @@ def lower_unpack(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     _split(ctx, op, call, op.inputs[0], int(op.options.get("axis", 0)), keep_axis=False)
 
 
-@lowering("PAD")
+@lowering("PAD", "PADV2")
 def lower_pad(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     call.kernel, call.params_type = "ts_pad_s8", "ts_pad_s8_params"
     x, y = op.inputs[0], op.outputs[0]
     ctx.expect(x, "int8")
     ctx.expect(y, "int8")
-    if len(op.inputs) > 2 and op.inputs[2] >= 0:
-        raise Unsupported("explicit constant values")
     pads = ctx.constant(op.inputs[1]).reshape(-1, 2).astype(np.int64)
     in_shape = ctx.tensor(x).shape
     _, zo = ctx.quant(y)
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        # pad.cc: PADV2 pads with its constant's int8 value, quantised as the output
+        ctx.expect(op.inputs[2], "int8")
+        if ctx.tensor(op.inputs[2]).quantization != ctx.tensor(y).quantization:
+            raise Unsupported("constant value quantised unlike the output")
+        values = ctx.constant(op.inputs[2]).reshape(-1)
+        if values.size != 1:
+            raise Unsupported(f"{values.size} constant values")
+        zo = int(values[0])
     call.params = [
         ("in_dims", c_list(pad_left(in_shape, 1))),
         ("out_dims", c_list(pad_left(ctx.tensor(y).shape, 1))),

@@ -228,6 +228,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         payload.update({k: v for k, v in sched.as_json().items() if k not in payload})
         for entry, placement in zip(payload["tensors"], plan.buffers, strict=True):
             entry["instance"] = placement.instance
+    # `order` and the tensors' steps are over the planned graph's operators; these keys say which
+    # operators of the input model each planned operator is (docs/report-schema.md, "plan --json").
+    payload["model_order"] = planned.model_order(plan.order)
+    payload["operator_model_ops"] = [list(ops) for ops in planned.operator_sources]
+    payload["rewrites"] = planned.rewrites_json()
+    payload["rewritten_operator_indices"] = list(planned.rewritten_operators)
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)
@@ -274,6 +280,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print("\n".join(recompute_summary(request, format_bytes)))
     if folding is not None and folding.count:
         print(f"folding      {folding.summary()}; the order, plan and certificate are for the folded graph")
+    if planned.rewriting.count:
+        print(f"rewrites     {planned.rewriting.summary()}; the plan is for the rewritten graph")
+        for r in payload["rewrites"]:
+            print(
+                f"    model operators {r['model_ops']} -> operator {r['operator']}: {r['detail']} "
+                f"(removes {r['removed_bytes']:,} B of tensors)"
+            )
     print()
     print(f"{'':22}{'bytes':>12}")
     print(f"{'tensor-model peak':22}{plan.peak_bytes:>12,}  live bytes at the worst step, unaligned")

@@ -269,6 +269,7 @@ def collect_metadata(
     def name(t: int, instance: int = 0) -> str:
         return tensors[t].name + (f" #{instance}" if instance else "")
 
+    sources = planned.operator_sources  # planned operator -> the input model's operators
     operators = []
     for s in run.steps:
         op = placed.operators[s.op]
@@ -283,6 +284,8 @@ def collect_metadata(
                 "born": [name(t, i) for t, i in s.born],
                 "freed": [name(t, i) for t, i in s.freed],
                 "kernel": kernels.get(s.op),
+                "model_op": planned.source_operator(s.op),
+                "model_ops": sorted(sources[s.op]),
             }
         )
 
@@ -324,6 +327,11 @@ def collect_metadata(
         "schedule": {
             "order": list(sched.order),
             "run_sequence": list(plan.order),
+            "model_order": planned.model_order(sched.order),
+            "model_run_sequence": planned.model_order(plan.order),
+            "folded_model_ops": list(planned.folding.folded),
+            "rewritten_model_ops": list(planned.rewritten_operators),
+            "rewrites": planned.rewrites_json(),
             "stored_order_peak_bytes": stored.peak_bytes,
             "stored_order_peak_step": stored.peak_step,
             "peak_bytes": best.peak_bytes,
