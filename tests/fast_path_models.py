@@ -116,6 +116,55 @@ def add_shapes() -> bytes:
     return b.build()
 
 
+def conv_patch_shapes() -> bytes:
+    """Small receptive fields (in_c < 8): the KWS first layer exactly (49x10x1, 10x4, stride 2, SAME:
+    windows clipped on every side), 3-channel 3x3 layers (stride 1 and 2, K = 27: words plus a
+    padded tail), an odd out_c (the last channel's exact-length dot product) and in_c 1 with a 1x1
+    filter (K = 1)."""
+    b = ModelBuilder(seed=29)
+    x = b.input("x", (1, 49, 10, 1), zero_point=83)
+    t = b.conv2d(x, 64, (10, 4), (2, 2), "SAME", activation="RELU", name="kws_first_10x4")
+    y = b.input("y", (1, 11, 9, 3), zero_point=-128)
+    u = b.conv2d(y, 16, (3, 3), (1, 1), "SAME", activation="RELU", name="rgb_3x3_s1")
+    v = b.conv2d(y, 7, (3, 3), (2, 2), "SAME", activation="RELU6", name="rgb_3x3_s2_odd")
+    z = b.input("z", (1, 6, 5, 1), zero_point=-3)
+    w = b.conv2d(z, 5, (1, 1), (1, 1), "VALID", name="in1_1x1")
+    q = b.conv2d(z, 3, (5, 3), (1, 1), "SAME", dilation=(1, 2), name="in1_dil_w")
+    b.output(t, u, v, w, q)
+    return b.build()
+
+
+def pointwise_strided() -> bytes:
+    """1x1 CONV_2D stride 2 SAME (ResNet's shortcut convolutions: no padding), even and odd rows."""
+    b = ModelBuilder(seed=30)
+    x = b.input("x", (1, 8, 8, 16), zero_point=-128)
+    t = b.conv2d(x, 32, (1, 1), (2, 2), "SAME", name="pw_s2_16_32")
+    y = b.input("y", (1, 7, 9, 5), zero_point=11)
+    u = b.conv2d(y, 6, (1, 1), (2, 2), "SAME", activation="RELU", name="pw_s2_odd")
+    b.output(t, u)
+    return b.build()
+
+
+def depthwise_channel_counts() -> bytes:
+    """DEPTHWISE_CONV_2D 3x3 with 8, 16, 24 and 64 channels, stride 1 and 2, SAME (padding on both
+    sides: full-window runs between clipped pixels), rows wider than one chunk (40 > 32), a 5x5
+    filter, RELU6 and no activation (the bytewise clamp)."""
+    b = ModelBuilder(seed=31)
+    x = b.input("x", (1, 9, 40, 8), zero_point=-128)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU", name="dw8_wide")
+    y = b.input("y", (1, 10, 10, 16), zero_point=-128)
+    u = b.depthwise_conv2d(y, (3, 3), (2, 2), "SAME", activation="RELU6", name="dw16_s2")
+    z = b.input("z", (1, 7, 5, 24), zero_point=3)
+    v = b.depthwise_conv2d(z, (3, 3), (1, 1), "SAME", name="dw24")
+    v = b.depthwise_conv2d(v, (5, 5), (1, 1), "SAME", activation="RELU", name="dw24_5x5")
+    w = b.input("w", (1, 6, 6, 64), zero_point=-128)
+    r = b.depthwise_conv2d(w, (3, 3), (1, 1), "SAME", activation="RELU", name="dw64")
+    r = b.depthwise_conv2d(r, (3, 3), (2, 2), "SAME", activation="RELU", name="dw64_s2")
+    r = b.depthwise_conv2d(r, (3, 3), (1, 1), "VALID", name="dw64_valid")
+    b.output(t, u, v, r)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -125,4 +174,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_shapes": depthwise_shapes,
     "fully_connected_shapes": fully_connected_shapes,
     "add_shapes": add_shapes,
+    "conv_patch_shapes": conv_patch_shapes,
+    "pointwise_strided": pointwise_strided,
+    "depthwise_channel_counts": depthwise_channel_counts,
 }

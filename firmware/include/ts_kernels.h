@@ -5,7 +5,8 @@
  * in a small const parameter struct (the code generator writes these as `static const` data, so
  * they live in flash) and plain data pointers, and returns TS_OK or TS_ERR_PARAMS. No kernel
  * allocates, keeps state, or touches memory other than its arguments. None needs scratch memory
- * (the fast paths below included: they keep their partial sums in registers and on the stack);
+ * (the fast paths below included: they keep their partial sums in registers and on the stack, at
+ * most 248 bytes of CONV_2D patches and 96 bytes of DEPTHWISE_CONV_2D chunk geometry);
  * one that did would declare it through a `<name>_scratch_bytes()` companion and the code generator
  * would plan it in the arena as a tensor live during that operator's step only.
  *
@@ -68,16 +69,38 @@ extern "C" {
  *    [kx0, kx1); each filter row of it is one run of (kx1-kx0)*in_c contiguous bytes in input and
  *    filter (dilation_w == 1) or one run of in_c bytes per tap. Two horizontally adjacent output
  *    pixels of one row are done together when their rectangles are the same; else one pixel.
+ *  - small receptive fields (fh * fw * in_c <= 124 bytes and in_c < 8, input zero point an int8:
+ *    first layers such as KWS's 10x4x1 or RGB 3x3x3): the receptive fields of two horizontally
+ *    adjacent output pixels are copied into two stack patches of K = fh*fw*in_c bytes (248 bytes
+ *    with the word round-up), taps outside the input filled with the input zero point (such a tap
+ *    adds w * 0, exactly what skipping it adds); every output channel pair is then one dot product
+ *    of K bytes per pixel. On DSP cores K is rounded up to whole words (more zero-point bytes in the
+ *    patch) wherever the extra filter bytes read are still inside the filter array (not for the
+ *    last channel pair when that would pass its end).
  *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
  *    The portable build (host, M0, M3) does the same loops with one product per step.
+ *  - requantisation on DSP cores (GCC/Clang): when every multiplier is >= 0, every shift in
+ *    [-22, 29] and the largest possible accumulator B = K * max|q + input_offset| * 128 + max|bias|
+ *    satisfies B * 2^(max(shift, 0) + 1) < 2^31 (checked once per call), each output is
+ *    requantised as SMMLAR(acc << (left + 1), multiplier, A) >> right with A = 2^(right-1) -
+ *    [acc < 0] + output_offset * 2^right (A = output_offset when right == 0), then saturated and
+ *    clamped: the same value as the formula (the derivation is in firmware/kernels/ts_simd.h, the
+ *    equality is checked on millions of values by tests/test_kernels_fast.py). Otherwise the
+ *    formula's own steps.
+ *  - 1x1 without padding, any strides, on DSP cores with that requantisation: output pixels of a
+ *    row (with stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per
+ *    chunk, output channel pairs in turn, then the chunk's pixels in pairs.
  * Read/write order (for in-place planning): output pixels are written in row-major order (flat
- * order for pointwise) in groups of one or two consecutive pixels, each group's bytes channel by
- * channel in pairs. While a group is being written, the kernel reads only the receptive fields of
- * that group's pixels (plus filter, bias, params), so once a byte of output pixel q is written,
- * every input byte read later lies in the receptive field of q's group or of a later pixel. The
- * reference loop is the same with groups of one pixel. */
+ * order for pointwise) in groups of consecutive pixels: one or two pixels (the patch and run
+ * paths, each group's bytes channel by channel in pairs), or a chunk of up to 16 pixels of one row
+ * for the 1x1 DSP path (there, channel pair by channel pair, each across the chunk's pixels). While
+ * a group is being written, the kernel reads only the receptive fields of that group's pixels
+ * (plus filter, bias, params), so once a byte of output pixel q is written, every input byte read
+ * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
+ * receptive field once per pair, before writing the pair; the others read it once per channel
+ * pair. The reference loop is the same with groups of one pixel. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -108,11 +131,21 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * SMLABB/SMLATT accumulate the four lane products into four int32 accumulators; the portable build
  * does four scalar products. The last in_c % 4 channels, and every other multiplier, go one output
  * channel at a time over the same rectangle.
- * Read/write order: output pixels in row-major order; within a pixel, output channels ascending
- * (in blocks of four with multiplier 1). Output channel o of pixel (y, x) is written after reading
- * input channel o / depth_multiplier over that pixel's receptive field and before any input of a
- * later pixel is read; after it, only receptive fields of that pixel (other channels) and of later
- * pixels are read. */
+ * DSP cores (GCC/Clang), depth_multiplier 1, dilation_w 1, accumulators within the CONV_2D
+ * requantisation bound (K = fh * fw): each output row in chunks of up to 32 pixels; per chunk,
+ * channels c..c+3 of every pixel of the chunk in turn (their SMMLAR requantisation constants
+ * prepared once per chunk): a run of pixels whose whole 3x3 window lies inside the input goes
+ * through one asm block of nine taps per pixel (3x3 filters), any other pixel through its tap
+ * rectangle; the four results are saturated, packed and clamped bytewise (SSUB8/SEL) and stored
+ * as one word. Then the in_c % 4 tail channels of each pixel of the chunk, one at a time.
+ * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP path
+ * above, a chunk of up to 32 consecutive pixels of one row); within a group, output channels
+ * ascending (in blocks of four with multiplier 1; on the DSP path block by block across the
+ * group's pixels, then the tail channels pixel by pixel). Output channel o of pixel (y, x) is
+ * written after reading input channel o / depth_multiplier over that pixel's receptive field;
+ * while a group is being written only the receptive fields of its pixels are read, so after a
+ * byte of pixel q is written, only receptive fields of q's group and of later pixels are read.
+ * Every path reads each needed input byte once per output channel block. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;

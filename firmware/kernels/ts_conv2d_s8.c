@@ -191,11 +191,47 @@ static void conv_block(const ts_conv2d_s8_params *p, const conv_runs *r, const i
     }
 }
 
+#if TS_RQ_ASM
+static inline int8_t rq_clamp(int32_t acc, const ts_rq *q, int32_t lo, int32_t hi)
+{
+    const int32_t v = ts_rq_apply(acc, q);
+    return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+/* store_block through ts_rq (the layer's accumulators checked against its bound by the caller). */
+static TS_NOINLINE void store_block_rq(const ts_conv2d_s8_params *p, const int32_t *acc, int32_t o, int32_t o1,
+                                       int8_t *out0, int8_t *out1)
+{
+    const int32_t lo = p->act_min, hi = p->act_max;
+    ts_rq q;
+    ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q);
+    out0[o] = rq_clamp(acc[0], &q, lo, hi);
+    if (out1 != NULL) {
+        out1[o] = rq_clamp(acc[2], &q, lo, hi);
+    }
+    if (o1 != o) {
+        ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q);
+        out0[o1] = rq_clamp(acc[1], &q, lo, hi);
+        if (out1 != NULL) {
+            out1[o1] = rq_clamp(acc[3], &q, lo, hi);
+        }
+    }
+}
+#endif
+
 /* Requantise and store the block dot_2x2 / dot_1x2 left in acc: channels o and o1 (o1 == o: one
  * channel) of out0 and, unless NULL, out1. */
 static inline void store_block(const ts_conv2d_s8_params *p, const int32_t *acc, int32_t o, int32_t o1,
-                               int8_t *out0, int8_t *out1)
+                               int8_t *out0, int8_t *out1, int rq)
 {
+#if TS_RQ_ASM
+    if (rq) {
+        store_block_rq(p, acc, o, o1, out0, out1);
+        return;
+    }
+#else
+    (void)rq;
+#endif
     const int32_t output_offset = p->output_offset, act_min = p->act_min, act_max = p->act_max;
     const int32_t m0 = p->multiplier[o], s0 = p->shift[o];
     out0[o] = conv_out(acc[0], m0, s0, output_offset, act_min, act_max);
@@ -214,7 +250,7 @@ static inline void store_block(const ts_conv2d_s8_params *p, const int32_t *acc,
 /* All output channels of one or two pixels (out1 NULL: one pixel). */
 static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
                         const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
-                        int8_t *out1)
+                        int8_t *out1, int rq)
 {
     const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
     int32_t o;
@@ -228,7 +264,7 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
         acc[3] = b1;
         conv_block(p, r, in0, in1, filter + (size_t)o * filter_size, filter + (size_t)o1 * filter_size,
                    acc);
-        store_block(p, acc, o, o1, out0, out1);
+        store_block(p, acc, o, o1, out0, out1, rq);
     }
 }
 
@@ -254,7 +290,7 @@ static void runs_for(const ts_conv2d_s8_params *p, int32_t x0, int32_t ky0, int3
 }
 
 static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                      const int32_t *bias, int8_t *output)
+                      const int32_t *bias, int8_t *output, int rq)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
     const int32_t out_w = p->out_w, stride_w = p->stride_w;
@@ -281,13 +317,13 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                     if (kx0_next == kx0 && r1.run_len == r0.run_len && r1.runs_per_row == r0.runs_per_row) {
                         /* Same taps for both pixels: the second window is the first moved by stride_w. */
                         conv_pixels(p, &r0, in0, in0 + (size_t)stride_w * in_c, filter, bias, output,
-                                    output + out_c);
+                                    output + out_c, rq);
                         output += 2 * out_c;
                         x += 2;
                         continue;
                     }
                 }
-                conv_pixels(p, &r0, in0, NULL, filter, bias, output, NULL);
+                conv_pixels(p, &r0, in0, NULL, filter, bias, output, NULL, rq);
                 output += out_c;
                 x += 1;
             }
@@ -295,9 +331,97 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
     }
 }
 
+/* Patches: bytes of one receptive field, at most TS_CONV_PATCH_BYTES (two of them live on the stack). */
+#define TS_CONV_PATCH_BYTES 124
+
+/* The receptive field of the output pixel whose window starts at (y0, x0), as the filter lays it
+ * out ([fh][fw][in_c]), taps outside the input replaced by pad = the input zero point: such a tap
+ * adds w * (pad + input_offset) = 0, exactly what skipping it adds. Then `round_up` more pad bytes. */
+static void build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
+                        int32_t round_up, int8_t *patch)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fw = p->filter_w;
+    int32_t ky, kx, c;
+    for (ky = 0; ky < p->filter_h; ++ky) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        if (iy < 0 || iy >= in_h) {
+            for (c = 0; c < fw * in_c; ++c) {
+                *patch++ = pad;
+            }
+            continue;
+        }
+        for (kx = 0; kx < fw; ++kx) {
+            const int32_t ix = x0 + kx * p->dilation_w;
+            if (ix < 0 || ix >= in_w) {
+                for (c = 0; c < in_c; ++c) {
+                    *patch++ = pad;
+                }
+            } else {
+                const int8_t *src = in_b + ((size_t)iy * in_w + ix) * in_c;
+                for (c = 0; c < in_c; ++c) {
+                    *patch++ = src[c];
+                }
+            }
+        }
+    }
+    for (c = 0; c < round_up; ++c) {
+        *patch++ = pad;
+    }
+}
+
+/* Small receptive fields (few input channels: the first layer of most vision and audio models):
+ * copy the receptive fields of two horizontally adjacent output pixels into two patches, then
+ * every output channel pair is one dot_2x2 of K = fh * fw * in_c bytes, whatever the padding. On DSP
+ * cores K is rounded up to a whole number of words (pad bytes in the patch, so the extra filter
+ * bytes multiply 0) wherever those filter bytes are still inside the filter array. */
+static void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, int rq)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c, out_w = p->out_w;
+    const int32_t k = p->filter_h * p->filter_w * in_c;
+    const int32_t k_round = TS_DSP ? (k + 3) & ~3 : k;
+    const int8_t pad = (int8_t)-p->input_offset;
+    int8_t patch0[TS_CONV_PATCH_BYTES + 4], patch1[TS_CONV_PATCH_BYTES + 4];
+    int32_t b, y, x, o;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            for (x = 0; x < out_w; x += 2) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                const int pair = x + 1 < out_w;
+                int8_t *out1 = pair ? output + out_c : NULL;
+                build_patch(p, in_b, y0, x0, pad, k_round - k, patch0);
+                if (pair) {
+                    build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
+                }
+                for (o = 0; o < out_c; o += 2) {
+                    const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+                    /* k_round filter bytes from channel o1's start stay inside [out_c][k]? */
+                    const int32_t len = (out_c - o1) * k >= k_round ? k_round : k;
+                    int32_t acc[4];
+                    acc[0] = bias != NULL ? bias[o] : 0;
+                    acc[1] = bias != NULL ? bias[o1] : 0;
+                    acc[2] = acc[0];
+                    acc[3] = acc[1];
+                    if (pair) {
+                        dot_2x2(patch0, patch1, filter + (size_t)o * k, filter + (size_t)o1 * k, len,
+                                p->input_offset, acc);
+                    } else {
+                        dot_1x2(patch0, filter + (size_t)o * k, filter + (size_t)o1 * k, len, p->input_offset,
+                                acc);
+                    }
+                    store_block(p, acc, o, o1, output, out1, rq);
+                }
+                output += pair ? 2 * out_c : out_c;
+            }
+        }
+    }
+}
+
 /* Pointwise (1x1, stride 1, no padding): the input is a [pixels][in_c] matrix, paired across rows. */
 static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                           const int32_t *bias, int8_t *output)
+                           const int32_t *bias, int8_t *output, int rq)
 {
     const int32_t in_c = p->in_c, out_c = p->out_c, input_offset = p->input_offset;
     const int32_t pixels = p->batches * p->out_h * p->out_w;
@@ -318,11 +442,74 @@ static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, co
             } else {
                 dot_1x2(in0, w0, w1, in_c, input_offset, acc);
             }
-            store_block(p, acc, o, o1, output, out1);
+            store_block(p, acc, o, o1, output, out1, rq);
         }
         output += out1 != NULL ? 2 * out_c : out_c;
     }
 }
+
+#if TS_RQ_ASM
+#define PW_CHUNK 16
+
+/* 1x1 CONV_2D without padding (any strides) with ts_rq requantisation (accumulators within its
+ * bound): output pixels of a row (with stride 1 over the whole input: all pixels as one row) in chunks of up to PW_CHUNK; per chunk, output channel pairs
+ * (o, o+1) in turn, the pair's requantisation constants prepared once, then the chunk's pixel pairs
+ * (dot_2x2; a last odd pixel dot_1x2). Pixel (y, x) reads input pixel (y * stride_h, x * stride_w). */
+static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, input_offset = p->input_offset;
+    const int32_t lo = p->act_min, hi = p->act_max;
+    const int32_t px_step = p->stride_w * in_c;
+    /* Stride 1 over the whole input: one flat row of batches * h * w pixels, as conv_pointwise. */
+    const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
+    const int32_t rows = flat ? 1 : p->batches * p->out_h;
+    const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
+    int32_t y, x, j, n, o;
+    for (y = 0; y < rows; ++y) {
+        {
+            const int32_t b = y / p->out_h, yy = y % p->out_h;
+            const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
+            for (x = 0; x < out_w; x += n) {
+                const int8_t *in_x = in_row + (size_t)x * px_step;
+                n = out_w - x < PW_CHUNK ? out_w - x : PW_CHUNK;
+                for (o = 0; o < out_c; o += 2) {
+                    const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+                    const int8_t *w0 = filter + (size_t)o * in_c, *w1 = filter + (size_t)o1 * in_c;
+                    const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
+                    ts_rq q0, q1;
+                    int8_t *out = output + o;
+                    ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0);
+                    ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1);
+                    for (j = 0; j < n; j += 2) {
+                        const int8_t *in0 = in_x + (size_t)j * px_step;
+                        int32_t acc[4];
+                        acc[0] = b0;
+                        acc[1] = b1;
+                        acc[2] = b0;
+                        acc[3] = b1;
+                        if (j + 1 < n) {
+                            dot_2x2(in0, in0 + px_step, w0, w1, in_c, input_offset, acc);
+                            out[out_c] = rq_clamp(acc[2], &q0, lo, hi);
+                            if (o1 != o) {
+                                out[out_c + 1] = rq_clamp(acc[3], &q1, lo, hi);
+                            }
+                        } else {
+                            dot_1x2(in0, w0, w1, in_c, input_offset, acc);
+                        }
+                        out[0] = rq_clamp(acc[0], &q0, lo, hi);
+                        if (o1 != o) {
+                            out[1] = rq_clamp(acc[1], &q1, lo, hi);
+                        }
+                        out += 2 * out_c;
+                    }
+                }
+                output += (size_t)n * out_c;
+            }
+        }
+    }
+}
+#endif
 
 static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output)
@@ -380,6 +567,7 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {
+    int rq = 0;
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
@@ -387,11 +575,25 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
         p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
         !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         conv_generic(p, input, filter, bias, output);
-    } else if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-               p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
-        conv_pointwise(p, input, filter, bias, output);
+        return TS_OK;
+    }
+#if TS_RQ_ASM
+    rq = ts_rq_ok(p->multiplier, p->shift, p->out_c,
+                  ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));
+    if (rq && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+        (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
+        conv_pointwise_rq(p, input, filter, bias, output);
+        return TS_OK;
+    }
+#endif
+    if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_pointwise(p, input, filter, bias, output, rq);
+    } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
+               p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
+        conv_patches(p, input, filter, bias, output, rq);
     } else {
-        conv_fast(p, input, filter, bias, output);
+        conv_fast(p, input, filter, bias, output, rq);
     }
     return TS_OK;
 }

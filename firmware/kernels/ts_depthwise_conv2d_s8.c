@@ -120,6 +120,219 @@ static void dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in, c
     }
 }
 
+#if TS_RQ_ASM
+/* One tap of four channels: the input word at [p, off] (offset added in SXTAB16) times the filter
+ * word at [f, off], into a0..a3 with SMLABB/SMLATT; x, w, t1, t2 are scratch registers. */
+#define DW_TAP(off)                                                                                     \
+    "ldr     %[x], [%[p]" off "]\n\t"                                                                    \
+    "ldr     %[w], [%[f]" off "]\n\t"                                                                    \
+    "sxtab16 %[t1], %[off2], %[x]\n\t"                                                                   \
+    "sxtb16  %[t2], %[w]\n\t"                                                                            \
+    "smlabb  %[a0], %[t1], %[t2], %[a0]\n\t"                                                             \
+    "smlatt  %[a2], %[t1], %[t2], %[a2]\n\t"                                                             \
+    "sxtab16 %[x], %[off2], %[x], ror #8\n\t"                                                            \
+    "sxtb16  %[w], %[w], ror #8\n\t"                                                                     \
+    "smlabb  %[a1], %[x], %[w], %[a1]\n\t"                                                               \
+    "smlatt  %[a3], %[x], %[w], %[a3]\n\t"
+#define DW_OPERANDS                                                                                     \
+    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),            \
+      [t1] "=&r"(t1), [t2] "=&r"(t2)                                                                     \
+    : [p] "r"(in), [f] "r"(flt), [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2)                            \
+    : "memory"
+
+/* acc[0..3] += channels c..c+3 over taps_h x taps_w taps (in, flt at channel c of the first tap;
+ * columns c1 = in_c bytes apart in both, dilation_w 1; rows in_row / w_row bytes apart). One asm
+ * loop over the rows per row width 1, 2, 3; wider rows tap by tap. */
+static TS_NOINLINE void dw_taps4(const int8_t *in, const int8_t *flt, int32_t taps_h, int32_t taps_w,
+                                 int32_t in_row, int32_t w_row, int32_t c1, uint32_t off2, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int32_t c2 = 2 * c1;
+    uint32_t x, w, t1, t2;
+    int32_t rows = taps_h, kx;
+#define DW_ROWS(body)                                                                                   \
+    __asm__("1:\n\t" body                                                                                \
+            "ldr     %[t1], %[in_row]\n\t"                                                               \
+            "add     %[p], %[p], %[t1]\n\t"                                                              \
+            "ldr     %[t1], %[w_row]\n\t"                                                                \
+            "add     %[f], %[f], %[t1]\n\t"                                                              \
+            "ldr     %[t1], %[rows]\n\t"                                                                 \
+            "subs    %[t1], %[t1], #1\n\t"                                                               \
+            "str     %[t1], %[rows]\n\t"                                                                 \
+            "bne     1b\n\t"                                                                             \
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),    \
+              [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(in), [f] "+r"(flt), [rows] "+m"(rows)             \
+            : [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)     \
+            : "cc", "memory")
+    if (taps_h > 0) {
+        if (taps_w == 3) {
+            DW_ROWS(DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c2]"));
+        } else if (taps_w == 2) {
+            DW_ROWS(DW_TAP("") DW_TAP(", %[c1]"));
+        } else if (taps_w == 1) {
+            DW_ROWS(DW_TAP(""));
+        } else {
+            for (; rows > 0; --rows) {
+                const int8_t *const in0 = in, *const flt0 = flt;
+                for (kx = 0; kx < taps_w; ++kx) {
+                    __asm__(DW_TAP("") DW_OPERANDS);
+                    in += c1;
+                    flt += c1;
+                }
+                in = in0 + in_row;
+                flt = flt0 + w_row;
+            }
+        }
+    }
+#undef DW_ROWS
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* What a run of pixels needs besides its pointers (one block, so the run loop keeps few values). */
+typedef struct {
+    int32_t in_step;     /* input bytes from one pixel of the run to the next: stride_w * in_c */
+    int32_t out_step;    /* output bytes from one pixel to the next: in_c */
+    int32_t in_row;      /* input bytes from one filter row to the next */
+    int32_t w_row;       /* filter bytes from one filter row to the next */
+    int32_t c1;          /* bytes from one tap of a row to the next: in_c (dilation_w 1) */
+    uint32_t off2;       /* input_offset in both halves */
+    int32_t bias4[4];    /* the four channels' biases */
+    const ts_rq *q;      /* [4]: their requantisation */
+    uint32_t lim[2];     /* act_min, act_max in every byte */
+} dw_run;
+
+/* n consecutive output pixels of one row whose 3x3 windows lie inside the input, channels c..c+3
+ * (in, flt, out at channel c of the first pixel): per pixel the nine taps in one asm block (rows
+ * advanced inside it), then ts_rq4_store. */
+static TS_NOINLINE void dw_run3x3(const int8_t *in, const int8_t *flt, int8_t *out, int32_t n, const dw_run *r)
+{
+    const int32_t c1 = r->c1, c2 = 2 * r->c1;
+    const int32_t in_row = r->in_row - c2, w_row = r->w_row - c2;
+    const uint32_t off2 = r->off2;
+    uint32_t x, w, t1, t2;
+#define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c2]")
+#define DW_NEXT_ROW                                                                                     \
+    "ldr     %[t1], %[in_row]\n\t"                                                                       \
+    "add     %[p], %[p], %[t1]\n\t"                                                                      \
+    "ldr     %[t1], %[w_row]\n\t"                                                                        \
+    "add     %[f], %[f], %[t1]\n\t"
+    for (; n > 0; --n) {
+        int32_t a0 = r->bias4[0], a1 = r->bias4[1], a2 = r->bias4[2], a3 = r->bias4[3];
+        const int8_t *pp = in, *ff = flt;
+        __asm__(DW_ROW "add     %[p], %[p], %[c2]\n\t"
+                       "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW "add     %[p], %[p], %[c2]\n\t"
+                       "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),
+                  [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(pp), [f] "+r"(ff)
+                : [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)
+                : "memory");
+        ts_rq4_store(out, a0, a1, a2, a3, r->q, r->lim);
+        in += r->in_step;
+        out += r->out_step;
+    }
+#undef DW_ROW
+#undef DW_NEXT_ROW
+}
+
+#define DW_CHUNK 32
+
+/* Depth multiplier 1, dilation_w 1, accumulators within ts_rq's bound. Output rows go in chunks of
+ * up to DW_CHUNK pixels; for each chunk, channels c..c+3 of every pixel of it (the requantisation
+ * constants prepared once per chunk): runs of pixels whose whole 3x3 window is inside the input
+ * (3x3 filters) through dw_run3x3, the others one by one through dw_taps4; then the in_c % 4 tail
+ * channels of each pixel one at a time. */
+static void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, c_n = p->in_c, out_w = p->out_w;
+    const int32_t fh = p->filter_h, fw = p->filter_w, stride_w = p->stride_w;
+    const int32_t c4 = c_n & ~3, input_offset = p->input_offset;
+    const int is3x3 = fh == 3 && fw == 3;
+    int8_t px_kx0[DW_CHUNK], px_tw[DW_CHUNK], px_run[DW_CHUNK]; /* run: pixels left in a full-window run */
+    ts_rq q[4];
+    dw_run r;
+    int32_t b, y, x, n, i, c, k;
+    r.in_step = stride_w * c_n;
+    r.out_step = c_n;
+    r.in_row = p->dilation_h * in_w * c_n;
+    r.w_row = fw * c_n;
+    r.c1 = c_n;
+    r.off2 = ts_pack2x16(input_offset);
+    r.q = q;
+    r.lim[0] = ts_bytes4(p->act_min);
+    r.lim[1] = ts_bytes4(p->act_max);
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * c_n;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            int32_t ky0, ky1, th;
+            const int8_t *in_y;
+            tap_range(y0, p->dilation_h, fh, in_h, &ky0, &ky1);
+            th = ky1 - ky0;
+            in_y = in_b + (size_t)(y0 + ky0 * p->dilation_h) * in_w * c_n; /* used only when th > 0 */
+            for (x = 0; x < out_w; x += n) {
+                n = out_w - x < DW_CHUNK ? out_w - x : DW_CHUNK;
+                for (i = n - 1; i >= 0; --i) {
+                    int32_t kx0, kx1;
+                    tap_range((x + i) * stride_w - p->pad_left, 1, fw, in_w, &kx0, &kx1);
+                    px_kx0[i] = (int8_t)kx0;
+                    px_tw[i] = (int8_t)(th > 0 && kx1 > kx0 ? kx1 - kx0 : 0);
+                    px_run[i] = (int8_t)(is3x3 && th == 3 && px_tw[i] == 3 ? (i + 1 < n ? px_run[i + 1] : 0) + 1 : 0);
+                }
+                for (c = 0; c < c4; c += 4) {
+                    for (k = 0; k < 4; ++k) {
+                        ts_rq_prepare(p->multiplier[c + k], p->shift[c + k], p->output_offset, &q[k]);
+                        r.bias4[k] = bias != NULL ? bias[c + k] : 0;
+                    }
+                    for (i = 0; i < n;) {
+                        const int32_t x0 = (x + i) * stride_w - p->pad_left + px_kx0[i];
+                        const int8_t *in = in_y + (size_t)x0 * c_n + c;
+                        int8_t *out = output + (size_t)i * c_n + c;
+                        if (px_run[i] > 0) {
+                            dw_run3x3(in, filter + c, out, px_run[i], &r);
+                            i += px_run[i];
+                        } else {
+                            int32_t acc[4];
+                            acc[0] = r.bias4[0];
+                            acc[1] = r.bias4[1];
+                            acc[2] = r.bias4[2];
+                            acc[3] = r.bias4[3];
+                            if (px_tw[i] > 0) {
+                                dw_taps4(in, filter + (ky0 * fw + px_kx0[i]) * c_n + c, th, px_tw[i], r.in_row,
+                                         r.w_row, c_n, r.off2, acc);
+                            }
+                            ts_rq4_store(out, acc[0], acc[1], acc[2], acc[3], q, r.lim);
+                            ++i;
+                        }
+                    }
+                }
+                for (i = 0; i < n && c4 < c_n; ++i) {
+                    const int32_t x0 = (x + i) * stride_w - p->pad_left + px_kx0[i];
+                    int32_t ky, kx;
+                    for (c = c4; c < c_n; ++c) {
+                        const int8_t *in_r = in_y + (size_t)x0 * c_n + c;
+                        const int8_t *w_r = filter + (ky0 * fw + px_kx0[i]) * c_n + c;
+                        int32_t acc = bias != NULL ? bias[c] : 0;
+                        for (ky = 0; ky < (px_tw[i] > 0 ? th : 0); ++ky) {
+                            for (kx = 0; kx < px_tw[i]; ++kx) {
+                                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + input_offset);
+                            }
+                            in_r += r.in_row;
+                            w_r += r.w_row;
+                        }
+                        output[(size_t)i * c_n + c] = dw_out(p, acc, c);
+                    }
+                }
+                output += (size_t)n * c_n;
+            }
+        }
+    }
+}
+#endif
+
 static void dw_fast(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                     const int32_t *bias, int8_t *output)
 {
@@ -217,6 +430,12 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
         p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
         !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         dw_generic(p, input, filter, bias, output);
+#if TS_RQ_ASM
+    } else if (p->depth_multiplier == 1 && p->dilation_w == 1 &&
+               ts_rq_ok(p->multiplier, p->shift, p->out_c,
+                        ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
+        dw_fast_rq(p, input, filter, bias, output);
+#endif
     } else {
         dw_fast(p, input, filter, bias, output);
     }

@@ -72,4 +72,142 @@ static inline int32_t ts_smlatt(uint32_t a, uint32_t b, int32_t acc) { return __
 
 #endif /* TS_DSP */
 
+
+/* ---- Requantisation in five instructions (DSP cores) ------------------------------------------
+ * ts_requantize(x, m, shift) + out_off, for a layer whose accumulators are known to satisfy
+ * |x| * 2^(left + 1) < 2^31 (left = max(shift, 0), right = r = max(-shift, 0) <= 22, m >= 0):
+ *   s2 = x << (left + 1) (exact), h = srdhm(x << left, m) = floor((s2 * m + 2^31) / 2^32), which is
+ *   SMMLAR's rounding; rdivpot(h, r) + out_off = (h + A) >> r with
+ *   A = 2^(r-1) - [h < 0] + out_off * 2^r (r >= 1), A = out_off (r = 0): the rounding right shift
+ *   with ties away from zero is floor((h + 2^(r-1) - [h < 0]) / 2^r), and out_off * 2^r is a
+ *   multiple of 2^r. [h < 0] equals [x < 0] except when x < 0 and h == 0 (x * m >= -2^30), where
+ *   either value gives 0. So the result is SMMLAR(s2, m, A) >> r, A from a per-channel base minus
+ *   [x < 0] when r >= 1. |h + A| < 2^30 + 2^21 + 2^29: no overflow. Checked against ts_requantize
+ *   by tests/test_kernels_fast.py (ts_rq_emulated below is the same arithmetic in portable C). */
+typedef struct {
+    int32_t m;    /* the multiplier */
+    int32_t l1;   /* left + 1 */
+    int32_t base; /* 2^(r-1) + out_off * 2^r, or out_off when r == 0 */
+    int32_t rr;   /* r | (r >= 1) << 8: ASR reads the low byte, the neg correction bit 8 */
+} ts_rq;
+
+static inline void ts_rq_prepare(int32_t m, int32_t shift, int32_t out_off, ts_rq *q)
+{
+    const int32_t left = shift > 0 ? shift : 0, r = shift > 0 ? 0 : -shift;
+    q->m = m;
+    q->l1 = left + 1;
+    q->base = r > 0 ? (int32_t)((1u << (r - 1)) + (uint32_t)out_off * (1u << r)) : out_off;
+    q->rr = r | (r > 0 ? 256 : 0);
+}
+
+/* 1 when ts_rq applies to every channel of a layer whose accumulators satisfy |acc| <= bound. */
+static inline int ts_rq_ok(const int32_t *multiplier, const int32_t *shift, int32_t n, int64_t bound)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t left = shift[i] > 0 ? shift[i] : 0;
+        if (multiplier[i] < 0 || shift[i] < -22 || shift[i] > 29 || (bound << (left + 1)) >= ((int64_t)1 << 31)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The largest |acc| of `products` products (|q + input_offset| * 128 each) plus a bias of bias[0..n). */
+static inline int64_t ts_acc_bound(int32_t products, int32_t input_offset, const int32_t *bias, int32_t n)
+{
+    const int64_t lo = -128 + (int64_t)input_offset, hi = 127 + (int64_t)input_offset;
+    const int64_t x = lo < 0 ? (-lo > hi ? -lo : hi) : hi;
+    int64_t b = 0;
+    int32_t i;
+    for (i = 0; bias != NULL && i < n; ++i) {
+        const int64_t v = bias[i] < 0 ? -(int64_t)bias[i] : bias[i];
+        b = v > b ? v : b;
+    }
+    return (int64_t)products * x * 128 + b;
+}
+
+/* ts_rq's arithmetic in portable C (SMMLAR: (A * 2^32 + s2 * m + 2^31) >> 32), for the host check. */
+static inline int32_t ts_rq_emulated(int32_t x, const ts_rq *q)
+{
+    const int32_t s2 = (int32_t)((uint32_t)x << q->l1);
+    const int32_t a = q->base - ((s2 < 0 ? q->rr : 0) >> 8);
+    const int32_t h = (int32_t)(((int64_t)s2 * q->m + ((int64_t)1 << 31)) >> 32);
+    return (h + a) >> (q->rr & 255);
+}
+
+#if TS_DSP && (defined(__GNUC__) || defined(__clang__))
+#define TS_RQ_ASM 1
+/* ts_rq_emulated, saturated to int8: LSL, AND, SUB, SMMLAR, ASR, SSAT. */
+static inline int32_t ts_rq_apply(int32_t x, const ts_rq *q)
+{
+    int32_t s2, t, v;
+    __asm__("lsl    %[s2], %[x], %[l1]\n\t"
+            "and    %[t], %[rr], %[s2], asr #31\n\t"
+            "sub    %[t], %[base], %[t], lsr #8\n\t"
+            "smmlar %[v], %[s2], %[m], %[t]\n\t"
+            "asr    %[v], %[v], %[rr]\n\t"
+            "ssat   %[v], #8, %[v]"
+            : [s2] "=&r"(s2), [t] "=&r"(t), [v] "=&r"(v)
+            : [x] "r"(x), [l1] "r"(q->l1), [rr] "r"(q->rr), [base] "r"(q->base), [m] "r"(q->m));
+    return v;
+}
+
+/* Four accumulators of consecutive channels through q[0..3] (ts_rq_apply each), packed into one
+ * word, clamped bytewise to [lo, hi] (lim = {lo4, hi4}: the bounds in every byte; SSUB8 sets a GE
+ * flag per byte, SEL picks) and stored at out (one unaligned word store). */
+static inline void ts_rq4_store(int8_t *out, int32_t a0, int32_t a1, int32_t a2, int32_t a3, const ts_rq *q,
+                                const uint32_t *lim)
+{
+    int32_t m, l1, base, rr, s2;
+#define TS_RQ_ONE(a, off)                                                                               \
+    "ldrd   %[m], %[l1], [%[q], #" off "]\n\t"                                                           \
+    "ldrd   %[base], %[rr], [%[q], #" off " + 8]\n\t"                                                    \
+    "lsl    %[s2], %[" a "], %[l1]\n\t"                                                                  \
+    "and    %[l1], %[rr], %[s2], asr #31\n\t"                                                            \
+    "sub    %[l1], %[base], %[l1], lsr #8\n\t"                                                           \
+    "smmlar %[" a "], %[s2], %[m], %[l1]\n\t"                                                            \
+    "asr    %[" a "], %[" a "], %[rr]\n\t"                                                               \
+    "ssat   %[" a "], #8, %[" a "]\n\t"
+    __asm__ volatile(TS_RQ_ONE("a0", "0") TS_RQ_ONE("a1", "16") TS_RQ_ONE("a2", "32") TS_RQ_ONE("a3", "48")
+            "bfi    %[a0], %[a1], #8, #8\n\t"
+            "bfi    %[a0], %[a2], #16, #8\n\t"
+            "bfi    %[a0], %[a3], #24, #8\n\t"
+            "ldrd   %[m], %[l1], [%[lim]]\n\t"
+            "ssub8  %[s2], %[a0], %[m]\n\t"
+            "sel    %[a0], %[a0], %[m]\n\t"
+            "ssub8  %[s2], %[l1], %[a0]\n\t"
+            "sel    %[a0], %[a0], %[l1]\n\t"
+            "str    %[a0], [%[out]]"
+            : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [m] "=&r"(m), [l1] "=&r"(l1),
+              [base] "=&r"(base), [rr] "=&r"(rr), [s2] "=&r"(s2)
+            : [q] "r"(q), [lim] "r"(lim), [out] "r"(out)
+            : "cc", "memory");
+#undef TS_RQ_ONE
+}
+
+/* Four int8 results (already saturated) as one word, clamped bytewise to [lo, hi] (lo4, hi4: the
+ * bounds in every byte): SSUB8 sets a GE flag per byte, SEL picks. */
+static inline uint32_t ts_pack4_clamp(int32_t v0, int32_t v1, int32_t v2, int32_t v3, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t w = ((uint32_t)v0 & 0xFFu) | (((uint32_t)v1 & 0xFFu) << 8) | (((uint32_t)v2 & 0xFFu) << 16) |
+                 ((uint32_t)v3 << 24);
+    uint32_t t;
+    __asm__("ssub8 %[t], %[w], %[lo]\n\t"
+            "sel   %[w], %[w], %[lo]\n\t"
+            "ssub8 %[t], %[hi], %[w]\n\t"
+            "sel   %[w], %[w], %[hi]"
+            : [w] "+r"(w), [t] "=&r"(t)
+            : [lo] "r"(lo4), [hi] "r"(hi4)
+            : "cc");
+    return w;
+}
+#else
+#define TS_RQ_ASM 0
+#endif
+
+static inline uint32_t ts_bytes4(int32_t v) { return ((uint32_t)v & 0xFFu) * 0x01010101u; }
+
+static inline void ts_store4(int8_t *p, uint32_t v) { memcpy(p, &v, sizeof v); }
+
 #endif /* TS_SIMD_H */
