@@ -39,7 +39,25 @@ from tinysched.shapes import INFER, Elements, check_graph, infer_output_shapes
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
+
+def padv2_model() -> bytes:
+    """A PADV2 whose constant is not the zero point (kept by rewrite.py: run as PADV2)."""
+    import numpy as np
+    from ai_edge_litert import schema_py_generated as schema
+
+    from tinysched.modelgen import ModelBuilder
+
+    b = ModelBuilder(seed=5)
+    x = b.input("x", (1, 5, 4, 3), zero_point=-3)
+    paddings = b.constant(np.array([(0, 0), (1, 2), (0, 1), (0, 0)], dtype=np.int32), name="paddings")
+    value = b.constant(np.array(7, dtype=np.int8), quant=x.quant, name="value")
+    (y,) = b.op("PADV2", [x, paddings, value], [(1, 8, 5, 3)], schema.PadV2OptionsT(), 2, name="padv2")
+    b.output(y)
+    return b.build()
+
+
 LEGAL_MODELS = {
+    "padv2": padv2_model,
     **KERNEL_MODELS,
     **EXTRA_MODELS,
     "hostile_names": hostile_names,

@@ -126,7 +126,9 @@ def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
         raise TinyschedError(
             f"{shown}: corrupt or truncated flatbuffer at {reader.where}: {detail}"
         ) from None
-    check_graph(graph)  # every operator's stated shapes against its inputs and options (shapes.py)
+    check_graph(
+        graph, batch_placeholders=True
+    )  # every operator's stated shapes against its inputs and options (shapes.py)
     return graph
 
 
