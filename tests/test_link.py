@@ -590,7 +590,8 @@ def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
 
     def hello_of(arena):
         with run_qemu(board, images[arena].elf) as session, connect_qemu(session) as link:
-            return link.wait_hello(timeout=30, query=False).arena_bytes
+            # as measure_image does: the boot hello, or (after 3 s without it) the answer to a QUERY
+            return link.wait_hello(timeout=30, first_query=3.0).arena_bytes
 
     for _ in range(3):  # the old free-port race hit about one round in five
         with ThreadPoolExecutor(4) as pool:
