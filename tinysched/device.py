@@ -470,8 +470,12 @@ def measure_image(
                     weight_bytes=image.size.flash_weights, arena_bytes=hello.arena_bytes
                 )
             link.set_run_timeout(run_timeout_for(run_board, hello, per_invoke))
+        log(
+            f"booted: {printable(hello.board, 40)} runs {printable(hello.model, 40)}; {len(inputs)} input(s) to run"
+        )
         for i, xs in enumerate(inputs):
             results.append(link.run(list(xs), reset_state=(i == 0)))
+            log(f"input {i + 1}/{len(inputs)}: {results[-1].ticks:,} counter ticks")
         return hello
 
     with contextlib.ExitStack() as stack:
