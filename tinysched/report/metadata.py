@@ -224,7 +224,8 @@ def collect_metadata(
     best = profile(placed, sched.order)
     run = sequence_profile(placed, plan.order)  # what the firmware runs: an order or a sequence
     run_is_order = len(plan.order) == n_ops
-    stock_greedy = greedy_plan(placed, placed.stored_order(), STOCK_TFLM_PLACER, plan.alignment)
+    # stock TFLM runs the model as converted: every operator, foldable and rewritable ones included
+    stock_greedy = greedy_plan(graph, graph.stored_order(), STOCK_TFLM_PLACER, plan.alignment)
     comparisons = comparisons or {}
     stock = comparisons.get("stock_tflm") or {"available": False, "reason": "not run"}
     tensors = placed.tensors
