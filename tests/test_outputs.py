@@ -197,3 +197,20 @@ def test_does_not_fit_is_exit_code_3_for_report_and_no_compile(tmp_path: Path, c
     assert "does not fit" in capsys.readouterr().err
     assert (out / "src" / "big.c").is_file()  # the sources are written: the verdict is an estimate
     assert main(["build", str(model), "--board", "nucleo-f767", "-o", str(out), "--no-compile"]) == 0
+
+
+def test_inputs_that_are_not_model_files_are_refused_in_one_line(model: Path, tmp_path: Path, capsys) -> None:
+    for path in ("/dev/zero", str(tmp_path)):
+        assert main(["analyze", path]) == 2
+        assert "not a regular file" in one_error_line(capsys)
+    cut = tmp_path / "cut.tflite"
+    cut.write_bytes(model.read_bytes()[:5000])
+    assert main(["plan", str(cut)]) == 2
+    err = one_error_line(capsys)
+    assert "truncated: needs at least" in err and "file has 5,000" in err and "unpack_from" not in err
+
+
+@pytest.mark.parametrize("alignment", ["3", "24", str(2**40)])
+def test_alignments_the_generated_c_cannot_express_are_refused(model: Path, alignment: str, capsys) -> None:
+    assert main(["plan", str(model), "--alignment", alignment]) == 2
+    assert "--alignment must be" in one_error_line(capsys)

@@ -146,7 +146,7 @@ def test_structural_faults_name_problem_and_place(case: str) -> None:
         (b"", "empty file"),
         (b"\x10\x00", "truncated"),
         (b"\x00" * 4 + b"PK\x03\x04" + b"\x00" * 32, "file identifier"),
-        (b"\xff\xff\xff\x7fTFL3" + b"\x00" * 8, "corrupt or truncated"),
+        (b"\xff\xff\xff\x7fTFL3" + b"\x00" * 8, "truncated: needs at least 2,147,483,651 bytes, file has 16"),
     ],
 )
 def test_not_a_model(data: bytes, expected: str) -> None:

@@ -44,6 +44,8 @@ class PlanOptions:
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
+        if self.alignment & (self.alignment - 1):
+            raise TinyschedError(f"--alignment must be a power of two, got {self.alignment}")
         if self.alignment > MAX_ALIGNMENT:
             raise TinyschedError(f"--alignment must be at most {MAX_ALIGNMENT} bytes, got {self.alignment}")
         if not 0 <= self.time_limit < math.inf:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -85,14 +86,44 @@ _ACTIVATIONS = {v: k for k, v in vars(schema.ActivationFunctionType).items() if 
 _PADDINGS = {v: k for k, v in vars(schema.Padding).items() if not k.startswith("_")}
 
 
+# The largest .tflite tinysched reads: flatbuffers address at most 2 GiB, and a model for a
+# microcontroller is far smaller; the limit keeps a device node or a huge file from filling memory.
+MAX_MODEL_FILE_BYTES = 2**31 - 1
+
+
 def read_model(path: str | Path) -> Graph:
-    """Read a `.tflite` file into a Graph of its subgraph 0."""
+    """Read a `.tflite` file into a Graph of its subgraph 0 (a regular file of at most 2 GiB)."""
     path = Path(path)
+    shown = printable_path(path)
     try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise TinyschedError(f"{shown}: not a regular file; give a .tflite file")
+        if info.st_size > MAX_MODEL_FILE_BYTES:
+            raise TinyschedError(
+                f"{shown}: {info.st_size:,} bytes, over the 2 GiB a TFLite flatbuffer can address"
+            )
         data = path.read_bytes()
     except OSError as err:
-        raise TinyschedError(f"{printable_path(path)}: cannot read: {err.strerror or err}") from None
+        raise TinyschedError(f"{shown}: cannot read: {err.strerror or err}") from None
     return parse_model(data, source=str(path))
+
+
+def _flatbuffer_fault(err: BaseException, size: int, where: str) -> str:
+    """A flatbuffer decoding error in the file's terms, never the decoder's internals."""
+    text = str(err)
+    need = re.search(r"requires a buffer of at least (\d+) bytes", text)
+    if need:
+        return f"truncated: needs at least {int(need.group(1)):,} bytes, file has {size:,} (at {where})"
+    if isinstance(err, (IndexError, struct.error)):
+        return f"truncated or corrupt: an offset at {where} points past the end of the file ({size:,} bytes)"
+    if isinstance(err, UnicodeDecodeError):
+        return f"corrupt: a string at {where} is not UTF-8"
+    if isinstance(err, (MemoryError, OverflowError)):
+        return f"corrupt: a vector at {where} claims more elements than the file can hold"
+    if isinstance(err, RecursionError):
+        return f"corrupt: tables at {where} refer to each other in a loop"
+    return f"corrupt flatbuffer at {where} ({type(err).__name__})"
 
 
 def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
@@ -122,10 +153,7 @@ def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
         MemoryError,
         RecursionError,
     ) as err:
-        detail = printable(str(err).splitlines()[0], 200) if str(err) else type(err).__name__
-        raise TinyschedError(
-            f"{shown}: corrupt or truncated flatbuffer at {reader.where}: {detail}"
-        ) from None
+        raise TinyschedError(f"{shown}: {_flatbuffer_fault(err, len(data), reader.where)}") from None
     check_graph(
         graph, batch_placeholders=True
     )  # every operator's stated shapes against its inputs and options (shapes.py)
