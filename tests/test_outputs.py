@@ -214,3 +214,35 @@ def test_inputs_that_are_not_model_files_are_refused_in_one_line(model: Path, tm
 def test_alignments_the_generated_c_cannot_express_are_refused(model: Path, alignment: str, capsys) -> None:
     assert main(["plan", str(model), "--alignment", alignment]) == 2
     assert "--alignment must be" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("role", ["inputs", "outputs"])
+def test_a_model_without_inputs_or_outputs_is_refused_before_any_c(tmp_path: Path, role: str, capsys) -> None:
+    from tflite_edit import edited
+
+    def edit(m) -> None:
+        setattr(m.subgraphs[0], role, [])
+
+    path = tmp_path / "m.tflite"
+    path.write_bytes(edited(tiny_demo_model(), edit))
+    assert main(["build", str(path), "-o", str(tmp_path / "b")]) == 2
+    assert f"the model has no {role}" in one_error_line(capsys)
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_flatbuffer_tflites_verifier_rejects_is_refused(model: Path, tmp_path: Path, capsys) -> None:
+    """A tensor name without its terminating NUL: tinysched's lazy reader would not notice."""
+    import struct
+
+    from tinysched.reader import parse_model
+
+    data = model.read_bytes()
+    name = parse_model(data).tensors[0].name.encode()
+    at = data.find(struct.pack("<I", len(name)) + name) + 4 + len(name)
+    assert data[at] == 0
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(data[:at] + b"X" + data[at + 1 :])
+    parse_model(bad.read_bytes())  # the reader alone accepts it
+    for verb in (["plan"], ["build", "-o", str(tmp_path / "b")], ["analyze"]):
+        assert main([verb[0], str(bad), *verb[1:]]) == 2
+        assert "not a valid flatbuffer: TFLite's verifier rejects it" in one_error_line(capsys)

@@ -158,6 +158,11 @@ def _checking_context(graph: Graph, prefix: str, state_offsets: dict[int, int]) 
 def check_supported(graph: Graph) -> None:
     """Refuse, in one line naming the operator, anything the generator cannot lower."""
     refuse_known_gaps(graph)  # legacy uint8 models: one clear line
+    for role, tensors in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+        if not tensors:
+            raise TinyschedError(
+                f"the model has no {role}: the generated code would have nothing to {'read' if role == 'inputs' else 'return'}"
+            )
     supported, stateful = supported_ops(), stateful_ops()
     for op in graph.operators:
         if op.opcode not in supported:

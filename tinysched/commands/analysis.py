@@ -15,6 +15,7 @@ from tinysched.commands.common import (
     format_bytes,
     print_json,
     read_bytes,
+    read_checked_model,
     read_order_file,
     shown,
 )
@@ -25,7 +26,6 @@ from tinysched.graph import Graph
 from tinysched.memory import MemoryProfile, profile
 from tinysched.pipeline import PlanOptions, add_plan_arguments, options_from_args
 from tinysched.pipeline import plan as pipeline_plan
-from tinysched.reader import read_model
 from tinysched.recompute import summary_lines as recompute_summary
 from tinysched.report.format import headline
 from tinysched.scheduler import schedule
@@ -63,7 +63,7 @@ def analysis_json(graph: Graph, prof: MemoryProfile, stored_peak: int) -> dict[s
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    graph = read_model(args.model)
+    graph = read_checked_model(args.model)
     stored = profile(graph)
     prof = profile(graph, read_order_file(args.order)) if args.order else stored
     if args.json:
@@ -153,7 +153,7 @@ def _schedule_recompute(args: argparse.Namespace, graph: Graph, options: PlanOpt
 def cmd_schedule(args: argparse.Namespace) -> int:
     """Scheduling only: the whole --time-limit goes to the order search."""
     options = options_from_args(args)
-    graph = read_model(args.model)
+    graph = read_checked_model(args.model)
     if options.recomputing:
         return _schedule_recompute(args, graph, options)
     progress = TerminalProgress()
@@ -215,7 +215,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     options = options_from_args(args, fold=not args.tflm)
     if args.tflm and options.recomputing:
         raise TinyschedError("--tflm cannot carry --recompute: TFLM runs each operator once")
-    original = read_model(args.model)
+    original = read_checked_model(args.model)
     planned = pipeline_plan(original, options)
     graph, plan = planned.graph, planned.arena
     sched = planned.recompute if planned.recompute is not None else planned.schedule

@@ -26,6 +26,7 @@ from tinysched.commands.common import (
     format_bytes,
     print_json,
     read_bytes,
+    read_checked_model,
     shown,
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
@@ -39,7 +40,6 @@ from tinysched.pipeline import (
     options_from_args,
     plan,
 )
-from tinysched.reader import read_model
 from tinysched.recompute import summary_lines, total_macs
 from tinysched.report import (
     NO_COMPARISONS,
@@ -146,7 +146,7 @@ def build_model(
     clock = StageClock(verbose)
     model_path = Path(model)
     model_bytes = read_bytes(model_path)
-    graph = read_model(model_path)
+    graph = read_checked_model(model_path)
     clock.lap("read")
     planned = plan(graph, options)
     clock.lap("plan")
@@ -348,7 +348,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if args.board != "host":
         raise TinyschedError(f"board {args.board!r} is not supported by verify; supported: host")
-    planned = plan(read_model(args.model), options_from_args(args))
+    planned = plan(read_checked_model(args.model), options_from_args(args))
     module = generate(planned)
     result = verify(
         args.model,

@@ -138,3 +138,14 @@ def certificate_line(sched: Any, graph: Any) -> str:
         peak_bytes=sched.peak_bytes,
         lower_bound_bytes=sched.lower_bound_bytes,
     )
+
+
+def read_checked_model(path: str | Path) -> Any:
+    """The model as a Graph, after tinysched's reader and TFLite's own flatbuffer verifier agree
+    that the file is sound (tinysched.tflite_verify)."""
+    from tinysched.reader import read_model
+    from tinysched.tflite_verify import check_flatbuffer
+
+    graph = read_model(path)
+    check_flatbuffer(read_bytes(path), str(path))
+    return graph

@@ -18,11 +18,10 @@ from tinysched.boards import get_board
 from tinysched.build import DoesNotFit, build_board
 from tinysched.build.firmware import CC
 from tinysched.commands.build import add_compare_arguments, compare_options_from_args, kernels_of
-from tinysched.commands.common import read_bytes
+from tinysched.commands.common import read_bytes, read_checked_model
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import write_atomic
 from tinysched.pipeline import add_plan_arguments, generate, options_from_args, plan
-from tinysched.reader import read_model
 from tinysched.report import FORMATS, check_metadata, collect_metadata, read_measured, render, run_comparisons
 from tinysched.text import printable_path
 
@@ -39,7 +38,7 @@ def metadata_for_model(model: str | Path, board_name: str, args: Any) -> dict[st
     board = get_board(board_name)
     measured = read_measured(args.measured) if getattr(args, "measured", None) else None
     model_bytes = read_bytes(model)
-    planned = plan(read_model(model), options_from_args(args))
+    planned = plan(read_checked_model(model), options_from_args(args))
     module, size, size_note = None, None, None
     if planned.codegen_note is None:
         module = generate(planned)
