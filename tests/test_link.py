@@ -389,7 +389,7 @@ def _hello_head(n_in: int, n_out: int, version: int = PROTOCOL_VERSION) -> bytes
             r"the build id \(64 bytes declared\) at byte 61 needs 64 bytes, 3 left",
         ),
         (encode_hello(HELLO) + b"xy", r"2 bytes after the last field \(the image id\)"),
-        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 2: rebuild the firmware"),
+        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 3: rebuild the firmware"),
     ],
     ids=["empty", "short", "huge-count", "string-past-end", "trailing", "old-protocol"],
 )
@@ -607,3 +607,14 @@ def test_terminal_safe_keeps_lines_and_is_idempotent_on_printable_output():
     )
     once = printable("a\\b\x1bc\n")
     assert terminal_safe(f"x: {once}") == f"x: {once}"
+
+
+def test_result_carries_per_step_counts_and_refuses_a_short_profile():
+    from tinysched.link import RunResult, encode_result, parse_result
+
+    r = RunResult(
+        0, True, True, 1000, 64, 64, 0, 100, 200, outputs=(b"\x01\x02",), step_ticks=(600, 300, 100)
+    )
+    assert parse_result(encode_result(r), [2]).step_ticks == (600, 300, 100)
+    with pytest.raises(LinkError, match="declares 3 step counts and carries 8 bytes"):
+        parse_result(encode_result(r)[:-4], [2])

@@ -83,3 +83,23 @@ def test_plan_tflm_prints_and_writes_the_arena_for_the_micro_interpreter(model: 
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("TFLM arena"))
     assert f"give MicroInterpreter {arena['total_bytes']:,} B" in line and "64-bit host" in line
     assert main(["plan", str(model), "--tflm-header", str(header)]) == 2
+
+
+@pytest.mark.qemu
+def test_measure_counts_each_operator(model: Path, tmp_path: Path, capsys) -> None:
+    require("qemu")
+    out = tmp_path / "fw"
+    assert main(["build", str(model), "--board", "nucleo-f767", "-o", str(out), "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["measure", str(out), "--inputs", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = result["per_operator"]
+    doc = json.loads((out / "demo_metadata.json").read_text())
+    assert [r["type"] for r in rows] == [s["type"] for s in doc["build"]["steps"]]
+    assert len(rows) == len(doc["schedule"]["run_sequence"]) and all(r["count"] > 0 for r in rows)
+    # the steps add up to the whole invoke, to within the input copy and the counter reads
+    total = sum(r["count"] for r in rows)
+    assert 0 <= result["instructions"] - total < 0.01 * result["instructions"]
+    assert main(["measure", str(out), "--inputs", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "per operator type" in text and "CONV_2D" in text and "latency     ~" in text

@@ -279,6 +279,8 @@ class MeasureResult:
     # --semihost-inputs (QEMU only): every input set went by semihosting, not over the UART, so the
     # serial input path was not exercised
     inputs_semihosted: bool = False
+    # the count (cycles, or instructions under QEMU) of each step of the first input's timed invoke
+    step_counts: list[int] = field(default_factory=list)
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -342,6 +344,15 @@ def ticks_to_count(board: Board, hello: Hello, ticks: int) -> tuple[str, int | N
     if hello.counter in ("dwt-cycles", "systick"):
         return "cycles", ticks, None
     return "none", None, None
+
+
+def step_counts(board: Board, hello: Hello, step_ticks: Sequence[int]) -> list[int]:
+    """Each step's ticks in the run's unit: cycles on a board, instructions under QEMU."""
+    counts = []
+    for ticks in step_ticks:
+        _unit, cycles, instructions = ticks_to_count(board, hello, ticks)
+        counts.append(int(cycles if cycles is not None else instructions or 0))
+    return counts
 
 
 # ---- how long a run may take ---------------------------------------------------------------------------
@@ -552,6 +563,7 @@ def measure_image(
         qemu_command=qemu_cmd,
         runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
         inputs_semihosted=semihosted,
+        step_counts=step_counts(run_board, hello, results[0].step_ticks if results else ()),
     )
 
 

@@ -36,7 +36,7 @@ MAGIC = b"TS"
 HEADER_BYTES = 10
 # 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID), so the host can refuse a
 # device that runs another image than the one it just flashed.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 MAX_PAYLOAD = 64 << 20  # host-side sanity bound
 
 MSG_QUERY = ord("Q")
@@ -305,6 +305,7 @@ class RunResult:
     stack_total: int  # stack high-water from the top, harness included
     outputs: tuple[bytes, ...] = field(default=())
     attempts: int = 1
+    step_ticks: tuple[int, ...] = ()  # counter ticks of each step of the timed invoke (protocol 3)
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -320,12 +321,23 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
     (status, flags, lo, hi, hw, touched, low, stack, stack_total, n) = _RESULT_HEAD.unpack(
         f.take(_RESULT_HEAD.size, "the header (status, flags, ticks, arena, stack, output count)")
     )
-    data = payload[_RESULT_HEAD.size :]
+    data = payload[_RESULT_HEAD.size : _RESULT_HEAD.size + n]
     if n != len(data) or n != sum(output_bytes):
         raise LinkError(
             f"result frame declares {n:,} output bytes and carries {len(data):,}; the model has "
             f"{sum(output_bytes):,}"
         )
+    profile = payload[_RESULT_HEAD.size + n :]
+    if len(profile) < 4:
+        raise LinkError(
+            f"result frame ends after the outputs: the step count is missing ({len(profile)} bytes)"
+        )
+    (steps,) = struct.unpack_from("<I", profile)
+    if len(profile) != 4 + 4 * steps:
+        raise LinkError(
+            f"result frame declares {steps:,} step counts and carries {len(profile) - 4:,} bytes for them"
+        )
+    step_ticks = struct.unpack_from(f"<{steps}I", profile, 4)
     outs, off = [], 0
     for size in output_bytes:
         outs.append(data[off : off + size])
@@ -341,6 +353,7 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         stack_bytes=stack,
         stack_total=stack_total,
         outputs=tuple(outs),
+        step_ticks=tuple(step_ticks),
     )
 
 
@@ -364,6 +377,7 @@ def encode_result(r: RunResult) -> bytes:
             len(data),
         )
         + data
+        + struct.pack(f"<I{len(r.step_ticks)}I", len(r.step_ticks), *r.step_ticks)
     )
 
 

@@ -152,6 +152,10 @@ static uint32_t rx_cap;
 static uint8_t *out_a, *out_b; /* outputs of run 1, and of runs 2 and 3 for comparison */
 static uint8_t *state_snapshot;
 static uint8_t *touched_map;   /* one bit per watched byte, or NULL */
+static uint32_t *step_ticks;   /* per step of the timed invoke (TS_PROFILE_STEPS), or NULL */
+static uint32_t profile_steps; /* entries of step_ticks */
+static volatile int profiling; /* set during the timed invoke only */
+static uint64_t step_last;
 static const void *input_ptrs[16];
 static void *output_ptrs_a[16];
 static void *output_ptrs_b[16];
@@ -207,6 +211,11 @@ static void setup_buffers(void)
         watch_bytes = (uint32_t)(__arena_guard_end - model->arena);
     }
     touched_map = heap_take((watch_bytes + 7u) / 8u);
+    profile_steps = model->num_steps;
+    step_ticks = profile_steps ? heap_take(4u * profile_steps) : NULL;
+    if (!step_ticks) {
+        profile_steps = 0;
+    }
     buffers_ok = 1;
 }
 
@@ -372,9 +381,15 @@ static void handle_run(uint8_t seq)
     }
     uint32_t agree = memcmp(out_a, out_b, total_output_bytes) == 0;
     restore_state();
+    if (step_ticks) {
+        memset(step_ticks, 0, 4u * profile_steps);
+    }
+    step_last = 0;
+    profiling = 1;
     ts_counter_start();
     int rc = model->invoke(input_ptrs, output_ptrs_b);
     uint64_t ticks = ts_counter_stop();
+    profiling = 0;
     if (rc && !status) {
         status = rc;
     }
@@ -387,7 +402,7 @@ static void handle_run(uint8_t seq)
         }
     }
     uint32_t rflags = (agree ? TS_RESULT_OUTPUTS_AGREE : 0u) | (touched_map ? TS_RESULT_TOUCHED_EXACT : 0u);
-    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes);
+    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 4u * profile_steps);
     put_u32((uint32_t)status);
     put_u32(rflags);
     put_u32((uint32_t)ticks);
@@ -399,7 +414,23 @@ static void handle_run(uint8_t seq)
     put_u32(stack_total);
     put_u32(total_output_bytes);
     put_bytes(out_a, total_output_bytes);
+    put_u32(profile_steps); /* then the counter ticks of each step of the timed invoke */
+    for (uint32_t i = 0; i < profile_steps; i++) {
+        put_u32(step_ticks[i]);
+    }
     frame_end();
+}
+
+/* Called by the generated invoke after each step (TS_STEP_DONE in ts_model.h): the ticks since the
+ * previous step, during the timed run only. Reading the counter costs a few instructions a step. */
+void ts_step_done(uint32_t step)
+{
+    if (!profiling || step >= profile_steps) {
+        return;
+    }
+    uint64_t now = ts_counter_now();
+    step_ticks[step] = (uint32_t)(now - step_last);
+    step_last = now;
 }
 
 /* ---- inputs by semihosting (emulated boards only) ---------------------------------------------- */

@@ -11,7 +11,7 @@
 #define TS_PROTOCOL_H
 
 /* 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID, see harness.c) */
-#define TS_PROTOCOL_VERSION 2u
+#define TS_PROTOCOL_VERSION 3u
 #define TS_FRAME_MAGIC0 0x54u /* 'T' */
 #define TS_FRAME_MAGIC1 0x53u /* 'S' */
 #define TS_FRAME_HEADER_BYTES 10u

@@ -33,7 +33,19 @@ typedef struct {
     int (*invoke)(const void *const *inputs, void *const *outputs);
     /* Resets persistent state (stateful models); NULL when there is none. */
     void (*reset)(void);
+    /* Steps of one invoke (operators in run order; recomputed ones count again). */
+    uint32_t num_steps;
 } ts_model_info;
+
+/* Per-step profiling: a firmware build defines TS_PROFILE_STEPS and the harness provides
+ * ts_step_done(), called after each step of invoke with the step's index; elsewhere (the host runner)
+ * the call compiles to nothing. */
+#ifdef TS_PROFILE_STEPS
+void ts_step_done(uint32_t step);
+#define TS_STEP_DONE(step) ts_step_done(step)
+#else
+#define TS_STEP_DONE(step) ((void)0)
+#endif
 
 #ifdef __cplusplus
 }

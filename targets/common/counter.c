@@ -75,6 +75,29 @@ void ts_counter_start(void)
     TS_REG32(SYST_CSR) = 0x7u; /* ENABLE | TICKINT | CLKSOURCE = core clock */
 }
 
+static uint64_t systick_elapsed(uint32_t value, uint32_t wraps)
+{
+    /* The write in ts_counter_start left 0; the first tick reloads SYST_RELOAD and each wrap
+     * (1 -> 0) is one interrupt. So after k ticks, k = wraps * 2^24 + ((2^24 - value) mod 2^24). */
+    return (uint64_t)wraps * (SYST_RELOAD + 1u) + ((SYST_RELOAD + 1u - value) & SYST_RELOAD);
+}
+
+uint64_t ts_counter_now(void)
+{
+    if (counter_kind == TS_COUNTER_KIND_DWT) {
+        return (uint32_t)(TS_REG32(DWT_CYCCNT) - dwt_start);
+    }
+    __asm volatile("cpsid i" ::: "memory");
+    uint32_t value = TS_REG32(SYST_CVR);
+    uint32_t wraps = systick_wraps;
+    if (TS_REG32(SCB_ICSR) & ICSR_PENDSTSET) {
+        value = TS_REG32(SYST_CVR); /* wrapped, interrupt not yet taken: count it */
+        wraps++;
+    }
+    __asm volatile("cpsie i" ::: "memory");
+    return systick_elapsed(value, wraps);
+}
+
 uint64_t ts_counter_stop(void)
 {
     if (counter_kind == TS_COUNTER_KIND_DWT) {
@@ -91,7 +114,5 @@ uint64_t ts_counter_stop(void)
     TS_REG32(SYST_CSR) = 0;
     TS_REG32(SCB_ICSR) = 1u << 25; /* PENDSTCLR */
     __asm volatile("cpsie i" ::: "memory");
-    /* The write in ts_counter_start left 0; the first tick reloads SYST_RELOAD and each wrap
-     * (1 -> 0) is one interrupt. So after k ticks, k = wraps * 2^24 + ((2^24 - value) mod 2^24). */
-    return (uint64_t)wraps * (SYST_RELOAD + 1u) + ((SYST_RELOAD + 1u - value) & SYST_RELOAD);
+    return systick_elapsed(value, wraps);
 }

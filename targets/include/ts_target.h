@@ -39,6 +39,8 @@ int ts_counter_init(void);
 void ts_counter_start(void);
 /* Ticks since ts_counter_start (64 bits: SysTick wraps are counted by its interrupt). */
 uint64_t ts_counter_stop(void);
+/* Ticks since ts_counter_start, the counter left running (per-step profiling). */
+uint64_t ts_counter_now(void);
 
 /* Linker-script symbols (targets/linker.ld.j2). */
 extern uint32_t __stack_limit[], __stack_top[];

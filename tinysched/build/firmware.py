@@ -268,6 +268,7 @@ def build_firmware(
         *(["-Werror"] if werror else []),
         *board_defines(board),
         f"-DTS_MODEL_INFO={model_info_symbol}",
+        *(["-DTS_PROFILE_STEPS"] if with_harness else []),
         *defines,
         *[f"-I{p}" for p in [*base_include_dirs(), *sources.include_dirs]],
     ]

@@ -243,6 +243,11 @@ def build_record(
         "image_sha256": image.sha256 if image is not None else None,
         "model_info_symbol": f"{module.prefix}_info",
         "macs": total_macs(planned.graph),
+        # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
+        "steps": [
+            {"op": v, "model_op": planned.source_operator(v), "type": planned.graph.operators[v].opcode}
+            for v in planned.run_order
+        ],
         "arena_bytes": int(planned.arena.arena_bytes),
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),

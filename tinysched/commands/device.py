@@ -207,6 +207,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
             )
     recomputed = _recompute_of(record)
+    rows = per_operator(result, record)
     board = get_board(record["target"] if record is not None else args.board)
     estimate = latency_estimate(result.instructions, board) if result.cycles is None else None
     if args.json:
@@ -222,6 +223,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
         if recomputed is not None:
             payload["recompute"] = recomputed
+        payload["per_operator"] = rows
         print_json(payload)
     else:
         if record is not None:
@@ -240,6 +242,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print("\n".join(result.lines()))
         if estimate:
             print(f"latency     {estimate}")
+        if rows:
+            total = sum(r["count"] for r in rows) or 1
+            print(f"by type     {result.count_unit} of the timed invoke, per operator type:")
+            for kind, n, count in by_type(rows):
+                print(f"            {kind:<24} x{n:<3} {count:>14,}  {100.0 * count / total:5.1f}%")
         if record is not None and record.get("stack_reserved_bytes"):
             reserved = int(record["stack_reserved_bytes"])
             print(
@@ -251,6 +258,26 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if recomputed is not None:
             print(f"recompute   k={recomputed['k']}: the build runs a recomputation sequence")
     return 0 if result.ok else 1
+
+
+def per_operator(result: MeasureResult, record: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each step of the timed invoke with its operator and count (the build record names them)."""
+    steps = (record or {}).get("steps") or []
+    if len(steps) != len(result.step_counts):
+        return []
+    return [
+        {"step": k, **s, "count": c} for k, (s, c) in enumerate(zip(steps, result.step_counts, strict=True))
+    ]
+
+
+def by_type(rows: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
+    """(operator type, operators, count), largest count first."""
+    totals: dict[str, list[int]] = {}
+    for r in rows:
+        t = totals.setdefault(r["type"], [0, 0])
+        t[0] += 1
+        t[1] += r["count"]
+    return sorted(((k, n, c) for k, (n, c) in totals.items()), key=lambda x: -x[2])
 
 
 def _recompute_of(record: dict[str, Any] | None) -> dict[str, Any] | None:

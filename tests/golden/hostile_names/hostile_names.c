@@ -118,6 +118,7 @@ int hostile_names_invoke(const void *const *inputs, void *const *outputs)
     if (ts_conv2d_s8(&hostile_names_op0, (const int8_t *)(arena + 64), hostile_names_t1, hostile_names_t2, (int8_t *)(arena + 0)) != TS_OK) {
         return 1;
     }
+    TS_STEP_DONE(0u);
 
     /* step 1: operator 1 AVERAGE_POOL_2D
      *   in  t3 conv * / / * nested ? ?= \u00e9 int8[1, 4, 4, 4] @arena+0
@@ -125,6 +126,7 @@ int hostile_names_invoke(const void *const *inputs, void *const *outputs)
     if (ts_avg_pool2d_s8(&hostile_names_op1, (const int8_t *)(arena + 0), (int8_t *)(arena + 64)) != TS_OK) {
         return 2;
     }
+    TS_STEP_DONE(1u);
 
     /* step 2: operator 2 RESHAPE
      *   in  t4 pool\r\n\t\x01 int8[1, 1, 1, 4] @arena+64
@@ -133,6 +135,7 @@ int hostile_names_invoke(const void *const *inputs, void *const *outputs)
     if (ts_copy(&hostile_names_op2, (const int8_t *)(arena + 64), (int8_t *)(arena + 0)) != TS_OK) {
         return 3;
     }
+    TS_STEP_DONE(2u);
 
     /* step 3: operator 3 FULLY_CONNECTED
      *   in  t6 flat'" int8[1, 4] @arena+0
@@ -142,6 +145,7 @@ int hostile_names_invoke(const void *const *inputs, void *const *outputs)
     if (ts_fully_connected_s8(&hostile_names_op3, (const int8_t *)(arena + 0), hostile_names_t7, hostile_names_t8, (int8_t *)(arena + 16)) != TS_OK) {
         return 4;
     }
+    TS_STEP_DONE(3u);
 
     /* step 4: operator 4 SOFTMAX
      *   in  t9 fc int8[1, 3] @arena+16
@@ -149,6 +153,7 @@ int hostile_names_invoke(const void *const *inputs, void *const *outputs)
     if (ts_softmax_s8(&hostile_names_op4, (const int8_t *)(arena + 16), (int8_t *)(arena + 0)) != TS_OK) {
         return 5;
     }
+    TS_STEP_DONE(4u);
 
     /* output 0: tensor 10 "probs * /" <- arena+0 */
     memcpy(outputs[0], arena + 0, 3u);
@@ -171,5 +176,6 @@ const ts_model_info hostile_names_info = {
     .num_outputs = HOSTILE_NAMES_NUM_OUTPUTS,
     .output_bytes = hostile_names_output_bytes,
     .invoke = hostile_names_invoke,
+    .num_steps = 5u,
     .reset = NULL,
 };

@@ -121,6 +121,7 @@ int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs
     if (ts_mean_s8(&mean_logistic_softmax_op0, (const int8_t *)(arena + 0), (int8_t *)(arena + 320)) != TS_OK) {
         return 1;
     }
+    TS_STEP_DONE(0u);
 
     /* step 1: operator 1 MEAN
      *   in  t0 x int8[1, 6, 5, 8] @arena+0
@@ -129,6 +130,7 @@ int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs
     if (ts_mean_s8(&mean_logistic_softmax_op1, (const int8_t *)(arena + 0), (int8_t *)(arena + 288)) != TS_OK) {
         return 2;
     }
+    TS_STEP_DONE(1u);
 
     /* step 2: operator 2 MEAN
      *   in  t0 x int8[1, 6, 5, 8] @arena+0
@@ -137,6 +139,7 @@ int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs
     if (ts_mean_s8(&mean_logistic_softmax_op2, (const int8_t *)(arena + 0), (int8_t *)(arena + 240)) != TS_OK) {
         return 3;
     }
+    TS_STEP_DONE(2u);
 
     /* step 3: operator 3 LOGISTIC
      *   in  t2 mean_hw int8[1, 1, 1, 8] @arena+320
@@ -144,6 +147,7 @@ int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs
     if (ts_lut_s8(&mean_logistic_softmax_op3, (const int8_t *)(arena + 320), (int8_t *)(arena + 32)) != TS_OK) {
         return 4;
     }
+    TS_STEP_DONE(3u);
 
     /* step 4: operator 4 SOFTMAX
      *   in  t4 mean_c int8[1, 6, 5] @arena+288
@@ -151,6 +155,7 @@ int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs
     if (ts_softmax_s8(&mean_logistic_softmax_op4, (const int8_t *)(arena + 288), (int8_t *)(arena + 0)) != TS_OK) {
         return 5;
     }
+    TS_STEP_DONE(4u);
 
     /* output 0: tensor 7 "logistic" <- arena+32 */
     memcpy(outputs[0], arena + 32, 8u);
@@ -177,5 +182,6 @@ const ts_model_info mean_logistic_softmax_info = {
     .num_outputs = MEAN_LOGISTIC_SOFTMAX_NUM_OUTPUTS,
     .output_bytes = mean_logistic_softmax_output_bytes,
     .invoke = mean_logistic_softmax_invoke,
+    .num_steps = 5u,
     .reset = NULL,
 };

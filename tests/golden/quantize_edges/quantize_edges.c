@@ -87,6 +87,7 @@ int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
     if (ts_quantize_f32_s8(&quantize_edges_op0, (const float *)(arena + 0), (int8_t *)(arena + 208)) != TS_OK) {
         return 1;
     }
+    TS_STEP_DONE(0u);
 
     /* step 1: operator 1 QUANTIZE
      *   in  t1 u uint8[1, 5, 5, 2] @arena+272
@@ -94,6 +95,7 @@ int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
     if (ts_requantize_8bit(&quantize_edges_op1, (const uint8_t *)(arena + 272), (int8_t *)(arena + 0)) != TS_OK) {
         return 2;
     }
+    TS_STEP_DONE(1u);
 
     /* step 2: operator 2 ADD
      *   in  t2 quantize_float int8[1, 5, 5, 2] @arena+208
@@ -102,6 +104,7 @@ int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
     if (ts_add_s8(&quantize_edges_op2, (const int8_t *)(arena + 208), (const int8_t *)(arena + 0), (int8_t *)(arena + 272)) != TS_OK) {
         return 3;
     }
+    TS_STEP_DONE(2u);
 
     /* step 3: operator 3 QUANTIZE
      *   in  t4 add int8[1, 5, 5, 2] @arena+272
@@ -109,6 +112,7 @@ int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
     if (ts_requantize_8bit(&quantize_edges_op3, (const int8_t *)(arena + 272), (uint8_t *)(arena + 208)) != TS_OK) {
         return 4;
     }
+    TS_STEP_DONE(3u);
 
     /* step 4: operator 4 DEQUANTIZE
      *   in  t4 add int8[1, 5, 5, 2] @arena+272
@@ -116,6 +120,7 @@ int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
     if (ts_dequantize_s8_f32(&quantize_edges_op4, (const int8_t *)(arena + 272), (float *)(arena + 0)) != TS_OK) {
         return 5;
     }
+    TS_STEP_DONE(4u);
 
     /* output 0: tensor 6 "dequantize" <- arena+0 */
     memcpy(outputs[0], arena + 0, 200u);
@@ -140,5 +145,6 @@ const ts_model_info quantize_edges_info = {
     .num_outputs = QUANTIZE_EDGES_NUM_OUTPUTS,
     .output_bytes = quantize_edges_output_bytes,
     .invoke = quantize_edges_invoke,
+    .num_steps = 5u,
     .reset = NULL,
 };
