@@ -18,9 +18,14 @@ from tinysched.verify import VerifyResult, verify
 
 
 def options(
-    alignment: int = 16, time_limit: float = 6.0, recompute: RecomputeRequest | None = None
+    alignment: int = 16,
+    time_limit: float = 6.0,
+    recompute: RecomputeRequest | None = None,
+    memory_model: str = PlanOptions.memory_model,
 ) -> PlanOptions:
-    return PlanOptions(alignment=alignment, time_limit=time_limit, recompute=recompute)
+    return PlanOptions(
+        alignment=alignment, time_limit=time_limit, recompute=recompute, memory_model=memory_model
+    )
 
 
 def planned_model(model: str | Path | Graph, **kw: Any) -> Planned:
