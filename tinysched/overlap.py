@@ -51,9 +51,11 @@ __all__ = [
     "VIEW_OPS",
     "Pair",
     "Refinement",
+    "StepSaving",
     "max_shift",
     "memory_model",
     "refine",
+    "step_savings_report",
     "tensor_model",
 ]
 
@@ -462,3 +464,50 @@ def memory_model(graph: Graph, name: str) -> Refinement:
         return MODELS[name](graph)
     except KeyError:
         raise TinyschedError(f"unknown memory model {name!r}; valid: {', '.join(MODELS)}") from None
+
+
+# ---- what the report shows ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepSaving:
+    """One step under both models: live bytes, and which technique saved how many bytes there."""
+
+    step: int
+    op: int
+    tensor_bytes: int  # live bytes in the tensor model
+    refined_bytes: int  # live bytes in the refined model
+    overlap_bytes: int  # the operator's output over its dying input
+    view_bytes: int  # views sharing their root (negative where a root outlives its own readers)
+    overlap: Pair | None
+
+    @property
+    def saved_bytes(self) -> int:
+        return self.tensor_bytes - self.refined_bytes
+
+
+def step_savings_report(
+    graph: Graph, order: list[int] | tuple[int, ...], model: Refinement
+) -> list[StepSaving]:
+    """Per step of `order`: tensor-model and refined live bytes, and the saving split by technique
+    (for the report's timeline and per-operator table)."""
+    from tinysched.memory import profile
+
+    tensor = profile(graph, order)
+    refined = profile(graph, order, model)
+    rows = []
+    for t, r in zip(tensor.steps, refined.steps, strict=True):
+        pair = model.pairs.get(t.op)
+        overlap = model.saving(t.op)
+        rows.append(
+            StepSaving(
+                t.step,
+                t.op,
+                t.live_bytes,
+                r.live_bytes,
+                overlap,
+                t.live_bytes - r.live_bytes - overlap,
+                pair,
+            )
+        )
+    return rows
