@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import generate_for_measure, host_verify
+from tiers import needs_gcc, require
 
-from tests.helpers import host_verify
-from tests.tiers import needs_gcc
 from tinysched.arena import plan_arena
 from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
@@ -209,3 +209,24 @@ def test_views_generate_no_copy(tmp_path: Path) -> None:
     assert "ts_copy(" not in c_source and "view: the output is the input's bytes" in c_source
     result = host_verify(path, n_inputs=3, seed=5, opt="-O1", sanitize=True, memory_model="refined")
     assert result.outputs_match
+
+
+@pytest.mark.qemu
+def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
+    from tinysched.device import measure_sources
+
+    require("qemu")
+    path = tmp_path / "chain.tflite"
+    b = ModelBuilder(seed=0)
+    _dw_chain(b)
+    path.write_bytes(b.build())
+    gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
+    tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1)
+    assert gen.arena_bytes_planned < tensor.arena_bytes_planned
+    result = measure_sources(
+        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
+        arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == gen.arena_high_water_planned
+    assert result.ok
