@@ -18,9 +18,14 @@ from tinysched.verify import VerifyResult, verify
 
 
 def options(
-    alignment: int = 16, time_limit: float = 6.0, recompute: RecomputeRequest | None = None
+    alignment: int = 16,
+    time_limit: float = 6.0,
+    recompute: RecomputeRequest | None = None,
+    memory_model: str = PlanOptions.memory_model,
 ) -> PlanOptions:
-    return PlanOptions(alignment=alignment, time_limit=time_limit, recompute=recompute)
+    return PlanOptions(
+        alignment=alignment, time_limit=time_limit, recompute=recompute, memory_model=memory_model
+    )
 
 
 def planned_model(model: str | Path | Graph, **kw: Any) -> Planned:
@@ -107,9 +112,14 @@ class MeasureInputs:
 
 
 def generate_for_measure(
-    model: Path, out_dir: Path, n_inputs: int, seed: int = 0, recompute: RecomputeRequest | None = None
+    model: Path,
+    out_dir: Path,
+    n_inputs: int,
+    seed: int = 0,
+    recompute: RecomputeRequest | None = None,
+    memory_model: str = PlanOptions.memory_model,
 ) -> MeasureInputs:
-    planned = planned_model(model, recompute=recompute)
+    planned = planned_model(model, recompute=recompute, memory_model=memory_model)
     sources = write_sources(generate(planned), Path(out_dir))
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
     results = reference.run_reference_many(model, input_sets)

@@ -28,6 +28,7 @@ from tinysched.graph import Graph
 from tinysched.memory import check_sequence, instance_lifetimes, lifetimes, profile, sequence_profile
 
 if TYPE_CHECKING:
+    from tinysched.overlap import Refinement
     from tinysched.scheduler import Schedule
 
 DEFAULT_ALIGNMENT = 16
@@ -97,6 +98,7 @@ class ArenaPlan:
     seconds: float
     peak_bytes: int  # unaligned peak of the order (the memory model's peak)
     greedy_bytes: int  # best greedy arena before any exact search
+    memory_model: str = "tensor"  # "refined": views share their root, overlaps from tinysched.overlap
 
     @property
     def offsets(self) -> dict[int, int]:
@@ -152,22 +154,35 @@ def check_order_or_sequence(graph: Graph, order: Sequence[int]) -> None:
         graph.check_order(list(order))
 
 
-def order_peak_bytes(graph: Graph, order: Sequence[int]) -> int:
+def _refined(model: Refinement | None, order: Sequence[int]) -> Refinement | None:
+    """The model to plan in: a refined one applies to plain orders only (a recomputation sequence
+    is planned in the tensor model)."""
+    if model is None or not model.refined or is_sequence(order):
+        return None
+    return model
+
+
+def order_peak_bytes(graph: Graph, order: Sequence[int], model: Refinement | None = None) -> int:
     """The memory model's peak of an order, or of a sequence with repeated operators."""
     if is_sequence(order):
         return sequence_profile(graph, order).peak_bytes
-    return profile(graph, order).peak_bytes
+    return profile(graph, order, _refined(model, order)).peak_bytes
 
 
 def arena_buffers(
-    graph: Graph, order: Sequence[int], alignment: int = DEFAULT_ALIGNMENT
+    graph: Graph, order: Sequence[int], alignment: int = DEFAULT_ALIGNMENT, model: Refinement | None = None
 ) -> tuple[Buffer, ...]:
     """One Buffer per activation tensor, lifetimes from the memory model (the single definition).
 
     When `order` repeats operators (recomputation) there is one Buffer per execution instance,
-    lifetimes from `memory.instance_lifetimes`; a plain order is the case where every instance is 0."""
+    lifetimes from `memory.instance_lifetimes`; a plain order is the case where every instance is 0.
+    In a refined model (tinysched.overlap) a view's buffer has 0 bytes (it is placed at its root's
+    offset) and the root lives as long as its views."""
     check_alignment(alignment)
     repeats = is_sequence(order)
+    model = _refined(model, order)
+    if model is not None:
+        graph = model.storage
     lives = instance_lifetimes(graph, order)[0] if repeats else lifetimes(graph, order)
     return tuple(
         Buffer(
@@ -183,9 +198,29 @@ def arena_buffers(
     )
 
 
-def aligned_lower_bound(buffers: Sequence[Buffer]) -> int:
-    """Peak over steps of aligned live bytes. Valid because tensors live at one step are disjoint
-    ranges of the arena, each at least its aligned size long (offsets are multiples of the alignment)."""
+def step_savings(
+    model: Refinement | None, order: Sequence[int], alignment: int
+) -> dict[int, tuple[int, int, int]]:
+    """step -> (input tensor, output tensor, aligned bytes they may share) of the refined model's
+    overlaps under `order` (empty in the tensor model)."""
+    model = _refined(model, order)
+    if model is None:
+        return {}
+    found = {}
+    for step, v in enumerate(order):
+        pair = model.pairs.get(v)
+        if pair is not None and pair.saving(alignment) > 0:
+            found[step] = (pair.root, pair.output, pair.saving(alignment))
+    return found
+
+
+def aligned_lower_bound(
+    buffers: Sequence[Buffer], savings: dict[int, tuple[int, int, int]] | None = None
+) -> int:
+    """Peak over steps of aligned live bytes (less, in a refined model, the most the step's one
+    overlapping pair may share). Valid because tensors live at one step are disjoint ranges of the
+    arena but for that pair, each at least its aligned size long (offsets are multiples of the
+    alignment), and the pair shares at most `Pair.saving(alignment)` bytes."""
     if not buffers:
         return 0
     n_steps = max(b.last_step for b in buffers) + 2
@@ -193,6 +228,9 @@ def aligned_lower_bound(buffers: Sequence[Buffer]) -> int:
     for b in buffers:
         delta[b.first_step] += b.aligned_bytes
         delta[b.last_step + 1] -= b.aligned_bytes
+    for step, (_, _, saved) in (savings or {}).items():
+        delta[step] -= saved
+        delta[step + 1] += saved
     live = peak = 0
     for d in delta:
         live += d
@@ -236,6 +274,24 @@ class Block:
 
 
 @dataclass(frozen=True)
+class BlockPair:
+    """A refined model's overlap (tinysched.overlap.Pair) between two blocks of one problem: at
+    `step` the output block may overlap the input block when its offset minus the input's is at most
+    `shift` units (or they are disjoint); `saving` units is the most they can share."""
+
+    input: int  # block index
+    output: int  # block index
+    shift: int  # units (the Pair's shift rounded down to the alignment)
+    saving: int  # units
+    step: int
+
+    def legal(self, input_offset: int, output_offset: int, blocks: Sequence[Block]) -> bool:
+        a, b = blocks[self.input].size, blocks[self.output].size
+        disjoint = output_offset >= input_offset + a or output_offset + b <= input_offset
+        return disjoint or output_offset - input_offset <= self.shift
+
+
+@dataclass(frozen=True)
 class Problem:
     """One time component to place: its blocks, and what the exact search may use."""
 
@@ -243,6 +299,7 @@ class Problem:
     target: int  # arena (units) the whole plan needs anyway: reaching it is as good as it gets
     start: tuple[int, ...] | None = None  # best offsets known so far (exact search hint and cap)
     time_limit: float = 0.0
+    pairs: tuple[BlockPair, ...] = ()  # overlaps the refined memory model allows
 
 
 @dataclass(frozen=True)
@@ -256,9 +313,15 @@ def extent(blocks: Sequence[Block], offsets: Sequence[int]) -> int:
     return max((o + b.size for o, b in zip(offsets, blocks, strict=True)), default=0)
 
 
-def load_peak(blocks: Sequence[Block]) -> int:
-    """The largest total size live at one step: the blocks' own lower bound, in units."""
-    events = sorted([(b.first, b.size) for b in blocks] + [(b.last + 1, -b.size) for b in blocks])
+def load_peak(blocks: Sequence[Block], pairs: Sequence[BlockPair] = ()) -> int:
+    """The largest total size live at one step (less its pair's saving): the blocks' own lower
+    bound, in units."""
+    events = sorted(
+        [(b.first, b.size) for b in blocks]
+        + [(b.last + 1, -b.size) for b in blocks]
+        + [(p.step, -p.saving) for p in pairs]
+        + [(p.step + 1, p.saving) for p in pairs]
+    )
     live = peak = 0
     for _, change in events:  # ends (negative) sort before starts at the same step
         live += change
@@ -315,13 +378,58 @@ def _best_fit_sorted(size: int, starts: np.ndarray, ends: np.ndarray) -> int:
 _SORTED_FIT = {_first_fit: _first_fit_sorted, _best_fit: _best_fit_sorted}
 
 
-def _place_in_order(blocks: Sequence[Block], priority: Sequence[int], fit: Callable) -> tuple[int, ...]:
+def _partners(blocks: Sequence[Block], pairs: Sequence[BlockPair]) -> dict[int, list[BlockPair]]:
+    found: dict[int, list[BlockPair]] = {}
+    for p in pairs:
+        found.setdefault(p.input, []).append(p)
+        found.setdefault(p.output, []).append(p)
+    return found
+
+
+def _paired_offset(
+    i: int,
+    blocks: Sequence[Block],
+    offsets: Sequence[int],
+    placed: set[int],
+    mine: Sequence[BlockPair],
+    free: Callable[[int, set[int]], bool],
+) -> int | None:
+    """Offset for block i at its best overlap with an already placed partner, if that is free of
+    every other placed block live with it and legal with every placed partner; else None."""
+    for p in mine:
+        other = p.input if p.output == i else p.output
+        if other not in placed:
+            continue
+        delta = min(p.shift, 0)  # output offset minus input offset at the largest overlap
+        offset = offsets[other] + delta if p.output == i else offsets[other] - delta
+        if offset < 0:
+            continue
+        legal = True
+        for q in mine:
+            j = q.input if q.output == i else q.output
+            if j in placed:
+                inp, out = (offset, offsets[j]) if q.input == i else (offsets[j], offset)
+                legal = legal and q.legal(inp, out, blocks)
+        if legal and free(offset, {q.input if q.output == i else q.output for q in mine}):
+            return offset
+    return None
+
+
+def _place_in_order(
+    blocks: Sequence[Block], priority: Sequence[int], fit: Callable, pairs: Sequence[BlockPair] = ()
+) -> tuple[int, ...]:
     """Place blocks one by one in `priority` order at `fit`'s offset among the placed blocks that
     overlap them in time. The placed blocks are kept sorted by offset in numpy arrays, so each
     placement is a few vector operations rather than a Python loop over every placed block (a
-    wide graph has thousands of tensors live together)."""
+    wide graph has thousands of tensors live together).
+
+    A block with a refined-model partner already placed (`pairs`) first tries the offset at which
+    the two share the most bytes; otherwise the partner counts as busy like any other block."""
     offsets = [0] * len(blocks)
     sorted_fit = _SORTED_FIT.get(fit)
+    partners = _partners(blocks, pairs)
+    if partners:
+        return _place_paired(blocks, priority, fit, offsets, partners)
     if sorted_fit is None:  # a fit function without a vector form: the plain definition
         placed: list[int] = []
         for i in priority:
@@ -349,6 +457,37 @@ def _place_in_order(blocks: Sequence[Block], priority: Sequence[int], fit: Calla
         table[:, at + 1 : k + 1] = table[:, at:k].copy()
         table[:, at] = (offset, offset + block.size, block.first, block.last)
         k += 1
+    return tuple(offsets)
+
+
+def _place_paired(
+    blocks: Sequence[Block],
+    priority: Sequence[int],
+    fit: Callable,
+    offsets: list[int],
+    partners: dict[int, list[BlockPair]],
+) -> tuple[int, ...]:
+    """`_place_in_order` with pairs: the plain loop, since each placement may try a paired offset."""
+    placed: set[int] = set()
+    order_placed: list[int] = []
+    for i in priority:
+        block = blocks[i]
+        if block.size == 0:
+            continue
+        live = [j for j in order_placed if blocks[j].overlaps_in_time(block)]
+
+        def free(offset: int, exempt: set[int], live: list[int] = live, size: int = block.size) -> bool:
+            return all(
+                j in exempt or offsets[j] >= offset + size or offsets[j] + blocks[j].size <= offset
+                for j in live
+            )
+
+        offset = _paired_offset(i, blocks, offsets, placed, partners.get(i, ()), free)
+        if offset is None:
+            offset = fit(block.size, [(offsets[j], offsets[j] + blocks[j].size) for j in live])
+        offsets[i] = offset
+        placed.add(i)
+        order_placed.append(i)
     return tuple(offsets)
 
 
@@ -388,8 +527,8 @@ def _by_start(bs: Sequence[Block]) -> list[int]:
 
 def _greedy(priority: Callable[[Sequence[Block]], list[int]], fit: Callable) -> Callable[[Problem], Solution]:
     def run(problem: Problem) -> Solution:
-        offsets = _place_in_order(problem.blocks, priority(problem.blocks), fit)
-        return Solution(offsets, extent(problem.blocks, offsets), load_peak(problem.blocks))
+        offsets = _place_in_order(problem.blocks, priority(problem.blocks), fit, problem.pairs)
+        return Solution(offsets, extent(problem.blocks, offsets), load_peak(problem.blocks, problem.pairs))
 
     return run
 
@@ -402,7 +541,7 @@ def _cp_sat(problem: Problem) -> Solution:
     from ortools.sat.python import cp_model
 
     blocks = problem.blocks
-    own_bound = load_peak(blocks)
+    own_bound = load_peak(blocks, problem.pairs)
     start = problem.start or _greedy(_by_size, _first_fit)(problem).offsets
     cap = extent(blocks, start)
     if cap <= max(problem.target, own_bound):
@@ -411,6 +550,11 @@ def _cp_sat(problem: Problem) -> Solution:
     arena = model.new_int_var(problem.target, cap, "arena")
     ys: list[Any] = []
     x_intervals, y_intervals, sizes = [], [], []
+    # Time in half steps: step s is slots 2s (reads) and 2s+1 (writes). A pair's input ends after
+    # slot 2s and its output starts at 2s+1, so NoOverlap2D leaves the two alone; their own
+    # constraint (overlap within the shift, or disjoint) is the disjunction below.
+    late_start = {p.output for p in problem.pairs}
+    early_end = {p.input for p in problem.pairs}
     for k, b in enumerate(blocks):
         if b.size == 0:
             ys.append(None)
@@ -419,10 +563,21 @@ def _cp_sat(problem: Problem) -> Solution:
         model.add(y + b.size <= arena)
         model.add_hint(y, start[k])
         ys.append(y)
-        x_intervals.append(model.new_fixed_size_interval_var(b.first, b.last - b.first + 1, f"x{k}"))
+        first = 2 * b.first + (1 if k in late_start else 0)
+        end = 2 * b.last + 2 - (1 if k in early_end else 0)
+        x_intervals.append(model.new_fixed_size_interval_var(first, end - first, f"x{k}"))
         y_intervals.append(model.new_fixed_size_interval_var(y, b.size, f"m{k}"))
         sizes.append(b.size)
     model.add_no_overlap_2d(x_intervals, y_intervals)
+    for k, p in enumerate(problem.pairs):
+        yi, yo = ys[p.input], ys[p.output]
+        if yi is None or yo is None:
+            continue
+        within, above, below = (model.new_bool_var(f"pair{k}_{w}") for w in ("in", "above", "below"))
+        model.add(yo - yi <= p.shift).only_enforce_if(within)
+        model.add(yo >= yi + blocks[p.input].size).only_enforce_if(above)
+        model.add(yo + blocks[p.output].size <= yi).only_enforce_if(below)
+        model.add_bool_or([within, above, below])
     # Redundant, and it hands the solver the bound's own argument: at every step the live sizes fit.
     model.add_cumulative(x_intervals, sizes, arena)
     model.add_hint(arena, cap)
@@ -523,6 +678,46 @@ def _blocks(buffers: Sequence[Buffer], alignment: int) -> tuple[Block, ...]:
     )
 
 
+def _block_pairs(
+    blocks: Sequence[Block], savings: dict[int, tuple[int, int, int]], shifts: dict[int, int], alignment: int
+) -> tuple[BlockPair, ...]:
+    """The refined model's overlaps between blocks of one component (by step), in units."""
+    where = {b.index: k for k, b in enumerate(blocks) if b.instance == 0}
+    found = []
+    for step, (x, y, saved) in sorted(savings.items()):
+        if x in where and y in where and blocks[where[x]].size and blocks[where[y]].size:
+            found.append(BlockPair(where[x], where[y], shifts[step] // alignment, saved // alignment, step))
+    return tuple(found)
+
+
+def _pair_shifts(model: Refinement | None, order: Sequence[int]) -> dict[int, int]:
+    """step -> the pair's shift in bytes, for the steps `step_savings` lists."""
+    model = _refined(model, order)
+    if model is None:
+        return {}
+    return {step: model.pairs[v].shift for step, v in enumerate(order) if v in model.pairs}
+
+
+def _view_placements(
+    graph: Graph, order: Sequence[int], model: Refinement | None, placements: Sequence[Placement]
+) -> tuple[Placement, ...]:
+    """Each view at its root's offset, with its real bytes and its own lifetime."""
+    model = _refined(model, order)
+    if model is None or not model.views:
+        return tuple(placements)
+    at = {p.index: p for p in placements}
+    lives = {life.tensor: life for life in lifetimes(model.storage, order)}
+    out = []
+    for p in placements:
+        if p.index in model.views:
+            root = at[model.root(p.index)]
+            life = lives[p.index]
+            p = replace(p, offset=root.offset, bytes=graph.tensors[p.index].nbytes)
+            p = replace(p, first_step=life.first_step, last_step=life.last_step)
+        out.append(p)
+    return tuple(out)
+
+
 def _assemble(
     graph: Graph,
     order: Sequence[int],
@@ -534,6 +729,7 @@ def _assemble(
     methods: Sequence[str],
     started: float,
     greedy_units: int,
+    model: Refinement | None = None,
 ) -> ArenaPlan:
     placements = tuple(
         Placement(
@@ -541,22 +737,29 @@ def _assemble(
         )
         for b in sorted(buffers, key=lambda b: b.key)
     )
+    placements = _view_placements(graph, order, model, placements)
+    refined = _refined(model, order)
     return ArenaPlan(
         order=tuple(order),
         alignment=alignment,
         arena_bytes=max((p.offset + align_up(p.bytes, alignment) for p in placements), default=0),
-        lower_bound_bytes=aligned_lower_bound(buffers),
+        lower_bound_bytes=aligned_lower_bound(buffers, step_savings(model, order, alignment)),
         optimal=optimal,
         method="+".join(dict.fromkeys(methods)) or "empty",
         buffers=placements,
         seconds=time.perf_counter() - started,
-        peak_bytes=order_peak_bytes(graph, order),
+        peak_bytes=order_peak_bytes(graph, order, model),
         greedy_bytes=greedy_units * alignment,
+        memory_model="tensor" if refined is None else refined.name,
     )
 
 
 def greedy_plan(
-    graph: Graph, order: Sequence[int], method: str = STOCK_TFLM_PLACER, alignment: int = DEFAULT_ALIGNMENT
+    graph: Graph,
+    order: Sequence[int],
+    method: str = STOCK_TFLM_PLACER,
+    alignment: int = DEFAULT_ALIGNMENT,
+    model: Refinement | None = None,
 ) -> ArenaPlan:
     """One greedy placer on the whole graph: the stock-TFLM-like baseline, or any greedy table entry."""
     started = time.perf_counter()
@@ -564,10 +767,12 @@ def greedy_plan(
     if chosen.exact:
         raise TinyschedError(f"{method!r} is not a greedy placer; greedy ones: {', '.join(GREEDY_PLACERS)}")
     check_order_or_sequence(graph, order)
-    buffers = arena_buffers(graph, order, alignment)
+    buffers = arena_buffers(graph, order, alignment, model)
     blocks = _blocks(buffers, alignment)
-    bound = aligned_lower_bound(buffers) // alignment
-    solution = chosen.run(Problem(blocks, bound))
+    savings = step_savings(model, order, alignment)
+    bound = aligned_lower_bound(buffers, savings) // alignment
+    pairs = _block_pairs(blocks, savings, _pair_shifts(model, order), alignment)
+    solution = chosen.run(Problem(blocks, bound, pairs=pairs))
     return _assemble(
         graph,
         order,
@@ -578,6 +783,7 @@ def greedy_plan(
         methods=[method],
         started=started,
         greedy_units=solution.arena,
+        model=model,
     )
 
 
@@ -587,8 +793,13 @@ def plan_arena(
     alignment: int = DEFAULT_ALIGNMENT,
     time_limit: float = DEFAULT_TIME_LIMIT,
     methods: Sequence[str] | None = None,
+    model: Refinement | None = None,
 ) -> ArenaPlan:
     """Place every activation tensor of `graph` under `order` (stored order by default).
+
+    In a refined memory model (`model`, tinysched.overlap) views sit at their root's offset and each
+    allowed overlap is a pair constraint: the greedy placers try the pair's best overlap first, the
+    exact one has the disjunction (overlap within the kernel's shift, or disjoint).
 
     Every greedy placer in `methods` (default: the whole table) runs on each time component and the
     best per component is kept; components still above the aligned lower bound then go to the exact
@@ -603,24 +814,27 @@ def plan_arena(
     chosen = [placer(m) for m in (PLACERS if methods is None else methods)]
     greedy = [p for p in chosen if not p.exact] or [PLACERS[STOCK_TFLM_PLACER]]  # exact ones need a start
     exact = [p for p in chosen if p.exact]
-    buffers = arena_buffers(graph, order, alignment)
-    bound = aligned_lower_bound(buffers) // alignment
+    buffers = arena_buffers(graph, order, alignment, model)
+    savings = step_savings(model, order, alignment)
+    shifts = _pair_shifts(model, order)
+    bound = aligned_lower_bound(buffers, savings) // alignment
 
     offsets: dict[tuple[int, int], int] = {}
     used: list[str] = []
     settled: list[Solution] = []
     greedy_units = 0
-    hard: list[tuple[tuple[Block, ...], Solution, str]] = []
+    hard: list[tuple[tuple[Block, ...], tuple[BlockPair, ...], Solution, str]] = []
     # Greedy placers after the first stop starting at half the budget (each is O(blocks x live
     # blocks); on wide graphs that is seconds), so the exact ones keep the other half.
     greedy_deadline = started + 0.5 * time_limit
     for group in time_components(buffers):
         blocks = _blocks(group, alignment)
+        pairs = _block_pairs(blocks, savings, shifts, alignment)
         best, best_name = None, ""
         for p in greedy:
             if best is not None and time.perf_counter() > greedy_deadline:
                 break
-            solution = p.run(Problem(blocks, bound))
+            solution = p.run(Problem(blocks, bound, pairs=pairs))
             if best is None or solution.arena < best.arena:
                 best, best_name = solution, p.name
             if best.arena <= bound:
@@ -628,22 +842,22 @@ def plan_arena(
         assert best is not None
         greedy_units = max(greedy_units, best.arena)
         if best.arena > bound and exact and len(blocks) <= EXACT_MAX_BLOCKS:
-            hard.append((blocks, best, best_name))
+            hard.append((blocks, pairs, best, best_name))
         else:
             offsets.update({b.key: o for b, o in zip(blocks, best.offsets, strict=True)})
             used.append(best_name)
             settled.append(best)
 
     # Hardest first: whatever one component cannot get below becomes the target for the rest.
-    hard.sort(key=lambda h: -h[1].arena)
+    hard.sort(key=lambda h: -h[2].arena)
     target = bound
     deadline = started + time_limit
-    for k, (blocks, best, name) in enumerate(hard):
+    for k, (blocks, pairs, best, name) in enumerate(hard):
         for p in exact:
             budget = (deadline - time.perf_counter()) / (len(hard) - k)
             if best.arena <= target or budget <= 0:
                 break
-            solution = p.run(Problem(blocks, target, best.offsets, budget))
+            solution = p.run(Problem(blocks, target, best.offsets, budget, pairs))
             if solution.arena < best.arena:
                 best, name = solution, p.name
             elif solution.lower_bound > best.lower_bound:
@@ -665,6 +879,7 @@ def plan_arena(
         methods=used,
         started=started,
         greedy_units=greedy_units,
+        model=model,
     )
 
 
@@ -675,31 +890,33 @@ def plan_model(
     schedule_time_limit: float = DEFAULT_SCHEDULE_TIME_LIMIT,
     max_orders: int = 20,
     methods: Sequence[str] | None = None,
+    model: Refinement | None = None,
 ) -> tuple[Schedule, ArenaPlan]:
-    """Schedule (lowest-peak order), then place it.
+    """Schedule (lowest-peak order), then place it, both in `model`'s memory model (the tensor
+    model by default).
 
     Order and placement interact: when a certified order's placement misses its bound, other orders
     with the same certified peak are placed too and the smallest arena wins. The returned schedule
     carries the order actually placed (same peak, same certificate)."""
     from tinysched import scheduler
 
-    sched = scheduler.schedule(graph, time_limit=schedule_time_limit)
+    sched = scheduler.schedule(graph, time_limit=schedule_time_limit, model=model)
     deadline = time.perf_counter() + time_limit  # one placement budget, shared by every order tried
-    plan = plan_arena(graph, sched.order, alignment, time_limit, methods)
+    plan = plan_arena(graph, sched.order, alignment, time_limit, methods, model)
     if plan.arena_bytes <= plan.lower_bound_bytes or not sched.certified:
         return sched, plan
     best = plan
     remaining = deadline - time.perf_counter()
     others = scheduler.optimal_orders(
-        graph, sched.peak_bytes, limit=max_orders, time_limit=max(remaining, 0.05)
+        graph, sched.peak_bytes, limit=max_orders, time_limit=max(remaining, 0.05), model=model
     )
     for order in others:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             break
-        if tuple(order) == best.order or profile(graph, order).peak_bytes != sched.peak_bytes:
+        if tuple(order) == best.order or order_peak_bytes(graph, order, model) != sched.peak_bytes:
             continue
-        candidate = plan_arena(graph, order, alignment, remaining, methods)
+        candidate = plan_arena(graph, order, alignment, remaining, methods, model)
         if (candidate.arena_bytes, not candidate.optimal) < (best.arena_bytes, not best.optimal):
             best = candidate
         if best.arena_bytes <= best.lower_bound_bytes:

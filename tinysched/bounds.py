@@ -22,7 +22,7 @@ the bound are solved (see `lower_bound`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,7 +76,10 @@ class OrderingProblem:
     memory.profile's live bytes at that step.
     """
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, step_savings: Mapping[int, tuple[int, int]] | None = None) -> None:
+        """`step_savings`: operator -> (input tensor, bytes), the refined memory model's overlap at
+        that operator (tinysched.overlap.Refinement.step_savings, on its storage graph): the input
+        has that operator as its last reader in every order, and the step costs that much less."""
         self.graph = graph
         n = self.n_ops = len(graph.operators)
         self.predecessors: tuple[tuple[int, ...], ...] = tuple(tuple(sorted(p)) for p in graph.predecessors)
@@ -163,6 +166,31 @@ class OrderingProblem:
             for s in self.successors[v]:
                 mask |= self.descendants[s] | (1 << s)
             self.descendants[v] = mask
+        # The refined model: `output_bytes[v]` is what v's step adds to the resident bytes, so the
+        # overlap comes off it (it may go negative); `saved_input[v]` is the freeable index of the
+        # input it overlaps (-1: none), whose interval CP-SAT ends before v's step.
+        self.step_saving = [0] * n
+        self.saved_input = [-1] * n
+        freeable_index = {}
+        k = 0
+        for t in graph.activation_tensors:
+            nbytes = graph.tensors[t].nbytes
+            if nbytes > 0 and t not in outputs and graph.consumers.get(t, ()):
+                freeable_index[t] = k
+                k += 1
+        for v, (t, saving) in (step_savings or {}).items():
+            if saving <= 0:
+                continue
+            readers = graph.consumers.get(t, ())
+            if (
+                t not in freeable_index
+                or v not in readers
+                or any(c != v and not self.ancestors[v] >> c & 1 for c in readers)
+            ):
+                raise ValueError(f"operator {v} cannot save on tensor {t}: it is not its last reader")
+            self.step_saving[v] = saving
+            self.saved_input[v] = freeable_index[t]
+            self.output_bytes[v] -= saving
 
     def _topological_order(self) -> list[int]:
         indegree = [len(p) for p in self.predecessors]

@@ -7,6 +7,12 @@ own mistake. Every violation is reported as one TinyschedError naming the tensor
 A plan for a recomputation sequence (operators repeated) places execution instances: lifetimes are
 then re-derived through `memory.instance_lifetimes`, and every (tensor, instance) must be placed
 once. A plain order is the case where every instance is 0.
+
+A plan in the refined memory model (`plan.memory_model == "refined"`) may overlap tensors: the
+allowed overlaps are re-derived from the graph through `tinysched.overlap` (the one table), never
+read from the plan. A view must sit exactly at its root's offset; an operator's output may overlap
+its dying input only at that operator's step and only as far as the table's shift allows; any other
+shared byte is refused.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from tinysched.arena import (
     arena_buffers,
     check_order_or_sequence,
     is_sequence,
+    step_savings,
 )
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 from tinysched.memory import InstanceLifetime, Lifetime, instance_lifetimes, lifetimes
+from tinysched.overlap import Refinement, memory_model
 
 Key = tuple[int, int]  # (tensor, instance)
 
@@ -42,6 +50,16 @@ def _lives(graph: Graph, order: tuple[int, ...]) -> dict[Key, Lifetime | Instanc
     return {(life.tensor, 0): life for life in lifetimes(graph, order)}
 
 
+def _model(graph: Graph, plan: ArenaPlan) -> Refinement | None:
+    name = getattr(plan, "memory_model", "tensor")
+    if name == "tensor":
+        return None
+    if is_sequence(plan.order):
+        raise TinyschedError(f"plan in the {name} memory model runs operators more than once")
+    model = memory_model(graph, name)
+    return model if model.refined else None
+
+
 def check_plan(graph: Graph, plan: ArenaPlan) -> None:
     """Raise TinyschedError unless `plan` is a safe placement of every activation tensor of `graph`.
 
@@ -52,7 +70,8 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
     check_order_or_sequence(graph, plan.order)
     if plan.alignment < 1:
         raise TinyschedError(f"plan alignment {plan.alignment} is not a positive number of bytes")
-    lives = _lives(graph, tuple(plan.order))
+    model = _model(graph, plan)
+    lives = _lives(graph if model is None else model.storage, tuple(plan.order))
     activation = {t for t, _ in lives}
     seen: set[Key] = set()
     for p in plan.buffers:
@@ -67,8 +86,9 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
             raise TinyschedError(f"plan places {_what(p)} twice")
         seen.add(key)
         life = lives[key]
-        if p.bytes != life.nbytes:
-            raise TinyschedError(f"{_what(p)}: plan says {p.bytes} bytes, the graph says {life.nbytes}")
+        nbytes = graph.tensors[p.index].nbytes
+        if p.bytes != nbytes:
+            raise TinyschedError(f"{_what(p)}: plan says {p.bytes} bytes, the graph says {nbytes}")
         if (p.first_step, p.last_step) != (life.first_step, life.last_step):
             raise TinyschedError(
                 f"{_what(p)}: plan says live at steps {p.first_step}..{p.last_step}, "
@@ -90,8 +110,13 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
             f"{t} ({graph.tensors[t].name!r})" + (f" instance {i}" if i else "") for t, i in missing[:5]
         )
         raise TinyschedError(f"plan leaves {len(missing)} activation tensor(s) unplaced: {names}")
-    _check_no_overlap(graph, plan, lives)
-    bound = aligned_lower_bound(arena_buffers(graph, plan.order, plan.alignment))
+    if model is not None:
+        _check_views(plan, model)
+    _check_no_overlap(graph, plan, lives, model)
+    bound = aligned_lower_bound(
+        arena_buffers(graph, plan.order, plan.alignment, model),
+        step_savings(model, plan.order, plan.alignment),
+    )
     if plan.lower_bound_bytes != bound:
         raise TinyschedError(
             f"plan claims a lower bound of {plan.lower_bound_bytes} bytes, the aligned peak is {bound}"
@@ -103,26 +128,57 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
         )
 
 
-def _check_no_overlap(graph: Graph, plan: ArenaPlan, lives: dict[Key, Lifetime | InstanceLifetime]) -> None:
-    """Sweep the steps; at each, the live tensors sorted by offset must not run into each other."""
+def _check_views(plan: ArenaPlan, model: Refinement) -> None:
+    at = {p.index: p for p in plan.buffers}
+    for view, root in model.views.items():
+        v, r = at[view], at[root]
+        if v.offset != r.offset:
+            raise TinyschedError(
+                f"{_what(v)} is a view of {_what(r)} but sits at offset {v.offset}, not its root's {r.offset}"
+            )
+
+
+def _shared_ok(a: Placement, b: Placement, step: int, plan: ArenaPlan, model: Refinement | None) -> bool:
+    """Whether the refined model lets `a` and `b` share bytes at `step` where they do."""
+    if model is None:
+        return False
+    ra, rb = model.root(a.index), model.root(b.index)
+    if ra == rb:
+        return a.offset == b.offset  # a view and its root (or two views of one root): the same bytes
+    pair = model.pairs.get(plan.order[step])
+    if pair is None:
+        return False
+    offsets = {p.index: p.offset for p in plan.buffers}
+    if {ra, rb} != {pair.root, pair.output}:
+        return False
+    return pair.allowed(offsets[pair.root], offsets[pair.output])
+
+
+def _check_no_overlap(
+    graph: Graph, plan: ArenaPlan, lives: dict[Key, Lifetime | InstanceLifetime], model: Refinement | None
+) -> None:
+    """Sweep the steps; at each, every two live tensors whose bytes meet must be allowed to."""
     n_steps = max(len(plan.order), 1)
     live_at: list[list[Key]] = [[] for _ in range(n_steps)]
     by_index = {(p.index, getattr(p, "instance", 0)): p for p in plan.buffers}
     for t, life in lives.items():
-        if life.nbytes == 0:
+        if by_index[t].bytes == 0:
             continue
         for s in range(life.first_step, life.last_step + 1):
             live_at[s].append(t)
     for step, tensors in enumerate(live_at):
-        reach_end, reach_tensor = -1, (-1, -1)
+        active: list[Placement] = []  # placed below the current offset, still reaching above it
         for t in sorted(tensors, key=lambda t: (by_index[t].offset, t)):
             p = by_index[t]
-            if p.offset < reach_end:
-                q = by_index[reach_tensor]
-                raise TinyschedError(
-                    f"tensors {q.index} ({q.name!r}{_instance_note(q)}, bytes {q.offset}..{q.offset + q.bytes - 1}) "
-                    f"and {p.index} ({p.name!r}{_instance_note(p)}, bytes {p.offset}..{p.offset + p.bytes - 1}) overlap in "
-                    f"memory while both live at step {step} (operator {plan.order[step]})"
-                )
-            if p.offset + p.bytes > reach_end:
-                reach_end, reach_tensor = p.offset + p.bytes, t
+            active = [q for q in active if q.offset + q.bytes > p.offset]
+            for q in active:
+                if not _shared_ok(q, p, step, plan, model):
+                    what = "overlap in memory" + (
+                        "" if model is None else " beyond what the refined model allows"
+                    )
+                    raise TinyschedError(
+                        f"tensors {q.index} ({q.name!r}{_instance_note(q)}, bytes {q.offset}..{q.offset + q.bytes - 1}) "
+                        f"and {p.index} ({p.name!r}{_instance_note(p)}, bytes {p.offset}..{p.offset + p.bytes - 1}) {what} "
+                        f"while both live at step {step} (operator {plan.order[step]})"
+                    )
+            active.append(p)

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
+
+if TYPE_CHECKING:
+    from tinysched.overlap import Refinement
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,18 @@ def lifetimes(graph: Graph, order: Sequence[int]) -> tuple[Lifetime, ...]:
     return tuple(result)
 
 
-def profile(graph: Graph, order: Sequence[int] | None = None) -> MemoryProfile:
-    """Per-step live bytes under `order` (stored order by default), checked to be topological."""
+def profile(
+    graph: Graph, order: Sequence[int] | None = None, model: Refinement | None = None
+) -> MemoryProfile:
+    """Per-step live bytes under `order` (stored order by default), checked to be topological.
+
+    With a refined memory model (`tinysched.overlap.refine`) views cost nothing of their own, their
+    root lives as long as any of them, and a step whose operator may overlap its dying input with
+    its output costs that overlap less (docs/memory-model.md, "The refined model")."""
     order = tuple(graph.stored_order() if order is None else order)
     graph.check_order(order)
-    lives = lifetimes(graph, order)
+    refined = model is not None and model.refined
+    lives = lifetimes(model.storage if refined else graph, order)  # type: ignore[union-attr]
     n = len(order)
     delta = [0] * (n + 1)
     born: list[list[int]] = [[] for _ in range(n)]
@@ -93,14 +104,15 @@ def profile(graph: Graph, order: Sequence[int] | None = None) -> MemoryProfile:
     live = 0
     for s in range(n):
         live += delta[s]
-        steps.append(Step(s, order[s], live, tuple(born[s]), tuple(freed[s])))
+        saved = model.saving(order[s]) if refined else 0  # type: ignore[union-attr]
+        steps.append(Step(s, order[s], live - saved, tuple(born[s]), tuple(freed[s])))
     peak_step = max(range(n), key=lambda s: steps[s].live_bytes, default=0)
     peak = steps[peak_step].live_bytes if steps else 0
     return MemoryProfile(order, lives, tuple(steps), peak, peak_step)
 
 
-def peak_bytes(graph: Graph, order: Sequence[int] | None = None) -> int:
-    return profile(graph, order).peak_bytes
+def peak_bytes(graph: Graph, order: Sequence[int] | None = None, model: Refinement | None = None) -> int:
+    return profile(graph, order, model).peak_bytes
 
 
 # ---- sequences with repeated operators (recomputation) -----------------------------------------

@@ -23,12 +23,14 @@ from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
 from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
+from tinysched.overlap import MODELS, memory_model
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
 from tinysched.rewrite import RewriteResult, no_rewrites, rewrite_graph
 from tinysched.scheduler import Schedule, schedule
 from tinysched.shapes import check_graph
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
+DEFAULT_MEMORY_MODEL = "tensor"
 MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
 
 
@@ -41,11 +43,16 @@ class PlanOptions:
     recompute: RecomputeRequest | None = None  # None: every operator runs once
     fold: bool = True  # evaluate shape/constant sub-graphs at compile time
     rewrite: bool = True  # exact graph rewrites (tinysched.rewrite): dilated convolutions, PAD fusion
+    memory_model: str = DEFAULT_MEMORY_MODEL  # "tensor" | "refined" (tinysched.overlap.MODELS)
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
         if self.alignment & (self.alignment - 1):
             raise TinyschedError(f"--alignment must be a power of two, got {self.alignment}")
+        if self.memory_model not in MODELS:
+            raise TinyschedError(
+                f"--memory-model must be one of {', '.join(MODELS)}, got {self.memory_model!r}"
+            )
         if self.alignment > MAX_ALIGNMENT:
             raise TinyschedError(f"--alignment must be at most {MAX_ALIGNMENT} bytes, got {self.alignment}")
         if not 0 <= self.time_limit < math.inf:
@@ -181,6 +188,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             alignment=options.alignment,
             time_limit=budget.placement,
             schedule_time_limit=budget.schedule,
+            model=memory_model(placed, options.memory_model),
         )
         seconds["schedule"] = sched.seconds
     seconds["placement"] = arena.seconds
@@ -213,6 +221,14 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             default=DEFAULT_ALIGNMENT,
             metavar="BYTES",
             help=f"tensor offset and arena alignment in bytes (default {DEFAULT_ALIGNMENT})",
+        )
+        parser.add_argument(
+            "--memory-model",
+            choices=tuple(MODELS),
+            default=DEFAULT_MEMORY_MODEL,
+            help="tensor: every tensor its own bytes (TFLM's model); refined: views share their input "
+            "and outputs overlap dying inputs as far as the kernels' access order allows "
+            f"(default {DEFAULT_MEMORY_MODEL})",
         )
         parser.add_argument(
             "--no-rewrite",
@@ -262,4 +278,5 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         recompute=request,
         fold=fold,
         rewrite=fold and not getattr(args, "no_rewrite", False),
+        memory_model=getattr(args, "memory_model", DEFAULT_MEMORY_MODEL),
     )

@@ -30,6 +30,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tinysched.bounds import (
     CutNetwork,
@@ -42,6 +43,9 @@ from tinysched.bounds import (
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 
+if TYPE_CHECKING:
+    from tinysched.overlap import Refinement
+
 __all__ = [
     "HEURISTICS",
     "Certificate",
@@ -53,6 +57,7 @@ __all__ = [
     "exact_search",
     "improve_by_windows",
     "optimal_orders",
+    "ordering_problem",
     "plain_downset_dp",
     "schedule",
     "staged_search",
@@ -90,6 +95,7 @@ class Schedule:
     method: str  # what found the order: a HEURISTICS name, "windows", "exhaustive" or "cp_sat"
     seconds: float
     stats: dict = field(default_factory=dict, compare=False)  # work done: cuts, search states, ...
+    memory_model: str = "tensor"  # the model the peak and the certificate are stated in
 
     @property
     def gap_bytes(self) -> int:
@@ -123,11 +129,14 @@ class Schedule:
                 "cp_sat": "CP-SAT",
             }
             kind = self.certificate.kind if self.certificate else ""
-            return f"optimal: peak {self.peak_bytes:,} B, proven by {how.get(kind, kind)}"
+            where = "" if self.memory_model == "tensor" else f" in the {self.memory_model} memory model"
+            return f"optimal{where}: peak {self.peak_bytes:,} B, proven by {how.get(kind, kind)}"
         over = self.above_optimum_percent
         within = "an unknown distance" if math.isinf(over) else f"{math.ceil(over * 10 - 1e-9) / 10:.1f}%"
         return (
-            f"within {within} of optimal (not proven optimal in the time limit): peak "
+            f"within {within} of optimal"
+            + ("" if self.memory_model == "tensor" else f" in the {self.memory_model} memory model")
+            + " (not proven optimal in the time limit): peak "
             f"{self.peak_bytes:,} B, no order peaks below {self.lower_bound_bytes:,} B"
         )
 
@@ -818,8 +827,13 @@ def cp_sat_search(
     intervals = []
     demands = []
     fixed_bytes = problem.always_bytes
+    # A refined model's overlap at v: the overlapped input's interval ends before v's step, and v's
+    # step carries that input's bytes less the saving instead (never negative: saving <= its bytes).
+    ends_early = {problem.saved_input[v]: v for v in range(n) if problem.saved_input[v] >= 0}
     for v in range(n):  # outputs nobody reads: live in their producer's step only
         transient = problem.output_bytes[v] - problem.kept_output_bytes[v]
+        if problem.saved_input[v] >= 0:
+            transient += problem.freeable_bytes[problem.saved_input[v]]
         if transient:
             intervals.append(model.new_fixed_size_interval_var(pos[v], 1, f"transient{v}"))
             demands.append(transient)
@@ -836,6 +850,13 @@ def cp_sat_search(
         readers = problem.freeable_consumers[t]
         start = pos[p] if p >= 0 else 0
         last_read = max(position[c] for c in readers)
+        if t in ends_early:  # its last reader in every order; the interval stops before its step
+            v = ends_early[t]
+            size = model.new_int_var(0, n, f"size{t}")
+            model.add_hint(size, position[v] - (position[p] if p >= 0 else 0))
+            intervals.append(model.new_interval_var(start, size, pos[v], f"tensor{t}"))
+            demands.append(nbytes)
+            continue
         if len(readers) == 1:
             end = pos[readers[0]]
         else:
@@ -891,7 +912,17 @@ def cp_sat_search(
 # ---- the scheduler -----------------------------------------------------------------------------
 
 
-def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = None) -> Schedule:
+def ordering_problem(graph: Graph, model: Refinement | None = None) -> OrderingProblem:
+    """The ordering problem of `graph` in the tensor model, or in a refined memory model
+    (tinysched.overlap): its storage graph, with each overlap's saving off its step."""
+    if model is None or not model.refined:
+        return OrderingProblem(graph)
+    return OrderingProblem(model.storage, model.step_savings())
+
+
+def schedule(
+    graph: Graph, time_limit: float = 5.0, progress: Progress | None = None, model: Refinement | None = None
+) -> Schedule:
     """The lowest-peak order found within `time_limit` seconds, certified when proven optimal.
 
     Each stage runs only while the best order is unproven, and each has a share of the budget:
@@ -904,7 +935,8 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
         graph.check_order(graph.stored_order())
     except TinyschedError as err:
         raise TinyschedError(f"the stored operator order is not an execution order: {err}") from None
-    problem = OrderingProblem(graph)
+    problem = ordering_problem(graph, model)
+    model_name = "tensor" if model is None or not model.refined else model.name
     n = problem.n_ops
     stats = {"cuts": 0, "search_states": 0}
 
@@ -926,6 +958,7 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
             method=method,
             seconds=time.perf_counter() - started,
             stats=dict(stats),
+            memory_model=model_name,
         )
 
     # Cheapest first, so that there is always an answer: the stored order needs no time at all.
@@ -1019,7 +1052,11 @@ def schedule(graph: Graph, time_limit: float = 5.0, progress: Progress | None = 
 
 
 def optimal_orders(
-    graph: Graph, peak_bytes: int, limit: int = 20, time_limit: float = 1.0
+    graph: Graph,
+    peak_bytes: int,
+    limit: int = 20,
+    time_limit: float = 1.0,
+    model: Refinement | None = None,
 ) -> list[tuple[int, ...]]:
     """Up to `limit` distinct orders peaking at no more than `peak_bytes`.
 
@@ -1030,7 +1067,7 @@ def optimal_orders(
     the peak so that later searches waste no time on dead ends.
     """
     deadline = time.perf_counter() + time_limit
-    problem = OrderingProblem(graph)
+    problem = ordering_problem(graph, model)
     n = problem.n_ops
     if n == 0:
         return [()] if peak_bytes >= 0 else []

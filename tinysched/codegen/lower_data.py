@@ -1,7 +1,8 @@
 """Lowerings of the data-movement operators: copies, concatenation and splitting, padding, views,
 GATHER and resizing.
 
-RESHAPE, SQUEEZE and EXPAND_DIMS are byte copies. Data movement that is a strided view of the input
+RESHAPE, SQUEEZE and EXPAND_DIMS are byte copies, or nothing at all when the plan puts the output
+at its input's offset (a view, in the refined memory model). Data movement that is a strided view of the input
 (TRANSPOSE, SLICE, STRIDED_SLICE, TILE, SPACE_TO_DEPTH, DEPTH_TO_SPACE, unpadded SPACE_TO_BATCH_ND /
 uncropped BATCH_TO_SPACE_ND) runs on `ts_transpose`, given the view's dimensions, its input strides
 and a start offset; PACK runs on `ts_concatenation`; SPLIT, SPLIT_V and UNPACK on `ts_split` (its
@@ -29,6 +30,10 @@ def lower_copy(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     x, y = op.inputs[0], op.outputs[0]
     if ctx.tensor(x).nbytes != ctx.tensor(y).nbytes or ctx.tensor(x).dtype != ctx.tensor(y).dtype:
         raise Unsupported("input and output differ in type or size")
+    if ctx.tensor(x).is_activation and ctx.offsets.get(x) == ctx.offsets.get(y):
+        # a view (the refined memory model places it at its input's offset): no copy, no call
+        call.comment.append("view: the output is the input's bytes, nothing to do")
+        return
     call.kernel, call.params_type = "ts_copy", "ts_copy_params"
     call.params = [("bytes", str(ctx.tensor(x).nbytes))]
     call.args = [ctx.ptr(x), ctx.ptr(y, const=False)]

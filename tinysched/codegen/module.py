@@ -340,10 +340,12 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         call.first_run = op_index not in runs
         runs[op_index] = runs.get(op_index, 0) + 1
         again = "" if call.first_run else f" (recomputed, run {runs[op_index]})"
+        notes = list(call.comment)  # what the lowering said (a view: why there is no call)
         call.comment = [f"step {step}: operator {op.index} {op.opcode}{again}"]
         ins = [t for t in op.inputs if t >= 0]
         call.comment += [f"  in  {_tensor_note(graph, t, here)}" for t in ins]
         call.comment += [f"  out {_tensor_note(graph, t, here)}" for t in op.outputs]
+        call.comment += [f"  {note}" for note in notes]
         calls.append(call)
 
     def edge(role: str, tensors: Sequence[int], offsets: dict[int, int] = offsets) -> list[dict[str, Any]]:
@@ -371,7 +373,7 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
 
     inputs = edge("input", graph.inputs)
     outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
-    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in calls}))
+    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in calls if c.kernel}))
     header_guard = c_identifier(prefix).upper() + "_H"
     context = {
         "version": __version__,
@@ -424,5 +426,5 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
         parameter_bytes=sum(
             a.values.size * CTYPE_BYTES[a.ctype] for c in calls if c.first_run for a in c.local_arrays
         ),
-        op_kernels=tuple((c.op, c.kernel) for c in calls if c.first_run),
+        op_kernels=tuple((c.op, c.kernel) for c in calls if c.first_run and c.kernel),
     )

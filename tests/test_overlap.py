@@ -1,0 +1,232 @@
+"""The refined memory model (tinysched.overlap): the table's shifts for hand-computed shapes, the
+plan it gives (views at their root, overlaps within the shift), check_plan refusing one byte more,
+and generated models bit-exact under ASan/UBSan in it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import generate_for_measure, host_verify
+from tiers import needs_gcc, require
+
+from tinysched.arena import plan_arena
+from tinysched.check import check_plan
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph
+from tinysched.memory import profile
+from tinysched.modelgen import ModelBuilder, random_branching_model
+from tinysched.overlap import max_shift, memory_model, refine
+from tinysched.pipeline import PlanOptions, generate, plan
+from tinysched.reader import parse_model
+from tinysched.scheduler import schedule
+
+
+def _graph(build) -> Graph:
+    b = ModelBuilder(seed=0)
+    build(b)
+    return parse_model(b.build())
+
+
+def _op(graph: Graph, opcode: str):
+    return next(op for op in graph.operators if op.opcode == opcode)
+
+
+def _chain(b: ModelBuilder, shape=(1, 4, 40, 8)):
+    x = b.input("x", shape)
+    y = b.depthwise_conv2d(x, (3, 3), name="dw")
+    b.output(y)
+
+
+# ---- the table, against hand-computed shifts ----------------------------------------------------
+
+
+def test_depthwise_shift_is_the_row_above_plus_a_chunk() -> None:
+    # 3x3 stride 1 SAME on 4x40x8. Portable path, pixel by pixel: pixel (y, x) is written while
+    # (y-1, x-1) is still to be read: 42 pixels. DSP path, chunks of up to 32 pixels of a row: the
+    # first chunk of row y is written (its end: pixel (y, 31)) while row y-1 from column 0 is
+    # still to be read: 40 + 32 = 72 pixels of 8 bytes.
+    g = _graph(_chain)
+    assert max_shift(g, _op(g, "DEPTHWISE_CONV_2D"), 0) == -72 * 8
+
+
+def test_expanding_pointwise_ends_one_chunk_past_the_input() -> None:
+    # 1x1 conv 48x48x8 -> 48x48x16. DSP path: chunks of 16 pixels of the flat order, each chunk's
+    # channel pairs written while the chunk's input is still read, so after chunk k the output
+    # reaches 16(k+1) * 16 while input 16k * 8 is pending: min at the last chunk (k = 143):
+    # 143 * 128 - 144 * 256 = -18560. The output's end then lies 128 bytes past the input's end.
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 48, 48, 8))
+        b.output(b.conv2d(x, 16, (1, 1), name="pw"))
+
+    g = _graph(build)
+    op = _op(g, "CONV_2D")
+    assert max_shift(g, op, 0) == -18560
+    pair = refine(g).pairs[op.index]  # the graph input dies here: its bytes may be overwritten
+    assert pair.saving() == 36864 - 18560  # output bytes + shift: what the two can share
+    assert pair.input_bytes + pair.output_bytes - pair.saving() == 36864 + 128
+
+
+def test_elementwise_and_quantize_shifts() -> None:
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 10), dtype="float32")
+        q = b.quantize(x, 0.05, 3, name="q")
+        r = b.logistic(q, name="sig")
+        b.output(b.dequantize(r, name="dq"))
+
+    g = _graph(build)
+    # float32 -> int8: element k (1 byte) is written after reading element k (4 bytes), so the
+    # output may start up to 3 bytes behind the input's start
+    assert max_shift(g, _op(g, "QUANTIZE"), 0) == 3
+    assert max_shift(g, _op(g, "LOGISTIC"), 0) == 0  # same element size: in place
+    # int8 -> float32: 4 bytes written per byte read: the output must end at or past the input's end
+    assert max_shift(g, _op(g, "DEQUANTIZE"), 0) == -30
+
+
+def test_single_batch_fully_connected_cannot_overlap() -> None:
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 64))
+        b.output(b.fully_connected(x, 10, name="fc"))
+
+    g = _graph(build)
+    op = _op(g, "FULLY_CONNECTED")
+    assert max_shift(g, op, 0) == -10  # its one output row is written while its one input row is read
+
+
+# ---- the model and the plan ------------------------------------------------------------------------
+
+
+def _dw_chain(b: ModelBuilder) -> None:
+    x = b.input("x", (1, 8, 8, 16))
+    t = b.conv2d(x, 16, (3, 3), activation="RELU", name="c0")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw")
+    t = b.conv2d(t, 16, (1, 1), name="pw")
+    t = b.reshape(t, (1, 64, 16), name="view")
+    b.output(b.logistic(t, name="sig"))
+
+
+def test_refined_plan_overlaps_within_the_shift_and_views_sit_at_their_root() -> None:
+    g = _graph(_dw_chain)
+    model = refine(g)
+    view = _op(g, "RESHAPE")
+    assert model.views == {view.outputs[0]: view.inputs[0]}
+    sched = schedule(g, time_limit=2.0, model=model)
+    tensor = schedule(g, time_limit=2.0)
+    assert sched.certified and sched.memory_model == "refined"
+    assert sched.peak_bytes < tensor.peak_bytes
+    assert profile(g, sched.order, model).peak_bytes == sched.peak_bytes
+    arena = plan_arena(g, sched.order, alignment=1, model=model)
+    check_plan(g, arena)
+    at = arena.offsets
+    assert at[view.outputs[0]] == at[view.inputs[0]]
+    overlapping = 0
+    for pair in model.pairs.values():
+        i, o = at[pair.root], at[pair.output]
+        assert pair.allowed(i, o)
+        overlapping += not (o >= i + pair.input_bytes or o + pair.output_bytes <= i)
+    assert overlapping >= 2
+    assert arena.arena_bytes < plan_arena(g, tensor.order, alignment=1).arena_bytes
+
+
+def test_check_plan_refuses_one_byte_too_far() -> None:
+    g = _graph(_dw_chain)
+    model = refine(g)
+    dw = _op(g, "DEPTHWISE_CONV_2D")
+    pair = model.pairs[dw.index]
+    order = schedule(g, time_limit=2.0, model=model).order
+    arena = plan_arena(g, order, alignment=1, model=model)
+    # put the depthwise output exactly at the shift, then one byte further; lift everything else
+    # out of the way so that only this pair can meet
+    base = arena.arena_bytes + 64
+    i = base
+    buffers = []
+    top = base + pair.input_bytes + pair.output_bytes + 64
+    for p in arena.buffers:
+        if p.index == pair.root:
+            buffers.append(replace(p, offset=i))
+        elif p.index == pair.output:
+            buffers.append(replace(p, offset=i + pair.shift))
+        else:
+            buffers.append(replace(p, offset=top))
+            top += p.bytes
+    views = model.views
+    at = {p.index: p for p in buffers}
+    buffers = [replace(p, offset=at[views[p.index]].offset) if p.index in views else p for p in buffers]
+    at_shift = replace(arena, buffers=tuple(buffers), arena_bytes=top + 64)
+    check_plan(g, at_shift)
+    one_more = [replace(p, offset=p.offset + 1) if p.index == pair.output else p for p in buffers]
+    one_more = [replace(p, offset=p.offset + 1) if views.get(p.index) == pair.output else p for p in one_more]
+    with pytest.raises(TinyschedError, match="overlap in memory beyond what the refined model allows"):
+        check_plan(g, replace(at_shift, buffers=tuple(one_more)))
+    # claimed as a tensor-model plan it is refused (a view's root outlives its own readers there)
+    with pytest.raises(TinyschedError, match="the memory model says"):
+        check_plan(g, replace(at_shift, memory_model="tensor", lower_bound_bytes=0))
+
+
+def test_a_model_without_overlaps_gets_the_tensor_plan() -> None:
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 64))
+        b.output(b.fully_connected(x, 10, name="fc"))
+
+    g = _graph(build)
+    assert not memory_model(g, "refined").refined
+    assert plan(g, PlanOptions(memory_model="refined")).arena.memory_model == "tensor"
+
+
+def test_unknown_memory_model_is_one_line() -> None:
+    with pytest.raises(TinyschedError, match="--memory-model must be one of tensor, refined"):
+        PlanOptions(memory_model="magic")
+
+
+# ---- realised: bit-exact under the sanitizers ------------------------------------------------------
+
+
+@needs_gcc
+@pytest.mark.host
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_models_bit_exact_in_the_refined_model(seed: int, tmp_path: Path) -> None:
+    path = tmp_path / f"random{seed}.tflite"
+    path.write_bytes(random_branching_model(seed, n_blocks=5))
+    g = parse_model(path.read_bytes())
+    refined = plan(g, PlanOptions(memory_model="refined", time_limit=3.0))
+    tensor = plan(g, PlanOptions(time_limit=3.0))
+    assert refined.arena.arena_bytes <= tensor.arena.arena_bytes
+    result = host_verify(path, n_inputs=3, seed=seed, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.mismatches == [] and result.outputs_match
+
+
+@needs_gcc
+@pytest.mark.host
+def test_views_generate_no_copy(tmp_path: Path) -> None:
+    path = tmp_path / "chain.tflite"
+    b = ModelBuilder(seed=0)
+    _dw_chain(b)
+    path.write_bytes(b.build())
+    g = parse_model(path.read_bytes())
+    planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_copy(" not in c_source and "view: the output is the input's bytes" in c_source
+    result = host_verify(path, n_inputs=3, seed=5, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.outputs_match
+
+
+@pytest.mark.qemu
+def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
+    from tinysched.device import measure_sources
+
+    require("qemu")
+    path = tmp_path / "chain.tflite"
+    b = ModelBuilder(seed=0)
+    _dw_chain(b)
+    path.write_bytes(b.build())
+    gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
+    tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1)
+    assert gen.arena_bytes_planned < tensor.arena_bytes_planned
+    result = measure_sources(
+        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
+        arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == gen.arena_high_water_planned
+    assert result.ok
