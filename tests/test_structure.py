@@ -25,10 +25,24 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node, except what sits under `if TYPE_CHECKING:` (imports for annotations only)."""
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+                todo.extend(child.orelse)
+                continue
+            todo.append(child)
+    return out
+
+
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
-    """(module, names) for every `import`/`from ... import` of tinysched, at any depth."""
+    """(module, names) for every run-time `import`/`from ... import` of tinysched, at any depth."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tinysched"):
             out.append((node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
