@@ -132,12 +132,15 @@ def certificate_line(sched: Any, graph: Any) -> str:
     """The order's certificate in words (scheduler.Schedule over `graph`)."""
     from tinysched.report.format import certificate_sentence
 
-    return certificate_sentence(
+    text = certificate_sentence(
         certificate_json(sched),
         {op.index: op.opcode for op in graph.operators},
         peak_bytes=sched.peak_bytes,
         lower_bound_bytes=sched.lower_bound_bytes,
     )
+    if getattr(sched, "memory_model", "tensor") != "tensor":
+        text += " (in the refined memory model: outputs overlap dying inputs as far as the kernels allow)"
+    return text
 
 
 def read_checked_model(path: str | Path) -> Any:
