@@ -6,7 +6,7 @@ is compared.
 
 When only the optimised kernels can run a model (BUILTIN_REF aborts or lacks an operator version that
 `reference.reference_copy` cannot lower), they are no ground truth: they round differently from the
-reference (e.g. CONV_2D by one step, DEQUANTIZE by one float ulp), so the result also gives, per output,
+reference (e.g. CONV_2D by one step, DEQUANTIZE in the last float bits), so the result also gives, per output,
 the largest difference in quantisation steps (`step_differences`). `compare_intermediates` runs two
 of tinysched / BUILTIN_REF / the optimised kernels with every intermediate tensor kept and names the
 first operator, in the model's order, whose output differs.
