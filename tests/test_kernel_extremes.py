@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import generate_module, host_verify
-from tiers import needs_gcc
+from helpers import generate_for_measure, generate_module, host_verify
+from tiers import needs_gcc, require
 
 from tinysched.codegen.context import ConstArray, KernelCall
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.kernel_checks import KERNEL_CHECKS, check_call
 from tinysched.codegen.quant import MAX_ACCUMULATED_PRODUCTS
+from tinysched.device import measure_sources
 from tinysched.errors import TinyschedError
 from tinysched.modelgen import ModelBuilder
 from tinysched.reader import parse_model
@@ -57,6 +58,17 @@ def _fc_model(ratio: float, out_scale: float | None = None) -> bytes:
     return b.build() if out_scale else _fc_model(ratio, _weight_scale(b.build(), "fc/weights") / ratio)
 
 
+def _fc_outside_int32(zero_point: int, activation: str, out_scale: float | None = None) -> bytes:
+    """FULLY_CONNECTED with scale ratio 2^20: nearly every requantised result leaves int32."""
+    b = ModelBuilder(seed=2)
+    x = b.input("x", (2, 16), scale=1.0)
+    quant = (out_scale or 1.0, zero_point)
+    b.output(b.fully_connected(x, 3, output_quant=quant, activation=activation, name="fc"))
+    if out_scale:
+        return b.build()
+    return _fc_outside_int32(zero_point, activation, _weight_scale(b.build(), "fc/weights") / 2.0**20)
+
+
 def _weight_scale(model: bytes, name: str) -> float:
     """The weights' scale modelgen drew (the same seed draws the same weights whatever the output)."""
     graph = parse_model(model)
@@ -84,16 +96,8 @@ def _shifts(c_text: str) -> list[int]:
         (_conv_model, 2.0**30 * 1.2, 31),  # the largest shift ts_requantize covers
         (_conv_model, 2.0**-32 * 1.2, -31),  # the smallest
         (_conv_model, 2.0**-40, 0),  # below 2^-32 QuantizeMultiplier gives multiplier 0, shift 0
-        pytest.param(
-            _fc_model,
-            2.0**29 * 1.2,
-            30,  # FULLY_CONNECTED's single rounding covers up to 30
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="ts_fully_connected_s8 differs from BUILTIN_REF (by up to 255) once the requantised "
-                "accumulator leaves int32 (seen from a ratio of 2^20); the C kernel is another helper's",
-            ),
-        ),
+        # FULLY_CONNECTED's single rounding covers up to 30; most results leave int32 (INT32_MIN in TFLite)
+        (_fc_model, 2.0**29 * 1.2, 30),
         (_fc_model, 2.0**10, 11),  # a large shift whose results stay inside int32
         (_fc_model, 2.0**-32 * 1.2, -31),
     ],
@@ -111,6 +115,38 @@ def test_requantisation_shift_extremes_run_bit_exact(build, ratio: float, shift:
     assert set(_shifts(c_text)) == {shift}
     assert result.outputs_match, result.mismatches
     assert result.reference == "BUILTIN_REF"
+
+
+@needs_gcc
+@pytest.mark.parametrize(
+    ("zero_point", "activation"), [(-100, "NONE"), (-1, "RELU"), (0, "NONE"), (90, "RELU")]
+)
+def test_fully_connected_results_outside_int32_run_bit_exact(
+    zero_point: int, activation: str, tmp_path: Path
+) -> None:
+    """A requantised accumulator outside int32 is INT32_MIN in the reference, on either side; the output
+    offset is then added wrapping (a negative zero point turns it into INT32_MAX) before the clamp.
+    Scale ratio 2^20: nearly every output leaves int32, on both sides."""
+    c_text, result = _verify(_fc_outside_int32(zero_point, activation), tmp_path)
+    assert set(_shifts(c_text)) == {21}
+    assert result.reference == "BUILTIN_REF"
+    assert result.outputs_match, result.mismatches
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386"])
+def test_fully_connected_results_outside_int32_bit_exact_on_cortex_m(board: str, tmp_path: Path) -> None:
+    """The same on the DSP path (fc_dot2's SMLAD), Cortex-M7 and M4."""
+    require("qemu")
+    for zero_point, activation in ((-100, "NONE"), (90, "RELU")):
+        path = tmp_path / f"fc_{zero_point}.tflite"
+        path.write_bytes(_fc_outside_int32(zero_point, activation))
+        gen = generate_for_measure(path, tmp_path / f"gen{zero_point}", 3)
+        result = measure_sources(
+            gen.sources, board, gen.inputs, gen.expected, gen.arena_bytes_planned,
+            tmp_path / f"build{zero_point}", arena_high_water_planned=gen.arena_high_water_planned,
+        )  # fmt: skip
+        assert result.outputs_match is True, (zero_point, result.mismatches)
 
 
 @needs_gcc

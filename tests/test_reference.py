@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ai_edge_litert import schema_py_generated as schema
 
 from tinysched.errors import TinyschedError
 from tinysched.modelgen import ModelBuilder, tiny_demo_model
@@ -82,7 +83,22 @@ def test_falls_back_when_builtin_ref_aborts() -> None:
 
 
 def test_falls_back_when_builtin_ref_lacks_the_op_version() -> None:
-    # The reference resolver registers TILE only up to version 2; int8 TILE is version 3.
+    # The reference resolver registers STRIDED_SLICE only up to version 4 (and reference_copy does
+    # not lower it): the optimised kernels run the model, and the result says why.
+    b = ModelBuilder()
+    x = b.input("x", (1, 2, 3, 2))
+    consts = [b.constant(np.array(v, dtype=np.int32)) for v in ([0, 0, 1, 0], [1, 2, 3, 2], [1, 1, 1, 1])]
+    b.output(*b.op("STRIDED_SLICE", [x, *consts], [(1, 2, 2, 2)], schema.StridedSliceOptionsT(), version=5))
+    data = b.build()
+    inputs = random_inputs(data, 0, 1)[0]
+    result = run_reference(data, inputs)
+    assert result.resolver == FALLBACK
+    assert "STRIDED_SLICE' version '5'" in (result.fallback_reason or "")
+    assert np.array_equal(result.outputs[0], inputs[0][:, :, 1:, :])
+
+
+def test_builtin_ref_runs_tile_v3_as_v2() -> None:
+    # BUILTIN_REF registers TILE only up to version 2; int8 TILE is version 3, which computes the same.
     b = ModelBuilder()
     x = b.input("x", (1, 2, 3, 2))
     multiples = b.constant(np.array([1, 2, 1, 2], dtype=np.int32), name="multiples")
@@ -90,8 +106,8 @@ def test_falls_back_when_builtin_ref_lacks_the_op_version() -> None:
     data = b.build()
     inputs = random_inputs(data, 0, 1)[0]
     result = run_reference(data, inputs)
-    assert result.resolver == FALLBACK
-    assert "TILE" in (result.fallback_reason or "")
+    assert result.resolver == "BUILTIN_REF" and result.fallback_reason is None
+    assert "TILE v3 run as v2" in (result.version_lowering or "")
     assert np.array_equal(result.outputs[0], np.tile(inputs[0], (1, 2, 1, 2)))
 
 

@@ -8,6 +8,11 @@ that exchanges `.npz`/pickle files through a private temporary directory. If the
 fails with BUILTIN_REF, the run is retried with the optimised builtin kernels
 (`BUILTIN_WITHOUT_DEFAULT_DELEGATES`, no XNNPACK) and the result says which resolver produced it.
 Several input sets go to one child, because start-up (importing the interpreter) dominates.
+
+BUILTIN_REF registers fewer operator versions than the optimised resolver. Where a version it lacks
+changes nothing for the element types in use (`REFERENCE_VERSION_LOWERING`: TILE v3 only declares
+int8 support, which the one TILE kernel both resolvers register already has), BUILTIN_REF runs a copy
+of the model with that operator code's version lowered, and the result says so (`version_lowering`).
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ from tinysched.errors import TinyschedError
 
 __all__ = [
     "DEFAULT_RESOLVERS",
+    "REFERENCE_VERSION_LOWERING",
+    "VersionLowering",
     "InputSpec",
     "ReferenceResult",
     "model_input_specs",
     "random_inputs",
+    "reference_copy",
     "run_reference",
     "run_reference_many",
 ]
@@ -46,6 +54,67 @@ DEFAULT_RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 REFERENCE_KERNEL_DEFECTS = {
     ("SUM", "int8"): "BUILTIN_REF's int8 SUM reads its int8 input as uint8",
 }
+
+
+@dataclass(frozen=True)
+class VersionLowering:
+    """An operator version BUILTIN_REF does not register, and the highest one it does, which computes
+    the same for the element types listed (the interpreter's kernels do not read the version)."""
+
+    highest: int
+    dtypes: frozenset[str]
+    why: str
+
+
+REFERENCE_VERSION_LOWERING = {
+    "TILE": VersionLowering(
+        2,
+        frozenset({"int8", "uint8", "int16", "int32", "int64", "float32", "bool"}),
+        "one kernel (tile.cc) in both resolvers; v3 only declares int8, which v1-2 already copy",
+    ),
+}
+
+
+def reference_copy(model_bytes: bytes) -> tuple[bytes, str | None]:
+    """`model_bytes` with every operator code of REFERENCE_VERSION_LOWERING above its `highest`
+    version lowered to it when all its operators use listed element types, and a note saying which
+    (None and the bytes unchanged when there is nothing to lower)."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    root = schema.Model.GetRootAs(model_bytes, 0)
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    candidates: dict[int, tuple[str, VersionLowering, int]] = {}
+    for k in range(root.OperatorCodesLength()):
+        code = root.OperatorCodes(k)
+        name = names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
+        rule = REFERENCE_VERSION_LOWERING.get(name)
+        if rule is not None and code.Version() > rule.highest:
+            candidates[k] = (name, rule, code.Version())
+    if not candidates or root.SubgraphsLength() < 1:
+        return model_bytes, None
+    subgraph = root.Subgraphs(0)
+    for n in range(subgraph.OperatorsLength()):
+        op = subgraph.Operators(n)
+        if op.OpcodeIndex() not in candidates:
+            continue
+        rule = candidates[op.OpcodeIndex()][1]
+        tensors = [op.Inputs(i) for i in range(op.InputsLength())] + [
+            op.Outputs(i) for i in range(op.OutputsLength())
+        ]
+        types = {_NUMPY_TYPES.get(subgraph.Tensors(t).Type(), "?") for t in tensors if t >= 0}
+        if not types <= rule.dtypes:  # an element type the lower version may not compute the same
+            candidates.pop(op.OpcodeIndex())
+    if not candidates:
+        return model_bytes, None
+    model = schema.ModelT.InitFromObj(root)
+    notes = []
+    for k, (name, rule, version) in sorted(candidates.items()):
+        model.operatorCodes[k].version = rule.highest
+        notes.append(f"{name} v{version} run as v{rule.highest} ({rule.why})")
+    builder = flatbuffers.Builder(len(model_bytes) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output()), "BUILTIN_REF ran a copy: " + "; ".join(notes)
 
 
 def resolvers_for(model_bytes: bytes) -> tuple[tuple[str, ...], str | None]:
@@ -103,6 +172,8 @@ class ReferenceResult:
     tensors: dict[int, np.ndarray] | None = None
     # Why an earlier resolver in the list was not used (e.g. BUILTIN_REF aborted), else None.
     fallback_reason: str | None = None
+    # Which operator versions BUILTIN_REF ran lowered (reference_copy), else None.
+    version_lowering: str | None = None
 
 
 @dataclass(frozen=True)
@@ -270,14 +341,15 @@ def run_reference_many(
     if unknown or not resolvers:
         raise ValueError(f"resolvers must be a non-empty list of {sorted(_RESOLVER_NAMES)}, not {unknown}")
     failures: list[str] = []
+    lowered, lowering = reference_copy(data) if "BUILTIN_REF" in resolvers else (data, None)
     with tempfile.TemporaryDirectory(prefix="tinysched-ref-") as tmp:
         workdir = Path(tmp)
-        (workdir / "model.tflite").write_bytes(data)
         arrays = {
             f"s{n}_i{k}": np.asarray(a) for n, inputs in enumerate(input_sets) for k, a in enumerate(inputs)
         }
         np.savez(workdir / "inputs.npz", n_sets=np.int64(len(input_sets)), **arrays)
         for resolver in resolvers:
+            (workdir / "model.tflite").write_bytes(lowered if resolver == "BUILTIN_REF" else data)
             result, failure = _run_child(workdir, resolver, preserve_all_tensors, timeout_s)
             if result is None:
                 failures.append(f"{resolver}: {failure}")
@@ -290,6 +362,7 @@ def run_reference_many(
                     tensor_details=result["tensor_details"],
                     tensors=tensors,
                     fallback_reason=reason,
+                    version_lowering=lowering if resolver == "BUILTIN_REF" else None,
                 )
                 for outputs, tensors in zip(result["outputs"], result["tensors"], strict=True)
             ]

@@ -464,6 +464,10 @@ def _arg_minmax(o: _Op) -> tuple[Expected, ...]:
     o.inputs(2)
     o.outputs(1)
     x = o.shape(0)
+    # TFLite's Prepare retypes the output to the output_type option, whatever the tensor states.
+    stated, option = o.graph.tensors[o.op.outputs[0]].dtype, o.options.get("output_type")
+    if stated != option:
+        raise _Invalid(f"output tensor is {stated} but option output_type is {option}")
     axes = o.need_const(1, "axis")
     if axes is None:
         return (None,)
@@ -525,6 +529,8 @@ def _strided_slice(o: _Op) -> tuple[Expected, ...]:
         if opts.get("shrink_axis_mask", 0) >> axis & 1:
             if not -d <= b < d:
                 raise _Invalid(f"shrunk axis {axis} takes element {b} of {d}")
+            if s < 0:  # TFLite stops a shrunk axis at begin + 1: a negative stride selects nothing
+                raise _Invalid(f"shrunk axis {axis} has stride {s} (TFLite then writes no output)")
             continue
         start = None if opts.get("begin_mask", 0) >> axis & 1 else b
         stop = None if opts.get("end_mask", 0) >> axis & 1 else e

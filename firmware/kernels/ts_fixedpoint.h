@@ -94,11 +94,15 @@ static inline int ts_multipliers_ok(const int32_t *multiplier, const int32_t *sh
 
 /* x * m * 2^(shift - 31) with one rounding (half up) of the exact 64-bit product: the form TFLite's
  * FULLY_CONNECTED takes in the reference kernels ai-edge-litert ships ("single rounding"). Valid for
- * -31 <= shift <= 30 and multiplier >= 0, which QuantizeMultiplier guarantees for FULLY_CONNECTED. */
+ * -31 <= shift <= 30 and multiplier >= 0, which QuantizeMultiplier guarantees for FULLY_CONNECTED.
+ * A result outside int32 (a scale ratio of 2^20 or so with large accumulators) is INT32_MIN, as the
+ * reference gives on either side (measured: tests/test_kernel_extremes.py); the caller then adds the
+ * output offset wrapping (ts_wrap_add) and clamps, in that order, like the reference. */
 static inline int32_t ts_requantize_single(int32_t x, int32_t multiplier, int32_t shift)
 {
     const int total = 31 - (int)shift;
-    return (int32_t)(((int64_t)x * multiplier + ((int64_t)1 << (total - 1))) >> total);
+    const int64_t r = ((int64_t)x * multiplier + ((int64_t)1 << (total - 1))) >> total;
+    return r > INT32_MAX || r < INT32_MIN ? INT32_MIN : (int32_t)r;
 }
 
 /* Saturating x * 2^exponent for exponent > 0 (gemmlowp's SaturatingRoundingMultiplyByPOT). */

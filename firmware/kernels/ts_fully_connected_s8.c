@@ -46,7 +46,7 @@ static inline int8_t fc_out(const ts_fully_connected_s8_params *p, int32_t acc, 
     if (bias != NULL) {
         acc += bias[o];
     }
-    acc = ts_requantize_single(acc, p->multiplier[q], p->shift[q]) + p->output_offset;
+    acc = ts_wrap_add(ts_requantize_single(acc, p->multiplier[q], p->shift[q]), p->output_offset);
     return (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
 }
 
@@ -92,7 +92,7 @@ static void fc_generic(const ts_fully_connected_s8_params *p, const int8_t *inpu
             if (bias != NULL) {
                 acc += bias[o];
             }
-            acc = ts_requantize_single(acc, p->multiplier[q], p->shift[q]) + p->output_offset;
+            acc = ts_wrap_add(ts_requantize_single(acc, p->multiplier[q], p->shift[q]), p->output_offset);
             *output++ = (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
         }
     }

@@ -111,9 +111,11 @@ def lower_softmax(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             raise Unsupported("int16 output quantisation other than (1/65536, -32768)")
     elif ctx.expect(y, "int8") and (zo != -128 or abs(so - 1.0 / 256) > 0.001 / 256):
         raise Unsupported("int8 output quantisation other than (1/256, -128)")
-    beta = float(op.options.get("beta", 1.0))
+    # No SoftmaxOptions table: TFLite's parser leaves its zero-initialised beta, 0 (not the 1 of tf.nn).
+    beta = float(op.options.get("beta", 0.0))
     if not (math.isfinite(beta) and beta > 0.0):
-        raise Unsupported(f"beta {beta!r} (expects a positive finite number)")
+        given = "" if "beta" in op.options else ", the value TFLite takes when SoftmaxOptions are absent"
+        raise Unsupported(f"beta {beta!r}{given} (expects a positive finite number)")
     if not (math.isfinite(si) and si > 0.0):
         raise Unsupported(f"input scale {si!r} (expects a positive finite number)")
     shape = ctx.tensor(x).shape

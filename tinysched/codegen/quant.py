@@ -188,6 +188,7 @@ def f32_ratio(a: float, b: float) -> float:
 def relu_table(si: float, zi: int, so: float, zo: int, lo: float | None, hi: float | None) -> np.ndarray:
     """activations.cc ReluPrepare + QuantizedReluX: requantise, clamp to the quantised [lo, hi]."""
     mult, shift = quantize_multiplier(f32_ratio(si, so))
+    check_left_shift(shift, max(128 + zi, 127 - zi), "the input / output scale ratio")
     qmin = INT8_MIN if lo is None else max(INT8_MIN, quantize_value(lo, so, zo))
     qmax = INT8_MAX if hi is None else min(INT8_MAX, quantize_value(hi, so, zo))
     table = np.zeros(256, dtype=np.int8)
@@ -197,15 +198,32 @@ def relu_table(si: float, zi: int, so: float, zo: int, lo: float | None, hi: flo
     return table
 
 
+def check_left_shift(shift: int, max_abs_x: int, what: str) -> None:
+    """MultiplyByQuantizedMultiplier computes `x * (1 << shift)` in int32 before multiplying: from a
+    shift where that can leave int32 for some |x| <= max_abs_x, TFLite's result is undefined C."""
+    if shift > 0 and max_abs_x << shift > 2**31 - 1:
+        raise Unsupported(f"{what} is 2^{shift - 1} or more: x * 2^{shift} leaves int32 in TFLite")
+
+
 def leaky_relu_table(si: float, zi: int, so: float, zo: int, alpha: float) -> np.ndarray:
-    """activations.cc LeakyReluPrepare (float32 products) + reference QuantizeLeakyRelu."""
+    """activations.cc LeakyReluPrepare (float32 products) + reference QuantizeLeakyRelu.
+
+    A negative alpha: the interpreter's result is -MultiplyByQuantizedMultiplier(x, |m|, shift), not
+    the same with the negative multiplier QuantizeMultiplier would give (the two differ where the
+    high multiply ties: SaturatingRoundingDoublingHighMul rounds a negative tie toward zero and a
+    positive one away). Measured on every input byte (tests/test_kernels_extra.py)."""
+    if not math.isfinite(alpha):
+        raise Unsupported(f"alpha {alpha!r} (expects a finite number)")
     alpha_real = float(np.float32(np.float32(si) * np.float32(alpha)) / np.float32(so))
-    ma, sa = quantize_multiplier(alpha_real)
+    ma, sa = quantize_multiplier(abs(alpha_real))
     mi, shi = quantize_multiplier(f32_ratio(si, so))
+    check_left_shift(shi, 127 - zi, "the input / output scale ratio")
+    check_left_shift(sa, 128 + zi, "alpha times the input / output scale ratio")
+    sign = -1 if alpha_real < 0 else 1
     table = np.zeros(256, dtype=np.int8)
     for q in range(-128, 128):
         x = q - zi
-        v = zo + (mbqm(x, mi, shi) if x >= 0 else mbqm(x, ma, sa))
+        v = zo + (mbqm(x, mi, shi) if x >= 0 else sign * mbqm(x, ma, sa))
         table[q & 0xFF] = min(max(v, INT8_MIN), INT8_MAX)
     return table
 

@@ -365,8 +365,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
         opt=args.opt,
         sanitize=args.sanitize,
     )
+    intermediates = None
+    if args.intermediates:
+        from tinysched.verify import compare_intermediates
+
+        intermediates = compare_intermediates(
+            args.model, ("tinysched", result.reference), seed=args.seed, opt=args.opt, options=planned.options
+        )
     if args.json:
-        print_json(result.as_json())
+        payload = result.as_json()
+        if intermediates is not None:
+            payload["intermediates"] = intermediates.as_json()
+        print_json(payload)
         return 0 if result.outputs_match else 1
     verdict = (
         "all outputs bit-exact" if result.outputs_match else f"{len(result.mismatches)} output(s) differ"
@@ -376,6 +386,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         f"reference   {result.reference}"
         + (f" (fallback: {result.fallback_reason})" if result.fallback_reason else "")
     )
+    if result.version_lowering:
+        print(f"            {result.version_lowering}")
     print(f"inputs      {result.inputs} set(s), seed {args.seed}" + (", ASan+UBSan" if args.sanitize else ""))
     print(f"arena       {format_bytes(result.arena_bytes)}")
     if result.recompute is not None:
@@ -386,6 +398,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"  input set {m['input_set']} output {m['output']} ({printable(m['name'])}): "
             + ", ".join(f"{k} {v}" for k, v in m.items() if k not in ("input_set", "output", "name"))
         )
+    if result.step_differences is not None:
+        print(
+            f"steps       only {result.reference} could run the model: no ground truth; largest differences"
+        )
+        for row in result.step_differences:
+            steps = "step unknown" if row["max_steps"] is None else f"{row['max_steps']:g} step(s)"
+            print(f"  output {row['output']} ({printable(row['name'])}): {row['max_abs_diff']:g}, {steps}")
+    if intermediates is not None:
+        first = intermediates.first
+        if first is None:
+            print(
+                f"intermediates  all {intermediates.compared} operator outputs agree with {result.reference}"
+            )
+        else:
+            steps = "" if first.max_steps is None else f", {first.max_steps:g} step(s)"
+            print(
+                f"intermediates  first difference: operator {first.operator} ({first.opcode}) output "
+                f"{printable(first.name)}: {first.differing} of {first.elements} elements, "
+                f"max {first.max_abs_diff:g}{steps} ({len(intermediates.differences)} outputs differ)"
+            )
     return 0 if result.outputs_match else 1
 
 
@@ -433,5 +465,10 @@ def register(sub: Any) -> None:
     )
     verify_p.add_argument("--sanitize", action="store_true", help="compile with AddressSanitizer and UBSan")
     verify_p.add_argument("--json", action="store_true", help="print one JSON object")
+    verify_p.add_argument(
+        "--intermediates",
+        action="store_true",
+        help="also compare every operator output with the reference and name the first that differs",
+    )
     add_plan_arguments(verify_p)
     verify_p.set_defaults(func=cmd_verify)
