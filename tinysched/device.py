@@ -82,6 +82,10 @@ def qemu_command(board: Board, elf: Path, port: int, listen_fd: int | None = Non
     if q.get("cpu"):
         cmd += ["-cpu", str(q["cpu"])]
     cmd += ["-display", "none", "-monitor", "none"]
+    # QEMU gives -serial i to the machine's i-th UART: the UARTs before the harness's get `null`
+    # (netduinoplus2: USART1 null, USART2 the harness)
+    for _ in range(board.serial_index):
+        cmd += ["-serial", "null"]
     if listen_fd is None:
         cmd += ["-serial", f"tcp:127.0.0.1:{port},server=on,wait=on"]
     else:
@@ -337,7 +341,9 @@ def ticks_to_count(board: Board, hello: Hello, ticks: int) -> tuple[str, int | N
     """(unit, cycles, instructions) for a tick count from `board`'s counter."""
     if board.emulated:
         shift = int((board.qemu or {}).get("icount_shift", 6))
-        hz = hello.cpu_hz or board.cpu_hz
+        # QEMU drives the SysTick at the machine's clock, whatever clock the image believes it set
+        # (a real board's image on netduinoplus2 says 180 MHz; QEMU's F405 runs 168 MHz)
+        hz = board.systick_hz if "systick_hz" in (board.qemu or {}) else hello.cpu_hz or board.cpu_hz
         return "instructions (emulated)", None, round(ticks * 1e9 / hz / (1 << shift))
     if hello.counter in ("dwt-cycles", "systick"):
         return "cycles", ticks, None
@@ -567,6 +573,7 @@ def measure_sources(
     arena_high_water_planned: int | None = None,
     semihost_inputs: bool = False,
     invoke_instructions: int | None = None,
+    stand_in: str | None = None,
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -579,6 +586,7 @@ def measure_sources(
     requested board (the image must fit it). `inputs[i]` is one input set (bytes per graph input);
     `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
     Inputs go over the serial link; `semihost_inputs` (emulated runs only) sends them by semihosting.
+    `stand_in` names another of the board's stand-ins than the default (boards.yaml emulated_by).
     """
     board = get_board(board) if isinstance(board, str) else board
     if emulate is None:
@@ -590,7 +598,9 @@ def measure_sources(
     if semihost_inputs and not emulate:
         raise TinyschedError(SEMIHOST_REFUSED)
     out_dir = Path(out_dir)
-    run_board = board.stand_in() if emulate else board
+    if stand_in is not None and not emulate:
+        raise TinyschedError("a stand-in runs only under emulation: drop --port")
+    run_board = board.stand_in(stand_in) if emulate else board
     if run_board is not board:
         # the requested board's own image: proves the model fits it and gives its size report
         real = build_firmware(sources, board, out_dir / board.name, defines=list(defines))
@@ -652,6 +662,7 @@ def measure_selftest(
     spin: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
     semihost_inputs: bool = False,
+    stand_in: str | None = None,
 ) -> MeasureResult:
     """`measure` on the hand-written self-test model: the harness and link end to end."""
     inputs = selftest_inputs(n_inputs)
@@ -662,5 +673,5 @@ def measure_selftest(
     return measure_sources(
         selftest_sources(), board, inputs, expected, arena_bytes, out_dir,
         port=port, emulate=emulate, defines=defines, log=log, semihost_inputs=semihost_inputs,
-        invoke_instructions=selftest_instructions(arena_bytes, spin or 0),
+        invoke_instructions=selftest_instructions(arena_bytes, spin or 0), stand_in=stand_in,
     )  # fmt: skip
