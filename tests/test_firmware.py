@@ -18,6 +18,7 @@ from tiers import require
 from tinysched.boards import all_boards, get_board
 from tinysched.build.elfsize import DoesNotFit
 from tinysched.build.firmware import build_firmware, linker_script, selftest_sources
+from tinysched.build.stack import KernelStackTable, kernel_stack_table, stack_reservation, with_margin
 from tinysched.device import (
     SELFTEST_ARENA,
     flash_command,
@@ -487,7 +488,8 @@ def _measure_shared(path, work):
         except DoesNotFit as err:
             misfits.append(str(err))
             continue
-        return "ran", result
+        kernels = [f.stem for f in gen.sources.c_files if f.parent.name == "kernels"]
+        return "ran", (result, kernels)
     return "skip", "; ".join(misfits)
 
 
@@ -521,11 +523,16 @@ def test_shared_model_on_qemu(shared_results, path):
         pytest.skip(result)
     if kind == "error":
         raise result
+    result, kernels = result
     assert result.outputs_match is True, result.mismatches
     assert result.outputs_agree_on_device, result.mismatches
     assert result.arena_bytes_measured == result.arena_high_water_planned, result.mismatches
     assert result.inputs_semihosted == (sum(result.hello["input_bytes"]) > SHARED_SEMIHOST_ABOVE)
     assert result.ok
+    # the default reservation `build` would make from the measured kernel stacks holds this model
+    reservation = stack_reservation(get_board(result.ran_on), kernels)
+    assert reservation.measured_bytes is not None, reservation.basis
+    assert result.stack_bytes_total < reservation.bytes, reservation.basis
 
 
 # ---- `tinysched build MODEL --board B -o DIR` -------------------------------------------------------
@@ -698,3 +705,54 @@ def test_flash_errors_are_one_line(f446_build, tmp_path, monkeypatch, capsys):
     with (changed / "demo.elf").open("ab") as f:
         f.write(b"\0")
     assert "the image changed since `build` wrote it" in one_line_error(["flash", str(changed)])
+
+
+# ---- the default stack reservation, from the stack measured per kernel ----------------------------------
+
+
+def test_stack_reservation_from_measured_kernels():
+    table = KernelStackTable({"ts_conv2d_s8": 860, "ts_add_s8": 300}, harness_bytes=264, measured_on=("x",))
+    board = get_board("nucleo-f446re")
+    r = stack_reservation(board, ["ts_add_s8", "ts_conv2d_s8"], table=table)
+    assert r.measured_bytes == 860 + 264 and r.bytes == with_margin(1124) == 1664  # 1124 + 281 + 256 -> 1664
+    assert "deepest kernel ts_conv2d_s8 860 B + harness 264 B" in r.basis and "+ 25% + 256 B" in r.basis
+    unknown = stack_reservation(board, ["ts_conv2d_s8", "ts_new_kernel"], table=table)
+    assert unknown.bytes == board.stack_bytes == 8192 and unknown.measured_bytes is None
+    assert unknown.unmeasured == ("ts_new_kernel",) and "no stack measured for ts_new_kernel" in unknown.basis
+    forced = stack_reservation(board, ["ts_add_s8"], requested=4096, table=table)
+    assert forced.bytes == 4096 and forced.basis == "--stack" and forced.measured_bytes == 300 + 264
+    assert with_margin(0) == 256 and all(with_margin(n) % 16 == 0 for n in range(0, 3000, 7))
+
+
+def test_the_shipped_stack_table_covers_the_common_kernels():
+    table = kernel_stack_table()
+    for kernel in ("ts_conv2d_s8", "ts_depthwise_conv2d_s8", "ts_fully_connected_s8", "ts_add_s8"):
+        assert 0 < table.kernels[kernel] < 4096, kernel
+    assert 0 < table.harness_bytes < 1024 and "mps2-an500" in table.measured_on
+
+
+@pytest.mark.qemu
+def test_build_reserves_the_measured_stack_and_the_model_stays_inside(qemu_tools, tmp_path, capsys):
+    """`build` sizes the stack from the kernel table (not the board's 8 KiB), the linker reserves
+    exactly that, and `measure BUILD_DIR` finds the painted stack below it."""
+    import json
+
+    from tinysched.cli import main
+    from tinysched.modelgen import random_branching_model
+
+    model = tmp_path / "branching.tflite"
+    model.write_bytes(random_branching_model(seed=3, n_blocks=5))
+    out = tmp_path / "fw"
+    assert main(["build", str(model), "--board", "nucleo-f446re", "-o", str(out), "--no-report"]) == 0
+    text = capsys.readouterr().out
+    build = json.loads((out / "branching_metadata.json").read_text())["build"]
+    reservation = build["stack_reservation"]
+    assert reservation["measured_bytes"] and reservation["basis"].startswith("measured")
+    assert build["stack_reserved_bytes"] == reservation["bytes"] == with_margin(reservation["measured_bytes"])
+    assert build["stack_reserved_bytes"] < get_board("nucleo-f446re").stack_bytes
+    assert build["size_report"]["ram_stack"] == build["stack_reserved_bytes"]
+    assert f"stack       {reservation['bytes']:,} B reserved: measured" in text
+    assert main(["measure", str(out), "--json", "--inputs", "2"]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    assert measured["ok"] and measured["stack_reserved_bytes"] == reservation["bytes"]
+    assert 0 < measured["stack_bytes_total"] < reservation["bytes"]

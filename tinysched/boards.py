@@ -134,6 +134,8 @@ class Board:
             "float_abi": self.float_abi,
             "cflags": list(self.cflags),
             "clock_hz": self.cpu_hz,
+            "clock_source": str(self.clock.get("source", "")),
+            "clock_note": self.clock.get("note"),
             "memory": [
                 {"name": r.name, "origin": r.origin, "length": r.length, "kind": r.kind} for r in self.memory
             ],

@@ -286,6 +286,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if record is not None:
             payload["image_sha256"] = record["ran_image_sha256"]
             payload["stack_reserved_bytes"] = record.get("stack_reserved_bytes")
+            payload["stack_reservation"] = record.get("stack_reservation")
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
         if recomputed is not None:
             payload["recompute"] = recomputed
@@ -313,6 +314,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 f"stack       {result.stack_bytes_total:,} B used at most of {reserved:,} B reserved "
                 f"({100.0 * result.stack_bytes_total / reserved:.0f}%; `build --stack BYTES` sets the reservation)"
             )
+            basis = (record.get("stack_reservation") or {}).get("basis")
+            if basis:
+                print(f"            reserved: {basis}")
         if record is not None:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
         if recomputed is not None:
