@@ -52,7 +52,7 @@ def cmd_boards(args: argparse.Namespace) -> int:
         return 0
     print(f"{'board':<19} {'core':<11} {'fpu':<17} {'clock':>8} {'flash':>9} {'ram':>9}  runs on / aliases")
     for b in boards:
-        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {b.emulated_by}"
+        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {', '.join(b.stand_ins)}"
         print(
             f"{b.name:<19} {b.core:<11} {b.fpu + '/' + b.float_abi:<17} {b.cpu_hz / 1e6:>5.0f}MHz "
             f"{b.flash_bytes // 1024:>6}KiB {b.ram_bytes // 1024:>6}KiB  {runs}; {', '.join(b.aliases)}"
