@@ -17,6 +17,7 @@ REQUIRED = [
     "mps2-an500",
     "mps2-an505",
     "mps3-an547",
+    "netduinoplus2",
 ]
 
 
@@ -100,3 +101,59 @@ def test_boards_command(capsys):
 
     data = json.loads(capsys.readouterr().out)
     assert {d["name"] for d in data} >= set(REQUIRED)
+
+
+def test_netduinoplus2_stands_in_for_nucleo_f446re():
+    f446, nd = get_board("nucleo-f446re"), get_board("netduino_plus_2")
+    assert f446.stand_ins == ("mps2-an386", "netduinoplus2") and f446.emulated_by == "mps2-an386"
+    assert f446.stand_in().name == "mps2-an386" and f446.stand_in("netduinoplus2") is nd
+    # the same family code, USART and pins, and a layout the F446's image fits in
+    assert nd.family == f446.family == "stm32f4" and nd.cflags == f446.cflags
+    assert {k: nd.uart[k] for k in ("base", "tx", "rx", "af")} == {
+        k: f446.uart[k] for k in ("base", "tx", "rx", "af")
+    }
+    for what in ("text", "data", "arena"):
+        mine, its = f446.placed(what), nd.placed(what)
+        assert its.origin == mine.origin and its.length >= mine.length
+    assert nd.qemu["machine"] == "netduinoplus2" and nd.serial_index == 1 and nd.systick_hz == 168_000_000
+    assert get_board("mps2-an386").serial_index == 0 and get_board("mps2-an386").systick_hz == 25_000_000
+    assert nd.summary()["stand_ins"] == [] and f446.summary()["stand_ins"] == ["mps2-an386", "netduinoplus2"]
+    with pytest.raises(
+        TinyschedError,
+        match=r"mps2-an500 is not one of its stand-ins \(stand-ins: mps2-an386, netduinoplus2\)",
+    ):
+        f446.stand_in("mps2-an500")
+
+
+@pytest.mark.parametrize(
+    "emulated_by,message",
+    [
+        ("[mps2-an386, nucleo-f767]", "emulated_by 'nucleo-f767' is not an emulated board"),
+        ("[]", "emulated_by must be a board name or a list of them"),
+        ("[mps2-an386, mps2-an500]", "stand-in mps2-an500 has other cflags"),
+    ],
+)
+def test_bad_stand_in_lists_are_refused(tmp_path, emulated_by, message):
+    from tinysched.boards import boards_path
+
+    text = boards_path().read_text()
+    text = text.replace("emulated_by: [mps2-an386, netduinoplus2]", f"emulated_by: {emulated_by}")
+    path = tmp_path / "boards.yaml"
+    path.write_text(text)
+    with pytest.raises(TinyschedError, match=message):
+        get_board("nucleo-f446re", path)
+
+
+@pytest.mark.parametrize("board", all_boards(), ids=lambda b: b.name)
+def test_every_board_says_which_clock_the_firmware_sets(board):
+    """A board on its reset clock or a fixed one says so; the PLL boards give the factors that make hz."""
+    clock = board.clock
+    source = str(clock["source"])
+    if source == "hsi-pll" and board.family in ("stm32f4", "stm32f7"):
+        assert 16_000_000 // clock["pll_m"] * clock["pll_n"] // clock["pll_p"] == board.cpu_hz
+    elif source == "hsi-pll":  # stm32l4: HSI16 / M * N / R
+        assert 16_000_000 // clock["pll_m"] * clock["pll_n"] // clock["pll_r"] == board.cpu_hz
+    elif source in ("hsi", "fixed"):
+        assert clock.get("note"), f"{board.name}: say which clock the firmware leaves the core on"
+    else:
+        assert source == "fpga"

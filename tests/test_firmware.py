@@ -18,12 +18,16 @@ from tiers import require
 from tinysched.boards import all_boards, get_board
 from tinysched.build.elfsize import DoesNotFit
 from tinysched.build.firmware import build_firmware, linker_script, selftest_sources
+from tinysched.build.stack import KernelStackTable, kernel_stack_table, stack_reservation, with_margin
 from tinysched.device import (
     SELFTEST_ARENA,
+    flash_command,
     flash_commands,
+    flash_tool,
     measure_selftest,
     qemu_command,
 )
+from tinysched.errors import TinyschedError
 from tinysched.link import DeviceFault, DeviceLink
 
 
@@ -48,9 +52,48 @@ def test_flash_commands_for_real_boards(tmp_path):
     elf = tmp_path / "fw.elf"
     cmds = flash_commands(get_board("nucleo-f767"), elf)
     assert cmds[0][0] == "openocd" and "target/stm32f7x.cfg" in cmds[0]
-    assert cmds[0][-1] == f"program {elf} verify reset exit"
+    assert cmds[0][-1] == f"program {{{elf}}} verify reset exit"
     assert cmds[1] == ["pyocd", "flash", "--target", "stm32f767zitx", str(elf)]
     assert flash_commands(get_board("mps2-an500"), elf) == []
+
+
+def test_flash_command_passes_the_probe_through(tmp_path):
+    elf = tmp_path / "my fw.elf"  # a space in the path stays one argument, braced for openocd's Tcl
+    board = get_board("nucleo-f446re")
+    assert flash_command(board, elf, "openocd", probe="0666FF303032424257021242") == [
+        "openocd", "-f", "interface/stlink.cfg", "-c", "adapter serial 0666FF303032424257021242",
+        "-f", "target/stm32f4x.cfg", "-c", f"program {{{elf}}} verify reset exit",
+    ]  # fmt: skip
+    assert flash_command(board, elf, "pyocd", probe="066DFF49") == [
+        "pyocd", "flash", "--target", "stm32f446retx", "--probe", "066DFF49", str(elf),
+    ]  # fmt: skip
+    assert flash_command(board, elf, "pyocd") == ["pyocd", "flash", "--target", "stm32f446retx", str(elf)]
+
+
+@pytest.mark.parametrize("probe", ["x; shutdown", "[exit]", "a b", "", "-u"])
+def test_a_probe_id_that_would_reach_tcl_is_refused(tmp_path, probe):
+    with pytest.raises(TinyschedError, match=r"^--probe .*: a probe id is letters, digits"):
+        flash_command(get_board("nucleo-f446re"), tmp_path / "fw.elf", "openocd", probe=probe)
+
+
+def test_flash_tool_is_the_first_installed():
+    board = get_board("nucleo-f767")
+    both = {"openocd": "/usr/bin/openocd", "pyocd": "/usr/local/bin/pyocd"}
+    assert flash_tool(board, which=both.get) == "openocd"
+    assert flash_tool(board, which={"pyocd": "/x/pyocd"}.get) == "pyocd"
+    assert flash_tool(board, "pyocd", which=both.get) == "pyocd"
+    with pytest.raises(TinyschedError) as err:
+        flash_tool(board, which={}.get)
+    message = str(err.value)
+    assert message.count("\n") == 0
+    assert "neither openocd nor pyocd is installed" in message and "apt install openocd" in message
+    with pytest.raises(TinyschedError, match=r"^pyocd is not installed \(PyPI: pip install pyocd\)$"):
+        flash_tool(board, "pyocd", which={"openocd": "/usr/bin/openocd"}.get)
+
+
+def test_an_emulated_board_has_nothing_to_flash(tmp_path):
+    with pytest.raises(TinyschedError, match="exists only under emulation"):
+        flash_command(get_board("netduinoplus2"), tmp_path / "fw.elf", "pyocd")
 
 
 def test_qemu_command_uses_a_tcp_uart(tmp_path):
@@ -58,6 +101,19 @@ def test_qemu_command_uses_a_tcp_uart(tmp_path):
     assert cmd[:3] == ["qemu-system-arm", "-machine", "mps2-an500"]
     assert "tcp:127.0.0.1:4321,server=on,wait=on" in cmd
     assert any(a.startswith("shift=") for a in cmd)
+    assert "null" not in cmd
+
+
+def test_qemu_command_puts_the_harness_on_usart2_of_netduinoplus2(tmp_path):
+    """QEMU gives -serial i to USART i+1: USART1 gets null, USART2 (the F446's ST-LINK port) the socket."""
+    elf = tmp_path / "fw.elf"
+    assert qemu_command(get_board("netduinoplus2"), elf, 4321, listen_fd=7) == [
+        "qemu-system-arm", "-machine", "netduinoplus2", "-cpu", "cortex-m4", "-display", "none",
+        "-monitor", "none", "-serial", "null",
+        "-chardev", "socket,id=uart0,fd=7,server=on,wait=on", "-serial", "chardev:uart0",
+        "-icount", "shift=6,align=off,sleep=off", "-semihosting-config", "enable=on,target=native",
+        "-kernel", str(elf),
+    ]  # fmt: skip
 
 
 # ---- cross builds ------------------------------------------------------------------------------------
@@ -107,7 +163,7 @@ def test_model_too_big_fails_with_numbers(qemu_tools, tmp_path):
 
 # ---- on QEMU -------------------------------------------------------------------------------------------
 
-EMULATED = ["mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547"]
+EMULATED = ["mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2"]
 
 
 @pytest.mark.qemu
@@ -147,6 +203,57 @@ def test_real_board_runs_on_its_stand_in(qemu_tools, tmp_path):
     ):
         assert key in js
     assert js["cycles"] is None and js["count_unit"] == "instructions (emulated)"
+
+
+@pytest.mark.qemu
+def test_nucleo_f446re_image_boots_on_netduinoplus2(qemu_tools, tmp_path):
+    """The F446's own image (its PLL set-up, USART2 driver and layout) on QEMU's STM32F405, whose RCC
+    is not modelled: the bounded wait on HSIRDY times out, one text line says so at the reset clock,
+    and the harness then answers and measures bit-exact, arena equal to the plan."""
+    import socket
+    import time
+
+    from tinysched.device import measure_image, run_qemu, selftest_inputs, selftest_reference
+
+    f446, stand_in = get_board("nucleo-f446re"), get_board("netduinoplus2")
+    image = build_firmware(selftest_sources(), f446, tmp_path)
+    with run_qemu(stand_in, image.elf) as session:
+        port = int(session.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            text = b""
+            deadline = time.monotonic() + 20
+            while not text.endswith(b"Hz\r\n") and time.monotonic() < deadline and len(text) < 400:
+                text += sock.recv(1)
+    assert text.decode() == (
+        "\r\ntinysched: nucleo-f446re: clock: HSIRDY (RCC_CR bit 1) did not come up within 200000 polls "
+        "(register 0x40023800 = 0x00000000): running on the reset clock, HSI 16000000 Hz, not 180000000 Hz\r\n"
+    )
+    inputs = selftest_inputs(2)
+    expected = [[selftest_reference(x[0])] for x in inputs]
+    result = measure_image(image, stand_in, inputs, expected, SELFTEST_ARENA, requested=f446)
+    assert result.hello["board"] == "nucleo-f446re" and result.hello["counter"] == "systick"  # no DWT in QEMU
+    assert result.emulated_by == "netduinoplus2" and result.ran_on == "netduinoplus2"
+    assert result.outputs_match is True and result.arena_bytes_measured == SELFTEST_ARENA and result.ok
+
+
+@pytest.mark.qemu
+def test_measure_selftest_on_the_second_stand_in(qemu_tools, capsys):
+    import json
+
+    from tinysched.cli import main
+
+    argv = ["measure", "selftest", "--board", "nucleo_f446re", "--stand-in", "netduinoplus2", "--inputs", "2"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["board"] == "nucleo-f446re" and out["emulated_by"] == out["ran_on"] == "netduinoplus2"
+    assert out["qemu_command"][out["qemu_command"].index("-machine") + 1] == "netduinoplus2"
+    assert (
+        out["size"]["board"] == "nucleo-f446re" and out["size"]["emulated_image"]["board"] == "netduinoplus2"
+    )
+    assert out["outputs_match"] is True and out["arena_bytes_measured"] == SELFTEST_ARENA and out["ok"]
+    assert main(["measure", "selftest", "--board", "nucleo-f446re", "--stand-in", "mps2-an500"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mps2-an500 is not one of its stand-ins" in err
 
 
 @pytest.mark.qemu
@@ -271,11 +378,13 @@ def test_device_link_is_importable():
 
 
 @pytest.mark.qemu
-def test_emulated_instruction_count_is_exact(qemu_tools, tmp_path):
-    """A loop of 2N instructions adds 2N (to within the SysTick resolution) to the count."""
+@pytest.mark.parametrize("board", ["mps2-an500", "netduinoplus2"])
+def test_emulated_instruction_count_is_exact(qemu_tools, tmp_path, board):
+    """A loop of 2N instructions adds 2N (to within the SysTick resolution) to the count: on
+    netduinoplus2 the SysTick runs at QEMU's 168 MHz (qemu.systick_hz), not the image's clock."""
     n = 50_000
-    base = measure_selftest("mps2-an500", tmp_path / "base", n_inputs=1)
-    spun = measure_selftest("mps2-an500", tmp_path / "spin", n_inputs=1, spin=n)
+    base = measure_selftest(board, tmp_path / "base", n_inputs=1)
+    spun = measure_selftest(board, tmp_path / "spin", n_inputs=1, spin=n)
     assert abs(spun.instructions - base.instructions - 2 * n) <= 2
     assert spun.count_unit == "instructions (emulated)"
 
@@ -283,7 +392,7 @@ def test_emulated_instruction_count_is_exact(qemu_tools, tmp_path):
 # ---- the project's own generated models, through the code generator -------------------------------
 
 
-def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2):
+def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2, stand_in=None):
     from pathlib import Path
 
     from helpers import generate_for_measure
@@ -299,20 +408,25 @@ def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2):
     return measure_sources(
         gen.sources, board, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "build",
-        arena_high_water_planned=gen.arena_high_water_planned,
+        arena_high_water_planned=gen.arena_high_water_planned, stand_in=stand_in,
     )  # fmt: skip
 
 
 @pytest.mark.qemu
 @pytest.mark.parametrize(
-    "model,board",
-    [("demo", "nucleo-f767"), ("branching", "mps3-an547")],
+    "model,board,stand_in",
+    [
+        ("demo", "nucleo-f767", None),
+        ("branching", "mps3-an547", None),
+        ("branching", "nucleo-f446re", "netduinoplus2"),
+    ],
 )
-def test_generated_model_on_qemu(qemu_tools, tmp_path, model, board):
+def test_generated_model_on_qemu(qemu_tools, tmp_path, model, board, stand_in):
     from tinysched.modelgen import random_branching_model, tiny_demo_model
 
     data = tiny_demo_model() if model == "demo" else random_branching_model(seed=3, n_blocks=5)
-    result = _measure_tflite(tmp_path, data, board, n_inputs=2)
+    result = _measure_tflite(tmp_path, data, board, n_inputs=2, stand_in=stand_in)
+    assert result.ran_on == (stand_in or get_board(board).stand_in().name)
     assert result.outputs_match is True, result.mismatches
     assert result.arena_bytes_measured == result.arena_high_water_planned, result.mismatches
     assert result.arena_high_water_planned <= result.arena_bytes_planned
@@ -374,7 +488,8 @@ def _measure_shared(path, work):
         except DoesNotFit as err:
             misfits.append(str(err))
             continue
-        return "ran", result
+        kernels = [f.stem for f in gen.sources.c_files if f.parent.name == "kernels"]
+        return "ran", (result, kernels)
     return "skip", "; ".join(misfits)
 
 
@@ -408,11 +523,16 @@ def test_shared_model_on_qemu(shared_results, path):
         pytest.skip(result)
     if kind == "error":
         raise result
+    result, kernels = result
     assert result.outputs_match is True, result.mismatches
     assert result.outputs_agree_on_device, result.mismatches
     assert result.arena_bytes_measured == result.arena_high_water_planned, result.mismatches
     assert result.inputs_semihosted == (sum(result.hello["input_bytes"]) > SHARED_SEMIHOST_ABOVE)
     assert result.ok
+    # the default reservation `build` would make from the measured kernel stacks holds this model
+    reservation = stack_reservation(get_board(result.ran_on), kernels)
+    assert reservation.measured_bytes is not None, reservation.basis
+    assert result.stack_bytes_total < reservation.bytes, reservation.basis
 
 
 # ---- `tinysched build MODEL --board B -o DIR` -------------------------------------------------------
@@ -459,3 +579,180 @@ def test_build_too_big_for_the_board_fails_in_one_line(qemu_tools, tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not fit nucleo-f446re" in err and "arena 161,472 B" in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+# ---- `tinysched flash BUILD_DIR`: which tool, the exact command, the probe id, the errors -------------
+#
+# No board is attached here: the tools are stand-in executables on PATH that record their argv (and
+# fail when asked), run for real by `tinysched flash`.
+
+
+@pytest.fixture(scope="module")
+def f446_build(tmp_path_factory):
+    from tinysched.build import BuildOptions
+    from tinysched.commands.build import build_model
+    from tinysched.modelgen import tiny_demo_model
+
+    require("qemu", ("arm-none-eabi-gcc", "arm-none-eabi-objcopy"))
+    base = tmp_path_factory.mktemp("flash")
+    model = base / "demo.tflite"
+    model.write_bytes(tiny_demo_model())
+    return build_model(model, base / "fw", "nucleo-f446re", build=BuildOptions(), report=False)
+
+
+def _fake_tool(bin_dir, name, exit_code=0, message=""):
+    """An executable `name` that writes its argv (one per line) to <name>.argv and exits with exit_code."""
+    import sys
+
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / name
+    tool.write_text(
+        f"#!{sys.executable}\nimport sys\nopen({str(bin_dir / (name + '.argv'))!r}, 'w').write('\\n'.join(sys.argv[1:]))\n"
+        f"print({message!r}, file=sys.stderr)\nsys.exit({exit_code})\n"
+    )
+    tool.chmod(0o755)
+    return bin_dir / f"{name}.argv"
+
+
+def test_flash_runs_the_installed_tool_with_the_exact_command(f446_build, tmp_path, monkeypatch, capsys):
+    from tinysched.cli import main
+
+    argv_file = _fake_tool(tmp_path / "bin", "pyocd")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # pyocd only: no openocd
+    fw = f446_build.directory
+    assert main(["flash", str(fw), "--board", "nucleo_f446re", "--probe", "066DFF495150"]) == 0
+    out = capsys.readouterr().out
+    elf = fw / "demo.elf"
+    assert f"flashing: pyocd flash --target stm32f446retx --probe 066DFF495150 {elf}\n" in out
+    assert argv_file.read_text().splitlines() == [
+        "flash",
+        "--target",
+        "stm32f446retx",
+        "--probe",
+        "066DFF495150",
+        str(elf),
+    ]
+    assert f"with image {f446_build.image.image_id} (pyocd)" in out and "--port DEV --no-flash" in out
+
+    openocd_argv = _fake_tool(tmp_path / "bin", "openocd")  # both installed: openocd first
+    assert main(["flash", str(fw)]) == 0
+    assert openocd_argv.read_text().splitlines() == [
+        "-f", "interface/stlink.cfg", "-f", "target/stm32f4x.cfg", "-c", f"program {{{elf}}} verify reset exit",
+    ]  # fmt: skip
+    capsys.readouterr()
+    assert main(["flash", str(fw), "--tool", "pyocd"]) == 0
+    assert "flashing: pyocd flash" in capsys.readouterr().out
+
+
+def test_flash_dry_run_prints_the_command_and_runs_nothing(f446_build, tmp_path, monkeypatch, capsys):
+    from tinysched.cli import main
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
+    assert main(["flash", str(f446_build.directory), "--dry-run", "--probe", "0670FF3"]) == 0
+    elf = f446_build.directory / "demo.elf"
+    assert capsys.readouterr().out == (
+        "openocd -f interface/stlink.cfg -c 'adapter serial 0670FF3' -f target/stm32f4x.cfg "
+        f"-c 'program {{{elf}}} verify reset exit'\n"
+    )
+
+
+def test_flash_errors_are_one_line(f446_build, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from tinysched.cli import main
+
+    fw = f446_build.directory
+
+    def one_line_error(argv):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        return err
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert (
+        "neither openocd nor pyocd is installed: Debian: apt install openocd, or PyPI: pip install pyocd"
+        in (one_line_error(["flash", str(fw)]))
+    )
+    _fake_tool(tmp_path / "bin", "pyocd", exit_code=1, message="0001:CRITICAL:No connected debug probes")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    err = one_line_error(["flash", str(fw)])
+    assert (
+        "flashing nucleo-f446re failed (exit 1): 0001:CRITICAL:No connected debug probes; command: pyocd flash"
+        in err
+    )
+    assert "built for nucleo-f446re, not nucleo-f767" in one_line_error(
+        ["flash", str(fw), "--board", "nucleo-f767"]
+    )
+    assert "not a folder written by `tinysched build`" in one_line_error(["flash", str(tmp_path)])
+    assert "no such folder" in one_line_error(["flash", str(tmp_path / "absent")])
+    sources_only = tmp_path / "src-only"
+    shutil.copytree(fw, sources_only)
+    emulated = sources_only / "demo_metadata.json"
+    import json
+
+    doc = json.loads(emulated.read_text())
+    doc["build"]["target"] = "mps2-an386"
+    emulated.write_text(json.dumps(doc))
+    assert "which exists only under emulation: nothing to flash" in one_line_error(
+        ["flash", str(sources_only)]
+    )
+    doc["build"]["kind"] = "sources"
+    emulated.write_text(json.dumps(doc))
+    assert "holds sources only (built with --no-compile)" in one_line_error(["flash", str(sources_only)])
+    changed = tmp_path / "changed"
+    shutil.copytree(fw, changed)
+    with (changed / "demo.elf").open("ab") as f:
+        f.write(b"\0")
+    assert "the image changed since `build` wrote it" in one_line_error(["flash", str(changed)])
+
+
+# ---- the default stack reservation, from the stack measured per kernel ----------------------------------
+
+
+def test_stack_reservation_from_measured_kernels():
+    table = KernelStackTable({"ts_conv2d_s8": 860, "ts_add_s8": 300}, harness_bytes=264, measured_on=("x",))
+    board = get_board("nucleo-f446re")
+    r = stack_reservation(board, ["ts_add_s8", "ts_conv2d_s8"], table=table)
+    assert r.measured_bytes == 860 + 264 and r.bytes == with_margin(1124) == 1664  # 1124 + 281 + 256 -> 1664
+    assert "deepest kernel ts_conv2d_s8 860 B + harness 264 B" in r.basis and "+ 25% + 256 B" in r.basis
+    unknown = stack_reservation(board, ["ts_conv2d_s8", "ts_new_kernel"], table=table)
+    assert unknown.bytes == board.stack_bytes == 8192 and unknown.measured_bytes is None
+    assert unknown.unmeasured == ("ts_new_kernel",) and "no stack measured for ts_new_kernel" in unknown.basis
+    forced = stack_reservation(board, ["ts_add_s8"], requested=4096, table=table)
+    assert forced.bytes == 4096 and forced.basis == "--stack" and forced.measured_bytes == 300 + 264
+    assert with_margin(0) == 256 and all(with_margin(n) % 16 == 0 for n in range(0, 3000, 7))
+
+
+def test_the_shipped_stack_table_covers_the_common_kernels():
+    table = kernel_stack_table()
+    for kernel in ("ts_conv2d_s8", "ts_depthwise_conv2d_s8", "ts_fully_connected_s8", "ts_add_s8"):
+        assert 0 < table.kernels[kernel] < 4096, kernel
+    assert 0 < table.harness_bytes < 1024 and "mps2-an500" in table.measured_on
+
+
+@pytest.mark.qemu
+def test_build_reserves_the_measured_stack_and_the_model_stays_inside(qemu_tools, tmp_path, capsys):
+    """`build` sizes the stack from the kernel table (not the board's 8 KiB), the linker reserves
+    exactly that, and `measure BUILD_DIR` finds the painted stack below it."""
+    import json
+
+    from tinysched.cli import main
+    from tinysched.modelgen import random_branching_model
+
+    model = tmp_path / "branching.tflite"
+    model.write_bytes(random_branching_model(seed=3, n_blocks=5))
+    out = tmp_path / "fw"
+    assert main(["build", str(model), "--board", "nucleo-f446re", "-o", str(out), "--no-report"]) == 0
+    text = capsys.readouterr().out
+    build = json.loads((out / "branching_metadata.json").read_text())["build"]
+    reservation = build["stack_reservation"]
+    assert reservation["measured_bytes"] and reservation["basis"].startswith("measured")
+    assert build["stack_reserved_bytes"] == reservation["bytes"] == with_margin(reservation["measured_bytes"])
+    assert build["stack_reserved_bytes"] < get_board("nucleo-f446re").stack_bytes
+    assert build["size_report"]["ram_stack"] == build["stack_reserved_bytes"]
+    assert f"stack       {reservation['bytes']:,} B reserved: measured" in text
+    assert main(["measure", str(out), "--json", "--inputs", "2"]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    assert measured["ok"] and measured["stack_reserved_bytes"] == reservation["bytes"]
+    assert 0 < measured["stack_bytes_total"] < reservation["bytes"]

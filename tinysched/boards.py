@@ -1,8 +1,9 @@
 """The board database (boards.yaml): lookup by name or alias, and the facts every stage needs.
 
 A board is either real (flashed over its debug probe, talked to on its tty) or emulated (run by
-qemu-system-arm, talked to on a TCP socket). Every real board names the emulated board that stands
-in for it: same core, same FPU and the same code-generation flags.
+qemu-system-arm, talked to on a TCP socket). Every real board names the emulated board(s) that stand
+in for it: same core, same FPU and the same code-generation flags. The first is the default; a
+second one may run more of the board's own code (netduinoplus2, an STM32F4, for nucleo-f446re).
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ class Board:
     counter: str
     flash: dict[str, str] = field(default_factory=dict)
     usb: tuple[tuple[int, int], ...] = ()
-    emulated_by: str | None = None
+    emulated_by: str | None = None  # the default stand-in (the first of stand_ins)
     qemu: dict[str, Any] | None = None
     aliases: tuple[str, ...] = ()
+    stand_ins: tuple[str, ...] = ()  # every emulated board that can stand in for this one, default first
 
     @property
     def emulated(self) -> bool:
@@ -91,13 +93,34 @@ class Board:
             r.length for r in self.memory if r.name in {self.placement["data"], self.placement["arena"]}
         )
 
-    def stand_in(self) -> Board:
-        """The board that actually runs under emulation: itself when emulated, else emulated_by."""
+    def stand_in(self, name: str | None = None) -> Board:
+        """The board that actually runs under emulation: itself when emulated, else emulated_by, or
+        the stand-in called `name` (one of stand_ins)."""
+        if name is not None:
+            wanted = get_board(name)
+            if wanted.name == self.name and self.emulated:
+                return self
+            if wanted.name not in self.stand_ins:
+                can = ", ".join(self.stand_ins) or "none"
+                raise TinyschedError(
+                    f"board {self.name}: {wanted.name} is not one of its stand-ins (stand-ins: {can})"
+                )
+            return wanted
         if self.emulated:
             return self
         if not self.emulated_by:
             raise TinyschedError(f"board {self.name} has no emulated stand-in")
         return get_board(self.emulated_by)
+
+    @property
+    def serial_index(self) -> int:
+        """The -serial number of the harness UART under QEMU (QEMU gives -serial i to UART i)."""
+        return int((self.qemu or {}).get("serial_index", 0))
+
+    @property
+    def systick_hz(self) -> int:
+        """The clock QEMU drives the SysTick with (its virtual clock at the machine's SYSCLK)."""
+        return int((self.qemu or {}).get("systick_hz", self.cpu_hz))
 
     def summary(self) -> dict[str, Any]:
         """Plain-data view, as `tinysched boards --json` prints it."""
@@ -111,6 +134,8 @@ class Board:
             "float_abi": self.float_abi,
             "cflags": list(self.cflags),
             "clock_hz": self.cpu_hz,
+            "clock_source": str(self.clock.get("source", "")),
+            "clock_note": self.clock.get("note"),
             "memory": [
                 {"name": r.name, "origin": r.origin, "length": r.length, "kind": r.kind} for r in self.memory
             ],
@@ -122,6 +147,7 @@ class Board:
             "usb": [{"vid": v, "pid": p} for v, p in self.usb],
             "emulated": self.emulated,
             "emulated_by": self.emulated_by,
+            "stand_ins": list(self.stand_ins),
             "qemu_machine": self.qemu["machine"] if self.qemu else None,
             "aliases": list(self.aliases),
         }
@@ -160,6 +186,15 @@ def _board_from_entry(name: str, entry: dict[str, Any], source: Path) -> Board:
         raise TinyschedError(
             f"{source}: board {name}: unknown family {family!r} (known: {', '.join(FAMILIES)})"
         )
+    raw_stand_ins = entry.get("emulated_by")
+    if raw_stand_ins is None:
+        stand_ins: tuple[str, ...] = ()
+    elif isinstance(raw_stand_ins, str):
+        stand_ins = (raw_stand_ins,)
+    elif isinstance(raw_stand_ins, list) and raw_stand_ins and all(isinstance(x, str) for x in raw_stand_ins):
+        stand_ins = tuple(raw_stand_ins)
+    else:
+        raise TinyschedError(f"{source}: board {name}: emulated_by must be a board name or a list of them")
     counter = str(need("counter"))
     if counter not in COUNTERS:
         raise TinyschedError(f"{source}: board {name}: unknown counter {counter!r}")
@@ -180,7 +215,8 @@ def _board_from_entry(name: str, entry: dict[str, Any], source: Path) -> Board:
         counter=counter,
         flash={k: str(v) for k, v in (entry.get("flash") or {}).items()},
         usb=tuple((int(u["vid"]), int(u["pid"])) for u in entry.get("usb") or ()),
-        emulated_by=entry.get("emulated_by"),
+        emulated_by=stand_ins[0] if stand_ins else None,
+        stand_ins=stand_ins,
         qemu=dict(entry["qemu"]) if entry.get("qemu") else None,
         aliases=tuple(str(a) for a in entry.get("aliases") or ()),
     )
@@ -205,17 +241,19 @@ def _load(path: str) -> tuple[dict[str, Board], dict[str, str]]:
                 raise TinyschedError(f"{source}: name {key!r} is used by {index[norm]} and {board.name}")
             index[norm] = board.name
     for board in boards.values():
-        if board.emulated_by is not None:
-            stand_in = boards.get(board.emulated_by)
+        for name in board.stand_ins:
+            stand_in = boards.get(name)
             if stand_in is None or not stand_in.emulated:
                 raise TinyschedError(
-                    f"{source}: board {board.name}: emulated_by {board.emulated_by!r} is not an emulated board"
+                    f"{source}: board {board.name}: emulated_by {name!r} is not an emulated board"
                 )
             if stand_in.cflags != board.cflags:
                 raise TinyschedError(
                     f"{source}: board {board.name}: stand-in {stand_in.name} has other cflags"
                 )
-        elif not board.emulated:
+        if board.emulated and board.stand_ins:
+            raise TinyschedError(f"{source}: board {board.name}: an emulated board has no emulated_by")
+        if not board.stand_ins and not board.emulated:
             raise TinyschedError(f"{source}: board {board.name}: a real board needs emulated_by")
     return boards, index
 

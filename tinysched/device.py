@@ -17,6 +17,7 @@ cycles.
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import shutil
 import socket
@@ -82,6 +83,10 @@ def qemu_command(board: Board, elf: Path, port: int, listen_fd: int | None = Non
     if q.get("cpu"):
         cmd += ["-cpu", str(q["cpu"])]
     cmd += ["-display", "none", "-monitor", "none"]
+    # QEMU gives -serial i to the machine's i-th UART: the UARTs before the harness's get `null`
+    # (netduinoplus2: USART1 null, USART2 the harness)
+    for _ in range(board.serial_index):
+        cmd += ["-serial", "null"]
     if listen_fd is None:
         cmd += ["-serial", f"tcp:127.0.0.1:{port},server=on,wait=on"]
     else:
@@ -196,44 +201,118 @@ def connect_qemu(
 # ---- real boards ---------------------------------------------------------------------------------------
 
 
-def flash_commands(board: Board, elf: Path) -> list[list[str]]:
+# Flashing tools, in order of preference when both are installed. Each builds its own command line
+# from the board's `flash` entry (boards.yaml); the probe id selects one debug probe of several.
+FLASH_TOOLS = ("openocd", "pyocd")
+_PROBE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+def _openocd_argv(board: Board, elf: Path, probe: str | None) -> list[str] | None:
+    f = board.flash
+    if not f.get("openocd_target"):
+        return None
+    path = str(elf)
+    if any(c in path for c in "{}\\"):
+        # openocd's Tcl reads the path inside braces: a brace or backslash would end or escape it
+        raise TinyschedError(
+            f"{printable_path(elf)}: openocd cannot be given a path with braces or backslashes"
+        )
+    cmd = ["openocd", "-f", f.get("openocd_interface", "interface/stlink.cfg")]
+    if probe is not None:
+        cmd += ["-c", f"adapter serial {probe}"]  # openocd 0.12 (Debian 12); older ones: hla_serial
+    cmd += ["-f", f["openocd_target"], "-c", f"program {{{path}}} verify reset exit"]
+    return cmd
+
+
+def _pyocd_argv(board: Board, elf: Path, probe: str | None) -> list[str] | None:
+    f = board.flash
+    if not f.get("pyocd_target"):
+        return None
+    return ["pyocd", "flash", "--target", f["pyocd_target"], *(["--probe", probe] if probe else []), str(elf)]
+
+
+_FLASH_ARGV = {"openocd": _openocd_argv, "pyocd": _pyocd_argv}
+
+
+def check_probe_id(probe: str | None) -> str | None:
+    """A probe id as `pyocd list` or `openocd` print them (letters, digits, . _ : -); anything else
+    is refused, since it would reach openocd's Tcl interpreter."""
+    if probe is None:
+        return None
+    if not _PROBE_ID.fullmatch(probe):
+        raise TinyschedError(
+            f"--probe {printable(probe, 60)}: a probe id is letters, digits and . _ : - (as `pyocd list` prints it)"
+        )
+    return probe
+
+
+def flash_command(board: Board, elf: Path, tool: str, probe: str | None = None) -> list[str]:
+    """The exact command line with which `tool` (openocd or pyocd) flashes `elf` onto `board`."""
+    if board.emulated:
+        raise TinyschedError(f"board {board.name} exists only under emulation: there is nothing to flash")
+    if tool not in _FLASH_ARGV:
+        raise TinyschedError(f"unknown flashing tool {tool!r} (known: {', '.join(FLASH_TOOLS)})")
+    cmd = _FLASH_ARGV[tool](board, Path(elf), check_probe_id(probe))
+    if cmd is None:
+        raise TinyschedError(f"board {board.name}: boards.yaml gives no {tool} target (flash.{tool}_target)")
+    return cmd
+
+
+def flash_commands(board: Board, elf: Path, probe: str | None = None) -> list[list[str]]:
     """The command lines that flash `elf` onto a real board, in order of preference."""
     if board.emulated:
         return []
-    cmds: list[list[str]] = []
-    f = board.flash
-    if f.get("openocd_target"):
-        cmds.append(
-            [
-                "openocd",
-                "-f",
-                f.get("openocd_interface", "interface/stlink.cfg"),
-                "-f",
-                f["openocd_target"],
-                "-c",
-                f"program {elf} verify reset exit",
-            ]  # fmt: skip
+    probe = check_probe_id(probe)
+    cmds = [_FLASH_ARGV[tool](board, Path(elf), probe) for tool in FLASH_TOOLS]
+    return [c for c in cmds if c is not None]
+
+
+def flash_tool(
+    board: Board, tool: str | None = None, which: Callable[[str], str | None] = shutil.which
+) -> str:
+    """The tool that flashes `board` here: `tool` when given (it must be installed), else the first
+    of FLASH_TOOLS that is installed and that the board's entry has a target for."""
+    wanted = [tool] if tool else [t for t in FLASH_TOOLS if board.flash.get(f"{t}_target")]
+    for t in wanted:
+        if which(t) is not None:
+            return t
+    if tool:
+        raise TinyschedError(f"{tool} is not installed ({_INSTALL_HINT[tool]})")
+    raise TinyschedError(
+        f"neither openocd nor pyocd is installed: {_INSTALL_HINT['openocd']}, or {_INSTALL_HINT['pyocd']}"
+    )
+
+
+_INSTALL_HINT = {"openocd": "Debian: apt install openocd", "pyocd": "PyPI: pip install pyocd"}
+
+
+def flash(
+    board: Board,
+    elf: Path,
+    log: Callable[[str], None] = print,
+    *,
+    probe: str | None = None,
+    tool: str | None = None,
+    timeout: float = 120.0,
+) -> list[str]:
+    """Flashes a real board with `tool` or the first one installed; returns the command it ran."""
+    cmd = flash_command(board, elf, flash_tool(board, tool), probe)
+    log(f"flashing: {shlex.join(cmd)}")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TinyschedError(
+            f"flashing {board.name} took more than {timeout:.0f} s: $ {shlex.join(cmd)}"
+        ) from None
+    except OSError as err:
+        raise TinyschedError(f"cannot run {cmd[0]}: {err.strerror or err}") from None
+    if proc.returncode != 0:
+        out = (proc.stderr or proc.stdout).strip().splitlines()
+        last = printable(out[-1], 300) if out else "no output"
+        raise TinyschedError(
+            f"flashing {board.name} failed (exit {proc.returncode}): {last}; command: {shlex.join(cmd)}"
         )
-    if f.get("pyocd_target"):
-        cmds.append(["pyocd", "flash", "--target", f["pyocd_target"], str(elf)])
-    return cmds
-
-
-def flash(board: Board, elf: Path, log: Callable[[str], None] = print) -> list[str]:
-    """Flashes a real board with the first runner found; returns the command it ran."""
-    cmds = flash_commands(board, elf)
-    for cmd in cmds:
-        if shutil.which(cmd[0]) is None:
-            continue
-        log(f"flashing: {shlex.join(cmd)}")
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise TinyschedError(
-                f"flashing {board.name} failed:\n$ {shlex.join(cmd)}\n{(proc.stderr or proc.stdout).strip()}"
-            )
-        return cmd
-    shown = "\n".join(f"  $ {shlex.join(c)}" for c in cmds)
-    raise TinyschedError(f"neither openocd nor pyocd is installed; flash {board.name} with one of:\n{shown}")
+    return cmd
 
 
 def find_board_port(board: Board) -> str | None:
@@ -339,7 +418,9 @@ def ticks_to_count(board: Board, hello: Hello, ticks: int) -> tuple[str, int | N
     """(unit, cycles, instructions) for a tick count from `board`'s counter."""
     if board.emulated:
         shift = int((board.qemu or {}).get("icount_shift", 6))
-        hz = hello.cpu_hz or board.cpu_hz
+        # QEMU drives the SysTick at the machine's clock, whatever clock the image believes it set
+        # (a real board's image on netduinoplus2 says 180 MHz; QEMU's F405 runs 168 MHz)
+        hz = board.systick_hz if "systick_hz" in (board.qemu or {}) else hello.cpu_hz or board.cpu_hz
         return "instructions (emulated)", None, round(ticks * 1e9 / hz / (1 << shift))
     if hello.counter in ("dwt-cycles", "systick"):
         return "cycles", ticks, None
@@ -436,8 +517,13 @@ def measure_image(
     log: Callable[[str], None] = lambda _m: None,
     link_hook: Callable[[DeviceLink], None] | None = None,
     semihost_inputs: bool = False,
+    flash_first: bool = True,
+    probe: str | None = None,
 ) -> MeasureResult:
     """Runs a built image on `run_board` (QEMU when emulated, else the board on `port`).
+
+    A real board is flashed first (with `probe`, see `flash`) unless `flash_first` is off (it was
+    flashed already, e.g. by `tinysched flash`): the hello's image id is checked either way.
 
     Every input goes over the serial link unless `semihost_inputs` (emulated boards only). The
     device must name `expected_image_id` in its hello (default: the id compiled into image.elf),
@@ -496,7 +582,10 @@ def measure_image(
             log(f"emulating: {printable(shlex.join(session.command), 400)}")
             link = stack.enter_context(connect_qemu(session, log=log, semihost_inputs=semihost_inputs))
         else:
-            flash_cmd = flash(run_board, image.elf, log)
+            if flash_first:
+                flash_cmd = flash(run_board, image.elf, log, probe=probe)
+            else:
+                log(f"not flashing: the board must already run image {want_id}")
             url = port or find_board_port(run_board)
             if url is None:
                 raise TinyschedError(
@@ -583,6 +672,7 @@ def measure_sources(
     arena_high_water_planned: int | None = None,
     semihost_inputs: bool = False,
     invoke_instructions: int | None = None,
+    stand_in: str | None = None,
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -595,6 +685,7 @@ def measure_sources(
     requested board (the image must fit it). `inputs[i]` is one input set (bytes per graph input);
     `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
     Inputs go over the serial link; `semihost_inputs` (emulated runs only) sends them by semihosting.
+    `stand_in` names another of the board's stand-ins than the default (boards.yaml emulated_by).
     """
     board = get_board(board) if isinstance(board, str) else board
     if emulate is None:
@@ -606,7 +697,9 @@ def measure_sources(
     if semihost_inputs and not emulate:
         raise TinyschedError(SEMIHOST_REFUSED)
     out_dir = Path(out_dir)
-    run_board = board.stand_in() if emulate else board
+    if stand_in is not None and not emulate:
+        raise TinyschedError("a stand-in runs only under emulation: drop --port")
+    run_board = board.stand_in(stand_in) if emulate else board
     if run_board is not board:
         # the requested board's own image: proves the model fits it and gives its size report
         real = build_firmware(sources, board, out_dir / board.name, defines=list(defines))
@@ -668,6 +761,7 @@ def measure_selftest(
     spin: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
     semihost_inputs: bool = False,
+    stand_in: str | None = None,
 ) -> MeasureResult:
     """`measure` on the hand-written self-test model: the harness and link end to end."""
     inputs = selftest_inputs(n_inputs)
@@ -678,5 +772,5 @@ def measure_selftest(
     return measure_sources(
         selftest_sources(), board, inputs, expected, arena_bytes, out_dir,
         port=port, emulate=emulate, defines=defines, log=log, semihost_inputs=semihost_inputs,
-        invoke_instructions=selftest_instructions(arena_bytes, spin or 0),
+        invoke_instructions=selftest_instructions(arena_bytes, spin or 0), stand_in=stand_in,
     )  # fmt: skip

@@ -18,8 +18,16 @@ extern "C" {
 
 #define TS_REG32(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
 
-/* Clocks and the harness UART; called once from the reset handler before main(). */
+/* Clocks and the harness UART; called once from the reset handler before main(). Never hangs:
+ * every wait on a clock's ready flag is bounded, and a clock that does not come up leaves the core
+ * on its reset clock, reported over the UART in one text line (targets/stm32/clock_wait.h). */
 void ts_target_init(void);
+
+/* The core clock in Hz that ts_target_init set up: TS_CPU_HZ, or the reset clock when the board's
+ * clock did not come up. (The harness should send this, not TS_CPU_HZ, in its hello.) */
+uint32_t ts_cpu_hz(void);
+/* NULL when the board's clock came up; else the name of the ready flag that did not. */
+const char *ts_clock_failure(void);
 
 /* Polled UART. getc blocks; rx_ready says whether a byte waits. */
 void ts_uart_putc(uint8_t c);

@@ -10,6 +10,8 @@
  * AFRL +0x20 / AFRH +0x24 (4 bits per pin).
  *
  * The including family defines TS_GPIO_BASE(port) and the TS_UART_* pin defines come from the board.
+ * The baud-rate divisor is computed at run time from the clock actually feeding the USART: the
+ * board's TS_UART_CLOCK_HZ, or the reset clock when the board's clock did not come up.
  */
 #ifndef TS_STM32_UART_H
 #define TS_STM32_UART_H
@@ -53,7 +55,7 @@ static inline void ts_gpio_alternate(uint32_t port, uint32_t pin, uint32_t af)
     TS_REG32(afr) = (TS_REG32(afr) & ~(0xFu << shift)) | (af << shift);
 }
 
-static inline void ts_stm32_usart_init(void)
+static inline void ts_stm32_usart_init(uint32_t uart_clock_hz)
 {
     ts_gpio_alternate(TS_UART_TX_PORT, TS_UART_TX_PIN, TS_UART_AF);
     ts_gpio_alternate(TS_UART_RX_PORT, TS_UART_RX_PIN, TS_UART_AF);
@@ -62,7 +64,7 @@ static inline void ts_stm32_usart_init(void)
     TS_REG32(rx + 0x0Cu) = (TS_REG32(rx + 0x0Cu) & ~(3u << (2u * TS_UART_RX_PIN))) | (1u << (2u * TS_UART_RX_PIN));
     TS_REG32(USART_CR1) = 0;
     /* 16x oversampling: BRR = USART clock / baud, rounded */
-    TS_REG32(USART_BRR) = (uint32_t)((TS_UART_CLOCK_HZ + TS_UART_BAUD / 2u) / TS_UART_BAUD);
+    TS_REG32(USART_BRR) = (uart_clock_hz + TS_UART_BAUD / 2u) / TS_UART_BAUD;
     TS_REG32(USART_CR1) = USART_CR1_ENABLE;
 }
 
@@ -100,5 +102,58 @@ void ts_uart_flush(void)
     while (!(TS_REG32(USART_STATUS) & USART_TC)) {
     }
 }
+
+static inline void uart_puts(const char *s)
+{
+    while (*s) {
+        ts_uart_putc((uint8_t)*s++);
+    }
+}
+
+static inline void uart_put_hex(uint32_t v)
+{
+    char text[11] = "0x";
+    for (int i = 0; i < 8; i++) {
+        text[2 + i] = "0123456789abcdef"[(v >> (28 - 4 * i)) & 0xFu];
+    }
+    text[10] = 0;
+    uart_puts(text);
+}
+
+static inline void uart_put_dec(uint32_t v)
+{
+    char text[11];
+    int n = 10;
+    text[n] = 0;
+    do {
+        text[--n] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v && n);
+    uart_puts(&text[n]);
+}
+
+#ifdef TS_CLOCK_WAIT_H
+/* One text line when the board's clock did not come up (clock_wait.h), sent at the reset clock. */
+static inline void ts_clock_report(void)
+{
+    if (!clock_failed_flag) {
+        return;
+    }
+    uart_puts("\r\ntinysched: " TS_BOARD_NAME ": clock: ");
+    uart_puts(clock_failed_flag);
+    uart_puts(" did not come up within ");
+    uart_put_dec(TS_CLOCK_WAIT_POLLS);
+    uart_puts(" polls (register ");
+    uart_put_hex(clock_failed_reg);
+    uart_puts(" = ");
+    uart_put_hex(clock_failed_value);
+    uart_puts("): running on the reset clock, " TS_RESET_CLOCK_NAME " ");
+    uart_put_dec(TS_RESET_HZ);
+    uart_puts(" Hz, not ");
+    uart_put_dec(TS_CPU_HZ);
+    uart_puts(" Hz\r\n");
+    ts_uart_flush();
+}
+#endif
 
 #endif /* TS_STM32_UART_H */

@@ -10,7 +10,8 @@
 void ts_target_init(void)
 {
     /* FLASH ACR: PRFTEN | ICEN | DCEN */
-    ts_clock_init_f4f7((1u << 8) | (1u << 9) | (1u << 10));
+    int clock_ok = ts_clock_init_f4f7((1u << 8) | (1u << 9) | (1u << 10));
     ts_uart_clock_enable_f4f7();
-    ts_stm32_usart_init();
+    ts_stm32_usart_init(ts_uart_clock_f4f7(clock_ok));
+    ts_clock_report();
 }

@@ -9,7 +9,8 @@
 void ts_target_init(void)
 {
     /* FLASH ACR: PRFTEN | ARTEN. The L1 caches stay off: timing then depends on no cache state. */
-    ts_clock_init_f4f7((1u << 8) | (1u << 9));
+    int clock_ok = ts_clock_init_f4f7((1u << 8) | (1u << 9));
     ts_uart_clock_enable_f4f7();
-    ts_stm32_usart_init();
+    ts_stm32_usart_init(ts_uart_clock_f4f7(clock_ok));
+    ts_clock_report();
 }

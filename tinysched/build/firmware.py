@@ -363,6 +363,11 @@ def firmware_metadata(image: FirmwareImage, board: Board, plan: Any, toolchain: 
             "linker_script": image.linker_script.name,
             "sources": "src/",
         },
+        "clock": {
+            "hz": board.cpu_hz,
+            "source": str(board.clock.get("source", "")),
+            "note": board.clock.get("note"),
+        },  # the clock the firmware sets (a clock that does not come up is reported by the device)
         "model_info_symbol": image.model_info_symbol,
         "image_sha256": image.sha256,
         "image_id": image.image_id,

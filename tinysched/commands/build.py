@@ -19,6 +19,7 @@ from tinysched.boards import Board, get_board
 from tinysched.build import DEFAULT_BUILD_OPTIONS, BuildOptions, build_board, build_host
 from tinysched.build.firmware import FirmwareImage, firmware_metadata, toolchain_version
 from tinysched.build.sources import write_sources
+from tinysched.build.stack import stack_reservation
 from tinysched.commands.common import (
     StageClock,
     add_output_arguments,
@@ -93,7 +94,8 @@ def add_stack_argument(parser: Any) -> None:
         "--stack",
         type=int,
         metavar="BYTES",
-        help="firmware stack reservation (default: the board's; `measure` reports the measured maximum)",
+        help="firmware stack reservation (default: the stack measured for the model's kernels, "
+        "targets/kernel_stack.yaml, + 25%% + 256 B, else the board's; `measure` reports the measured maximum)",
     )
 
 
@@ -154,6 +156,9 @@ def build_model(
     module = generate(planned, prefix)
     clock.lap("generate")
     image, emulated, runner, size = None, None, None, None
+    stack = (
+        None if target_board is None else stack_reservation(target_board, module.kernels, build.stack_bytes)
+    )
     with output_folder(out_dir, force=force, keep=[model_path]) as staging:
         if target_board is None:
             host = build_host(
@@ -167,7 +172,7 @@ def build_model(
             )
             runner = host.runner
         elif compile:
-            images = build_board(module, target_board, staging, stack_bytes=build.stack_bytes)
+            images = build_board(module, target_board, staging, stack_bytes=stack.bytes if stack else None)
             image, emulated = images.image, images.emulated
             size = image.size.to_json()
         else:
@@ -176,8 +181,10 @@ def build_model(
         model_copy = f"{module.prefix}.tflite"
         shutil.copyfile(model_path, staging / model_copy)
         record = build_record(
-            planned, module, target_board, image, model_copy, graph.sha256, build.stack_bytes
+            planned, module, target_board, image, model_copy, graph.sha256, stack.bytes if stack else None
         )
+        if stack is not None:
+            record["stack_reservation"] = stack.to_json()
         if emulated is not None:
             record["emulated_image"] = {
                 "board": emulated.board,
@@ -289,6 +296,9 @@ def print_build(result: BuildResult) -> None:
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
             f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"
         )
+        reservation = result.record.get("stack_reservation")
+        if reservation:
+            print(f"stack       {reservation['bytes']:,} B reserved: {reservation['basis']}")
     print(
         f"weights     {format_bytes(module.weights_bytes + module.parameter_bytes)} in flash: "
         f"{module.weights_bytes:,} B of the model's constant tensors + {module.parameter_bytes:,} B of "

@@ -1,4 +1,8 @@
-"""`boards` and `measure`: the boards tinysched builds for, and running a build on one.
+"""`boards`, `flash` and `measure`: the boards tinysched builds for, writing a build onto one, and
+running a build on one.
+
+`flash BUILD_DIR` writes exactly the image `build` wrote (sha256 checked) onto the board over its
+debug probe, with openocd or pyocd (whichever is installed), printing the exact command.
 
 `measure BUILD_DIR` runs exactly the image `build` wrote (its ELF's sha256 is checked against the
 build's metadata and reported), on the board over `--port` or on the QEMU stand-in that `build`
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import sys
 import tempfile
 import time
@@ -24,8 +29,12 @@ from tinysched.build.firmware import FirmwareImage
 from tinysched.commands.build import add_stack_argument, build_model, build_options_from_args
 from tinysched.commands.common import add_output_arguments, print_json
 from tinysched.device import (
+    FLASH_TOOLS,
     SEMIHOST_REFUSED,
     MeasureResult,
+    flash,
+    flash_command,
+    flash_tool,
     invoke_instructions_estimate,
     measure_image,
     measure_selftest,
@@ -43,7 +52,7 @@ def cmd_boards(args: argparse.Namespace) -> int:
         return 0
     print(f"{'board':<19} {'core':<11} {'fpu':<17} {'clock':>8} {'flash':>9} {'ram':>9}  runs on / aliases")
     for b in boards:
-        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {b.emulated_by}"
+        runs = f"qemu {b.qemu['machine']}" if b.qemu else f"emulated by {', '.join(b.stand_ins)}"
         print(
             f"{b.name:<19} {b.core:<11} {b.fpu + '/' + b.float_abi:<17} {b.cpu_hz / 1e6:>5.0f}MHz "
             f"{b.flash_bytes // 1024:>6}KiB {b.ram_bytes // 1024:>6}KiB  {runs}; {', '.join(b.aliases)}"
@@ -96,8 +105,11 @@ def measure_build(
     seed: int = 0,
     log: Any = lambda _m: None,
     semihost_inputs: bool = False,
+    flash_first: bool = True,
+    probe: str | None = None,
 ) -> tuple[MeasureResult, dict[str, Any]]:
-    """Run a build folder's image; returns the result and the build record."""
+    """Run a build folder's image; returns the result and the build record. On a real board the
+    image is flashed first unless `flash_first` is off (already flashed by `tinysched flash`)."""
     doc = read_build(directory)
     record = doc["build"]
     board = get_board(record["target"])
@@ -133,11 +145,57 @@ def measure_build(
         arena_high_water_planned=int(record["arena_high_water_bytes"]), requested=board,
         port=None if emulate else port, log=log, semihost_inputs=semihost_inputs,
         expected_image_id=image.image_id, invoke_instructions=invoke_instructions_estimate(macs=macs),
+        flash_first=flash_first, probe=probe,
     )  # fmt: skip
     result.size = dict(record["size_report"])
     if run_board is not board:
         result.size["emulated_image"] = record["emulated_image"]["size_report"]
     return result, {**record, "ran_image_sha256": image.sha256, "build_dir": str(directory)}
+
+
+def board_image(directory: Path, board_name: str | None = None) -> tuple[Board, FirmwareImage]:
+    """The real board a firmware build folder is for and its image (sha256 checked against the
+    build's metadata); `board_name`, when given, must name that board."""
+    if not directory.is_dir():
+        raise TinyschedError(
+            f"{directory}: no such folder (give a folder written by `tinysched build --board B`)"
+        )
+    record = read_build(directory)["build"]
+    board = get_board(record["target"])
+    if board_name is not None and get_board(board_name).name != board.name:
+        raise TinyschedError(
+            f"{directory}: built for {board.name}, not {get_board(board_name).name}; rebuild with --board"
+        )
+    if board.emulated:
+        raise TinyschedError(
+            f"{directory}: built for {board.name}, which exists only under emulation: nothing to flash "
+            "(`tinysched measure` runs it on QEMU)"
+        )
+    image = _image(
+        directory, record["files"]["elf"], record["image_sha256"], record["model_info_symbol"],
+        record["size_report"], board, record["image_id"],
+    )  # fmt: skip
+    return board, image
+
+
+def cmd_flash(args: argparse.Namespace) -> int:
+    directory = Path(args.build_dir)
+    board, image = board_image(directory, args.board)
+    if args.dry_run:
+        tool = args.tool
+        if tool is None:
+            try:
+                tool = flash_tool(board)
+            except TinyschedError:
+                tool = next(t for t in FLASH_TOOLS if board.flash.get(f"{t}_target"))
+        print(shlex.join(flash_command(board, image.elf, tool, args.probe)))
+        return 0
+    cmd = flash(board, image.elf, lambda m: print(m, flush=True), probe=args.probe, tool=args.tool)
+    print(
+        f"flashed     {board.name} with image {image.image_id} ({cmd[0]}); "
+        f"`tinysched measure {shlex.quote(str(directory))} --port DEV --no-flash` measures it"
+    )
+    return 0
 
 
 class ProgressLog:
@@ -172,6 +230,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
         raise TinyschedError(SEMIHOST_REFUSED)  # before the (slow) code generation
     target = Path(args.target)
     record: dict[str, Any] | None = None
+    flash_first = not args.no_flash
+    if args.stand_in and args.target != "selftest":
+        raise TinyschedError(
+            "--stand-in works with `measure selftest`; for a model, build for the stand-in itself "
+            f"(--board {args.stand_in})"
+        )
     if args.target == "selftest":
         if not args.board:
             raise TinyschedError("measure selftest needs --board B")
@@ -179,13 +243,15 @@ def cmd_measure(args: argparse.Namespace) -> int:
             result = measure_selftest(
                 get_board(args.board), Path(tmp), n_inputs=args.inputs, port=args.port,
                 emulate=emulate if args.port is None else False, log=log, semihost_inputs=semihost,
+                stand_in=args.stand_in,
             )  # fmt: skip
     elif target.is_dir():
         if args.board or args.output:
             raise TinyschedError(f"{target}: a build folder already names its board; drop --board and -o")
         result, record = measure_build(
-            target, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
-        )
+            target, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost,
+            flash_first=flash_first, probe=args.probe,
+        )  # fmt: skip
     else:
         if not args.board:
             raise TinyschedError(
@@ -204,8 +270,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 force=args.force,
             )
             result, record = measure_build(
-                out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost
-            )
+                out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log,
+                semihost_inputs=semihost, flash_first=flash_first, probe=args.probe,
+            )  # fmt: skip
     recomputed = _recompute_of(record)
     rows = per_operator(result, record)
     board = get_board(record["target"] if record is not None else args.board)
@@ -220,6 +287,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if record is not None:
             payload["image_sha256"] = record["ran_image_sha256"]
             payload["stack_reserved_bytes"] = record.get("stack_reserved_bytes")
+            payload["stack_reservation"] = record.get("stack_reservation")
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
         if recomputed is not None:
             payload["recompute"] = recomputed
@@ -253,6 +321,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 f"stack       {result.stack_bytes_total:,} B used at most of {reserved:,} B reserved "
                 f"({100.0 * result.stack_bytes_total / reserved:.0f}%; `build --stack BYTES` sets the reservation)"
             )
+            basis = (record.get("stack_reservation") or {}).get("basis")
+            if basis:
+                print(f"            reserved: {basis}")
         if record is not None:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
         if recomputed is not None:
@@ -315,7 +386,37 @@ def register(sub: Any) -> None:
         help="emulated boards only: send the inputs by QEMU semihosting instead of the UART (faster for "
         "large inputs; does not exercise the serial input path; reported as inputs_semihosted)",
     )
+    measure.add_argument(
+        "--no-flash",
+        action="store_true",
+        help="with --port: the board already runs the build's image (`tinysched flash`); its image id is "
+        "still checked",
+    )
+    measure.add_argument("--probe", metavar="ID", help="with --port: the debug probe to flash with")
+    measure.add_argument(
+        "--stand-in",
+        metavar="BOARD",
+        help="with selftest: run on this one of the board's stand-ins (boards.yaml emulated_by)",
+    )
     add_output_arguments(measure, required=False)
     add_plan_arguments(measure)
     add_stack_argument(measure)
     measure.set_defaults(func=cmd_measure)
+
+    flash_p = sub.add_parser(
+        "flash",
+        help="write a build's image onto its board over the debug probe (openocd or pyocd, whichever "
+        "is installed), printing the exact command",
+    )
+    flash_p.add_argument(
+        "build_dir", metavar="BUILD_DIR", help="a folder written by `tinysched build --board B`"
+    )
+    flash_p.add_argument("--board", help="the board the folder must be built for (checked)")
+    flash_p.add_argument("--probe", metavar="ID", help="the debug probe's serial number / unique id")
+    flash_p.add_argument(
+        "--tool", choices=FLASH_TOOLS, help="flash with this tool (default: the first installed)"
+    )
+    flash_p.add_argument(
+        "--dry-run", action="store_true", help="print the command that would flash, and run nothing"
+    )
+    flash_p.set_defaults(func=cmd_flash)

@@ -1,0 +1,147 @@
+"""Measures the stack every C kernel needs, on QEMU, and writes targets/kernel_stack.yaml.
+
+`tinysched build` sizes a firmware's stack reservation from that table (tinysched/build/stack.py):
+the deepest measured stack over the kernels the model calls, plus the harness's, plus a margin.
+
+What is measured: every model here (the shared models of /work/shared/models that the code generator
+supports, and a few generated ones) runs on the emulated boards through the device harness, which
+paints the free stack and reports how deep the model's invoke went (`stack_bytes_measured`) and how
+deep the harness went around it (`stack_bytes_total`). A kernel's entry is the deepest model stack
+measured among the models that call it: the kernel's own frames plus the generated invoke function
+and whatever other kernel of that model went deeper, so an upper bound of what the kernel needs.
+
+    PYTHONPATH=. python bench/kernel_stack.py [--boards mps2-an386,mps2-an500,mps3-an547] [-j 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tinysched import reference
+from tinysched.build.elfsize import DoesNotFit
+from tinysched.build.sources import write_sources
+from tinysched.device import invoke_instructions_estimate, measure_sources
+from tinysched.errors import TinyschedError
+from tinysched.modelgen import random_branching_model, tiny_demo_model
+from tinysched.pipeline import DEFAULT_PLAN_OPTIONS, generate, plan
+from tinysched.reader import read_model
+from tinysched.recompute import total_macs
+
+SHARED = Path("/work/shared/models")
+SEMIHOST_ABOVE = 32 * 1024  # input bytes above which inputs go by semihosting (as the shared test does)
+OUT = Path(__file__).resolve().parent.parent / "targets" / "kernel_stack.yaml"
+
+
+def models(work: Path) -> list[Path]:
+    """The shared models (when present) and generated ones covering the element-wise kernels."""
+    found = sorted(SHARED.glob("*.tflite")) if SHARED.is_dir() else []
+    generated = {"demo": tiny_demo_model()}
+    for seed in (1, 3, 5, 7):
+        generated[f"branching_{seed}"] = random_branching_model(seed=seed, n_blocks=6)
+    for name, data in generated.items():
+        path = work / f"{name}.tflite"
+        path.write_bytes(data)
+        found.append(path)
+    return found
+
+
+def measure_one(path: Path, boards: list[str], work: Path) -> list[dict[str, Any]]:
+    try:
+        planned = plan(read_model(path), DEFAULT_PLAN_OPTIONS)
+        module = generate(planned)
+    except TinyschedError as err:
+        print(f"{path.stem}: skipped ({str(err)[:100]})", file=sys.stderr)
+        return []
+    sources = write_sources(module, work / path.stem / "src")
+    input_sets = [list(s) for s in reference.random_inputs(path, 0, 1)]
+    expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(path, input_sets)]
+    inputs = [[a.tobytes() for a in s] for s in input_sets]
+    semihost = sum(len(x) for x in inputs[0]) > SEMIHOST_ABOVE
+    rows = []
+    for board in boards:
+        try:
+            result = measure_sources(
+                sources, board, inputs, expected, planned.arena.arena_bytes, work / path.stem / board,
+                arena_high_water_planned=planned.arena.high_water_bytes, semihost_inputs=semihost,
+                invoke_instructions=invoke_instructions_estimate(macs=total_macs(planned.graph)),
+            )  # fmt: skip
+        except DoesNotFit:
+            continue
+        except TinyschedError as err:  # e.g. the harness's buffers do not fit that board's free RAM
+            print(f"{path.stem} on {board}: not measured ({str(err)[:120]})", file=sys.stderr)
+            continue
+        row = {
+            "model": path.stem,
+            "board": board,
+            "kernels": list(module.kernels),
+            "stack": result.stack_bytes_measured,
+            "total": result.stack_bytes_total,
+            "ok": result.ok,
+        }
+        print(
+            f"{path.stem:34} {board:11} model {row['stack']:6} B  with harness {row['total']:6} B", flush=True
+        )
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict[str, Any]], boards: list[str]) -> dict[str, Any]:
+    kernels: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        for k in r["kernels"]:
+            entry = kernels.setdefault(k, {"bytes": 0, "deepest_in": ""})
+            if r["stack"] > entry["bytes"]:
+                entry.update(bytes=r["stack"], deepest_in=f"{r['model']} on {r['board']}")
+    return {
+        "measured_on": boards,
+        "models": sorted({r["model"] for r in rows}),
+        "harness_bytes": max(r["total"] - r["stack"] for r in rows),
+        "kernels": dict(sorted(kernels.items())),
+    }
+
+
+HEADER = """\
+# Stack measured per C kernel on QEMU, by bench/kernel_stack.py (do not edit: rerun it).
+#
+# bytes: the deepest stack a model's invoke reached (painted-stack high-water, the device harness's
+# stack_bytes_measured) among the measured models that call the kernel: the kernel's frames plus the
+# generated invoke function, so an upper bound of what that kernel needs. harness_bytes: the deepest
+# the harness itself went around an invoke (stack_bytes_total - stack_bytes_measured).
+# tinysched/build/stack.py sizes `build`'s default stack reservation from it: max over the model's
+# kernels + harness_bytes, plus 25 % and 256 B; a kernel missing here falls back to the board's
+# stack_bytes.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boards", default="mps2-an386,mps2-an500,mps3-an547")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("-o", "--output", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    boards = args.boards.split(",")
+    with tempfile.TemporaryDirectory(prefix="tinysched-stack-") as tmp:
+        work = Path(tmp)
+        paths = sorted(models(work), key=lambda p: -p.stat().st_size)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            rows = [r for rs in pool.map(lambda p: measure_one(p, boards, work), paths) for r in rs]
+    bad = [f"{r['model']} on {r['board']}" for r in rows if not r["ok"]]
+    if bad:
+        print(f"not measured as planned (outputs or arena differ): {', '.join(bad)}", file=sys.stderr)
+        return 1
+    doc = table(rows, boards)
+    doc["runs"] = [{k: r[k] for k in ("model", "board", "stack", "total")} for r in rows]
+    args.output.write_text(HEADER + yaml.safe_dump(doc, sort_keys=False, width=110))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""The firmware's stack reservation: from the stack measured per kernel, not a guess per board.
+
+targets/kernel_stack.yaml (written by bench/kernel_stack.py on QEMU) gives, per C kernel, the deepest
+stack a model calling it reached, and the deepest the device harness went around an invoke. A build
+reserves max over the model's kernels + the harness's, plus MARGIN_PERCENT and MARGIN_BYTES (other
+cores and compilers lay frames out a little differently; an interrupt frame needs room too). A model
+that calls a kernel the table does not know gets the board's `stack_bytes`, and `--stack BYTES` wins
+over both. The reservation and how it was chosen go into the build's metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tinysched.boards import Board
+from tinysched.errors import TinyschedError
+from tinysched.resources import resource
+
+MARGIN_PERCENT = 25
+MARGIN_BYTES = 256
+ROUND_TO = 16  # the stack section's size keeps the 8-byte alignment AAPCS asks for, with room
+
+
+@dataclass(frozen=True)
+class KernelStackTable:
+    """targets/kernel_stack.yaml: bytes per kernel file stem (ts_conv2d_s8, ...), and the harness's."""
+
+    kernels: dict[str, int]
+    harness_bytes: int
+    measured_on: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StackReservation:
+    """The bytes reserved for the stack, the measured need they come from (None when not known) and
+    a one-line basis for the report."""
+
+    bytes: int
+    measured_bytes: int | None
+    basis: str
+    unmeasured: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bytes": self.bytes,
+            "measured_bytes": self.measured_bytes,
+            "basis": self.basis,
+            "unmeasured_kernels": list(self.unmeasured),
+        }
+
+
+def kernel_stack_path() -> Path:
+    return resource("targets") / "kernel_stack.yaml"
+
+
+@cache
+def _load(path: str) -> KernelStackTable:
+    source = Path(path)
+    try:
+        doc = yaml.safe_load(source.read_text()) or {}
+        kernels = {str(k): int(v["bytes"]) for k, v in (doc.get("kernels") or {}).items()}
+        return KernelStackTable(kernels, int(doc["harness_bytes"]), tuple(doc.get("measured_on") or ()))
+    except OSError as err:
+        raise TinyschedError(f"{source}: cannot read the kernel stack table: {err.strerror or err}") from None
+    except (yaml.YAMLError, KeyError, TypeError, ValueError) as err:
+        raise TinyschedError(f"{source}: not a kernel stack table ({err})") from None
+
+
+def kernel_stack_table(path: str | Path | None = None) -> KernelStackTable:
+    return _load(str(path or kernel_stack_path()))
+
+
+def with_margin(measured: int) -> int:
+    """measured + MARGIN_PERCENT % + MARGIN_BYTES, rounded up to ROUND_TO."""
+    raw = measured + (measured * MARGIN_PERCENT + 99) // 100 + MARGIN_BYTES
+    return -(-raw // ROUND_TO) * ROUND_TO
+
+
+def stack_reservation(
+    board: Board,
+    kernels: Iterable[str],
+    requested: int | None = None,
+    table: KernelStackTable | None = None,
+) -> StackReservation:
+    """How much stack a build of a model calling `kernels` (file stems, GeneratedModule.kernels)
+    reserves on `board`: `requested` (--stack) when given, else the measured need plus margin, else
+    (a kernel never measured) the board's stack_bytes."""
+    table = table or kernel_stack_table()
+    used = sorted(set(kernels))
+    unmeasured = tuple(k for k in used if k not in table.kernels)
+    measured = None
+    if not unmeasured:
+        measured = max((table.kernels[k] for k in used), default=0) + table.harness_bytes
+    if requested is not None:
+        return StackReservation(int(requested), measured, "--stack", unmeasured)
+    if measured is None:
+        return StackReservation(
+            board.stack_bytes,
+            None,
+            f"the board's stack_bytes: no stack measured for {', '.join(unmeasured)} (targets/kernel_stack.yaml)",
+            unmeasured,
+        )
+    deepest = max(used, key=lambda k: table.kernels[k]) if used else "none"
+    return StackReservation(
+        with_margin(measured),
+        measured,
+        f"measured {measured:,} B (deepest kernel {deepest} {table.kernels.get(deepest, 0):,} B + harness "
+        f"{table.harness_bytes:,} B) + {MARGIN_PERCENT}% + {MARGIN_BYTES} B",
+    )
