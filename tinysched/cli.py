@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     analysis.register(sub)  # analyze, schedule, plan
     build.register(sub)  # build, verify
-    device.register(sub)  # boards, measure
+    device.register(sub)  # boards, flash, measure
     report.register(sub)  # report
     return parser
 

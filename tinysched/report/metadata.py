@@ -76,13 +76,16 @@ def fit_from_size_report(board: Any, size: dict[str, Any]) -> dict[str, Any]:
     return _fit(regions, "elf", size.get("flash_code"), None, size)
 
 
-def fit_estimate(board: Any, weights_bytes: int, arena_bytes: int, note: str) -> dict[str, Any]:
-    """Without an ELF: what is known to land in each region (weights, arena, stack), code unknown."""
+def fit_estimate(
+    board: Any, weights_bytes: int, arena_bytes: int, note: str, stack_bytes: int | None = None
+) -> dict[str, Any]:
+    """Without an ELF: what is known to land in each region (weights, arena, the stack reserved:
+    the build's, else the board's), code unknown."""
     roles = _region_roles(board)
     used = {r.name: 0 for r in board.memory}
     used[board.placement["rodata"]] += weights_bytes
     used[board.placement["arena"]] += arena_bytes
-    used[board.placement["data"]] += board.stack_bytes
+    used[board.placement["data"]] += board.stack_bytes if stack_bytes is None else stack_bytes
     regions = []
     for r in board.memory:
         holds = roles[r.name]
@@ -265,7 +268,8 @@ def collect_metadata(
         fit = fit_from_size_report(board, size)
         fit["note"] = size_note
     else:
-        fit = fit_estimate(board, weights, plan.arena_bytes, size_note or "firmware not built")
+        reserved = (extra or {}).get("stack_reserved_bytes")
+        fit = fit_estimate(board, weights, plan.arena_bytes, size_note or "firmware not built", reserved)
 
     def name(t: int, instance: int = 0) -> str:
         return tensors[t].name + (f" #{instance}" if instance else "")
