@@ -336,17 +336,7 @@ def fold_constants(graph: Graph) -> FoldResult:
     done = set(folded)
     kept = [op for op in graph.operators if op.index not in done]
     operators = tuple(replace(op, index=i) for i, op in enumerate(kept))
-    new_graph = Graph(
-        tuple(tensors),
-        operators,
-        graph.inputs,
-        graph.outputs,
-        graph.name,
-        graph.description,
-        graph.metadata,
-        graph.source,
-        graph.sha256,
-    )
+    new_graph = graph.derived(tuple(tensors), operators)
     types: dict[str, int] = {}
     for v in sorted(folded):
         types[graph.operators[v].opcode] = types.get(graph.operators[v].opcode, 0) + 1

@@ -85,6 +85,21 @@ class Graph:
     def __post_init__(self) -> None:
         self._validate()
 
+    def derived(self, tensors: Sequence[Tensor], operators: Sequence[Operator]) -> Graph:
+        """The same model (edges, names, source) with other tensors and operators: what folding,
+        rewriting and scratch tensors produce."""
+        return Graph(
+            tuple(tensors),
+            tuple(operators),
+            self.inputs,
+            self.outputs,
+            self.name,
+            self.description,
+            self.metadata,
+            self.source,
+            self.sha256,
+        )
+
     # ---- derived relations -------------------------------------------------------------------
 
     @cached_property

@@ -256,17 +256,7 @@ def _apply(graph: Graph, matcher: _Matcher, anchors: tuple[str, ...]) -> Rewrite
         sources.append(srcs)
         nbytes = sum(graph.tensors[t].nbytes for t in m.removed_tensors)
         rewrites.append(Rewrite(m.kind, index, srcs, m.removed_tensors, nbytes, m.detail))
-    new_graph = Graph(
-        graph.tensors,
-        tuple(operators),
-        graph.inputs,
-        graph.outputs,
-        graph.name,
-        graph.description,
-        graph.metadata,
-        graph.source,
-        graph.sha256,
-    )
+    new_graph = graph.derived(graph.tensors, tuple(operators))
     return RewriteResult(new_graph, tuple(rewrites), tuple(sources))
 
 

@@ -83,17 +83,7 @@ def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
         )
         tensors.append(t)
         operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
-    return Graph(
-        tuple(tensors),
-        tuple(operators),
-        graph.inputs,
-        graph.outputs,
-        graph.name,
-        graph.description,
-        graph.metadata,
-        graph.source,
-        graph.sha256,
-    )
+    return graph.derived(tuple(tensors), tuple(operators))
 
 
 def scratch_needs(graph: Graph) -> dict[int, int]:
