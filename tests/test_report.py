@@ -437,3 +437,21 @@ def test_shared_model_report_in_markdown():
     md = report.render_markdown(doc)
     assert f"{doc['arena']['arena_bytes']:,}" in md
     assert fmt.md_escape(path.stem) in md
+
+
+def test_measured_counts_per_operator_type_and_latency_estimate(demo_doc):
+    from tinysched.report.metadata import measured_section
+
+    measured = {
+        "board": "nucleo-f767", "ran_on": "mps2-an500", "arena_bytes_planned": 18_432,
+        "arena_bytes_measured": 18_432, "outputs_match": True, "inputs": 1, "instructions": 1_000,
+        "count_unit": "instructions (emulated)", "latency_estimate_ms": 0.005, "stack_reserved_bytes": 1_696,
+        "per_operator": [{"type": "CONV_2D", "count": 700}, {"type": "ADD", "count": 200},
+                         {"type": "CONV_2D", "count": 100}],
+    }  # fmt: skip
+    section = measured_section(measured, 18_432)
+    assert section["per_type"][0] == {"type": "CONV_2D", "operators": 2, "count": 800, "percent": 80.0}
+    doc = dict(demo_doc, measured=section)
+    page, md = report.render_html(doc), report.render_markdown(doc)
+    assert 'id="per-type"' in page and "Estimated latency: about 0.0 ms" in page
+    assert "| CONV\\_2D | 2 | 800 | 80.0% |" in md and "1,696 B reserved" in md

@@ -141,6 +141,9 @@ MEASURED_KEYS = (
     "cycles",
     "instructions",
     "count_unit",
+    "latency_estimate_ms",
+    "image_sha256",
+    "stack_reserved_bytes",
 )
 
 
@@ -165,7 +168,23 @@ def measured_section(measured: dict[str, Any], arena_bytes: int) -> dict[str, An
     out["ok"] = bool(
         out["arena_matches_plan"] and out["outputs_match"] is not False and measured.get("ok", True)
     )
+    out["per_type"] = per_type(measured.get("per_operator") or [])
     return out
+
+
+def per_type(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The timed invoke's count per operator type, largest first (from measure's per_operator)."""
+    totals: dict[str, list[int]] = {}
+    for s in steps:
+        t = totals.setdefault(str(s.get("type")), [0, 0])
+        t[0] += 1
+        t[1] += int(s.get("count") or 0)
+    whole = sum(c for _, c in totals.values()) or 1
+    rows = [
+        {"type": k, "operators": n, "count": c, "percent": round(100.0 * c / whole, 1)}
+        for k, (n, c) in totals.items()
+    ]
+    return sorted(rows, key=lambda r: -r["count"])
 
 
 # ---- the metadata document -------------------------------------------------------------------------
