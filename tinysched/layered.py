@@ -111,11 +111,11 @@ class _Stage:
                 tensor_bytes.append(problem.freeable_bytes[t])
         self.readers = np.array(reader_rows, dtype=np.uint64).reshape(len(reader_rows), words)
         self.tensor_bytes = np.array(tensor_bytes, dtype=np.int64)
-        width = max((len(set(problem.op_freeable_inputs[v])) for v in ops_list), default=0)
-        self.inputs = np.zeros((m, max(width, 1)), dtype=np.int64)
-        for i, v in enumerate(ops_list):
-            for j, t in enumerate(dict.fromkeys(problem.op_freeable_inputs[v])):
-                self.inputs[i, j] = column[t]
+        # CSR: operator i's distinct freeable inputs are input_list[input_start[i]:input_start[i+1]]
+        lists = [[column[t] for t in dict.fromkeys(problem.op_freeable_inputs[v])] for v in ops_list]
+        self.input_count = np.array([len(x) for x in lists], dtype=np.int64)
+        self.input_start = np.concatenate([[0], np.cumsum(self.input_count)]).astype(np.int64)
+        self.input_list = np.array([t for x in lists for t in x] or [0], dtype=np.int64)
         self.out = np.array([problem.output_bytes[v] for v in ops_list], dtype=np.int64)
         self.kept = np.array([problem.kept_output_bytes[v] for v in ops_list], dtype=np.int64)
         self.first_only = problem.first_step_only_bytes if start == 0 else 0
@@ -136,22 +136,30 @@ class _Stage:
     def freed(self, done: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Bytes that running cols[i] right after done[i] frees (its inputs with no other reader
         pending)."""
-        inputs = self.inputs[cols]  # (P, width)
-        others = ~done & ~self.bit[cols]  # (P, words): pending operators other than v
-        still_read = np.zeros(inputs.shape, dtype=bool)
+        counts = self.input_count[cols]
+        pair = np.repeat(np.arange(len(cols)), counts)  # one entry per (pair, input)
+        offset = np.arange(len(pair)) - np.repeat(np.cumsum(counts) - counts, counts)
+        tensor = self.input_list[self.input_start[cols][pair] + offset]
+        others = ~done[pair] & ~self.bit[cols[pair]]  # pending operators other than v
+        still_read = np.zeros(len(pair), dtype=bool)
         for w in range(self.words):
-            still_read |= (self.readers[inputs, w] & others[:, w, None]) != 0
-        return np.where(still_read, 0, self.tensor_bytes[inputs]).sum(axis=1)
+            still_read |= (self.readers[tensor, w] & others[:, w]) != 0
+        return np.bincount(
+            pair, weights=np.where(still_read, 0, self.tensor_bytes[tensor]), minlength=len(cols)
+        ).astype(np.int64)
 
 
 def _unique_rows(keys: np.ndarray) -> np.ndarray:
-    """Index of the first occurrence of each distinct row of a (C, words) uint64 array."""
+    """Index of the first occurrence of each distinct row of a (C, words) uint64 array (stable: the
+    first of equal rows in array order)."""
     if keys.shape[1] == 1:
         _, first = np.unique(keys[:, 0], return_index=True)
         return first
-    flat = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
-    _, first = np.unique(flat, return_index=True)
-    return first
+    by = np.lexsort([np.arange(len(keys))] + [keys[:, w] for w in range(keys.shape[1])])
+    ordered = keys[by]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    return by[new]
 
 
 def layered_search(
@@ -240,7 +248,7 @@ def layered_search(
         if width is not None and len(first) > width:
             first = first[:width]
         done, resident, peak = new_done[first], new_resident[first], new_peak[first]
-        history.append((parent[first], op[first]))
+        history.append((parent[first].astype(np.int32), op[first].astype(np.int16)))
         states += len(done)
         if states > max_states:
             return LayeredResult(None, None, False, states, 0)
