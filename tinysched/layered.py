@@ -211,9 +211,7 @@ def layered_search(
             if not len(rows):
                 continue
             freed = stage.freed(block[rows], cols)
-            change = stage.kept[cols] - freed
-            if layer == 0:
-                change = change - stage.first_only
+            change = stage.kept[cols] - freed  # (bytes live in the first step only: shared by all)
             if dominance:
                 # a free move must not raise the peak (beam) / the cap (decision: already checked)
                 free = (change <= 0) & (step <= peak[lo + rows]) if not exact else change <= 0
@@ -226,6 +224,8 @@ def layered_search(
                     first_free[rows[idx[::-1]]] = idx[::-1]
                     keep = ~has_free[rows] | (np.arange(len(rows)) == first_free[rows])
                     rows, cols, step, change = rows[keep], cols[keep], step[keep], change[keep]
+            if layer == 0:
+                change = change - stage.first_only
             parents = lo + rows
             children_done.append(done[parents] | stage.bit[cols])
             children_resident.append(resident[parents] + change)
