@@ -143,8 +143,35 @@ def shuffled(graph: Graph, seed: int) -> Graph:
 
 
 def _watts_strogatz(n: int, k: int, p: float, rng: random.Random) -> set[tuple[int, int]]:
-    """Ring lattice of n nodes, each joined to its k/2 nearest on either side, each edge rewired
-    with probability p to a uniformly chosen other end (no self-loops, no duplicates)."""
+    """Watts-Strogatz as networkx builds it (the RandWire paper's generator): a ring lattice of n
+    nodes, each joined to its k/2 nearest on either side; then for j = 1..k/2 and each node u, the
+    edge (u, u+j) is rewired with probability p to (u, w), w uniform among the nodes that are
+    neither u nor already joined to u. Undirected edges as (low, high) pairs."""
+    adjacent: list[set[int]] = [set() for _ in range(n)]
+    for u in range(n):
+        for j in range(1, k // 2 + 1):
+            v = (u + j) % n
+            adjacent[u].add(v)
+            adjacent[v].add(u)
+    for j in range(1, k // 2 + 1):
+        for u in range(n):
+            v = (u + j) % n
+            if v not in adjacent[u] or rng.random() >= p:
+                continue
+            choices = [w for w in range(n) if w != u and w not in adjacent[u]]
+            if not choices:
+                continue
+            w = rng.choice(choices)
+            adjacent[u].discard(v)
+            adjacent[v].discard(u)
+            adjacent[u].add(w)
+            adjacent[w].add(u)
+    return {(min(u, v), max(u, v)) for u in range(n) for v in adjacent[u]}
+
+
+def _watts_strogatz_hard(n: int, k: int, p: float, rng: random.Random) -> set[tuple[int, int]]:
+    """The first generator's rewiring (kept so that the "hard" suite stays reproducible): each
+    (low, high) ring edge in sorted order is rewired with probability p, keeping its low end."""
     edges = {(i, (i + j) % n) for i in range(n) for j in range(1, k // 2 + 1)}
     edges = {(min(a, b), max(a, b)) for a, b in edges}
     for a, b in sorted(edges):
@@ -161,14 +188,30 @@ def _erdos_renyi(n: int, p: float, rng: random.Random) -> set[tuple[int, int]]:
     return {(a, b) for a in range(n) for b in range(a + 1, n) if rng.random() < p}
 
 
+def _stage_edges(n: int, wiring: str, rng: random.Random, hard: bool) -> list[list[int]]:
+    """Per node, its predecessors in the stage's random graph, edges oriented low -> high index."""
+    if wiring == "ws":
+        edges = (_watts_strogatz_hard if hard else _watts_strogatz)(n, 4, 0.75, rng)
+    elif wiring == "er":
+        edges = _erdos_renyi(n, 0.2, rng)
+    else:
+        raise ValueError(f"wiring {wiring!r}: 'ws' or 'er'")
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for a, c in sorted(edges):
+        preds[c].append(a)
+    return preds
+
+
 def randwire(
     nodes: Sequence[int], wiring: str = "ws", seed: int = 0, hw: int = 32, channels: int = 16
 ) -> Graph:
-    """A randomly wired network (RandWire, Xie et al. 2019): one random graph per stage (`nodes` per
-    stage), Watts-Strogatz (k=4, p=0.75) or Erdos-Renyi (p=0.2) wiring, edges oriented from lower to
-    higher node index. A node sums its inputs with a chain of ADDs and applies a ReLU-conv; nodes
-    without inputs read the stage input through a stride-2 conv, and the stage output is the sum of
-    the nodes nobody reads. Activations are int8 H*W*C; channels double as the resolution halves."""
+    """A randomly wired network as the RandWire paper (Xie et al. 2019) builds it: one random graph
+    per stage (`nodes` per stage), Watts-Strogatz (k=4, p=0.75) or Erdos-Renyi (p=0.2), edges
+    oriented from lower to higher node index. A node is one ADD aggregating all its inputs (none
+    for a single input) followed by one ReLU-conv (the paper's separable 3x3 conv, fused), whose
+    output every successor reads. The graph's input nodes read the stage input through a stride-2
+    conv; one operator averages the output nodes into the stage output. Activations are int8
+    H*W*C: constant within a stage, channels doubled and H*W quartered from stage to stage."""
     rng = random.Random(seed)
     b = _Builder()
     x = b.tensor(hw * hw * 3)
@@ -176,21 +219,54 @@ def randwire(
     size = hw * hw * channels
     for n in nodes:
         size //= 2  # stride 2 (H*W / 4), channels doubled
-        edges = _watts_strogatz(n, 4, 0.75, rng) if wiring == "ws" else _erdos_renyi(n, 0.2, rng)
-        preds: list[list[int]] = [[] for _ in range(n)]
+        preds = _stage_edges(n, wiring, rng, hard=False)
         has_succ = [False] * n
-        for a, c in sorted(edges):
-            preds[c].append(a)
-            has_succ[a] = True
+        out: list[int] = []
+        for v in range(n):
+            for u in preds[v]:
+                has_succ[u] = True
+            if not preds[v]:
+                out.append(b.op([t], size)[0])  # input node: stride-2 ReLU-conv on the stage input
+                continue
+            inputs = [out[u] for u in preds[v]]
+            agg = b.op(inputs, size)[0] if len(inputs) > 1 else inputs[0]  # ADD aggregation
+            out.append(b.op([agg], size)[0])  # ReLU-conv
+        sinks = [out[v] for v in range(n) if not has_succ[v]]
+        t = b.op(sinks, size)[0]  # average of the output nodes
+    pooled = b.op([t], max(1, size // 16))[0]
+    head = b.op([pooled], 10)[0]
+    stages = "_".join(str(n) for n in nodes)
+    return b.graph([x], [head], f"randwire_{wiring}_{stages}_s{seed}")
+
+
+def randwire_hard(
+    nodes: Sequence[int], wiring: str = "ws", seed: int = 0, hw: int = 32, channels: int = 16
+) -> Graph:
+    """The first RandWire generator, kept as a harder variant: each node sums its inputs with a
+    chain of two-input ADDs (one more partial sum live per extra input, in a fixed order), the
+    stage output is an ADD chain over the output nodes, and its WS rewiring differs slightly
+    (`_watts_strogatz_hard`). Its stages reach 20-30 live tensors in the best known orders."""
+    rng = random.Random(seed)
+    b = _Builder()
+    x = b.tensor(hw * hw * 3)
+    t = b.op([x], hw * hw * channels)[0]  # stem conv
+    size = hw * hw * channels
+    for n in nodes:
+        size //= 2
+        preds = _stage_edges(n, wiring, rng, hard=True)
+        has_succ = [False] * n
+        for ps in preds:
+            for u in ps:
+                has_succ[u] = True
         out: list[int] = []
         for v in range(n):
             if not preds[v]:
-                out.append(b.op([t], size)[0])  # stride-2 ReLU-conv on the stage input
+                out.append(b.op([t], size)[0])
                 continue
             acc = out[preds[v][0]]
             for u in preds[v][1:]:
-                acc = b.op([acc, out[u]], size)[0]  # ADD aggregation
-            out.append(b.op([acc], size)[0])  # ReLU-conv
+                acc = b.op([acc, out[u]], size)[0]  # ADD chain
+            out.append(b.op([acc], size)[0])
         sinks = [out[v] for v in range(n) if not has_succ[v]]
         acc = sinks[0]
         for s in sinks[1:]:
@@ -199,22 +275,36 @@ def randwire(
     pooled = b.op([t], max(1, size // 16))[0]
     head = b.op([pooled], 10)[0]
     stages = "_".join(str(n) for n in nodes)
-    return b.graph([x], [head], f"randwire_{wiring}_{stages}_s{seed}")
+    return b.graph([x], [head], f"randwire_hard_{wiring}_{stages}_s{seed}")
 
 
-def randwire_suite(count: int, seed: int = 0, min_ops: int = 300, max_ops: int = 500) -> list[Graph]:
+RANDWIRE_VARIANTS = {"paper": randwire, "hard": randwire_hard}
+
+
+def randwire_suite(
+    count: int, seed: int = 0, min_ops: int = 300, max_ops: int = 500, variant: str = "paper"
+) -> list[Graph]:
     """`count` RandWire graphs of min_ops..max_ops operators (WS and ER alternately, 2-3 stages of
-    32-96 nodes drawn from `seed`), each stored in a random topological order."""
+    32-96 nodes drawn from `seed`), each stored in a random topological order.
+
+    `variant` "paper" is `randwire`; "hard" is `randwire_hard` with the first suite's draws (ER
+    stages of 32-64 nodes, WS of 48-96), so its graphs are exactly the first suite's."""
+    build = RANDWIRE_VARIANTS[variant]
     rng = random.Random(seed)
     graphs: list[Graph] = []
     attempt = 0
     while len(graphs) < count:
         attempt += 1
+        if attempt > 100 * count + 1000:
+            raise ValueError(f"no RandWire graphs of {min_ops}..{max_ops} operators from these draws")
         wiring = "ws" if len(graphs) % 2 == 0 else "er"
         stages = rng.choice([2, 3])
-        low, high = (32, 64) if wiring == "er" else (48, 96)
+        if variant == "hard":
+            low, high = (32, 64) if wiring == "er" else (48, 96)
+        else:
+            low, high = 32, 96
         nodes = [rng.randint(low, high) for _ in range(stages)]
-        graph = randwire(nodes, wiring, seed=1000 * seed + attempt)
+        graph = build(nodes, wiring, seed=1000 * seed + attempt)
         if min_ops <= len(graph.operators) <= max_ops:
             graphs.append(shuffled(graph, attempt))
     return graphs

@@ -23,6 +23,7 @@ from tinysched.bounds import (
     first_step_bound,
     lower_bound,
     recheck,
+    stage_bound,
     trivial_bound,
 )
 from tinysched.graph import make_graph
@@ -176,3 +177,55 @@ def test_shared_models_bound_quickly(path):
     assert elapsed < 1.0, f"{path.name}: {elapsed:.2f} s"
     assert bound.bytes <= peak_of(graph, tuple(range(len(graph.operators))))
     assert recheck(graph, bound)
+
+
+# ---- stage bounds (exhaustive decisions between cut operators) ------------------------------------
+
+
+def _stages(problem: OrderingProblem, order: list[int]) -> list[tuple[int, int]]:
+    """(start, ops) masks of the stretches of `order` between cut operators."""
+    from tinysched.scheduler import cut_operators
+
+    position = {v: i for i, v in enumerate(order)}
+    edges = sorted({0, len(order), *(position[c] + 1 for c in cut_operators(problem))})
+    return [
+        (sum(1 << v for v in order[:lo]), sum(1 << v for v in order[lo:hi]))
+        for lo, hi in zip(edges, edges[1:], strict=False)
+        if hi > lo
+    ]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stage_bound_is_exact_and_rechecks(seed):
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=5 + seed % 3)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    order = list(plain_downset_dp(problem).order)
+    steps = problem.step_profile(order)
+    raised = False
+    for start, ops in _stages(problem, order):
+        # the stage's own optimum: the least cap under which it fits
+        stage_peak = max(steps[start.bit_count() : start.bit_count() + ops.bit_count()])
+        assert stage_bound(problem, start, ops, stage_peak) is None  # it fits at its peak
+        below = stage_bound(problem, start, ops, stage_peak - 1)
+        if below is None:
+            continue  # fits lower: the optimal order's stage is not at its own optimum
+        assert below.kind == "stage_exhaustive"
+        assert stage_peak - 1 < below.bytes <= optimum
+        assert recheck(graph, below)
+        assert not recheck(graph, LowerBound(below.bytes + 1, below.kind, below.witness))
+        raised = raised or below.bytes == optimum
+    assert raised  # the bottleneck stage proves the optimum
+
+
+def test_stage_bound_refuses_a_stretch_that_is_not_a_stage():
+    graph = make_graph([8, 8, 8, 8], [([0], [1]), ([0], [2]), ([1, 2], [3])], [0], [3])
+    problem = OrderingProblem(graph)
+    with pytest.raises(ValueError, match="not a stage"):
+        stage_bound(problem, 0, 0b001, 100)  # op 1 may run before op 0's sibling
+    fake = LowerBound(10**9, "stage_exhaustive", {"start_ops": [], "stage_ops": [1], "cap_bytes": 0})
+    assert not recheck(graph, fake)

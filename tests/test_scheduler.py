@@ -462,3 +462,65 @@ def test_ten_thousand_operators_under_a_short_time_limit(branches, join):
     plan = plan_arena(graph, sched.order, time_limit=1.0)
     assert time.perf_counter() - started < 30
     assert plan.arena_bytes >= plan.lower_bound_bytes >= sched.peak_bytes // 2
+
+
+# ---- the layered (vectorised) stage search ---------------------------------------------------------
+
+
+@SOME
+@given(small_dags())
+def test_layered_decision_is_exact_and_beams_are_valid(graph):
+    from tinysched.layered import layered_search
+
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    fits = layered_search(problem, 0, problem.full_mask, optimum)
+    assert fits.order is not None and fits.complete
+    graph.check_order(list(fits.order))
+    assert peak_of(graph, fits.order) == fits.peak_bytes <= optimum
+    short = layered_search(problem, 0, problem.full_mask, optimum - 1)
+    assert short.order is None and short.complete
+    assert short.floor_bytes == optimum  # the cheapest cut step is the optimum itself
+    for width in (1, 3):
+        beam = layered_search(problem, 0, problem.full_mask, 10**12, width=width)
+        graph.check_order(list(beam.order))
+        assert peak_of(graph, beam.order) == beam.peak_bytes >= optimum
+
+
+def test_layered_search_orders_a_stretch_after_its_start():
+    from tinysched.layered import layered_search
+
+    graph = small_randwire(3, nodes=7)
+    problem = OrderingProblem(graph)
+    order = list(plain_downset_dp(problem).order)
+    lo = min(order.index(c) + 1 for c in cut_operators(problem) if order.index(c) + 1 < len(order) - 2)
+    start = sum(1 << v for v in order[:lo])
+    rest = problem.full_mask & ~start
+    found = layered_search(problem, start, rest, 10**12, width=8)
+    assert sorted(found.order) == sorted(order[lo:])
+    graph.check_order(order[:lo] + list(found.order))
+    steps = problem.step_profile(order[:lo] + list(found.order))
+    assert max(steps[lo:]) == found.peak_bytes
+
+
+def test_paper_randwire_generator_matches_the_description():
+    sys.path.insert(0, str(REPO / "bench"))
+    from stress_graphs import randwire, randwire_suite
+
+    graph = randwire([40, 40], "ws", seed=5)
+    again = randwire([40, 40], "ws", seed=5)  # seeded
+    assert [(op.input_tensors, op.outputs) for op in graph.operators] == [
+        (op.input_tensors, op.outputs) for op in again.operators
+    ]
+    problem = OrderingProblem(graph)
+    cuts = cut_operators(problem)
+    assert len(cuts) >= 4  # stem, one average per stage, pooling, head
+    # no two-input ADD chains: every operator with several inputs reads node outputs (one ADD
+    # per node, the stage's average), and each ReLU-conv has a single input
+    many = [op for op in graph.operators if len(op.input_tensors) > 2]
+    assert many
+    suite = randwire_suite(4, seed=0)
+    assert all(300 <= len(g.operators) <= 500 for g in suite)
+    assert {g.name.split("_")[1] for g in suite} == {"ws", "er"}
+    hard = randwire_suite(2, seed=0, variant="hard")
+    assert all(g.name.startswith("randwire_hard_") for g in hard)

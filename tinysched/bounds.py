@@ -10,7 +10,13 @@ proofs here are lower bounds, each with a witness that `recheck` recomputes:
   is a minimum cut (a project-selection / closure problem), and every order pays it at v's step;
 - `pair_cut`: two incomparable operators u, v run in one of two relative orders; conditioning the
   cuts on each ("u is done when v runs", "v is not done when u runs") and taking the cheaper order
-  is again paid by every order.
+  is again paid by every order;
+- `stage_exhaustive`: between two cut operators (operators every order runs at the same step) the
+  stage's operators run after the same executed set in every order, so the least peak of the
+  stage alone bounds every order's peak. `stage_bound` proves "no order of the stage keeps every
+  step at or below a cap" by holding every down-set reachable under the cap (tinysched.layered);
+  the cheapest step that was cut is then paid by every order. The witness names the stage and
+  the cap, and `recheck` runs the same decision again.
 
 All of them are stated over `OrderingProblem`, which is memory.py's lifetime model rewritten in terms
 of sets of executed operators, so they are valid for exactly that model. docs/scheduling.md explains
@@ -29,6 +35,7 @@ import numpy as np
 from ortools.graph.python import max_flow
 
 from tinysched.graph import Graph
+from tinysched.layered import layered_search, stage_is_fixed
 
 __all__ = [
     "CutNetwork",
@@ -38,6 +45,7 @@ __all__ = [
     "iter_bits",
     "lower_bound",
     "recheck",
+    "stage_bound",
     "trivial_bound",
 ]
 
@@ -51,7 +59,7 @@ class LowerBound:
     """No topological order has a peak below `bytes`; `witness` says which argument shows it."""
 
     bytes: int
-    kind: str  # "none" | "trivial" | "first_step" | "op_cut" | "pair_cut"
+    kind: str  # "none" | "trivial" | "first_step" | "op_cut" | "pair_cut" | "stage_exhaustive"
     witness: dict = field(default_factory=dict)
     cuts: int = 0  # minimum cuts solved to find it (a cost measure, not part of the proof)
 
@@ -497,6 +505,31 @@ def lower_bound(
     return LowerBound(best.bytes, best.kind, best.witness, net.solved)
 
 
+def stage_bound(
+    problem: OrderingProblem,
+    start: int,
+    ops: int,
+    cap: int,
+    deadline: float | None = None,
+    max_states: int = 4_000_000,
+) -> LowerBound | None:
+    """Every order peaks above `cap` if the stage `ops` (run after `start` in every order) cannot
+    keep its steps <= cap; the bound is then the cheapest step the decision had to cut. None when
+    the stage does fit under the cap, or the decision ran out of time or states."""
+    if not stage_is_fixed(problem, start, ops):
+        raise ValueError("not a stage: some order does not run these operators right after `start`")
+    found = layered_search(problem, start, ops, cap, deadline=deadline, max_states=max_states)
+    if found.order is not None or not found.complete:
+        return None
+    witness = {
+        "start_ops": list(iter_bits(start)),
+        "stage_ops": list(iter_bits(ops)),
+        "cap_bytes": cap,
+        "states": found.states,
+    }
+    return LowerBound(found.floor_bytes, "stage_exhaustive", witness)
+
+
 def recheck(graph: Graph, bound: LowerBound) -> bool:
     """Recompute a bound from its witness alone (fresh network), for anyone who doubts it."""
     problem = OrderingProblem(graph)
@@ -522,4 +555,11 @@ def recheck(graph: Graph, bound: LowerBound) -> bool:
             before = net.op_bound_before(first, second)
             branch.append(max(net.infinite if a is None else a for a in (after, before)))
         return bound.bytes <= min(branch)
+    if bound.kind == "stage_exhaustive":
+        start = sum(1 << v for v in w["start_ops"])
+        ops = sum(1 << v for v in w["stage_ops"])
+        if not stage_is_fixed(problem, start, ops):
+            return False
+        again = layered_search(problem, start, ops, w["cap_bytes"], max_states=2**62)
+        return again.order is None and again.complete and bound.bytes <= again.floor_bytes
     return False

@@ -9,9 +9,10 @@ One time budget covers these stages, each only run while the best order is not y
 3. windows: large-neighbourhood search that reorders stretches of the best order around its peak
    exactly, and moves blocks of operators across the peak step;
 4. pair ("trap") cuts, which can raise the lower bound further;
-5. exact search over down-sets (sets of executed operators closed under predecessors): a
-   bottleneck Dijkstra with memoisation, pruning at the best known peak, the cut bound as a floor
-   (all states below it are equivalent, explored depth-first) and a safe dominance rule;
+5. exact search over down-sets (sets of executed operators closed under predecessors), stage by
+   stage between cut operators (`staged_search`): beams for better orders of the peak stage, then
+   exact decisions (tinysched.layered, vectorised) whose failures raise the floor as
+   `stage_exhaustive` bounds until it meets the peak;
 6. CP-SAT on the ordering problem for what the search could not finish, hinted with the best order
    and told the lower bound.
 
@@ -42,6 +43,7 @@ from tinysched.bounds import (
 )
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
+from tinysched.layered import layered_search
 
 if TYPE_CHECKING:
     from tinysched.overlap import Refinement
@@ -69,6 +71,9 @@ Progress = Callable[[str], None]
 # Down-sets the exact search may hold at once: each costs about 300 bytes (a dict slot and a heap
 # entry with operator-count-bit integers), so this keeps the search near half a gigabyte.
 MAX_SEARCH_STATES = 1_500_000
+# Down-sets the layered (vectorised) stage search may hold over all layers: about 40 bytes each,
+# plus one layer's children at a time.
+LAYERED_MAX_STATES = 6_000_000
 # Graphs up to this size run every heuristic whatever the budget (they take microseconds).
 SMALL_GRAPH_OPS = 200
 # CP-SAT's model building and presolve on larger graphs take longer than any budget it would get.
@@ -575,11 +580,12 @@ def exact_search(
 @dataclass(frozen=True)
 class StagedResult:
     order: tuple[int, ...]  # the best order found (the start order if nothing better)
-    complete: bool  # True: `order` is optimal
-    states: int  # down-sets expanded, over all stages
+    complete: bool  # True: `order` is optimal (its peak is at most `frontier_bytes`)
+    states: int  # down-sets held, over all stages and searches
     frontier_bytes: int  # every order peaks at >= this
     stages: int  # stages the order splits into at operators every order runs at the same step
     stage_ops: list[int] | None = None  # the bottleneck stage's operators, when complete
+    bound: LowerBound | None = None  # the stage bound that raised the floor above `lower`, if any
 
 
 def cut_operators(problem: OrderingProblem) -> list[int]:
@@ -594,48 +600,103 @@ def cut_operators(problem: OrderingProblem) -> list[int]:
     ]
 
 
+# Beam widths tried on a stage before the exact decisions, while they lower its peak.
+STAGE_BEAM_WIDTHS = (64, 512, 4096)
+# Share of the time left that a stage's beams may take.
+STAGE_BEAM_SHARE = 0.3
+
+
 def staged_search(
     problem: OrderingProblem,
     order: Sequence[int],
     lower: int,
     deadline: float | None = None,
-    max_states: int = MAX_SEARCH_STATES,
+    max_states: int = LAYERED_MAX_STATES,
+    beam: bool = True,
 ) -> StagedResult:
     """Exact search stage by stage between cut operators (divide and conquer, as Serenity does).
 
-    The down-set executed when a cut operator runs is the same in every order, so the steps of
-    the operators between two cuts depend on their own order only, and the lowest peak is the
-    largest of the stages' lowest peaks. Repeatedly search the stage holding the peak step
-    (`exact_search` with `start` = everything before it): an order below the peak replaces that
-    stage and the next peak is attacked; a complete search without one proves the order optimal;
-    an unfinished one leaves its frontier as a bound (valid for the whole graph, because `lower`
-    is). With no cut operator this is one plain `exact_search`."""
+    The down-set executed when a cut operator runs is the same in every order, so the steps of the
+    operators between two cuts depend on their own order only, and the lowest peak is the largest
+    of the stages' lowest peaks. Repeatedly take the stage holding the peak step:
+
+    1. beams over its down-sets (`layered_search` with a width, growing) look for an order of the
+       stage below the peak; one found replaces the stage and the next peak is attacked;
+    2. otherwise decide exactly whether the stage fits under the floor (every reachable down-set
+       held, `bounds.stage_bound`): it does -> its order replaces the stage (nothing can be lower);
+       it does not -> the cheapest cut step is a new floor for every order (a `stage_exhaustive`
+       bound), and the decision is repeated at that floor, until the floor reaches the peak (the
+       order is optimal) or the time or the states run out.
+
+    The floors climb one achievable step at a time, so the cheap decisions come first and the one
+    at the optimum, the dearest, comes last. With no cut operator the whole graph is one stage."""
     order = list(order)
     n = len(order)
     position = {v: i for i, v in enumerate(order)}
     edges = sorted({0, n, *(position[c] + 1 for c in cut_operators(problem))})
     stages = [(lo, hi) for lo, hi in zip(edges, edges[1:], strict=False) if hi > lo]
     states = 0
+    floor = lower
+    floor_bound: LowerBound | None = None
+    beamed: set[tuple[int, int]] = set()
     steps = problem.step_profile(order)
+
+    def result(complete: bool, stage_ops: list[int] | None = None) -> StagedResult:
+        return StagedResult(tuple(order), complete, states, floor, len(stages), stage_ops, floor_bound)
+
     while True:
         peak = max(steps, default=0)
-        if peak <= lower:
-            return StagedResult(tuple(order), True, states, peak, len(stages))
+        if peak <= floor:
+            return result(True)
+        if deadline is not None and time.perf_counter() > deadline:
+            return result(False)
         s = steps.index(peak)
         lo, hi = next(stage for stage in stages if stage[0] <= s < stage[1])
         prefix = sum(1 << v for v in order[:lo])
         ops = sum(1 << v for v in order[lo:hi])
-        result = exact_search(
-            problem, peak, lower, deadline=deadline, max_states=max_states, start=prefix, ops=ops
-        )
-        states += result.states
-        if result.order is not None:
-            order[lo:hi] = result.order
+        if beam and (lo, hi) not in beamed and hi - lo > 2:
+            beamed.add((lo, hi))
+            beam_end = (
+                None
+                if deadline is None
+                else time.perf_counter() + STAGE_BEAM_SHARE * (deadline - time.perf_counter())
+            )
+            improved = False
+            for width in STAGE_BEAM_WIDTHS:
+                found = layered_search(problem, prefix, ops, peak - 1, width=width, deadline=beam_end)
+                states += found.states
+                if found.order is not None:
+                    order[lo:hi] = found.order
+                    steps = problem.step_profile(order)
+                    beamed.discard((lo, hi))  # a lower peak: the next beam may go lower still
+                    improved = True
+                    break
+                if beam_end is not None and time.perf_counter() > beam_end:
+                    break
+            if improved:
+                continue
+        cap = floor
+        found = layered_search(problem, prefix, ops, cap, deadline=deadline, max_states=max_states)
+        states += found.states
+        if found.order is not None:  # the stage fits under the floor: nothing can do better there
+            order[lo:hi] = found.order
             steps = problem.step_profile(order)
             continue
-        if result.complete:  # no order of this stage stays below the peak: nor does any order
-            return StagedResult(tuple(order), True, states, peak, len(stages), sorted(order[lo:hi]))
-        return StagedResult(tuple(order), False, states, max(lower, result.frontier_bytes), len(stages))
+        if not found.complete:
+            return result(False)
+        floor = found.floor_bytes
+        floor_bound = LowerBound(
+            floor,
+            "stage_exhaustive",
+            {
+                "start_ops": sorted(order[:lo]),
+                "stage_ops": sorted(order[lo:hi]),
+                "cap_bytes": cap,
+                "states": found.states,
+            },
+        )
+        if floor >= peak:
+            return result(True, sorted(order[lo:hi]))
 
 
 def _peak_key(steps: Sequence[int]) -> tuple[int, int]:
@@ -927,7 +988,7 @@ def schedule(
 
     Each stage runs only while the best order is unproven, and each has a share of the budget:
     heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %,
-    exact search until 65 %, CP-SAT until 97 % (a margin for its teardown).
+    exact search until 80 %, CP-SAT until 97 % (a margin for its teardown).
     """
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -957,7 +1018,7 @@ def schedule(
             certificate=certificate,
             method=method,
             seconds=time.perf_counter() - started,
-            stats=dict(stats),
+            stats={**stats, "bound_kind": certificate.witness.get("bound", "") if certificate else ""},
             memory_model=model_name,
         )
 
@@ -1011,17 +1072,16 @@ def schedule(
         return certified_by_bound(bound)
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
-    search_end = at(0.65) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
+    search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
     staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
     if problem.peak_bytes(staged.order) < best_peak:
         best_order, best_peak, method = list(staged.order), problem.peak_bytes(staged.order), "exhaustive"
-    if staged.complete:
-        witness = {"states": staged.states, "cut_lower_bound_bytes": bound.bytes, "stages": staged.stages}
-        if staged.stage_ops is not None:
-            witness["bottleneck_stage_ops"] = staged.stage_ops
-        return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
+    if staged.bound is not None and staged.bound.bytes > bound.bytes:
+        bound = staged.bound  # a stage that cannot fit under the cut bound: a higher floor
+    if staged.complete:  # the peak reached the floor: the cut bound's or a stage bound's
+        return certified_by_bound(bound)
     search = staged
     lower = max(bound.bytes, staged.frontier_bytes)
     remaining = at(0.97) - time.perf_counter()
@@ -1040,10 +1100,7 @@ def schedule(
             witness = {"solver_status": result.status, "solver_floor_bytes": lower}
             return finish(best_order, best_peak, Certificate("cp_sat", best_peak, witness), method)
         if lower >= best_peak:  # CP-SAT's order came down to a bound proven before it ran
-            if lower == bound.bytes:
-                return certified_by_bound(bound)
-            witness = {"states": search.states, "frontier_bytes": search.frontier_bytes}
-            return finish(best_order, best_peak, Certificate("exhaustive", best_peak, witness), method)
+            return certified_by_bound(bound)
         lower = max(lower, result.bound_bytes)
     return finish(best_order, lower, None, method)
 
