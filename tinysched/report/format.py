@@ -93,6 +93,12 @@ def certificate_sentence(
                 f"{_op(u, op_types)} and {_op(v, op_types)} run in one of two orders, and either way some step "
                 f"holds at least {fmt_bytes(w.get('cut_bytes'))}"
             )
+        elif how == "stage_exhaustive":
+            why = (
+                f"the {len(w.get('stage_ops') or [])} operators between two operators every order runs at "
+                f"the same step cannot be ordered with every step at or under {fmt_bytes(w.get('cap_bytes'))}: "
+                f"a search of {w.get('states', 0):,} partial orders of that stage found none"
+            )
         else:
             why = f"a lower bound ({how}) of {fmt_bytes(bound)} holds for every order"
         return f"optimal: no order can need less, because {why}"
