@@ -93,6 +93,11 @@ MAX_MODEL_FILE_BYTES = 2**31 - 1
 
 def read_model(path: str | Path) -> Graph:
     """Read a `.tflite` file into a Graph of its subgraph 0 (a regular file of at most 2 GiB)."""
+    return parse_model(read_model_bytes(path), source=str(path))
+
+
+def read_model_bytes(path: str | Path) -> bytes:
+    """A model file's bytes: a regular file of at most 2 GiB, else one line saying why not."""
     path = Path(path)
     shown = printable_path(path)
     try:
@@ -103,10 +108,9 @@ def read_model(path: str | Path) -> Graph:
             raise TinyschedError(
                 f"{shown}: {info.st_size:,} bytes, over the 2 GiB a TFLite flatbuffer can address"
             )
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as err:
         raise TinyschedError(f"{shown}: cannot read: {err.strerror or err}") from None
-    return parse_model(data, source=str(path))
 
 
 def _flatbuffer_fault(err: BaseException, size: int, where: str) -> str:

@@ -82,18 +82,26 @@ static uint64_t systick_elapsed(uint32_t value, uint32_t wraps)
     return (uint64_t)wraps * (SYST_RELOAD + 1u) + ((SYST_RELOAD + 1u - value) & SYST_RELOAD);
 }
 
+/* With interrupts off: the SysTick value and the wraps counted so far, a wrap whose interrupt is
+ * still pending included (then the value is read again). */
+static void systick_read(uint32_t *value, uint32_t *wraps)
+{
+    *value = TS_REG32(SYST_CVR);
+    *wraps = systick_wraps;
+    if (TS_REG32(SCB_ICSR) & ICSR_PENDSTSET) {
+        *value = TS_REG32(SYST_CVR);
+        *wraps += 1u;
+    }
+}
+
 uint64_t ts_counter_now(void)
 {
     if (counter_kind == TS_COUNTER_KIND_DWT) {
         return (uint32_t)(TS_REG32(DWT_CYCCNT) - dwt_start);
     }
+    uint32_t value, wraps;
     __asm volatile("cpsid i" ::: "memory");
-    uint32_t value = TS_REG32(SYST_CVR);
-    uint32_t wraps = systick_wraps;
-    if (TS_REG32(SCB_ICSR) & ICSR_PENDSTSET) {
-        value = TS_REG32(SYST_CVR); /* wrapped, interrupt not yet taken: count it */
-        wraps++;
-    }
+    systick_read(&value, &wraps);
     __asm volatile("cpsie i" ::: "memory");
     return systick_elapsed(value, wraps);
 }
@@ -101,16 +109,11 @@ uint64_t ts_counter_now(void)
 uint64_t ts_counter_stop(void)
 {
     if (counter_kind == TS_COUNTER_KIND_DWT) {
-        return (uint32_t)(TS_REG32(DWT_CYCCNT) - dwt_start);
+        return ts_counter_now();
     }
+    uint32_t value, wraps;
     __asm volatile("cpsid i" ::: "memory");
-    uint32_t value = TS_REG32(SYST_CVR);
-    uint32_t wraps = systick_wraps;
-    if (TS_REG32(SCB_ICSR) & ICSR_PENDSTSET) {
-        /* wrapped after the last interrupt was taken: count that wrap and re-read */
-        value = TS_REG32(SYST_CVR);
-        wraps++;
-    }
+    systick_read(&value, &wraps);
     TS_REG32(SYST_CSR) = 0;
     TS_REG32(SCB_ICSR) = 1u << 25; /* PENDSTCLR */
     __asm volatile("cpsie i" ::: "memory");

@@ -146,9 +146,10 @@ def certificate_line(sched: Any, graph: Any) -> str:
 def read_checked_model(path: str | Path) -> Any:
     """The model as a Graph, after tinysched's reader and TFLite's own flatbuffer verifier agree
     that the file is sound (tinysched.tflite_verify)."""
-    from tinysched.reader import read_model
+    from tinysched.reader import parse_model, read_model_bytes
     from tinysched.tflite_verify import check_flatbuffer
 
-    graph = read_model(path)
-    check_flatbuffer(read_bytes(path), str(path))
+    data = read_model_bytes(path)  # read once, for both
+    graph = parse_model(data, source=str(path))
+    check_flatbuffer(data, str(path))
     return graph
