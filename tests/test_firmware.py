@@ -232,6 +232,7 @@ def test_nucleo_f446re_image_boots_on_netduinoplus2(qemu_tools, tmp_path):
     expected = [[selftest_reference(x[0])] for x in inputs]
     result = measure_image(image, stand_in, inputs, expected, SELFTEST_ARENA, requested=f446)
     assert result.hello["board"] == "nucleo-f446re" and result.hello["counter"] == "systick"  # no DWT in QEMU
+    assert result.hello["cpu_hz"] == 16_000_000  # the clock it runs at (the reset clock), not TS_CPU_HZ
     assert result.emulated_by == "netduinoplus2" and result.ran_on == "netduinoplus2"
     assert result.outputs_match is True and result.arena_bytes_measured == SELFTEST_ARENA and result.ok
 
@@ -756,3 +757,18 @@ def test_build_reserves_the_measured_stack_and_the_model_stays_inside(qemu_tools
     measured = json.loads(capsys.readouterr().out)
     assert measured["ok"] and measured["stack_reserved_bytes"] == reservation["bytes"]
     assert 0 < measured["stack_bytes_total"] < reservation["bytes"]
+    assert measured["ran_on"] == "mps2-an386"  # the default stand-in
+    # build wrote an image for every stand-in; the second (a real STM32 under QEMU) runs the same model
+    assert [e["board"] for e in build["emulated_images"]] == ["mps2-an386", "netduinoplus2"]
+    assert all((out / e["elf"]).is_file() for e in build["emulated_images"])
+    assert main(["measure", str(out), "--json", "--inputs", "2", "--stand-in", "netduinoplus2"]) == 0
+    on_stm32 = json.loads(capsys.readouterr().out)
+    assert on_stm32["ok"] and on_stm32["ran_on"] == "netduinoplus2" and on_stm32["outputs_match"] is True
+    assert (
+        on_stm32["arena_bytes_measured"]
+        == measured["arena_bytes_measured"]
+        == build["arena_high_water_bytes"]
+    )
+    assert main(["measure", str(out), "--stand-in", "mps2-an500"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mps2-an500 is not one of its stand-ins" in err

@@ -360,6 +360,7 @@ class MeasureResult:
     inputs_semihosted: bool = False
     # the count (cycles, or instructions under QEMU) of each step of the first input's timed invoke
     step_counts: list[int] = field(default_factory=list)
+    board_cpu_hz: int = 0  # the clock the board entry says the firmware sets (the hello says what it did)
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -403,6 +404,12 @@ class MeasureResult:
             f"stack measured  {self.stack_bytes_measured:,} B in the model ({self.stack_bytes_total:,} B with the harness)",
             f"per inference   {count} (max over inputs)",
         ]
+        running_hz = int(self.hello.get("cpu_hz") or 0)
+        if running_hz and not self.emulated_by and running_hz != self.board_cpu_hz:
+            out.append(
+                f"clock           the device runs at {running_hz / 1e6:,.1f} MHz, not the board's "
+                f"{self.board_cpu_hz / 1e6:,.1f} MHz (its clock set-up failed: see the device's message)"
+            )
         if self.inputs_semihosted:
             out.append(
                 "inputs sent     by SEMIHOSTING (--semihost-inputs, QEMU only): the serial input path "
@@ -630,6 +637,7 @@ def measure_image(
         board=requested.name,
         emulated_by=run_board.name if run_board is not requested and run_board.emulated else None,
         ran_on=run_board.name,
+        board_cpu_hz=run_board.cpu_hz,
         arena_bytes_planned=arena_bytes_planned,
         arena_high_water_planned=high_water_planned,
         arena_bytes_measured=measured,

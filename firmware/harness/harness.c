@@ -232,7 +232,7 @@ static void send_hello(uint8_t seq)
     frame_begin(TS_MSG_HELLO, seq, n);
     uint8_t head[4] = {(uint8_t)TS_PROTOCOL_VERSION, (uint8_t)counter_kind, (uint8_t)flags, (uint8_t)(flags >> 8)};
     put_bytes(head, 4);
-    put_u32((uint32_t)TS_CPU_HZ);
+    put_u32(ts_cpu_hz()); /* the clock ts_target_init actually set up (the reset clock if the PLL failed) */
     put_u32(model->arena_bytes);
     put_u32(model->arena_alignment);
     put_u32((uint32_t)(uintptr_t)model->arena);

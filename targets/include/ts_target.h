@@ -24,7 +24,7 @@ extern "C" {
 void ts_target_init(void);
 
 /* The core clock in Hz that ts_target_init set up: TS_CPU_HZ, or the reset clock when the board's
- * clock did not come up. (The harness should send this, not TS_CPU_HZ, in its hello.) */
+ * clock did not come up. The harness sends this in its hello. */
 uint32_t ts_cpu_hz(void);
 /* NULL when the board's clock came up; else the name of the ready flag that did not. */
 const char *ts_clock_failure(void);

@@ -87,11 +87,16 @@ def build_host(
 @dataclass(frozen=True)
 class BoardImages:
     """A board build: the board's image and, for a board QEMU cannot run, the same sources built for
-    its emulated stand-in (same core and compiler flags), so `measure --emulate` runs an image the
-    build wrote instead of building one."""
+    each of its emulated stand-ins (same core and compiler flags; the default stand-in first), so
+    `measure BUILD_DIR [--stand-in NAME]` runs an image the build wrote instead of building one."""
 
     image: FirmwareImage
-    emulated: FirmwareImage | None
+    stand_ins: tuple[FirmwareImage, ...] = ()
+
+    @property
+    def emulated(self) -> FirmwareImage | None:
+        """The default stand-in's image, if any."""
+        return self.stand_ins[0] if self.stand_ins else None
 
 
 def build_board(
@@ -99,17 +104,20 @@ def build_board(
 ) -> BoardImages:
     """The module's sources under `directory/src`, cross-compiled with the harness and the board's
     target into `directory` (<prefix>.elf/.bin/.hex/.map/.ld), and for the stand-in into
-    `directory/emulated/<stand-in>/`. Raises DoesNotFit with the numbers."""
+    `directory/emulated/<stand-in>/` for every stand-in. Raises DoesNotFit with the numbers."""
     import shutil
 
     directory = Path(directory)
     sources = write_sources(module, directory / "src")
     image = build_firmware(sources, board, directory, name=module.prefix, stack_bytes=stack_bytes)
     shutil.rmtree(directory / "obj", ignore_errors=True)
-    emulated = None
-    if stand_in and not board.emulated and board.emulated_by:
-        runner = board.stand_in()
-        where = directory / "emulated" / runner.name
-        emulated = build_firmware(sources, runner, where, name=module.prefix, stack_bytes=stack_bytes)
-        shutil.rmtree(where / "obj", ignore_errors=True)
-    return BoardImages(image, emulated)
+    stand_ins = []
+    if stand_in and not board.emulated:
+        for name in board.stand_ins:
+            runner = board.stand_in(name)
+            where = directory / "emulated" / runner.name
+            stand_ins.append(
+                build_firmware(sources, runner, where, name=module.prefix, stack_bytes=stack_bytes)
+            )
+            shutil.rmtree(where / "obj", ignore_errors=True)
+    return BoardImages(image, tuple(stand_ins))

@@ -155,7 +155,8 @@ def build_model(
     clock.report(planned.stage_seconds, "plan")
     module = generate(planned, prefix)
     clock.lap("generate")
-    image, emulated, runner, size = None, None, None, None
+    image, runner, size = None, None, None
+    stand_ins: tuple[Any, ...] = ()
     stack = (
         None if target_board is None else stack_reservation(target_board, module.kernels, build.stack_bytes)
     )
@@ -173,7 +174,7 @@ def build_model(
             runner = host.runner
         elif compile:
             images = build_board(module, target_board, staging, stack_bytes=stack.bytes if stack else None)
-            image, emulated = images.image, images.emulated
+            image, stand_ins = images.image, images.stand_ins
             size = image.size.to_json()
         else:
             write_sources(module, staging / "src")
@@ -185,14 +186,19 @@ def build_model(
         )
         if stack is not None:
             record["stack_reservation"] = stack.to_json()
-        if emulated is not None:
-            record["emulated_image"] = {
-                "board": emulated.board,
-                "elf": str(emulated.elf.relative_to(staging)),
-                "sha256": emulated.sha256,
-                "image_id": emulated.image_id,
-                "size_report": emulated.size.to_json(),
-            }
+        if stand_ins:
+            images_json = [
+                {
+                    "board": emulated.board,
+                    "elf": str(emulated.elf.relative_to(staging)),
+                    "sha256": emulated.sha256,
+                    "image_id": emulated.image_id,
+                    "size_report": emulated.size.to_json(),
+                }
+                for emulated in stand_ins
+            ]
+            record["emulated_image"] = images_json[0]  # the default stand-in
+            record["emulated_images"] = images_json
         facts = None
         if image is not None and target_board is not None:
             facts = firmware_metadata(image, target_board, planned.arena, toolchain_version())

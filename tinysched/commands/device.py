@@ -107,9 +107,11 @@ def measure_build(
     semihost_inputs: bool = False,
     flash_first: bool = True,
     probe: str | None = None,
+    stand_in: str | None = None,
 ) -> tuple[MeasureResult, dict[str, Any]]:
     """Run a build folder's image; returns the result and the build record. On a real board the
-    image is flashed first unless `flash_first` is off (already flashed by `tinysched flash`)."""
+    image is flashed first unless `flash_first` is off (already flashed by `tinysched flash`);
+    under emulation `stand_in` picks one of the stand-in images the build wrote (default: the first)."""
     doc = read_build(directory)
     record = doc["build"]
     board = get_board(record["target"])
@@ -119,10 +121,10 @@ def measure_build(
         raise TinyschedError(SEMIHOST_REFUSED)
     model = directory / record["model_file"]
     symbol = record["model_info_symbol"]
+    if stand_in is not None and not emulate:
+        raise TinyschedError("a stand-in runs only under emulation: drop --port")
     if emulate and not board.emulated:
-        emulated = record.get("emulated_image")
-        if not emulated:
-            raise TinyschedError(f"{directory}: {board.name} has no emulated stand-in image in this build")
+        emulated = _stand_in_image(directory, record, board, stand_in)
         run_board = get_board(emulated["board"])
         image = _image(
             directory, emulated["elf"], emulated["sha256"], symbol, emulated["size_report"], run_board,
@@ -131,6 +133,10 @@ def measure_build(
     else:
         if not emulate and board.emulated:
             raise TinyschedError(f"board {board.name} exists only under emulation: drop --port")
+        if stand_in is not None:
+            raise TinyschedError(
+                f"{directory}: built for {board.name}, which runs under QEMU itself: drop --stand-in"
+            )
         run_board = board
         image = _image(
             directory, record["files"]["elf"], record["image_sha256"], symbol, record["size_report"], board,
@@ -149,8 +155,29 @@ def measure_build(
     )  # fmt: skip
     result.size = dict(record["size_report"])
     if run_board is not board:
-        result.size["emulated_image"] = record["emulated_image"]["size_report"]
+        result.size["emulated_image"] = emulated["size_report"]
     return result, {**record, "ran_image_sha256": image.sha256, "build_dir": str(directory)}
+
+
+def _stand_in_image(
+    directory: Path, record: dict[str, Any], board: Board, name: str | None
+) -> dict[str, Any]:
+    """The build record's entry for stand-in `name` (default: the first image the build wrote)."""
+    images = record.get("emulated_images") or (
+        [record["emulated_image"]] if record.get("emulated_image") else []
+    )
+    if not images:
+        raise TinyschedError(f"{directory}: {board.name} has no emulated stand-in image in this build")
+    if name is None:
+        return images[0]
+    wanted = board.stand_in(name).name  # refuses a board that is not one of its stand-ins
+    for entry in images:
+        if entry["board"] == wanted:
+            return entry
+    built = ", ".join(e["board"] for e in images)
+    raise TinyschedError(
+        f"{directory}: no image for stand-in {wanted} in this build (built: {built}); rebuild"
+    )
 
 
 def board_image(directory: Path, board_name: str | None = None) -> tuple[Board, FirmwareImage]:
@@ -231,11 +258,6 @@ def cmd_measure(args: argparse.Namespace) -> int:
     target = Path(args.target)
     record: dict[str, Any] | None = None
     flash_first = not args.no_flash
-    if args.stand_in and args.target != "selftest":
-        raise TinyschedError(
-            "--stand-in works with `measure selftest`; for a model, build for the stand-in itself "
-            f"(--board {args.stand_in})"
-        )
     if args.target == "selftest":
         if not args.board:
             raise TinyschedError("measure selftest needs --board B")
@@ -250,7 +272,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             raise TinyschedError(f"{target}: a build folder already names its board; drop --board and -o")
         result, record = measure_build(
             target, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log, semihost_inputs=semihost,
-            flash_first=flash_first, probe=args.probe,
+            flash_first=flash_first, probe=args.probe, stand_in=args.stand_in,
         )  # fmt: skip
     else:
         if not args.board:
@@ -271,7 +293,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             )
             result, record = measure_build(
                 out, port=args.port, emulate=emulate, n_inputs=args.inputs, log=log,
-                semihost_inputs=semihost, flash_first=flash_first, probe=args.probe,
+                semihost_inputs=semihost, flash_first=flash_first, probe=args.probe, stand_in=args.stand_in,
             )  # fmt: skip
     recomputed = _recompute_of(record)
     rows = per_operator(result, record)
@@ -396,7 +418,8 @@ def register(sub: Any) -> None:
     measure.add_argument(
         "--stand-in",
         metavar="BOARD",
-        help="with selftest: run on this one of the board's stand-ins (boards.yaml emulated_by)",
+        help="run on this one of the board's stand-ins (boards.yaml emulated_by; build writes an image "
+        "for each); default: the first",
     )
     add_output_arguments(measure, required=False)
     add_plan_arguments(measure)
