@@ -261,7 +261,10 @@ def build_record(
         "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
         "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
+        # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
+        "io": planned.interface.as_json(),
         "plan_options": {
+            "io": options.io,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
             "recompute": None
@@ -400,6 +403,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"            {result.version_lowering}")
     print(f"inputs      {result.inputs} set(s), seed {args.seed}" + (", ASan+UBSan" if args.sanitize else ""))
     print(f"arena       {format_bytes(result.arena_bytes)}")
+    if planned.options.io != "model":
+        print(f"io          {planned.interface.summary()}")
     if result.recompute is not None:
         print("\n".join(summary_lines(result.recompute, format_bytes)))
     print(f"result      {verdict}")
