@@ -315,6 +315,10 @@ def print_build(result: BuildResult) -> None:
             "parameter structs (laid out by the compiler)"
         )
     print(f"kernels     {', '.join(module.kernels)}")
+    if planned.options.io != "model":
+        print(f"io          {planned.interface.summary()}")
+        for edge in planned.interface.edges:
+            print(f"            {edge.line()}")
     if planned.folding.count:
         print(f"folding     {planned.folding.summary()}: no code, no arena; the plan is for the folded graph")
     if planned.recompute is not None:

@@ -329,6 +329,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 print(f"            reserved: {basis}")
         if record is not None:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
+        io = (record or {}).get("io") or {}
+        if io.get("edges"):
+            print(
+                f"io          --io {io['mode']}: int8 inputs sent and int8 outputs compared for "
+                f"{len(io['edges'])} edge(s) (model operators {', '.join(str(e['model_op']) for e in io['edges'])} removed)"
+            )
         if recomputed is not None:
             print(f"recompute   k={recomputed['k']}: the build runs a recomputation sequence")
     return 0 if result.ok else 1
