@@ -331,9 +331,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
         io = (record or {}).get("io") or {}
         if io.get("edges"):
+            removed = ", ".join(str(e["model_op"]) for e in io["edges"])
             print(
                 f"io          --io {io['mode']}: int8 inputs sent and int8 outputs compared for "
-                f"{len(io['edges'])} edge(s) (model operators {', '.join(str(e['model_op']) for e in io['edges'])} removed)"
+                f"{len(io['edges'])} edge(s) (model operators {removed} removed)"
             )
         if recomputed is not None:
             print(f"recompute   k={recomputed['k']}: the build runs a recomputation sequence")
