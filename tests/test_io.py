@@ -220,3 +220,4 @@ def test_measure_with_int8_io_on_qemu(edge_model, tmp_path, capsys):
     ]
     doc = json.loads(next(out.glob("*_metadata.json")).read_text())
     assert doc["build"]["plan_options"]["io"] == "int8" and doc["build"]["io"] == payload["io"]
+    assert doc["model"]["io"] == payload["io"] and doc["model"]["inputs"][0]["dtype"] == "float32"
