@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tinysched.arena import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
@@ -23,6 +23,7 @@ from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
 from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
+from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
 from tinysched.overlap import MODELS, memory_model
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
 from tinysched.rewrite import RewriteResult, no_rewrites, rewrite_graph
@@ -44,6 +45,7 @@ class PlanOptions:
     fold: bool = True  # evaluate shape/constant sub-graphs at compile time
     rewrite: bool = True  # exact graph rewrites (tinysched.rewrite): dilated convolutions, PAD fusion
     memory_model: str = DEFAULT_MEMORY_MODEL  # "tensor" | "refined" (tinysched.overlap.MODELS)
+    io: str = DEFAULT_IO  # "model" | "int8": the generated API's edge types (tinysched.interface)
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
@@ -53,6 +55,8 @@ class PlanOptions:
             raise TinyschedError(
                 f"--memory-model must be one of {', '.join(MODELS)}, got {self.memory_model!r}"
             )
+        if self.io not in IO_MODES:
+            raise TinyschedError(f"--io must be one of {', '.join(IO_MODES)}, got {self.io!r}")
         if self.alignment > MAX_ALIGNMENT:
             raise TinyschedError(f"--alignment must be at most {MAX_ALIGNMENT} bytes, got {self.alignment}")
         if not 0 <= self.time_limit < math.inf:
@@ -99,13 +103,14 @@ class Planned:
 
     source: Graph  # the model as read
     graph: Graph  # what is placed and generated: folded, rewritten, with declared kernel scratch tensors
-    folding: FoldResult
+    folding: FoldResult  # of the graph with its chosen interface; operator_map and folded are over `source`
     rewriting: RewriteResult  # of the folded graph; its operator_map is over folded operators
     schedule: Schedule  # the certified (or best found) order of `graph`
     recompute: RecomputePlan | None  # the sequence that runs, when operators run again
     arena: ArenaPlan  # offsets for `run_order`
     options: PlanOptions
     codegen_note: str | None  # why the code generator cannot take this model (None: it can)
+    interface: Interface  # the edges --io int8 changed (none: the model's own inputs and outputs)
     stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
 
     @property
@@ -159,7 +164,16 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     budget = stage_budget(options)
-    folding = fold_constants(graph) if options.fold else no_folding(graph)
+    interface = choose_interface(graph, options.io)
+    io_graph = interface.graph
+    folding = fold_constants(io_graph) if options.fold else no_folding(io_graph)
+    if interface.edges:  # every operator index the later stages report is the input model's
+        io_map = interface.operator_map
+        folding = replace(
+            folding,
+            folded=tuple(io_map[v] for v in folding.folded),
+            operator_map=tuple(io_map[v] for v in folding.operator_map),
+        )
     rewriting = rewrite_graph(folding.graph) if options.rewrite else no_rewrites(folding.graph)
     placed = rewriting.graph
     # again, now that folded shape inputs are constants and dilated triples are rewritten (a triple
@@ -195,7 +209,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     clock = time.perf_counter()
     check_plan(placed, arena)
     seconds["check"] = time.perf_counter() - clock
-    return Planned(graph, placed, folding, rewriting, sched, rplan, arena, options, note, seconds)
+    return Planned(graph, placed, folding, rewriting, sched, rplan, arena, options, note, interface, seconds)
 
 
 def generate(planned: Planned, prefix: str | None = None) -> Any:
@@ -204,7 +218,10 @@ def generate(planned: Planned, prefix: str | None = None) -> Any:
 
     if planned.codegen_note is not None:
         raise TinyschedError(planned.codegen_note)
-    return codegen.generate(planned.graph, planned.arena, prefix=prefix, schedule=planned.schedule)
+    notes = {e.tensor: e.header_note() for e in planned.interface.edges}
+    return codegen.generate(
+        planned.graph, planned.arena, prefix=prefix, schedule=planned.schedule, edge_notes=notes
+    )
 
 
 # ---- the command line's view -------------------------------------------------------------------------
@@ -229,6 +246,14 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             help="tensor: every tensor its own bytes (TFLM's model); refined: views share their input "
             "and outputs overlap dying inputs as far as the kernels' access order allows "
             f"(default {DEFAULT_MEMORY_MODEL})",
+        )
+        parser.add_argument(
+            "--io",
+            choices=tuple(IO_MODES),
+            default=DEFAULT_IO,
+            help="model: the model's own input and output types; int8: int8 in place of a float input "
+            "read only by a QUANTIZE and a float output written by a DEQUANTIZE, which are removed "
+            f"(the header gives each edge's scale and zero point) (default {DEFAULT_IO})",
         )
         parser.add_argument(
             "--no-rewrite",
@@ -279,4 +304,5 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         fold=fold,
         rewrite=fold and not getattr(args, "no_rewrite", False),
         memory_model=getattr(args, "memory_model", DEFAULT_MEMORY_MODEL),
+        io=getattr(args, "io", DEFAULT_IO),
     )

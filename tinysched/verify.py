@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from tinysched.build.host import compile_runner, load_input_file, run_runner, wr
 from tinysched.build.sources import write_sources
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
+from tinysched.interface import DEFAULT_IO, interface_inputs, reference_io
 
 
 @dataclass
@@ -43,6 +44,7 @@ class VerifyResult:
     version_lowering: str | None = None  # operator versions BUILTIN_REF ran lowered (reference_copy)
     # Per output, against a resolver other than BUILTIN_REF: largest difference in quantisation steps.
     step_differences: list[dict[str, Any]] | None = None
+    io: dict[str, Any] | None = None  # the interface's mode and changed edges (Interface.as_json)
 
     def as_json(self) -> dict[str, Any]:
         payload = {
@@ -59,6 +61,8 @@ class VerifyResult:
             payload["version_lowering"] = self.version_lowering
         if self.step_differences is not None:
             payload["step_differences"] = self.step_differences
+        if self.io is not None:
+            payload["io"] = self.io
         if self.recompute is not None:
             payload.update(self.recompute.as_json())
         return payload
@@ -106,7 +110,10 @@ def verify(
     byte with TFLite's reference kernels run on `model`."""
     if n_inputs < 0:
         raise TinyschedError("--inputs must be 0 or more")
-    input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)] if n_inputs else []
+    # the inputs of the generated API (int8 where --io int8 changed an edge); the reference runs on
+    # the model's own, and its expected outputs are read where the planned graph's outputs are
+    edges = planned.interface.edges
+    input_sets = interface_inputs(model, edges, seed, n_inputs) if n_inputs else []
     input_sets += [load_input_file(p, module) for p in input_files]
     if not input_sets:
         raise TinyschedError("nothing to verify: --inputs 0 and no input files")
@@ -116,9 +123,8 @@ def verify(
         write_runner(module, sources, str(model), graph.sha256)
         runner = compile_runner(sources, opt=opt, sanitize=sanitize)
         ours = run_runner(runner, module, input_sets)
-    results = reference.run_reference_many(model, input_sets)
+    results, theirs = reference_io(model, edges, input_sets)
     names = [graph.tensors[t].name for t in graph.outputs]
-    theirs = [r.outputs for r in results]
     mismatches = compare_outputs(ours, theirs, names)
     steps = None
     if results[0].resolver != "BUILTIN_REF":
@@ -135,6 +141,7 @@ def verify(
         recompute=planned.recompute,
         version_lowering=results[0].version_lowering,
         step_differences=steps,
+        io=planned.interface.as_json(),
     )
 
 
@@ -289,7 +296,8 @@ def _tinysched_tensors(
     tensors = _computed_tensors(graph)
     copy = with_every_tensor_as_output(data, tensors)
     copy_graph = parse_model(copy, "<model with every tensor as an output>")
-    planned = plan(copy_graph, options or DEFAULT_PLAN_OPTIONS)
+    # the model's own interface: the input sets and every intermediate are the model's
+    planned = plan(copy_graph, replace(options or DEFAULT_PLAN_OPTIONS, io=DEFAULT_IO))
     module = generate(planned)
     order = list(copy_graph.outputs)
     if len(planned.graph.outputs) != len(order):

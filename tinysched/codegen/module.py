@@ -282,10 +282,17 @@ def step_offsets(graph: Graph, plan: Any) -> tuple[list[dict[int, int]], dict[in
     return per_step, base, final
 
 
-def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any = None) -> GeneratedModule:
+def generate(
+    graph: Graph,
+    plan: Any,
+    prefix: str | None = None,
+    schedule: Any = None,
+    edge_notes: dict[int, str] | None = None,
+) -> GeneratedModule:
     """C sources for `graph` run in `plan.order` with tensors at `plan`'s offsets.
 
-    `graph` must already hold any scratch tensors the plan was made with (see `with_scratch`)."""
+    `graph` must already hold any scratch tensors the plan was made with (see `with_scratch`);
+    `edge_notes` (edge tensor -> text) go into the header above that input's or output's constants."""
     check_supported(graph)
     prefix = check_prefix(prefix) if prefix is not None else default_prefix(graph)
     name = model_name(graph)
@@ -357,6 +364,7 @@ def generate(graph: Graph, plan: Any, prefix: str | None = None, schedule: Any =
                     "offset": offsets[t],
                     "scale": c_float(q.scale[0]) if q is not None and not q.per_channel else None,
                     "zero_point": q.zero_point[0] if q is not None and not q.per_channel else None,
+                    "note": c_comment((edge_notes or {}).get(t, ""), 200),
                 }
             )
         return rows

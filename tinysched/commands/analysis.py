@@ -215,6 +215,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     options = options_from_args(args, fold=not args.tflm)
     if args.tflm and options.recomputing:
         raise TinyschedError("--tflm cannot carry --recompute: TFLM runs each operator once")
+    if args.tflm and options.io != "model":
+        raise TinyschedError("--tflm cannot carry --io int8: TFLM runs the model's own interface")
     original = read_checked_model(args.model)
     planned = pipeline_plan(original, options)
     graph, plan = planned.graph, planned.arena
@@ -234,6 +236,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["operator_model_ops"] = [list(ops) for ops in planned.operator_sources]
     payload["rewrites"] = planned.rewrites_json()
     payload["rewritten_operator_indices"] = list(planned.rewritten_operators)
+    payload["io"] = planned.interface.as_json()
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)
@@ -287,6 +290,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"    model operators {r['model_ops']} -> operator {r['operator']}: {r['detail']} "
                 f"(removes {r['removed_bytes']:,} B of tensors)"
             )
+    if options.io != "model":
+        print(f"io           {planned.interface.summary()}")
+        for edge in planned.interface.edges:
+            print(f"    {edge.line()}")
     print()
     print(f"{'':22}{'bytes':>12}")
     refined = options.memory_model != "tensor"

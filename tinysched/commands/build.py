@@ -267,7 +267,10 @@ def build_record(
         "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
         "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
+        # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
+        "io": planned.interface.as_json(),
         "plan_options": {
+            "io": options.io,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
             "recompute": None
@@ -318,6 +321,10 @@ def print_build(result: BuildResult) -> None:
             "parameter structs (laid out by the compiler)"
         )
     print(f"kernels     {', '.join(module.kernels)}")
+    if planned.options.io != "model":
+        print(f"io          {planned.interface.summary()}")
+        for edge in planned.interface.edges:
+            print(f"            {edge.line()}")
     if planned.folding.count:
         print(f"folding     {planned.folding.summary()}: no code, no arena; the plan is for the folded graph")
     if planned.recompute is not None:
@@ -406,6 +413,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"            {result.version_lowering}")
     print(f"inputs      {result.inputs} set(s), seed {args.seed}" + (", ASan+UBSan" if args.sanitize else ""))
     print(f"arena       {format_bytes(result.arena_bytes)}")
+    if planned.options.io != "model":
+        print(f"io          {planned.interface.summary()}")
     if result.recompute is not None:
         print("\n".join(summary_lines(result.recompute, format_bytes)))
     print(f"result      {verdict}")

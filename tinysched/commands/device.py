@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tinysched import reference
 from tinysched.boards import Board, all_boards, get_board
 from tinysched.build.elfsize import SizeReport
 from tinysched.build.firmware import FirmwareImage
@@ -41,6 +40,7 @@ from tinysched.device import (
 )
 from tinysched.errors import TinyschedError
 from tinysched.files import is_tinysched_folder
+from tinysched.interface import IoEdge, interface_inputs, reference_io
 from tinysched.pipeline import add_plan_arguments, options_from_args
 from tinysched.report.format import headline, used_of_kind
 
@@ -142,9 +142,11 @@ def measure_build(
             directory, record["files"]["elf"], record["image_sha256"], symbol, record["size_report"], board,
             record["image_id"],
         )  # fmt: skip
-    input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
+    # the image's own input and output types: int8 where the build's --io int8 changed an edge
+    edges = [IoEdge.from_json(e) for e in (record.get("io") or {}).get("edges", [])]
+    input_sets = interface_inputs(model, edges, seed, n_inputs)
     macs = record.get("macs")
-    expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(model, input_sets)]
+    expected = [[a.tobytes() for a in outs] for outs in reference_io(model, edges, input_sets)[1]]
     inputs = [[a.tobytes() for a in s] for s in input_sets]
     result = measure_image(
         image, run_board, inputs, expected, int(record["arena_bytes"]),
@@ -311,6 +313,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             payload["stack_reserved_bytes"] = record.get("stack_reserved_bytes")
             payload["stack_reservation"] = record.get("stack_reservation")
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
+            payload["io"] = record.get("io")
         if recomputed is not None:
             payload["recompute"] = recomputed
         payload["per_operator"] = rows
@@ -348,6 +351,13 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 print(f"            reserved: {basis}")
         if record is not None:
             print(f"image       sha256 {record['ran_image_sha256'][:16]}... (as built)")
+        io = (record or {}).get("io") or {}
+        if io.get("edges"):
+            removed = ", ".join(str(e["model_op"]) for e in io["edges"])
+            print(
+                f"io          --io {io['mode']}: int8 inputs sent and int8 outputs compared for "
+                f"{len(io['edges'])} edge(s) (model operators {removed} removed)"
+            )
         if recomputed is not None:
             print(f"recompute   k={recomputed['k']}: the build runs a recomputation sequence")
     return 0 if result.ok else 1

@@ -344,6 +344,7 @@ def collect_metadata(
             "state_bytes": state,
             "codegen_supported": codegen_note is None,
             "codegen_note": codegen_note,
+            "io": planned.interface.as_json(),  # the generated API's edges (--io int8: int8 in place of float)
         },
         "board": _board_section(board),
         "summary": summary,
