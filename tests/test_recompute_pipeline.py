@@ -139,7 +139,8 @@ def test_host_build_with_recomputation_is_bit_exact(tmp_path: Path, name: str) -
     assert result.outputs_match, result.mismatches
     rplan = result.recompute
     assert rplan is not None and rplan.recomputed and rplan.peak_bytes < rplan.baseline_peak_bytes
-    assert result.arena_bytes < host_verify(path, n_inputs=1).arena_bytes
+    # recomputation is planned in the tensor model: it is compared with that model's plan
+    assert result.arena_bytes < host_verify(path, n_inputs=1, memory_model="tensor").arena_bytes
 
 
 def test_every_operator_run_twice_is_bit_exact(tmp_path: Path) -> None:
@@ -221,12 +222,17 @@ def test_cli_json_reports_recomputed_operators(tmp_path: Path, capsys) -> None:
         assert report["extra_macs"] > 0 and 0 < report["extra_macs_percent"] < 100
         assert report["peak_bytes"] < report["baseline_peak_bytes"]
     assert plan["arena_bytes"] == plan["arena_lower_bound_bytes"] and plan["order"] == sched["order"]
+    # recomputation is planned in the tensor model, and the plan says so (the default is refined)
+    assert plan["memory_model"] == "tensor" and plan["memory_model_asked"] == "refined"
+    assert "--recompute plans in the tensor memory model" in plan["memory_model_note"]
     keys = {(t["index"], t["instance"]) for t in plan["tensors"]}
     assert len(keys) == len(plan["tensors"]) and any(i == 1 for _, i in keys)
 
     assert main(["plan", str(path), "--recompute", "1", *limit]) == 0
     text = capsys.readouterr().out
     assert "peak at k=0" in text and "with recompute=1" in text and "recomputed" in text
+    assert "memory model tensor (every tensor its own bytes" in text
+    assert "--recompute plans in the tensor memory model (asked: refined)" in text
 
     # a RAM budget the best order already meets needs no recomputation
     budget = str(sched["baseline_peak_bytes"])

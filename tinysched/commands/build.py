@@ -262,6 +262,7 @@ def build_record(
         "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
         "plan_options": {
+            "memory_model": planned.memory_model,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
             "recompute": None
@@ -278,9 +279,19 @@ def build_record(
 def print_build(result: BuildResult) -> None:
     module, planned, board = result.module, result.planned, result.board
     graph = planned.source
-    print(doc_headline(json.loads(result.metadata.read_text())))
+    doc = json.loads(result.metadata.read_text())
+    print(doc_headline(doc))
     print(f"model       {shown(graph.source)}  (sha256 {graph.sha256[:16]}...)")
     print(f"certificate {certificate_line(planned.schedule, planned.graph)}")
+    whole = doc["schedule"].get("tensor_model_optimum")
+    if whole:
+        print(
+            f"            tensor-model optimum {format_bytes(whole['peak_bytes'])} "
+            f"({'certified' if whole['certified'] else 'not proven'}): the least peak with whole, "
+            f"separate tensors; this plan's refined peak is {format_bytes(planned.schedule.peak_bytes)}"
+        )
+    if planned.options.memory_model_note:
+        print(f"            {planned.options.memory_model_note}")
     arena = planned.arena
     if board is None:
         print("board       host")
