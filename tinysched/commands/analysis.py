@@ -122,6 +122,7 @@ def schedule_json(graph: Graph, sched: Any) -> dict[str, Any]:
         ),
         "method": sched.method,
         "seconds": round(sched.seconds, 4),
+        "memory_model": sched.memory_model,
     }
 
 
@@ -170,6 +171,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     saving = sched.stored_order_peak_bytes - sched.peak_bytes
     share = 100 * saving / sched.stored_order_peak_bytes if sched.stored_order_peak_bytes else 0.0
     print(f"model             {shown(graph.source)}  ({len(graph.operators)} operators)")
+    print(
+        "memory model      tensor (the file's own operators, each tensor its own bytes, for any "
+        "runtime; `plan` and `build` use the refined model)"
+    )
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     print(f"best order peak   {format_bytes(sched.peak_bytes)}  (found by {sched.method})")
     print(f"saving            {format_bytes(saving)}  ({share:.1f}%)")
