@@ -521,6 +521,10 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
     dom = _chromium("--dump-dom", page.resolve().as_uri(), user_dir=tmp_path / "u").stdout
     assert f"tensor-model optimum {whole['peak_bytes']:,} B (certified)" in dom
     assert re.search(r'id="tensor-optimum".*?' + re.escape(f"{whole['peak_bytes']:,} B"), dom, re.S)
+    # the recomputation trade-off is planned in the tensor model, and the page says so
+    if any(p["saving_bytes"] > 0 for p in demo_doc["recompute_tradeoff"]["plans"]):
+        assert "planned in the tensor model) lowers the tensor-model peak by" in dom
+    assert "in the tensor memory model (recomputation sequences are planned in it)" in dom
     # both series in the timeline, each labelled with its peak
     assert f"<title>same order, tensor model (peak {max(t['tensor_live_bytes']):,} B)</title>" in dom
     assert f"<title>certified order (refined) (peak {sc['peak_bytes']:,} B)</title>" in dom

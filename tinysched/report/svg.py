@@ -117,6 +117,15 @@ def svg_timeline(
                 f"<title>{esc(t['name'])}: {t['bytes']:,} B</title></rect>"
             )
             base += t["bytes"]
+        if peak_overlap:
+            # the bytes counted twice by the stack: the output over its dying input, shown washed out
+            out.append(
+                f'<rect x="{x(peak_step):.1f}" y="{y(base):.1f}" '
+                f'width="{max(x(peak_step + 1) - x(peak_step), 3):.1f}" '
+                f'height="{max(y(base - peak_overlap) - y(base), 0.5):.1f}" fill="#ffffff" '
+                f'fill-opacity="0.6" stroke="{PEAK_COLOUR}" stroke-dasharray="2 2">'
+                f"<title>{peak_overlap:,} B shared: the output is written over its dying input</title></rect>"
+            )
         shared = f", {peak_overlap:,} B shared by overlap" if peak_overlap else ""
         out.append(
             f'<text x="{x(peak_step + 0.5):.1f}" y="{max(y(base) - 6, 12):.1f}" text-anchor="middle" '
