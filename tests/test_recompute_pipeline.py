@@ -251,8 +251,17 @@ def test_cli_verify_and_build_take_the_flags(tmp_path: Path, capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     assert report["outputs_match"] and report["recomputed"] and report["extra_macs"] > 0
     assert report["arena_bytes"] == report["peak_bytes"] < report["baseline_peak_bytes"]
+    assert (
+        report["memory_model"] == "tensor"
+        and "--recompute plans in the tensor" in report["memory_model_note"]
+    )
     out = tmp_path / "build"
     assert main(["build", str(path), "-o", str(out), "--recompute", "1", "--no-compile"]) == 0
     text = capsys.readouterr().out
     assert "with recompute=1" in text
+    assert "--recompute plans in the tensor memory model (asked: refined)" in text
+    doc = json.loads((out / "gen_long_skip_metadata.json").read_text())
+    assert doc["schedule"]["memory_model"] == doc["summary"]["memory_model"] == "tensor"
+    assert doc["build"]["plan_options"]["memory_model"] == "tensor"
+    assert doc["schedule"]["memory_model_note"].startswith("--recompute plans in the tensor memory model")
     assert "recomputed, run 2" in (out / "gen_long_skip.c").read_text()

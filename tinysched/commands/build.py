@@ -395,6 +395,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         )
     if args.json:
         payload = result.as_json()
+        payload["memory_model"] = planned.memory_model
+        payload["memory_model_note"] = planned.options.memory_model_note
         if intermediates is not None:
             payload["intermediates"] = intermediates.as_json()
         print_json(payload)
@@ -410,7 +412,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if result.version_lowering:
         print(f"            {result.version_lowering}")
     print(f"inputs      {result.inputs} set(s), seed {args.seed}" + (", ASan+UBSan" if args.sanitize else ""))
-    print(f"arena       {format_bytes(result.arena_bytes)}")
+    note = planned.options.memory_model_note
+    print(
+        f"arena       {format_bytes(result.arena_bytes)} ({planned.memory_model} memory model"
+        + (f"; {note})" if note else ")")
+    )
     if result.recompute is not None:
         print("\n".join(summary_lines(result.recompute, format_bytes)))
     print(f"result      {verdict}")
