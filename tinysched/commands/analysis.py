@@ -349,7 +349,10 @@ def memory_model_line(planned: Any) -> str:
     }.get(name, name)
     note = planned.options.memory_model_note
     if note is None and name != planned.options.planned_memory_model:
-        note = f"{planned.options.planned_memory_model}: no views or overlaps in this graph"
+        note = (
+            f"{planned.options.planned_memory_model} asked: this graph has no views or overlaps, so both "
+            "models give this plan"
+        )
     return f"{name} ({what})" + (f"; {note}" if note else "")
 
 
