@@ -224,7 +224,9 @@ def _assert_drop_in(model_bytes: bytes, tmp_path: Path, name: str) -> dict:
     source.write_bytes(model_bytes)
     out = tmp_path / f"{name}.planned.tflite"
     assert main(["plan", str(source), "--tflm", "-o", str(out), "--time-limit", "2"]) == 0
-    assert main(["plan", str(source), "--json", "-o", str(tmp_path / "plan.json"), "--time-limit", "2"]) == 0
+    # the plan --tflm writes is the tensor model's (stock TFLM's kernels need whole tensors)
+    json_plan = ["plan", str(source), "--json", "-o", str(tmp_path / "plan.json"), "--time-limit", "2"]
+    assert main([*json_plan, "--memory-model", "tensor"]) == 0
     report = json.loads((tmp_path / "plan.json").read_text())
     written = out.read_bytes()
     graph = parse_model(written)
@@ -286,10 +288,14 @@ def test_tflm_needs_a_multiple_of_16_and_an_output(tmp_path: Path, capsys) -> No
 def test_plan_cli_human_and_json(tmp_path: Path, capsys) -> None:
     source = tmp_path / "demo.tflite"
     source.write_bytes(tiny_demo_model())
-    assert main(["plan", str(source), "--time-limit", "2"]) == 0
+    assert main(["plan", str(source), "--time-limit", "2", "--memory-model", "tensor"]) == 0
+    assert "tensor-model peak" in capsys.readouterr().out
+    assert main(["plan", str(source), "--time-limit", "2"]) == 0  # the default: the refined model
     text = capsys.readouterr().out
     for words in (
-        "tensor-model peak",
+        "memory model refined",
+        "refined-model peak",
+        "tensor-model optimum",
         "aligned lower bound",
         "tinysched arena",
         "proven optimal",

@@ -139,7 +139,8 @@ def test_host_build_with_recomputation_is_bit_exact(tmp_path: Path, name: str) -
     assert result.outputs_match, result.mismatches
     rplan = result.recompute
     assert rplan is not None and rplan.recomputed and rplan.peak_bytes < rplan.baseline_peak_bytes
-    assert result.arena_bytes < host_verify(path, n_inputs=1).arena_bytes
+    # recomputation is planned in the tensor model: it is compared with that model's plan
+    assert result.arena_bytes < host_verify(path, n_inputs=1, memory_model="tensor").arena_bytes
 
 
 def test_every_operator_run_twice_is_bit_exact(tmp_path: Path) -> None:
@@ -221,12 +222,17 @@ def test_cli_json_reports_recomputed_operators(tmp_path: Path, capsys) -> None:
         assert report["extra_macs"] > 0 and 0 < report["extra_macs_percent"] < 100
         assert report["peak_bytes"] < report["baseline_peak_bytes"]
     assert plan["arena_bytes"] == plan["arena_lower_bound_bytes"] and plan["order"] == sched["order"]
+    # recomputation is planned in the tensor model, and the plan says so (the default is refined)
+    assert plan["memory_model"] == "tensor" and plan["memory_model_asked"] == "refined"
+    assert "--recompute plans in the tensor memory model" in plan["memory_model_note"]
     keys = {(t["index"], t["instance"]) for t in plan["tensors"]}
     assert len(keys) == len(plan["tensors"]) and any(i == 1 for _, i in keys)
 
     assert main(["plan", str(path), "--recompute", "1", *limit]) == 0
     text = capsys.readouterr().out
     assert "peak at k=0" in text and "with recompute=1" in text and "recomputed" in text
+    assert "memory model tensor (every tensor its own bytes" in text
+    assert "--recompute plans in the tensor memory model (asked: refined)" in text
 
     # a RAM budget the best order already meets needs no recomputation
     budget = str(sched["baseline_peak_bytes"])
@@ -245,8 +251,17 @@ def test_cli_verify_and_build_take_the_flags(tmp_path: Path, capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     assert report["outputs_match"] and report["recomputed"] and report["extra_macs"] > 0
     assert report["arena_bytes"] == report["peak_bytes"] < report["baseline_peak_bytes"]
+    assert (
+        report["memory_model"] == "tensor"
+        and "--recompute plans in the tensor" in report["memory_model_note"]
+    )
     out = tmp_path / "build"
     assert main(["build", str(path), "-o", str(out), "--recompute", "1", "--no-compile"]) == 0
     text = capsys.readouterr().out
     assert "with recompute=1" in text
+    assert "--recompute plans in the tensor memory model (asked: refined)" in text
+    doc = json.loads((out / "gen_long_skip_metadata.json").read_text())
+    assert doc["schedule"]["memory_model"] == doc["summary"]["memory_model"] == "tensor"
+    assert doc["build"]["plan_options"]["memory_model"] == "tensor"
+    assert doc["schedule"]["memory_model_note"].startswith("--recompute plans in the tensor memory model")
     assert "recomputed, run 2" in (out / "gen_long_skip.c").read_text()

@@ -22,7 +22,7 @@ def model(tmp_path: Path) -> Path:
 
 
 def test_plan_prints_the_headline_and_the_certificate_in_words(model: Path, capsys) -> None:
-    assert main(["plan", str(model)]) == 0
+    assert main(["plan", str(model), "--memory-model", "tensor"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[1] == "arena 18,432 B (optimal: equals its lower bound)"
@@ -30,6 +30,23 @@ def test_plan_prints_the_headline_and_the_certificate_in_words(model: Path, caps
     assert "optimal: no order can need less, because" in cert and "DEPTHWISE_CONV_2D" in cert
     assert "18,432 B" in cert and "witness" not in cert and "op_bytes" not in cert
     assert "-0 B" not in out and "no operators folded" not in out
+    # the default, the refined model: its certificate, with the tensor model's optimum beside it
+    assert main(["plan", str(model), "--json"]) == 0
+    refined = json.loads(capsys.readouterr().out)
+    assert main(["plan", str(model)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    arena, bound = refined["arena_bytes"], refined["arena_lower_bound_bytes"]
+    above = (
+        f"{arena - bound:,} B above its lower bound" if arena > bound else "optimal: equals its lower bound"
+    )
+    assert lines[1] == f"arena {arena:,} B ({above})"
+    assert lines[2].startswith("memory model refined (")
+    cert = next(line for line in lines if line.startswith("certificate"))
+    assert refined["certified"] and refined["peak_bytes"] == refined["lower_bound_bytes"] < 18_432
+    assert f"{refined['peak_bytes']:,} B" in cert and "in the refined memory model" in cert
+    whole = next(line for line in lines if line.startswith("tensor-model optimum"))
+    assert "18,432" in whole and refined["tensor_model_optimum_bytes"] == 18_432
 
 
 def test_schedule_json_keeps_the_structured_witness(model: Path, capsys) -> None:
@@ -57,7 +74,14 @@ def test_build_headline_and_weights_add_up_with_the_elf(model: Path, tmp_path: P
     assert main(["build", str(model), "--board", "nucleo-f767", "-o", str(tmp_path / "fw"), "--no-tflm"]) == 0
     out = capsys.readouterr().out
     head = out.splitlines()[0]
-    assert head.startswith("FITS nucleo-f767 · arena 18,432 B (optimal: equals its lower bound) · RAM ")
+    doc = json.loads((tmp_path / "fw" / "demo_metadata.json").read_text())
+    arena, bound = doc["arena"]["arena_bytes"], doc["arena"]["lower_bound_bytes"]
+    above = (
+        f"{arena - bound:,} B above its lower bound" if arena > bound else "optimal: equals its lower bound"
+    )
+    assert head.startswith(f"FITS nucleo-f767 · arena {arena:,} B ({above}) · RAM ")
+    # the refined certificate with the tensor model's optimum beside it
+    assert f"tensor-model optimum {doc['schedule']['tensor_model_optimum']['peak_bytes']:,} B" in out
     assert " / 524,288 B · flash " in head
     weights = next(line for line in out.splitlines() if line.startswith("weights"))
     tensors = int(weights.split("in flash: ")[1].split(" B")[0].replace(",", ""))
@@ -103,3 +127,27 @@ def test_measure_counts_each_operator(model: Path, tmp_path: Path, capsys) -> No
     assert main(["measure", str(out), "--inputs", "1"]) == 0
     text = capsys.readouterr().out
     assert "per operator type" in text and "CONV_2D" in text and "latency     ~" in text
+
+
+def test_plan_tflm_plans_in_the_tensor_model_and_says_so_when_refined_was_asked(
+    model: Path, tmp_path: Path, capsys
+):
+    """Stock TFLM's kernels do not follow tinysched's read/write order: `plan --tflm` plans in the
+    tensor model whatever the default, with one line when the user asked for refined explicitly."""
+    out = ["-o", str(tmp_path / "m.tflite"), "--json"]
+    assert main(["plan", str(model), "--json"]) == 0
+    refined = json.loads(capsys.readouterr().out)
+    assert main(["plan", str(model), "--memory-model", "tensor", "--json"]) == 0
+    tensor = json.loads(capsys.readouterr().out)
+    assert refined["memory_model"] == "refined" and tensor["memory_model"] == "tensor"
+    assert refined["arena_bytes"] < tensor["arena_bytes"] == refined["tensor_model_optimum_bytes"]
+    assert main(["plan", str(model), "--tflm", *out]) == 0
+    quiet = capsys.readouterr()
+    assert main(["plan", str(model), "--tflm", "--memory-model", "refined", *out]) == 0
+    told = capsys.readouterr()
+    for run in (quiet, told):
+        payload = json.loads(run.out)
+        assert payload["memory_model"] == "tensor" and payload["arena_bytes"] == tensor["arena_bytes"]
+    assert "--tflm plans in the tensor memory model" not in quiet.err
+    note = [x for x in told.err.splitlines() if "--tflm plans in the tensor memory model, not refined" in x]
+    assert len(note) == 1 and "read/write order" in note[0]

@@ -30,12 +30,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.graph.python import max_flow
 
 from tinysched.graph import Graph
 from tinysched.layered import layered_search, stage_is_fixed
+
+if TYPE_CHECKING:
+    from tinysched.overlap import Refinement
 
 __all__ = [
     "CutNetwork",
@@ -530,9 +534,17 @@ def stage_bound(
     return LowerBound(found.floor_bytes, "stage_exhaustive", witness)
 
 
-def recheck(graph: Graph, bound: LowerBound) -> bool:
-    """Recompute a bound from its witness alone (fresh network), for anyone who doubts it."""
-    problem = OrderingProblem(graph)
+def recheck(graph: Graph, bound: LowerBound, model: Refinement | None = None) -> bool:
+    """Recompute a bound from its witness alone (fresh network), for anyone who doubts it.
+
+    A certificate stated in a refined memory model is rechecked in that model: pass the
+    `tinysched.overlap` refinement of `graph`, derived again from the kernels' table (never taken
+    from the plan); its storage graph and step savings define the bound's problem."""
+    problem = (
+        OrderingProblem(graph)
+        if model is None or not model.refined
+        else OrderingProblem(model.storage, model.step_savings())
+    )
     w = bound.witness
     if bound.kind == "none":
         return bound.bytes <= 0

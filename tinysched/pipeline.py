@@ -31,7 +31,7 @@ from tinysched.scheduler import Schedule, schedule
 from tinysched.shapes import check_graph
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
-DEFAULT_MEMORY_MODEL = "tensor"
+DEFAULT_MEMORY_MODEL = "refined"  # --memory-model tensor gives the tensor model's plan
 MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
 
 
@@ -67,6 +67,22 @@ class PlanOptions:
     @property
     def recomputing(self) -> bool:
         return self.recompute is not None and self.recompute.active
+
+    @property
+    def planned_memory_model(self) -> str:
+        """The model the plan is made in: a recomputation sequence is planned in the tensor model
+        (tinysched.recompute has no refined step cost), whatever `memory_model` asks."""
+        return "tensor" if self.recomputing else self.memory_model
+
+    @property
+    def memory_model_note(self) -> str | None:
+        """Why the plan is not in the asked-for model (None: it is)."""
+        if self.planned_memory_model == self.memory_model:
+            return None
+        return (
+            f"--recompute plans in the tensor memory model (asked: {self.memory_model}): recomputation "
+            "sequences have no refined step cost yet, so every tensor gets its own bytes"
+        )
 
 
 DEFAULT_PLAN_OPTIONS = PlanOptions()
@@ -112,6 +128,11 @@ class Planned:
     codegen_note: str | None  # why the code generator cannot take this model (None: it can)
     interface: Interface  # the edges --io int8 changed (none: the model's own inputs and outputs)
     stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
+
+    @property
+    def memory_model(self) -> str:
+        """The memory model the schedule, certificate and arena are stated in."""
+        return self.arena.memory_model
 
     @property
     def run_order(self) -> tuple[int, ...]:
@@ -202,7 +223,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             alignment=options.alignment,
             time_limit=budget.placement,
             schedule_time_limit=budget.schedule,
-            model=memory_model(placed, options.memory_model),
+            model=memory_model(placed, options.planned_memory_model),
         )
         seconds["schedule"] = sched.seconds
     seconds["placement"] = arena.seconds
@@ -210,6 +231,17 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     check_plan(placed, arena)
     seconds["check"] = time.perf_counter() - clock
     return Planned(graph, placed, folding, rewriting, sched, rplan, arena, options, note, interface, seconds)
+
+
+def tensor_model_optimum(planned: Planned, time_limit: float | None = None) -> Schedule:
+    """The least peak of any order with whole, separate tensors (the tensor model), printed beside a
+    refined certificate so the two models' numbers are never confused: the planned schedule itself
+    when it is in the tensor model, else a search within `time_limit` (default: the schedule's share
+    of the planning budget)."""
+    if planned.schedule.memory_model == "tensor":
+        return planned.schedule
+    limit = stage_budget(planned.options).schedule if time_limit is None else time_limit
+    return schedule(planned.graph, time_limit=limit)
 
 
 def generate(planned: Planned, prefix: str | None = None) -> Any:
@@ -242,10 +274,10 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
         parser.add_argument(
             "--memory-model",
             choices=tuple(MODELS),
-            default=DEFAULT_MEMORY_MODEL,
-            help="tensor: every tensor its own bytes (TFLM's model); refined: views share their input "
-            "and outputs overlap dying inputs as far as the kernels' access order allows "
-            f"(default {DEFAULT_MEMORY_MODEL})",
+            default=None,  # None: the default, so a verb can tell an explicit choice (plan --tflm)
+            help="refined: views share their input and outputs overlap dying inputs as far as the "
+            "kernels' access order allows; tensor: every tensor its own bytes (TFLM's model, for "
+            f"comparison; --tflm and --recompute plan in it) (default {DEFAULT_MEMORY_MODEL})",
         )
         parser.add_argument(
             "--io",
@@ -303,6 +335,6 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         recompute=request,
         fold=fold,
         rewrite=fold and not getattr(args, "no_rewrite", False),
-        memory_model=getattr(args, "memory_model", DEFAULT_MEMORY_MODEL),
+        memory_model=getattr(args, "memory_model", None) or DEFAULT_MEMORY_MODEL,
         io=getattr(args, "io", DEFAULT_IO),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from tinysched.files import write_atomic
 from tinysched.fold import alias_saving
 from tinysched.graph import Graph
 from tinysched.memory import MemoryProfile, profile
-from tinysched.pipeline import PlanOptions, add_plan_arguments, options_from_args
+from tinysched.pipeline import PlanOptions, add_plan_arguments, options_from_args, tensor_model_optimum
 from tinysched.pipeline import plan as pipeline_plan
 from tinysched.recompute import summary_lines as recompute_summary
 from tinysched.report.format import headline
@@ -121,6 +122,7 @@ def schedule_json(graph: Graph, sched: Any) -> dict[str, Any]:
         ),
         "method": sched.method,
         "seconds": round(sched.seconds, 4),
+        "memory_model": sched.memory_model,
     }
 
 
@@ -169,6 +171,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     saving = sched.stored_order_peak_bytes - sched.peak_bytes
     share = 100 * saving / sched.stored_order_peak_bytes if sched.stored_order_peak_bytes else 0.0
     print(f"model             {shown(graph.source)}  ({len(graph.operators)} operators)")
+    print(
+        "memory model      tensor (the file's own operators, each tensor its own bytes, for any "
+        "runtime; `plan` and `build` use the refined model)"
+    )
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     print(f"best order peak   {format_bytes(sched.peak_bytes)}  (found by {sched.method})")
     print(f"saving            {format_bytes(saving)}  ({share:.1f}%)")
@@ -217,6 +223,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise TinyschedError("--tflm cannot carry --recompute: TFLM runs each operator once")
     if args.tflm and options.io != "model":
         raise TinyschedError("--tflm cannot carry --io int8: TFLM runs the model's own interface")
+    if args.tflm:
+        options = tflm_options(options, explicit=getattr(args, "memory_model", None))
     original = read_checked_model(args.model)
     planned = pipeline_plan(original, options)
     graph, plan = planned.graph, planned.arena
@@ -226,6 +234,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # Stock TFLM runs every operator of the file, foldable ones included.
     stock = greedy_plan(original, original.stored_order(), STOCK_TFLM_PLACER, options.alignment)
     payload = plan_json(graph, sched, plan, stock)
+    payload["memory_model"] = planned.memory_model
+    payload["memory_model_asked"] = options.memory_model
+    payload["memory_model_note"] = options.memory_model_note
+    refined = planned.memory_model != "tensor"
+    whole = tensor_model_optimum(planned, min(options.time_limit, 5.0)) if refined else None
+    if whole is not None:
+        payload["tensor_model_optimum_bytes"] = whole.peak_bytes
+        payload["tensor_model_optimum_certified"] = whole.certified
     if request is not None:
         payload.update({k: v for k, v in sched.as_json().items() if k not in payload})
         for entry, placement in zip(payload["tensors"], plan.buffers, strict=True):
@@ -272,6 +288,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             order_certified=sched.certified,
         )
     )
+    print(f"memory model {memory_model_line(planned)}")
     print(
         f"order        {certified}: peak {format_bytes(sched.peak_bytes)}, "
         f"lower bound {format_bytes(sched.lower_bound_bytes)} ({sched.method}, {sched.seconds:.2f} s)"
@@ -296,11 +313,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    {edge.line()}")
     print()
     print(f"{'':22}{'bytes':>12}")
-    refined = options.memory_model != "tensor"
     label = "refined-model peak" if refined else "tensor-model peak"
     print(f"{label:22}{plan.peak_bytes:>12,}  live bytes at the worst step, unaligned")
-    if refined:
-        whole = schedule(graph, time_limit=min(options.time_limit, 5.0))
+    if whole is not None:
         print(
             f"{'tensor-model optimum':22}{whole.peak_bytes:>12,}  the least peak of any order with whole, "
             f"separate tensors ({'certified' if whole.certified else 'not proven'}); the refined model lets "
@@ -330,6 +345,35 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.tflm and args.tflm_header:
         print(f"wrote the arena size for TFLM's MicroInterpreter to {shown(args.tflm_header)}")
     return 0
+
+
+def memory_model_line(planned: Any) -> str:
+    """Which memory model the plan is in, and why when it is not the one asked for."""
+    name = planned.memory_model
+    what = {
+        "refined": "views share their input, outputs overlap dying inputs as the kernels allow",
+        "tensor": "every tensor its own bytes for its whole lifetime",
+    }.get(name, name)
+    note = planned.options.memory_model_note
+    if note is None and name != planned.options.planned_memory_model:
+        note = (
+            f"{planned.options.planned_memory_model} asked: this graph has no views or overlaps, so both "
+            "models give this plan"
+        )
+    return f"{name} ({what})" + (f"; {note}" if note else "")
+
+
+def tflm_options(options: PlanOptions, explicit: str | None) -> PlanOptions:
+    """`plan --tflm` plans in the tensor model: stock TFLM's kernels do not follow tinysched's
+    read/write order, so an output over its dying input would be corrupted. Said in one line when
+    the user asked for another model."""
+    if explicit is not None and explicit != "tensor":
+        print(
+            f"tinysched: note: --tflm plans in the tensor memory model, not {explicit}: stock TFLM's "
+            "kernels do not follow tinysched's read/write order",
+            file=sys.stderr,
+        )
+    return replace(options, memory_model="tensor")
 
 
 def tflm_arena_size(model_bytes: bytes, head_bytes: int) -> dict[str, Any]:

@@ -271,6 +271,7 @@ def build_record(
         "io": planned.interface.as_json(),
         "plan_options": {
             "io": options.io,
+            "memory_model": planned.memory_model,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
             "recompute": None
@@ -287,9 +288,19 @@ def build_record(
 def print_build(result: BuildResult) -> None:
     module, planned, board = result.module, result.planned, result.board
     graph = planned.source
-    print(doc_headline(json.loads(result.metadata.read_text())))
+    doc = json.loads(result.metadata.read_text())
+    print(doc_headline(doc))
     print(f"model       {shown(graph.source)}  (sha256 {graph.sha256[:16]}...)")
     print(f"certificate {certificate_line(planned.schedule, planned.graph)}")
+    whole = doc["schedule"].get("tensor_model_optimum")
+    if whole:
+        print(
+            f"            tensor-model optimum {format_bytes(whole['peak_bytes'])} "
+            f"({'certified' if whole['certified'] else 'not proven'}): the least peak with whole, "
+            f"separate tensors; this plan's refined peak is {format_bytes(planned.schedule.peak_bytes)}"
+        )
+    if planned.options.memory_model_note:
+        print(f"            {planned.options.memory_model_note}")
     arena = planned.arena
     if board is None:
         print("board       host")
@@ -397,6 +408,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         )
     if args.json:
         payload = result.as_json()
+        payload["memory_model"] = planned.memory_model
+        payload["memory_model_note"] = planned.options.memory_model_note
         if intermediates is not None:
             payload["intermediates"] = intermediates.as_json()
         print_json(payload)
@@ -412,7 +425,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if result.version_lowering:
         print(f"            {result.version_lowering}")
     print(f"inputs      {result.inputs} set(s), seed {args.seed}" + (", ASan+UBSan" if args.sanitize else ""))
-    print(f"arena       {format_bytes(result.arena_bytes)}")
+    note = planned.options.memory_model_note
+    print(
+        f"arena       {format_bytes(result.arena_bytes)} ({planned.memory_model} memory model"
+        + (f"; {note})" if note else ")")
+    )
     if planned.options.io != "model":
         print(f"io          {planned.interface.summary()}")
     if result.recompute is not None:

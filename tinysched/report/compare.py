@@ -1,4 +1,5 @@
-"""Comparisons that cost time (stock TFLM's arena, the recomputation trade-off), computed once.
+"""Comparisons that cost time (stock TFLM's arena, the recomputation trade-off, the tensor-model
+optimum beside a refined certificate), computed once.
 
 `build` and `report` call `compare` after planning and store its result in the metadata document,
 so rendering never runs an interpreter or a search; both switch each comparison off by flag.
@@ -22,9 +23,30 @@ class CompareOptions:
     stock_tflm: bool = True  # run the tflite-micro interpreter on the stored model for its arena
     recompute_ks: tuple[int, ...] = DEFAULT_RECOMPUTE_KS  # caps of the trade-off; () skips it
     recompute_time_limit: float = DEFAULT_RECOMPUTE_TIME_LIMIT  # seconds per cap
+    tensor_model: bool = True  # a refined plan: the tensor-model optimum beside its certificate
 
 
-NO_COMPARISONS = CompareOptions(stock_tflm=False, recompute_ks=())
+NO_COMPARISONS = CompareOptions(stock_tflm=False, recompute_ks=(), tensor_model=False)
+DEFAULT_TENSOR_MODEL_TIME_LIMIT = 5.0  # seconds at most (as `plan` prints it)
+
+
+def tensor_model_entry(planned: Any, time_limit: float) -> dict[str, Any] | None:
+    """The least peak of any order with whole, separate tensors, for a plan in another memory model
+    (None: the plan is in the tensor model, its own certificate says it)."""
+    from tinysched.pipeline import stage_budget, tensor_model_optimum
+
+    if planned.schedule.memory_model == "tensor":
+        return None
+    started = time.perf_counter()
+    whole = tensor_model_optimum(planned, min(time_limit, stage_budget(planned.options).schedule))
+    return {
+        "peak_bytes": whole.peak_bytes,
+        "lower_bound_bytes": whole.lower_bound_bytes,
+        "certified": whole.certified,
+        "certificate_kind": whole.certificate.kind if whole.certificate else None,
+        "method": whole.method,
+        "seconds": round(time.perf_counter() - started, 4),
+    }
 
 
 def stock_tflm_arena(model_bytes: bytes | None) -> dict[str, Any]:
@@ -102,7 +124,18 @@ def run_comparisons(planned: Any, model_bytes: bytes | None, options: CompareOpt
         ]
         seconds["recompute_tradeoff"] = round(time.perf_counter() - started, 3)
         tradeoff = {
+            "memory_model": "tensor",  # recomputation sequences are planned in the tensor model
             "time_limit_seconds": options.recompute_time_limit,
             "plans": [recompute_entry(p) for p in plans],
         }
-    return {"stock_tflm": stock_job.result(), "recompute_tradeoff": tradeoff, "seconds": seconds}
+    tensor = None
+    if options.tensor_model:
+        tensor = tensor_model_entry(planned, DEFAULT_TENSOR_MODEL_TIME_LIMIT)
+        if tensor is not None:
+            seconds["tensor_model"] = tensor["seconds"]
+    return {
+        "stock_tflm": stock_job.result(),
+        "recompute_tradeoff": tradeoff,
+        "tensor_model": tensor,
+        "seconds": seconds,
+    }

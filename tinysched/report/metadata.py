@@ -234,6 +234,7 @@ def collect_metadata(
     """
     from tinysched.arena import STOCK_TFLM_PLACER, align_up, greedy_plan
     from tinysched.memory import profile, sequence_profile
+    from tinysched.overlap import memory_model, step_savings_report
     from tinysched.recompute import macs
 
     started = time.perf_counter()
@@ -242,10 +243,15 @@ def collect_metadata(
     recompute_plan = planned.recompute
     n_ops = len(placed.operators)
     kernels = kernels or {}
-    stored = profile(placed)
-    best = profile(placed, sched.order)
+    # the memory model the schedule, certificate and arena are in (a recomputation sequence: tensor)
+    model = memory_model(placed, planned.memory_model)
+    stored = profile(placed, None, model)
+    best = profile(placed, sched.order, model)
     run = sequence_profile(placed, plan.order)  # what the firmware runs: an order or a sequence
     run_is_order = len(plan.order) == n_ops
+    # per step of the run order: tensor-model and refined live bytes, and what saved the difference
+    savings = step_savings_report(placed, plan.order, model) if run_is_order and model.refined else None
+    refined_run = profile(placed, plan.order, model) if savings is not None else None
     # stock TFLM runs the model as converted: every operator, foldable and rewritable ones included
     stock_greedy = greedy_plan(graph, graph.stored_order(), STOCK_TFLM_PLACER, plan.alignment)
     comparisons = comparisons or {}
@@ -294,9 +300,11 @@ def collect_metadata(
         return tensors[t].name + (f" #{instance}" if instance else "")
 
     sources = planned.operator_sources  # planned operator -> the input model's operators
+    fused = {r.operator: r for r in planned.rewriting.rewrites}  # planned operator -> its rewrite
     operators = []
     for s in run.steps:
         op = placed.operators[s.op]
+        row = savings[s.step] if savings is not None else None
         operators.append(
             {
                 "step": s.step,
@@ -304,7 +312,9 @@ def collect_metadata(
                 "type": op.opcode,
                 "execution": s.execution,
                 "macs": op_macs[s.op],
-                "live_bytes": s.live_bytes,
+                "live_bytes": s.live_bytes if row is None else row.refined_bytes,
+                "tensor_live_bytes": s.live_bytes,
+                "saved": step_techniques(row, fused.get(s.op)),
                 "born": [name(t, i) for t, i in s.born],
                 "freed": [name(t, i) for t, i in s.freed],
                 "kernel": kernels.get(s.op),
@@ -313,7 +323,15 @@ def collect_metadata(
             }
         )
 
-    peak_set = set(run.live_at(run.peak_step)) if run.steps else set()
+    if refined_run is not None:
+        peak_step = refined_run.peak_step
+        peak_set = {(t, 0) for t in refined_run.live_at(peak_step) if model.storage.tensors[t].nbytes}
+        peak_bytes = refined_run.peak_bytes
+        peak_overlap = savings[peak_step].overlap_bytes if savings else 0
+    else:
+        peak_step, peak_bytes, peak_overlap = run.peak_step, run.peak_bytes, 0
+        peak_set = set(run.live_at(run.peak_step)) if run.steps else set()
+    tensor_optimum = comparisons.get("tensor_model") or None
     summary = {
         "macc": total,
         "weights_ro_bytes": weights,
@@ -323,6 +341,7 @@ def collect_metadata(
         "ram_image_bytes": size.get("ram_total") if size else None,
         "arena_lower_bound_bytes": plan.lower_bound_bytes,
         "certified": sched.certified,
+        "memory_model": planned.memory_model,
         "certificate_kind": cert.kind if cert else None,
         "stock_tflm_arena_bytes": stock.get("arena_bytes") if stock.get("available") else None,
         "fit_verdict": fit["verdict"] if fit else None,
@@ -363,15 +382,21 @@ def collect_metadata(
             "saving_bytes": stored.peak_bytes - best.peak_bytes,
             "lower_bound_bytes": sched.lower_bound_bytes,
             "certified": sched.certified,
+            "memory_model": sched.memory_model,
+            "memory_model_asked": planned.options.memory_model,
+            "memory_model_note": planned.options.memory_model_note,
             "certificate": (
                 {
                     "kind": cert.kind,
                     "lower_bound_bytes": cert.lower_bound_bytes,
+                    "memory_model": sched.memory_model,
                     "witness": dict(cert.witness),
                 }
                 if cert
                 else None
             ),
+            # the least peak of any order with whole, separate tensors, beside a refined certificate
+            "tensor_model_optimum": tensor_optimum,
             "method": sched.method,
             "seconds": round(sched.seconds, 4),
         },
@@ -382,6 +407,7 @@ def collect_metadata(
             "lower_bound_bytes": plan.lower_bound_bytes,
             "peak_bytes": plan.peak_bytes,
             "optimal": plan.optimal,
+            "memory_model": plan.memory_model,
             "method": plan.method,
             "seconds": round(plan.seconds, 4),
             "stock_tflm_greedy_arena_bytes": stock_greedy.arena_bytes,
@@ -404,10 +430,16 @@ def collect_metadata(
         "timeline": {
             "steps": len(run.steps),
             "run": "certified" if run_is_order else "recompute",
+            "memory_model": model.name if model.refined else "tensor",
             "certified_live_bytes": [s.live_bytes for s in best.steps],
             "stored_live_bytes": [s.live_bytes for s in stored.steps],
-            "peak_step": run.peak_step,
-            "peak_bytes": run.peak_bytes,
+            # the certified order in the tensor model (None when it is planned in that model)
+            "tensor_live_bytes": (
+                [s.live_bytes for s in profile(placed, sched.order).steps] if model.refined else None
+            ),
+            "peak_step": peak_step,
+            "peak_bytes": peak_bytes,
+            "peak_overlap_bytes": peak_overlap,
             "peak_tensors": [
                 {"index": t, "instance": i, "name": name(t, i), "bytes": tensors[t].nbytes}
                 for t, i in sorted(peak_set)
@@ -422,6 +454,20 @@ def collect_metadata(
         "seconds": round(time.perf_counter() - started, 3),
     }
     return doc
+
+
+def step_techniques(row: Any, rewrite: Any) -> list[dict[str, Any]]:
+    """What saved bytes at one step, by technique (overlap.StepSaving, the operator's rewrite):
+    the output over its dying input, views sharing their root (negative where a root outlives
+    its own readers), and a fused PAD whose tensor the rewrite removed from the graph."""
+    out = []
+    if row is not None and row.overlap_bytes:
+        out.append({"technique": "overlap", "bytes": row.overlap_bytes})
+    if row is not None and row.view_bytes:
+        out.append({"technique": "views", "bytes": row.view_bytes})
+    if rewrite is not None and rewrite.kind == "pad_fusion" and rewrite.removed_bytes:
+        out.append({"technique": "pad_fusion", "bytes": rewrite.removed_bytes})
+    return out
 
 
 def check_metadata(doc: Any) -> dict[str, Any]:

@@ -41,6 +41,7 @@ def _environment(kind: str) -> Any:
     env.filters["int"] = fmt_int
     env.filters["md"] = md_escape
     env.filters["witness"] = witness_text
+    env.filters["techniques"] = techniques_text
     env.filters["short"] = shorten
     env.filters["hex"] = lambda n: f"{n:#010x}"
     env.filters["pct"] = lambda p: "-" if p is None else f"{p:.1f}%"
@@ -63,6 +64,13 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
         peak_bytes=sched["peak_bytes"],
         lower_bound_bytes=sched["lower_bound_bytes"],
     )
+    refined = sched.get("memory_model", "tensor") != "tensor"
+    whole = sched.get("tensor_model_optimum")
+    if refined:
+        certificate_text += (
+            " (in the refined memory model: outputs overlap dying inputs as far as the kernels allow)"
+        )
+    model_text = model_sentence(sched, whole)
     tradeoff = doc["recompute_tradeoff"]
     best_rc = None
     if tradeoff:
@@ -86,7 +94,17 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
         )
     else:
         savings.append("the arena equals its lower bound: placement cannot do better")
-    if best_rc:
+    in_tensor = refined and (tradeoff or {}).get("memory_model") == "tensor"
+    if best_rc and in_tensor:
+        # the trade-off is planned in the tensor model: never mistaken for a saving on this plan
+        lower = "below" if best_rc["peak_bytes"] < sched["peak_bytes"] else "still above"
+        savings.append(
+            f"recomputation (k={best_rc['k']}, planned in the tensor model) lowers the tensor-model peak "
+            f"by {best_rc['saving_bytes']:,} B ({best_rc['baseline_peak_bytes']:,} B -> "
+            f"{best_rc['peak_bytes']:,} B) for {best_rc['extra_macs']:,} extra MACs "
+            f"({best_rc['extra_macs_percent']:.2f}%), {lower} this plan's refined peak"
+        )
+    elif best_rc:
         savings.append(
             f"recomputation (k={best_rc['k']}) lowers the peak by {best_rc['saving_bytes']:,} B "
             f"for {best_rc['extra_macs']:,} extra MACs ({best_rc['extra_macs_percent']:.2f}%)"
@@ -94,21 +112,37 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
     elif tradeoff:
         top_k = max(p["k"] for p in tradeoff["plans"])
         savings.append(f"recomputation (k up to {top_k}) cannot lower the peak")
+    if refined and whole:
+        savings.append(
+            f"the refined memory model saves {whole['peak_bytes'] - sched['peak_bytes']:,} B against the "
+            f"tensor-model optimum ({whole['peak_bytes']:,} B -> {sched['peak_bytes']:,} B)"
+        )
+    where = " (refined)" if refined else ""
     series = [
-        {"key": "stored", "label": f"stored order (peak {sched['stored_order_peak_bytes']:,} B)",
+        {"key": "stored", "label": f"stored order{where} (peak {sched['stored_order_peak_bytes']:,} B)",
          "values": timeline["stored_live_bytes"]},
-        {"key": "certified", "label": f"certified order (peak {sched['peak_bytes']:,} B)",
+        {"key": "certified", "label": f"certified order{where} (peak {sched['peak_bytes']:,} B)",
          "values": timeline["certified_live_bytes"]},
     ]  # fmt: skip
+    tensor_live = timeline.get("tensor_live_bytes")
+    if tensor_live:
+        series.append(
+            {"key": "tensor", "label": f"same order, tensor model (peak {max(tensor_live, default=0):,} B)",
+             "values": tensor_live}
+        )  # fmt: skip
     rc = timeline["recompute"]
     if rc:
         series.append(
-            {"key": "recompute", "label": f"recomputation k={rc['k']} (peak {rc['peak_bytes']:,} B)",
+            {"key": "recompute", "label": f"recomputation k={rc['k']}{' (tensor model)' if refined else ''} "
+             f"(peak {rc['peak_bytes']:,} B)",
              "values": rc["live_bytes"]}
         )  # fmt: skip
     return {
         "verdict": verdict,
         "certificate_text": certificate_text,
+        "model_text": model_text,
+        "refined": refined,
+        "spark_tensor": sparkline(tensor_live) if tensor_live else "",
         "headline": doc_headline(doc),
         "stock_bytes": stock_bytes,
         "saved_vs_stock": saved,
@@ -124,6 +158,32 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+TECHNIQUE_WORDS = {
+    "overlap": "output over dying input",
+    "views": "views",
+    "pad_fusion": "PAD fused (tensor removed)",
+}
+
+
+def model_sentence(sched: dict[str, Any], whole: dict[str, Any] | None) -> str:
+    """Which memory model the numbers are in, with the tensor-model optimum beside a refined one."""
+    name = sched.get("memory_model", "tensor")
+    note = sched.get("memory_model_note")
+    if name == "tensor":
+        text = "tensor: every tensor its own bytes for its whole lifetime"
+    else:
+        text = f"{name}: views share their input, outputs overlap dying inputs as the kernels' order allows"
+        if whole:
+            proof = "certified" if whole["certified"] else "not proven"
+            text += f"; tensor-model optimum {whole['peak_bytes']:,} B ({proof})"
+    return text + (f" ({note})" if note else "")
+
+
+def techniques_text(saved: list[dict[str, Any]]) -> str:
+    """A step's savings by technique, for the operator tables."""
+    return ", ".join(f"{TECHNIQUE_WORDS.get(s['technique'], s['technique'])} {s['bytes']:,} B" for s in saved)
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """The self-contained page: inline CSS and SVG, no script, no network."""
     import markupsafe
@@ -137,6 +197,7 @@ def render_html(doc: dict[str, Any]) -> str:
                 view["series"],
                 peak_step=timeline["peak_step"],
                 peak_tensors=timeline["peak_tensors"],
+                peak_overlap=timeline.get("peak_overlap_bytes", 0),
                 lower_bound=doc["schedule"]["lower_bound_bytes"],
             )
         ),

@@ -18,6 +18,7 @@ SERIES_STYLE = {
     "certified": ("#1f5fa8", ""),
     "stored": ("#8c8c8c", "6 4"),
     "recompute": ("#2e9e44", "2 3"),
+    "tensor": ("#b07aa1", "4 2"),
 }
 
 
@@ -61,12 +62,16 @@ def svg_timeline(
     *,
     peak_step: int | None = None,
     peak_tensors: Sequence[dict[str, Any]] = (),
+    peak_overlap: int = 0,
     lower_bound: int | None = None,
     width: int = 900,
     height: int = 300,
 ) -> str:
     """Live bytes per step as step lines: one series each ({"key", "label", "values"}), the peak
-    step's tensors stacked as a highlighted bar, the lower bound as a dashed rule."""
+    step's tensors stacked as a highlighted bar, the lower bound as a dashed rule.
+
+    `peak_overlap`: bytes the peak step's output shares with its dying input (the refined model):
+    the bar stacks whole tensors, so its top is that much above the peak and the label says so."""
     left, right, top, bottom = 70, 20, 28, 40
     pw, ph = width - left - right, height - top - bottom
     n = max((len(s["values"]) for s in series), default=0)
@@ -112,9 +117,19 @@ def svg_timeline(
                 f"<title>{esc(t['name'])}: {t['bytes']:,} B</title></rect>"
             )
             base += t["bytes"]
+        if peak_overlap:
+            # the bytes counted twice by the stack: the output over its dying input, shown washed out
+            out.append(
+                f'<rect x="{x(peak_step):.1f}" y="{y(base):.1f}" '
+                f'width="{max(x(peak_step + 1) - x(peak_step), 3):.1f}" '
+                f'height="{max(y(base - peak_overlap) - y(base), 0.5):.1f}" fill="#ffffff" '
+                f'fill-opacity="0.6" stroke="{PEAK_COLOUR}" stroke-dasharray="2 2">'
+                f"<title>{peak_overlap:,} B shared: the output is written over its dying input</title></rect>"
+            )
+        shared = f", {peak_overlap:,} B shared by overlap" if peak_overlap else ""
         out.append(
             f'<text x="{x(peak_step + 0.5):.1f}" y="{max(y(base) - 6, 12):.1f}" text-anchor="middle" '
-            f'fill="{PEAK_COLOUR}" font-weight="bold">peak {base:,} B (step {peak_step})</text>'
+            f'fill="{PEAK_COLOUR}" font-weight="bold">peak {base - peak_overlap:,} B (step {peak_step}{shared})</text>'
         )
     if lower_bound is not None:
         out.append(
