@@ -714,6 +714,62 @@ class ModelBuilder:
         self._operator("RESHAPE", [x.index, shape_const.index], [out.index], options, 1)
         return out
 
+    def split(self, x: TensorHandle, num: int, axis: int = -1, name: str = "split") -> list[TensorHandle]:
+        """SPLIT (v2): `num` equal parts along `axis`, each keeping the input's quantisation."""
+        axis = axis + len(x.shape) if axis < 0 else axis
+        if x.shape[axis] % num:
+            raise ValueError(f"cannot split {x.shape[axis]} into {num} equal parts")
+        axis_const = self.constant(np.array([axis], dtype=np.int32), name=f"{name}/axis")
+        parts = np.split(self._sample(x), num, axis=axis + 1)
+        outs = []
+        for k, part in enumerate(parts):
+            out = self._tensor(f"{name}/{k}", part.shape[1:], x.dtype, x.quant)
+            self._calib[out.index] = part
+            outs.append(out)
+        self._operator(
+            "SPLIT",
+            [axis_const.index, x.index],
+            [h.index for h in outs],
+            schema.SplitOptionsT(numSplits=num),
+            2,
+        )
+        return outs
+
+    def unpack(self, x: TensorHandle, axis: int = 0, name: str = "unpack") -> list[TensorHandle]:
+        """UNPACK (v2): one output per index along `axis`, that axis dropped."""
+        axis = axis + len(x.shape) if axis < 0 else axis
+        sample = self._sample(x)
+        outs = []
+        for k in range(x.shape[axis]):
+            part = np.take(sample, k, axis=axis + 1)
+            out = self._tensor(f"{name}/{k}", part.shape[1:], x.dtype, x.quant)
+            self._calib[out.index] = part
+            outs.append(out)
+        options = schema.UnpackOptionsT(num=x.shape[axis], axis=axis)
+        self._operator("UNPACK", [x.index], [h.index for h in outs], options, 2)
+        return outs
+
+    def strided_slice(
+        self, x: TensorHandle, begin: Sequence[int], end: Sequence[int], name: str = "strided_slice"
+    ) -> TensorHandle:
+        """STRIDED_SLICE (v2) with stride 1 and no masks: x[begin:end] per axis."""
+        consts = [
+            self.constant(np.array(v, dtype=np.int32), name=f"{name}/{what}")
+            for what, v in (("begin", begin), ("end", end), ("strides", [1] * len(begin)))
+        ]
+        index = (slice(None), *(slice(b, e) for b, e in zip(begin, end, strict=True)))
+        part = self._sample(x)[index]
+        out = self._tensor(name, part.shape[1:], x.dtype, x.quant)
+        self._calib[out.index] = part
+        self._operator(
+            "STRIDED_SLICE",
+            [x.index, *(c.index for c in consts)],
+            [out.index],
+            schema.StridedSliceOptionsT(),
+            2,
+        )
+        return out
+
     def softmax(
         self,
         x: TensorHandle,
