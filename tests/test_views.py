@@ -145,6 +145,22 @@ def test_refused_concatenations_keep_their_copy() -> None:
     for build in (graph_input, fused):
         assert refine(_graph(build)).aliases == {}
 
+    def nested(b: ModelBuilder) -> None:  # a view as input, and an in-place output as input
+        x = b.input("x", (1, 4, 8, 8))
+        p = b.max_pool2d(x, (3, 3), (1, 1), "SAME", name="p")
+        q = b.average_pool2d(x, (3, 3), (1, 1), "SAME", name="q")
+        inner = b.concatenation([p, q], axis=1, name="inner")
+        r = b.max_pool2d(x, (2, 1), (2, 1), name="r")
+        viewed = b.reshape(b.max_pool2d(x, (2, 1), (2, 1), name="s"), (1, 2, 8, 8), name="view")
+        b.output(b.concatenation([inner, r], axis=1, name="outer"), b.concatenation([viewed, r], axis=1))
+
+    g = _graph(nested)
+    model = refine(g)
+    inner, outer, third = (op for op in g.operators if op.opcode == "CONCATENATION")
+    assert {t for t, a in model.aliases.items() if a.kind == "concat"} == set(inner.inputs)
+    assert {inner.index} == model.free_ops - {op.index for op in g.operators if op.opcode == "RESHAPE"}
+    assert outer.index not in model.free_ops and third.index not in model.free_ops
+
 
 def test_split_unpack_and_strided_slice_outputs_are_views_at_their_offsets() -> None:
     g = _graph(_split_views)
@@ -213,6 +229,21 @@ def test_concat_in_place_lowers_the_peak_and_the_certificate_holds_over_every_or
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
     assert planned.arena.arena_bytes < plan(g, PlanOptions(time_limit=2.0)).arena.arena_bytes
     assert planned.model_order(planned.run_order) == list(planned.run_order)  # no synthetic operator
+
+
+def test_split_views_lower_the_peak() -> None:
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 8, 8, 2))
+        top, bottom = b.split(b.conv2d(x, 8, (3, 3), name="c0"), 2, axis=1)
+        b.output(b.conv2d(top, 2, (1, 1), name="top"), b.conv2d(bottom, 2, (1, 1), name="bottom"))
+
+    g = _graph(build)
+    model = refine(g)
+    # tensor model: the 512 B tensor and its two 256 B halves at the split; views: at most the
+    # 512 B tensor with the input (128 B) or with both 64 B outputs
+    assert schedule(g, time_limit=1.0).peak_bytes == 1024
+    refined = schedule(g, time_limit=1.0, model=model)
+    assert refined.certified and refined.peak_bytes == 640
 
 
 def test_check_plan_refuses_a_slice_one_byte_off() -> None:

@@ -741,7 +741,7 @@ def _assemble(
     return ArenaPlan(
         order=tuple(order),
         alignment=alignment,
-        arena_bytes=max((p.offset + align_up(p.bytes, alignment) for p in placements), default=0),
+        arena_bytes=max((align_up(p.offset + p.bytes, alignment) for p in placements), default=0),
         lower_bound_bytes=aligned_lower_bound(buffers, step_savings(model, order, alignment)),
         optimal=optimal,
         method="+".join(dict.fromkeys(methods)) or "empty",
