@@ -9,6 +9,7 @@ import itertools
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from helpers import generate_for_measure, host_verify
@@ -20,6 +21,8 @@ from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
 from tinysched.memory import profile
 from tinysched.modelgen import ModelBuilder
+from tinysched.modelgen import build_concat_slices as _concat3
+from tinysched.modelgen import build_split_views as _split_views
 from tinysched.overlap import contiguous_range, refine
 from tinysched.pipeline import PlanOptions, generate, plan
 from tinysched.reader import parse_model
@@ -50,18 +53,6 @@ def _c_source(planned) -> str:
     return next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
 
 
-def _concat3(b: ModelBuilder) -> None:
-    """Three producers of one quantisation (pools keep their input's) concatenated along H of a
-    batch-1 NHWC tensor; the first producer's output is also read by a convolution."""
-    x = b.input("x", (1, 8, 8, 8))
-    p = b.max_pool2d(x, (3, 3), (1, 1), "SAME", name="p")
-    q = b.average_pool2d(x, (3, 3), (1, 1), "SAME", name="q")
-    r = b.max_pool2d(x, (2, 1), (2, 1), name="r")
-    side = b.conv2d(p, 4, (1, 1), name="side")
-    cat = b.concatenation([p, q, r], axis=1, requantize=False, name="cat")
-    b.output(b.conv2d(cat, 2, (1, 1), activation="RELU", name="head"), side)
-
-
 def _concat_channels(b: ModelBuilder) -> None:
     x = b.input("x", (1, 8, 8, 8))
     p = b.max_pool2d(x, (3, 3), (1, 1), "SAME", name="p")
@@ -78,19 +69,6 @@ def _concat_requantised(b: ModelBuilder) -> None:
     options = schema.ConcatenationOptionsT(axis=1)
     (cat,) = b.op("CONCATENATION", [a, c], [(1, 16, 8, 8)], options, 2, output_quant=a.quant)
     b.output(cat)
-
-
-def _split_views(b: ModelBuilder) -> None:
-    """A convolution's output split along H (SPLIT), unpacked along its rows (UNPACK) and sliced
-    (STRIDED_SLICE): every part one contiguous range of its input."""
-    x = b.input("x", (1, 8, 8, 8))
-    t = b.conv2d(x, 8, (3, 3), activation="RELU", name="c0")
-    top, bottom = b.split(t, 2, axis=1, name="halves")
-    u = b.conv2d(top, 8, (3, 3), name="top")
-    v = b.depthwise_conv2d(bottom, (3, 3), name="bottom")
-    rows = b.unpack(b.reshape(b.conv2d(x, 4, (1, 1), name="c1"), (4, 64), name="rows"), axis=0)
-    mid = b.strided_slice(t, (0, 2, 0, 0), (1, 6, 8, 8), name="mid")
-    b.output(u, v, b.logistic(rows[1], name="sig"), b.conv2d(mid, 4, (1, 1), name="w"))
 
 
 # ---- layouts ------------------------------------------------------------------------------------
@@ -177,6 +155,29 @@ def test_split_unpack_and_strided_slice_outputs_are_views_at_their_offsets() -> 
     sl = _op(g, "STRIDED_SLICE")
     assert (model.aliases[sl.outputs[0]].root, model.aliases[sl.outputs[0]].offset) == (sl.inputs[0], 128)
     assert {split.index, unpack.index, sl.index} <= model.free_ops
+
+
+def test_split_v_and_slice_views_and_their_refusals() -> None:
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 6, 4, 8))
+        t = b.max_pool2d(x, (1, 1), (1, 1), name="t")
+        sizes = b.constant(np.array([1, 3, 2], dtype=np.int32), name="sizes")
+        axis = b.constant(np.array([1], dtype=np.int32), name="axis")
+        b.output(*b.op("SPLIT_V", [t, sizes, axis], [(1, 1, 4, 8), (1, 3, 4, 8), (1, 2, 4, 8)], name="sv"))
+        begin = b.constant(np.array([0, 2, 1, 0], dtype=np.int32), name="begin")
+        size = b.constant(np.array([1, 1, 2, -1], dtype=np.int32), name="size")
+        b.output(*b.op("SLICE", [t, begin, size], [(1, 1, 2, 8)], name="row_part"))
+        cut = b.constant(np.array([0, 0, 0, 2], dtype=np.int32), name="cut")
+        b.output(*b.op("SLICE", [t, cut, size], [(1, 1, 2, 6)], name="channels"))  # strided: copy
+        axis3 = b.constant(np.array([3], dtype=np.int32), name="axis3")
+        b.output(*b.op("SPLIT", [axis3, t], [(1, 6, 4, 4)] * 2, name="by_channel"))  # strided: copy
+
+    g = _graph(build)
+    model = refine(g)
+    split_v, row_part, channels, by_channel = g.operators[1:]
+    assert [model.aliases[t].offset for t in split_v.outputs] == [0, 32, 128]
+    assert model.aliases[row_part.outputs[0]].offset == 2 * 32 + 8
+    assert not set(channels.outputs) & set(model.aliases) and not set(by_channel.outputs) & set(model.aliases)
 
 
 def test_a_pair_on_a_view_input_is_stated_in_its_root_offsets() -> None:
@@ -317,11 +318,12 @@ def test_refused_concatenation_still_copies_and_matches(tmp_path: Path) -> None:
 
 
 @pytest.mark.qemu
-def test_concat_in_place_measured_equal_on_qemu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("build", [_concat3, _split_views], ids=["concat", "split"])
+def test_aliases_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     from tinysched.device import measure_sources
 
     require("qemu")
-    path = _save(tmp_path, _concat3, "concat")
+    path = _save(tmp_path, build, "aliases")
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
     tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1)
     assert gen.arena_bytes_planned < tensor.arena_bytes_planned

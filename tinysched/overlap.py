@@ -50,6 +50,7 @@ import numpy as np
 
 from tinysched.codegen.quant import window_padding
 from tinysched.errors import TinyschedError
+from tinysched.fold import NotFoldable, strided_slice_index
 from tinysched.graph import Graph, Operator
 from tinysched.memory import Lifetime, lifetimes
 from tinysched.rewrite import explicit_padding
@@ -542,8 +543,6 @@ def _split_alias(data_position: int, axis_position: int | None):
 
 def _slice_alias(graph: Graph, op: Operator) -> dict[int, tuple[int, int]] | None:
     """SLICE and STRIDED_SLICE with stride 1 whose box is one contiguous range of the input."""
-    from tinysched.fold import NotFoldable, strided_slice_index
-
     x, y = op.inputs[0], op.outputs[0]
     shape = list(graph.tensors[x].shape)
     consts = [graph.tensors[t].data if t >= 0 else None for t in op.inputs[1:]]
