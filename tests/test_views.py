@@ -219,6 +219,7 @@ def test_concat_in_place_lowers_the_peak_and_the_certificate_holds_over_every_or
     tensor = schedule(g, time_limit=2.0)
     refined = schedule(g, time_limit=2.0, model=model)
     assert refined.certified and sorted(refined.order) == list(range(len(g.operators)))
+    assert refined.certificate.witness["in_place_buffer_ops"] == [len(g.operators)]  # bound's own ops
     # tensor model: p, q, r (512 + 512 + 256 B) and the 1,280 B output at the copy; in place: the
     # head's step, 1,280 + 320 B beside side's 256 B (x and the output while the pools run: 1,792 B)
     assert (tensor.peak_bytes, refined.peak_bytes) == (2560, 1856)

@@ -83,9 +83,10 @@ def profile(
     """Per-step live bytes under `order` (stored order by default), checked to be topological.
 
     With a refined memory model (`tinysched.overlap.refine`) aliases (views, split ranges, slices
-    of an in-place concatenation) cost nothing of their own, their root lives as long as any of them
-    (an in-place concatenation's output from its first slice's producer on), and a step whose operator may overlap its dying input with
-    its output costs that overlap less (docs/memory-model.md, "The refined model")."""
+    of an in-place concatenation) cost nothing of their own, their root lives as long as any of
+    them (an in-place concatenation's output from its first slice's producer on), and a step whose
+    operator may overlap its dying input with its output costs that overlap less
+    (docs/memory-model.md, "The refined model")."""
     order = tuple(graph.stored_order() if order is None else order)
     graph.check_order(order)
     refined = model is not None and model.refined

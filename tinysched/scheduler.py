@@ -30,7 +30,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tinysched.bounds import (
@@ -1019,6 +1019,12 @@ def schedule(
     def finish(order: Sequence[int], lower: int, certificate: Certificate | None, method: str) -> Schedule:
         real, order = _graph_order(model, order)
         peak = problem.peak_bytes(order)
+        if certificate is not None and problem.n_ops > len(graph.operators):
+            # a bound's operators are the storage graph's: name its synthetic ones for the reader
+            synthetic = list(range(len(graph.operators), problem.n_ops))
+            certificate = replace(
+                certificate, witness={**certificate.witness, "in_place_buffer_ops": synthetic}
+            )
         return Schedule(
             order=tuple(real),
             peak_bytes=peak,
@@ -1055,7 +1061,8 @@ def schedule(
     method = min(peaks, key=lambda name: peaks[name])  # first (stored) wins ties
     best_order, best_peak = candidates[method], peaks[method]
     say(
-        f"{n} operators; stored order peaks at {stored_peak:,} B, best heuristic ({method}) at {best_peak:,} B"
+        f"{len(graph.operators)} operators; stored order peaks at {stored_peak:,} B, "
+        f"best heuristic ({method}) at {best_peak:,} B"
     )
 
     def certified_by_bound(bound: LowerBound) -> Schedule:
