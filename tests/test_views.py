@@ -123,21 +123,41 @@ def test_refused_concatenations_keep_their_copy() -> None:
     for build in (graph_input, fused):
         assert refine(_graph(build)).aliases == {}
 
-    def nested(b: ModelBuilder) -> None:  # a view as input, and an in-place output as input
+    def nested(b: ModelBuilder) -> None:  # an in-place output as an input, a split view as an input
         x = b.input("x", (1, 4, 8, 8))
         p = b.max_pool2d(x, (3, 3), (1, 1), "SAME", name="p")
         q = b.average_pool2d(x, (3, 3), (1, 1), "SAME", name="q")
         inner = b.concatenation([p, q], axis=1, name="inner")
         r = b.max_pool2d(x, (2, 1), (2, 1), name="r")
-        viewed = b.reshape(b.max_pool2d(x, (2, 1), (2, 1), name="s"), (1, 2, 8, 8), name="view")
-        b.output(b.concatenation([inner, r], axis=1, name="outer"), b.concatenation([viewed, r], axis=1))
+        top, _ = b.split(b.max_pool2d(x, (1, 1), (1, 1), name="s"), 2, axis=1)
+        b.output(b.concatenation([inner, r], axis=1, name="outer"), b.concatenation([top, r], axis=1))
 
     g = _graph(nested)
     model = refine(g)
     inner, outer, third = (op for op in g.operators if op.opcode == "CONCATENATION")
     assert {t for t, a in model.aliases.items() if a.kind == "concat"} == set(inner.inputs)
-    assert {inner.index} == model.free_ops - {op.index for op in g.operators if op.opcode == "RESHAPE"}
+    assert inner.index in model.free_ops
     assert outer.index not in model.free_ops and third.index not in model.free_ops
+
+
+def _reshaped_heads(b: ModelBuilder) -> None:
+    """SSD-like: two heads RESHAPEd to (1, cells, 8) and concatenated along the cells. Each
+    RESHAPE is a view, so its input (the pool's output) is written straight into its slice."""
+    x = b.input("x", (1, 8, 8, 8))
+    a = b.reshape(b.average_pool2d(x, (3, 3), (1, 1), "SAME", name="a"), (1, 64, 8), name="a_cells")
+    c = b.reshape(b.max_pool2d(x, (2, 2), (2, 2), name="c"), (1, 16, 8), name="c_cells")
+    b.output(b.logistic(b.concatenation([a, c], axis=1, name="cells"), name="scores"))
+
+
+def test_a_view_input_moves_its_root_into_the_slice() -> None:
+    g = _graph(_reshaped_heads)
+    model = refine(g)
+    cat = _op(g, "CONCATENATION")
+    pools = [g.operators[g.producer[t]].inputs[0] for t in cat.inputs]  # the RESHAPEs' inputs
+    y = cat.outputs[0]
+    for t, offset in zip((*cat.inputs, *pools), (0, 512, 0, 512), strict=True):
+        assert (model.aliases[t].root, model.aliases[t].offset) == (y, offset)
+    assert schedule(g, time_limit=1.0, model=model).peak_bytes == 512 + 640  # x and the output
 
 
 def test_split_unpack_and_strided_slice_outputs_are_views_at_their_offsets() -> None:
@@ -305,6 +325,17 @@ def test_split_views_bit_exact_and_no_copy(tmp_path: Path) -> None:
     assert source.count("views: each output is its range of the input") == 2  # SPLIT, UNPACK
     assert "view: the output is bytes 128.. of the input" in source  # STRIDED_SLICE
     result = host_verify(path, n_inputs=3, seed=4, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.mismatches == [] and result.outputs_match
+
+
+@needs_gcc
+@pytest.mark.host
+def test_reshaped_heads_in_place_bit_exact(tmp_path: Path) -> None:
+    path = _save(tmp_path, _reshaped_heads, "heads")
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
+    source = _c_source(planned)
+    assert "ts_concatenation(" not in source and "ts_copy(" not in source
+    result = host_verify(path, n_inputs=3, seed=6, opt="-O1", sanitize=True, memory_model="refined")
     assert result.mismatches == [] and result.outputs_match
 
 

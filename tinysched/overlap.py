@@ -606,8 +606,9 @@ ALIAS_RULES: dict[str, AliasRule] = {
 def _aliases(graph: Graph) -> tuple[dict[int, Alias], frozenset[int], set[int]]:
     """Every alias resolved to its final root, the operators that then run no code, and the
     outputs of in-place concatenations. Operators are taken in stored order; a concatenation whose
-    input is already an alias, a graph input or output, unproduced, or another in-place
-    concatenation's output keeps its copy (no nesting)."""
+    input is a graph input or output, unproduced, another in-place concatenation's output (no
+    nesting) or aliased other than as a view keeps its copy (an input that is a view moves with
+    its root: a RESHAPEd convolution output is written into its slice directly)."""
     activation = set(graph.activation_tensors)
     inputs, outputs = set(graph.inputs), set(graph.outputs)
     parent: dict[int, tuple[int, int, str]] = {}
@@ -625,6 +626,10 @@ def _aliases(graph: Graph) -> tuple[dict[int, Alias], frozenset[int], set[int]]:
         if not found:
             continue
         concat = op.opcode == "CONCATENATION"
+        if concat:
+            found = _slice_writers(parent, outputs, found)
+            if found is None:
+                continue
         ok = True
         for alias, (whole, _) in found.items():
             a, w = graph.tensors[alias], graph.tensors[whole]
@@ -655,6 +660,28 @@ def _aliases(graph: Graph) -> tuple[dict[int, Alias], frozenset[int], set[int]]:
         return Alias(whole, offset, kind)
 
     return {t: resolve(t) for t in parent}, frozenset(free), concat_roots
+
+
+def _slice_writers(
+    parent: Mapping[int, tuple[int, int, str]], outputs: set[int], found: dict[int, tuple[int, int]]
+) -> dict[int, tuple[int, int]] | None:
+    """A concatenation's slices as the tensors their producers write: an input that is a view
+    (RESHAPE family, offset 0, through any chain of views) moves with its root, which becomes the
+    slice; an input aliased any other way, or a graph output, keeps the copy."""
+    moved: dict[int, tuple[int, int]] = {}
+    for x, place in found.items():
+        if x in outputs:
+            return None
+        t = x
+        while t in parent:
+            whole, offset, kind = parent[t]
+            if kind != "view" or offset != 0:
+                return None
+            t = whole
+        if t in moved:
+            return None
+        moved[t] = place
+    return moved
 
 
 def _storage_graph(
