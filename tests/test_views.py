@@ -339,6 +339,29 @@ def test_reshaped_heads_in_place_bit_exact(tmp_path: Path) -> None:
     assert result.mismatches == [] and result.outputs_match
 
 
+def _chained_slices(b: ModelBuilder) -> None:
+    """One slice's producer reads another slice of the same output (written first, placed after)."""
+    x = b.input("x", (1, 4, 8, 8))
+    first = b.max_pool2d(x, (3, 3), (1, 1), "SAME", name="first")
+    second = b.average_pool2d(first, (3, 3), (1, 1), "SAME", name="second")
+    b.output(b.concatenation([second, first], axis=1, name="cat"))
+
+
+@needs_gcc
+@pytest.mark.host
+def test_a_producer_reading_another_slice_bit_exact(tmp_path: Path) -> None:
+    path = _save(tmp_path, _chained_slices, "chained")
+    g = parse_model(path.read_bytes())
+    model = refine(g)
+    cat = _op(g, "CONCATENATION")
+    assert [model.aliases[t].offset for t in cat.inputs] == [0, 256]
+    planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
+    assert planned.arena.arena_bytes == 256 + 512  # x and the output: the slices cost nothing
+    assert "ts_concatenation(" not in _c_source(planned)
+    result = host_verify(path, n_inputs=3, seed=7, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.mismatches == [] and result.outputs_match
+
+
 @needs_gcc
 @pytest.mark.host
 def test_refused_concatenation_still_copies_and_matches(tmp_path: Path) -> None:
