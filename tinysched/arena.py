@@ -176,14 +176,15 @@ def arena_buffers(
 
     When `order` repeats operators (recomputation) there is one Buffer per execution instance,
     lifetimes from `memory.instance_lifetimes`; a plain order is the case where every instance is 0.
-    In a refined model (tinysched.overlap) a view's buffer has 0 bytes (it is placed at its root's
-    offset) and the root lives as long as its views."""
+    In a refined model (tinysched.overlap) an alias's buffer has 0 bytes (it is placed at its root's
+    offset plus its byte offset) and the root lives as long as its aliases."""
     check_alignment(alignment)
     repeats = is_sequence(order)
     model = _refined(model, order)
-    if model is not None:
-        graph = model.storage
-    lives = instance_lifetimes(graph, order)[0] if repeats else lifetimes(graph, order)
+    if repeats:
+        lives = instance_lifetimes(graph, order)[0]
+    else:
+        lives = lifetimes(graph, order) if model is None else model.lifetimes(order)
     return tuple(
         Buffer(
             life.tensor,
@@ -701,19 +702,17 @@ def _pair_shifts(model: Refinement | None, order: Sequence[int]) -> dict[int, in
 def _view_placements(
     graph: Graph, order: Sequence[int], model: Refinement | None, placements: Sequence[Placement]
 ) -> tuple[Placement, ...]:
-    """Each view at its root's offset, with its real bytes and its own lifetime."""
+    """Each alias at its root's offset plus its byte offset, with its real bytes (its own lifetime
+    is already the placement's)."""
     model = _refined(model, order)
-    if model is None or not model.views:
+    if model is None or not model.aliases:
         return tuple(placements)
     at = {p.index: p for p in placements}
-    lives = {life.tensor: life for life in lifetimes(model.storage, order)}
     out = []
     for p in placements:
-        if p.index in model.views:
-            root = at[model.root(p.index)]
-            life = lives[p.index]
-            p = replace(p, offset=root.offset, bytes=graph.tensors[p.index].nbytes)
-            p = replace(p, first_step=life.first_step, last_step=life.last_step)
+        alias = model.aliases.get(p.index)
+        if alias is not None:
+            p = replace(p, offset=at[alias.root].offset + alias.offset, bytes=graph.tensors[p.index].nbytes)
         out.append(p)
     return tuple(out)
 
@@ -742,7 +741,7 @@ def _assemble(
     return ArenaPlan(
         order=tuple(order),
         alignment=alignment,
-        arena_bytes=max((p.offset + align_up(p.bytes, alignment) for p in placements), default=0),
+        arena_bytes=max((align_up(p.offset + p.bytes, alignment) for p in placements), default=0),
         lower_bound_bytes=aligned_lower_bound(buffers, step_savings(model, order, alignment)),
         optimal=optimal,
         method="+".join(dict.fromkeys(methods)) or "empty",

@@ -88,12 +88,20 @@ class OrderingProblem:
     memory.profile's live bytes at that step.
     """
 
-    def __init__(self, graph: Graph, step_savings: Mapping[int, tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        step_savings: Mapping[int, tuple[int, int]] | None = None,
+        stored_order: Sequence[int] | None = None,
+    ) -> None:
         """`step_savings`: operator -> (input tensor, bytes), the refined memory model's overlap at
         that operator (tinysched.overlap.Refinement.step_savings, on its storage graph): the input
-        has that operator as its last reader in every order, and the step costs that much less."""
+        has that operator as its last reader in every order, and the step costs that much less.
+        `stored_order`: the order that stands for the model file's own (default: the operators'
+        indices; a storage graph's synthetic operators come last and need placing)."""
         self.graph = graph
         n = self.n_ops = len(graph.operators)
+        self.stored_order = tuple(range(n) if stored_order is None else stored_order)
         self.predecessors: tuple[tuple[int, ...], ...] = tuple(tuple(sorted(p)) for p in graph.predecessors)
         self.successors: tuple[tuple[int, ...], ...] = tuple(tuple(sorted(s)) for s in graph.successors)
         self.predecessor_mask = [sum(1 << p for p in preds) for preds in self.predecessors]

@@ -10,7 +10,8 @@ once. A plain order is the case where every instance is 0.
 
 A plan in the refined memory model (`plan.memory_model == "refined"`) may overlap tensors: the
 allowed overlaps are re-derived from the graph through `tinysched.overlap` (the one table), never
-read from the plan. A view must sit exactly at its root's offset; an operator's output may overlap
+read from the plan. An alias (view, split range, in-place concatenation slice) must sit exactly at
+its root's offset plus its byte offset, inside the root; an operator's output may overlap
 its dying input only at that operator's step and only as far as the table's shift allows; any other
 shared byte is refused.
 """
@@ -44,10 +45,13 @@ def _instance_note(p: Placement) -> str:
     return f" instance {instance}" if instance else ""
 
 
-def _lives(graph: Graph, order: tuple[int, ...]) -> dict[Key, Lifetime | InstanceLifetime]:
+def _lives(
+    graph: Graph, order: tuple[int, ...], model: Refinement | None
+) -> dict[Key, Lifetime | InstanceLifetime]:
     if is_sequence(order):
         return {(life.tensor, life.instance): life for life in instance_lifetimes(graph, order)[0]}
-    return {(life.tensor, 0): life for life in lifetimes(graph, order)}
+    found = lifetimes(graph, order) if model is None else model.lifetimes(order)
+    return {(life.tensor, 0): life for life in found}
 
 
 def _model(graph: Graph, plan: ArenaPlan) -> Refinement | None:
@@ -71,7 +75,8 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
     if plan.alignment < 1:
         raise TinyschedError(f"plan alignment {plan.alignment} is not a positive number of bytes")
     model = _model(graph, plan)
-    lives = _lives(graph if model is None else model.storage, tuple(plan.order))
+    lives = _lives(graph, tuple(plan.order), model)
+    aliases = {} if model is None else model.aliases
     activation = {t for t, _ in lives}
     seen: set[Key] = set()
     for p in plan.buffers:
@@ -94,7 +99,7 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
                 f"{_what(p)}: plan says live at steps {p.first_step}..{p.last_step}, "
                 f"the memory model says {life.first_step}..{life.last_step}"
             )
-        if p.offset < 0 or p.offset % plan.alignment:
+        if p.offset < 0 or (p.offset % plan.alignment and p.index not in aliases):
             raise TinyschedError(
                 f"{_what(p)} at offset {p.offset}, not a non-negative multiple of "
                 f"the alignment {plan.alignment}"
@@ -129,12 +134,20 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
 
 
 def _check_views(plan: ArenaPlan, model: Refinement) -> None:
+    """Every alias lies inside its root, at the root's offset plus the offset its layout gives."""
     at = {p.index: p for p in plan.buffers}
-    for view, root in model.views.items():
-        v, r = at[view], at[root]
-        if v.offset != r.offset:
+    for tensor, alias in model.aliases.items():
+        v, r = at[tensor], at[alias.root]
+        if alias.offset < 0 or alias.offset + v.bytes > r.bytes:
             raise TinyschedError(
-                f"{_what(v)} is a view of {_what(r)} but sits at offset {v.offset}, not its root's {r.offset}"
+                f"{_what(v)} ({v.bytes} bytes at byte {alias.offset} of {_what(r)}) does not fit in "
+                f"its root's {r.bytes} bytes"
+            )
+        if v.offset != r.offset + alias.offset:
+            where = "its root's" if alias.offset == 0 else f"its root's {r.offset} + {alias.offset} ="
+            raise TinyschedError(
+                f"{_what(v)} is a {alias.kind} alias of {_what(r)} but sits at offset {v.offset}, "
+                f"not {where} {r.offset + alias.offset}"
             )
 
 
@@ -143,8 +156,8 @@ def _shared_ok(a: Placement, b: Placement, step: int, plan: ArenaPlan, model: Re
     if model is None:
         return False
     ra, rb = model.root(a.index), model.root(b.index)
-    if ra == rb:
-        return a.offset == b.offset  # a view and its root (or two views of one root): the same bytes
+    if ra == rb:  # aliases of one root, each where its layout says (_check_views): the same bytes
+        return a.offset - model.offset_in_root(a.index) == b.offset - model.offset_in_root(b.index)
     pair = model.pairs.get(plan.order[step])
     if pair is None:
         return False

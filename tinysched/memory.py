@@ -82,13 +82,15 @@ def profile(
 ) -> MemoryProfile:
     """Per-step live bytes under `order` (stored order by default), checked to be topological.
 
-    With a refined memory model (`tinysched.overlap.refine`) views cost nothing of their own, their
-    root lives as long as any of them, and a step whose operator may overlap its dying input with
-    its output costs that overlap less (docs/memory-model.md, "The refined model")."""
+    With a refined memory model (`tinysched.overlap.refine`) aliases (views, split ranges, slices
+    of an in-place concatenation) cost nothing of their own, their root lives as long as any of
+    them (an in-place concatenation's output from its first slice's producer on), and a step whose
+    operator may overlap its dying input with its output costs that overlap less
+    (docs/memory-model.md, "The refined model")."""
     order = tuple(graph.stored_order() if order is None else order)
     graph.check_order(order)
     refined = model is not None and model.refined
-    lives = lifetimes(model.storage if refined else graph, order)  # type: ignore[union-attr]
+    lives = model.lifetimes(order) if refined else lifetimes(graph, order)  # type: ignore[union-attr]
     n = len(order)
     delta = [0] * (n + 1)
     born: list[list[int]] = [[] for _ in range(n)]

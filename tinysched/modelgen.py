@@ -714,6 +714,62 @@ class ModelBuilder:
         self._operator("RESHAPE", [x.index, shape_const.index], [out.index], options, 1)
         return out
 
+    def split(self, x: TensorHandle, num: int, axis: int = -1, name: str = "split") -> list[TensorHandle]:
+        """SPLIT (v2): `num` equal parts along `axis`, each keeping the input's quantisation."""
+        axis = axis + len(x.shape) if axis < 0 else axis
+        if x.shape[axis] % num:
+            raise ValueError(f"cannot split {x.shape[axis]} into {num} equal parts")
+        axis_const = self.constant(np.array([axis], dtype=np.int32), name=f"{name}/axis")
+        parts = np.split(self._sample(x), num, axis=axis + 1)
+        outs = []
+        for k, part in enumerate(parts):
+            out = self._tensor(f"{name}/{k}", part.shape[1:], x.dtype, x.quant)
+            self._calib[out.index] = part
+            outs.append(out)
+        self._operator(
+            "SPLIT",
+            [axis_const.index, x.index],
+            [h.index for h in outs],
+            schema.SplitOptionsT(numSplits=num),
+            2,
+        )
+        return outs
+
+    def unpack(self, x: TensorHandle, axis: int = 0, name: str = "unpack") -> list[TensorHandle]:
+        """UNPACK (v2): one output per index along `axis`, that axis dropped."""
+        axis = axis + len(x.shape) if axis < 0 else axis
+        sample = self._sample(x)
+        outs = []
+        for k in range(x.shape[axis]):
+            part = np.take(sample, k, axis=axis + 1)
+            out = self._tensor(f"{name}/{k}", part.shape[1:], x.dtype, x.quant)
+            self._calib[out.index] = part
+            outs.append(out)
+        options = schema.UnpackOptionsT(num=x.shape[axis], axis=axis)
+        self._operator("UNPACK", [x.index], [h.index for h in outs], options, 2)
+        return outs
+
+    def strided_slice(
+        self, x: TensorHandle, begin: Sequence[int], end: Sequence[int], name: str = "strided_slice"
+    ) -> TensorHandle:
+        """STRIDED_SLICE (v2) with stride 1 and no masks: x[begin:end] per axis."""
+        consts = [
+            self.constant(np.array(v, dtype=np.int32), name=f"{name}/{what}")
+            for what, v in (("begin", begin), ("end", end), ("strides", [1] * len(begin)))
+        ]
+        index = (slice(None), *(slice(b, e) for b, e in zip(begin, end, strict=True)))
+        part = self._sample(x)[index]
+        out = self._tensor(name, part.shape[1:], x.dtype, x.quant)
+        self._calib[out.index] = part
+        self._operator(
+            "STRIDED_SLICE",
+            [x.index, *(c.index for c in consts)],
+            [out.index],
+            schema.StridedSliceOptionsT(),
+            2,
+        )
+        return out
+
     def softmax(
         self,
         x: TensorHandle,
@@ -978,15 +1034,51 @@ def tiny_demo_model() -> bytes:
     return b.build()
 
 
+def build_concat_slices(b: ModelBuilder) -> None:
+    """Three producers of one quantisation (pools keep their input's) concatenated along H of a
+    batch-1 NHWC tensor, which the refined memory model builds in place; the first producer's
+    output is also read by a side convolution."""
+    x = b.input("x", (1, 8, 8, 8))
+    p = b.max_pool2d(x, (3, 3), (1, 1), "SAME", name="p")
+    q = b.average_pool2d(x, (3, 3), (1, 1), "SAME", name="q")
+    r = b.max_pool2d(x, (2, 1), (2, 1), name="r")
+    side = b.conv2d(p, 4, (1, 1), name="side")
+    cat = b.concatenation([p, q, r], axis=1, requantize=False, name="cat")
+    b.output(b.conv2d(cat, 2, (1, 1), activation="RELU", name="head"), side)
+
+
+def build_split_views(b: ModelBuilder) -> None:
+    """A convolution's output split along H (SPLIT), another's rows unpacked (UNPACK) and a band of
+    rows sliced (STRIDED_SLICE): every part one contiguous range of its input (refined-model views)."""
+    x = b.input("x", (1, 8, 8, 2))
+    t = b.conv2d(x, 8, (3, 3), activation="RELU", name="c0")
+    top, bottom = b.split(t, 2, axis=1, name="halves")
+    u = b.conv2d(top, 2, (1, 1), name="top")
+    v = b.conv2d(b.depthwise_conv2d(bottom, (3, 3), name="bottom"), 2, (1, 1), name="bottom_pw")
+    rows = b.unpack(b.reshape(b.conv2d(x, 4, (1, 1), name="c1"), (4, 64), name="rows"), axis=0)
+    mid = b.strided_slice(t, (0, 2, 0, 0), (1, 6, 8, 8), name="mid")
+    b.output(u, v, b.logistic(rows[1], name="sig"), b.conv2d(mid, 2, (1, 1), name="w"))
+
+
+BUNDLED: dict[str, Any] = {"concat-slices": build_concat_slices, "split-views": build_split_views}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m tinysched.modelgen demo PATH`: write the bundled example model (used by `make demo`)."""
+    """`python -m tinysched.modelgen demo PATH`: write the bundled example model (used by `make demo`);
+    `concat-slices` / `split-views`: the refined memory model's alias examples (docs/BENCHMARKS.md)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m tinysched.modelgen")
-    parser.add_argument("model", choices=["demo"], help="which bundled model to write")
+    parser.add_argument("model", choices=["demo", *BUNDLED], help="which bundled model to write")
     parser.add_argument("path", help="where to write the .tflite file")
     args = parser.parse_args(argv)
-    path = write_atomic(args.path, tiny_demo_model())
+    if args.model == "demo":
+        data = tiny_demo_model()
+    else:
+        builder = ModelBuilder(seed=0)
+        BUNDLED[args.model](builder)
+        data = builder.build()
+    path = write_atomic(args.path, data)
     print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
 

@@ -16,13 +16,21 @@ None when the kernel tolerates no overlap. Nothing is inferred from C source: ea
 documented order it relies on. Where the header leaves a choice open (how pixels pair up, which fast
 path a board takes), D is the minimum over every possibility, so one plan is safe on every build.
 
-RESHAPE, SQUEEZE and EXPAND_DIMS are *views*: the output is the input's bytes (same offset, no
-copy); the pair of tensors shares one buffer that lives until the last reader of either.
+Some outputs need no bytes of their own at all: they are *aliases*, (root, byte offset) ranges of
+another tensor's buffer (`ALIAS_RULES`, opcode -> layout rule). RESHAPE, SQUEEZE and EXPAND_DIMS
+outputs are their input's bytes; a SPLIT / SPLIT_V / UNPACK / SLICE / STRIDED_SLICE output that is
+one contiguous range of its input sits at that range; a CONCATENATION whose inputs are each one
+contiguous range of its output is built in place: every producer writes its slice, nothing copies.
+Each needs the same type and quantisation on both sides (else the kernel requantises: it keeps its
+copy).
 
 `refine(graph)` turns this into a memory model the planner can use (`MODELS`, name -> function):
 
-- `storage`: the graph with every view's output given 0 bytes and its readers also reading the
-  view's root, so the root lives until the view's last reader (same operators, same orders);
+- `storage`: the graph with every alias given 0 bytes and its readers also reading the buffer
+  that holds it, so the buffer lives until the alias's last reader (same operators, same orders);
+  an in-place concatenation's buffer is born before its first slice is written, through a
+  synthetic no-code operator every slice producer depends on (the scheduler and the bounds see a
+  graph with it; every order outside is over the graph's own operators: `Refinement.lifetimes`);
 - `pairs`: operator -> the one (input, output) overlap it gets, only where the input's storage has
   that operator as its only reader (then the input dies there in *every* order, so the saving does
   not depend on the order and the cut bounds stay exact);
@@ -35,23 +43,28 @@ docs/memory-model.md states the refined model in prose.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tinysched.codegen.quant import window_padding
 from tinysched.errors import TinyschedError
+from tinysched.fold import NotFoldable, strided_slice_index
 from tinysched.graph import Graph, Operator
+from tinysched.memory import Lifetime, lifetimes
 from tinysched.rewrite import explicit_padding
 
 __all__ = [
+    "ALIAS_RULES",
     "MODELS",
     "OVERLAP",
     "VIEW_OPS",
+    "Alias",
     "Pair",
     "Refinement",
     "StepSaving",
+    "contiguous_range",
     "max_shift",
     "memory_model",
     "refine",
@@ -318,18 +331,55 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """A tensor that is bytes [offset, offset + its size) of `root`'s buffer: nothing copies it.
+
+    kind "view": a RESHAPE-family output (offset 0); "split": an output of SPLIT, SPLIT_V, UNPACK,
+    STRIDED_SLICE or SLICE that is one contiguous range of its input; "concat": an input of a
+    CONCATENATION built in place (its producer writes straight into the output's slice)."""
+
+    root: int
+    offset: int  # bytes from the root's start
+    kind: str
+
+
+@dataclass(frozen=True)
 class Refinement:
-    """A memory model: which tensors are views of which buffer, and which operator may overlap which
-    dying input with its output. The tensor model has neither."""
+    """A memory model: which tensors are aliases (root, byte offset) of which buffer, and which
+    operator may overlap which dying input with its output. The tensor model has neither.
+
+    `storage` is what the ordering problem sees: aliases at 0 bytes, every reader of an alias also
+    reading its buffer; an in-place concatenation's output has its bytes in a synthetic buffer
+    tensor (index `buffers[root]`, past the graph's tensors) written by a synthetic no-code operator
+    (index past the graph's operators) that every producer of a slice depends on. Orders and
+    lifetimes outside this class are always over the graph's own operators and tensors:
+    `storage_order` / `real_order` convert."""
 
     name: str
     graph: Graph
-    storage: Graph  # views at 0 bytes, their readers also reading the root
-    views: Mapping[int, int] = field(default_factory=dict)  # view tensor -> root tensor
+    storage: Graph
+    aliases: Mapping[int, Alias] = field(default_factory=dict)  # alias tensor -> where its bytes are
     pairs: Mapping[int, Pair] = field(default_factory=dict)  # operator -> its overlap
+    buffers: Mapping[int, int] = field(default_factory=dict)  # in-place concat output -> storage tensor
+    free_ops: frozenset[int] = frozenset()  # operators that run no code (views, in-place concats)
+
+    @property
+    def views(self) -> dict[int, int]:
+        """alias tensor -> root tensor (every kind of alias)."""
+        return {t: a.root for t, a in self.aliases.items()}
 
     def root(self, tensor: int) -> int:
-        return self.views.get(tensor, tensor)
+        alias = self.aliases.get(tensor)
+        return tensor if alias is None else alias.root
+
+    def offset_in_root(self, tensor: int) -> int:
+        alias = self.aliases.get(tensor)
+        return 0 if alias is None else alias.offset
+
+    def buffer(self, tensor: int) -> int:
+        """The storage tensor that holds `tensor`'s bytes."""
+        root = self.root(tensor)
+        return self.buffers.get(root, root)
 
     def saving(self, op: int, alignment: int = 1) -> int:
         pair = self.pairs.get(op)
@@ -338,11 +388,64 @@ class Refinement:
     def step_savings(self, alignment: int = 1) -> dict[int, tuple[int, int]]:
         """operator -> (storage tensor that dies there, bytes its step saves): what the ordering
         problem subtracts."""
-        return {v: (p.root, p.saving(alignment)) for v, p in self.pairs.items() if p.saving(alignment) > 0}
+        return {
+            v: (self.buffer(p.root), p.saving(alignment))
+            for v, p in self.pairs.items()
+            if p.saving(alignment) > 0
+        }
 
     @property
     def refined(self) -> bool:
-        return bool(self.views or self.pairs)
+        return bool(self.aliases or self.pairs)
+
+    # ---- orders and lifetimes over the graph's own operators --------------------------------
+
+    def storage_order(self, order: Sequence[int]) -> list[int]:
+        """`order` with each synthetic buffer operator right before the first operator that needs
+        it (where it costs no more than that operator's step: it frees nothing and adds only its
+        buffer, which that step holds anyway)."""
+        n = len(self.graph.operators)
+        if len(self.storage.operators) == n:
+            return list(order)
+        position = {v: k for k, v in enumerate(order)}
+        before: dict[int, list[int]] = {}
+        for s in range(n, len(self.storage.operators)):
+            first = min(position[c] for c in self.storage.successors[s])
+            before.setdefault(first, []).append(s)
+        out: list[int] = []
+        for k, v in enumerate(order):
+            out.extend(before.get(k, ()))
+            out.append(v)
+        return out
+
+    def real_order(self, order: Sequence[int]) -> list[int]:
+        """A storage order without its synthetic operators."""
+        n = len(self.graph.operators)
+        return [v for v in order if v < n]
+
+    def lifetimes(self, order: Sequence[int]) -> tuple[Lifetime, ...]:
+        """Lifetime of every activation tensor of the graph under `order` in this model: aliases
+        with 0 bytes and their own lifetime; a root from its birth (an in-place concatenation's
+        output: from its first slice's producer) to the last reader of it or of any alias."""
+        steps = self.storage_order(order)
+        n = len(self.graph.operators)
+        real_step, count = [], 0
+        for v in steps:
+            real_step.append(count)  # a synthetic operator maps to the real step after it
+            count += v < n
+        by_tensor = {}
+        for life in lifetimes(self.storage, steps):
+            by_tensor[life.tensor] = replace(
+                life, first_step=real_step[life.first_step], last_step=real_step[life.last_step]
+            )
+        out = []
+        for t in self.graph.activation_tensors:
+            life = by_tensor[t]
+            if t in self.buffers:
+                held = by_tensor[self.buffers[t]]
+                life = Lifetime(t, held.nbytes, held.first_step, held.last_step)
+            out.append(life)
+        return tuple(out)
 
 
 def tensor_model(graph: Graph) -> Refinement:
@@ -350,38 +453,271 @@ def tensor_model(graph: Graph) -> Refinement:
     return Refinement("tensor", graph, graph)
 
 
-def _view_roots(graph: Graph) -> dict[int, int]:
+# ---- aliases: which outputs (or inputs) are a contiguous range of another tensor -------------------
+
+# An aliasing rule: (graph, op) -> {alias tensor: (tensor it is part of, byte offset)}, or None when
+# the operator's layout does not make every such tensor one contiguous range. The common checks
+# (activations, types, quantisation, who produces what) are `_aliases`'.
+AliasRule = Callable[[Graph, Operator], "dict[int, tuple[int, int]] | None"]
+
+
+def _itemsize(graph: Graph, t: int) -> int | None:
+    tensor = graph.tensors[t]
+    count = math.prod(tensor.shape)
+    if count == 0 or tensor.nbytes % count:
+        return None
+    return tensor.nbytes // count
+
+
+def contiguous_range(shape: Sequence[int], begin: Sequence[int], size: Sequence[int]) -> int | None:
+    """The element offset of the box `begin`, `size` in a row-major `shape` when the box is one
+    contiguous range of it (every axis after its last partial one is whole, every axis before that
+    one has size 1), else None."""
+    if len(begin) != len(shape) or len(size) != len(shape):
+        return None
+    partial = [a for a in range(len(shape)) if size[a] != shape[a]]
+    if partial and any(size[a] != 1 for a in range(partial[-1])):
+        return None
+    strides = [math.prod(shape[a + 1 :]) for a in range(len(shape))]
+    return sum(b * s for b, s in zip(begin, strides, strict=True))
+
+
+def _axis_parts(graph: Graph, whole: int, parts: Sequence[int], axis: int, keep_axis: bool):
+    """Byte offsets of `parts` laid out one after another along `axis` of `whole`, when each is one
+    contiguous range of it (every axis before `axis` has size 1)."""
+    shape = graph.tensors[whole].shape
+    axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis < len(shape) or math.prod(shape[:axis]) != 1:
+        return None
+    sizes = [graph.tensors[p].shape[axis] if keep_axis else 1 for p in parts]
+    if sum(sizes) != shape[axis]:
+        return None
+    item = _itemsize(graph, whole)
+    if item is None:
+        return None
+    inner = math.prod(shape[axis + 1 :]) * item
+    offsets, at = {}, 0
+    for p, s in zip(parts, sizes, strict=True):
+        if graph.tensors[p].nbytes != s * inner or p in offsets:
+            return None
+        offsets[p] = at
+        at += s * inner
+    return offsets
+
+
+def _constant_int(graph: Graph, t: int) -> int | None:
+    data = graph.tensors[t].data if t >= 0 else None
+    if data is None or np.asarray(data).size != 1:
+        return None
+    return int(np.asarray(data).reshape(-1)[0])
+
+
+def _view_alias(graph: Graph, op: Operator) -> dict[int, tuple[int, int]] | None:
+    """RESHAPE, SQUEEZE, EXPAND_DIMS: the output is the input's bytes."""
+    if not op.inputs or len(op.outputs) != 1:
+        return None
+    if graph.tensors[op.inputs[0]].nbytes != graph.tensors[op.outputs[0]].nbytes:
+        return None
+    return {op.outputs[0]: (op.inputs[0], 0)}
+
+
+def _split_alias(data_position: int, axis_position: int | None):
+    """SPLIT (axis input 0, data 1), SPLIT_V (data 0, axis input 2), UNPACK (axis option): output k
+    is the k-th range along the axis, contiguous when every axis before it has size 1."""
+
+    def rule(graph: Graph, op: Operator) -> dict[int, tuple[int, int]] | None:
+        if len(op.inputs) <= data_position or not op.outputs:
+            return None
+        x = op.inputs[data_position]
+        if axis_position is None:
+            axis: int | None = int(op.options.get("axis", 0))
+        else:
+            axis = _constant_int(graph, op.inputs[axis_position]) if len(op.inputs) > axis_position else None
+        if axis is None:
+            return None
+        offsets = _axis_parts(graph, x, op.outputs, axis, keep_axis=axis_position is not None)
+        return None if offsets is None else {y: (x, o) for y, o in offsets.items()}
+
+    return rule
+
+
+def _slice_alias(graph: Graph, op: Operator) -> dict[int, tuple[int, int]] | None:
+    """SLICE and STRIDED_SLICE with stride 1 whose box is one contiguous range of the input."""
+    x, y = op.inputs[0], op.outputs[0]
+    shape = list(graph.tensors[x].shape)
+    consts = [graph.tensors[t].data if t >= 0 else None for t in op.inputs[1:]]
+    if any(c is None for c in consts) or len(op.outputs) != 1:
+        return None
+    values = [np.asarray(c).reshape(-1).astype(np.int64).tolist() for c in consts]
+    if op.opcode == "SLICE":
+        if len(values) != 2:
+            return None
+        begin, size = values
+        if len(begin) != len(shape) or len(size) != len(shape):
+            return None
+        size = [d - b if s < 0 else s for d, b, s in zip(shape, begin, size, strict=True)]
+    else:
+        if len(values) != 3:
+            return None
+        try:
+            slices, _ = strided_slice_index(shape, *values, op.options)
+        except NotFoldable:
+            return None
+        begin, size = [], []
+        for d, sl in zip(shape, slices, strict=True):
+            first, _, step = sl.indices(d)
+            if step != 1:
+                return None
+            begin.append(first)
+            size.append(len(range(*sl.indices(d))))
+    if any(b < 0 or s <= 0 or b + s > d for d, b, s in zip(shape, begin, size, strict=True)):
+        return None
+    start = contiguous_range(shape, begin, size)
+    item = _itemsize(graph, x)
+    if start is None or item is None or graph.tensors[y].nbytes != math.prod(size) * item:
+        return None
+    return {y: (x, start * item)}
+
+
+def _concat_alias(graph: Graph, op: Operator) -> dict[int, tuple[int, int]] | None:
+    """CONCATENATION without a fused activation, along an axis with size-1 axes before it: each
+    input is the next contiguous range of the output, so its producer can write it there."""
+    if op.options.get("fused_activation_function", "NONE") not in ("NONE", None) or len(op.outputs) != 1:
+        return None
+    ins = [t for t in op.inputs if t >= 0]
+    if len(set(ins)) != len(ins) or not ins:
+        return None
+    y = op.outputs[0]
+    offsets = _axis_parts(graph, y, ins, int(op.options.get("axis", 0)), keep_axis=True)
+    return None if offsets is None else {x: (y, o) for x, o in offsets.items()}
+
+
+ALIAS_RULES: dict[str, AliasRule] = {
+    **{opcode: _view_alias for opcode in VIEW_OPS},
+    "SPLIT": _split_alias(1, 0),
+    "SPLIT_V": _split_alias(0, 2),
+    "UNPACK": _split_alias(0, None),
+    "STRIDED_SLICE": _slice_alias,
+    "SLICE": _slice_alias,
+    "CONCATENATION": _concat_alias,
+}
+
+
+def _aliases(graph: Graph) -> tuple[dict[int, Alias], frozenset[int], set[int]]:
+    """Every alias resolved to its final root, the operators that then run no code, and the
+    outputs of in-place concatenations. Operators are taken in stored order; a concatenation whose
+    input is a graph input or output, unproduced, another in-place concatenation's output (no
+    nesting) or aliased other than as a view keeps its copy (an input that is a view moves with
+    its root: a RESHAPEd convolution output is written into its slice directly)."""
     activation = set(graph.activation_tensors)
-    inputs = set(graph.inputs)
-    roots: dict[int, int] = {}
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    parent: dict[int, tuple[int, int, str]] = {}
+    free: set[int] = set()
+    concat_roots: set[int] = set()
     for v in graph.stored_order():
         op = graph.operators[v]
-        if op.opcode not in VIEW_OPS or not op.inputs or len(op.outputs) != 1:
+        rule = ALIAS_RULES.get(op.opcode)
+        if rule is None:
             continue
-        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if x.index not in activation or y.index not in activation or y.index in inputs:
+        try:
+            found = rule(graph, op)
+        except (KeyError, IndexError, ValueError, TypeError):
+            found = None
+        if not found:
             continue
-        if x.nbytes != y.nbytes or x.dtype != y.dtype or x.quantization != y.quantization:
+        concat = op.opcode == "CONCATENATION"
+        if concat:
+            found = _slice_writers(parent, outputs, found)
+            if found is None:
+                continue
+        ok = True
+        for alias, (whole, _) in found.items():
+            a, w = graph.tensors[alias], graph.tensors[whole]
+            if alias not in activation or whole not in activation or alias in inputs or alias in parent:
+                ok = False
+            elif a.dtype != w.dtype or a.quantization != w.quantization:
+                ok = False  # the kernel requantises (or converts): keep it
+            elif concat and (
+                alias in outputs or alias not in graph.producer or alias in concat_roots or whole in parent
+            ):
+                ok = False
+            if not ok:
+                break
+        if not ok:
             continue
-        roots[y.index] = roots.get(x.index, x.index)
-    return roots
+        kind = "concat" if concat else ("view" if op.opcode in VIEW_OPS else "split")
+        for alias, (whole, offset) in found.items():
+            parent[alias] = (whole, offset, kind)
+        if concat:
+            concat_roots.add(op.outputs[0])
+        free.add(v)
+
+    def resolve(t: int) -> Alias:
+        whole, offset, kind = parent[t]
+        while whole in parent:
+            up, more, _ = parent[whole]
+            whole, offset = up, offset + more
+        return Alias(whole, offset, kind)
+
+    return {t: resolve(t) for t in parent}, frozenset(free), concat_roots
 
 
-def _storage_graph(graph: Graph, roots: Mapping[int, int]) -> Graph:
-    """Views at 0 bytes; each reader of a view (a chained view operator too) also reads its root,
-    so the root lives as long as any of its views; a view that is a graph output keeps its root
-    live to the end."""
-    if not roots:
-        return graph
-    tensors = tuple(replace(t, nbytes=0) if t.index in roots else t for t in graph.tensors)
+def _slice_writers(
+    parent: Mapping[int, tuple[int, int, str]], outputs: set[int], found: dict[int, tuple[int, int]]
+) -> dict[int, tuple[int, int]] | None:
+    """A concatenation's slices as the tensors their producers write: an input that is a view
+    (RESHAPE family, offset 0, through any chain of views) moves with its root, which becomes the
+    slice; an input aliased any other way, or a graph output, keeps the copy."""
+    moved: dict[int, tuple[int, int]] = {}
+    for x, place in found.items():
+        if x in outputs:
+            return None
+        t = x
+        while t in parent:
+            whole, offset, kind = parent[t]
+            if kind != "view" or offset != 0:
+                return None
+            t = whole
+        if t in moved:
+            return None
+        moved[t] = place
+    return moved
+
+
+def _storage_graph(
+    graph: Graph, aliases: Mapping[int, Alias], free: frozenset[int], concat_roots: set[int]
+) -> tuple[Graph, dict[int, int]]:
+    """Aliases at 0 bytes; each reader of an alias (a chained view operator too) also reads the
+    buffer holding it, so the buffer lives as long as any of its aliases; an alias that is a graph
+    output keeps its buffer live to the end. An in-place concatenation's output gets its bytes from
+    a synthetic buffer tensor written by a synthetic operator, which every producer of a slice
+    reads (so it runs first and the buffer is born before the first slice is written)."""
+    if not aliases:
+        return graph, {}
+    n_tensors, n_ops = len(graph.tensors), len(graph.operators)
+    buffers = {root: n_tensors + j for j, root in enumerate(sorted(concat_roots))}
+    tensors = [replace(t, nbytes=0) if t.index in aliases or t.index in buffers else t for t in graph.tensors]
+    for root, index in buffers.items():
+        r = graph.tensors[root]
+        tensors.append(replace(r, index=index, name=f"{r.name} (in-place buffer)"))
+
+    def buffer(t: int) -> int:
+        alias = aliases.get(t)
+        root = t if alias is None else alias.root
+        return buffers.get(root, root)
+
     operators = []
     for op in graph.operators:
-        extra = [roots[t] for t in op.input_tensors if t in roots]
-        extra = [r for r in dict.fromkeys(extra) if r not in op.inputs]
+        extra = [buffer(t) for t in op.input_tensors if buffer(t) != t]
+        if op.index not in free:  # a producer writing a slice of an in-place buffer
+            extra += [buffer(t) for t in op.outputs if buffer(t) != t]
+        extra = [b for b in dict.fromkeys(extra) if b not in op.inputs]
         operators.append(replace(op, inputs=(*op.inputs, *extra)) if extra else op)
-    outputs = tuple(dict.fromkeys((*graph.outputs, *(roots[t] for t in graph.outputs if t in roots))))
-    return Graph(
-        tensors,
+    for j, (root, index) in enumerate(buffers.items()):
+        operators.append(Operator(n_ops + j, "IN_PLACE_BUFFER", (), (index,), {"for_tensor": root}))
+    outputs = tuple(dict.fromkeys((*graph.outputs, *(buffer(t) for t in graph.outputs))))
+    storage = Graph(
+        tuple(tensors),
         tuple(operators),
         graph.inputs,
         outputs,
@@ -391,21 +727,23 @@ def _storage_graph(graph: Graph, roots: Mapping[int, int]) -> Graph:
         graph.source,
         graph.sha256,
     )
+    return storage, buffers
 
 
-def _dies_at(storage: Graph, roots: Mapping[int, int], root: int, v: int) -> bool:
-    """Whether buffer `root` dies at operator `v` in every order: every other reader is a view
-    operator (it reads no bytes) that must run before `v`."""
-    readers = storage.consumers.get(root, ())
+def _dies_at(
+    storage: Graph, free: frozenset[int], writers: Mapping[int, set[int]], buffer: int, v: int
+) -> bool:
+    """Whether storage tensor `buffer` dies at operator `v` in every order: every other reader reads
+    none of its bytes (an operator that runs no code, or a producer of one of its slices, which
+    reads it only to come after its birth) and must run before `v`."""
+    readers = storage.consumers.get(buffer, ())
     if v not in readers:
         return False
     others = [c for c in readers if c != v]
     if not others:
         return True
-    for c in others:
-        op = storage.operators[c]
-        if op.opcode not in VIEW_OPS or not op.outputs or op.outputs[0] not in roots:
-            return False
+    if any(c not in free and c not in writers.get(buffer, ()) for c in others):
+        return False
     ancestors: set[int] = set()
     stack = list(storage.predecessors[v])
     while stack:
@@ -417,29 +755,41 @@ def _dies_at(storage: Graph, roots: Mapping[int, int], root: int, v: int) -> boo
 
 
 def refine(graph: Graph) -> Refinement:
-    """The refined model: views share their root's buffer; each operator whose input buffer dies
-    there in every order (it is that buffer's only reader) may overlap it with its output as far as
-    `OVERLAP` allows. Of several candidate inputs the one saving most is taken (ties: lowest position)."""
-    roots = _view_roots(graph)
-    storage = _storage_graph(graph, roots)
+    """The refined model: aliases (views, split ranges, in-place concatenation slices) share their
+    root's buffer; each operator whose input buffer dies there in every order (it is that buffer's
+    only reader) may overlap it with its output as far as `OVERLAP` allows. Of several candidate
+    inputs the one saving most is taken (ties: lowest position)."""
+    aliases, free, concat_roots = _aliases(graph)
+    storage, buffers = _storage_graph(graph, aliases, free, concat_roots)
+    model = Refinement("refined", graph, storage, aliases, {}, buffers, free)
+    writers: dict[int, set[int]] = {}
+    for op in graph.operators:
+        if op.index not in free:
+            for t in op.outputs:
+                if t in aliases:
+                    writers.setdefault(model.buffer(t), set()).add(op.index)
     activation = set(graph.activation_tensors)
     outputs = set(storage.outputs)
     pairs: dict[int, Pair] = {}
     for op in graph.operators:
-        if op.opcode in VIEW_OPS or op.opcode not in OVERLAP or not op.outputs:
+        if op.index in free or op.opcode not in OVERLAP or not op.outputs:
             continue
         y = op.outputs[0]
-        if y not in activation or y in roots or graph.tensors[y].nbytes == 0:
+        if y not in activation or y in aliases or y in buffers or graph.tensors[y].nbytes == 0:
             continue
         best: Pair | None = None
         for position, t in enumerate(op.inputs):
             if t < 0 or t not in activation:
                 continue
-            root = roots.get(t, t)
-            others = [roots.get(u, u) for k, u in enumerate(op.inputs) if k != position and u >= 0]
-            if root in others or root in outputs or not _dies_at(storage, roots, root, op.index):
+            buffer = model.buffer(t)
+            others = [model.buffer(u) for k, u in enumerate(op.inputs) if k != position and u >= 0]
+            if (
+                buffer in others
+                or buffer in outputs
+                or not _dies_at(storage, free, writers, buffer, op.index)
+            ):
                 continue
-            if storage.tensors[root].nbytes == 0:
+            if storage.tensors[buffer].nbytes == 0:
                 continue
             try:
                 shift = max_shift(graph, op, position, 0)
@@ -447,12 +797,14 @@ def refine(graph: Graph) -> Refinement:
                 shift = None  # operands the code generator would refuse anyway
             if shift is None:
                 continue
+            root = model.root(t)
+            shift += model.offset_in_root(t)  # D is from the input's start; the pair is by its root
             pair = Pair(op.index, t, root, y, graph.tensors[root].nbytes, graph.tensors[y].nbytes, shift)
             if pair.saving() > 0 and (best is None or pair.saving() > best.saving()):
                 best = pair
         if best is not None:
             pairs[op.index] = best
-    return Refinement("refined", graph, storage, roots, pairs)
+    return replace(model, pairs=pairs)
 
 
 MODELS: dict[str, Callable[[Graph], Refinement]] = {"tensor": tensor_model, "refined": refine}

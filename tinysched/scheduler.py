@@ -29,8 +29,8 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tinysched.bounds import (
@@ -447,7 +447,7 @@ def cut_bisection(problem: OrderingProblem, max_cuts: int = 200, deadline: float
 
 
 HEURISTICS: dict[str, Callable[..., list[int]]] = {  # (problem, deadline=None) -> order
-    "stored": lambda problem, deadline=None: list(range(problem.n_ops)),
+    "stored": lambda problem, deadline=None: list(problem.stored_order),
     "greedy_step": greedy_step,
     "greedy_delta": greedy_delta,
     "greedy_reverse": greedy_reverse,
@@ -978,7 +978,16 @@ def ordering_problem(graph: Graph, model: Refinement | None = None) -> OrderingP
     (tinysched.overlap): its storage graph, with each overlap's saving off its step."""
     if model is None or not model.refined:
         return OrderingProblem(graph)
-    return OrderingProblem(model.storage, model.step_savings())
+    return OrderingProblem(model.storage, model.step_savings(), model.storage_order(graph.stored_order()))
+
+
+def _graph_order(model: Refinement | None, order: Sequence[int]) -> tuple[list[int], list[int]]:
+    """A problem's order as (the graph's own order, the problem order it stands for): a refined
+    model's storage graph has synthetic no-code operators, placed where they cost nothing extra."""
+    if model is None or not model.refined:
+        return list(order), list(order)
+    real = model.real_order(order)
+    return real, model.storage_order(real)
 
 
 def schedule(
@@ -1008,9 +1017,16 @@ def schedule(
         return base + share * span
 
     def finish(order: Sequence[int], lower: int, certificate: Certificate | None, method: str) -> Schedule:
+        real, order = _graph_order(model, order)
         peak = problem.peak_bytes(order)
+        if certificate is not None and problem.n_ops > len(graph.operators):
+            # a bound's operators are the storage graph's: name its synthetic ones for the reader
+            synthetic = list(range(len(graph.operators), problem.n_ops))
+            certificate = replace(
+                certificate, witness={**certificate.witness, "in_place_buffer_ops": synthetic}
+            )
         return Schedule(
-            order=tuple(order),
+            order=tuple(real),
             peak_bytes=peak,
             stored_order_peak_bytes=stored_peak,
             lower_bound_bytes=peak if certificate else min(lower, peak),
@@ -1045,7 +1061,8 @@ def schedule(
     method = min(peaks, key=lambda name: peaks[name])  # first (stored) wins ties
     best_order, best_peak = candidates[method], peaks[method]
     say(
-        f"{n} operators; stored order peaks at {stored_peak:,} B, best heuristic ({method}) at {best_peak:,} B"
+        f"{len(graph.operators)} operators; stored order peaks at {stored_peak:,} B, "
+        f"best heuristic ({method}) at {best_peak:,} B"
     )
 
     def certified_by_bound(bound: LowerBound) -> Schedule:
@@ -1175,7 +1192,7 @@ def optimal_orders(
         stack = [moves(0, start, randomised)]
         while stack and len(path) < n:
             if time.perf_counter() > deadline:
-                return list(found)
+                return _graph_orders(model, found)
             if not stack[-1]:
                 dead.add(masks[-1])
                 stack.pop()
@@ -1195,4 +1212,8 @@ def optimal_orders(
         if tuple(path) not in found:
             found[tuple(path)] = None
             fruitless = 0
-    return list(found)
+    return _graph_orders(model, found)
+
+
+def _graph_orders(model: Refinement | None, found: Mapping[tuple[int, ...], None]) -> list[tuple[int, ...]]:
+    return list(dict.fromkeys(tuple(_graph_order(model, order)[0]) for order in found))

@@ -2,7 +2,9 @@
 GATHER and resizing.
 
 RESHAPE, SQUEEZE and EXPAND_DIMS are byte copies, or nothing at all when the plan puts the output
-at its input's offset (a view, in the refined memory model). Data movement that is a strided view of the input
+at its input's offset (a view, in the refined memory model). Likewise a CONCATENATION whose inputs
+the plan put at their slices of the output (built in place), and a split or a contiguous slice
+whose outputs sit at their ranges of the input, call nothing: a comment says so. Data movement that is a strided view of the input
 (TRANSPOSE, SLICE, STRIDED_SLICE, TILE, SPACE_TO_DEPTH, DEPTH_TO_SPACE, unpadded SPACE_TO_BATCH_ND /
 uncropped BATCH_TO_SPACE_ND) runs on `ts_transpose`, given the view's dimensions, its input strides
 and a start offset; PACK runs on `ts_concatenation`; SPLIT, SPLIT_V and UNPACK on `ts_split` (its
@@ -56,7 +58,28 @@ def lower_concatenation(ctx: LoweringContext, op: Operator, call: KernelCall) ->
     axis = axis + rank if axis < 0 else axis
     itemsize = np.dtype(out.dtype).itemsize
     chunks = [math.prod(ctx.tensor(t).shape[axis:]) * itemsize for t in ins]
-    _concatenation_call(ctx, call, ins, y, math.prod(out.shape[:axis]), chunks)
+    outer = math.prod(out.shape[:axis])
+    if outer == 1 and _at_ranges(ctx, y, ins, chunks):
+        call.comment.append(
+            "in place: each input's producer wrote its slice of the output "
+            f"({len(ins)} slices at arena+{ctx.offsets[y]}), nothing to do"
+        )
+        return
+    _concatenation_call(ctx, call, ins, y, outer, chunks)
+
+
+def _at_ranges(ctx: LoweringContext, whole: int, parts: Sequence[int], sizes: Sequence[int]) -> bool:
+    """Whether the plan put every activation in `parts` at `whole`'s offset plus the bytes of the
+    parts before it (the refined memory model's in-place concatenation and split views): then the
+    copy would move every byte onto itself."""
+    if not ctx.tensor(whole).is_activation or whole not in ctx.offsets:
+        return False
+    at = ctx.offsets[whole]
+    for t, size in zip(parts, sizes, strict=True):
+        if not ctx.tensor(t).is_activation or ctx.offsets.get(t) != at:
+            return False
+        at += size
+    return True
 
 
 def _concatenation_call(
@@ -104,6 +127,11 @@ def _split(ctx: LoweringContext, op: Operator, call: KernelCall, x: int, axis: i
     if sum(sizes) != src.shape[axis]:
         raise Unsupported(f"outputs of {sum(sizes)} along an axis of {src.shape[axis]}")
     chunks = [s * inner for s in sizes]
+    if math.prod(src.shape[:axis]) == 1 and _at_ranges(ctx, x, op.outputs, chunks):
+        call.comment.append(
+            f"views: each output is its range of the input at arena+{ctx.offsets[x]}, nothing to do"
+        )
+        return
     call.kernel, call.params_type = "ts_split", "ts_split_params"
     name = ctx.array(call, "chunk_bytes", "int32_t", chunks, "bytes of each output per outer slice")
     call.params = [
@@ -227,8 +255,32 @@ def _view(
         raise Unsupported(f"view of {math.prod(dims)} elements for an output of {list(ctx.tensor(y).shape)}")
     # Merge trailing unit dimensions away so that any rank up to 6 after merging is accepted.
     pairs = [(d, s) for d, s in zip(dims, strides, strict=True) if d != 1] or [(1, 0)]
+    item = ctx.itemsize(x)
+    if _consecutive(pairs) and _placed_at(ctx, y, x, start * item):
+        call.comment.append(
+            f"view: the output is bytes {start * item}.. of the input, already in place, nothing to do"
+        )
+        return
     _view_params(call, [d for d, _ in pairs], [s for _, s in pairs], ctx.itemsize(x))
     call.args = [_offset_ptr(ctx, x, start), ctx.ptr(y, const=False)]
+
+
+def _consecutive(pairs: Sequence[tuple[int, int]]) -> bool:
+    """Whether a view's (dimension, stride) pairs walk consecutive elements (one contiguous range)."""
+    expected = 1
+    for d, s in reversed(pairs):
+        if s != expected and d != 1:
+            return False
+        expected *= d
+    return True
+
+
+def _placed_at(ctx: LoweringContext, y: int, x: int, offset: int) -> bool:
+    """Whether the plan put activation `y` at activation `x`'s offset plus `offset` bytes."""
+    tx, ty = ctx.tensor(x), ctx.tensor(y)
+    if not (tx.is_activation and ty.is_activation) or x not in ctx.offsets or y not in ctx.offsets:
+        return False
+    return ctx.offsets[y] == ctx.offsets[x] + offset
 
 
 @lowering("SLICE")
