@@ -249,7 +249,7 @@ def test_concat_in_place_lowers_the_peak_and_the_certificate_holds_over_every_or
     stored = profile(g, g.stored_order(), model).peak_bytes
     assert refined.stored_order_peak_bytes == stored
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
-    assert planned.arena.arena_bytes < plan(g, PlanOptions(time_limit=2.0)).arena.arena_bytes
+    assert planned.arena.arena_bytes < plan(g, PlanOptions(time_limit=2.0, memory_model="tensor")).arena.arena_bytes
     assert planned.model_order(planned.run_order) == list(planned.run_order)  # no synthetic operator
 
 
@@ -380,7 +380,7 @@ def test_aliases_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     require("qemu")
     path = _save(tmp_path, build, "aliases")
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
-    tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1)
+    tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1, memory_model="tensor")
     assert gen.arena_bytes_planned < tensor.arena_bytes_planned
     result = measure_sources(
         gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
