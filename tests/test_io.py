@@ -193,6 +193,10 @@ def test_plan_lists_each_changed_edge(edge_model, capsys):
         "input 0: model operator 0 (QUANTIZE) removed; int8[1, 8, 8, 16] scale 0.0199999996"
     )
     assert edges[1].startswith("output 0: model operator 4 (DEQUANTIZE) removed; int8[1, 8, 8, 16]")
+    # the certificate names operators as the model numbers them (the planned graph lost operator 0)
+    assert main(["plan", str(edge_model), "--io", "int8", "--memory-model", "tensor"]) == 0
+    cert = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("certificate"))
+    assert "operator 3 (CONV_2D) and operator 2 (CONV_2D)" in cert
     assert main(["plan", str(edge_model), "--io", "int8", "--json", "--time-limit", "1"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert [e["model_op"] for e in payload["io"]["edges"]] == [0, 4]

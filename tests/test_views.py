@@ -249,7 +249,10 @@ def test_concat_in_place_lowers_the_peak_and_the_certificate_holds_over_every_or
     stored = profile(g, g.stored_order(), model).peak_bytes
     assert refined.stored_order_peak_bytes == stored
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
-    assert planned.arena.arena_bytes < plan(g, PlanOptions(time_limit=2.0, memory_model="tensor")).arena.arena_bytes
+    assert (
+        planned.arena.arena_bytes
+        < plan(g, PlanOptions(time_limit=2.0, memory_model="tensor")).arena.arena_bytes
+    )
     assert planned.model_order(planned.run_order) == list(planned.run_order)  # no synthetic operator
 
 

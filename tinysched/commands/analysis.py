@@ -294,7 +294,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"lower bound {format_bytes(sched.lower_bound_bytes)} ({sched.method}, {sched.seconds:.2f} s)"
     )
     if planned.recompute is None:
-        print(f"certificate  {certificate_line(sched, graph)}")
+        print(f"certificate  {certificate_line(sched, graph, planned)}")
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     if request is not None:
         print("\n".join(recompute_summary(request, format_bytes)))

@@ -291,7 +291,7 @@ def print_build(result: BuildResult) -> None:
     doc = json.loads(result.metadata.read_text())
     print(doc_headline(doc))
     print(f"model       {shown(graph.source)}  (sha256 {graph.sha256[:16]}...)")
-    print(f"certificate {certificate_line(planned.schedule, planned.graph)}")
+    print(f"certificate {certificate_line(planned.schedule, planned.graph, planned)}")
     whole = doc["schedule"].get("tensor_model_optimum")
     if whole:
         print(

@@ -128,8 +128,9 @@ def certificate_json(sched: Any) -> dict[str, Any] | None:
     return {"kind": cert.kind, "lower_bound_bytes": cert.lower_bound_bytes, "witness": dict(cert.witness)}
 
 
-def certificate_line(sched: Any, graph: Any) -> str:
-    """The order's certificate in words (scheduler.Schedule over `graph`)."""
+def certificate_line(sched: Any, graph: Any, planned: Any = None) -> str:
+    """The order's certificate in words (scheduler.Schedule over `graph`); with `planned` (a
+    pipeline.Planned) operators are named by their index in the input model."""
     from tinysched.report.format import certificate_sentence
 
     text = certificate_sentence(
@@ -137,6 +138,9 @@ def certificate_line(sched: Any, graph: Any) -> str:
         {op.index: op.opcode for op in graph.operators},
         peak_bytes=sched.peak_bytes,
         lower_bound_bytes=sched.lower_bound_bytes,
+        model_ops=None
+        if planned is None
+        else {op.index: planned.source_operator(op.index) for op in graph.operators},
     )
     if getattr(sched, "memory_model", "tensor") != "tensor":
         text += " (in the refined memory model: outputs overlap dying inputs as far as the kernels allow)"

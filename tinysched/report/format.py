@@ -46,9 +46,10 @@ def witness_text(witness: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in witness.items())
 
 
-def _op(index: Any, op_types: dict[int, str]) -> str:
+def _op(index: Any, op_types: dict[int, str], model_ops: dict[int, int] | None = None) -> str:
     kind = op_types.get(index)
-    return f"operator {index} ({kind})" if kind else f"operator {index}"
+    shown = index if model_ops is None else model_ops.get(index, index)
+    return f"operator {shown} ({kind})" if kind else f"operator {shown}"
 
 
 def certificate_sentence(
@@ -57,11 +58,13 @@ def certificate_sentence(
     *,
     peak_bytes: int | None = None,
     lower_bound_bytes: int | None = None,
+    model_ops: dict[int, int] | None = None,
 ) -> str:
     """Why the order is optimal (or how far from optimal it may be), in a firmware engineer's words.
 
     `certificate` is the JSON form (kind, lower_bound_bytes, witness) that `schedule --json` and the
-    metadata keep; `op_types` maps the operators it names to their types."""
+    metadata keep; `op_types` maps the operators it names to their types, and `model_ops` (planned
+    operator -> the input model's index) makes the sentence name operators as the user's model does."""
     if certificate is None:
         if peak_bytes and lower_bound_bytes:
             # (peak - bound) / bound, rounded up: never claims more than is proven
@@ -76,21 +79,21 @@ def certificate_sentence(
     if kind == "lower_bound":
         how = w.get("bound")
         if how == "trivial":
-            why = f"{_op(w.get('op'), op_types)} alone needs {fmt_bytes(w.get('op_bytes'))} for its inputs and outputs"
+            why = f"{_op(w.get('op'), op_types, model_ops)} alone needs {fmt_bytes(w.get('op_bytes'))} for its inputs and outputs"
         elif how == "first_step":
             why = (
                 f"whichever operator runs first needs {fmt_bytes(w.get('first_step_bytes'))} with the graph's "
-                f"inputs still live (least for {_op(w.get('op'), op_types)})"
+                f"inputs still live (least for {_op(w.get('op'), op_types, model_ops)})"
             )
         elif how == "op_cut":
             why = (
-                f"while {_op(w.get('op'), op_types)} runs, every order still holds at least "
+                f"while {_op(w.get('op'), op_types, model_ops)} runs, every order still holds at least "
                 f"{fmt_bytes(w.get('cut_bytes'))} (a minimum cut of the graph at that operator)"
             )
         elif how == "pair_cut":
             u, v = (w.get("ops") or [None, None])[:2]
             why = (
-                f"{_op(u, op_types)} and {_op(v, op_types)} run in one of two orders, and either way some step "
+                f"{_op(u, op_types, model_ops)} and {_op(v, op_types, model_ops)} run in one of two orders, and either way some step "
                 f"holds at least {fmt_bytes(w.get('cut_bytes'))}"
             )
         elif how == "stage_exhaustive":

@@ -63,6 +63,7 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
         {o["op"]: o["type"] for o in doc["operators"]},
         peak_bytes=sched["peak_bytes"],
         lower_bound_bytes=sched["lower_bound_bytes"],
+        model_ops={o["op"]: o["model_op"] for o in doc["operators"] if "model_op" in o},
     )
     refined = sched.get("memory_model", "tensor") != "tensor"
     whole = sched.get("tensor_model_optimum")
