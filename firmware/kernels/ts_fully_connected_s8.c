@@ -8,6 +8,7 @@
  */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 #include "ts_simd.h"
 
 /* acc[0..1] += sum_i (w0[i] + filter_offset) * (x[i] + input_offset), likewise w1. */
@@ -71,6 +72,36 @@ static void fc_fast(const ts_fully_connected_s8_params *p, const int8_t *input, 
     }
 }
 
+#if TS_MVE
+/* Helium: outputs four at a time, each a VMLADAV dot product of the raw bytes; the offsets come in as
+ * sum((w + fo)(x + io)) = sum(w x) + io sum(w) + fo sum(x) + n io fo (wrapping: the exact int32). */
+static void fc_mve(const ts_fully_connected_s8_params *p, const int8_t *input, const int8_t *weights,
+                   const int32_t *bias, int8_t *output)
+{
+    const int32_t n = p->in_depth, out_depth = p->out_depth, io = p->input_offset, fo = p->filter_offset;
+    int32_t b, o, j;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *x = input + (size_t)b * n;
+        const uint32_t base = (uint32_t)fo * (uint32_t)ts_mve_sum(x, n) + (uint32_t)n * (uint32_t)io * (uint32_t)fo;
+        for (o = 0; o < out_depth; o += 4) {
+            const int32_t m = out_depth - o < 4 ? out_depth - o : 4;
+            const int8_t *w = weights + (size_t)o * n;
+            int32_t acc[4] = {0, 0, 0, 0}, ws[4] = {0, 0, 0, 0};
+            /* rows past the last output repeat the last row (read, never stored) */
+            ts_mve_dot4(x, w, w + (size_t)(m > 1) * n, w + (size_t)(m > 2 ? 2 : m - 1) * n,
+                        w + (size_t)(m - 1) * n, n, acc, ws);
+            for (j = 0; j < m; ++j) {
+                const int32_t a = (int32_t)((uint32_t)acc[j] + (uint32_t)io * (uint32_t)ws[j] + base);
+                output[o + j] = fc_out(p, a, o + j, bias);
+            }
+        }
+        output += out_depth;
+    }
+}
+#else
+#define fc_mve fc_fast
+#endif
+
 static void fc_generic(const ts_fully_connected_s8_params *p, const int8_t *input, const int8_t *weights,
                        const int32_t *bias, int8_t *output)
 {
@@ -111,7 +142,7 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
         p->filter_offset > 128) {
         fc_generic(p, input, weights, bias, output);
     } else {
-        fc_fast(p, input, weights, bias, output);
+        (TS_MVE ? fc_mve : fc_fast)(p, input, weights, bias, output);
     }
     return TS_OK;
 }
