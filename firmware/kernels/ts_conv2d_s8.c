@@ -12,6 +12,7 @@
  */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 #include "ts_simd.h"
 
 static inline int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
@@ -24,6 +25,10 @@ static inline int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, in
 static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w0, const int8_t *w1,
                            int32_t len, int32_t input_offset, int32_t *acc)
 {
+#if TS_MVE
+    ts_mve_dot_2x2(in0, in1, w0, w1, len, input_offset, acc);
+    return;
+#endif
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
 #if TS_DSP && (defined(__GNUC__) || defined(__clang__))
     /* Four input bytes of each pixel and four filter bytes of each channel per step, in 13
@@ -109,6 +114,10 @@ static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w
 static inline void dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1, int32_t len,
                            int32_t input_offset, int32_t *acc)
 {
+#if TS_MVE
+    ts_mve_dot_1x2(in, w0, w1, len, input_offset, acc);
+    return;
+#endif
     int32_t a0 = acc[0], a1 = acc[1];
 #if TS_DSP
     const uint32_t off2 = ts_pack2x16(input_offset);

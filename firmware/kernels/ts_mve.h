@@ -86,6 +86,74 @@ static inline void ts_mve_dot4(const int8_t *x, const int8_t *w0, const int8_t *
     ws[3] = s3;
 }
 
+/* The CONV_2D runs (ts_conv2d_s8.c dot_2x2 / dot_1x2, same contract): acc[0..3] += dot products of
+ * len bytes (in0, w0), (in0, w1), (in1, w0), (in1, w1) with input_offset added to every input byte,
+ * as sum(w x) + input_offset * sum(w). Whole vectors unpredicated, the last len % 16 bytes under a
+ * VCTP predicate (one VPST for the four loads). */
+static inline void ts_mve_dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w0, const int8_t *w1,
+                                  int32_t len, int32_t input_offset, int32_t *acc)
+{
+    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0, s0 = 0, s1 = 0;
+    for (; len >= 16; len -= 16) {
+        const int8x16_t x0 = vldrbq_s8(in0), x1 = vldrbq_s8(in1), wa = vldrbq_s8(w0), wb = vldrbq_s8(w1);
+        a00 = vmladavaq_s8(a00, x0, wa);
+        a10 = vmladavaq_s8(a10, x1, wa);
+        a01 = vmladavaq_s8(a01, x0, wb);
+        a11 = vmladavaq_s8(a11, x1, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+        in0 += 16;
+        in1 += 16;
+        w0 += 16;
+        w1 += 16;
+    }
+    if (len > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)len);
+        const int8x16_t x0 = vldrbq_z_s8(in0, p), x1 = vldrbq_z_s8(in1, p);
+        const int8x16_t wa = vldrbq_z_s8(w0, p), wb = vldrbq_z_s8(w1, p);
+        a00 = vmladavaq_s8(a00, x0, wa);
+        a10 = vmladavaq_s8(a10, x1, wa);
+        a01 = vmladavaq_s8(a01, x0, wb);
+        a11 = vmladavaq_s8(a11, x1, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+    }
+    {
+        const uint32_t o0 = (uint32_t)input_offset * (uint32_t)s0, o1 = (uint32_t)input_offset * (uint32_t)s1;
+        acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a00 + o0);
+        acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a01 + o1);
+        acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)a10 + o0);
+        acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)a11 + o1);
+    }
+}
+
+/* acc[0..1] += dot products of len bytes (in, w0), (in, w1), input_offset added to every input byte. */
+static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1, int32_t len,
+                                  int32_t input_offset, int32_t *acc)
+{
+    int32_t a0 = 0, a1 = 0, s0 = 0, s1 = 0;
+    for (; len >= 16; len -= 16) {
+        const int8x16_t x = vldrbq_s8(in), wa = vldrbq_s8(w0), wb = vldrbq_s8(w1);
+        a0 = vmladavaq_s8(a0, x, wa);
+        a1 = vmladavaq_s8(a1, x, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+        in += 16;
+        w0 += 16;
+        w1 += 16;
+    }
+    if (len > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)len);
+        const int8x16_t x = vldrbq_z_s8(in, p), wa = vldrbq_z_s8(w0, p), wb = vldrbq_z_s8(w1, p);
+        a0 = vmladavaq_s8(a0, x, wa);
+        a1 = vmladavaq_s8(a1, x, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+    }
+    acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a0 + (uint32_t)input_offset * (uint32_t)s0);
+    acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a1 + (uint32_t)input_offset * (uint32_t)s1);
+}
+
 /* sum_i x[i] over n bytes. */
 static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
