@@ -263,6 +263,13 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
 {
     const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
     int32_t o;
+#if TS_MVE
+    const ts_mve_runs mr = {r->ky1 - r->ky0, r->runs_per_row, r->run_len, r->in_row_step, r->in_run_step,
+                            p->filter_w * p->in_c, p->in_c};
+    (void)rq;
+    ts_mve_conv_group(p, &mr, in0, in1, filter + r->w_first, bias, out0, out1);
+    return;
+#endif
     for (o = 0; o < out_c; o += 2) {
         const int32_t o1 = o + 1 < out_c ? o + 1 : o;
         const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;

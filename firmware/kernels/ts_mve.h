@@ -22,6 +22,8 @@
 
 #include <stdint.h>
 
+#include "ts_kernels.h"
+
 #ifndef TS_MVE
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #define TS_MVE 1
@@ -32,6 +34,10 @@
 
 #if TS_MVE
 #include <arm_mve.h>
+
+/* A hot loop in a function of its own (the register allocator sees only its values); unused in the
+ * kernels that do not call it. */
+#define TS_MVE_HOT static __attribute__((unused, noinline))
 
 /* sum_i w[i] * x[i] over n bytes (acc added) and, through *wsum, sum_i w[i] added to it. */
 static inline int32_t ts_mve_dot(const int8_t *x, const int8_t *w, int32_t n, int32_t acc, int32_t *wsum)
@@ -47,43 +53,6 @@ static inline int32_t ts_mve_dot(const int8_t *x, const int8_t *w, int32_t n, in
     }
     *wsum = s;
     return acc;
-}
-
-/* Four dot products of n bytes against one x: acc[j] += sum_i w_j[i] * x[i], ws[j] += sum_i w_j[i]. */
-static inline void ts_mve_dot4(const int8_t *x, const int8_t *w0, const int8_t *w1, const int8_t *w2,
-                               const int8_t *w3, int32_t n, int32_t *acc, int32_t *ws)
-{
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    int32_t s0 = ws[0], s1 = ws[1], s2 = ws[2], s3 = ws[3];
-    for (; n > 0; n -= 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)n);
-        const int8x16_t xv = vldrbq_z_s8(x, p);
-        int8x16_t wv = vldrbq_z_s8(w0, p);
-        a0 = vmladavaq_s8(a0, xv, wv);
-        s0 = vaddvaq_s8(s0, wv);
-        wv = vldrbq_z_s8(w1, p);
-        a1 = vmladavaq_s8(a1, xv, wv);
-        s1 = vaddvaq_s8(s1, wv);
-        wv = vldrbq_z_s8(w2, p);
-        a2 = vmladavaq_s8(a2, xv, wv);
-        s2 = vaddvaq_s8(s2, wv);
-        wv = vldrbq_z_s8(w3, p);
-        a3 = vmladavaq_s8(a3, xv, wv);
-        s3 = vaddvaq_s8(s3, wv);
-        x += 16;
-        w0 += 16;
-        w1 += 16;
-        w2 += 16;
-        w3 += 16;
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-    ws[0] = s0;
-    ws[1] = s1;
-    ws[2] = s2;
-    ws[3] = s3;
 }
 
 /* The CONV_2D runs (ts_conv2d_s8.c dot_2x2 / dot_1x2, same contract): acc[0..3] += dot products of
@@ -127,6 +96,97 @@ static inline void ts_mve_dot_2x2(const int8_t *in0, const int8_t *in1, const in
     }
 }
 
+/* Where a CONV_2D block's runs lie: `rows` filter rows of `runs` runs of `len` bytes each; input run k
+ * of row r at in + r * in_row + k * in_run, filter run at w + r * w_row + k * w_run. */
+typedef struct {
+    int32_t rows, runs, len;
+    int32_t in_row, in_run, w_row, w_run;
+} ts_mve_runs;
+
+/* Whole 16-byte vectors of one run, then its len % 16 tail under the predicate pt (two pixels). */
+#define TS_MVE_RUN2(LOAD, ...)                                                                          \
+    do {                                                                                                \
+        const int8x16_t v0 = LOAD(x0, ##__VA_ARGS__), v1 = LOAD(x1, ##__VA_ARGS__);                     \
+        const int8x16_t fa = LOAD(wa, ##__VA_ARGS__), fb = LOAD(wb, ##__VA_ARGS__);                     \
+        a00 = vmladavaq_s8(a00, v0, fa);                                                                \
+        a10 = vmladavaq_s8(a10, v1, fa);                                                                \
+        a01 = vmladavaq_s8(a01, v0, fb);                                                                \
+        a11 = vmladavaq_s8(a11, v1, fb);                                                                \
+        s0 = vaddvaq_s8(s0, fa);                                                                        \
+        s1 = vaddvaq_s8(s1, fb);                                                                        \
+    } while (0)
+#define TS_MVE_RUN1(LOAD, ...)                                                                          \
+    do {                                                                                                \
+        const int8x16_t v0 = LOAD(x0, ##__VA_ARGS__);                                                   \
+        const int8x16_t fa = LOAD(wa, ##__VA_ARGS__), fb = LOAD(wb, ##__VA_ARGS__);                     \
+        a00 = vmladavaq_s8(a00, v0, fa);                                                                \
+        a01 = vmladavaq_s8(a01, v0, fb);                                                                \
+        s0 = vaddvaq_s8(s0, fa);                                                                        \
+        s1 = vaddvaq_s8(s1, fb);                                                                        \
+    } while (0)
+
+/* ts_mve_dot_2x2 over every run of a block (in1 == NULL: one pixel, acc[2..3] untouched), the six
+ * sums kept in registers across runs (VMLADAV and VADDV accumulate only into even registers: six of
+ * the seven are used) and the input offset applied once at the end. Runs are visited row by row,
+ * in order, through pointers stepped from run to run. */
+TS_MVE_HOT void ts_mve_block(const ts_mve_runs *r, const int8_t *in0, const int8_t *in1, const int8_t *w0,
+                             const int8_t *w1, int32_t input_offset, int32_t *acc)
+{
+    const int32_t whole = r->len >> 4, tail = r->len & 15, runs = r->runs;
+    const int32_t in_step = r->in_row - runs * r->in_run, w_step = r->w_row - runs * r->w_run;
+    const int32_t in_run = r->in_run, w_run = r->w_run;
+    const mve_pred16_t pt = vctp8q((uint32_t)tail);
+    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0, s0 = 0, s1 = 0;
+    int32_t n, k, i;
+    for (n = r->rows; n > 0; --n) {
+        for (k = runs; k > 0; --k) {
+            const int8_t *x0 = in0, *wa = w0, *wb = w1;
+            if (in1 != NULL) {
+                const int8_t *x1 = in1;
+                for (i = whole; i > 0; --i) {
+                    TS_MVE_RUN2(vldrbq_s8);
+                    x0 += 16;
+                    x1 += 16;
+                    wa += 16;
+                    wb += 16;
+                }
+                if (tail) {
+                    TS_MVE_RUN2(vldrbq_z_s8, pt);
+                }
+                in1 += in_run;
+            } else {
+                for (i = whole; i > 0; --i) {
+                    TS_MVE_RUN1(vldrbq_s8);
+                    x0 += 16;
+                    wa += 16;
+                    wb += 16;
+                }
+                if (tail) {
+                    TS_MVE_RUN1(vldrbq_z_s8, pt);
+                }
+            }
+            in0 += in_run;
+            w0 += w_run;
+            w1 += w_run;
+        }
+        in0 += in_step;
+        if (in1 != NULL) {
+            in1 += in_step;
+        }
+        w0 += w_step;
+        w1 += w_step;
+    }
+    {
+        const uint32_t o0 = (uint32_t)input_offset * (uint32_t)s0, o1 = (uint32_t)input_offset * (uint32_t)s1;
+        acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a00 + o0);
+        acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a01 + o1);
+        if (in1 != NULL) {
+            acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)a10 + o0);
+            acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)a11 + o1);
+        }
+    }
+}
+
 /* acc[0..1] += dot products of len bytes (in, w0), (in, w1), input_offset added to every input byte. */
 static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1, int32_t len,
                                   int32_t input_offset, int32_t *acc)
@@ -152,6 +212,205 @@ static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8
     }
     acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a0 + (uint32_t)input_offset * (uint32_t)s0);
     acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a1 + (uint32_t)input_offset * (uint32_t)s1);
+}
+
+/* ts_requantize(acc, m, shift) on four lanes (see the top of this file for why it is the same value). */
+static inline int32x4_t ts_mve_requant(int32x4_t acc, int32x4_t m, int32x4_t shift)
+{
+    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0)), right = vminq_s32(shift, vdupq_n_s32(0));
+    const int32x4_t h = vqrdmulhq_s32(vshlq_s32(acc, left), m);
+    /* right < 0 has its sign bit set: (h & right) >> 31 is -1 exactly for negative h when right < 0 */
+    return vrshlq_s32(vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31)), right);
+}
+
+/* Channels [c0, c0 + n) of one pixel: acc[0..n) requantised with their own multiplier and shift,
+ * output offset added, clamped, stored as bytes at out[0..n) (four lanes per step, the last step
+ * predicated: nothing past out[n - 1] or the parameter arrays' end is touched). */
+static inline void ts_mve_requant_store(const int32_t *acc, const int32_t *multiplier, const int32_t *shift,
+                                        int32_t n, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                        int8_t *out)
+{
+    int32_t k;
+    for (k = 0; k < n; k += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(n - k));
+        int32x4_t v = ts_mve_requant(vldrwq_z_s32(acc + k, p), vldrwq_z_s32(multiplier + k, p),
+                                     vldrwq_z_s32(shift + k, p));
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, output_offset), vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+        vstrbq_p_s32(out + k, v, p);
+    }
+}
+
+/* CONV_2D, one group of one or two output pixels (in1/out1 NULL: one) whose runs `r` start at
+ * in0 / in1, filter bytes from w_first (the filter plus the runs' first offset in a channel): output
+ * channels in chunks of 16, each chunk's channel pairs through ts_mve_block into 16 accumulators per
+ * pixel, then requantised four channels at a time and stored. */
+TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_runs *r, const int8_t *in0,
+                                  const int8_t *in1, const int8_t *w_first, const int32_t *bias,
+                                  int8_t *out0, int8_t *out1)
+{
+    const int32_t out_c = p->out_c, fs = p->filter_h * p->filter_w * p->in_c, io = p->input_offset;
+    int32_t acc0[16], acc1[16];
+    int32_t c0, j;
+    for (c0 = 0; c0 < out_c; c0 += 16) {
+        const int32_t n = out_c - c0 < 16 ? out_c - c0 : 16;
+        for (j = 0; j < n; j += 2) {
+            const int32_t o = c0 + j, o1 = o + 1 < out_c ? o + 1 : o;
+            int32_t a[4];
+            a[0] = a[2] = bias != NULL ? bias[o] : 0;
+            a[1] = a[3] = bias != NULL ? bias[o1] : 0;
+            ts_mve_block(r, in0, in1, w_first + (size_t)o * fs, w_first + (size_t)o1 * fs, io, a);
+            acc0[j] = a[0];
+            acc1[j] = a[2];
+            if (j + 1 < n) {
+                acc0[j + 1] = a[1];
+                acc1[j + 1] = a[3];
+            }
+        }
+        ts_mve_requant_store(acc0, p->multiplier + c0, p->shift + c0, n, p->output_offset, p->act_min,
+                             p->act_max, out0 + c0);
+        if (out1 != NULL) {
+            ts_mve_requant_store(acc1, p->multiplier + c0, p->shift + c0, n, p->output_offset, p->act_min,
+                                 p->act_max, out1 + c0);
+        }
+    }
+}
+
+/* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step as two int32x4 accumulators
+ * (VLDRB.S32 widens four bytes of input and of filter, VMUL and VADD accumulate: MVE has no
+ * vector-by-vector integer VMLA; more accumulators than two spill with GCC 12). `full`: the pixel's
+ * window lies inside the input, acc starts from start = bias + input_offset * the channels' sum over
+ * all taps and the products are w * x; otherwise start = bias and the products are w * (x + io).
+ * taps_h x taps_w taps from in / w (channel c of the first tap inside the input), rows in_row /
+ * w_row bytes apart, columns in_col / w_col. n = 8 channels, or fewer for the last block, which
+ * then goes through predicated loads and stores (nothing past channel c + n - 1 is touched). */
+static inline int32x4_t ts_mve_mla(int32x4_t acc, int32x4_t x, int32x4_t w) { return vaddq_s32(acc, vmulq_s32(x, w)); }
+
+static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h, int32_t taps_w, int32_t in_row,
+                              int32_t in_col, int32_t w_row, int32_t w_col, int32_t io, const int32_t *start,
+                              int32_t n, int full, const int32_t *multiplier, const int32_t *shift,
+                              const ts_depthwise_conv2d_s8_params *p, int8_t *out)
+{
+    const mve_pred16_t p0 = vctp32q((uint32_t)n), p1 = vctp32q((uint32_t)(n > 4 ? n - 4 : 0));
+    int32x4_t a0 = vldrwq_s32(start), a1 = vldrwq_s32(start + 4);
+    int32_t ky, kx;
+    const int32_t in_next = in_row - taps_w * in_col, w_next = w_row - taps_w * w_col;
+    if (n == 8 && full) {
+        for (ky = taps_h; ky > 0; --ky) {
+            for (kx = taps_w; kx > 0; --kx) {
+                a0 = ts_mve_mla(a0, vldrbq_s32(in), vldrbq_s32(w));
+                a1 = ts_mve_mla(a1, vldrbq_s32(in + 4), vldrbq_s32(w + 4));
+                in += in_col;
+                w += w_col;
+            }
+            in += in_next;
+            w += w_next;
+        }
+    } else if (n == 8) {
+        for (ky = taps_h; ky > 0; --ky) {
+            for (kx = taps_w; kx > 0; --kx) {
+                a0 = ts_mve_mla(a0, vaddq_n_s32(vldrbq_s32(in), io), vldrbq_s32(w));
+                a1 = ts_mve_mla(a1, vaddq_n_s32(vldrbq_s32(in + 4), io), vldrbq_s32(w + 4));
+                in += in_col;
+                w += w_col;
+            }
+            in += in_next;
+            w += w_next;
+        }
+    } else {
+        for (ky = taps_h; ky > 0; --ky) {
+            for (kx = taps_w; kx > 0; --kx) {
+                a0 = ts_mve_mla(a0, vaddq_n_s32(vldrbq_z_s32(in, p0), io), vldrbq_z_s32(w, p0));
+                a1 = ts_mve_mla(a1, vaddq_n_s32(vldrbq_z_s32(in + 4, p1), io), vldrbq_z_s32(w + 4, p1));
+                in += in_col;
+                w += w_col;
+            }
+            in += in_next;
+            w += w_next;
+        }
+    }
+    {
+        const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+        const int32_t oo = p->output_offset;
+        int32x4_t v = ts_mve_requant(a0, vldrwq_z_s32(multiplier, p0), vldrwq_z_s32(shift, p0));
+        vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(v, oo), lo), hi), p0);
+        v = ts_mve_requant(a1, vldrwq_z_s32(multiplier + 4, p1), vldrwq_z_s32(shift + 4, p1));
+        vstrbq_p_s32(out + 4, vminq_s32(vmaxq_s32(vaddq_n_s32(v, oo), lo), hi), p1);
+    }
+}
+
+/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
+static inline void ts_mve_taps(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
+                               int32_t *k1)
+{
+    int32_t lo = 0, hi = taps;
+    while (lo < taps && start + lo * dilation < 0) {
+        ++lo;
+    }
+    while (hi > lo && start + (hi - 1) * dilation >= size) {
+        --hi;
+    }
+    *k0 = lo;
+    *k1 = hi;
+}
+
+#define TS_MVE_DW_CHUNK 32
+
+/* DEPTHWISE_CONV_2D with depth multiplier 1 (any stride, dilation, padding): each output row in
+ * chunks of up to TS_MVE_DW_CHUNK pixels; per chunk, channel blocks of 8 in turn, each block's
+ * starting accumulators (bias, and bias + input_offset * filter sum for whole windows) computed
+ * once, then the chunk's pixels one by one, each block requantised and stored right after its taps
+ * (the DSP path's read/write order: groups of one chunk, channel block by block across it). */
+TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                 const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, c_all = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t dh = p->dilation_h, dw = p->dilation_w, io = p->input_offset, out_w = p->out_w;
+    int32_t b, y, x0, x, c, t;
+    int32_t start[8], eff[8];
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * c_all;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t iy0 = y * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            ts_mve_taps(iy0, dh, fh, in_h, &ky0, &ky1);
+            for (x0 = 0; x0 < out_w; x0 += TS_MVE_DW_CHUNK) {
+                const int32_t x1 = out_w - x0 < TS_MVE_DW_CHUNK ? out_w : x0 + TS_MVE_DW_CHUNK;
+                int8_t *out_row = output + ((size_t)(b * p->out_h + y) * out_w) * c_all;
+                for (c = 0; c < c_all; c += 8) {
+                    const int32_t n = c_all - c < 8 ? c_all - c : 8;
+                    for (t = 0; t < 8; ++t) {
+                        start[t] = bias != NULL && t < n ? bias[c + t] : 0;
+                    }
+                    if (n == 8) {
+                        int32x4_t s0 = vdupq_n_s32(0), s1 = s0;
+                        for (t = 0; t < fh * fw; ++t) {
+                            const int8_t *f = filter + (size_t)t * c_all + c;
+                            s0 = vaddq_s32(s0, vldrbq_s32(f));
+                            s1 = vaddq_s32(s1, vldrbq_s32(f + 4));
+                        }
+                        vstrwq_s32(eff, vmlaq_n_s32(vldrwq_s32(start), s0, io));
+                        vstrwq_s32(eff + 4, vmlaq_n_s32(vldrwq_s32(start + 4), s1, io));
+                    }
+                    for (x = x0; x < x1; ++x) {
+                        const int32_t ix0 = x * p->stride_w - p->pad_left;
+                        int32_t kx0, kx1;
+                        ts_mve_taps(ix0, dw, fw, in_w, &kx0, &kx1);
+                        {
+                            const int full = n == 8 && ky0 == 0 && ky1 == fh && kx0 == 0 && kx1 == fw;
+                            const int8_t *in = in_b;
+                            const int8_t *w = filter + (size_t)(ky0 * fw + kx0) * c_all + c;
+                            if (ky1 > ky0 && kx1 > kx0) { /* else no tap inside: nothing is read */
+                                in += ((size_t)(iy0 + ky0 * dh) * in_w + (ix0 + kx0 * dw)) * c_all + c;
+                            }
+                            ts_mve_dw8(in, w, ky1 - ky0, kx1 - kx0, dh * in_w * c_all, dw * c_all, fw * c_all,
+                                       c_all, io, full ? eff : start, n, full, p->multiplier + c, p->shift + c, p,
+                                       out_row + (size_t)x * c_all + c);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* sum_i x[i] over n bytes. */
