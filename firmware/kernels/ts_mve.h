@@ -413,6 +413,42 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
     }
 }
 
+/* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
+static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, int32_t right)
+{
+    int32x4_t h = vqrdmulhq_n_s32(vshlq_r_s32(x, left), m);
+    if (right < 0) {
+        h = vqaddq_s32(h, vshrq_n_s32(h, 31)); /* -1 on negative lanes: ties away from zero */
+    }
+    return vrshlq_n_s32(h, right);
+}
+
+/* ADD where neither input broadcasts (ts_add_s8.c add_flat's arithmetic): four elements per step,
+ * each input widened (VLDRB.S32), offset, shifted left, requantised, summed, requantised again,
+ * offset, clamped and stored as bytes; the last n % 4 under a predicate. Elements k..k+3 of the
+ * output are written after reading elements k..k+3 of both inputs, and nothing later is read before
+ * them: the one-loop order of the portable kernel, four elements at a time. */
+TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *input1, const int8_t *input2,
+                           int8_t *output)
+{
+    const int32_t off1 = p->input1_offset, off2 = p->input2_offset, out_off = p->output_offset;
+    const int32_t m1 = p->input1_multiplier, m2 = p->input2_multiplier, mo = p->output_multiplier;
+    const int32_t l1 = p->input1_shift > 0 ? p->input1_shift : 0, r1 = p->input1_shift > 0 ? 0 : p->input1_shift;
+    const int32_t l2 = p->input2_shift > 0 ? p->input2_shift : 0, r2 = p->input2_shift > 0 ? 0 : p->input2_shift;
+    const int32_t lo_ = p->output_shift > 0 ? p->output_shift : 0, ro = p->output_shift > 0 ? 0 : p->output_shift;
+    const int32_t left = p->left_shift, act_min = p->act_min, act_max = p->act_max;
+    size_t k;
+    for (k = 0; k < n; k += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - k < 4 ? n - k : 4));
+        const int32x4_t a = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input1 + k, pr), off1), left);
+        const int32x4_t b = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input2 + k, pr), off2), left);
+        const int32x4_t sum = vaddq_s32(ts_mve_requant_n(a, m1, l1, r1), ts_mve_requant_n(b, m2, l2, r2));
+        int32x4_t v = vaddq_n_s32(ts_mve_requant_n(sum, mo, lo_, ro), out_off);
+        v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+        vstrbq_p_s32(output + k, v, pr);
+    }
+}
+
 /* sum_i x[i] over n bytes. */
 static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
