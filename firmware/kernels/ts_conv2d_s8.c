@@ -593,6 +593,13 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
         conv_generic(p, input, filter, bias, output);
         return TS_OK;
     }
+#if TS_MVE
+    if (p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+        (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
+        ts_mve_pointwise(p, input, filter, bias, output);
+        return TS_OK;
+    }
+#endif
 #if TS_RQ_ASM
     rq = ts_rq_ok(p->multiplier, p->shift, p->out_c,
                   ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));

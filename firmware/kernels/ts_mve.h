@@ -450,6 +450,88 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
 }
 
 /* sum_i x[i] over n bytes. */
+static inline int32_t ts_mve_sum(const int8_t *x, int32_t n);
+
+/* Four dot products of len bytes, one filter row w against four input rows x, x1, x2, x3 (raw
+ * bytes, no offsets): {sum w x, ..., sum w x3} as a vector. */
+static inline int32x4_t ts_mve_dot4x1(const int8_t *x, const int8_t *x1, const int8_t *x2, const int8_t *x3,
+                                      const int8_t *w, int32_t len)
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32x4_t v;
+    for (; len >= 16; len -= 16) {
+        const int8x16_t f = vldrbq_s8(w);
+        a0 = vmladavaq_s8(a0, vldrbq_s8(x), f);
+        a1 = vmladavaq_s8(a1, vldrbq_s8(x1), f);
+        a2 = vmladavaq_s8(a2, vldrbq_s8(x2), f);
+        a3 = vmladavaq_s8(a3, vldrbq_s8(x3), f);
+        w += 16;
+        x += 16;
+        x1 += 16;
+        x2 += 16;
+        x3 += 16;
+    }
+    if (len > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)len);
+        const int8x16_t f = vldrbq_z_s8(w, p);
+        a0 = vmladavaq_s8(a0, vldrbq_z_s8(x, p), f);
+        a1 = vmladavaq_s8(a1, vldrbq_z_s8(x1, p), f);
+        a2 = vmladavaq_s8(a2, vldrbq_z_s8(x2, p), f);
+        a3 = vmladavaq_s8(a3, vldrbq_z_s8(x3, p), f);
+    }
+    v = vdupq_n_s32(a0);
+    v = vsetq_lane_s32(a1, v, 1);
+    v = vsetq_lane_s32(a2, v, 2);
+    return vsetq_lane_s32(a3, v, 3);
+}
+
+/* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
+ * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, output
+ * channels one by one, each channel's starting value bias + input_offset * sum(w) computed once,
+ * then the chunk's pixels four at a time (ts_mve_dot4x1 with VMLADAV; a short last quad has its
+ * missing rows repeat the last pixel, computed and not stored), requantised with the channel's
+ * multiplier and shift on four lanes, stored with one byte scatter (stride out_c). */
+TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                 const int32_t *bias, int8_t *output)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, io = p->input_offset;
+    const int32_t px_step = p->stride_w * in_c;
+    const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
+    const int32_t rows = flat ? 1 : p->batches * p->out_h;
+    const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    const uint32x4_t scatter = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
+    int32_t y, x, n, o, j;
+    for (y = 0; y < rows; ++y) {
+        const int32_t b = y / p->out_h, yy = y % p->out_h;
+        const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
+        for (x = 0; x < out_w; x += n) {
+            const int8_t *in_x = in_row + (size_t)x * px_step;
+            n = out_w - x < 16 ? out_w - x : 16;
+            for (o = 0; o < out_c; ++o) {
+                const int8_t *w = filter + (size_t)o * in_c;
+                const int32_t shift = p->shift[o], m = p->multiplier[o];
+                const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : shift;
+                const int32_t start = (int32_t)((bias != NULL ? (uint32_t)bias[o] : 0u) +
+                                                (uint32_t)io * (uint32_t)ts_mve_sum(w, in_c));
+                int8_t *out = output + o;
+                for (j = 0; j < n; j += 4) {
+                    const int32_t k = n - j < 4 ? n - j : 4;
+                    /* rows past the chunk's last pixel repeat it (read, not stored) */
+                    const int8_t *x0 = in_x + (size_t)j * px_step;
+                    const int8_t *x1 = x0 + (k > 1 ? px_step : 0), *x2 = x1 + (k > 2 ? px_step : 0);
+                    int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x2 + (k > 3 ? px_step : 0), w, in_c);
+                    v = vaddq_s32(v, vdupq_n_s32(start));
+                    v = vaddq_n_s32(ts_mve_requant_n(v, m, left, right), p->output_offset);
+                    v = vminq_s32(vmaxq_s32(v, lo), hi);
+                    vstrbq_scatter_offset_p_s32(out, scatter, v, vctp32q((uint32_t)k));
+                    out += 4 * out_c;
+                }
+            }
+            output += (size_t)n * out_c;
+        }
+    }
+}
 static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
     int32_t s = 0;
