@@ -214,6 +214,60 @@ static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8
     acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a1 + (uint32_t)input_offset * (uint32_t)s1);
 }
 
+/* ts_mve_block for the common case: two pixels, one run per filter row (dilation_w 1), the run a
+ * whole number of vectors (len % 16 == 0: in_c a multiple of 16 and a 3-wide rectangle, say). Each
+ * row's pointers follow from the previous row's ends (two additions of a skip each), the row itself
+ * a low-overhead loop (DLS/LE) of four loads, four VMLADAV and two VADDV per 16 bytes. Written as
+ * one asm block: VMLADAV/VADDV accumulate only into even registers, and GCC 12 spills the row
+ * state from the same intrinsics (30 instructions a row instead of 8). */
+TS_MVE_HOT void ts_mve_block_rows(const ts_mve_runs *r, const int8_t *x0, const int8_t *x1, const int8_t *wa,
+                                  const int8_t *wb, int32_t input_offset, int32_t *acc)
+{
+    const int32_t skips[2] = {r->in_row - r->len, r->w_row - r->len};
+    register int32_t a00 __asm__("r0") = 0, a10 __asm__("r2") = 0, a01 __asm__("r4") = 0;
+    register int32_t a11 __asm__("r6") = 0, s0 __asm__("r8") = 0, s1 __asm__("r10") = 0;
+    register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *pa __asm__("r5") = wa;
+    register const int8_t *pb __asm__("r9") = wb;
+    register const int32_t *sk __asm__("r7") = skips;
+    register int32_t rows __asm__("r11") = r->rows, whole __asm__("r12") = r->len >> 4;
+    if (rows > 0 && whole > 0) {
+        __asm__ volatile("1:\n\t"
+                         "dls     lr, %[whole]\n\t"
+                         "2:\n\t"
+                         "vldrb.8 q0, [%[p0]], #16\n\t"
+                         "vldrb.8 q1, [%[p1]], #16\n\t"
+                         "vldrb.8 q2, [%[pa]], #16\n\t"
+                         "vldrb.8 q3, [%[pb]], #16\n\t"
+                         "vmladava.s8 %[a00], q0, q2\n\t"
+                         "vmladava.s8 %[a10], q1, q2\n\t"
+                         "vmladava.s8 %[a01], q0, q3\n\t"
+                         "vmladava.s8 %[a11], q1, q3\n\t"
+                         "vaddva.s8 %[s0], q2\n\t"
+                         "vaddva.s8 %[s1], q3\n\t"
+                         "le      lr, 2b\n\t"
+                         "ldr     lr, [%[sk]]\n\t"
+                         "add     %[p0], %[p0], lr\n\t"
+                         "add     %[p1], %[p1], lr\n\t"
+                         "ldr     lr, [%[sk], #4]\n\t"
+                         "add     %[pa], %[pa], lr\n\t"
+                         "add     %[pb], %[pb], lr\n\t"
+                         "subs    %[rows], %[rows], #1\n\t"
+                         "bne     1b\n\t"
+                         : [a00] "+r"(a00), [a10] "+r"(a10), [a01] "+r"(a01), [a11] "+r"(a11), [s0] "+r"(s0),
+                           [s1] "+r"(s1), [p0] "+r"(p0), [p1] "+r"(p1), [pa] "+r"(pa), [pb] "+r"(pb),
+                           [rows] "+r"(rows)
+                         : [whole] "r"(whole), [sk] "r"(sk)
+                         : "q0", "q1", "q2", "q3", "lr", "cc", "memory");
+    }
+    {
+        const uint32_t o0 = (uint32_t)input_offset * (uint32_t)s0, o1 = (uint32_t)input_offset * (uint32_t)s1;
+        acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a00 + o0);
+        acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a01 + o1);
+        acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)a10 + o0);
+        acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)a11 + o1);
+    }
+}
+
 /* ts_requantize(acc, m, shift) on four lanes (see the top of this file for why it is the same value). */
 static inline int32x4_t ts_mve_requant(int32x4_t acc, int32x4_t m, int32x4_t shift)
 {
@@ -249,6 +303,7 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
                                   int8_t *out0, int8_t *out1)
 {
     const int32_t out_c = p->out_c, fs = p->filter_h * p->filter_w * p->in_c, io = p->input_offset;
+    const int rows_path = in1 != NULL && r->runs == 1 && (r->len & 15) == 0;
     int32_t acc0[16], acc1[16];
     int32_t c0, j;
     for (c0 = 0; c0 < out_c; c0 += 16) {
@@ -258,7 +313,11 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
             int32_t a[4];
             a[0] = a[2] = bias != NULL ? bias[o] : 0;
             a[1] = a[3] = bias != NULL ? bias[o1] : 0;
-            ts_mve_block(r, in0, in1, w_first + (size_t)o * fs, w_first + (size_t)o1 * fs, io, a);
+            if (rows_path) {
+                ts_mve_block_rows(r, in0, in1, w_first + (size_t)o * fs, w_first + (size_t)o1 * fs, io, a);
+            } else {
+                ts_mve_block(r, in0, in1, w_first + (size_t)o * fs, w_first + (size_t)o1 * fs, io, a);
+            }
             acc0[j] = a[0];
             acc1[j] = a[2];
             if (j + 1 < n) {
