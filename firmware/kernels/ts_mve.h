@@ -334,41 +334,56 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
     }
 }
 
-/* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step as two int32x4 accumulators
- * (VLDRB.S32 widens four bytes of input and of filter, VMUL and VADD accumulate: MVE has no
- * vector-by-vector integer VMLA; more accumulators than two spill with GCC 12). `full`: the pixel's
- * window lies inside the input, acc starts from start = bias + input_offset * the channels' sum over
- * all taps and the products are w * x; otherwise start = bias and the products are w * (x + io).
- * taps_h x taps_w taps from in / w (channel c of the first tap inside the input), rows in_row /
- * w_row bytes apart, columns in_col / w_col. n = 8 channels, or fewer for the last block, which
- * then goes through predicated loads and stores (nothing past channel c + n - 1 is touched). */
-static inline int32x4_t ts_mve_mla(int32x4_t acc, int32x4_t x, int32x4_t w) { return vaddq_s32(acc, vmulq_s32(x, w)); }
+/* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step. VLDRB.S16 widens eight bytes of
+ * input and of filter to 16-bit lanes; VMULLB / VMULLT multiply the even / odd lanes into 32 bits
+ * (exact: |(x + io) * w| < 2^16 * 2^7 fits), so the block's accumulators are two int32x4, `e` for
+ * channels 0, 2, 4, 6 and `o` for 1, 3, 5, 7 of the block; VMOVNB / VMOVNT interleave the requantised
+ * lanes back into channel order for one 8-byte store. The block's constants come deinterleaved in
+ * ts_mve_dw_consts (once per chunk). */
+typedef struct {
+    int32_t start_e[4], start_o[4]; /* bias (clipped windows) */
+    int32_t eff_e[4], eff_o[4];     /* bias + input_offset * sum of the filter over all taps */
+    int32_t m_e[4], m_o[4], s_e[4], s_o[4];
+} ts_mve_dw_consts;
 
-static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h, int32_t taps_w, int32_t in_row,
-                              int32_t in_col, int32_t w_row, int32_t w_col, int32_t io, const int32_t *start,
-                              int32_t n, int full, const int32_t *multiplier, const int32_t *shift,
-                              const ts_depthwise_conv2d_s8_params *p, int8_t *out)
+/* Requantise, offset, clamp and store the block (n channels: the last block may be shorter). */
+static inline void ts_mve_dw_store(int32x4_t e, int32x4_t o, const ts_mve_dw_consts *k,
+                                   const ts_depthwise_conv2d_s8_params *p, int32_t n, int8_t *out)
 {
-    const mve_pred16_t p0 = vctp32q((uint32_t)n), p1 = vctp32q((uint32_t)(n > 4 ? n - 4 : 0));
-    int32x4_t a0 = vldrwq_s32(start), a1 = vldrwq_s32(start + 4);
-    int32_t ky, kx;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int16x8_t v = vdupq_n_s16(0);
+    e = ts_mve_requant(e, vldrwq_s32(k->m_e), vldrwq_s32(k->s_e));
+    o = ts_mve_requant(o, vldrwq_s32(k->m_o), vldrwq_s32(k->s_o));
+    e = vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi);
+    o = vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi);
+    v = vmovnbq_s32(v, e);
+    v = vmovntq_s32(v, o);
+    if (n == 8) {
+        vstrbq_s16(out, v);
+    } else {
+        vstrbq_p_s16(out, v, vctp16q((uint32_t)n));
+    }
+}
+
+/* One pixel's block over its tap rectangle (taps_h x taps_w taps from in / w, rows in_row / w_row
+ * bytes apart, columns in_col / w_col): `full` (the whole window inside the input, n == 8) starts
+ * from eff and multiplies the raw input; otherwise from the bias, input_offset added to each input
+ * lane, loads predicated to n channels. */
+static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h, int32_t taps_w, int32_t in_row,
+                              int32_t in_col, int32_t w_row, int32_t w_col, int32_t io, int32_t n, int full,
+                              const ts_mve_dw_consts *k, const ts_depthwise_conv2d_s8_params *p, int8_t *out)
+{
     const int32_t in_next = in_row - taps_w * in_col, w_next = w_row - taps_w * w_col;
-    if (n == 8 && full) {
+    int32x4_t e, o;
+    int32_t ky, kx;
+    if (full) {
+        e = vldrwq_s32(k->eff_e);
+        o = vldrwq_s32(k->eff_o);
         for (ky = taps_h; ky > 0; --ky) {
             for (kx = taps_w; kx > 0; --kx) {
-                a0 = ts_mve_mla(a0, vldrbq_s32(in), vldrbq_s32(w));
-                a1 = ts_mve_mla(a1, vldrbq_s32(in + 4), vldrbq_s32(w + 4));
-                in += in_col;
-                w += w_col;
-            }
-            in += in_next;
-            w += w_next;
-        }
-    } else if (n == 8) {
-        for (ky = taps_h; ky > 0; --ky) {
-            for (kx = taps_w; kx > 0; --kx) {
-                a0 = ts_mve_mla(a0, vaddq_n_s32(vldrbq_s32(in), io), vldrbq_s32(w));
-                a1 = ts_mve_mla(a1, vaddq_n_s32(vldrbq_s32(in + 4), io), vldrbq_s32(w + 4));
+                const int16x8_t xv = vldrbq_s16(in), wv = vldrbq_s16(w);
+                e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
                 in += in_col;
                 w += w_col;
             }
@@ -376,10 +391,14 @@ static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h,
             w += w_next;
         }
     } else {
+        const mve_pred16_t pr = vctp16q((uint32_t)n);
+        e = vldrwq_s32(k->start_e);
+        o = vldrwq_s32(k->start_o);
         for (ky = taps_h; ky > 0; --ky) {
             for (kx = taps_w; kx > 0; --kx) {
-                a0 = ts_mve_mla(a0, vaddq_n_s32(vldrbq_z_s32(in, p0), io), vldrbq_z_s32(w, p0));
-                a1 = ts_mve_mla(a1, vaddq_n_s32(vldrbq_z_s32(in + 4, p1), io), vldrbq_z_s32(w + 4, p1));
+                const int16x8_t xv = vaddq_n_s16(vldrbq_z_s16(in, pr), (int16_t)io), wv = vldrbq_z_s16(w, pr);
+                e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
                 in += in_col;
                 w += w_col;
             }
@@ -387,14 +406,7 @@ static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h,
             w += w_next;
         }
     }
-    {
-        const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-        const int32_t oo = p->output_offset;
-        int32x4_t v = ts_mve_requant(a0, vldrwq_z_s32(multiplier, p0), vldrwq_z_s32(shift, p0));
-        vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(v, oo), lo), hi), p0);
-        v = ts_mve_requant(a1, vldrwq_z_s32(multiplier + 4, p1), vldrwq_z_s32(shift + 4, p1));
-        vstrbq_p_s32(out + 4, vminq_s32(vmaxq_s32(vaddq_n_s32(v, oo), lo), hi), p1);
-    }
+    ts_mve_dw_store(e, o, k, p, n, out);
 }
 
 /* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
@@ -412,20 +424,53 @@ static inline void ts_mve_taps(int32_t start, int32_t dilation, int32_t taps, in
     *k1 = hi;
 }
 
+/* The constants of channels [c, c + n) deinterleaved (lanes past n: 0): gathers of the even and
+ * odd channels (predicated: nothing past channel c + n - 1 is read), the filter sums over all taps
+ * widened to 32 bits per tap. */
+static inline void ts_mve_dw_prepare(const ts_depthwise_conv2d_s8_params *p, const int8_t *filter,
+                                     const int32_t *bias, int32_t c, int32_t n, ts_mve_dw_consts *k)
+{
+    const int32_t taps = p->filter_h * p->filter_w, c_all = p->in_c;
+    const mve_pred16_t pe = vctp32q((uint32_t)((n + 1) >> 1)), po = vctp32q((uint32_t)(n >> 1));
+    const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
+    const mve_pred16_t p16 = vctp16q((uint32_t)n);
+    int32x4_t se = vdupq_n_s32(0), so = vdupq_n_s32(0), be = se, bo = so;
+    int32_t t;
+    for (t = 0; t < taps; ++t) {
+        const int16x8_t wv = vldrbq_z_s16(filter + (size_t)t * c_all + c, p16);
+        se = vaddq_s32(se, vmovlbq_s16(wv));
+        so = vaddq_s32(so, vmovltq_s16(wv));
+    }
+    if (bias != NULL) {
+        be = vldrwq_gather_shifted_offset_z_s32(bias + c, even, pe);
+        bo = vldrwq_gather_shifted_offset_z_s32(bias + c, odd, po);
+    }
+    vstrwq_s32(k->start_e, be);
+    vstrwq_s32(k->start_o, bo);
+    vstrwq_s32(k->eff_e, vmlaq_n_s32(be, se, p->input_offset));
+    vstrwq_s32(k->eff_o, vmlaq_n_s32(bo, so, p->input_offset));
+    vstrwq_s32(k->m_e, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, even, pe));
+    vstrwq_s32(k->m_o, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, odd, po));
+    vstrwq_s32(k->s_e, vldrwq_gather_shifted_offset_z_s32(p->shift + c, even, pe));
+    vstrwq_s32(k->s_o, vldrwq_gather_shifted_offset_z_s32(p->shift + c, odd, po));
+}
+
 #define TS_MVE_DW_CHUNK 32
 
 /* DEPTHWISE_CONV_2D with depth multiplier 1 (any stride, dilation, padding): each output row in
  * chunks of up to TS_MVE_DW_CHUNK pixels; per chunk, channel blocks of 8 in turn, each block's
- * starting accumulators (bias, and bias + input_offset * filter sum for whole windows) computed
- * once, then the chunk's pixels one by one, each block requantised and stored right after its taps
- * (the DSP path's read/write order: groups of one chunk, channel block by block across it). */
+ * constants (ts_mve_dw_prepare) computed once, then the chunk's pixels one by one, each block
+ * requantised and stored right after its taps (the DSP path's read/write order: groups of one
+ * chunk, channel block by block across it). */
 TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                  const int8_t *filter, const int32_t *bias, int8_t *output)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, c_all = p->in_c, fh = p->filter_h, fw = p->filter_w;
     const int32_t dh = p->dilation_h, dw = p->dilation_w, io = p->input_offset, out_w = p->out_w;
-    int32_t b, y, x0, x, c, t;
-    int32_t start[8], eff[8];
+    const int32_t in_row = dh * in_w * c_all, in_col = dw * c_all, w_row = fw * c_all;
+    const int32_t px_step = p->stride_w * c_all;
+    int32_t b, y, x0, x, c;
+    ts_mve_dw_consts k;
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * c_all;
         for (y = 0; y < p->out_h; ++y) {
@@ -437,34 +482,33 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
                 int8_t *out_row = output + ((size_t)(b * p->out_h + y) * out_w) * c_all;
                 for (c = 0; c < c_all; c += 8) {
                     const int32_t n = c_all - c < 8 ? c_all - c : 8;
-                    for (t = 0; t < 8; ++t) {
-                        start[t] = bias != NULL && t < n ? bias[c + t] : 0;
-                    }
-                    if (n == 8) {
-                        int32x4_t s0 = vdupq_n_s32(0), s1 = s0;
-                        for (t = 0; t < fh * fw; ++t) {
-                            const int8_t *f = filter + (size_t)t * c_all + c;
-                            s0 = vaddq_s32(s0, vldrbq_s32(f));
-                            s1 = vaddq_s32(s1, vldrbq_s32(f + 4));
-                        }
-                        vstrwq_s32(eff, vmlaq_n_s32(vldrwq_s32(start), s0, io));
-                        vstrwq_s32(eff + 4, vmlaq_n_s32(vldrwq_s32(start + 4), s1, io));
-                    }
-                    for (x = x0; x < x1; ++x) {
+                    ts_mve_dw_prepare(p, filter, bias, c, n, &k);
+                    for (x = x0; x < x1;) {
                         const int32_t ix0 = x * p->stride_w - p->pad_left;
                         int32_t kx0, kx1;
                         ts_mve_taps(ix0, dw, fw, in_w, &kx0, &kx1);
+                        if (n == 8 && ky0 == 0 && ky1 == fh && kx0 == 0 && kx1 == fw) {
+                            /* a run of whole windows: the same taps, moved by the stride */
+                            const int8_t *in = in_b + ((size_t)iy0 * in_w + ix0) * c_all + c;
+                            int32_t last = (in_w - 1 - (fw - 1) * dw + p->pad_left) / p->stride_w;
+                            last = last < x1 - 1 ? last : x1 - 1;
+                            for (; x <= last; ++x) {
+                                ts_mve_dw8(in, filter + c, fh, fw, in_row, in_col, w_row, c_all, io, 8, 1, &k, p,
+                                           out_row + (size_t)x * c_all + c);
+                                in += px_step;
+                            }
+                            continue;
+                        }
                         {
-                            const int full = n == 8 && ky0 == 0 && ky1 == fh && kx0 == 0 && kx1 == fw;
                             const int8_t *in = in_b;
-                            const int8_t *w = filter + (size_t)(ky0 * fw + kx0) * c_all + c;
                             if (ky1 > ky0 && kx1 > kx0) { /* else no tap inside: nothing is read */
                                 in += ((size_t)(iy0 + ky0 * dh) * in_w + (ix0 + kx0 * dw)) * c_all + c;
                             }
-                            ts_mve_dw8(in, w, ky1 - ky0, kx1 - kx0, dh * in_w * c_all, dw * c_all, fw * c_all,
-                                       c_all, io, full ? eff : start, n, full, p->multiplier + c, p->shift + c, p,
+                            ts_mve_dw8(in, filter + (size_t)(ky0 * fw + kx0) * c_all + c, ky1 - ky0, kx1 - kx0,
+                                       in_row, in_col, w_row, c_all, io, n, 0, &k, p,
                                        out_row + (size_t)x * c_all + c);
                         }
+                        ++x;
                     }
                 }
             }
