@@ -223,16 +223,17 @@ static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8
 TS_MVE_HOT void ts_mve_block_rows(const ts_mve_runs *r, const int8_t *x0, const int8_t *x1, const int8_t *wa,
                                   const int8_t *wb, int32_t input_offset, int32_t *acc)
 {
-    const int32_t skips[2] = {r->in_row - r->len, r->w_row - r->len};
+    const int32_t skips[3] = {r->in_row - r->len, r->w_row - r->len, r->len >> 4};
     register int32_t a00 __asm__("r0") = 0, a10 __asm__("r2") = 0, a01 __asm__("r4") = 0;
     register int32_t a11 __asm__("r6") = 0, s0 __asm__("r8") = 0, s1 __asm__("r10") = 0;
     register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *pa __asm__("r5") = wa;
     register const int8_t *pb __asm__("r9") = wb;
-    register const int32_t *sk __asm__("r7") = skips;
-    register int32_t rows __asm__("r11") = r->rows, whole __asm__("r12") = r->len >> 4;
-    if (rows > 0 && whole > 0) {
+    register const int32_t *sk __asm__("r12") = skips;
+    register int32_t rows __asm__("r11") = r->rows;
+    if (rows > 0 && skips[2] > 0) {
         __asm__ volatile("1:\n\t"
-                         "dls     lr, %[whole]\n\t"
+                         "ldr     lr, [%[sk], #8]\n\t"
+                         "dls     lr, lr\n\t"
                          "2:\n\t"
                          "vldrb.8 q0, [%[p0]], #16\n\t"
                          "vldrb.8 q1, [%[p1]], #16\n\t"
@@ -256,7 +257,7 @@ TS_MVE_HOT void ts_mve_block_rows(const ts_mve_runs *r, const int8_t *x0, const 
                          : [a00] "+r"(a00), [a10] "+r"(a10), [a01] "+r"(a01), [a11] "+r"(a11), [s0] "+r"(s0),
                            [s1] "+r"(s1), [p0] "+r"(p0), [p1] "+r"(p1), [pa] "+r"(pa), [pb] "+r"(pb),
                            [rows] "+r"(rows)
-                         : [whole] "r"(whole), [sk] "r"(sk)
+                         : [sk] "r"(sk)
                          : "q0", "q1", "q2", "q3", "lr", "cc", "memory");
     }
     {
@@ -552,89 +553,107 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
     }
 }
 
-/* sum_i x[i] over n bytes. */
-static inline int32_t ts_mve_sum(const int8_t *x, int32_t n);
-
-/* Four dot products of len bytes, one filter row w against four input rows x, x1, x2, x3 (raw
- * bytes, no offsets): {sum w x, ..., sum w x3} as a vector. */
-static inline int32x4_t ts_mve_dot4x1(const int8_t *x, const int8_t *x1, const int8_t *x2, const int8_t *x3,
-                                      const int8_t *w, int32_t len)
+/* Four dot products of len bytes, one filter row w against four input rows x0..x3 (raw bytes, no
+ * offsets), as a vector {sum w x0, ..., sum w x3}, and sum(w) through *wsum. Whole vectors in one
+ * DLS/LE asm loop (five loads, four VMLADAV, one VADDV per 16 bytes: VMLADAV accumulates only into
+ * even registers, which GCC 12 spends on index arithmetic from the same intrinsics), then the
+ * len % 16 tail under a predicate. */
+static inline int32x4_t ts_mve_dot4x1(const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
+                                      const int8_t *w, int32_t len, int32_t *wsum)
 {
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    register int32_t a0 __asm__("r0") = 0, a1 __asm__("r2") = 0, a2 __asm__("r4") = 0;
+    register int32_t a3 __asm__("r6") = 0, sw __asm__("r8") = 0;
+    register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *p2 __asm__("r5") = x2;
+    register const int8_t *p3 __asm__("r9") = x3, *pw __asm__("r11") = w;
+    register int32_t whole __asm__("r12") = len >> 4;
+    const int32_t tail = len & 15;
     int32x4_t v;
-    for (; len >= 16; len -= 16) {
-        const int8x16_t f = vldrbq_s8(w);
-        a0 = vmladavaq_s8(a0, vldrbq_s8(x), f);
-        a1 = vmladavaq_s8(a1, vldrbq_s8(x1), f);
-        a2 = vmladavaq_s8(a2, vldrbq_s8(x2), f);
-        a3 = vmladavaq_s8(a3, vldrbq_s8(x3), f);
-        w += 16;
-        x += 16;
-        x1 += 16;
-        x2 += 16;
-        x3 += 16;
+    if (whole > 0) {
+        __asm__ volatile("dls     lr, %[whole]\n\t"
+                         "1:\n\t"
+                         "vldrb.8 q4, [%[pw]], #16\n\t"
+                         "vldrb.8 q0, [%[p0]], #16\n\t"
+                         "vldrb.8 q1, [%[p1]], #16\n\t"
+                         "vldrb.8 q2, [%[p2]], #16\n\t"
+                         "vldrb.8 q3, [%[p3]], #16\n\t"
+                         "vmladava.s8 %[a0], q0, q4\n\t"
+                         "vmladava.s8 %[a1], q1, q4\n\t"
+                         "vmladava.s8 %[a2], q2, q4\n\t"
+                         "vmladava.s8 %[a3], q3, q4\n\t"
+                         "vaddva.s8 %[sw], q4\n\t"
+                         "le      lr, 1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [sw] "+r"(sw),
+                           [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [p3] "+r"(p3), [pw] "+r"(pw)
+                         : [whole] "r"(whole)
+                         : "q0", "q1", "q2", "q3", "q4", "lr", "memory");
     }
-    if (len > 0) {
-        const mve_pred16_t p = vctp8q((uint32_t)len);
-        const int8x16_t f = vldrbq_z_s8(w, p);
-        a0 = vmladavaq_s8(a0, vldrbq_z_s8(x, p), f);
-        a1 = vmladavaq_s8(a1, vldrbq_z_s8(x1, p), f);
-        a2 = vmladavaq_s8(a2, vldrbq_z_s8(x2, p), f);
-        a3 = vmladavaq_s8(a3, vldrbq_z_s8(x3, p), f);
+    {
+        int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3, s = sw;
+        if (tail > 0) {
+            const mve_pred16_t p = vctp8q((uint32_t)tail);
+            const int8x16_t f = vldrbq_z_s8(pw, p);
+            b0 = vmladavaq_s8(b0, vldrbq_z_s8(p0, p), f);
+            b1 = vmladavaq_s8(b1, vldrbq_z_s8(p1, p), f);
+            b2 = vmladavaq_s8(b2, vldrbq_z_s8(p2, p), f);
+            b3 = vmladavaq_s8(b3, vldrbq_z_s8(p3, p), f);
+            s = vaddvaq_s8(s, f);
+        }
+        *wsum = s;
+        v = vdupq_n_s32(b0);
+        v = vsetq_lane_s32(b1, v, 1);
+        v = vsetq_lane_s32(b2, v, 2);
+        return vsetq_lane_s32(b3, v, 3);
     }
-    v = vdupq_n_s32(a0);
-    v = vsetq_lane_s32(a1, v, 1);
-    v = vsetq_lane_s32(a2, v, 2);
-    return vsetq_lane_s32(a3, v, 3);
 }
 
 /* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
- * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, output
- * channels one by one, each channel's starting value bias + input_offset * sum(w) computed once,
- * then the chunk's pixels four at a time (ts_mve_dot4x1 with VMLADAV; a short last quad has its
- * missing rows repeat the last pixel, computed and not stored), requantised with the channel's
- * multiplier and shift on four lanes, stored with one byte scatter (stride out_c). */
+ * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, its pixels
+ * four at a time (a short last quad has its missing rows repeat the last pixel, computed and not
+ * stored), each quad channel by channel: ts_mve_dot4x1 (VMLADAV) plus bias + input_offset * sum(w),
+ * requantised with the channel's multiplier and shift on four lanes, stored with one byte scatter
+ * (stride out_c). */
 TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                  const int32_t *bias, int8_t *output)
 {
-    const int32_t in_c = p->in_c, out_c = p->out_c, io = p->input_offset;
+    const int32_t in_c = p->in_c, out_c = p->out_c, io = p->input_offset, out_off = p->output_offset;
     const int32_t px_step = p->stride_w * in_c;
     const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
     const int32_t rows = flat ? 1 : p->batches * p->out_h;
     const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     const uint32x4_t scatter = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
-    int32_t y, x, n, o, j;
+    int32_t y, x, n, j, o;
     for (y = 0; y < rows; ++y) {
         const int32_t b = y / p->out_h, yy = y % p->out_h;
         const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
         for (x = 0; x < out_w; x += n) {
             const int8_t *in_x = in_row + (size_t)x * px_step;
             n = out_w - x < 16 ? out_w - x : 16;
-            for (o = 0; o < out_c; ++o) {
-                const int8_t *w = filter + (size_t)o * in_c;
-                const int32_t shift = p->shift[o], m = p->multiplier[o];
-                const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : shift;
-                const int32_t start = (int32_t)((bias != NULL ? (uint32_t)bias[o] : 0u) +
-                                                (uint32_t)io * (uint32_t)ts_mve_sum(w, in_c));
-                int8_t *out = output + o;
-                for (j = 0; j < n; j += 4) {
-                    const int32_t k = n - j < 4 ? n - j : 4;
-                    /* rows past the chunk's last pixel repeat it (read, not stored) */
-                    const int8_t *x0 = in_x + (size_t)j * px_step;
-                    const int8_t *x1 = x0 + (k > 1 ? px_step : 0), *x2 = x1 + (k > 2 ? px_step : 0);
-                    int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x2 + (k > 3 ? px_step : 0), w, in_c);
-                    v = vaddq_s32(v, vdupq_n_s32(start));
-                    v = vaddq_n_s32(ts_mve_requant_n(v, m, left, right), p->output_offset);
-                    v = vminq_s32(vmaxq_s32(v, lo), hi);
-                    vstrbq_scatter_offset_p_s32(out, scatter, v, vctp32q((uint32_t)k));
-                    out += 4 * out_c;
+            for (j = 0; j < n; j += 4) {
+                const int32_t k = n - j < 4 ? n - j : 4;
+                const mve_pred16_t pk = vctp32q((uint32_t)k);
+                /* rows past the chunk's last pixel repeat it (read, not stored) */
+                const int8_t *x0 = in_x + (size_t)j * px_step;
+                const int8_t *x1 = x0 + (k > 1 ? px_step : 0), *x2 = x1 + (k > 2 ? px_step : 0);
+                const int8_t *x3 = x2 + (k > 3 ? px_step : 0), *w = filter;
+                int8_t *out = output + (size_t)j * out_c;
+                for (o = 0; o < out_c; ++o) {
+                    const int32_t shift = p->shift[o];
+                    int32_t sw;
+                    int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x3, w, in_c, &sw);
+                    v = vaddq_n_s32(v, (int32_t)((bias != NULL ? (uint32_t)bias[o] : 0u) + (uint32_t)io * (uint32_t)sw));
+                    v = ts_mve_requant_n(v, p->multiplier[o], shift > 0 ? shift : 0, shift > 0 ? 0 : shift);
+                    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, out_off), lo), hi);
+                    vstrbq_scatter_offset_p_s32(out + o, scatter, v, pk);
+                    w += in_c;
                 }
             }
             output += (size_t)n * out_c;
         }
     }
 }
+
+/* sum_i x[i] over n bytes. */
 static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
     int32_t s = 0;
