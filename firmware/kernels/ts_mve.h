@@ -410,6 +410,36 @@ static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h,
     ts_mve_dw_store(e, o, k, p, n, out);
 }
 
+/* Two horizontally adjacent whole-window pixels (their windows in0 and in0 + px_step), the block's
+ * eight channels: each filter tap loaded once for both (three loads, four VMULL, four VADD per tap). */
+static inline void ts_mve_dw8_pair(const int8_t *in, int32_t px_step, const int8_t *w, int32_t taps_h,
+                                   int32_t taps_w, int32_t in_row, int32_t in_col, int32_t w_row, int32_t w_col,
+                                   const ts_mve_dw_consts *k, const ts_depthwise_conv2d_s8_params *p,
+                                   int8_t *out0, int8_t *out1)
+{
+    const int32_t in_next = in_row - taps_w * in_col, w_next = w_row - taps_w * w_col;
+    const int8_t *in1 = in + px_step;
+    int32x4_t e0 = vldrwq_s32(k->eff_e), o0 = vldrwq_s32(k->eff_o), e1 = e0, o1 = o0;
+    int32_t ky, kx;
+    for (ky = taps_h; ky > 0; --ky) {
+        for (kx = taps_w; kx > 0; --kx) {
+            const int16x8_t wv = vldrbq_s16(w), xa = vldrbq_s16(in), xb = vldrbq_s16(in1);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(xa, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(xa, wv));
+            e1 = vaddq_s32(e1, vmullbq_int_s16(xb, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(xb, wv));
+            in += in_col;
+            in1 += in_col;
+            w += w_col;
+        }
+        in += in_next;
+        in1 += in_next;
+        w += w_next;
+    }
+    ts_mve_dw_store(e0, o0, k, p, 8, out0);
+    ts_mve_dw_store(e1, o1, k, p, 8, out1);
+}
+
 /* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
 static inline void ts_mve_taps(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
                                int32_t *k1)
@@ -493,10 +523,15 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
                             const int8_t *in = in_b + ((size_t)iy0 * in_w + ix0) * c_all + c;
                             int32_t last = (in_w - 1 - (fw - 1) * dw + p->pad_left) / p->stride_w;
                             last = last < x1 - 1 ? last : x1 - 1;
-                            for (; x <= last; ++x) {
+                            for (; x + 1 <= last; x += 2) {
+                                ts_mve_dw8_pair(in, px_step, filter + c, fh, fw, in_row, in_col, w_row, c_all, &k, p,
+                                                out_row + (size_t)x * c_all + c, out_row + (size_t)(x + 1) * c_all + c);
+                                in += 2 * px_step;
+                            }
+                            if (x == last) {
                                 ts_mve_dw8(in, filter + c, fh, fw, in_row, in_col, w_row, c_all, io, 8, 1, &k, p,
                                            out_row + (size_t)x * c_all + c);
-                                in += px_step;
+                                ++x;
                             }
                             continue;
                         }
