@@ -411,6 +411,13 @@ static void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, cons
                 if (pair) {
                     build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
                 }
+#if TS_MVE
+                if (k <= 48) {
+                    ts_mve_patch_pair(p, patch0, pair ? patch1 : patch0, filter, bias, output, out1);
+                    output += pair ? 2 * out_c : out_c;
+                    continue;
+                }
+#endif
                 for (o = 0; o < out_c; o += 2) {
                     const int32_t o1 = o + 1 < out_c ? o + 1 : o;
                     /* k_round filter bytes from channel o1's start stay inside [out_c][k]? */

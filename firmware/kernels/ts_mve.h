@@ -335,6 +335,47 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
     }
 }
 
+/* CONV_2D's small receptive fields (the patch path): every output channel of two patches of
+ * K <= 48 bytes (ts_conv2d_s8.c build_patch: taps outside the input hold the input zero point, so
+ * w * x + input_offset * w adds 0 for them). Both patches stay in six vector registers (predicated
+ * loads: the bytes past K read as 0); per channel three filter loads, six VMLADAV and three VADDV;
+ * four channels at a time requantised on four lanes and stored (out1 NULL: one pixel). */
+TS_MVE_HOT void ts_mve_patch_pair(const ts_conv2d_s8_params *p, const int8_t *patch0, const int8_t *patch1,
+                                  const int8_t *filter, const int32_t *bias, int8_t *out0, int8_t *out1)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, io = p->input_offset;
+    const mve_pred16_t q0 = vctp8q((uint32_t)k), q1 = vctp8q((uint32_t)(k > 16 ? k - 16 : 0));
+    const mve_pred16_t q2 = vctp8q((uint32_t)(k > 32 ? k - 32 : 0));
+    const int8x16_t x0a = vldrbq_z_s8(patch0, q0), x0b = vldrbq_z_s8(patch0 + 16, q1);
+    const int8x16_t x0c = vldrbq_z_s8(patch0 + 32, q2), x1a = vldrbq_z_s8(patch1, q0);
+    const int8x16_t x1b = vldrbq_z_s8(patch1 + 16, q1), x1c = vldrbq_z_s8(patch1 + 32, q2);
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t acc0[4], acc1[4];
+    int32_t o, j;
+    for (o = 0; o < out_c; o += 4) {
+        const int32_t n = out_c - o < 4 ? out_c - o : 4;
+        const mve_pred16_t pn = vctp32q((uint32_t)n);
+        int32x4_t v;
+        for (j = 0; j < n; ++j) {
+            const int8_t *w = filter + (size_t)(o + j) * k;
+            const int8x16_t wa = vldrbq_z_s8(w, q0), wb = vldrbq_z_s8(w + 16, q1), wc = vldrbq_z_s8(w + 32, q2);
+            const int32_t s = vaddvaq_s8(vaddvaq_s8(vaddvq_s8(wa), wb), wc);
+            const uint32_t start = (bias != NULL ? (uint32_t)bias[o + j] : 0u) + (uint32_t)io * (uint32_t)s;
+            acc0[j] = (int32_t)(start + (uint32_t)vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x0a, wa), x0b, wb), x0c, wc));
+            acc1[j] = (int32_t)(start + (uint32_t)vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x1a, wa), x1b, wb), x1c, wc));
+        }
+        {
+            const int32x4_t m = vldrwq_z_s32(p->multiplier + o, pn), sh = vldrwq_z_s32(p->shift + o, pn);
+            v = ts_mve_requant(vldrwq_z_s32(acc0, pn), m, sh);
+            vstrbq_p_s32(out0 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
+            if (out1 != NULL) {
+                v = ts_mve_requant(vldrwq_z_s32(acc1, pn), m, sh);
+                vstrbq_p_s32(out1 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
+            }
+        }
+    }
+}
+
 /* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step. VLDRB.S16 widens eight bytes of
  * input and of filter to 16-bit lanes; VMULLB / VMULLT multiply the even / odd lanes into 32 bits
  * (exact: |(x + io) * w| < 2^16 * 2^7 fits), so the block's accumulators are two int32x4, `e` for
