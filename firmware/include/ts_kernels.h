@@ -94,21 +94,24 @@ extern "C" {
  *    chunk, output channel pairs in turn, then the chunk's pixels in pairs.
  *  - on Helium cores (TS_MVE, from __ARM_FEATURE_MVE: -mcpu=cortex-m55; chosen when the kernel is
  *    compiled, -DTS_MVE=0 turns it off; firmware/kernels/ts_mve.h), taking precedence over the DSP
- *    paths: 1x1 without padding (any strides) in the chunks above, per chunk output channel by
- *    channel, each across the chunk's pixels four at a time (VMLADAV of the raw bytes, 16 per
- *    step, plus input_offset * sum(w) computed once per channel and chunk); the run path's groups
- *    (one or two pixels) with each channel pair's runs reduced by VMLADAV (input_offset * sum(w)
- *    from VADDV of the same filter bytes) and the group's outputs requantised four channels at a
- *    time (16 channels per chunk) after their accumulators are complete; the patch path with the
- *    same VMLADAV dot products. Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing
- *    outside the portable kernel's reads and writes is touched. Requantisation there is the
- *    formula's own steps on four lanes (left shift, VQRDMULH = ts_srdhm, -1 on negative lanes then
- *    VRSHL = ts_rdivpot), with no accumulator bound needed.
+ *    paths: 1x1 without padding (any strides) in the chunks above, per chunk its pixels four at a
+ *    time, each quad channel by channel (VMLADAV of the raw bytes, 16 per step, plus
+ *    input_offset * sum(w) from VADDV of the same filter bytes), requantised on four lanes and
+ *    stored with a byte scatter; the run path's groups (one or two pixels) with each channel pair's
+ *    runs reduced by VMLADAV (plus input_offset * sum(w) over the rectangle) and the group's outputs
+ *    requantised four channels at a time (16 channels per chunk) once their accumulators are
+ *    complete; the patch path, K <= 48, with both patches in vector registers and every channel's
+ *    dot products from them, four channels requantised at a time (K > 48: the VMLADAV pair
+ *    products). Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
+ *    portable kernel's reads and writes is touched. Requantisation there is the formula's own steps
+ *    on four lanes (left shift, VQRDMULH = ts_srdhm, -1 on negative lanes then VRSHL = ts_rdivpot),
+ *    with no accumulator bound needed.
  * Read/write order (for in-place planning): output pixels are written in row-major order (flat
  * order for pointwise) in groups of consecutive pixels: one or two pixels (the patch and run
- * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk), or a
- * chunk of up to 16 pixels of one row for the 1x1 DSP and Helium paths (there, channel pair by
- * channel pair, on Helium channel by channel, each across the chunk's pixels). While
+ * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk, or
+ * four channels at a time for the patch path), or a chunk of up to 16 pixels of one row for the 1x1
+ * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
+ * the chunk's pixel quads in turn, each channel by channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
  * (plus filter, bias, params), so once a byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
@@ -152,17 +155,22 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * rectangle; the four results are saturated, packed and clamped bytewise (SSUB8/SEL) and stored
  * as one word. Then the in_c % 4 tail channels of each pixel of the chunk, one at a time.
  * Helium cores (TS_MVE, see CONV_2D), depth multiplier 1, any stride, dilation and padding: each
- * output row in chunks of up to 32 pixels; per chunk, channel blocks of eight in turn (two int32x4
- * accumulators: VLDRB.S32 widening loads, VMUL + VADD), each block's starting accumulators (bias;
- * bias + input_offset * the block's filter sum over all taps for pixels whose window lies inside
- * the input, which then multiply the raw input bytes) computed once per chunk, then the chunk's
- * pixels one by one over their tap rectangles, each block requantised on four lanes (the CONV_2D
- * Helium steps) and stored right after its taps; a last block of fewer than eight channels is
- * predicated. Other multipliers take the paths above.
+ * output row in chunks of up to 32 pixels; per chunk, channel blocks of eight in turn, the block's
+ * constants gathered once per chunk (bias; bias + input_offset * the block's filter sum over all
+ * taps; multipliers and shifts, split into even and odd channels); then the chunk's pixels in order:
+ * VLDRB.S16 widens eight input and eight filter bytes per tap, VMULLB / VMULLT multiply the even /
+ * odd lanes into two int32x4 accumulators; a pixel whose window lies inside the input starts from
+ * bias + input_offset * sum(w) and multiplies the raw bytes (consecutive such pixels go two at a
+ * time, each filter tap loaded once for both), any other pixel starts from the bias and adds
+ * input_offset to each input lane over its tap rectangle; the block is requantised on four lanes
+ * (the CONV_2D Helium steps), interleaved back (VMOVNB/VMOVNT) and stored as eight bytes right after
+ * its taps; a last block of fewer than eight channels is predicated. Other multipliers take the
+ * paths above.
  * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP and
- * Helium paths above, a chunk of up to 32 consecutive pixels of one row); within a group, output channels
- * ascending (in blocks of four with multiplier 1; on the DSP path block by block across the
- * group's pixels, then the tail channels pixel by pixel). Output channel o of pixel (y, x) is
+ * Helium paths above, a chunk of up to 32 consecutive pixels of one row); within a group, output
+ * channels ascending (in blocks of four with multiplier 1; on the DSP path block by block across
+ * the group's pixels, then the tail channels pixel by pixel; on the Helium path blocks of eight,
+ * block by block across the group's pixels). Output channel o of pixel (y, x) is
  * written after reading input channel o / depth_multiplier over that pixel's receptive field;
  * while a group is being written only the receptive fields of its pixels are read, so after a
  * byte of pixel q is written, only receptive fields of q's group and of later pixels are read.

@@ -2,20 +2,32 @@
  * ts_mve.h - the kernels' Helium (M-profile Vector Extension) fast paths (private to firmware/kernels).
  *
  * TS_MVE is 1 where the compiler targets MVE (__ARM_FEATURE_MVE, integer or integer+float: the
- * Cortex-M55 and M85 with -mcpu=cortex-m55), else 0; -DTS_MVE=0 turns the paths off on such a core
- * (the kernels then take their DSP paths, which every Helium core also has). The choice is made when
- * the kernels are compiled, from the board's -mcpu: no run-time dispatch.
+ * Cortex-M55 and M85 with -mcpu=cortex-m55, which is what the mps3-an547 board's cflags give), else
+ * 0; -DTS_MVE=0 turns the paths off on such a core (the kernels then take their DSP paths, which
+ * every Helium core also has). The choice is made when the kernels are compiled, from the board's
+ * -mcpu: no run-time dispatch. Each kernel entry (ts_conv2d_s8, ts_depthwise_conv2d_s8,
+ * ts_fully_connected_s8, ts_add_s8) calls the function here for the shapes it covers, under the same
+ * conditions as its other fast paths; everything else keeps the portable / DSP code.
  *
  * Exactness: every path computes the portable kernel's int32 accumulator, only summed in another
- * order. Products w * (x + input_offset) are split as w * x (VMLADAV, int8 x int8 summed into a
- * 32-bit scalar) plus input_offset * sum(w) (VADDV of the same filter bytes): both are exact
- * integers and the accumulator bound of ts_kernels.h keeps the total within int32, so the wrapping
- * 32-bit sums equal it. Tails use predicated loads (VCTP): inactive lanes read nothing and load 0,
- * which adds 0 to both sums. Requantisation of four lanes (ts_mve_requant*) is the portable
- * formula step by step: x << left (wrapping, as ts_requantize), VQRDMULH (equal to ts_srdhm: both
- * are floor((2ab + 2^31) / 2^32), saturating INT32_MIN * INT32_MIN), then the rounding right shift
- * with ties away from zero as VRSHL (ties up) after adding -1 to negative lanes when right > 0
- * (saturating, so INT32_MIN stays exact).
+ * order. Products w * (x + input_offset) are split as w * x (VMLADAV: int8 x int8 summed into a
+ * 32-bit scalar; or VMULLB/VMULLT of 16-bit lanes) plus input_offset * sum(w) (VADDV of the same
+ * filter bytes, or the filter's sum over the whole window for pixels whose window lies inside the
+ * input): both are exact integers and the accumulator bound of ts_kernels.h keeps the total within
+ * int32, so the wrapping 32-bit sums equal it. Tails use predicated loads and stores (VCTP):
+ * inactive lanes read and write nothing (so no byte outside the portable kernel's reads and writes
+ * is touched) and load 0, which adds 0 to both sums. Requantisation of four lanes (ts_mve_requant,
+ * ts_mve_requant_n) is the portable formula step by step: x << left (wrapping, as ts_requantize),
+ * VQRDMULH (equal to ts_srdhm: both are floor((2ab + 2^31) / 2^32), saturating INT32_MIN^2), then
+ * the rounding right shift with ties away from zero as VRSHL (ties up) after adding -1 to negative
+ * lanes when right > 0 (saturating, so INT32_MIN stays exact). No accumulator bound is needed.
+ *
+ * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
+ * order"), so tinysched/overlap.py's D covers it unchanged.
+ *
+ * Three hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
+ * even core registers, and GCC 12 spills the loop state from the same intrinsics. They avoid r7
+ * (Thumb's frame pointer) and compile at -O0 to -O3.
  */
 #ifndef TS_MVE_H
 #define TS_MVE_H
@@ -38,22 +50,6 @@
 /* A hot loop in a function of its own (the register allocator sees only its values); unused in the
  * kernels that do not call it. */
 #define TS_MVE_HOT static __attribute__((unused, noinline))
-
-/* sum_i w[i] * x[i] over n bytes (acc added) and, through *wsum, sum_i w[i] added to it. */
-static inline int32_t ts_mve_dot(const int8_t *x, const int8_t *w, int32_t n, int32_t acc, int32_t *wsum)
-{
-    int32_t s = *wsum;
-    for (; n > 0; n -= 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)n);
-        const int8x16_t wv = vldrbq_z_s8(w, p);
-        acc = vmladavaq_s8(acc, vldrbq_z_s8(x, p), wv);
-        s = vaddvaq_s8(s, wv);
-        x += 16;
-        w += 16;
-    }
-    *wsum = s;
-    return acc;
-}
 
 /* The CONV_2D runs (ts_conv2d_s8.c dot_2x2 / dot_1x2, same contract): acc[0..3] += dot products of
  * len bytes (in0, w0), (in0, w1), (in1, w0), (in1, w1) with input_offset added to every input byte,
@@ -358,11 +354,14 @@ TS_MVE_HOT void ts_mve_patch_pair(const ts_conv2d_s8_params *p, const int8_t *pa
         int32x4_t v;
         for (j = 0; j < n; ++j) {
             const int8_t *w = filter + (size_t)(o + j) * k;
-            const int8x16_t wa = vldrbq_z_s8(w, q0), wb = vldrbq_z_s8(w + 16, q1), wc = vldrbq_z_s8(w + 32, q2);
+            const int8x16_t wa = vldrbq_z_s8(w, q0), wb = vldrbq_z_s8(w + 16, q1);
+            const int8x16_t wc = vldrbq_z_s8(w + 32, q2);
             const int32_t s = vaddvaq_s8(vaddvaq_s8(vaddvq_s8(wa), wb), wc);
             const uint32_t start = (bias != NULL ? (uint32_t)bias[o + j] : 0u) + (uint32_t)io * (uint32_t)s;
-            acc0[j] = (int32_t)(start + (uint32_t)vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x0a, wa), x0b, wb), x0c, wc));
-            acc1[j] = (int32_t)(start + (uint32_t)vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x1a, wa), x1b, wb), x1c, wc));
+            const int32_t d0 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x0a, wa), x0b, wb), x0c, wc);
+            const int32_t d1 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x1a, wa), x1b, wb), x1c, wc);
+            acc0[j] = (int32_t)(start + (uint32_t)d0);
+            acc1[j] = (int32_t)(start + (uint32_t)d1);
         }
         {
             const int32x4_t m = vldrwq_z_s32(p->multiplier + o, pn), sh = vldrwq_z_s32(p->shift + o, pn);
@@ -411,9 +410,10 @@ static inline void ts_mve_dw_store(int32x4_t e, int32x4_t o, const ts_mve_dw_con
  * bytes apart, columns in_col / w_col): `full` (the whole window inside the input, n == 8) starts
  * from eff and multiplies the raw input; otherwise from the bias, input_offset added to each input
  * lane, loads predicated to n channels. */
-static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h, int32_t taps_w, int32_t in_row,
-                              int32_t in_col, int32_t w_row, int32_t w_col, int32_t io, int32_t n, int full,
-                              const ts_mve_dw_consts *k, const ts_depthwise_conv2d_s8_params *p, int8_t *out)
+static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h, int32_t taps_w,
+                              int32_t in_row, int32_t in_col, int32_t w_row, int32_t w_col, int32_t io,
+                              int32_t n, int full, const ts_mve_dw_consts *k,
+                              const ts_depthwise_conv2d_s8_params *p, int8_t *out)
 {
     const int32_t in_next = in_row - taps_w * in_col, w_next = w_row - taps_w * w_col;
     int32x4_t e, o;
@@ -454,7 +454,8 @@ static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h,
 /* Two horizontally adjacent whole-window pixels (their windows in0 and in0 + px_step), the block's
  * eight channels: each filter tap loaded once for both (three loads, four VMULL, four VADD per tap). */
 static inline void ts_mve_dw8_pair(const int8_t *in, int32_t px_step, const int8_t *w, int32_t taps_h,
-                                   int32_t taps_w, int32_t in_row, int32_t in_col, int32_t w_row, int32_t w_col,
+                                   int32_t taps_w, int32_t in_row, int32_t in_col, int32_t w_row,
+                                   int32_t w_col,
                                    const ts_mve_dw_consts *k, const ts_depthwise_conv2d_s8_params *p,
                                    int8_t *out0, int8_t *out1)
 {
@@ -565,13 +566,14 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
                             int32_t last = (in_w - 1 - (fw - 1) * dw + p->pad_left) / p->stride_w;
                             last = last < x1 - 1 ? last : x1 - 1;
                             for (; x + 1 <= last; x += 2) {
-                                ts_mve_dw8_pair(in, px_step, filter + c, fh, fw, in_row, in_col, w_row, c_all, &k, p,
-                                                out_row + (size_t)x * c_all + c, out_row + (size_t)(x + 1) * c_all + c);
+                                int8_t *out = out_row + (size_t)x * c_all + c;
+                                ts_mve_dw8_pair(in, px_step, filter + c, fh, fw, in_row, in_col, w_row, c_all,
+                                                &k, p, out, out + c_all);
                                 in += 2 * px_step;
                             }
                             if (x == last) {
-                                ts_mve_dw8(in, filter + c, fh, fw, in_row, in_col, w_row, c_all, io, 8, 1, &k, p,
-                                           out_row + (size_t)x * c_all + c);
+                                ts_mve_dw8(in, filter + c, fh, fw, in_row, in_col, w_row, c_all, io, 8, 1, &k,
+                                           p, out_row + (size_t)x * c_all + c);
                                 ++x;
                             }
                             continue;
@@ -581,8 +583,8 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
                             if (ky1 > ky0 && kx1 > kx0) { /* else no tap inside: nothing is read */
                                 in += ((size_t)(iy0 + ky0 * dh) * in_w + (ix0 + kx0 * dw)) * c_all + c;
                             }
-                            ts_mve_dw8(in, filter + (size_t)(ky0 * fw + kx0) * c_all + c, ky1 - ky0, kx1 - kx0,
-                                       in_row, in_col, w_row, c_all, io, n, 0, &k, p,
+                            ts_mve_dw8(in, filter + (size_t)(ky0 * fw + kx0) * c_all + c, ky1 - ky0,
+                                       kx1 - kx0, in_row, in_col, w_row, c_all, io, n, 0, &k, p,
                                        out_row + (size_t)x * c_all + c);
                         }
                         ++x;
@@ -613,9 +615,9 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
 {
     const int32_t off1 = p->input1_offset, off2 = p->input2_offset, out_off = p->output_offset;
     const int32_t m1 = p->input1_multiplier, m2 = p->input2_multiplier, mo = p->output_multiplier;
-    const int32_t l1 = p->input1_shift > 0 ? p->input1_shift : 0, r1 = p->input1_shift > 0 ? 0 : p->input1_shift;
-    const int32_t l2 = p->input2_shift > 0 ? p->input2_shift : 0, r2 = p->input2_shift > 0 ? 0 : p->input2_shift;
-    const int32_t lo_ = p->output_shift > 0 ? p->output_shift : 0, ro = p->output_shift > 0 ? 0 : p->output_shift;
+    const int32_t s1 = p->input1_shift, s2 = p->input2_shift, so = p->output_shift;
+    const int32_t l1 = s1 > 0 ? s1 : 0, r1 = s1 > 0 ? 0 : s1, l2 = s2 > 0 ? s2 : 0, r2 = s2 > 0 ? 0 : s2;
+    const int32_t lo_ = so > 0 ? so : 0, ro = so > 0 ? 0 : so;
     const int32_t left = p->left_shift, act_min = p->act_min, act_max = p->act_max;
     size_t k;
     for (k = 0; k < n; k += 4) {
@@ -717,7 +719,9 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
                     const int32_t shift = p->shift[o];
                     int32_t sw;
                     int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x3, w, in_c, &sw);
-                    v = vaddq_n_s32(v, (int32_t)((bias != NULL ? (uint32_t)bias[o] : 0u) + (uint32_t)io * (uint32_t)sw));
+                    const uint32_t start =
+                        (bias != NULL ? (uint32_t)bias[o] : 0u) + (uint32_t)io * (uint32_t)sw;
+                    v = vaddq_n_s32(v, (int32_t)start);
                     v = ts_mve_requant_n(v, p->multiplier[o], shift > 0 ? shift : 0, shift > 0 ? 0 : shift);
                     v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, out_off), lo), hi);
                     vstrbq_scatter_offset_p_s32(out + o, scatter, v, pk);
