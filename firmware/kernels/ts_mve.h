@@ -211,13 +211,14 @@ static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8
 }
 
 /* ts_mve_block for the common case: two pixels, one run per filter row (dilation_w 1), the run a
- * whole number of vectors (len % 16 == 0: in_c a multiple of 16 and a 3-wide rectangle, say). Each
+ * whole number of vectors (len % 16 == 0: in_c a multiple of 16 and a 3-wide rectangle, say); the
+ * raw sums out: d0 = {sum w0 x0, sum w1 x0}, d1 = the same for x1, sums = {sum w0, sum w1}. Each
  * row's pointers follow from the previous row's ends (two additions of a skip each), the row itself
  * a low-overhead loop (DLS/LE) of four loads, four VMLADAV and two VADDV per 16 bytes. Written as
  * one asm block: VMLADAV/VADDV accumulate only into even registers, and GCC 12 spills the row
  * state from the same intrinsics (30 instructions a row instead of 8). */
 TS_MVE_HOT void ts_mve_block_rows(const ts_mve_runs *r, const int8_t *x0, const int8_t *x1, const int8_t *wa,
-                                  const int8_t *wb, int32_t input_offset, int32_t *acc)
+                                  const int8_t *wb, int32_t *d0, int32_t *d1, int32_t *sums)
 {
     const int32_t skips[3] = {r->in_row - r->len, r->w_row - r->len, r->len >> 4};
     register int32_t a00 __asm__("r0") = 0, a10 __asm__("r2") = 0, a01 __asm__("r4") = 0;
@@ -256,13 +257,52 @@ TS_MVE_HOT void ts_mve_block_rows(const ts_mve_runs *r, const int8_t *x0, const 
                          : [sk] "r"(sk)
                          : "q0", "q1", "q2", "q3", "lr", "cc", "memory");
     }
-    {
-        const uint32_t o0 = (uint32_t)input_offset * (uint32_t)s0, o1 = (uint32_t)input_offset * (uint32_t)s1;
-        acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a00 + o0);
-        acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a01 + o1);
-        acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)a10 + o0);
-        acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)a11 + o1);
+    d0[0] = a00;
+    d0[1] = a01;
+    d1[0] = a10;
+    d1[1] = a11;
+    sums[0] = s0;
+    sums[1] = s1;
+}
+
+/* ts_mve_block_rows for one pixel (acc[0..1]; the window's edge pixels that pair with no other). */
+TS_MVE_HOT void ts_mve_block_rows1(const ts_mve_runs *r, const int8_t *x0, const int8_t *wa, const int8_t *wb,
+                                   int32_t *d0, int32_t *sums)
+{
+    const int32_t skips[3] = {r->in_row - r->len, r->w_row - r->len, r->len >> 4};
+    register int32_t a00 __asm__("r0") = 0, a01 __asm__("r2") = 0, s0 __asm__("r4") = 0, s1 __asm__("r6") = 0;
+    register const int8_t *p0 __asm__("r1") = x0, *pa __asm__("r3") = wa, *pb __asm__("r5") = wb;
+    register const int32_t *sk __asm__("r12") = skips;
+    register int32_t rows __asm__("r11") = r->rows;
+    if (rows > 0 && skips[2] > 0) {
+        __asm__ volatile("1:\n\t"
+                         "ldr     lr, [%[sk], #8]\n\t"
+                         "dls     lr, lr\n\t"
+                         "2:\n\t"
+                         "vldrb.8 q0, [%[p0]], #16\n\t"
+                         "vldrb.8 q2, [%[pa]], #16\n\t"
+                         "vldrb.8 q3, [%[pb]], #16\n\t"
+                         "vmladava.s8 %[a00], q0, q2\n\t"
+                         "vmladava.s8 %[a01], q0, q3\n\t"
+                         "vaddva.s8 %[s0], q2\n\t"
+                         "vaddva.s8 %[s1], q3\n\t"
+                         "le      lr, 2b\n\t"
+                         "ldr     lr, [%[sk]]\n\t"
+                         "add     %[p0], %[p0], lr\n\t"
+                         "ldr     lr, [%[sk], #4]\n\t"
+                         "add     %[pa], %[pa], lr\n\t"
+                         "add     %[pb], %[pb], lr\n\t"
+                         "subs    %[rows], %[rows], #1\n\t"
+                         "bne     1b\n\t"
+                         : [a00] "+r"(a00), [a01] "+r"(a01), [s0] "+r"(s0), [s1] "+r"(s1), [p0] "+r"(p0),
+                           [pa] "+r"(pa), [pb] "+r"(pb), [rows] "+r"(rows)
+                         : [sk] "r"(sk)
+                         : "q0", "q2", "q3", "lr", "cc", "memory");
     }
+    d0[0] = a00;
+    d0[1] = a01;
+    sums[0] = s0;
+    sums[1] = s1;
 }
 
 /* ts_requantize(acc, m, shift) on four lanes (see the top of this file for why it is the same value). */
@@ -274,18 +314,26 @@ static inline int32x4_t ts_mve_requant(int32x4_t acc, int32x4_t m, int32x4_t shi
     return vrshlq_s32(vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31)), right);
 }
 
-/* Channels [c0, c0 + n) of one pixel: acc[0..n) requantised with their own multiplier and shift,
- * output offset added, clamped, stored as bytes at out[0..n) (four lanes per step, the last step
- * predicated: nothing past out[n - 1] or the parameter arrays' end is touched). */
-static inline void ts_mve_requant_store(const int32_t *acc, const int32_t *multiplier, const int32_t *shift,
+/* Channels [c0, c0 + n) of one pixel: acc[0..n) + bias + input_offset * sums[0..n) (bias and sums
+ * may be NULL: 0) requantised with their own multiplier and shift, output offset added, clamped,
+ * stored as bytes at out[0..n) (four lanes per step, the last step predicated: nothing past
+ * out[n - 1] or the parameter arrays' end is touched). */
+static inline void ts_mve_requant_store(const int32_t *acc, const int32_t *sums, const int32_t *bias,
+                                        int32_t input_offset, const int32_t *multiplier, const int32_t *shift,
                                         int32_t n, int32_t output_offset, int32_t act_min, int32_t act_max,
                                         int8_t *out)
 {
     int32_t k;
     for (k = 0; k < n; k += 4) {
         const mve_pred16_t p = vctp32q((uint32_t)(n - k));
-        int32x4_t v = ts_mve_requant(vldrwq_z_s32(acc + k, p), vldrwq_z_s32(multiplier + k, p),
-                                     vldrwq_z_s32(shift + k, p));
+        int32x4_t v = vldrwq_z_s32(acc + k, p);
+        if (bias != NULL) {
+            v = vaddq_s32(v, vldrwq_z_s32(bias + k, p));
+        }
+        if (sums != NULL) {
+            v = vmlaq_n_s32(v, vldrwq_z_s32(sums + k, p), input_offset);
+        }
+        v = ts_mve_requant(v, vldrwq_z_s32(multiplier + k, p), vldrwq_z_s32(shift + k, p));
         v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, output_offset), vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
         vstrbq_p_s32(out + k, v, p);
     }
@@ -300,33 +348,33 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
                                   int8_t *out0, int8_t *out1)
 {
     const int32_t out_c = p->out_c, fs = p->filter_h * p->filter_w * p->in_c, io = p->input_offset;
-    const int rows_path = in1 != NULL && r->runs == 1 && (r->len & 15) == 0;
-    int32_t acc0[16], acc1[16];
+    const int rows_path = r->runs == 1 && (r->len & 15) == 0;
+    int32_t acc0[16], acc1[16], sums[16];
     int32_t c0, j;
     for (c0 = 0; c0 < out_c; c0 += 16) {
         const int32_t n = out_c - c0 < 16 ? out_c - c0 : 16;
-        for (j = 0; j < n; j += 2) {
+        for (j = 0; j < n; j += 2) { /* j + 1 <= 15: an odd last channel fills one slot more, unused */
             const int32_t o = c0 + j, o1 = o + 1 < out_c ? o + 1 : o;
-            int32_t a[4];
-            a[0] = a[2] = bias != NULL ? bias[o] : 0;
-            a[1] = a[3] = bias != NULL ? bias[o1] : 0;
-            if (rows_path) {
-                ts_mve_block_rows(r, in0, in1, w_first + (size_t)o * fs, w_first + (size_t)o1 * fs, io, a);
+            const int8_t *w0 = w_first + (size_t)o * fs, *w1 = w_first + (size_t)o1 * fs;
+            if (rows_path && in1 != NULL) {
+                ts_mve_block_rows(r, in0, in1, w0, w1, acc0 + j, acc1 + j, sums + j);
+            } else if (rows_path) {
+                ts_mve_block_rows1(r, in0, w0, w1, acc0 + j, sums + j);
             } else {
-                ts_mve_block(r, in0, in1, w_first + (size_t)o * fs, w_first + (size_t)o1 * fs, io, a);
-            }
-            acc0[j] = a[0];
-            acc1[j] = a[2];
-            if (j + 1 < n) {
+                int32_t a[4] = {0, 0, 0, 0};
+                ts_mve_block(r, in0, in1, w0, w1, io, a);
+                acc0[j] = a[0];
                 acc0[j + 1] = a[1];
+                acc1[j] = a[2];
                 acc1[j + 1] = a[3];
             }
         }
-        ts_mve_requant_store(acc0, p->multiplier + c0, p->shift + c0, n, p->output_offset, p->act_min,
+        const int32_t *s = rows_path ? sums : NULL, *b = bias != NULL ? bias + c0 : NULL;
+        ts_mve_requant_store(acc0, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset, p->act_min,
                              p->act_max, out0 + c0);
         if (out1 != NULL) {
-            ts_mve_requant_store(acc1, p->multiplier + c0, p->shift + c0, n, p->output_offset, p->act_min,
-                                 p->act_max, out1 + c0);
+            ts_mve_requant_store(acc1, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset,
+                                 p->act_min, p->act_max, out1 + c0);
         }
     }
 }
