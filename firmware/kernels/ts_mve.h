@@ -370,8 +370,8 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
             }
         }
         const int32_t *s = rows_path ? sums : NULL, *b = bias != NULL ? bias + c0 : NULL;
-        ts_mve_requant_store(acc0, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset, p->act_min,
-                             p->act_max, out0 + c0);
+        ts_mve_requant_store(acc0, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset,
+                             p->act_min, p->act_max, out0 + c0);
         if (out1 != NULL) {
             ts_mve_requant_store(acc1, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset,
                                  p->act_min, p->act_max, out1 + c0);
