@@ -407,10 +407,18 @@ static void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, cons
                 const int32_t x0 = x * p->stride_w - p->pad_left;
                 const int pair = x + 1 < out_w;
                 int8_t *out1 = pair ? output + out_c : NULL;
+#if TS_MVE
+                (void)build_patch; /* the vector copies below, same bytes */
+                ts_mve_build_patch(p, in_b, y0, x0, pad, k_round - k, patch0);
+                if (pair) {
+                    ts_mve_build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
+                }
+#else
                 build_patch(p, in_b, y0, x0, pad, k_round - k, patch0);
                 if (pair) {
                     build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
                 }
+#endif
 #if TS_MVE
                 if (k <= 48) {
                     ts_mve_patch_pair(p, patch0, pair ? patch1 : patch0, filter, bias, output, out1);

@@ -379,6 +379,51 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
     }
 }
 
+/* ts_conv2d_s8.c build_patch with vector copies: each filter row of the receptive field at
+ * (y0, x0) that lies wholly inside the input (dilation_w 1) is one run of fw * in_c bytes, copied
+ * 16 at a time (the last store predicated); a row above or below the input is pad bytes; a row
+ * clipped at the left or right edge goes tap by tap. Then round_up more pad bytes. */
+static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0,
+                                      int32_t x0, int8_t pad, int32_t round_up, int8_t *patch)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fw = p->filter_w, row = fw * in_c;
+    const int whole_row = p->dilation_w == 1 && x0 >= 0 && x0 + fw <= in_w;
+    const int8x16_t padv = vdupq_n_s8(pad);
+    int32_t ky, kx, c, i;
+    for (ky = 0; ky < p->filter_h; ++ky, patch += row) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        if (iy < 0 || iy >= in_h) {
+            for (i = 0; i < row; i += 16) {
+                vstrbq_p_s8(patch + i, padv, vctp8q((uint32_t)(row - i)));
+            }
+        } else if (whole_row) {
+            const int8_t *src = in_b + ((size_t)iy * in_w + x0) * in_c;
+            for (i = 0; i < row; i += 16) {
+                const mve_pred16_t q = vctp8q((uint32_t)(row - i));
+                vstrbq_p_s8(patch + i, vldrbq_z_s8(src + i, q), q);
+            }
+        } else {
+            int8_t *dst = patch;
+            for (kx = 0; kx < fw; ++kx) {
+                const int32_t ix = x0 + kx * p->dilation_w;
+                if (ix < 0 || ix >= in_w) {
+                    for (c = 0; c < in_c; ++c) {
+                        *dst++ = pad;
+                    }
+                } else {
+                    const int8_t *src = in_b + ((size_t)iy * in_w + ix) * in_c;
+                    for (c = 0; c < in_c; ++c) {
+                        *dst++ = src[c];
+                    }
+                }
+            }
+        }
+    }
+    for (c = 0; c < round_up; ++c) {
+        patch[c] = pad;
+    }
+}
+
 /* CONV_2D's small receptive fields (the patch path): every output channel of two patches of
  * K <= 48 bytes (ts_conv2d_s8.c build_patch: taps outside the input hold the input zero point, so
  * w * x + input_offset * w adds 0 for them). Both patches stay in six vector registers (predicated
