@@ -403,18 +403,13 @@ static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t
                 vstrbq_p_s8(patch + i, vldrbq_z_s8(src + i, q), q);
             }
         } else {
+            const int8_t *in_row = in_b + (size_t)iy * in_w * in_c;
             int8_t *dst = patch;
             for (kx = 0; kx < fw; ++kx) {
                 const int32_t ix = x0 + kx * p->dilation_w;
-                if (ix < 0 || ix >= in_w) {
-                    for (c = 0; c < in_c; ++c) {
-                        *dst++ = pad;
-                    }
-                } else {
-                    const int8_t *src = in_b + ((size_t)iy * in_w + ix) * in_c;
-                    for (c = 0; c < in_c; ++c) {
-                        *dst++ = src[c];
-                    }
+                const int inside = ix >= 0 && ix < in_w;
+                for (c = 0; c < in_c; ++c) {
+                    *dst++ = inside ? in_row[(size_t)ix * in_c + c] : pad;
                 }
             }
         }
