@@ -305,13 +305,18 @@ TS_MVE_HOT void ts_mve_block_rows1(const ts_mve_runs *r, const int8_t *x0, const
     sums[1] = s1;
 }
 
-/* ts_requantize(acc, m, shift) on four lanes (see the top of this file for why it is the same value). */
-static inline int32x4_t ts_mve_requant(int32x4_t acc, int32x4_t m, int32x4_t shift)
+/* ts_requantize(acc, m, shift) on four lanes, left = max(shift, 0) and right = min(shift, 0) given. */
+static inline int32x4_t ts_mve_requant_lr(int32x4_t acc, int32x4_t m, int32x4_t left, int32x4_t right)
 {
-    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0)), right = vminq_s32(shift, vdupq_n_s32(0));
     const int32x4_t h = vqrdmulhq_s32(vshlq_s32(acc, left), m);
     /* right < 0 has its sign bit set: (h & right) >> 31 is -1 exactly for negative h when right < 0 */
     return vrshlq_s32(vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31)), right);
+}
+
+/* ts_requantize(acc, m, shift) on four lanes (see the top of this file for why it is the same value). */
+static inline int32x4_t ts_mve_requant(int32x4_t acc, int32x4_t m, int32x4_t shift)
+{
+    return ts_mve_requant_lr(acc, m, vmaxq_s32(shift, vdupq_n_s32(0)), vminq_s32(shift, vdupq_n_s32(0)));
 }
 
 /* Channels [c0, c0 + n) of one pixel: acc[0..n) + bias + input_offset * sums[0..n) (bias and sums
@@ -472,7 +477,8 @@ TS_MVE_HOT void ts_mve_patch_pair(const ts_conv2d_s8_params *p, const int8_t *pa
 typedef struct {
     int32_t start_e[4], start_o[4]; /* bias (clipped windows) */
     int32_t eff_e[4], eff_o[4];     /* bias + input_offset * sum of the filter over all taps */
-    int32_t m_e[4], m_o[4], s_e[4], s_o[4];
+    int32_t m_e[4], m_o[4];
+    int32_t l_e[4], l_o[4], r_e[4], r_o[4]; /* max(shift, 0), min(shift, 0) */
 } ts_mve_dw_consts;
 
 /* Requantise, offset, clamp and store the block (n channels: the last block may be shorter). */
@@ -481,8 +487,8 @@ static inline void ts_mve_dw_store(int32x4_t e, int32x4_t o, const ts_mve_dw_con
 {
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int16x8_t v = vdupq_n_s16(0);
-    e = ts_mve_requant(e, vldrwq_s32(k->m_e), vldrwq_s32(k->s_e));
-    o = ts_mve_requant(o, vldrwq_s32(k->m_o), vldrwq_s32(k->s_o));
+    e = ts_mve_requant_lr(e, vldrwq_s32(k->m_e), vldrwq_s32(k->l_e), vldrwq_s32(k->r_e));
+    o = ts_mve_requant_lr(o, vldrwq_s32(k->m_o), vldrwq_s32(k->l_o), vldrwq_s32(k->r_o));
     e = vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi);
     o = vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi);
     v = vmovnbq_s32(v, e);
@@ -612,8 +618,14 @@ static inline void ts_mve_dw_prepare(const ts_depthwise_conv2d_s8_params *p, con
     vstrwq_s32(k->eff_o, vmlaq_n_s32(bo, so, p->input_offset));
     vstrwq_s32(k->m_e, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, even, pe));
     vstrwq_s32(k->m_o, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, odd, po));
-    vstrwq_s32(k->s_e, vldrwq_gather_shifted_offset_z_s32(p->shift + c, even, pe));
-    vstrwq_s32(k->s_o, vldrwq_gather_shifted_offset_z_s32(p->shift + c, odd, po));
+    {
+        const int32x4_t se_ = vldrwq_gather_shifted_offset_z_s32(p->shift + c, even, pe);
+        const int32x4_t so_ = vldrwq_gather_shifted_offset_z_s32(p->shift + c, odd, po);
+        vstrwq_s32(k->l_e, vmaxq_s32(se_, vdupq_n_s32(0)));
+        vstrwq_s32(k->r_e, vminq_s32(se_, vdupq_n_s32(0)));
+        vstrwq_s32(k->l_o, vmaxq_s32(so_, vdupq_n_s32(0)));
+        vstrwq_s32(k->r_o, vminq_s32(so_, vdupq_n_s32(0)));
+    }
 }
 
 #define TS_MVE_DW_CHUNK 32
