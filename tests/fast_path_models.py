@@ -165,6 +165,28 @@ def depthwise_channel_counts() -> bytes:
     return b.build()
 
 
+def helium_shapes() -> bytes:
+    """Shapes that pick between the Helium (MVE) paths' branches: a 3x3 patch of K = 63 (more than
+    the 48 bytes kept in vector registers), in_c 16 with stride 2 (whole-vector rows for pairs and
+    for the unpaired edge pixels), in_c 32 with dilation 2 (runs per tap), depthwise with 12 and 20
+    channels (a short last block of four), a 5x5 stride-2 depthwise (pairs of whole windows 2 apart)
+    and a 1x1 with 24 input channels (a whole vector plus a predicated tail)."""
+    b = ModelBuilder(seed=32)
+    x = b.input("x", (1, 9, 10, 7), zero_point=-128)
+    t = b.conv2d(x, 16, (3, 3), (1, 1), "SAME", activation="RELU", name="patch_k63")
+    t = b.conv2d(t, 16, (3, 3), (2, 2), "SAME", activation="RELU", name="rows_in16_s2")
+    u = b.conv2d(t, 32, (1, 1), name="pw_16_32")
+    u = b.conv2d(u, 8, (3, 3), (1, 1), "SAME", dilation=(2, 2), name="runs_in32_dil2")
+    y = b.input("y", (1, 11, 13, 12), zero_point=-9)
+    v = b.depthwise_conv2d(y, (3, 3), (1, 1), "SAME", activation="RELU6", name="dw12")
+    z = b.input("z", (1, 12, 14, 20), zero_point=4)
+    w = b.depthwise_conv2d(z, (5, 5), (2, 2), "SAME", name="dw20_5x5_s2")
+    q = b.input("q", (1, 5, 6, 24), zero_point=-128)
+    q = b.conv2d(q, 10, (1, 1), activation="RELU", name="pw_24_10")
+    b.output(u, v, w, q)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -177,4 +199,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_patch_shapes": conv_patch_shapes,
     "pointwise_strided": pointwise_strided,
     "depthwise_channel_counts": depthwise_channel_counts,
+    "helium_shapes": helium_shapes,
 }

@@ -1,8 +1,9 @@
 """The kernels' fast paths, bit for bit: portable C on the host, the DSP path on emulated Cortex-M.
 
 Every model in `fast_path_models.FAST_PATH_MODELS` runs (a) through the host build under ASan and
-UBSan and (b) on QEMU mps2-an500 (Cortex-M7: __ARM_FEATURE_DSP, so SXTAB16/SMLAD), with every output
-byte compared to TFLite's reference kernels. The rewritten fixed-point step (branch-free srdhm, the
+UBSan, (b) on QEMU mps2-an500 (Cortex-M7: __ARM_FEATURE_DSP, so SXTAB16/SMLAD) and (c) on QEMU
+mps3-an547 (Cortex-M55: __ARM_FEATURE_MVE, so the Helium paths of firmware/kernels/ts_mve.h), with
+every output byte compared to TFLite's reference kernels. The rewritten fixed-point step (branch-free srdhm, the
 non-saturating requantisation the fast paths use) is checked against the reference formulas in C.
 """
 
@@ -185,3 +186,48 @@ def test_dsp_instructions_only_where_the_core_has_them(cpu: str, has_dsp: bool, 
         dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], capture_output=True, text=True).stdout
         found.append(any(op in dis for op in ("\tsmlad", "\tsmlabb", "\tsxtab16")))
     assert found == [has_dsp] * 3
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", sorted(FAST_PATH_MODELS))
+def test_fast_path_model_bit_exact_on_cortex_m55_helium(name: str, tmp_path: Path) -> None:
+    """The MVE paths (VMLADAV dot products, VQRDMULH/VRSHL requantisation, predicated tails) against
+    TFLite on QEMU's Cortex-M55, whose board flags (-mcpu=cortex-m55) select them at build time."""
+    _qemu_ready()
+    gen = generate_for_measure(_model(tmp_path, name), tmp_path / "gen", 2)
+    result = measure_sources(
+        gen.sources, "mps3-an547", gen.inputs, gen.expected,
+        gen.arena_bytes_planned, tmp_path / "build", arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.outputs_agree_on_device and result.ok
+
+
+def _vector_ops(kernel: str, cflags: list[str], tmp_path: Path) -> set[str]:
+    """The MVE mnemonics in a kernel compiled with cflags (gcc -S: binutils' objdump does not decode
+    MVE without being told the architecture)."""
+    asm = tmp_path / f"{kernel}-{abs(hash(tuple(cflags)))}.s"
+    cmd = ["arm-none-eabi-gcc", *cflags, "-mthumb", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+           f"-I{KERNELS}", f"-I{REPO / 'firmware' / 'include'}", "-S", str(KERNELS / f"{kernel}.c"),
+           "-o", str(asm)]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    ops = {line.split()[0] for line in asm.read_text().splitlines() if line.startswith("\t") and line.split()}
+    return {op for op in ops if op.startswith(("vmladava", "vaddva", "vqrdmulh", "vrshl", "vctp", "vldrb."))}
+
+
+@pytest.mark.qemu
+def test_helium_paths_only_where_the_core_has_mve(tmp_path: Path) -> None:
+    """-mcpu=cortex-m55 (the mps3-an547 board's flags) compiles the MVE paths in; -DTS_MVE=0 on the
+    same core and a Cortex-M7 (DSP, no MVE) do not."""
+    _qemu_ready()
+    m55 = ["-mcpu=cortex-m55", "-mfloat-abi=hard"]
+    expect = {
+        "ts_conv2d_s8": {"vmladava.s8", "vqrdmulh.s32", "vctp.8"},
+        "ts_depthwise_conv2d_s8": {"vqrdmulh.s32", "vrshl.s32", "vctp.32"},
+        "ts_fully_connected_s8": {"vmladava.s8", "vaddva.s8"},
+        "ts_add_s8": {"vqrdmulh.s32", "vrshl.s32"},
+    }
+    for kernel, ops in expect.items():
+        assert ops <= _vector_ops(kernel, m55, tmp_path), kernel
+        assert _vector_ops(kernel, [*m55, "-DTS_MVE=0"], tmp_path) == set(), kernel
+        assert _vector_ops(kernel, ["-mcpu=cortex-m7", "-mfloat-abi=soft"], tmp_path) == set(), kernel

@@ -150,7 +150,8 @@ def _conv(graph: Graph, op: Operator, position: int, out: int) -> int | None:
     """CONV_2D (ts_kernels.h, CONV_2D "Read/write order"): groups of one or two horizontally
     adjacent pixels of a row (patch and run paths, pairing left open: any runs of <= 2); aligned pairs
     of the flat pixel order (pointwise path); chunks of up to 16 pixels of a row, or of the flat order
-    for a stride-1 pointwise conv (1x1 DSP path). Reads and writes interleave within a group."""
+    for a stride-1 pointwise conv (1x1 DSP and Helium paths). The Helium (MVE, Cortex-M55) paths keep
+    these groups, so D needs no entry of its own. Reads and writes interleave within a group."""
     if position != 0 or out != 0:
         return None
     w = graph.tensors[op.inputs[1]]
@@ -172,7 +173,7 @@ def _conv(graph: Graph, op: Operator, position: int, out: int) -> int | None:
 
 def _depthwise(graph: Graph, op: Operator, position: int, out: int) -> int | None:
     """DEPTHWISE_CONV_2D (ts_kernels.h "Read/write order"): one pixel at a time, or chunks of up to
-    32 pixels of one row (DSP path), channel blocks interleaved with reads within a group."""
+    32 pixels of one row (DSP and Helium paths), channel blocks interleaved with reads within a group."""
     if position != 0 or out != 0:
         return None
     w = graph.tensors[op.inputs[1]]

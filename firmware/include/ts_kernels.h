@@ -92,10 +92,26 @@ extern "C" {
  *  - 1x1 without padding, any strides, on DSP cores with that requantisation: output pixels of a
  *    row (with stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per
  *    chunk, output channel pairs in turn, then the chunk's pixels in pairs.
+ *  - on Helium cores (TS_MVE, from __ARM_FEATURE_MVE: -mcpu=cortex-m55; chosen when the kernel is
+ *    compiled, -DTS_MVE=0 turns it off; firmware/kernels/ts_mve.h), taking precedence over the DSP
+ *    paths: 1x1 without padding (any strides) in the chunks above, per chunk its pixels four at a
+ *    time, each quad channel by channel (VMLADAV of the raw bytes, 16 per step, plus
+ *    input_offset * sum(w) from VADDV of the same filter bytes), requantised on four lanes and
+ *    stored with a byte scatter; the run path's groups (one or two pixels) with each channel pair's
+ *    runs reduced by VMLADAV (plus input_offset * sum(w) over the rectangle) and the group's outputs
+ *    requantised four channels at a time (16 channels per chunk) once their accumulators are
+ *    complete; the patch path, K <= 48, with both patches in vector registers and every channel's
+ *    dot products from them, four channels requantised at a time (K > 48: the VMLADAV pair
+ *    products). Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
+ *    portable kernel's reads and writes is touched. Requantisation there is the formula's own steps
+ *    on four lanes (left shift, VQRDMULH = ts_srdhm, -1 on negative lanes then VRSHL = ts_rdivpot),
+ *    with no accumulator bound needed.
  * Read/write order (for in-place planning): output pixels are written in row-major order (flat
  * order for pointwise) in groups of consecutive pixels: one or two pixels (the patch and run
- * paths, each group's bytes channel by channel in pairs), or a chunk of up to 16 pixels of one row
- * for the 1x1 DSP path (there, channel pair by channel pair, each across the chunk's pixels). While
+ * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk, or
+ * four channels at a time for the patch path), or a chunk of up to 16 pixels of one row for the 1x1
+ * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
+ * the chunk's pixel quads in turn, each channel by channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
  * (plus filter, bias, params), so once a byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
@@ -138,10 +154,23 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * through one asm block of nine taps per pixel (3x3 filters), any other pixel through its tap
  * rectangle; the four results are saturated, packed and clamped bytewise (SSUB8/SEL) and stored
  * as one word. Then the in_c % 4 tail channels of each pixel of the chunk, one at a time.
- * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP path
- * above, a chunk of up to 32 consecutive pixels of one row); within a group, output channels
- * ascending (in blocks of four with multiplier 1; on the DSP path block by block across the
- * group's pixels, then the tail channels pixel by pixel). Output channel o of pixel (y, x) is
+ * Helium cores (TS_MVE, see CONV_2D), depth multiplier 1, any stride, dilation and padding: each
+ * output row in chunks of up to 32 pixels; per chunk, channel blocks of eight in turn, the block's
+ * constants gathered once per chunk (bias; bias + input_offset * the block's filter sum over all
+ * taps; multipliers and shifts, split into even and odd channels); then the chunk's pixels in order:
+ * VLDRB.S16 widens eight input and eight filter bytes per tap, VMULLB / VMULLT multiply the even /
+ * odd lanes into two int32x4 accumulators; a pixel whose window lies inside the input starts from
+ * bias + input_offset * sum(w) and multiplies the raw bytes (consecutive such pixels go two at a
+ * time, each filter tap loaded once for both), any other pixel starts from the bias and adds
+ * input_offset to each input lane over its tap rectangle; the block is requantised on four lanes
+ * (the CONV_2D Helium steps), interleaved back (VMOVNB/VMOVNT) and stored as eight bytes right after
+ * its taps; a last block of fewer than eight channels is predicated. Other multipliers take the
+ * paths above.
+ * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP and
+ * Helium paths above, a chunk of up to 32 consecutive pixels of one row); within a group, output
+ * channels ascending (in blocks of four with multiplier 1; on the DSP path block by block across
+ * the group's pixels, then the tail channels pixel by pixel; on the Helium path blocks of eight,
+ * block by block across the group's pixels). Output channel o of pixel (y, x) is
  * written after reading input channel o / depth_multiplier over that pixel's receptive field;
  * while a group is being written only the receptive fields of its pixels are read, so after a
  * byte of pixel q is written, only receptive fields of q's group and of later pixels are read.
@@ -177,6 +206,9 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
  * same int32 accumulators as the formula): outputs in pairs (o, o+1), one pass over the batch's
  * input row for both; on DSP cores SXTAB16 widens four bytes at a time adding the input offset (and
  * the filter offset, for the weights) and SMLAD accumulates; the tail bytes one at a time.
+ * On Helium cores (TS_MVE, see CONV_2D) the pairs' dot products are VMLADAV of the raw bytes, 16 per
+ * step (a predicated tail), plus input_offset * sum(w) (VADDV) and, when filter_offset != 0,
+ * filter_offset * sum(x) + in_depth * input_offset * filter_offset once per batch; the same int32.
  * Read/write order: batch by batch; output bytes of batch b are written, in pairs ascending, only
  * after reading input row b (it is read once per pair), and input row b is not read after the
  * last output of batch b is written. */
@@ -230,9 +262,12 @@ typedef struct {
  *   out = clamp(requant(a + b, output_multiplier, output_shift) + output_offset, act_min, act_max)
  * |x + offset| <= 255, so (x + offset) << 20 stays below 2^28: no overflow.
  * Fast path: when neither input broadcasts (both strides row-major over dims) and no multiplier is
- * INT32_MIN, one flat loop over the elements with the same arithmetic. Read/write order (both
- * paths): element k of the output is written after reading element k (or its broadcast source)
- * of each input, in increasing k; nothing else is read. */
+ * INT32_MIN, one flat loop over the elements with the same arithmetic; on Helium cores (TS_MVE, see
+ * CONV_2D) that loop four elements at a time (the formula's steps on four lanes, VQRDMULH and VRSHL,
+ * the last n % 4 predicated). Read/write order (all paths): element k of the output is written
+ * after reading element k (or its broadcast source) of each input, in increasing k (Helium: elements
+ * k..k+3 written after reading k..k+3 of both inputs, and nothing past k+3 read before); nothing
+ * else is read. */
 typedef struct {
     ts_broadcast_shape shape;
     int32_t input1_offset, input2_offset, output_offset;

@@ -7,6 +7,7 @@
 #include "ts_fixedpoint.h"
 #include "ts_index.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 
 /* 1 when both inputs are laid out like the output (strides row-major over dims wherever dims > 1). */
 static int add_is_flat(const ts_broadcast_shape *s)
@@ -39,6 +40,12 @@ static void add_flat(const ts_add_s8_params *p, size_t n, const int8_t *input1, 
     }
 }
 
+#if TS_MVE
+#define ts_mve_add_flat ts_mve_add
+#else
+#define ts_mve_add_flat add_flat
+#endif
+
 static void add_generic(const ts_add_s8_params *p, size_t n, const int8_t *input1, const int8_t *input2,
                         int8_t *output)
 {
@@ -65,7 +72,7 @@ int ts_add_s8(const ts_add_s8_params *p, const int8_t *input1, const int8_t *inp
         return TS_ERR_PARAMS;
     }
     if (add_is_flat(&p->shape) && ts_multipliers_ok(multipliers, shifts, 3)) {
-        add_flat(p, n, input1, input2, output);
+        (TS_MVE ? ts_mve_add_flat : add_flat)(p, n, input1, input2, output);
     } else {
         add_generic(p, n, input1, input2, output);
     }

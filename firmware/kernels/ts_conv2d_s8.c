@@ -12,6 +12,7 @@
  */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 #include "ts_simd.h"
 
 static inline int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
@@ -24,6 +25,10 @@ static inline int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, in
 static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w0, const int8_t *w1,
                            int32_t len, int32_t input_offset, int32_t *acc)
 {
+#if TS_MVE
+    ts_mve_dot_2x2(in0, in1, w0, w1, len, input_offset, acc);
+    return;
+#endif
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
 #if TS_DSP && (defined(__GNUC__) || defined(__clang__))
     /* Four input bytes of each pixel and four filter bytes of each channel per step, in 13
@@ -109,6 +114,10 @@ static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w
 static inline void dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1, int32_t len,
                            int32_t input_offset, int32_t *acc)
 {
+#if TS_MVE
+    ts_mve_dot_1x2(in, w0, w1, len, input_offset, acc);
+    return;
+#endif
     int32_t a0 = acc[0], a1 = acc[1];
 #if TS_DSP
     const uint32_t off2 = ts_pack2x16(input_offset);
@@ -254,6 +263,13 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
 {
     const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
     int32_t o;
+#if TS_MVE
+    const ts_mve_runs mr = {r->ky1 - r->ky0, r->runs_per_row, r->run_len, r->in_row_step, r->in_run_step,
+                            p->filter_w * p->in_c, p->in_c};
+    (void)rq;
+    ts_mve_conv_group(p, &mr, in0, in1, filter + r->w_first, bias, out0, out1);
+    return;
+#endif
     for (o = 0; o < out_c; o += 2) {
         const int32_t o1 = o + 1 < out_c ? o + 1 : o;
         const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
@@ -391,10 +407,25 @@ static void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, cons
                 const int32_t x0 = x * p->stride_w - p->pad_left;
                 const int pair = x + 1 < out_w;
                 int8_t *out1 = pair ? output + out_c : NULL;
+#if TS_MVE
+                (void)build_patch; /* the vector copies below, same bytes */
+                ts_mve_build_patch(p, in_b, y0, x0, pad, k_round - k, patch0);
+                if (pair) {
+                    ts_mve_build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
+                }
+#else
                 build_patch(p, in_b, y0, x0, pad, k_round - k, patch0);
                 if (pair) {
                     build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
                 }
+#endif
+#if TS_MVE
+                if (k <= 48) {
+                    ts_mve_patch_pair(p, patch0, pair ? patch1 : patch0, filter, bias, output, out1);
+                    output += pair ? 2 * out_c : out_c;
+                    continue;
+                }
+#endif
                 for (o = 0; o < out_c; o += 2) {
                     const int32_t o1 = o + 1 < out_c ? o + 1 : o;
                     /* k_round filter bytes from channel o1's start stay inside [out_c][k]? */
@@ -577,6 +608,13 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
         conv_generic(p, input, filter, bias, output);
         return TS_OK;
     }
+#if TS_MVE
+    if (p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+        (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
+        ts_mve_pointwise(p, input, filter, bias, output);
+        return TS_OK;
+    }
+#endif
 #if TS_RQ_ASM
     rq = ts_rq_ok(p->multiplier, p->shift, p->out_c,
                   ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));

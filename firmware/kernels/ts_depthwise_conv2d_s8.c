@@ -12,6 +12,7 @@
  */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 #include "ts_simd.h"
 
 static inline int8_t dw_out(const ts_depthwise_conv2d_s8_params *p, int32_t acc, int32_t o)
@@ -430,6 +431,10 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
         p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
         !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         dw_generic(p, input, filter, bias, output);
+#if TS_MVE
+    } else if (p->depth_multiplier == 1) {
+        ts_mve_depthwise(p, input, filter, bias, output);
+#endif
 #if TS_RQ_ASM
     } else if (p->depth_multiplier == 1 && p->dilation_w == 1 &&
                ts_rq_ok(p->multiplier, p->shift, p->out_c,

@@ -8,6 +8,7 @@
  */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 #include "ts_simd.h"
 
 /* acc[0..1] += sum_i (w0[i] + filter_offset) * (x[i] + input_offset), likewise w1. */
@@ -71,6 +72,36 @@ static void fc_fast(const ts_fully_connected_s8_params *p, const int8_t *input, 
     }
 }
 
+#if TS_MVE
+/* Helium: outputs in pairs, each a VMLADAV dot product of the raw bytes (ts_mve_dot_1x2, which adds
+ * io * sum(w)); the filter offset comes in as fo * sum(x) + n * io * fo, once per batch:
+ * sum((w + fo)(x + io)) = sum(w x) + io sum(w) + fo sum(x) + n io fo (wrapping: the exact int32). */
+static void fc_mve(const ts_fully_connected_s8_params *p, const int8_t *input, const int8_t *weights,
+                   const int32_t *bias, int8_t *output)
+{
+    const int32_t n = p->in_depth, out_depth = p->out_depth, io = p->input_offset, fo = p->filter_offset;
+    int32_t b, o;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *x = input + (size_t)b * n;
+        const int32_t base = fo == 0 ? 0
+                                     : (int32_t)((uint32_t)fo * (uint32_t)ts_mve_sum(x, n) +
+                                                 (uint32_t)n * (uint32_t)io * (uint32_t)fo);
+        for (o = 0; o < out_depth; o += 2) {
+            const int32_t o1 = o + 1 < out_depth ? o + 1 : o;
+            int32_t acc[2] = {base, base};
+            ts_mve_dot_1x2(x, weights + (size_t)o * n, weights + (size_t)o1 * n, n, io, acc);
+            output[o] = fc_out(p, acc[0], o, bias);
+            if (o1 != o) {
+                output[o1] = fc_out(p, acc[1], o1, bias);
+            }
+        }
+        output += out_depth;
+    }
+}
+#else
+#define fc_mve fc_fast
+#endif
+
 static void fc_generic(const ts_fully_connected_s8_params *p, const int8_t *input, const int8_t *weights,
                        const int32_t *bias, int8_t *output)
 {
@@ -111,7 +142,7 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
         p->filter_offset > 128) {
         fc_generic(p, input, weights, bias, output);
     } else {
-        fc_fast(p, input, weights, bias, output);
+        (TS_MVE ? fc_mve : fc_fast)(p, input, weights, bias, output);
     }
     return TS_OK;
 }

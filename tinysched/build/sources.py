@@ -14,7 +14,7 @@ from typing import Any
 
 from tinysched.resources import resource
 
-KERNEL_HEADERS = ("ts_fixedpoint.h", "ts_index.h", "ts_simd.h")
+KERNEL_HEADERS = ("ts_fixedpoint.h", "ts_index.h", "ts_mve.h", "ts_simd.h")
 PUBLIC_HEADERS = ("ts_kernels.h", "ts_model.h")
 
 

@@ -1,0 +1,848 @@
+/*
+ * ts_mve.h - the kernels' Helium (M-profile Vector Extension) fast paths (private to firmware/kernels).
+ *
+ * TS_MVE is 1 where the compiler targets MVE (__ARM_FEATURE_MVE, integer or integer+float: the
+ * Cortex-M55 and M85 with -mcpu=cortex-m55, which is what the mps3-an547 board's cflags give), else
+ * 0; -DTS_MVE=0 turns the paths off on such a core (the kernels then take their DSP paths, which
+ * every Helium core also has). The choice is made when the kernels are compiled, from the board's
+ * -mcpu: no run-time dispatch. Each kernel entry (ts_conv2d_s8, ts_depthwise_conv2d_s8,
+ * ts_fully_connected_s8, ts_add_s8) calls the function here for the shapes it covers, under the same
+ * conditions as its other fast paths; everything else keeps the portable / DSP code.
+ *
+ * Exactness: every path computes the portable kernel's int32 accumulator, only summed in another
+ * order. Products w * (x + input_offset) are split as w * x (VMLADAV: int8 x int8 summed into a
+ * 32-bit scalar; or VMULLB/VMULLT of 16-bit lanes) plus input_offset * sum(w) (VADDV of the same
+ * filter bytes, or the filter's sum over the whole window for pixels whose window lies inside the
+ * input): both are exact integers and the accumulator bound of ts_kernels.h keeps the total within
+ * int32, so the wrapping 32-bit sums equal it. Tails use predicated loads and stores (VCTP):
+ * inactive lanes read and write nothing (so no byte outside the portable kernel's reads and writes
+ * is touched) and load 0, which adds 0 to both sums. Requantisation of four lanes (ts_mve_requant,
+ * ts_mve_requant_n) is the portable formula step by step: x << left (wrapping, as ts_requantize),
+ * VQRDMULH (equal to ts_srdhm: both are floor((2ab + 2^31) / 2^32), saturating INT32_MIN^2), then
+ * the rounding right shift with ties away from zero as VRSHL (ties up) after adding -1 to negative
+ * lanes when right > 0 (saturating, so INT32_MIN stays exact). No accumulator bound is needed.
+ *
+ * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
+ * order"), so tinysched/overlap.py's D covers it unchanged.
+ *
+ * Three hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
+ * even core registers, and GCC 12 spills the loop state from the same intrinsics. They avoid r7
+ * (Thumb's frame pointer) and compile at -O0 to -O3.
+ */
+#ifndef TS_MVE_H
+#define TS_MVE_H
+
+#include <stdint.h>
+
+#include "ts_kernels.h"
+
+#ifndef TS_MVE
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define TS_MVE 1
+#else
+#define TS_MVE 0
+#endif
+#endif
+
+#if TS_MVE
+#include <arm_mve.h>
+
+/* A hot loop in a function of its own (the register allocator sees only its values); unused in the
+ * kernels that do not call it. */
+#define TS_MVE_HOT static __attribute__((unused, noinline))
+
+/* The CONV_2D runs (ts_conv2d_s8.c dot_2x2 / dot_1x2, same contract): acc[0..3] += dot products of
+ * len bytes (in0, w0), (in0, w1), (in1, w0), (in1, w1) with input_offset added to every input byte,
+ * as sum(w x) + input_offset * sum(w). Whole vectors unpredicated, the last len % 16 bytes under a
+ * VCTP predicate (one VPST for the four loads). */
+static inline void ts_mve_dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w0, const int8_t *w1,
+                                  int32_t len, int32_t input_offset, int32_t *acc)
+{
+    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0, s0 = 0, s1 = 0;
+    for (; len >= 16; len -= 16) {
+        const int8x16_t x0 = vldrbq_s8(in0), x1 = vldrbq_s8(in1), wa = vldrbq_s8(w0), wb = vldrbq_s8(w1);
+        a00 = vmladavaq_s8(a00, x0, wa);
+        a10 = vmladavaq_s8(a10, x1, wa);
+        a01 = vmladavaq_s8(a01, x0, wb);
+        a11 = vmladavaq_s8(a11, x1, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+        in0 += 16;
+        in1 += 16;
+        w0 += 16;
+        w1 += 16;
+    }
+    if (len > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)len);
+        const int8x16_t x0 = vldrbq_z_s8(in0, p), x1 = vldrbq_z_s8(in1, p);
+        const int8x16_t wa = vldrbq_z_s8(w0, p), wb = vldrbq_z_s8(w1, p);
+        a00 = vmladavaq_s8(a00, x0, wa);
+        a10 = vmladavaq_s8(a10, x1, wa);
+        a01 = vmladavaq_s8(a01, x0, wb);
+        a11 = vmladavaq_s8(a11, x1, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+    }
+    {
+        const uint32_t o0 = (uint32_t)input_offset * (uint32_t)s0, o1 = (uint32_t)input_offset * (uint32_t)s1;
+        acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a00 + o0);
+        acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a01 + o1);
+        acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)a10 + o0);
+        acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)a11 + o1);
+    }
+}
+
+/* Where a CONV_2D block's runs lie: `rows` filter rows of `runs` runs of `len` bytes each; input run k
+ * of row r at in + r * in_row + k * in_run, filter run at w + r * w_row + k * w_run. */
+typedef struct {
+    int32_t rows, runs, len;
+    int32_t in_row, in_run, w_row, w_run;
+} ts_mve_runs;
+
+/* Whole 16-byte vectors of one run, then its len % 16 tail under the predicate pt (two pixels). */
+#define TS_MVE_RUN2(LOAD, ...)                                                                          \
+    do {                                                                                                \
+        const int8x16_t v0 = LOAD(x0, ##__VA_ARGS__), v1 = LOAD(x1, ##__VA_ARGS__);                     \
+        const int8x16_t fa = LOAD(wa, ##__VA_ARGS__), fb = LOAD(wb, ##__VA_ARGS__);                     \
+        a00 = vmladavaq_s8(a00, v0, fa);                                                                \
+        a10 = vmladavaq_s8(a10, v1, fa);                                                                \
+        a01 = vmladavaq_s8(a01, v0, fb);                                                                \
+        a11 = vmladavaq_s8(a11, v1, fb);                                                                \
+        s0 = vaddvaq_s8(s0, fa);                                                                        \
+        s1 = vaddvaq_s8(s1, fb);                                                                        \
+    } while (0)
+#define TS_MVE_RUN1(LOAD, ...)                                                                          \
+    do {                                                                                                \
+        const int8x16_t v0 = LOAD(x0, ##__VA_ARGS__);                                                   \
+        const int8x16_t fa = LOAD(wa, ##__VA_ARGS__), fb = LOAD(wb, ##__VA_ARGS__);                     \
+        a00 = vmladavaq_s8(a00, v0, fa);                                                                \
+        a01 = vmladavaq_s8(a01, v0, fb);                                                                \
+        s0 = vaddvaq_s8(s0, fa);                                                                        \
+        s1 = vaddvaq_s8(s1, fb);                                                                        \
+    } while (0)
+
+/* ts_mve_dot_2x2 over every run of a block (in1 == NULL: one pixel, acc[2..3] untouched), the six
+ * sums kept in registers across runs (VMLADAV and VADDV accumulate only into even registers: six of
+ * the seven are used) and the input offset applied once at the end. Runs are visited row by row,
+ * in order, through pointers stepped from run to run. */
+TS_MVE_HOT void ts_mve_block(const ts_mve_runs *r, const int8_t *in0, const int8_t *in1, const int8_t *w0,
+                             const int8_t *w1, int32_t input_offset, int32_t *acc)
+{
+    const int32_t whole = r->len >> 4, tail = r->len & 15, runs = r->runs;
+    const int32_t in_step = r->in_row - runs * r->in_run, w_step = r->w_row - runs * r->w_run;
+    const int32_t in_run = r->in_run, w_run = r->w_run;
+    const mve_pred16_t pt = vctp8q((uint32_t)tail);
+    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0, s0 = 0, s1 = 0;
+    int32_t n, k, i;
+    for (n = r->rows; n > 0; --n) {
+        for (k = runs; k > 0; --k) {
+            const int8_t *x0 = in0, *wa = w0, *wb = w1;
+            if (in1 != NULL) {
+                const int8_t *x1 = in1;
+                for (i = whole; i > 0; --i) {
+                    TS_MVE_RUN2(vldrbq_s8);
+                    x0 += 16;
+                    x1 += 16;
+                    wa += 16;
+                    wb += 16;
+                }
+                if (tail) {
+                    TS_MVE_RUN2(vldrbq_z_s8, pt);
+                }
+                in1 += in_run;
+            } else {
+                for (i = whole; i > 0; --i) {
+                    TS_MVE_RUN1(vldrbq_s8);
+                    x0 += 16;
+                    wa += 16;
+                    wb += 16;
+                }
+                if (tail) {
+                    TS_MVE_RUN1(vldrbq_z_s8, pt);
+                }
+            }
+            in0 += in_run;
+            w0 += w_run;
+            w1 += w_run;
+        }
+        in0 += in_step;
+        if (in1 != NULL) {
+            in1 += in_step;
+        }
+        w0 += w_step;
+        w1 += w_step;
+    }
+    {
+        const uint32_t o0 = (uint32_t)input_offset * (uint32_t)s0, o1 = (uint32_t)input_offset * (uint32_t)s1;
+        acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a00 + o0);
+        acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a01 + o1);
+        if (in1 != NULL) {
+            acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)a10 + o0);
+            acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)a11 + o1);
+        }
+    }
+}
+
+/* acc[0..1] += dot products of len bytes (in, w0), (in, w1), input_offset added to every input byte. */
+static inline void ts_mve_dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1, int32_t len,
+                                  int32_t input_offset, int32_t *acc)
+{
+    int32_t a0 = 0, a1 = 0, s0 = 0, s1 = 0;
+    for (; len >= 16; len -= 16) {
+        const int8x16_t x = vldrbq_s8(in), wa = vldrbq_s8(w0), wb = vldrbq_s8(w1);
+        a0 = vmladavaq_s8(a0, x, wa);
+        a1 = vmladavaq_s8(a1, x, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+        in += 16;
+        w0 += 16;
+        w1 += 16;
+    }
+    if (len > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)len);
+        const int8x16_t x = vldrbq_z_s8(in, p), wa = vldrbq_z_s8(w0, p), wb = vldrbq_z_s8(w1, p);
+        a0 = vmladavaq_s8(a0, x, wa);
+        a1 = vmladavaq_s8(a1, x, wb);
+        s0 = vaddvaq_s8(s0, wa);
+        s1 = vaddvaq_s8(s1, wb);
+    }
+    acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)a0 + (uint32_t)input_offset * (uint32_t)s0);
+    acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)a1 + (uint32_t)input_offset * (uint32_t)s1);
+}
+
+/* ts_mve_block for the common case: two pixels, one run per filter row (dilation_w 1), the run a
+ * whole number of vectors (len % 16 == 0: in_c a multiple of 16 and a 3-wide rectangle, say); the
+ * raw sums out: d0 = {sum w0 x0, sum w1 x0}, d1 = the same for x1, sums = {sum w0, sum w1}. Each
+ * row's pointers follow from the previous row's ends (two additions of a skip each), the row itself
+ * a low-overhead loop (DLS/LE) of four loads, four VMLADAV and two VADDV per 16 bytes. Written as
+ * one asm block: VMLADAV/VADDV accumulate only into even registers, and GCC 12 spills the row
+ * state from the same intrinsics (30 instructions a row instead of 8). */
+TS_MVE_HOT void ts_mve_block_rows(const ts_mve_runs *r, const int8_t *x0, const int8_t *x1, const int8_t *wa,
+                                  const int8_t *wb, int32_t *d0, int32_t *d1, int32_t *sums)
+{
+    const int32_t skips[3] = {r->in_row - r->len, r->w_row - r->len, r->len >> 4};
+    register int32_t a00 __asm__("r0") = 0, a10 __asm__("r2") = 0, a01 __asm__("r4") = 0;
+    register int32_t a11 __asm__("r6") = 0, s0 __asm__("r8") = 0, s1 __asm__("r10") = 0;
+    register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *pa __asm__("r5") = wa;
+    register const int8_t *pb __asm__("r9") = wb;
+    register const int32_t *sk __asm__("r12") = skips;
+    register int32_t rows __asm__("r11") = r->rows;
+    if (rows > 0 && skips[2] > 0) {
+        __asm__ volatile("1:\n\t"
+                         "ldr     lr, [%[sk], #8]\n\t"
+                         "dls     lr, lr\n\t"
+                         "2:\n\t"
+                         "vldrb.8 q0, [%[p0]], #16\n\t"
+                         "vldrb.8 q1, [%[p1]], #16\n\t"
+                         "vldrb.8 q2, [%[pa]], #16\n\t"
+                         "vldrb.8 q3, [%[pb]], #16\n\t"
+                         "vmladava.s8 %[a00], q0, q2\n\t"
+                         "vmladava.s8 %[a10], q1, q2\n\t"
+                         "vmladava.s8 %[a01], q0, q3\n\t"
+                         "vmladava.s8 %[a11], q1, q3\n\t"
+                         "vaddva.s8 %[s0], q2\n\t"
+                         "vaddva.s8 %[s1], q3\n\t"
+                         "le      lr, 2b\n\t"
+                         "ldr     lr, [%[sk]]\n\t"
+                         "add     %[p0], %[p0], lr\n\t"
+                         "add     %[p1], %[p1], lr\n\t"
+                         "ldr     lr, [%[sk], #4]\n\t"
+                         "add     %[pa], %[pa], lr\n\t"
+                         "add     %[pb], %[pb], lr\n\t"
+                         "subs    %[rows], %[rows], #1\n\t"
+                         "bne     1b\n\t"
+                         : [a00] "+r"(a00), [a10] "+r"(a10), [a01] "+r"(a01), [a11] "+r"(a11), [s0] "+r"(s0),
+                           [s1] "+r"(s1), [p0] "+r"(p0), [p1] "+r"(p1), [pa] "+r"(pa), [pb] "+r"(pb),
+                           [rows] "+r"(rows)
+                         : [sk] "r"(sk)
+                         : "q0", "q1", "q2", "q3", "lr", "cc", "memory");
+    }
+    d0[0] = a00;
+    d0[1] = a01;
+    d1[0] = a10;
+    d1[1] = a11;
+    sums[0] = s0;
+    sums[1] = s1;
+}
+
+/* ts_mve_block_rows for one pixel (acc[0..1]; the window's edge pixels that pair with no other). */
+TS_MVE_HOT void ts_mve_block_rows1(const ts_mve_runs *r, const int8_t *x0, const int8_t *wa, const int8_t *wb,
+                                   int32_t *d0, int32_t *sums)
+{
+    const int32_t skips[3] = {r->in_row - r->len, r->w_row - r->len, r->len >> 4};
+    register int32_t a00 __asm__("r0") = 0, a01 __asm__("r2") = 0, s0 __asm__("r4") = 0, s1 __asm__("r6") = 0;
+    register const int8_t *p0 __asm__("r1") = x0, *pa __asm__("r3") = wa, *pb __asm__("r5") = wb;
+    register const int32_t *sk __asm__("r12") = skips;
+    register int32_t rows __asm__("r11") = r->rows;
+    if (rows > 0 && skips[2] > 0) {
+        __asm__ volatile("1:\n\t"
+                         "ldr     lr, [%[sk], #8]\n\t"
+                         "dls     lr, lr\n\t"
+                         "2:\n\t"
+                         "vldrb.8 q0, [%[p0]], #16\n\t"
+                         "vldrb.8 q2, [%[pa]], #16\n\t"
+                         "vldrb.8 q3, [%[pb]], #16\n\t"
+                         "vmladava.s8 %[a00], q0, q2\n\t"
+                         "vmladava.s8 %[a01], q0, q3\n\t"
+                         "vaddva.s8 %[s0], q2\n\t"
+                         "vaddva.s8 %[s1], q3\n\t"
+                         "le      lr, 2b\n\t"
+                         "ldr     lr, [%[sk]]\n\t"
+                         "add     %[p0], %[p0], lr\n\t"
+                         "ldr     lr, [%[sk], #4]\n\t"
+                         "add     %[pa], %[pa], lr\n\t"
+                         "add     %[pb], %[pb], lr\n\t"
+                         "subs    %[rows], %[rows], #1\n\t"
+                         "bne     1b\n\t"
+                         : [a00] "+r"(a00), [a01] "+r"(a01), [s0] "+r"(s0), [s1] "+r"(s1), [p0] "+r"(p0),
+                           [pa] "+r"(pa), [pb] "+r"(pb), [rows] "+r"(rows)
+                         : [sk] "r"(sk)
+                         : "q0", "q2", "q3", "lr", "cc", "memory");
+    }
+    d0[0] = a00;
+    d0[1] = a01;
+    sums[0] = s0;
+    sums[1] = s1;
+}
+
+/* ts_requantize(acc, m, shift) on four lanes, left = max(shift, 0) and right = min(shift, 0) given. */
+static inline int32x4_t ts_mve_requant_lr(int32x4_t acc, int32x4_t m, int32x4_t left, int32x4_t right)
+{
+    const int32x4_t h = vqrdmulhq_s32(vshlq_s32(acc, left), m);
+    /* right < 0 has its sign bit set: (h & right) >> 31 is -1 exactly for negative h when right < 0 */
+    return vrshlq_s32(vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31)), right);
+}
+
+/* ts_requantize(acc, m, shift) on four lanes (see the top of this file for why it is the same value). */
+static inline int32x4_t ts_mve_requant(int32x4_t acc, int32x4_t m, int32x4_t shift)
+{
+    return ts_mve_requant_lr(acc, m, vmaxq_s32(shift, vdupq_n_s32(0)), vminq_s32(shift, vdupq_n_s32(0)));
+}
+
+/* Channels [c0, c0 + n) of one pixel: acc[0..n) + bias + input_offset * sums[0..n) (bias and sums
+ * may be NULL: 0) requantised with their own multiplier and shift, output offset added, clamped,
+ * stored as bytes at out[0..n) (four lanes per step, the last step predicated: nothing past
+ * out[n - 1] or the parameter arrays' end is touched). */
+static inline void ts_mve_requant_store(const int32_t *acc, const int32_t *sums, const int32_t *bias,
+                                        int32_t input_offset, const int32_t *multiplier, const int32_t *shift,
+                                        int32_t n, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                        int8_t *out)
+{
+    int32_t k;
+    for (k = 0; k < n; k += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(n - k));
+        int32x4_t v = vldrwq_z_s32(acc + k, p);
+        if (bias != NULL) {
+            v = vaddq_s32(v, vldrwq_z_s32(bias + k, p));
+        }
+        if (sums != NULL) {
+            v = vmlaq_n_s32(v, vldrwq_z_s32(sums + k, p), input_offset);
+        }
+        v = ts_mve_requant(v, vldrwq_z_s32(multiplier + k, p), vldrwq_z_s32(shift + k, p));
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, output_offset), vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+        vstrbq_p_s32(out + k, v, p);
+    }
+}
+
+/* CONV_2D, one group of one or two output pixels (in1/out1 NULL: one) whose runs `r` start at
+ * in0 / in1, filter bytes from w_first (the filter plus the runs' first offset in a channel): output
+ * channels in chunks of 16, each chunk's channel pairs through ts_mve_block into 16 accumulators per
+ * pixel, then requantised four channels at a time and stored. */
+TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_runs *r, const int8_t *in0,
+                                  const int8_t *in1, const int8_t *w_first, const int32_t *bias,
+                                  int8_t *out0, int8_t *out1)
+{
+    const int32_t out_c = p->out_c, fs = p->filter_h * p->filter_w * p->in_c, io = p->input_offset;
+    const int rows_path = r->runs == 1 && (r->len & 15) == 0;
+    int32_t acc0[16], acc1[16], sums[16];
+    int32_t c0, j;
+    for (c0 = 0; c0 < out_c; c0 += 16) {
+        const int32_t n = out_c - c0 < 16 ? out_c - c0 : 16;
+        for (j = 0; j < n; j += 2) { /* j + 1 <= 15: an odd last channel fills one slot more, unused */
+            const int32_t o = c0 + j, o1 = o + 1 < out_c ? o + 1 : o;
+            const int8_t *w0 = w_first + (size_t)o * fs, *w1 = w_first + (size_t)o1 * fs;
+            if (rows_path && in1 != NULL) {
+                ts_mve_block_rows(r, in0, in1, w0, w1, acc0 + j, acc1 + j, sums + j);
+            } else if (rows_path) {
+                ts_mve_block_rows1(r, in0, w0, w1, acc0 + j, sums + j);
+            } else {
+                int32_t a[4] = {0, 0, 0, 0};
+                ts_mve_block(r, in0, in1, w0, w1, io, a);
+                acc0[j] = a[0];
+                acc0[j + 1] = a[1];
+                acc1[j] = a[2];
+                acc1[j + 1] = a[3];
+            }
+        }
+        const int32_t *s = rows_path ? sums : NULL, *b = bias != NULL ? bias + c0 : NULL;
+        ts_mve_requant_store(acc0, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset,
+                             p->act_min, p->act_max, out0 + c0);
+        if (out1 != NULL) {
+            ts_mve_requant_store(acc1, s, b, io, p->multiplier + c0, p->shift + c0, n, p->output_offset,
+                                 p->act_min, p->act_max, out1 + c0);
+        }
+    }
+}
+
+/* ts_conv2d_s8.c build_patch with vector copies: each filter row of the receptive field at
+ * (y0, x0) that lies wholly inside the input (dilation_w 1) is one run of fw * in_c bytes, copied
+ * 16 at a time (the last store predicated); a row above or below the input is pad bytes; a row
+ * clipped at the left or right edge goes tap by tap. Then round_up more pad bytes. */
+static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0,
+                                      int32_t x0, int8_t pad, int32_t round_up, int8_t *patch)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fw = p->filter_w, row = fw * in_c;
+    const int whole_row = p->dilation_w == 1 && x0 >= 0 && x0 + fw <= in_w;
+    const int8x16_t padv = vdupq_n_s8(pad);
+    int32_t ky, kx, c, i;
+    for (ky = 0; ky < p->filter_h; ++ky, patch += row) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        if (iy < 0 || iy >= in_h) {
+            for (i = 0; i < row; i += 16) {
+                vstrbq_p_s8(patch + i, padv, vctp8q((uint32_t)(row - i)));
+            }
+        } else if (whole_row) {
+            const int8_t *src = in_b + ((size_t)iy * in_w + x0) * in_c;
+            for (i = 0; i < row; i += 16) {
+                const mve_pred16_t q = vctp8q((uint32_t)(row - i));
+                vstrbq_p_s8(patch + i, vldrbq_z_s8(src + i, q), q);
+            }
+        } else {
+            const int8_t *in_row = in_b + (size_t)iy * in_w * in_c;
+            int8_t *dst = patch;
+            for (kx = 0; kx < fw; ++kx) {
+                const int32_t ix = x0 + kx * p->dilation_w;
+                const int inside = ix >= 0 && ix < in_w;
+                for (c = 0; c < in_c; ++c) {
+                    *dst++ = inside ? in_row[(size_t)ix * in_c + c] : pad;
+                }
+            }
+        }
+    }
+    for (c = 0; c < round_up; ++c) {
+        patch[c] = pad;
+    }
+}
+
+/* CONV_2D's small receptive fields (the patch path): every output channel of two patches of
+ * K <= 48 bytes (ts_conv2d_s8.c build_patch: taps outside the input hold the input zero point, so
+ * w * x + input_offset * w adds 0 for them). Both patches stay in six vector registers (predicated
+ * loads: the bytes past K read as 0); per channel three filter loads, six VMLADAV and three VADDV;
+ * four channels at a time requantised on four lanes and stored (out1 NULL: one pixel). */
+TS_MVE_HOT void ts_mve_patch_pair(const ts_conv2d_s8_params *p, const int8_t *patch0, const int8_t *patch1,
+                                  const int8_t *filter, const int32_t *bias, int8_t *out0, int8_t *out1)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, io = p->input_offset;
+    const mve_pred16_t q0 = vctp8q((uint32_t)k), q1 = vctp8q((uint32_t)(k > 16 ? k - 16 : 0));
+    const mve_pred16_t q2 = vctp8q((uint32_t)(k > 32 ? k - 32 : 0));
+    const int8x16_t x0a = vldrbq_z_s8(patch0, q0), x0b = vldrbq_z_s8(patch0 + 16, q1);
+    const int8x16_t x0c = vldrbq_z_s8(patch0 + 32, q2), x1a = vldrbq_z_s8(patch1, q0);
+    const int8x16_t x1b = vldrbq_z_s8(patch1 + 16, q1), x1c = vldrbq_z_s8(patch1 + 32, q2);
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t acc0[4], acc1[4];
+    int32_t o, j;
+    for (o = 0; o < out_c; o += 4) {
+        const int32_t n = out_c - o < 4 ? out_c - o : 4;
+        const mve_pred16_t pn = vctp32q((uint32_t)n);
+        int32x4_t v;
+        for (j = 0; j < n; ++j) {
+            const int8_t *w = filter + (size_t)(o + j) * k;
+            const int8x16_t wa = vldrbq_z_s8(w, q0), wb = vldrbq_z_s8(w + 16, q1);
+            const int8x16_t wc = vldrbq_z_s8(w + 32, q2);
+            const int32_t s = vaddvaq_s8(vaddvaq_s8(vaddvq_s8(wa), wb), wc);
+            const uint32_t start = (bias != NULL ? (uint32_t)bias[o + j] : 0u) + (uint32_t)io * (uint32_t)s;
+            const int32_t d0 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x0a, wa), x0b, wb), x0c, wc);
+            const int32_t d1 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x1a, wa), x1b, wb), x1c, wc);
+            acc0[j] = (int32_t)(start + (uint32_t)d0);
+            acc1[j] = (int32_t)(start + (uint32_t)d1);
+        }
+        {
+            const int32x4_t m = vldrwq_z_s32(p->multiplier + o, pn), sh = vldrwq_z_s32(p->shift + o, pn);
+            v = ts_mve_requant(vldrwq_z_s32(acc0, pn), m, sh);
+            vstrbq_p_s32(out0 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
+            if (out1 != NULL) {
+                v = ts_mve_requant(vldrwq_z_s32(acc1, pn), m, sh);
+                vstrbq_p_s32(out1 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
+            }
+        }
+    }
+}
+
+/* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step. VLDRB.S16 widens eight bytes of
+ * input and of filter to 16-bit lanes; VMULLB / VMULLT multiply the even / odd lanes into 32 bits
+ * (exact: |(x + io) * w| < 2^16 * 2^7 fits), so the block's accumulators are two int32x4, `e` for
+ * channels 0, 2, 4, 6 and `o` for 1, 3, 5, 7 of the block; VMOVNB / VMOVNT interleave the requantised
+ * lanes back into channel order for one 8-byte store. The block's constants come deinterleaved in
+ * ts_mve_dw_consts (once per chunk). */
+typedef struct {
+    int32_t start_e[4], start_o[4]; /* bias (clipped windows) */
+    int32_t eff_e[4], eff_o[4];     /* bias + input_offset * sum of the filter over all taps */
+    int32_t m_e[4], m_o[4];
+    int32_t l_e[4], l_o[4], r_e[4], r_o[4]; /* max(shift, 0), min(shift, 0) */
+} ts_mve_dw_consts;
+
+/* Requantise, offset, clamp and store the block (n channels: the last block may be shorter). */
+static inline void ts_mve_dw_store(int32x4_t e, int32x4_t o, const ts_mve_dw_consts *k,
+                                   const ts_depthwise_conv2d_s8_params *p, int32_t n, int8_t *out)
+{
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int16x8_t v = vdupq_n_s16(0);
+    e = ts_mve_requant_lr(e, vldrwq_s32(k->m_e), vldrwq_s32(k->l_e), vldrwq_s32(k->r_e));
+    o = ts_mve_requant_lr(o, vldrwq_s32(k->m_o), vldrwq_s32(k->l_o), vldrwq_s32(k->r_o));
+    e = vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi);
+    o = vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi);
+    v = vmovnbq_s32(v, e);
+    v = vmovntq_s32(v, o);
+    if (n == 8) {
+        vstrbq_s16(out, v);
+    } else {
+        vstrbq_p_s16(out, v, vctp16q((uint32_t)n));
+    }
+}
+
+/* One pixel's block over its tap rectangle (taps_h x taps_w taps from in / w, rows in_row / w_row
+ * bytes apart, columns in_col / w_col): `full` (the whole window inside the input, n == 8) starts
+ * from eff and multiplies the raw input; otherwise from the bias, input_offset added to each input
+ * lane, loads predicated to n channels. */
+static inline void ts_mve_dw8(const int8_t *in, const int8_t *w, int32_t taps_h, int32_t taps_w,
+                              int32_t in_row, int32_t in_col, int32_t w_row, int32_t w_col, int32_t io,
+                              int32_t n, int full, const ts_mve_dw_consts *k,
+                              const ts_depthwise_conv2d_s8_params *p, int8_t *out)
+{
+    const int32_t in_next = in_row - taps_w * in_col, w_next = w_row - taps_w * w_col;
+    int32x4_t e, o;
+    int32_t ky, kx;
+    if (full) {
+        e = vldrwq_s32(k->eff_e);
+        o = vldrwq_s32(k->eff_o);
+        for (ky = taps_h; ky > 0; --ky) {
+            for (kx = taps_w; kx > 0; --kx) {
+                const int16x8_t xv = vldrbq_s16(in), wv = vldrbq_s16(w);
+                e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                in += in_col;
+                w += w_col;
+            }
+            in += in_next;
+            w += w_next;
+        }
+    } else {
+        const mve_pred16_t pr = vctp16q((uint32_t)n);
+        e = vldrwq_s32(k->start_e);
+        o = vldrwq_s32(k->start_o);
+        for (ky = taps_h; ky > 0; --ky) {
+            for (kx = taps_w; kx > 0; --kx) {
+                const int16x8_t xv = vaddq_n_s16(vldrbq_z_s16(in, pr), (int16_t)io), wv = vldrbq_z_s16(w, pr);
+                e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                in += in_col;
+                w += w_col;
+            }
+            in += in_next;
+            w += w_next;
+        }
+    }
+    ts_mve_dw_store(e, o, k, p, n, out);
+}
+
+/* Two horizontally adjacent whole-window pixels (their windows in0 and in0 + px_step), the block's
+ * eight channels: each filter tap loaded once for both (three loads, four VMULL, four VADD per tap). */
+static inline void ts_mve_dw8_pair(const int8_t *in, int32_t px_step, const int8_t *w, int32_t taps_h,
+                                   int32_t taps_w, int32_t in_row, int32_t in_col, int32_t w_row,
+                                   int32_t w_col,
+                                   const ts_mve_dw_consts *k, const ts_depthwise_conv2d_s8_params *p,
+                                   int8_t *out0, int8_t *out1)
+{
+    const int32_t in_next = in_row - taps_w * in_col, w_next = w_row - taps_w * w_col;
+    const int8_t *in1 = in + px_step;
+    int32x4_t e0 = vldrwq_s32(k->eff_e), o0 = vldrwq_s32(k->eff_o), e1 = e0, o1 = o0;
+    int32_t ky, kx;
+    for (ky = taps_h; ky > 0; --ky) {
+        for (kx = taps_w; kx > 0; --kx) {
+            const int16x8_t wv = vldrbq_s16(w), xa = vldrbq_s16(in), xb = vldrbq_s16(in1);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(xa, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(xa, wv));
+            e1 = vaddq_s32(e1, vmullbq_int_s16(xb, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(xb, wv));
+            in += in_col;
+            in1 += in_col;
+            w += w_col;
+        }
+        in += in_next;
+        in1 += in_next;
+        w += w_next;
+    }
+    ts_mve_dw_store(e0, o0, k, p, 8, out0);
+    ts_mve_dw_store(e1, o1, k, p, 8, out1);
+}
+
+/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
+static inline void ts_mve_taps(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
+                               int32_t *k1)
+{
+    int32_t lo = 0, hi = taps;
+    while (lo < taps && start + lo * dilation < 0) {
+        ++lo;
+    }
+    while (hi > lo && start + (hi - 1) * dilation >= size) {
+        --hi;
+    }
+    *k0 = lo;
+    *k1 = hi;
+}
+
+/* The constants of channels [c, c + n) deinterleaved (lanes past n: 0): gathers of the even and
+ * odd channels (predicated: nothing past channel c + n - 1 is read), the filter sums over all taps
+ * widened to 32 bits per tap. */
+static inline void ts_mve_dw_prepare(const ts_depthwise_conv2d_s8_params *p, const int8_t *filter,
+                                     const int32_t *bias, int32_t c, int32_t n, ts_mve_dw_consts *k)
+{
+    const int32_t taps = p->filter_h * p->filter_w, c_all = p->in_c;
+    const mve_pred16_t pe = vctp32q((uint32_t)((n + 1) >> 1)), po = vctp32q((uint32_t)(n >> 1));
+    const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
+    const mve_pred16_t p16 = vctp16q((uint32_t)n);
+    int32x4_t se = vdupq_n_s32(0), so = vdupq_n_s32(0), be = se, bo = so;
+    int32_t t;
+    for (t = 0; t < taps; ++t) {
+        const int16x8_t wv = vldrbq_z_s16(filter + (size_t)t * c_all + c, p16);
+        se = vaddq_s32(se, vmovlbq_s16(wv));
+        so = vaddq_s32(so, vmovltq_s16(wv));
+    }
+    if (bias != NULL) {
+        be = vldrwq_gather_shifted_offset_z_s32(bias + c, even, pe);
+        bo = vldrwq_gather_shifted_offset_z_s32(bias + c, odd, po);
+    }
+    vstrwq_s32(k->start_e, be);
+    vstrwq_s32(k->start_o, bo);
+    vstrwq_s32(k->eff_e, vmlaq_n_s32(be, se, p->input_offset));
+    vstrwq_s32(k->eff_o, vmlaq_n_s32(bo, so, p->input_offset));
+    vstrwq_s32(k->m_e, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, even, pe));
+    vstrwq_s32(k->m_o, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, odd, po));
+    {
+        const int32x4_t se_ = vldrwq_gather_shifted_offset_z_s32(p->shift + c, even, pe);
+        const int32x4_t so_ = vldrwq_gather_shifted_offset_z_s32(p->shift + c, odd, po);
+        vstrwq_s32(k->l_e, vmaxq_s32(se_, vdupq_n_s32(0)));
+        vstrwq_s32(k->r_e, vminq_s32(se_, vdupq_n_s32(0)));
+        vstrwq_s32(k->l_o, vmaxq_s32(so_, vdupq_n_s32(0)));
+        vstrwq_s32(k->r_o, vminq_s32(so_, vdupq_n_s32(0)));
+    }
+}
+
+#define TS_MVE_DW_CHUNK 32
+
+/* DEPTHWISE_CONV_2D with depth multiplier 1 (any stride, dilation, padding): each output row in
+ * chunks of up to TS_MVE_DW_CHUNK pixels; per chunk, channel blocks of 8 in turn, each block's
+ * constants (ts_mve_dw_prepare) computed once, then the chunk's pixels one by one, each block
+ * requantised and stored right after its taps (the DSP path's read/write order: groups of one
+ * chunk, channel block by block across it). */
+TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                 const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, c_all = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t dh = p->dilation_h, dw = p->dilation_w, io = p->input_offset, out_w = p->out_w;
+    const int32_t in_row = dh * in_w * c_all, in_col = dw * c_all, w_row = fw * c_all;
+    const int32_t px_step = p->stride_w * c_all;
+    int32_t b, y, x0, x, c;
+    ts_mve_dw_consts k;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * c_all;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t iy0 = y * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            ts_mve_taps(iy0, dh, fh, in_h, &ky0, &ky1);
+            for (x0 = 0; x0 < out_w; x0 += TS_MVE_DW_CHUNK) {
+                const int32_t x1 = out_w - x0 < TS_MVE_DW_CHUNK ? out_w : x0 + TS_MVE_DW_CHUNK;
+                int8_t *out_row = output + ((size_t)(b * p->out_h + y) * out_w) * c_all;
+                for (c = 0; c < c_all; c += 8) {
+                    const int32_t n = c_all - c < 8 ? c_all - c : 8;
+                    ts_mve_dw_prepare(p, filter, bias, c, n, &k);
+                    for (x = x0; x < x1;) {
+                        const int32_t ix0 = x * p->stride_w - p->pad_left;
+                        int32_t kx0, kx1;
+                        ts_mve_taps(ix0, dw, fw, in_w, &kx0, &kx1);
+                        if (n == 8 && ky0 == 0 && ky1 == fh && kx0 == 0 && kx1 == fw) {
+                            /* a run of whole windows: the same taps, moved by the stride */
+                            const int8_t *in = in_b + ((size_t)iy0 * in_w + ix0) * c_all + c;
+                            int32_t last = (in_w - 1 - (fw - 1) * dw + p->pad_left) / p->stride_w;
+                            last = last < x1 - 1 ? last : x1 - 1;
+                            for (; x + 1 <= last; x += 2) {
+                                int8_t *out = out_row + (size_t)x * c_all + c;
+                                ts_mve_dw8_pair(in, px_step, filter + c, fh, fw, in_row, in_col, w_row, c_all,
+                                                &k, p, out, out + c_all);
+                                in += 2 * px_step;
+                            }
+                            if (x == last) {
+                                ts_mve_dw8(in, filter + c, fh, fw, in_row, in_col, w_row, c_all, io, 8, 1, &k,
+                                           p, out_row + (size_t)x * c_all + c);
+                                ++x;
+                            }
+                            continue;
+                        }
+                        {
+                            const int8_t *in = in_b;
+                            if (ky1 > ky0 && kx1 > kx0) { /* else no tap inside: nothing is read */
+                                in += ((size_t)(iy0 + ky0 * dh) * in_w + (ix0 + kx0 * dw)) * c_all + c;
+                            }
+                            ts_mve_dw8(in, filter + (size_t)(ky0 * fw + kx0) * c_all + c, ky1 - ky0,
+                                       kx1 - kx0, in_row, in_col, w_row, c_all, io, n, 0, &k, p,
+                                       out_row + (size_t)x * c_all + c);
+                        }
+                        ++x;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
+static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, int32_t right)
+{
+    int32x4_t h = vqrdmulhq_n_s32(vshlq_r_s32(x, left), m);
+    if (right < 0) {
+        h = vqaddq_s32(h, vshrq_n_s32(h, 31)); /* -1 on negative lanes: ties away from zero */
+    }
+    return vrshlq_n_s32(h, right);
+}
+
+/* ADD where neither input broadcasts (ts_add_s8.c add_flat's arithmetic): four elements per step,
+ * each input widened (VLDRB.S32), offset, shifted left, requantised, summed, requantised again,
+ * offset, clamped and stored as bytes; the last n % 4 under a predicate. Elements k..k+3 of the
+ * output are written after reading elements k..k+3 of both inputs, and nothing later is read before
+ * them: the one-loop order of the portable kernel, four elements at a time. */
+TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *input1, const int8_t *input2,
+                           int8_t *output)
+{
+    const int32_t off1 = p->input1_offset, off2 = p->input2_offset, out_off = p->output_offset;
+    const int32_t m1 = p->input1_multiplier, m2 = p->input2_multiplier, mo = p->output_multiplier;
+    const int32_t s1 = p->input1_shift, s2 = p->input2_shift, so = p->output_shift;
+    const int32_t l1 = s1 > 0 ? s1 : 0, r1 = s1 > 0 ? 0 : s1, l2 = s2 > 0 ? s2 : 0, r2 = s2 > 0 ? 0 : s2;
+    const int32_t lo_ = so > 0 ? so : 0, ro = so > 0 ? 0 : so;
+    const int32_t left = p->left_shift, act_min = p->act_min, act_max = p->act_max;
+    size_t k;
+    for (k = 0; k < n; k += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - k < 4 ? n - k : 4));
+        const int32x4_t a = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input1 + k, pr), off1), left);
+        const int32x4_t b = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input2 + k, pr), off2), left);
+        const int32x4_t sum = vaddq_s32(ts_mve_requant_n(a, m1, l1, r1), ts_mve_requant_n(b, m2, l2, r2));
+        int32x4_t v = vaddq_n_s32(ts_mve_requant_n(sum, mo, lo_, ro), out_off);
+        v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+        vstrbq_p_s32(output + k, v, pr);
+    }
+}
+
+/* Four dot products of len bytes, one filter row w against four input rows x0..x3 (raw bytes, no
+ * offsets), as a vector {sum w x0, ..., sum w x3}, and sum(w) through *wsum. Whole vectors in one
+ * DLS/LE asm loop (five loads, four VMLADAV, one VADDV per 16 bytes: VMLADAV accumulates only into
+ * even registers, which GCC 12 spends on index arithmetic from the same intrinsics), then the
+ * len % 16 tail under a predicate. */
+static inline int32x4_t ts_mve_dot4x1(const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
+                                      const int8_t *w, int32_t len, int32_t *wsum)
+{
+    register int32_t a0 __asm__("r0") = 0, a1 __asm__("r2") = 0, a2 __asm__("r4") = 0;
+    register int32_t a3 __asm__("r6") = 0, sw __asm__("r8") = 0;
+    register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *p2 __asm__("r5") = x2;
+    register const int8_t *p3 __asm__("r9") = x3, *pw __asm__("r11") = w;
+    register int32_t whole __asm__("r12") = len >> 4;
+    const int32_t tail = len & 15;
+    int32x4_t v;
+    if (whole > 0) {
+        __asm__ volatile("dls     lr, %[whole]\n\t"
+                         "1:\n\t"
+                         "vldrb.8 q4, [%[pw]], #16\n\t"
+                         "vldrb.8 q0, [%[p0]], #16\n\t"
+                         "vldrb.8 q1, [%[p1]], #16\n\t"
+                         "vldrb.8 q2, [%[p2]], #16\n\t"
+                         "vldrb.8 q3, [%[p3]], #16\n\t"
+                         "vmladava.s8 %[a0], q0, q4\n\t"
+                         "vmladava.s8 %[a1], q1, q4\n\t"
+                         "vmladava.s8 %[a2], q2, q4\n\t"
+                         "vmladava.s8 %[a3], q3, q4\n\t"
+                         "vaddva.s8 %[sw], q4\n\t"
+                         "le      lr, 1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [sw] "+r"(sw),
+                           [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [p3] "+r"(p3), [pw] "+r"(pw)
+                         : [whole] "r"(whole)
+                         : "q0", "q1", "q2", "q3", "q4", "lr", "memory");
+    }
+    {
+        int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3, s = sw;
+        if (tail > 0) {
+            const mve_pred16_t p = vctp8q((uint32_t)tail);
+            const int8x16_t f = vldrbq_z_s8(pw, p);
+            b0 = vmladavaq_s8(b0, vldrbq_z_s8(p0, p), f);
+            b1 = vmladavaq_s8(b1, vldrbq_z_s8(p1, p), f);
+            b2 = vmladavaq_s8(b2, vldrbq_z_s8(p2, p), f);
+            b3 = vmladavaq_s8(b3, vldrbq_z_s8(p3, p), f);
+            s = vaddvaq_s8(s, f);
+        }
+        *wsum = s;
+        v = vdupq_n_s32(b0);
+        v = vsetq_lane_s32(b1, v, 1);
+        v = vsetq_lane_s32(b2, v, 2);
+        return vsetq_lane_s32(b3, v, 3);
+    }
+}
+
+/* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
+ * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, its pixels
+ * four at a time (a short last quad has its missing rows repeat the last pixel, computed and not
+ * stored), each quad channel by channel: ts_mve_dot4x1 (VMLADAV) plus bias + input_offset * sum(w),
+ * requantised with the channel's multiplier and shift on four lanes, stored with one byte scatter
+ * (stride out_c). */
+TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                 const int32_t *bias, int8_t *output)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, io = p->input_offset, out_off = p->output_offset;
+    const int32_t px_step = p->stride_w * in_c;
+    const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
+    const int32_t rows = flat ? 1 : p->batches * p->out_h;
+    const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    const uint32x4_t scatter = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
+    int32_t y, x, n, j, o;
+    for (y = 0; y < rows; ++y) {
+        const int32_t b = y / p->out_h, yy = y % p->out_h;
+        const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
+        for (x = 0; x < out_w; x += n) {
+            const int8_t *in_x = in_row + (size_t)x * px_step;
+            n = out_w - x < 16 ? out_w - x : 16;
+            for (j = 0; j < n; j += 4) {
+                const int32_t k = n - j < 4 ? n - j : 4;
+                const mve_pred16_t pk = vctp32q((uint32_t)k);
+                /* rows past the chunk's last pixel repeat it (read, not stored) */
+                const int8_t *x0 = in_x + (size_t)j * px_step;
+                const int8_t *x1 = x0 + (k > 1 ? px_step : 0), *x2 = x1 + (k > 2 ? px_step : 0);
+                const int8_t *x3 = x2 + (k > 3 ? px_step : 0), *w = filter;
+                int8_t *out = output + (size_t)j * out_c;
+                for (o = 0; o < out_c; ++o) {
+                    const int32_t shift = p->shift[o];
+                    int32_t sw;
+                    int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x3, w, in_c, &sw);
+                    const uint32_t start =
+                        (bias != NULL ? (uint32_t)bias[o] : 0u) + (uint32_t)io * (uint32_t)sw;
+                    v = vaddq_n_s32(v, (int32_t)start);
+                    v = ts_mve_requant_n(v, p->multiplier[o], shift > 0 ? shift : 0, shift > 0 ? 0 : shift);
+                    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, out_off), lo), hi);
+                    vstrbq_scatter_offset_p_s32(out + o, scatter, v, pk);
+                    w += in_c;
+                }
+            }
+            output += (size_t)n * out_c;
+        }
+    }
+}
+
+/* sum_i x[i] over n bytes. */
+static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
+{
+    int32_t s = 0;
+    for (; n > 0; n -= 16) {
+        s = vaddvaq_s8(s, vldrbq_z_s8(x, vctp8q((uint32_t)n)));
+        x += 16;
+    }
+    return s;
+}
+
+#endif /* TS_MVE */
+#endif /* TS_MVE_H */
