@@ -10,6 +10,8 @@
  *    take one output channel at a time over the same rectangle.
  *  - dw_generic, the original loop nest, kept as the reference.
  */
+#include <string.h>
+
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
 #include "ts_simd.h"
@@ -438,6 +440,132 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 #endif
     } else {
         dw_fast(p, input, filter, bias, output);
+    }
+    return TS_OK;
+}
+
+#if TS_RQ_ASM
+/* Output pixel (y, x) of batch base in_b, every channel, through the dw_fast_rq arithmetic with the
+ * requantisation constants `q` prepared at compile time ([out_c] ts_rq fields), into out. */
+static void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y, int32_t x,
+                        const int8_t *filter, const int32_t *bias, const int32_t *rq_table, dw_run *r,
+                        int8_t *out)
+{
+    const int32_t c_n = p->in_c, fw = p->filter_w, c4 = c_n & ~3;
+    const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+    int32_t ky0, ky1, kx0, kx1, th, tw, c, k;
+    const int8_t *in = in_b; /* not read when the window misses the input */
+    tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
+    th = ky1 - ky0;
+    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
+    if (tw > 0) {
+        in += ((size_t)(y0 + ky0 * p->dilation_h) * p->in_w + (size_t)(x0 + kx0)) * c_n;
+    }
+    for (c = 0; c < c4; c += 4) {
+        r->q = (const ts_rq *)(const void *)(rq_table + 4 * c);
+        for (k = 0; k < 4; ++k) {
+            r->bias4[k] = bias != NULL ? bias[c + k] : 0;
+        }
+        if (fw == 3 && p->filter_h == 3 && th == 3 && tw == 3) {
+            dw_run3x3(in + c, filter + c, out + c, 1, r);
+        } else {
+            int32_t acc[4];
+            acc[0] = r->bias4[0];
+            acc[1] = r->bias4[1];
+            acc[2] = r->bias4[2];
+            acc[3] = r->bias4[3];
+            if (tw > 0) {
+                dw_taps4(in + c, filter + (ky0 * fw + kx0) * c_n + c, th, tw, r->in_row, r->w_row, c_n, r->off2,
+                         acc);
+            }
+            ts_rq4_store(out + c, acc[0], acc[1], acc[2], acc[3], r->q, r->lim);
+        }
+    }
+    for (c = c4; c < c_n; ++c) {
+        const int8_t *in_r = in + c;
+        const int8_t *w_r = filter + (ky0 * fw + kx0) * c_n + c;
+        int32_t acc = bias != NULL ? bias[c] : 0, ky, kx;
+        for (ky = 0; ky < (tw > 0 ? th : 0); ++ky) {
+            for (kx = 0; kx < tw; ++kx) {
+                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + p->input_offset);
+            }
+            in_r += r->in_row;
+            w_r += r->w_row;
+        }
+        out[c] = dw_out(p, acc, c);
+    }
+}
+#endif
+
+/* The staged in-place variant (see ts_kernels.h, "DEPTHWISE_CONV_2D staged"): output pixel k of the
+ * flat order is computed into ring slot k % (lag + 1) of `scratch`, then pixel k - lag is copied
+ * from its slot to the output; the last `lag` pixels are copied after the last one is computed. */
+int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                  const int8_t *filter, const int32_t *bias, int8_t *output, int8_t *scratch,
+                                  int32_t lag, const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, out_h = p->out_h, out_w = p->out_w, slots = lag + 1;
+    const int32_t pixels = p->batches * out_h * out_w;
+    const size_t in_batch = (size_t)p->in_h * p->in_w * p->in_c;
+    ts_depthwise_conv2d_s8_params sub = *p;
+    int32_t k, j;
+    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq */
+#if TS_RQ_ASM
+    dw_run r;
+#endif
+    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
+        p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier || lag < 0) {
+        return TS_ERR_PARAMS;
+    }
+    if (!TS_DEPTHWISE_GENERIC_ONLY && p->in_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
+        p->input_offset >= -255 && p->input_offset <= 255 && ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        mode = 1;
+#if TS_RQ_ASM
+        if (rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
+            ts_rq_ok(p->multiplier, p->shift, p->out_c,
+                     ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
+            mode = 2;
+            r.in_step = p->stride_w * p->in_c;
+            r.out_step = p->in_c;
+            r.in_row = p->dilation_h * p->in_w * p->in_c;
+            r.w_row = p->filter_w * p->in_c;
+            r.c1 = p->in_c;
+            r.off2 = ts_pack2x16(p->input_offset);
+            r.lim[0] = ts_bytes4(p->act_min);
+            r.lim[1] = ts_bytes4(p->act_max);
+        }
+#endif
+    }
+    (void)rq_table;
+    sub.batches = 1;
+    sub.out_h = sub.out_w = 1;
+    for (k = 0; k < pixels; ++k) {
+        const int32_t b = k / (out_h * out_w), y = k / out_w % out_h, x = k % out_w;
+        const int8_t *in_b = input + (size_t)b * in_batch;
+        int8_t *slot = scratch + (size_t)(k % slots) * out_c;
+#if TS_RQ_ASM
+        if (mode == 2) {
+            dw_pixel_rq(p, in_b, y, x, filter, bias, rq_table, &r, slot);
+        } else
+#endif
+        {
+            /* the one pixel as a 1x1 output whose window starts where (y, x)'s does */
+            sub.pad_top = p->pad_top - y * p->stride_h;
+            sub.pad_left = p->pad_left - x * p->stride_w;
+            if (mode == 1) {
+                dw_fast(&sub, in_b, filter, bias, slot);
+            } else {
+                dw_generic(&sub, in_b, filter, bias, slot);
+            }
+        }
+        if (k >= lag) {
+            j = k - lag;
+            memcpy(output + (size_t)j * out_c, scratch + (size_t)(j % slots) * out_c, (size_t)out_c);
+        }
+    }
+    for (j = pixels - lag > 0 ? pixels - lag : 0; j < pixels; ++j) {
+        memcpy(output + (size_t)j * out_c, scratch + (size_t)(j % slots) * out_c, (size_t)out_c);
     }
     return TS_OK;
 }
