@@ -20,7 +20,9 @@ __all__ = ["DEFAULT_PREFERENCE", "PREFERENCES", "candidate", "select_variants"]
 
 PREFERENCES = ("memory", "speed")
 DEFAULT_PREFERENCE = "memory"
-POINTWISE_SCRATCH_TARGET = 256  # bytes: chunk = this / out_c pixels, rounded down to even, in [2, 16]
+# Pointwise chunk: the most pixels (even, 2 to 16: the default kernel's 16) whose scratch is at most
+# this share of the output tensor; small chunks cost instructions (per chunk, per channel pair).
+POINTWISE_SCRATCH_SHARE = 20
 
 
 def _round_up(value: int, alignment: int) -> int:
@@ -31,7 +33,8 @@ def _conv_candidate(graph: Graph, op: Operator) -> KernelVariant | None:
     y = graph.tensors[op.outputs[0]]
     if len(y.shape) != 4:
         return None
-    chunk = max(2, min(16, (POINTWISE_SCRATCH_TARGET // max(int(y.shape[-1]), 1)) // 2 * 2))
+    channels = max(int(y.shape[-1]), 1)
+    chunk = max(2, min(16, (y.nbytes // POINTWISE_SCRATCH_SHARE // channels) // 2 * 2))
     if variant_shift(graph, op, "staged", chunk) is None:
         return None
     return KernelVariant(op.opcode, "staged", chunk, scratch_bytes(graph, op, "staged", chunk))

@@ -10,8 +10,6 @@
  *    filter byte once for two pixels), with SXTAB16/SMLAD where the DSP extension exists.
  *  - conv_generic, the original loop nest, kept as the reference for anything conv_fast refuses.
  */
-#include <string.h>
-
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
 #include "ts_simd.h"
@@ -479,14 +477,15 @@ static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input,
                     const int32_t o1 = o + 1 < out_c ? o + 1 : o;
                     const int8_t *w0 = filter + (size_t)o * in_c, *w1 = filter + (size_t)o1 * in_c;
                     const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
-                    ts_rq q0, q1;
+                    ts_rq q0s, q1s;
+                    const ts_rq *q0 = &q0s, *q1 = &q1s;
                     int8_t *out = output + o;
                     if (rq_table != NULL) { /* prepared at compile time: ts_rq_prepare's fields */
-                        q0 = *(const ts_rq *)(const void *)(rq_table + 4 * o);
-                        q1 = *(const ts_rq *)(const void *)(rq_table + 4 * o1);
+                        q0 = (const ts_rq *)(const void *)(rq_table + 4 * o);
+                        q1 = (const ts_rq *)(const void *)(rq_table + 4 * o1);
                     } else {
-                        ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0);
-                        ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1);
+                        ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0s);
+                        ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1s);
                     }
                     for (j = 0; j < n; j += 2) {
                         const int8_t *in0 = in_x + (size_t)j * px_step;
@@ -497,16 +496,16 @@ static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input,
                         acc[3] = b1;
                         if (j + 1 < n) {
                             dot_2x2(in0, in0 + px_step, w0, w1, in_c, input_offset, acc);
-                            out[out_c] = rq_clamp(acc[2], &q0, lo, hi);
+                            out[out_c] = rq_clamp(acc[2], q0, lo, hi);
                             if (o1 != o) {
-                                out[out_c + 1] = rq_clamp(acc[3], &q1, lo, hi);
+                                out[out_c + 1] = rq_clamp(acc[3], q1, lo, hi);
                             }
                         } else {
                             dot_1x2(in0, w0, w1, in_c, input_offset, acc);
                         }
-                        out[0] = rq_clamp(acc[0], &q0, lo, hi);
+                        out[0] = rq_clamp(acc[0], q0, lo, hi);
                         if (o1 != o) {
-                            out[1] = rq_clamp(acc[1], &q1, lo, hi);
+                            out[1] = rq_clamp(acc[1], q1, lo, hi);
                         }
                         out += 2 * out_c;
                     }
@@ -645,7 +644,7 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
         } else {
             conv_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch, 0);
         }
-        memcpy(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
+        ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
     }
     return TS_OK;
 }

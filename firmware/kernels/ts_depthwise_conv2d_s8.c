@@ -10,8 +10,6 @@
  *    take one output channel at a time over the same rectangle.
  *  - dw_generic, the original loop nest, kept as the reference.
  */
-#include <string.h>
-
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
 #include "ts_simd.h"
@@ -445,15 +443,47 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 }
 
 #if TS_RQ_ASM
+/* dw_run3x3 for one pixel, biases and requantisation constants read from where they are. */
+static TS_NOINLINE void dw_one3x3(const int8_t *in, const int8_t *flt, int8_t *out, const int32_t *b4,
+                             const ts_rq *q, const dw_run *r)
+{
+    const int32_t c1 = r->c1, c2 = 2 * r->c1;
+    const int32_t in_row = r->in_row - c2, w_row = r->w_row - c2;
+    const uint32_t off2 = r->off2;
+    uint32_t x, w, t1, t2;
+    int32_t a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
+    const int8_t *pp = in, *ff = flt;
+#define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c2]")
+#define DW_NEXT_ROW                                                                                     \
+    "ldr     %[t1], %[in_row]\n\t"                                                                       \
+    "add     %[p], %[p], %[t1]\n\t"                                                                      \
+    "ldr     %[t1], %[w_row]\n\t"                                                                        \
+    "add     %[f], %[f], %[t1]\n\t"
+    __asm__(DW_ROW "add     %[p], %[p], %[c2]\n\t"
+                   "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW "add     %[p], %[p], %[c2]\n\t"
+                   "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),
+              [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(pp), [f] "+r"(ff)
+            : [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)
+            : "memory");
+#undef DW_ROW
+#undef DW_NEXT_ROW
+    ts_rq4_store(out, a0, a1, a2, a3, q, r->lim);
+}
+
 /* Output pixel (y, x) of batch base in_b, every channel, through the dw_fast_rq arithmetic with the
  * requantisation constants `q` prepared at compile time ([out_c] ts_rq fields), into out. */
-static void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y, int32_t x,
+static TS_NOINLINE void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
+                                    int32_t x,
                         const int8_t *filter, const int32_t *bias, const int32_t *rq_table, dw_run *r,
                         int8_t *out)
 {
     const int32_t c_n = p->in_c, fw = p->filter_w, c4 = c_n & ~3;
     const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
-    int32_t ky0, ky1, kx0, kx1, th, tw, c, k;
+    static const int32_t no_bias[4] = {0, 0, 0, 0};
+    const int32_t *b4 = bias != NULL ? bias : no_bias, b_step = bias != NULL ? 4 : 0;
+    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
+    int32_t ky0, ky1, kx0, kx1, th, tw, c;
     const int8_t *in = in_b; /* not read when the window misses the input */
     tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
     tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
@@ -462,24 +492,26 @@ static void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *in
     if (tw > 0) {
         in += ((size_t)(y0 + ky0 * p->dilation_h) * p->in_w + (size_t)(x0 + kx0)) * c_n;
     }
-    for (c = 0; c < c4; c += 4) {
-        r->q = (const ts_rq *)(const void *)(rq_table + 4 * c);
-        for (k = 0; k < 4; ++k) {
-            r->bias4[k] = bias != NULL ? bias[c + k] : 0;
+    if (fw == 3 && p->filter_h == 3 && th == 3 && tw == 3) {
+        for (c = 0; c < c4; c += 4) {
+            dw_one3x3(in + c, filter + c, out + c, b4, q, r);
+            b4 += b_step;
+            q += 4;
         }
-        if (fw == 3 && p->filter_h == 3 && th == 3 && tw == 3) {
-            dw_run3x3(in + c, filter + c, out + c, 1, r);
-        } else {
+    } else {
+        for (c = 0; c < c4; c += 4) {
             int32_t acc[4];
-            acc[0] = r->bias4[0];
-            acc[1] = r->bias4[1];
-            acc[2] = r->bias4[2];
-            acc[3] = r->bias4[3];
+            acc[0] = b4[0];
+            acc[1] = b4[1];
+            acc[2] = b4[2];
+            acc[3] = b4[3];
             if (tw > 0) {
                 dw_taps4(in + c, filter + (ky0 * fw + kx0) * c_n + c, th, tw, r->in_row, r->w_row, c_n, r->off2,
                          acc);
             }
-            ts_rq4_store(out + c, acc[0], acc[1], acc[2], acc[3], r->q, r->lim);
+            ts_rq4_store(out + c, acc[0], acc[1], acc[2], acc[3], q, r->lim);
+            b4 += b_step;
+            q += 4;
         }
     }
     for (c = c4; c < c_n; ++c) {
@@ -540,10 +572,10 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
     (void)rq_table;
     sub.batches = 1;
     sub.out_h = sub.out_w = 1;
+    int32_t b = 0, y = 0, x = 0, s = 0; /* pixel k = (b, y, x), its ring slot s */
     for (k = 0; k < pixels; ++k) {
-        const int32_t b = k / (out_h * out_w), y = k / out_w % out_h, x = k % out_w;
         const int8_t *in_b = input + (size_t)b * in_batch;
-        int8_t *slot = scratch + (size_t)(k % slots) * out_c;
+        int8_t *slot = scratch + (size_t)s * out_c;
 #if TS_RQ_ASM
         if (mode == 2) {
             dw_pixel_rq(p, in_b, y, x, filter, bias, rq_table, &r, slot);
@@ -559,13 +591,20 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
                 dw_generic(&sub, in_b, filter, bias, slot);
             }
         }
+        s = s + 1 == slots ? 0 : s + 1; /* now the slot of pixel k + 1, which held pixel k - lag */
         if (k >= lag) {
-            j = k - lag;
-            memcpy(output + (size_t)j * out_c, scratch + (size_t)(j % slots) * out_c, (size_t)out_c);
+            ts_copy_bytes(output + (size_t)(k - lag) * out_c, scratch + (size_t)s * out_c, (size_t)out_c);
+        }
+        if (++x == out_w) {
+            x = 0;
+            if (++y == out_h) {
+                y = 0;
+                ++b;
+            }
         }
     }
     for (j = pixels - lag > 0 ? pixels - lag : 0; j < pixels; ++j) {
-        memcpy(output + (size_t)j * out_c, scratch + (size_t)(j % slots) * out_c, (size_t)out_c);
+        ts_copy_bytes(output + (size_t)j * out_c, scratch + (size_t)(j % slots) * out_c, (size_t)out_c);
     }
     return TS_OK;
 }
