@@ -210,3 +210,42 @@ def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     assert result.outputs_match is True, result.mismatches
     assert result.arena_bytes_measured == gen.arena_high_water_planned
     assert result.ok
+
+
+# ---- PAD: the default kernel's order lets its input lie inside its output -------------------------
+
+
+def _padded(b: ModelBuilder) -> None:
+    x = b.input("x", (1, 9, 7, 5))
+    t = b.conv2d(x, 6, (1, 1), activation="RELU", name="c0")
+    t = b.pad(t, [(0, 0), (1, 2), (2, 1), (0, 0)], name="pad")
+    b.output(b.logistic(t, name="sig"))  # (a pooling or convolution consumer would absorb the PAD)
+
+
+def test_pad_shift_is_the_padding_before_its_last_input_element() -> None:
+    # 3x4x2 -> 5x7x2 (rows 1 + 1, columns 1 + 2): the last input element (23) is output element
+    # 3 * 14 + 4 * 2 + 1 = 51, written when no input is left to read: D = 24 - 52; the padding after
+    # it constrains nothing. So the 24 input bytes fit inside the 70 output bytes.
+    def build(b: ModelBuilder) -> None:
+        b.output(b.pad(b.input("x", (1, 3, 4, 2)), [(0, 0), (1, 1), (1, 2), (0, 0)]))
+
+    g = _graph(build)
+    assert max_shift(g, _op(g, "PAD"), 0) == -28
+    pair = memory_model(g, "refined").pairs  # the graph input dies at the PAD
+    assert next(iter(pair.values())).saving() == 24
+
+
+@needs_gcc
+@pytest.mark.host
+def test_pad_in_place_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = tmp_path / "padded.tflite"
+    b = ModelBuilder(seed=2)
+    _padded(b)
+    path.write_bytes(b.build())
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
+    pad = _op(planned.graph, "PAD")
+    at = {p.index: p for p in planned.arena.buffers}
+    x, y = at[pad.inputs[0]], at[pad.outputs[0]]
+    assert y.offset <= x.offset and x.offset + x.bytes <= y.offset + y.bytes  # the input inside
+    result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.mismatches == [] and result.outputs_match

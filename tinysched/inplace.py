@@ -41,19 +41,22 @@ def _conv_candidate(graph: Graph, op: Operator) -> KernelVariant | None:
 
 
 def _depthwise_candidate(graph: Graph, op: Operator) -> KernelVariant | None:
-    """The smallest lag whose D is >= 0 (output fully over its input, so chains do not drift)."""
-    y = graph.tensors[op.outputs[0]]
+    """The smallest lag whose D lets the smaller of input and output lie wholly inside the other
+    (D >= 0, or D >= input - output bytes for a larger output): the output then sits over its
+    input, so chains do not drift."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if len(y.shape) != 4:
         return None
+    target = min(0, x.nbytes - y.nbytes)
     pixels = y.shape[0] * y.shape[1] * y.shape[2]
     top = variant_shift(graph, op, "staged", pixels)
-    if top is None or top < 0:
+    if top is None or top < target:
         return None
     lo, hi = 0, pixels  # D is non-decreasing in the lag: binary search for the first D >= 0
     while lo < hi:
         mid = (lo + hi) // 2
         d = variant_shift(graph, op, "staged", mid)
-        if d is not None and d >= 0:
+        if d is not None and d >= target:
             hi = mid
         else:
             lo = mid + 1

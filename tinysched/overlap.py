@@ -210,6 +210,30 @@ def _fully_connected(graph: Graph, op: Operator, position: int, out: int) -> int
     return _d_groups(k * (x.nbytes // batches), (k + 1) * (y.nbytes // batches), False, x.nbytes)
 
 
+def _pad(graph: Graph, op: Operator, position: int, out: int) -> int | None:
+    """PAD / PADV2 (ts_kernels.h PAD "Read/write order"): groups of one output element in flat order,
+    its one input element (none for padding) read before it is written. The output is larger, so the
+    input can lie inside it: D is about minus the padding before the last input element."""
+    if position != 0 or out != 0:
+        return None
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    pads_t = graph.tensors[op.inputs[1]]
+    if pads_t.data is None or x.nbytes != math.prod(x.shape) or y.nbytes != math.prod(y.shape):
+        return None  # the 8-bit kernel only
+    pads = np.asarray(pads_t.data).reshape(-1, 2).astype(np.int64)
+    if len(pads) != len(x.shape) or len(x.shape) != len(y.shape) or (pads < 0).any() or y.nbytes == 0:
+        return None
+    index = np.indices(y.shape).reshape(len(y.shape), -1) - pads[:, :1]
+    inside = ((index >= 0) & (index < np.asarray(x.shape).reshape(-1, 1))).all(axis=0)
+    strides = np.cumprod((1, *x.shape[:0:-1]))[::-1].reshape(-1, 1)
+    in_lo = np.where(inside, (index * strides).sum(axis=0), x.nbytes)
+    reads = np.flatnonzero(inside)
+    if len(reads) == 0:
+        return None
+    last = int(reads[-1]) + 1  # the padding written after the last read constrains nothing
+    return _d_groups(in_lo[:last], np.arange(1, last + 1), True, x.nbytes)
+
+
 def _elementwise(graph: Graph, op: Operator, position: int, out: int) -> int | None:
     """Elementwise kernels (ts_add_s8, ts_mul_s8, ts_minmax_s8, ts_squared_difference_s8,
     ts_prelu_s8's input, ts_lut_s8, ts_requantize_8bit, ts_requantize_int, ts_quantize_f32_s8,
@@ -252,6 +276,8 @@ OVERLAP: dict[str, ShiftFunction] = {
     "DEPTHWISE_CONV_2D": _depthwise,
     "AVERAGE_POOL_2D": _pool,
     "MAX_POOL_2D": _pool,
+    "PAD": _pad,
+    "PADV2": _pad,
     "FULLY_CONNECTED": _fully_connected,
     "ADD": _elementwise,
     "SUB": _elementwise,

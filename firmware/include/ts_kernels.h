@@ -389,7 +389,10 @@ int ts_concatenation(const ts_concatenation_params *p, const void *const *inputs
 
 /* ---- PAD (8-bit) --------------------------------------------------------------------------------
  * out has out_dims; the element at index i is in[i - pad_before] where that lies inside in_dims,
- * else pad_value (the output zero point: real 0). */
+ * else pad_value (the output zero point: real 0).
+ * Read/write order (for in-place planning): one loop over the output elements k = 0, 1, ... in flat
+ * order; element k is written right after reading its one input element (none for a pad element),
+ * and the input elements read are in increasing flat order. */
 typedef struct {
     int32_t in_dims[TS_MAX_DIMS];
     int32_t out_dims[TS_MAX_DIMS];
