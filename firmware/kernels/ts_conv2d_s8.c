@@ -455,8 +455,17 @@ static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, co
  * bound): output pixels of a row (with stride 1 over the whole input: all pixels as one row) in chunks of up to PW_CHUNK; per chunk, output channel pairs
  * (o, o+1) in turn, the pair's requantisation constants prepared once, then the chunk's pixel pairs
  * (dot_2x2; a last odd pixel dot_1x2). Pixel (y, x) reads input pixel (y * stride_h, x * stride_w). */
-static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                              const int32_t *bias, int8_t *output, const int32_t *rq_table)
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TS_ALWAYS_INLINE inline
+#endif
+
+/* rq_table NULL (a constant in each caller below, so each gets its own code): ts_rq_prepare per
+ * chunk and channel pair; else the compile-time constants of the staged variant. */
+static TS_ALWAYS_INLINE void pointwise_rq_body(const ts_conv2d_s8_params *p, const int8_t *input,
+                                               const int8_t *filter, const int32_t *bias, int8_t *output,
+                                               const int32_t *rq_table)
 {
     const int32_t in_c = p->in_c, out_c = p->out_c, input_offset = p->input_offset;
     const int32_t lo = p->act_min, hi = p->act_max;
@@ -514,6 +523,17 @@ static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input,
             }
         }
     }
+}
+static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output)
+{
+    pointwise_rq_body(p, input, filter, bias, output, NULL);
+}
+
+static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *rq_table)
+{
+    pointwise_rq_body(p, input, filter, bias, output, rq_table);
 }
 #endif
 
@@ -588,7 +608,7 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
                   ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));
     if (rq && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
         (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
-        conv_pointwise_rq(p, input, filter, bias, output, NULL);
+        conv_pointwise_rq(p, input, filter, bias, output);
         return TS_OK;
     }
 #endif
@@ -639,7 +659,11 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
             conv_generic(&sub, input + (size_t)k * in_c, filter, bias, scratch);
 #if TS_RQ_ASM
         } else if (mode == 2) {
-            conv_pointwise_rq(&sub, input + (size_t)k * in_c, filter, bias, scratch, rq_table);
+            if (rq_table != NULL) {
+                conv_pointwise_rq_table(&sub, input + (size_t)k * in_c, filter, bias, scratch, rq_table);
+            } else {
+                conv_pointwise_rq(&sub, input + (size_t)k * in_c, filter, bias, scratch);
+            }
 #endif
         } else {
             conv_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch, 0);
