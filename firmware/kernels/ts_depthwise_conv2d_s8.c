@@ -449,11 +449,11 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t *out, int32_t groups,
                                      const int32_t *b4, int32_t b_step, const ts_rq *q, const dw_run *r)
 {
-    const int32_t c1 = r->c1, c2 = 2 * r->c1;
-    const int32_t in_row = r->in_row - c2, w_row = r->w_row - c2;
+    const int32_t c1 = r->c1; /* the third tap at c1, lsl #1: one register fewer than dw_run3x3 (M55) */
+    const int32_t in_row = r->in_row - 2 * c1, w_row = r->w_row - 2 * c1;
     const uint32_t off2 = r->off2;
     uint32_t x, w, t1, t2;
-#define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c2]")
+#define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c1], lsl #1")
 #define DW_NEXT_ROW                                                                                     \
     "ldr     %[t1], %[in_row]\n\t"                                                                       \
     "add     %[p], %[p], %[t1]\n\t"                                                                      \
@@ -462,12 +462,13 @@ static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t
     for (; groups > 0; --groups) {
         int32_t a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
         const int8_t *pp = in, *ff = flt;
-        __asm__(DW_ROW "add     %[p], %[p], %[c2]\n\t"
-                       "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW "add     %[p], %[p], %[c2]\n\t"
-                       "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW
+        __asm__(DW_ROW "add     %[p], %[p], %[c1], lsl #1\n\t"
+                       "add     %[f], %[f], %[c1], lsl #1\n\t" DW_NEXT_ROW DW_ROW
+                       "add     %[p], %[p], %[c1], lsl #1\n\t"
+                       "add     %[f], %[f], %[c1], lsl #1\n\t" DW_NEXT_ROW DW_ROW
                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),
                   [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(pp), [f] "+r"(ff)
-                : [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)
+                : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)
                 : "memory");
         ts_rq4_store(out, a0, a1, a2, a3, q, r->lim);
         in += 4;
