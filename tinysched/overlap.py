@@ -12,7 +12,9 @@ group k is done, that is o + W(k) <= i + R(k) for every k:
     o - i <= D := min_k (R(k) - W(k))            (or the two do not overlap at all)
 
 `OVERLAP` maps an opcode to the function that computes D (bytes) for one (input, output) pair, or
-None when the kernel tolerates no overlap. Nothing is inferred from C source: each entry says which
+None when the kernel tolerates no overlap; `VARIANT_OVERLAP` does the same for the kernel variants
+(tinysched.variants: another kernel for the opcode with its own documented order), which an operator
+gets when it records one. Nothing is inferred from C source: each entry says which
 documented order it relies on. Where the header leaves a choice open (how pixels pair up, which fast
 path a board takes), D is the minimum over every possibility, so one plan is safe on every build.
 
@@ -54,11 +56,13 @@ from tinysched.fold import NotFoldable, strided_slice_index
 from tinysched.graph import Graph, Operator
 from tinysched.memory import Lifetime, lifetimes
 from tinysched.rewrite import explicit_padding
+from tinysched.variants import variant_of
 
 __all__ = [
     "ALIAS_RULES",
     "MODELS",
     "OVERLAP",
+    "VARIANT_OVERLAP",
     "VIEW_OPS",
     "Alias",
     "Pair",
@@ -70,6 +74,7 @@ __all__ = [
     "refine",
     "step_savings_report",
     "tensor_model",
+    "variant_shift",
 ]
 
 VIEW_OPS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -219,6 +224,30 @@ def _fully_connected(graph: Graph, op: Operator, position: int, out: int) -> int
     return _d_groups(k * (x.nbytes // batches), (k + 1) * (y.nbytes // batches), False, x.nbytes)
 
 
+def _pad(graph: Graph, op: Operator, position: int, out: int) -> int | None:
+    """PAD / PADV2 (ts_kernels.h PAD "Read/write order"): groups of one output element in flat order,
+    its one input element (none for padding) read before it is written. The output is larger, so the
+    input can lie inside it: D is about minus the padding before the last input element."""
+    if position != 0 or out != 0:
+        return None
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    pads_t = graph.tensors[op.inputs[1]]
+    if pads_t.data is None or x.nbytes != math.prod(x.shape) or y.nbytes != math.prod(y.shape):
+        return None  # the 8-bit kernel only
+    pads = np.asarray(pads_t.data).reshape(-1, 2).astype(np.int64)
+    if len(pads) != len(x.shape) or len(x.shape) != len(y.shape) or (pads < 0).any() or y.nbytes == 0:
+        return None
+    index = np.indices(y.shape).reshape(len(y.shape), -1) - pads[:, :1]
+    inside = ((index >= 0) & (index < np.asarray(x.shape).reshape(-1, 1))).all(axis=0)
+    strides = np.cumprod((1, *x.shape[:0:-1]))[::-1].reshape(-1, 1)
+    in_lo = np.where(inside, (index * strides).sum(axis=0), x.nbytes)
+    reads = np.flatnonzero(inside)
+    if len(reads) == 0:
+        return None
+    last = int(reads[-1]) + 1  # the padding written after the last read constrains nothing
+    return _d_groups(in_lo[:last], np.arange(1, last + 1), True, x.nbytes)
+
+
 def _elementwise(graph: Graph, op: Operator, position: int, out: int) -> int | None:
     """Elementwise kernels (ts_add_s8, ts_mul_s8, ts_minmax_s8, ts_squared_difference_s8,
     ts_prelu_s8's input, ts_lut_s8, ts_requantize_8bit, ts_requantize_int, ts_quantize_f32_s8,
@@ -261,6 +290,8 @@ OVERLAP: dict[str, ShiftFunction] = {
     "DEPTHWISE_CONV_2D": _depthwise,
     "AVERAGE_POOL_2D": _pool,
     "MAX_POOL_2D": _pool,
+    "PAD": _pad,
+    "PADV2": _pad,
     "FULLY_CONNECTED": _fully_connected,
     "ADD": _elementwise,
     "SUB": _elementwise,
@@ -281,9 +312,74 @@ OVERLAP: dict[str, ShiftFunction] = {
 }
 
 
+# ---- D of the kernel variants (tinysched.variants) -------------------------------------------------
+
+
+def _conv_staged(graph: Graph, op: Operator, position: int, out: int, chunk: int) -> int | None:
+    """CONV_2D staged (ts_kernels.h "CONV_2D staged"): pointwise only; chunks of `chunk` flat pixels,
+    each chunk's reads all done (its outputs go to scratch) before its output bytes are written."""
+    if position != 0 or out != 0 or chunk < 1:
+        return None
+    w = graph.tensors[op.inputs[1]]
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if w.shape[1:3] != (1, 1) or len(x.shape) != 4 or x.shape[:3] != y.shape[:3]:
+        return None
+    if int(op.options.get("stride_h", 1)) != 1 or int(op.options.get("stride_w", 1)) != 1:
+        return None
+    px = _pixels(graph, op, (1, 1), (1, 1))
+    if px is None:
+        return None
+    in_lo, out_end, _, in_bytes = px
+    groups = np.arange(len(in_lo)) // chunk
+    starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
+    lows = np.minimum.reduceat(in_lo, starts)
+    ends = np.maximum.reduceat(out_end, starts)
+    return _d_groups(lows, ends, True, in_bytes)
+
+
+def _depthwise_staged(graph: Graph, op: Operator, position: int, out: int, lag: int) -> int | None:
+    """DEPTHWISE_CONV_2D staged (ts_kernels.h "DEPTHWISE_CONV_2D staged"): pixel k computed into a
+    ring slot, pixel k - lag copied out right after; so when output pixel j's bytes are written every
+    later read lies in the fields of pixels j + lag + 1 on: D = min_k (R(k+1) - W(k - lag))."""
+    if position != 0 or out != 0 or lag < 0:
+        return None
+    w = graph.tensors[op.inputs[1]]
+    dh = int(op.options.get("dilation_hfactor", 1) or 1)
+    dw = int(op.options.get("dilation_wfactor", 1) or 1)
+    px = _pixels(graph, op, (w.shape[1], w.shape[2]), (dh, dw))
+    if px is None:
+        return None
+    in_lo, out_end, _, in_bytes = px
+    n = len(in_lo)
+    if lag >= n:
+        return in_bytes  # every pixel is copied out after the last read
+    later = np.concatenate((_suffix_min(in_lo)[1:], [in_bytes]))  # R(k + 1) for k = 0 .. n-1
+    return int((later[lag:] - out_end[: n - lag]).min())
+
+
+VariantShift = Callable[[Graph, Operator, int, int, int], "int | None"]
+
+# (opcode, variant name) -> (graph, op, input position, output position, variant param) -> D
+VARIANT_OVERLAP: dict[tuple[str, str], VariantShift] = {
+    ("CONV_2D", "staged"): _conv_staged,
+    ("DEPTHWISE_CONV_2D", "staged"): _depthwise_staged,
+}
+
+
+def variant_shift(graph: Graph, op: Operator, name: str, param: int, position: int = 0) -> int | None:
+    """D of variant `name` (with its geometry number `param`) of `op`, whatever `op` records."""
+    fn = VARIANT_OVERLAP.get((op.opcode, name))
+    return None if fn is None else fn(graph, op, position, 0, param)
+
+
 def max_shift(graph: Graph, op: Operator, position: int, out: int = 0) -> int | None:
     """D for input `position` and output `out` of `op`: the output may start at most D bytes above
-    the input's start while they overlap (None: they must not overlap)."""
+    the input's start while they overlap (None: they must not overlap). An operator that records a
+    kernel variant (tinysched.variants) gets that variant's D; the others their opcode's."""
+    variant = variant_of(graph, op)
+    if variant is not None:
+        fn_variant = VARIANT_OVERLAP.get((op.opcode, variant.name))
+        return None if fn_variant is None else fn_variant(graph, op, position, out, variant.param)
     fn = OVERLAP.get(op.opcode)
     return None if fn is None else fn(graph, op, position, out)
 

@@ -23,12 +23,14 @@ from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
 from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
+from tinysched.inplace import DEFAULT_PREFERENCE, select_variants
 from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
 from tinysched.overlap import MODELS, memory_model
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
 from tinysched.rewrite import RewriteResult, no_rewrites, rewrite_graph
 from tinysched.scheduler import Schedule, schedule
 from tinysched.shapes import check_graph
+from tinysched.variants import KernelVariant, variant_of, with_variants
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
 DEFAULT_MEMORY_MODEL = "refined"  # --memory-model tensor gives the tensor model's plan
@@ -135,6 +137,11 @@ class Planned:
         return self.arena.memory_model
 
     @property
+    def variants(self) -> dict[int, KernelVariant]:
+        """operator -> the kernel variant it runs (tinysched.variants), as recorded on `graph`."""
+        return {op.index: v for op in self.graph.operators if (v := variant_of(self.graph, op)) is not None}
+
+    @property
     def run_order(self) -> tuple[int, ...]:
         """What the firmware runs: the order, or the recomputation sequence."""
         return self.arena.order
@@ -203,7 +210,12 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     note = None
     try:
         codegen.check_supported(placed)
-        placed = codegen.with_scratch(placed, codegen.scratch_needs(placed))
+        scratch = codegen.scratch_needs(placed)
+        if not options.recomputing:  # a recomputation sequence is planned in the tensor model
+            chosen = select_variants(placed, options.memory_model, DEFAULT_PREFERENCE, options.alignment)
+            placed = with_variants(placed, chosen)
+            scratch.update({v: variant.scratch_bytes for v, variant in chosen.items()})
+        placed = codegen.with_scratch(placed, scratch)
     except TinyschedError as err:
         note = str(err)
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check

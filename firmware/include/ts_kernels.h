@@ -135,6 +135,22 @@ typedef struct {
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output);
 
+/* CONV_2D staged (the in-place variant the refined memory model may choose; tinysched.variants):
+ * pointwise only (1x1, stride 1, no padding, out_h/out_w == in_h/in_w; TS_ERR_PARAMS otherwise).
+ * Arithmetic: exactly ts_conv2d_s8's (the same path, chosen once per call by the same conditions,
+ * runs on each chunk). Read/write order: the flat pixels go in chunks of `chunk` (the last may be
+ * shorter); chunk g (pixels [g*chunk, g*chunk + n)) is computed from its input pixels into
+ * scratch[0 .. n*out_c) and only then copied to its output bytes, so no output byte is written
+ * before every input byte of its own and earlier chunks has been read: the output may overlap the
+ * input as long as output offset - input offset <= min_g (g+1)*chunk*(in_c - out_c) (0 when in_c ==
+ * out_c: fully in place). scratch: chunk * out_c bytes, disjoint from input and output.
+ * rq_table: [out_c][4] int32 = ts_rq's fields (m, left + 1, base, rr; kernels/ts_simd.h) for each
+ * channel with this layer's output_offset, prepared at compile time so small chunks cost no extra
+ * preparation on DSP cores (used only where ts_conv2d_s8 takes its ts_rq path; may be NULL). */
+int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                        const int32_t *rq_table);
+
 /* ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
  * Output channel o = c * depth_multiplier + m reads only input channel c:
  * out[b][y][x][o] = clamp(out_offset + requant_o(bias[o] + sum_{ky,kx} w[0][ky][kx][o] *
@@ -193,6 +209,23 @@ typedef struct {
 
 int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                            const int8_t *filter, const int32_t *bias, int8_t *output);
+
+/* DEPTHWISE_CONV_2D staged (the in-place variant the refined memory model may choose): any shape
+ * ts_depthwise_conv2d_s8 takes. Arithmetic: exactly ts_depthwise_conv2d_s8's per pixel (its fast
+ * path one pixel at a time; on DSP cores with depth_multiplier 1 and dilation_w 1 within the ts_rq
+ * bound, its ts_rq arithmetic with the constants from rq_table instead of prepared per chunk).
+ * Read/write order: output pixels k = 0, 1, ... of the flat order (batch, y, x) one at a time; pixel
+ * k (reading only its receptive field) is computed into ring slot k % (lag + 1) of scratch, then
+ * pixel k - lag (if k >= lag) is copied from its slot to its output bytes; after the last pixel the
+ * remaining `lag` pixels are copied in order. So once output pixel j's bytes are written, every input
+ * byte read later lies in the receptive field of pixel j + lag + 1 or later: the output may overlap
+ * the input as long as output offset - input offset <= min_k (R(k+1) - (k - lag + 1) * out_c), with
+ * R(k+1) the lowest input byte of pixels after k (tinysched.overlap picks the smallest lag for
+ * which that is >= 0: fully in place). scratch: (lag + 1) * out_c bytes, disjoint from input and
+ * output. rq_table: as CONV_2D staged's (may be NULL: then the fast path without ts_rq). */
+int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                  const int8_t *filter, const int32_t *bias, int8_t *output, int8_t *scratch,
+                                  int32_t lag, const int32_t *rq_table);
 
 /* ---- FULLY_CONNECTED ----------------------------------------------------------------------------
  * out[b][o] = clamp(out_offset + requant_o(bias[o] + sum_i (w[o][i] + filter_offset) *
@@ -391,7 +424,10 @@ int ts_concatenation(const ts_concatenation_params *p, const void *const *inputs
 
 /* ---- PAD (8-bit) --------------------------------------------------------------------------------
  * out has out_dims; the element at index i is in[i - pad_before] where that lies inside in_dims,
- * else pad_value (the output zero point: real 0). */
+ * else pad_value (the output zero point: real 0).
+ * Read/write order (for in-place planning): one loop over the output elements k = 0, 1, ... in flat
+ * order; element k is written right after reading its one input element (none for a pad element),
+ * and the input elements read are in increasing flat order. */
 typedef struct {
     int32_t in_dims[TS_MAX_DIMS];
     int32_t out_dims[TS_MAX_DIMS];

@@ -486,8 +486,17 @@ static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, co
  * bound): output pixels of a row (with stride 1 over the whole input: all pixels as one row) in chunks of up to PW_CHUNK; per chunk, output channel pairs
  * (o, o+1) in turn, the pair's requantisation constants prepared once, then the chunk's pixel pairs
  * (dot_2x2; a last odd pixel dot_1x2). Pixel (y, x) reads input pixel (y * stride_h, x * stride_w). */
-static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                              const int32_t *bias, int8_t *output)
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TS_ALWAYS_INLINE inline
+#endif
+
+/* rq_table NULL (a constant in each caller below, so each gets its own code): ts_rq_prepare per
+ * chunk and channel pair; else the compile-time constants of the staged variant. */
+static TS_ALWAYS_INLINE void pointwise_rq_body(const ts_conv2d_s8_params *p, const int8_t *input,
+                                               const int8_t *filter, const int32_t *bias, int8_t *output,
+                                               const int32_t *rq_table)
 {
     const int32_t in_c = p->in_c, out_c = p->out_c, input_offset = p->input_offset;
     const int32_t lo = p->act_min, hi = p->act_max;
@@ -508,10 +517,16 @@ static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input,
                     const int32_t o1 = o + 1 < out_c ? o + 1 : o;
                     const int8_t *w0 = filter + (size_t)o * in_c, *w1 = filter + (size_t)o1 * in_c;
                     const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
-                    ts_rq q0, q1;
+                    ts_rq q0s, q1s;
+                    const ts_rq *q0 = &q0s, *q1 = &q1s;
                     int8_t *out = output + o;
-                    ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0);
-                    ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1);
+                    if (rq_table != NULL) { /* prepared at compile time: ts_rq_prepare's fields */
+                        q0 = (const ts_rq *)(const void *)(rq_table + 4 * o);
+                        q1 = (const ts_rq *)(const void *)(rq_table + 4 * o1);
+                    } else {
+                        ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0s);
+                        ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1s);
+                    }
                     for (j = 0; j < n; j += 2) {
                         const int8_t *in0 = in_x + (size_t)j * px_step;
                         int32_t acc[4];
@@ -521,16 +536,16 @@ static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input,
                         acc[3] = b1;
                         if (j + 1 < n) {
                             dot_2x2(in0, in0 + px_step, w0, w1, in_c, input_offset, acc);
-                            out[out_c] = rq_clamp(acc[2], &q0, lo, hi);
+                            out[out_c] = rq_clamp(acc[2], q0, lo, hi);
                             if (o1 != o) {
-                                out[out_c + 1] = rq_clamp(acc[3], &q1, lo, hi);
+                                out[out_c + 1] = rq_clamp(acc[3], q1, lo, hi);
                             }
                         } else {
                             dot_1x2(in0, w0, w1, in_c, input_offset, acc);
                         }
-                        out[0] = rq_clamp(acc[0], &q0, lo, hi);
+                        out[0] = rq_clamp(acc[0], q0, lo, hi);
                         if (o1 != o) {
-                            out[1] = rq_clamp(acc[1], &q1, lo, hi);
+                            out[1] = rq_clamp(acc[1], q1, lo, hi);
                         }
                         out += 2 * out_c;
                     }
@@ -539,6 +554,17 @@ static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input,
             }
         }
     }
+}
+static void conv_pointwise_rq(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output)
+{
+    pointwise_rq_body(p, input, filter, bias, output, NULL);
+}
+
+static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *rq_table)
+{
+    pointwise_rq_body(p, input, filter, bias, output, rq_table);
 }
 #endif
 
@@ -632,6 +658,55 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
         conv_patches(p, input, filter, bias, output, rq);
     } else {
         conv_fast(p, input, filter, bias, output, rq);
+    }
+    return TS_OK;
+}
+
+/* The staged in-place pointwise variant (see ts_kernels.h, "CONV_2D staged"): chunks of `chunk`
+ * pixels of the flat order, each computed into `scratch` by the path ts_conv2d_s8 takes for the
+ * whole layer, then copied to the output. */
+int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                        const int32_t *rq_table)
+{
+    const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
+    ts_conv2d_s8_params sub = *p;
+    int32_t k, n;
+    int mode = 0; /* 0 reference loop, 1 pointwise, 2 pointwise with ts_rq */
+    if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
+        p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || chunk < 1 || p->in_c < 1 ||
+        p->out_c < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
+        return TS_ERR_PARAMS;
+    }
+    if (!TS_CONV_GENERIC_ONLY && p->input_offset >= -255 && p->input_offset <= 255 &&
+        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        mode = 1;
+#if TS_RQ_ASM
+        if (ts_rq_ok(p->multiplier, p->shift, p->out_c, ts_acc_bound(p->in_c, p->input_offset, bias, p->out_c))) {
+            mode = 2;
+        }
+#endif
+    }
+    (void)rq_table;
+    sub.batches = 1;
+    sub.in_h = sub.out_h = 1;
+    for (k = 0; k < pixels; k += n) {
+        n = pixels - k < chunk ? pixels - k : chunk;
+        sub.in_w = sub.out_w = n;
+        if (mode == 0) {
+            conv_generic(&sub, input + (size_t)k * in_c, filter, bias, scratch);
+#if TS_RQ_ASM
+        } else if (mode == 2) {
+            if (rq_table != NULL) {
+                conv_pointwise_rq_table(&sub, input + (size_t)k * in_c, filter, bias, scratch, rq_table);
+            } else {
+                conv_pointwise_rq(&sub, input + (size_t)k * in_c, filter, bias, scratch);
+            }
+#endif
+        } else {
+            conv_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch, 0);
+        }
+        ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
     }
     return TS_OK;
 }

@@ -446,3 +446,217 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
     }
     return TS_OK;
 }
+
+#if TS_RQ_ASM
+/* One pixel's channel blocks c = 0, 4, .. (`groups` of them) through dw_run3x3's nine-tap asm
+ * block: in, flt, out at channel 0 of the pixel's first tap / the filter / the output; biases b4
+ * (b_step 4, or 0 for none) and requantisation constants q advance with the channels. */
+static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t *out, int32_t groups,
+                                     const int32_t *b4, int32_t b_step, const ts_rq *q, const dw_run *r)
+{
+    const int32_t c1 = r->c1; /* the third tap at c1, lsl #1: one register fewer than dw_run3x3 (M55) */
+    const int32_t in_row = r->in_row - 2 * c1, w_row = r->w_row - 2 * c1;
+    const uint32_t off2 = r->off2;
+    uint32_t x, w, t1, t2;
+#define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c1], lsl #1")
+#define DW_NEXT_ROW                                                                                     \
+    "ldr     %[t1], %[in_row]\n\t"                                                                       \
+    "add     %[p], %[p], %[t1]\n\t"                                                                      \
+    "ldr     %[t1], %[w_row]\n\t"                                                                        \
+    "add     %[f], %[f], %[t1]\n\t"
+    for (; groups > 0; --groups) {
+        int32_t a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
+        const int8_t *pp = in, *ff = flt;
+        __asm__(DW_ROW "add     %[p], %[p], %[c1], lsl #1\n\t"
+                       "add     %[f], %[f], %[c1], lsl #1\n\t" DW_NEXT_ROW DW_ROW
+                       "add     %[p], %[p], %[c1], lsl #1\n\t"
+                       "add     %[f], %[f], %[c1], lsl #1\n\t" DW_NEXT_ROW DW_ROW
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),
+                  [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(pp), [f] "+r"(ff)
+                : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)
+                : "memory");
+        ts_rq4_store(out, a0, a1, a2, a3, q, r->lim);
+        in += 4;
+        flt += 4;
+        out += 4;
+        b4 += b_step;
+        q += 4;
+    }
+#undef DW_ROW
+#undef DW_NEXT_ROW
+}
+
+/* Output pixel (y, x) of batch base in_b, every channel, through the dw_fast_rq arithmetic with the
+ * requantisation constants `q` prepared at compile time ([out_c] ts_rq fields), into out. */
+static TS_NOINLINE void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
+                                    int32_t x,
+                        const int8_t *filter, const int32_t *bias, const int32_t *rq_table, dw_run *r,
+                        int8_t *out)
+{
+    const int32_t c_n = p->in_c, fw = p->filter_w, c4 = c_n & ~3;
+    const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+    static const int32_t no_bias[4] = {0, 0, 0, 0};
+    const int32_t *b4 = bias != NULL ? bias : no_bias, b_step = bias != NULL ? 4 : 0;
+    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
+    int32_t ky0, ky1, kx0, kx1, th, tw, c;
+    const int8_t *in = in_b; /* not read when the window misses the input */
+    tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
+    th = ky1 - ky0;
+    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
+    if (tw > 0) {
+        in += ((size_t)(y0 + ky0 * p->dilation_h) * p->in_w + (size_t)(x0 + kx0)) * c_n;
+    }
+    if (fw == 3 && p->filter_h == 3 && th == 3 && tw == 3) {
+        dw_groups3x3(in, filter, out, c4 / 4, b4, b_step, q, r);
+    } else {
+        for (c = 0; c < c4; c += 4) {
+            int32_t acc[4];
+            acc[0] = b4[0];
+            acc[1] = b4[1];
+            acc[2] = b4[2];
+            acc[3] = b4[3];
+            if (tw > 0) {
+                dw_taps4(in + c, filter + (ky0 * fw + kx0) * c_n + c, th, tw, r->in_row, r->w_row, c_n, r->off2,
+                         acc);
+            }
+            ts_rq4_store(out + c, acc[0], acc[1], acc[2], acc[3], q, r->lim);
+            b4 += b_step;
+            q += 4;
+        }
+    }
+    for (c = c4; c < c_n; ++c) {
+        const int8_t *in_r = in + c;
+        const int8_t *w_r = filter + (ky0 * fw + kx0) * c_n + c;
+        int32_t acc = bias != NULL ? bias[c] : 0, ky, kx;
+        for (ky = 0; ky < (tw > 0 ? th : 0); ++ky) {
+            for (kx = 0; kx < tw; ++kx) {
+                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + p->input_offset);
+            }
+            in_r += r->in_row;
+            w_r += r->w_row;
+        }
+        out[c] = dw_out(p, acc, c);
+    }
+}
+
+/* Output row y (batch base in_b, its first pixel k0 of the flat order) for the staged variant on the
+ * ts_rq path: each pixel k into ring slot k % (lag + 1), then pixel k - lag (if any) copied out. A
+ * pixel whose whole 3x3 window is inside the input, with in_c a multiple of 4, takes dw_groups3x3;
+ * any other pixel dw_pixel_rq. */
+static TS_NOINLINE void dw_row_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
+                                  int32_t k0, const int8_t *filter, const int32_t *bias, const int32_t *rq_table,
+                                  dw_run *r, int8_t *output, int8_t *scratch, int32_t lag)
+{
+    static const int32_t no_bias[4] = {0, 0, 0, 0};
+    const int32_t c_n = p->in_c, out_w = p->out_w, in_w = p->in_w, slots = lag + 1;
+    const int32_t y0 = y * p->stride_h - p->pad_top;
+    const int32_t *b4 = bias != NULL ? bias : no_bias, b_step = bias != NULL ? 4 : 0;
+    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
+    int32_t ky0, ky1, x, k, s = k0 % slots;
+    int full_rows;
+    const int8_t *in_y = in_b;
+    tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    full_rows = p->filter_h == 3 && p->filter_w == 3 && ky1 - ky0 == 3 && (c_n & 3) == 0;
+    if (full_rows) {
+        in_y += (size_t)y0 * in_w * c_n;
+    }
+    for (x = 0, k = k0; x < out_w; ++x, ++k) {
+        const int32_t x0 = x * p->stride_w - p->pad_left;
+        int8_t *slot = scratch + (size_t)s * c_n;
+        if (full_rows && x0 >= 0 && x0 + 3 <= in_w) {
+            dw_groups3x3(in_y + (size_t)x0 * c_n, filter, slot, c_n / 4, b4, b_step, q, r);
+        } else {
+            dw_pixel_rq(p, in_b, y, x, filter, bias, rq_table, r, slot);
+        }
+        s = s + 1 == slots ? 0 : s + 1; /* now the slot of pixel k + 1, which held pixel k - lag */
+        if (k >= lag) {
+            ts_copy_bytes(output + (size_t)(k - lag) * c_n, scratch + (size_t)s * c_n, (size_t)c_n);
+        }
+    }
+}
+#endif
+
+/* The staged in-place variant (see ts_kernels.h, "DEPTHWISE_CONV_2D staged"): output pixel k of the
+ * flat order is computed into ring slot k % (lag + 1) of `scratch`, then pixel k - lag is copied
+ * from its slot to the output; the last `lag` pixels are copied after the last one is computed. */
+int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                  const int8_t *filter, const int32_t *bias, int8_t *output, int8_t *scratch,
+                                  int32_t lag, const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, out_h = p->out_h, out_w = p->out_w, slots = lag + 1;
+    const int32_t pixels = p->batches * out_h * out_w;
+    const size_t in_batch = (size_t)p->in_h * p->in_w * p->in_c;
+    ts_depthwise_conv2d_s8_params sub = *p;
+    int32_t k, j;
+    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq */
+#if TS_RQ_ASM
+    dw_run r;
+#endif
+    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
+        p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier || lag < 0) {
+        return TS_ERR_PARAMS;
+    }
+    if (!TS_DEPTHWISE_GENERIC_ONLY && p->in_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
+        p->input_offset >= -255 && p->input_offset <= 255 && ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        mode = 1;
+#if TS_RQ_ASM
+        if (rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
+            ts_rq_ok(p->multiplier, p->shift, p->out_c,
+                     ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
+            mode = 2;
+            r.in_step = p->stride_w * p->in_c;
+            r.out_step = p->in_c;
+            r.in_row = p->dilation_h * p->in_w * p->in_c;
+            r.w_row = p->filter_w * p->in_c;
+            r.c1 = p->in_c;
+            r.off2 = ts_pack2x16(p->input_offset);
+            r.lim[0] = ts_bytes4(p->act_min);
+            r.lim[1] = ts_bytes4(p->act_max);
+        }
+#endif
+    }
+    (void)rq_table;
+    sub.batches = 1;
+    sub.out_h = sub.out_w = 1;
+    int32_t b = 0, y = 0, x = 0, s = 0; /* pixel k = (b, y, x), its ring slot s */
+#if TS_RQ_ASM
+    if (mode == 2) {
+        for (b = 0; b < p->batches; ++b) {
+            for (y = 0; y < out_h; ++y) {
+                dw_row_rq(p, input + (size_t)b * in_batch, y, (b * out_h + y) * out_w, filter, bias, rq_table, &r,
+                          output, scratch, lag);
+            }
+        }
+    }
+#endif
+    for (k = mode == 2 ? pixels : 0; k < pixels; ++k) {
+        const int8_t *in_b = input + (size_t)b * in_batch;
+        int8_t *slot = scratch + (size_t)s * out_c;
+        {
+            /* the one pixel as a 1x1 output whose window starts where (y, x)'s does */
+            sub.pad_top = p->pad_top - y * p->stride_h;
+            sub.pad_left = p->pad_left - x * p->stride_w;
+            if (mode == 1) {
+                dw_fast(&sub, in_b, filter, bias, slot);
+            } else {
+                dw_generic(&sub, in_b, filter, bias, slot);
+            }
+        }
+        s = s + 1 == slots ? 0 : s + 1; /* now the slot of pixel k + 1, which held pixel k - lag */
+        if (k >= lag) {
+            ts_copy_bytes(output + (size_t)(k - lag) * out_c, scratch + (size_t)s * out_c, (size_t)out_c);
+        }
+        if (++x == out_w) {
+            x = 0;
+            if (++y == out_h) {
+                y = 0;
+                ++b;
+            }
+        }
+    }
+    for (j = pixels - lag > 0 ? pixels - lag : 0; j < pixels; ++j) {
+        ts_copy_bytes(output + (size_t)j * out_c, scratch + (size_t)(j % slots) * out_c, (size_t)out_c);
+    }
+    return TS_OK;
+}

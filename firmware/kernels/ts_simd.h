@@ -210,4 +210,28 @@ static inline uint32_t ts_bytes4(int32_t v) { return ((uint32_t)v & 0xFFu) * 0x0
 
 static inline void ts_store4(int8_t *p, uint32_t v) { memcpy(p, &v, sizeof v); }
 
+/* n bytes from src to dst (disjoint). newlib-nano's memcpy goes byte by byte (4 instructions a
+ * byte); on DSP cores with both pointers and n word-aligned, eight bytes per LDRD/STRD pair. */
+static inline void ts_copy_bytes(int8_t *dst, const int8_t *src, size_t n)
+{
+#if TS_DSP && (defined(__GNUC__) || defined(__clang__))
+    if ((((uintptr_t)dst | (uintptr_t)src | n) & 3u) == 0) {
+        const int8_t *const end = src + (n & ~(size_t)7);
+        uint32_t a, b;
+        while (src != end) {
+            __asm__ volatile("ldrd    %[a], %[b], [%[s]], #8\n\t"
+                             "strd    %[a], %[b], [%[d]], #8"
+                             : [a] "=&r"(a), [b] "=&r"(b), [s] "+r"(src), [d] "+r"(dst)
+                             :
+                             : "memory");
+        }
+        if (n & 4u) {
+            ts_store4(dst, ts_load4(src));
+        }
+        return;
+    }
+#endif
+    memcpy(dst, src, n);
+}
+
 #endif /* TS_SIMD_H */

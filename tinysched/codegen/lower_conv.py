@@ -15,6 +15,7 @@ from tinysched.codegen.quant import (
 from tinysched.codegen.table import lowering
 from tinysched.graph import Operator
 from tinysched.rewrite import explicit_padding
+from tinysched.variants import KernelVariant, variant_of
 
 
 def _pads(
@@ -115,6 +116,48 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     shift_name = ctx.array(call, "shift", "int32_t", shifts, "per output channel")
     call.params = [(k, str(v)) for k, v in params] + [("multiplier", mult_name), ("shift", shift_name)]
     call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
+    variant = variant_of(ctx.graph, op)
+    if variant is not None:
+        _staged(ctx, op, call, variant, mults, shifts, out_zp)
+
+
+def rq_fields(multiplier: int, shift: int, output_offset: int) -> tuple[int, int, int, int]:
+    """ts_rq_prepare's fields (firmware/kernels/ts_simd.h: m, left + 1, base, rr) as int32 values,
+    for the staged kernels' compile-time table (shifts ts_rq refuses, < -22, give unused zeros)."""
+    left, right = max(shift, 0), max(-shift, 0)
+    if right > 22:
+        return (0, 0, 0, 0)
+    base = (
+        ((1 << (right - 1)) + (output_offset & 0xFFFFFFFF) * (1 << right)) & 0xFFFFFFFF
+        if right
+        else output_offset
+    )
+    base = base - (1 << 32) if base >= 1 << 31 else base
+    return (multiplier, left + 1, base, right | (256 if right else 0))
+
+
+def _staged(
+    ctx: LoweringContext,
+    op: Operator,
+    call: KernelCall,
+    variant: KernelVariant,
+    mults: tuple[int, ...],
+    shifts: tuple[int, ...],
+    out_zp: int,
+) -> None:
+    """The operator's recorded in-place variant (tinysched.variants): its kernel, the scratch tensor
+    `with_scratch` added as its last output, its geometry number and the ts_rq table."""
+    scratch = op.outputs[-1]
+    if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < variant.scratch_bytes:
+        raise Unsupported(f"variant {variant.name} needs a scratch tensor of {variant.scratch_bytes} bytes")
+    table = [f for m, sh in zip(mults, shifts, strict=True) for f in rq_fields(int(m), int(sh), int(out_zp))]
+    name = ctx.array(call, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr")
+    call.kernel = variant.kernel
+    call.args += [ctx.ptr(scratch, const=False), str(variant.param), name]
+    call.comment.append(
+        f"kernel variant {variant.name}: {variant.param_name} {variant.param}, "
+        f"{variant.scratch_bytes} bytes of scratch (ts_kernels.h)"
+    )
 
 
 @lowering("CONV_2D")

@@ -33,7 +33,11 @@ from tinysched.graph import Graph, Operator, Tensor
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
 # every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
-KERNEL_SOURCE = {"ts_softmax_s8_s16": "ts_softmax_s8"}
+KERNEL_SOURCE = {
+    "ts_softmax_s8_s16": "ts_softmax_s8",
+    "ts_conv2d_s8_staged": "ts_conv2d_s8",
+    "ts_depthwise_conv2d_s8_staged": "ts_depthwise_conv2d_s8",
+}
 
 
 @dataclass(frozen=True)

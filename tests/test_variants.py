@@ -1,0 +1,251 @@
+"""Kernel variants (tinysched.variants, tinysched.inplace): the staged in-place CONV_2D / DEPTHWISE_CONV_2D
+kernels' shifts for hand-computed shapes, which operators the refined model gives them, check_plan
+refusing one byte more than a variant's order allows, and generated models bit-exact against TFLite on
+the host (ASan/UBSan, portable C) and on an emulated Cortex-M7 (DSP paths) with the painted arena
+high-water equal to the plan."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import generate_for_measure, host_verify
+from tiers import needs_gcc, require
+
+from tinysched.check import check_plan
+from tinysched.codegen.lower_conv import rq_fields
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph
+from tinysched.inplace import candidate, select_variants
+from tinysched.modelgen import ModelBuilder
+from tinysched.overlap import max_shift, memory_model, variant_shift
+from tinysched.pipeline import PlanOptions, generate, plan
+from tinysched.reader import parse_model
+from tinysched.variants import KernelVariant, variant_of, with_variants
+
+
+def _graph(build) -> Graph:
+    b = ModelBuilder(seed=0)
+    build(b)
+    return parse_model(b.build())
+
+
+def _op(graph: Graph, opcode: str):
+    return next(op for op in graph.operators if op.opcode == opcode)
+
+
+# ---- the shifts, against hand-computed ones --------------------------------------------------------
+
+
+def test_depthwise_ring_lag_is_the_row_above_plus_one() -> None:
+    # 3x3 stride 1 SAME on 4x40x8: once pixel k is computed, pixel k+1 still reads from (y-1, x-1) on,
+    # 41 pixels back; copying out pixel k - lag must not pass that: lag 41 gives D = 0 exactly, one
+    # pixel less leaves the output 8 bytes below its input.
+    def build(b: ModelBuilder) -> None:
+        b.output(b.depthwise_conv2d(b.input("x", (1, 4, 40, 8)), (3, 3), name="dw"))
+
+    g = _graph(build)
+    op = _op(g, "DEPTHWISE_CONV_2D")
+    assert variant_shift(g, op, "staged", 41) == 0
+    assert variant_shift(g, op, "staged", 40) == -8
+    assert variant_shift(g, op, "staged", 160) == 4 * 40 * 8  # all copied out after the last read
+    assert candidate(g, op) == KernelVariant("DEPTHWISE_CONV_2D", "staged", 41, 42 * 8)
+    assert max_shift(g, op, 0) == -72 * 8  # the default kernel's (DSP chunks of 32)
+
+
+def test_staged_pointwise_shifts_follow_the_channel_counts() -> None:
+    # chunks are read whole before written: D = min_g (lows of later chunks - end of chunk g)
+    def build(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 48, 48, 8))
+        t = b.conv2d(x, 16, (1, 1), name="widen")  # 8 -> 16
+        t = b.conv2d(t, 16, (1, 1), name="same")  # 16 -> 16
+        b.output(b.conv2d(t, 4, (1, 1), name="narrow"))  # 16 -> 4
+
+    g = _graph(build)
+    widen, same, narrow = (op for op in g.operators if op.opcode == "CONV_2D")
+    # widening: the output must end at the input's end or later: D = 18432 - 36864 and the two
+    # share the whole input (the default kernel's chunks of 16 leave the output 128 bytes past it)
+    assert variant_shift(g, widen, "staged", 16) == -18432
+    assert max_shift(g, widen, 0) == -18560
+    assert variant_shift(g, same, "staged", 16) == 0  # in place
+    assert variant_shift(g, narrow, "staged", 6) == 6 * (16 - 4)  # after the first chunk
+    assert candidate(g, same) == KernelVariant("CONV_2D", "staged", 16, 16 * 16)
+    # a 3x3 convolution has no staged variant
+    g3 = _graph(lambda b: b.output(b.conv2d(b.input("x", (1, 8, 8, 4)), 4, (3, 3))))
+    assert candidate(g3, _op(g3, "CONV_2D")) is None
+
+
+def test_rq_fields_match_ts_rq_prepare() -> None:
+    # ts_simd.h: left = max(shift, 0), r = max(-shift, 0); base = 2^(r-1) + out_off * 2^r (r > 0)
+    assert rq_fields(1 << 30, 2, -5) == (1 << 30, 3, -5, 0)
+    assert rq_fields(1 << 30, -3, -5) == (1 << 30, 1, 4 - 40, 3 | 256)
+    assert rq_fields(1 << 30, -23, 7) == (0, 0, 0, 0)  # beyond what ts_rq takes: unused
+
+
+# ---- which operators get one -----------------------------------------------------------------------
+
+
+def _kws_like(b: ModelBuilder, channels: int = 16, blocks: int = 2) -> None:
+    x = b.input("x", (1, 20, 6, 1))
+    t = b.conv2d(x, channels, (4, 3), stride=(2, 2), activation="RELU", name="c0")
+    for k in range(blocks):
+        t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
+        t = b.conv2d(t, channels, (1, 1), activation="RELU", name=f"pw{k}")
+    t = b.average_pool2d(t, (10, 3), (10, 3), name="pool")
+    t = b.reshape(t, (1, channels), name="flat")
+    b.output(b.fully_connected(t, 5, name="fc"))
+
+
+def test_refined_plan_runs_the_staged_variants_in_place() -> None:
+    g = _graph(_kws_like)
+    tensor = plan(g, PlanOptions(time_limit=2.0))
+    refined = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
+    assert tensor.variants == {}  # the tensor model keeps today's kernels
+    chosen = refined.variants
+    assert (
+        sorted(refined.graph.operators[v].opcode for v in chosen)
+        == ["CONV_2D", "CONV_2D"] + ["DEPTHWISE_CONV_2D"] * 2
+    )
+    # each staged operator's output sits exactly over its input, its scratch elsewhere
+    at = {p.index: p for p in refined.arena.buffers}
+    for v in chosen:
+        op = refined.graph.operators[v]
+        assert at[op.outputs[0]].offset == at[op.inputs[0]].offset
+        assert refined.graph.tensors[op.outputs[-1]].nbytes == chosen[v].scratch_bytes
+    # 10x3x16 activations (480 bytes): the arena is one of them plus the largest ring (lag 4: 80 B)
+    assert refined.arena.arena_bytes == 480 + 80
+    assert select_variants(g, "refined", prefer="speed") == {}
+    assert select_variants(g, "tensor") == {}
+
+
+def test_check_plan_refuses_one_byte_past_a_variants_shift() -> None:
+    g = _graph(_kws_like)
+    planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, alignment=1))
+    graph, arena = planned.graph, planned.arena
+    model = memory_model(graph, "refined")
+    v = next(v for v, var in planned.variants.items() if var.opcode == "DEPTHWISE_CONV_2D")
+    pair = model.pairs[v]
+    assert pair.shift == 0 and variant_of(graph, graph.operators[v]) is not None
+    check_plan(graph, arena)
+    moved = tuple(replace(p, offset=p.offset + 1) if p.index == pair.output else p for p in arena.buffers)
+    # the next operator's input moves with it (its own pair then still holds): only this step breaks
+    with pytest.raises(TinyschedError, match="overlap in memory beyond what the refined model allows"):
+        check_plan(graph, replace(arena, buffers=moved, arena_bytes=arena.arena_bytes + 1))
+    # the same plan claimed with the default kernels recorded is refused too (their D is negative)
+    plain = with_variants(replace_options(graph), {})
+    with pytest.raises(TinyschedError, match="overlap in memory beyond what the refined model allows"):
+        check_plan(plain, arena)
+
+
+def replace_options(graph: Graph) -> Graph:
+    """`graph` with every recorded variant dropped (the scratch tensors stay)."""
+    from tinysched.variants import VARIANT_OPTION, VARIANT_PARAM_OPTION
+
+    ops = tuple(
+        replace(
+            op,
+            options={k: x for k, x in op.options.items() if k not in (VARIANT_OPTION, VARIANT_PARAM_OPTION)},
+        )
+        for op in graph.operators
+    )
+    return graph.derived(graph.tensors, ops)
+
+
+# ---- realised: bit-exact ----------------------------------------------------------------------------
+
+
+def _odd_shapes(b: ModelBuilder) -> None:
+    x = b.input("x", (1, 11, 9, 3))
+    t = b.conv2d(x, 7, (3, 3), stride=(2, 2), activation="RELU6", name="c0")  # 6x5x7
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw_same")  # odd channels: a tail of 3
+    t = b.conv2d(t, 7, (1, 1), name="pw_7_7")
+    t = b.conv2d(t, 5, (1, 1), activation="RELU", name="pw_7_5")  # in_c > out_c
+    t = b.conv2d(t, 9, (1, 1), name="pw_5_9")  # in_c < out_c
+    t = b.depthwise_conv2d(t, (5, 5), activation="RELU6", name="dw_5x5")  # the tap-rectangle path
+    t = b.depthwise_conv2d(t, (3, 3), stride=(2, 2), padding="VALID", name="dw_s2")  # 2x2x9
+    b.output(b.conv2d(t, 9, (1, 1), name="pw_9_9"))
+
+
+@needs_gcc
+@pytest.mark.host
+@pytest.mark.parametrize("build", [_odd_shapes, _kws_like], ids=["odd_shapes", "kws_like"])
+def test_staged_variants_bit_exact_on_the_host(build, tmp_path: Path) -> None:
+    path = tmp_path / "model.tflite"
+    b = ModelBuilder(seed=3)
+    build(b)
+    path.write_bytes(b.build())
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
+    kinds = {planned.graph.operators[v].opcode for v in planned.variants}
+    assert kinds == {"CONV_2D", "DEPTHWISE_CONV_2D"}
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_depthwise_conv2d_s8_staged(" in c_source and "ts_conv2d_s8_staged(" in c_source
+    result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.mismatches == [] and result.outputs_match
+
+
+def _kws_like_32(b: ModelBuilder) -> None:
+    _kws_like(b, channels=32, blocks=3)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("build", [_kws_like_32, _odd_shapes], ids=["kws_like", "odd_shapes"])
+def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
+    from tinysched.device import measure_sources
+
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    b = ModelBuilder(seed=0)
+    build(b)
+    path.write_bytes(b.build())
+    gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
+    model_c = "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))
+    assert "ts_depthwise_conv2d_s8_staged(" in model_c and "ts_conv2d_s8_staged(" in model_c
+    if build is _kws_like_32:  # one 10x3x32 activation and a ring of 5 pixels
+        assert gen.arena_bytes_planned == 960 + 5 * 32
+    result = measure_sources(
+        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
+        arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == gen.arena_high_water_planned
+    assert result.ok
+
+
+# ---- PAD: the default kernel's order lets its input lie inside its output -------------------------
+
+
+def _padded(b: ModelBuilder) -> None:
+    x = b.input("x", (1, 9, 7, 5))
+    t = b.conv2d(x, 6, (1, 1), activation="RELU", name="c0")
+    t = b.pad(t, [(0, 0), (1, 2), (2, 1), (0, 0)], name="pad")
+    b.output(b.logistic(t, name="sig"))  # (a pooling or convolution consumer would absorb the PAD)
+
+
+def test_pad_shift_is_the_padding_before_its_last_input_element() -> None:
+    # 3x4x2 -> 5x7x2 (rows 1 + 1, columns 1 + 2): the last input element (23) is output element
+    # 3 * 14 + 4 * 2 + 1 = 51, written when no input is left to read: D = 24 - 52; the padding after
+    # it constrains nothing. So the 24 input bytes fit inside the 70 output bytes.
+    def build(b: ModelBuilder) -> None:
+        b.output(b.pad(b.input("x", (1, 3, 4, 2)), [(0, 0), (1, 1), (1, 2), (0, 0)]))
+
+    g = _graph(build)
+    assert max_shift(g, _op(g, "PAD"), 0) == -28
+    pair = memory_model(g, "refined").pairs  # the graph input dies at the PAD
+    assert next(iter(pair.values())).saving() == 24
+
+
+@needs_gcc
+@pytest.mark.host
+def test_pad_in_place_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = tmp_path / "padded.tflite"
+    b = ModelBuilder(seed=2)
+    _padded(b)
+    path.write_bytes(b.build())
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
+    pad = _op(planned.graph, "PAD")
+    at = {p.index: p for p in planned.arena.buffers}
+    x, y = at[pad.inputs[0]], at[pad.outputs[0]]
+    assert y.offset <= x.offset and x.offset + x.bytes <= y.offset + y.bytes  # the input inside
+    result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, memory_model="refined")
+    assert result.mismatches == [] and result.outputs_match
