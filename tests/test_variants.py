@@ -99,7 +99,7 @@ def _kws_like(b: ModelBuilder, channels: int = 16, blocks: int = 2) -> None:
 
 def test_refined_plan_runs_the_staged_variants_in_place() -> None:
     g = _graph(_kws_like)
-    tensor = plan(g, PlanOptions(time_limit=2.0))
+    tensor = plan(g, PlanOptions(memory_model="tensor", time_limit=2.0))
     refined = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
     assert tensor.variants == {}  # the tensor model keeps today's kernels
     chosen = refined.variants
@@ -117,6 +117,40 @@ def test_refined_plan_runs_the_staged_variants_in_place() -> None:
     assert refined.arena.arena_bytes == 480 + 80
     assert select_variants(g, "refined", prefer="speed") == {}
     assert select_variants(g, "tensor") == {}
+    # --prefer speed: the refined model with the default kernels only, no scratch, a larger arena
+    speed = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, prefer="speed"))
+    assert speed.variants == {} and speed.arena.arena_bytes > refined.arena.arena_bytes
+    assert not any(t.name.endswith("/scratch") for t in speed.graph.tensors)
+    assert [v["model_op"] for v in refined.variants_json()] == [
+        refined.source_operator(v) for v in sorted(chosen)
+    ]
+    assert "4 operator(s) run in place" in refined.variants_summary()
+    assert speed.variants_summary() == "default kernels everywhere (--prefer speed)"
+    with pytest.raises(TinyschedError, match="--prefer must be one of memory, speed"):
+        PlanOptions(prefer="fast")
+
+
+def test_plan_and_build_say_which_kernels_run_in_place(tmp_path: Path, capsys) -> None:
+    import json
+
+    from tinysched.cli import main
+
+    b = ModelBuilder(seed=0)
+    _kws_like(b)
+    path = tmp_path / "kws_like.tflite"
+    path.write_bytes(b.build())
+    assert main(["plan", str(path), "--json"]) == 0
+    variants = json.loads(capsys.readouterr().out)["kernel_variants"]
+    assert sorted(v["opcode"] for v in variants) == ["CONV_2D"] * 2 + ["DEPTHWISE_CONV_2D"] * 2
+    assert all(v["variant"] == "staged" and v["scratch_bytes"] > 0 for v in variants)
+    assert main(["plan", str(path), "--prefer", "speed"]) == 0
+    assert "kernels      default kernels everywhere (--prefer speed)" in capsys.readouterr().out
+    out = tmp_path / "host"
+    assert (
+        main(["build", str(path), "--board", "host", "-o", str(out), "--no-report", "--prefer", "speed"]) == 0
+    )
+    record = json.loads((out / "kws_like_metadata.json").read_text())["build"]
+    assert record["kernel_variants"] == [] and record["plan_options"]["prefer"] == "speed"
 
 
 def test_check_plan_refuses_one_byte_past_a_variants_shift() -> None:

@@ -23,7 +23,7 @@ from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
 from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
-from tinysched.inplace import DEFAULT_PREFERENCE, select_variants
+from tinysched.inplace import DEFAULT_PREFERENCE, PREFERENCES, select_variants
 from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
 from tinysched.overlap import MODELS, memory_model
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
@@ -48,6 +48,9 @@ class PlanOptions:
     rewrite: bool = True  # exact graph rewrites (tinysched.rewrite): dilated convolutions, PAD fusion
     memory_model: str = DEFAULT_MEMORY_MODEL  # "tensor" | "refined" (tinysched.overlap.MODELS)
     io: str = DEFAULT_IO  # "model" | "int8": the generated API's edge types (tinysched.interface)
+    prefer: str = (
+        DEFAULT_PREFERENCE  # "memory": in-place kernel variants where they lower a step; "speed": none
+    )
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
@@ -59,6 +62,8 @@ class PlanOptions:
             )
         if self.io not in IO_MODES:
             raise TinyschedError(f"--io must be one of {', '.join(IO_MODES)}, got {self.io!r}")
+        if self.prefer not in PREFERENCES:
+            raise TinyschedError(f"--prefer must be one of {', '.join(PREFERENCES)}, got {self.prefer!r}")
         if self.alignment > MAX_ALIGNMENT:
             raise TinyschedError(f"--alignment must be at most {MAX_ALIGNMENT} bytes, got {self.alignment}")
         if not 0 <= self.time_limit < math.inf:
@@ -141,6 +146,40 @@ class Planned:
         """operator -> the kernel variant it runs (tinysched.variants), as recorded on `graph`."""
         return {op.index: v for op in self.graph.operators if (v := variant_of(self.graph, op)) is not None}
 
+    def variants_json(self) -> list[dict[str, Any]]:
+        """The in-place kernel variants chosen (--prefer memory), by planned operator, for JSON."""
+        return [
+            {
+                "operator": op,
+                "model_op": self.source_operator(op),
+                "opcode": v.opcode,
+                "variant": v.name,
+                "kernel": v.kernel,
+                v.param_name: v.param,
+                "scratch_bytes": v.scratch_bytes,
+            }
+            for op, v in sorted(self.variants.items())
+        ]
+
+    def variants_summary(self) -> str:
+        """One line: which operators run an in-place variant and the scratch they add to the arena."""
+        chosen = self.variants
+        if not chosen:
+            why = (
+                "--prefer speed"
+                if self.options.prefer == "speed"
+                else f"the {self.memory_model} memory model"
+                if self.memory_model == "tensor"
+                else "no operator gains from one"
+            )
+            return f"default kernels everywhere ({why})"
+        scratch = max(v.scratch_bytes for v in chosen.values())
+        ops = ", ".join(f"{self.source_operator(op)} ({v.opcode})" for op, v in sorted(chosen.items()))
+        return (
+            f"{len(chosen)} operator(s) run in place, each with its scratch in the arena at its own step "
+            f"(at most {scratch:,} B; `--prefer speed` keeps the default kernels): model operators {ops}"
+        )
+
     @property
     def run_order(self) -> tuple[int, ...]:
         """What the firmware runs: the order, or the recomputation sequence."""
@@ -212,7 +251,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         codegen.check_supported(placed)
         scratch = codegen.scratch_needs(placed)
         if not options.recomputing:  # a recomputation sequence is planned in the tensor model
-            chosen = select_variants(placed, options.memory_model, DEFAULT_PREFERENCE, options.alignment)
+            chosen = select_variants(placed, options.memory_model, options.prefer, options.alignment)
             placed = with_variants(placed, chosen)
             scratch.update({v: variant.scratch_bytes for v, variant in chosen.items()})
         placed = codegen.with_scratch(placed, scratch)
@@ -300,6 +339,14 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             f"(the header gives each edge's scale and zero point) (default {DEFAULT_IO})",
         )
         parser.add_argument(
+            "--prefer",
+            choices=tuple(PREFERENCES),
+            default=DEFAULT_PREFERENCE,
+            help="memory: in the refined model, run an in-place kernel variant (a little scratch in the "
+            "arena) where it lowers that step's bytes; speed: only the default kernels "
+            f"(default {DEFAULT_PREFERENCE})",
+        )
+        parser.add_argument(
             "--no-rewrite",
             action="store_true",
             help="plan the graph as converted: no dilated-convolution rewrite, no PAD fusion",
@@ -349,4 +396,5 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         rewrite=fold and not getattr(args, "no_rewrite", False),
         memory_model=getattr(args, "memory_model", None) or DEFAULT_MEMORY_MODEL,
         io=getattr(args, "io", DEFAULT_IO),
+        prefer=getattr(args, "prefer", DEFAULT_PREFERENCE),
     )

@@ -253,6 +253,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["rewrites"] = planned.rewrites_json()
     payload["rewritten_operator_indices"] = list(planned.rewritten_operators)
     payload["io"] = planned.interface.as_json()
+    payload["kernel_variants"] = planned.variants_json()
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)
@@ -311,6 +312,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"io           {planned.interface.summary()}")
         for edge in planned.interface.edges:
             print(f"    {edge.line()}")
+    if planned.memory_model != "tensor":
+        print(f"kernels      {planned.variants_summary()}")
     print()
     print(f"{'':22}{'bytes':>12}")
     label = "refined-model peak" if refined else "tensor-model peak"

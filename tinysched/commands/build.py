@@ -269,8 +269,10 @@ def build_record(
         "order_certified": bool(planned.schedule.certified),
         # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
         "io": planned.interface.as_json(),
+        "kernel_variants": planned.variants_json(),
         "plan_options": {
             "io": options.io,
+            "prefer": options.prefer,
             "memory_model": planned.memory_model,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
@@ -332,6 +334,8 @@ def print_build(result: BuildResult) -> None:
             "parameter structs (laid out by the compiler)"
         )
     print(f"kernels     {', '.join(module.kernels)}")
+    if planned.memory_model != "tensor":
+        print(f"            {planned.variants_summary()}")
     if planned.options.io != "model":
         print(f"io          {planned.interface.summary()}")
         for edge in planned.interface.edges:
