@@ -30,7 +30,7 @@ from tinysched.reader import read_model  # noqa: E402
 from tinysched.reference import random_inputs  # noqa: E402
 from tinysched.tflm import run_tflm, tflm_model  # noqa: E402
 
-COMMAND = "PYTHONPATH=. /tmp/venv/bin/python bench/bench_arena.py --update-doc docs/BENCHMARKS.md"
+COMMAND = "PYTHONPATH=. .venv/bin/python bench/bench_arena.py --update-doc docs/BENCHMARKS.md"
 HEADER = (
     "| model | ops | peak B | aligned bound B | arena B | optimal | stock TFLM head B | stock TFLM total B "
     "| arena / stock head | arena / peak | `--tflm` head B | `--tflm` total B | tensor-model arena B "
