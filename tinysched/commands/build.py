@@ -259,6 +259,7 @@ def build_record(
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
         "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
+        "arena_regions": [pool.as_json() for pool in planned.arena.pools],  # a split arena (tinysched.pools)
         "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
         "plan_options": {
