@@ -41,6 +41,7 @@ from tinysched.pipeline import (
     options_from_args,
     plan,
 )
+from tinysched.pools import certificate as pool_certificate
 from tinysched.recompute import summary_lines, total_macs
 from tinysched.report import (
     NO_COMPARISONS,
@@ -297,6 +298,13 @@ def print_build(result: BuildResult) -> None:
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
             f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"
         )
+        for pool in arena.pools:  # a split arena (tinysched.pools)
+            print(
+                f"  region    {pool.region} @ {pool.origin:#010x}: {pool.bytes:,} B of {pool.limit:,} B, "
+                f"high-water {pool.high_water_bytes:,} B, {pool.tensors} tensors (speed rank {pool.speed})"
+            )
+        if arena.pools:
+            print(f"  proof     {pool_certificate(arena)}")
         reservation = result.record.get("stack_reservation")
         if reservation:
             print(f"stack       {reservation['bytes']:,} B reserved: {reservation['basis']}")
