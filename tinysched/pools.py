@@ -265,6 +265,13 @@ def _assign(groups: Sequence[_Group], regions: Sequence[PoolRegion], budgets: di
         assert g.profile is not None
         if g.pin is not None:
             chosen = g.pin
+            need = int((load[chosen] + g.profile).max(initial=0))
+            limit = next(r.limit for r in regions if r.name == chosen)
+            if need > limit:
+                raise TinyschedError(
+                    f"--pin: the tensors pinned to {chosen} need {need:,} B live at once, more than its "
+                    f"{limit:,} B"
+                )
         else:
             chosen = ""
             for r in regions:
