@@ -43,12 +43,20 @@ from tinysched.arena import (
     place_buffers,
     step_savings,
 )
-from tinysched.errors import TinyschedError
+from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.graph import Graph
 
 if TYPE_CHECKING:
     from tinysched.boards import Board
     from tinysched.overlap import Refinement
+
+
+class RegionsTooSmall(TinyschedError):
+    """The arena does not fit the board's regions within their limits (exit code 3, as a build
+    that does not fit)."""
+
+    exit_code = EXIT_DOES_NOT_FIT
+
 
 MAX_ROUNDS = 16  # assignment rounds (each lowers an overflowing region's budget)
 _SIZE = re.compile(r"^\s*(\d+)\s*(|k|kib|kb|m|mib|mb)\s*$", re.IGNORECASE)
@@ -284,7 +292,7 @@ def _assign(groups: Sequence[_Group], regions: Sequence[PoolRegion], budgets: di
                     f"{r.name} {max(budgets[r.name] - int(load[r.name].max(initial=0)), 0):,} B"
                     for r in regions
                 )
-                raise TinyschedError(
+                raise RegionsTooSmall(
                     f"the arena does not fit the regions: a buffer group of {need:,} B finds no room "
                     f"(left: {free}); raise a --pool limit or use a board with more RAM"
                 )
@@ -343,7 +351,7 @@ def split_arena(
         if not over:
             break
     else:
-        raise TinyschedError(
+        raise RegionsTooSmall(
             f"the arena does not fit the regions of {request.board} within their limits "
             f"({', '.join(f'{r.name} {r.limit:,} B' for r in regions)})"
         )
@@ -423,13 +431,21 @@ def plan_pools(
     model: Refinement | None = None,
 ) -> ArenaPlan:
     """The single arena `single` when it fits the board's arena region and nothing asks for a split
-    (byte for byte the plan without pools); otherwise the arena split over the regions."""
+    (byte for byte the plan without pools); otherwise the arena split over the regions. Unasked, a
+    split that cannot fit either leaves the single arena, for the link to report with its numbers."""
     default = next((r for r in request.regions if r.name == request.default), None)
     if not request.explicit and (default is None or single.arena_bytes <= default.limit):
         return single
     if not request.regions:
         raise TinyschedError(f"board {request.board} ranks no RAM region for the arena (boards.yaml speed)")
-    return split_arena(graph, single.order, request, single.alignment, time_limit, model)
+    if not request.explicit and len(request.regions) < 2:
+        return single
+    try:
+        return split_arena(graph, single.order, request, single.alignment, time_limit, model)
+    except RegionsTooSmall:
+        if request.explicit:
+            raise
+        return single
 
 
 def certificate(plan: ArenaPlan) -> str:
