@@ -301,6 +301,53 @@ def _assign(groups: Sequence[_Group], regions: Sequence[PoolRegion], budgets: di
     return out
 
 
+# Orders the assignment tries groups in (pinned ones always first). The first is the one the module
+# promises: the most-accessed first. The others (largest first, most bytes x steps first, earliest
+# first) may fit where it does not, or fit with fewer bytes. Of the assignments that fit, the one
+# with the least traffic-weighted speed rank (sum of access bytes x the region's rank: the most
+# traffic in the fastest regions) is kept, then the one whose regions' peaks add up to the least,
+# then the first.
+ASSIGNMENT_ORDERS = {
+    "access": lambda g: -g.access,
+    "size": lambda g: -int(g.profile.max(initial=0)),
+    "area": lambda g: -int(g.profile.sum()),
+    "start": lambda g: int(np.argmax(g.profile > 0)),
+}
+
+
+def _best_assignment(
+    groups: Sequence[_Group], regions: Sequence[PoolRegion], budgets: dict[str, int]
+) -> list[str]:
+    """Region of each group (in `groups` order): the best of `_assign` over ASSIGNMENT_ORDERS."""
+    best: tuple[tuple[int, int], list[str]] | None = None
+    first_error: RegionsTooSmall | None = None
+    for key in ASSIGNMENT_ORDERS.values():
+        ranked = sorted(range(len(groups)), key=lambda i: (groups[i].pin is None, key(groups[i]), i))
+        try:
+            chosen = _assign([groups[i] for i in ranked], regions, budgets)
+        except RegionsTooSmall as err:
+            first_error = first_error or err
+            continue
+        assigned = [""] * len(groups)
+        for i, name in zip(ranked, chosen, strict=True):
+            assigned[i] = name
+        rank = {r.name: r.speed for r in regions}
+        traffic = sum(g.access * rank[name] for g, name in zip(groups, assigned, strict=True))
+        peaks = 0
+        for r in regions:
+            load = sum(
+                (g.profile for g, name in zip(groups, assigned, strict=True) if name == r.name), start=0
+            )
+            peaks += int(np.max(load, initial=0)) if isinstance(load, np.ndarray) else 0
+        score = (traffic, peaks)
+        if best is None or score < best[0]:
+            best = (score, assigned)
+    if best is None:
+        assert first_error is not None
+        raise first_error
+    return best[1]
+
+
 def split_arena(
     graph: Graph,
     order: Sequence[int],
@@ -326,7 +373,7 @@ def split_arena(
     exact = [p for p in PLACERS.values() if p.exact]
     deadline = started + time_limit
     for _ in range(MAX_ROUNDS):
-        assigned = _assign(groups, regions, budgets)
+        assigned = _best_assignment(groups, regions, budgets)
         placed: dict[str, Any] = {}
         over = False
         for k, r in enumerate(regions):
