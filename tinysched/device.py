@@ -720,6 +720,7 @@ def measure_sources(
     semihost_inputs: bool = False,
     invoke_instructions: int | None = None,
     stand_in: str | None = None,
+    regions_planned: Sequence[dict[str, Any]] = (),
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -733,6 +734,7 @@ def measure_sources(
     `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
     Inputs go over the serial link; `semihost_inputs` (emulated runs only) sends them by semihosting.
     `stand_in` names another of the board's stand-ins than the default (boards.yaml emulated_by).
+    `regions_planned` (a split arena: the plan's pools as JSON) is checked region by region.
     """
     board = get_board(board) if isinstance(board, str) else board
     if emulate is None:
@@ -756,7 +758,7 @@ def measure_sources(
         log("\n".join(image.size.lines()))
     result = measure_image(
         image, run_board, inputs, expected, arena_bytes_planned,
-        arena_high_water_planned=arena_high_water_planned,
+        arena_high_water_planned=arena_high_water_planned, regions_planned=regions_planned,
         requested=board, port=port, run_timeout=run_timeout, log=log, semihost_inputs=semihost_inputs,
         invoke_instructions=invoke_instructions, expected_image_id=image.image_id,
     )  # fmt: skip

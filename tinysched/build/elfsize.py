@@ -139,7 +139,8 @@ class SizeReport:
                 f"  {r.name:<10} {r.used:>10,} B {r.length:>10,} B {pct:>7.2f}% {r.free:>10,} B  {r.origin:#010x}{flag}"
             )
         if self.arena_regions:
-            out += ["", f"  split arena: {len(self.arena_regions)} regions, each its own array"]
+            n = len(self.arena_regions)
+            out += ["", f"  split arena: {n} region{'' if n == 1 else 's'}, each its own array"]
             for a in self.arena_regions:
                 where = a["memory"] or "no region of the board"
                 out.append(f"  {a['region']:<10} {a['bytes']:>10,} B at {a['address']:#010x} in {where}")
