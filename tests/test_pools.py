@@ -332,3 +332,48 @@ def test_measure_with_a_pool_limit_on_mps2_an500(demo, tmp_path, capsys):
         ("ssram23", 0x2, 8192),
         ("psram", 0x6, 10240),
     ]
+
+
+def test_pool_zero_keeps_the_arena_out_of_a_region(demo):
+    arena = split_plan(demo, "ssram23=0").arena
+    assert [(p.region, p.bytes) for p in arena.pools] == [("psram", DEMO_ARENA)]
+
+
+def test_a_recomputation_sequence_is_split_too(demo):
+    from tinysched.recompute import request_from_values
+
+    request = pool_request(get_board("mps2-an500"), ["ssram23=4K"])
+    planned = plan(read_model(demo), PlanOptions(pools=request, recompute=request_from_values(1, None, None)))
+    assert len(planned.arena.pools) == 2 and planned.arena.pools[0].bytes <= 4096
+    check_plan(planned.graph, planned.arena)
+
+
+def test_the_report_has_a_region_table(demo):
+    from tinysched.report import (
+        CompareOptions,
+        collect_metadata,
+        render_html,
+        render_markdown,
+        run_comparisons,
+    )
+
+    planned = split_plan(demo, "ssram23=8K")
+    doc = collect_metadata(
+        planned,
+        board=get_board("mps2-an500"),
+        comparisons=run_comparisons(planned, None, CompareOptions(stock_tflm=False, recompute_ks=())),
+    )
+    rows = doc["arena"]["regions"]
+    assert [(r["region"], r["origin"], r["used_bytes"]) for r in rows] == [
+        ("ssram23", 0x20000000, 8192),
+        ("psram", 0x60000000, 10240),
+    ]
+    names = {t["name"] for r in rows for t in r["tensors"]}
+    assert names == {p.name for p in planned.arena.buffers if p.bytes}  # every tensor in exactly one row
+    assert sum(len(r["tensors"]) for r in rows) == len(names)
+    assert doc["arena"]["regions_certificate"] == certificate(planned.arena)
+    fit = {r["name"]: r for r in doc["fit"]["regions"]}
+    assert fit["psram"]["used_bytes"] == 10240 and "arena" in fit["psram"]["holds"]
+    md, html = render_markdown(doc), render_html(doc)
+    assert "| `psram` | 0x60000000 | 16,777,216 B | 10,240 B | 10,240 B |" in md
+    assert '<table id="arena-regions">' in html and "<code>psram</code>" in html
