@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,13 +89,6 @@ class PoolRequest:
         """Whether the user asked for something a single arena cannot honour by itself."""
         return bool(self.pins or self.limited or not self.auto)
 
-    def region(self, name: str) -> PoolRegion:
-        for r in self.regions:
-            if r.name == name:
-                return r
-        known = ", ".join(r.name for r in self.regions) or "none"
-        raise TinyschedError(f"board {self.board} has no arena region {name!r} (arena regions: {known})")
-
     def as_json(self) -> dict[str, Any]:
         return {
             "board": self.board,
@@ -136,7 +129,7 @@ def pool_request(
     limits: dict[str, int] = {}
     for item in pools:
         name, value = _split("--pool", item, "NAME=BYTES (e.g. dtcm=65536 or dtcm=64K)")
-        region = base.region(name) if any(r.name == name for r in ranked) else None
+        region = next((r for r in base.regions if r.name == name), None)
         if region is None:
             known = ", ".join(r.name for r in ranked) or "none"
             raise TinyschedError(
@@ -408,7 +401,6 @@ def split_arena(
     methods: list[str] = []
     base_units = 0
     greedy_units = 0
-    all_optimal = True
     for r in regions:
         if r.name not in placed:
             continue
@@ -416,7 +408,6 @@ def split_arena(
         for key, units in result.offsets.items():
             offsets[key] = base_units + units
         nbytes = result.arena_units * alignment
-        top = max((result.offsets[b.key] * alignment + b.bytes for b in members), default=0)
         indices = {b.index for b in members}
         uses.append(
             PoolUse(
@@ -428,14 +419,13 @@ def split_arena(
                 lower_bound_bytes=aligned_lower_bound(members, mine),
                 optimal=result.optimal,
                 speed=r.speed,
-                high_water_bytes=top,
-                tensors=len(members),
+                high_water_bytes=0,  # set from the final placements (views included) below
+                tensors=0,
                 access_bytes=sum(access.get(t, 0) for t in indices),
             )
         )
         methods += result.methods
         greedy_units += result.greedy_units
-        all_optimal = all_optimal and result.optimal
         base_units += result.arena_units
     bound = aligned_lower_bound(buffers, savings)
     plan = assemble_plan(
@@ -451,22 +441,17 @@ def split_arena(
         model=model,
         pools=tuple(uses),
     )
-    return _fix_view_highwater(plan)
+    return _with_high_waters(plan)
 
 
-def _fix_view_highwater(plan: ArenaPlan) -> ArenaPlan:
-    """Region high-waters over the final placements (views carry their real bytes there)."""
-    from dataclasses import replace
-
+def _with_high_waters(plan: ArenaPlan) -> ArenaPlan:
+    """Each region's high-water and tensor count over the final placements, where views carry
+    their real bytes (the placer saw them as 0-byte buffers at their root)."""
     pools = []
     for pool in plan.pools:
-        tops = [
-            p.offset - pool.base + p.bytes
-            for p in plan.buffers
-            if p.bytes and pool.base <= p.offset < pool.base + pool.bytes
-        ]
-        views = sum(1 for p in plan.buffers if pool.base <= p.offset < pool.base + max(pool.bytes, 1))
-        pools.append(replace(pool, high_water_bytes=max(tops, default=0), tensors=views))
+        mine = [p for p in plan.buffers if pool.base <= p.offset < pool.base + max(pool.bytes, 1)]
+        top = max((p.offset - pool.base + p.bytes for p in mine if p.bytes), default=0)
+        pools.append(replace(pool, high_water_bytes=top, tensors=len(mine)))
     return replace(plan, pools=tuple(pools))
 
 
