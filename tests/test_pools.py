@@ -377,3 +377,31 @@ def test_the_report_has_a_region_table(demo):
     md, html = render_markdown(doc), render_html(doc)
     assert "| `psram` | 0x60000000 | 16,777,216 B | 10,240 B | 10,240 B |" in md
     assert '<table id="arena-regions">' in html and "<code>psram</code>" in html
+
+
+def test_a_real_boards_split_runs_on_its_stand_in(demo, tmp_path):
+    """nucleo-f767's regions (DTCM, SRAM1) are not mps2-an500's: the stand-in image links the
+    region arrays into its .bss and still measures each region against the plan."""
+    require("qemu")
+    from tinysched.build import BuildOptions
+    from tinysched.commands.build import build_model
+    from tinysched.commands.device import measure_build
+    from tinysched.report import CompareOptions
+
+    request = pool_request(get_board("nucleo-f767"), ["dtcm=8K"])
+    built = build_model(
+        demo,
+        tmp_path / "fw",
+        "nucleo-f767",
+        options=PlanOptions(pools=request),
+        build=BuildOptions(),
+        comparisons=CompareOptions(stock_tflm=False, recompute_ks=()),
+        report=False,
+    )
+    assert [a["memory"] for a in built.image.size.arena_regions] == ["dtcm", "sram1"]  # the real board's
+    result, _ = measure_build(built.directory, port=None, emulate=True, n_inputs=1)
+    assert result.ran_on == "mps2-an500" and result.outputs_match and result.ok
+    assert [(r["region"], r["high_water_measured"]) for r in result.regions] == [
+        ("dtcm", 8192),
+        ("sram1", 10240),
+    ]
