@@ -31,7 +31,14 @@ def test_nucleo_f767_facts():
     assert b.mcu == "STM32F767ZI" and b.core == "cortex-m7"
     assert b.fpu == "fpv5-d16" and b.float_abi == "hard"  # double-precision FPU
     assert b.region("flash").length == 2 * 1024 * 1024
-    assert b.placed("data").length == 512 * 1024
+    # the chip's RAMs as it has them: DTCM (data, stack), SRAM1 (the arena), SRAM2, contiguous
+    assert [(r.name, r.origin, r.length, r.speed) for r in b.pool_regions] == [
+        ("dtcm", 0x20000000, 128 * 1024, 1),
+        ("sram1", 0x20020000, 368 * 1024, 2),
+        ("sram2", 0x2007C000, 16 * 1024, 2),
+    ]
+    assert b.placed("data").name == "dtcm" and b.placed("arena").name == "sram1"
+    assert b.ram_bytes == 512 * 1024
     assert b.uart["peripheral"] == "USART3" and b.uart["baud"] == 115200
     assert b.emulated_by == "mps2-an500"
     assert (0x0483, 0x374B) in b.usb

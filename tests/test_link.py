@@ -388,8 +388,8 @@ def _hello_head(n_in: int, n_out: int, version: int = PROTOCOL_VERSION) -> bytes
             _hello_head(1, 1) + struct.pack("<2I", 4, 2) + b"\x05\x00board" + b"\x40\x00abc",
             r"the build id \(64 bytes declared\) at byte 61 needs 64 bytes, 3 left",
         ),
-        (encode_hello(HELLO) + b"xy", r"2 bytes after the last field \(the image id\)"),
-        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 3: rebuild the firmware"),
+        (encode_hello(HELLO) + b"xy", r"2 bytes after the last field \(the arena regions\)"),
+        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 4: rebuild the firmware"),
     ],
     ids=["empty", "short", "huge-count", "string-past-end", "trailing", "old-protocol"],
 )
@@ -617,4 +617,19 @@ def test_result_carries_per_step_counts_and_refuses_a_short_profile():
     )
     assert parse_result(encode_result(r), [2]).step_ticks == (600, 300, 100)
     with pytest.raises(LinkError, match="declares 3 step counts and carries 8 bytes"):
+        parse_result(encode_result(r)[:-8], [2])  # the region count and the last step count cut off
+
+
+def test_a_split_arena_reports_each_region_in_hello_and_result():
+    from tinysched.link import RunResult, encode_result, parse_result
+
+    hello = Hello(**{**HELLO.__dict__, "regions": ((0x20000000, 8192), (0x60000000, 10240))})
+    assert parse_hello(encode_hello(hello)).regions == ((0x20000000, 8192), (0x60000000, 10240))
+    r = RunResult(
+        0, True, True, 1000, 18432, 18000, 0, 100, 200, outputs=(b"\x01\x02",), step_ticks=(5,),
+        region_high_water=(8192, 10240), region_touched=(8000, 10000),
+    )  # fmt: skip
+    back = parse_result(encode_result(r), [2])
+    assert (back.region_high_water, back.region_touched) == ((8192, 10240), (8000, 10000))
+    with pytest.raises(LinkError, match="declares 2 arena regions and carries 12 bytes for them"):
         parse_result(encode_result(r)[:-4], [2])

@@ -122,9 +122,13 @@ def test_metadata_has_the_numbers_a_firmware_lead_needs(demo_doc):
     # no ELF: the fit is an honest estimate, code size unknown
     fit = d["fit"]
     assert fit["source"] == "estimate" and fit["verdict"] == "unknown" and fit["code_bytes"] is None
-    sram = next(r for r in fit["regions"] if r["name"] == "sram")
-    assert sram["used_bytes"] == a["arena_bytes"] + get_board("nucleo-f767").stack_bytes
-    assert not sram["used_complete"]
+    # nucleo-f767: the arena in SRAM1, the stack in DTCM
+    sram1 = next(r for r in fit["regions"] if r["name"] == "sram1")
+    dtcm = next(r for r in fit["regions"] if r["name"] == "dtcm")
+    assert (
+        sram1["used_bytes"] == a["arena_bytes"] and dtcm["used_bytes"] == get_board("nucleo-f767").stack_bytes
+    )
+    assert not sram1["used_complete"] and not dtcm["used_complete"]
     # the document is plain JSON
     assert json.loads(report.metadata_json(d)) == d
 

@@ -84,6 +84,29 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class PoolUse:
+    """One memory region's share of a split arena (tinysched.pools). A split plan lays its regions
+    end to end: a buffer's `offset` is `base` + its offset inside the region, so the plan still
+    reads as one arena of `arena_bytes` = the sum of the regions' bytes, every check that holds for
+    one arena holds for it, and no buffer straddles two regions (check.check_plan verifies that)."""
+
+    region: str  # the board's memory region (boards.yaml)
+    origin: int  # its address
+    base: int  # where its bytes start among the plan's offsets
+    bytes: int  # its allocation (a multiple of the alignment)
+    limit: int  # the most it may hold (its size less the stack, or --pool NAME=BYTES)
+    lower_bound_bytes: int  # aligned peak of the buffers assigned to it: no placement of them is smaller
+    optimal: bool  # its placement is proven minimal for the buffers assigned to it
+    speed: int  # the region's speed rank (1 = fastest)
+    high_water_bytes: int  # max over its buffers of (offset - base) + bytes: what a program touches
+    tensors: int  # buffers placed in it (views included)
+    access_bytes: int  # bytes read and written per inference by the tensors in it
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class ArenaPlan:
     """A placement for one order. `optimal` is a proof: no placement for this order and alignment
     has a smaller arena (arena == aligned lower bound, or the exact search proved its minimum)."""
@@ -99,6 +122,15 @@ class ArenaPlan:
     peak_bytes: int  # unaligned peak of the order (the memory model's peak)
     greedy_bytes: int  # best greedy arena before any exact search
     memory_model: str = "tensor"  # "refined": views share their root, overlaps from tinysched.overlap
+    pools: tuple[PoolUse, ...] = ()  # a split arena's regions in `base` order; empty: one arena
+
+    def pool_of(self, offset: int, nbytes: int = 1) -> PoolUse | None:
+        """The region holding bytes [offset, offset + nbytes) of a split plan (None: one arena, or
+        no region holds them all)."""
+        for pool in self.pools:
+            if pool.base <= offset and offset + max(nbytes, 1) <= pool.base + pool.bytes:
+                return pool
+        return None
 
     @property
     def offsets(self) -> dict[int, int]:
@@ -753,6 +785,39 @@ def _assemble(
     )
 
 
+def assemble_plan(
+    graph: Graph,
+    order: Sequence[int],
+    alignment: int,
+    buffers: Sequence[Buffer],
+    offset_units: dict[tuple[int, int], int],
+    *,
+    optimal: bool,
+    methods: Sequence[str],
+    started: float,
+    greedy_units: int,
+    model: Refinement | None = None,
+    pools: tuple[PoolUse, ...] = (),
+) -> ArenaPlan:
+    """The ArenaPlan of offsets found by `place_buffers` (per region, for a split arena: `pools`,
+    whose bytes add up to the plan's `arena_bytes`)."""
+    plan = _assemble(
+        graph,
+        order,
+        alignment,
+        buffers,
+        offset_units,
+        optimal=optimal,
+        methods=methods,
+        started=started,
+        greedy_units=greedy_units,
+        model=model,
+    )
+    if not pools:
+        return plan
+    return replace(plan, pools=pools, arena_bytes=sum(p.bytes for p in pools))
+
+
 def greedy_plan(
     graph: Graph,
     order: Sequence[int],
@@ -815,7 +880,49 @@ def plan_arena(
     exact = [p for p in chosen if p.exact]
     buffers = arena_buffers(graph, order, alignment, model)
     savings = step_savings(model, order, alignment)
-    shifts = _pair_shifts(model, order)
+    placed = place_buffers(
+        buffers, alignment, savings, _pair_shifts(model, order), greedy, exact, started, time_limit
+    )
+    return _assemble(
+        graph,
+        order,
+        alignment,
+        buffers,
+        placed.offsets,
+        optimal=placed.optimal,
+        methods=placed.methods,
+        started=started,
+        greedy_units=placed.greedy_units,
+        model=model,
+    )
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Offsets for one set of buffers (one arena, or one region of a split arena), in units."""
+
+    offsets: dict[tuple[int, int], int]  # buffer key -> offset in alignment units
+    arena_units: int
+    bound_units: int  # the buffers' aligned lower bound, in units
+    optimal: bool  # arena == bound, or an exact search proved the minimum of a component that sets it
+    methods: tuple[str, ...]
+    greedy_units: int
+
+
+def place_buffers(
+    buffers: Sequence[Buffer],
+    alignment: int,
+    savings: dict[int, tuple[int, int, int]],
+    shifts: dict[int, int],
+    greedy: Sequence[Placer],
+    exact: Sequence[Placer],
+    started: float,
+    time_limit: float,
+) -> Placed:
+    """Place `buffers` in one arena of their own: the greedy placers per time component, then the
+    exact ones on components above the buffers' aligned lower bound, until `started + time_limit`.
+    `savings` / `shifts` are the refined model's overlaps by step (`step_savings`); pairs whose two
+    tensors are not both among `buffers` are ignored."""
     bound = aligned_lower_bound(buffers, savings) // alignment
 
     offsets: dict[tuple[int, int], int] = {}
@@ -868,18 +975,7 @@ def plan_arena(
 
     arena = max((s.arena for s in settled), default=0)
     optimal = arena <= bound or any(s.lower_bound >= arena for s in settled)
-    return _assemble(
-        graph,
-        order,
-        alignment,
-        buffers,
-        offsets,
-        optimal=optimal,
-        methods=used,
-        started=started,
-        greedy_units=greedy_units,
-        model=model,
-    )
+    return Placed(offsets, arena, bound, optimal, tuple(used), greedy_units)
 
 
 def plan_model(

@@ -31,6 +31,7 @@ class Region:
     length: int
     kind: str  # flash | ram | rom
     note: str = ""
+    speed: int = 0  # rank among the RAM regions the arena may use, 1 = fastest; 0: never holds arena buffers
 
     @property
     def end(self) -> int:
@@ -82,6 +83,16 @@ class Board:
         return self.region(self.placement[what])
 
     @property
+    def pool_regions(self) -> tuple[Region, ...]:
+        """The RAM regions the arena may be split over, fastest first (speed rank, then address)."""
+        return tuple(sorted((r for r in self.memory if r.speed > 0), key=lambda r: (r.speed, r.origin)))
+
+    def arena_capacity(self, region: Region) -> int:
+        """Bytes of `region` an arena may take by default: all of it, less the stack where the
+        stack lives (.data/.bss are small and the link checks the rest)."""
+        return max(region.length - (self.stack_bytes if region.name == self.placement["data"] else 0), 0)
+
+    @property
     def flash_bytes(self) -> int:
         return sum(
             r.length for r in self.memory if r.name in {self.placement["text"], self.placement["rodata"]}
@@ -89,9 +100,8 @@ class Board:
 
     @property
     def ram_bytes(self) -> int:
-        return sum(
-            r.length for r in self.memory if r.name in {self.placement["data"], self.placement["arena"]}
-        )
+        used = {self.placement["data"], self.placement["arena"], *(r.name for r in self.pool_regions)}
+        return sum(r.length for r in self.memory if r.name in used)
 
     def stand_in(self, name: str | None = None) -> Board:
         """The board that actually runs under emulation: itself when emulated, else emulated_by, or
@@ -137,7 +147,8 @@ class Board:
             "clock_source": str(self.clock.get("source", "")),
             "clock_note": self.clock.get("note"),
             "memory": [
-                {"name": r.name, "origin": r.origin, "length": r.length, "kind": r.kind} for r in self.memory
+                {"name": r.name, "origin": r.origin, "length": r.length, "kind": r.kind, "speed": r.speed}
+                for r in self.memory
             ],
             "placement": dict(self.placement),
             "stack_bytes": self.stack_bytes,
@@ -171,9 +182,15 @@ def _board_from_entry(name: str, entry: dict[str, Any], source: Path) -> Board:
             int(r["length"]),
             str(r.get("kind", "ram")),
             str(r.get("note", "")),
+            int(r.get("speed", 0)),
         )
         for r in need("memory")
     )
+    for r in memory:
+        if r.speed < 0 or (r.speed and r.kind != "ram"):
+            raise TinyschedError(
+                f"{source}: board {name}: region {r.name}: speed ranks RAM regions only (>= 1)"
+            )
     names = {r.name for r in memory}
     placement = {k: str(v) for k, v in need("placement").items()}
     placement.setdefault("rodata", placement.get("text", ""))

@@ -131,6 +131,35 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
             f"plan arena of {plan.arena_bytes} bytes is below the aligned peak of {bound} bytes, "
             "which no placement can beat: the plan must overlap somewhere"
         )
+    if getattr(plan, "pools", ()):
+        _check_pools(plan)
+
+
+def _check_pools(plan: ArenaPlan) -> None:
+    """A split arena: its regions lie end to end from offset 0, each within its limit, their bytes
+    add up to the arena, and every tensor lies inside one region (none straddles two)."""
+    base = 0
+    for pool in plan.pools:
+        if pool.base != base or pool.bytes % plan.alignment:
+            raise TinyschedError(
+                f"region {pool.region} of the split arena starts at {pool.base} with {pool.bytes} bytes; "
+                f"expected to start at {base} with a multiple of the alignment {plan.alignment}"
+            )
+        if pool.bytes > pool.limit:
+            raise TinyschedError(
+                f"region {pool.region} holds {pool.bytes} bytes of the arena, above its limit of {pool.limit}"
+            )
+        base += pool.bytes
+    if base != plan.arena_bytes:
+        raise TinyschedError(
+            f"the split arena's regions add up to {base} bytes, the plan says {plan.arena_bytes}"
+        )
+    for p in plan.buffers:
+        if p.bytes and plan.pool_of(p.offset, p.bytes) is None:
+            raise TinyschedError(
+                f"{_what(p)} at offset {p.offset} with {p.bytes} bytes is not inside one region of the "
+                f"split arena ({', '.join(f'{q.region} {q.base}..{q.base + q.bytes - 1}' for q in plan.pools)})"
+            )
 
 
 def _check_views(plan: ArenaPlan, model: Refinement) -> None:

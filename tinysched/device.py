@@ -361,10 +361,15 @@ class MeasureResult:
     # the count (cycles, or instructions under QEMU) of each step of the first input's timed invoke
     step_counts: list[int] = field(default_factory=list)
     board_cpu_hz: int = 0  # the clock the board entry says the firmware sets (the hello says what it did)
+    # a split arena: per region {region, address, bytes, high_water_planned, high_water_measured,
+    # touched, matches} (the painted high-water inside each region against the plan's)
+    regions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def arena_matches_plan(self) -> bool:
-        return self.arena_bytes_measured == self.arena_high_water_planned
+        return self.arena_bytes_measured == self.arena_high_water_planned and all(
+            r["matches"] for r in self.regions
+        )
 
     @property
     def ok(self) -> bool:
@@ -417,6 +422,12 @@ class MeasureResult:
             )
         if self.retries:
             out.append(f"link            {self.retries} retried request(s)")
+        for r in self.regions:
+            verdict = "equal to the plan" if r["matches"] else "DIFFERS from the plan"
+            out.append(
+                f"region {r['region']:<8} {r['high_water_measured']:,} B high-water of {r['bytes']:,} B at "
+                f"{r['address']:#010x} (planned {r['high_water_planned']:,} B): {verdict}"
+            )
         out += [f"mismatch        {m}" for m in self.mismatches[:10]]
         return out
 
@@ -516,6 +527,7 @@ def measure_image(
     arena_bytes_planned: int,
     *,
     arena_high_water_planned: int | None = None,
+    regions_planned: Sequence[dict[str, Any]] = (),
     requested: Board | None = None,
     port: str | None = None,
     run_timeout: float | None = None,
@@ -631,6 +643,7 @@ def measure_image(
         mismatches.append(
             f"the top {high_water_planned - measured:,} B below the plan's high-water are never touched"
         )
+    regions = region_measures(hello, results, regions_planned, mismatches)
     max_ticks = max((r.ticks for r in results), default=0)
     unit, cycles, instructions = ticks_to_count(run_board, hello, max_ticks)
     return MeasureResult(
@@ -661,7 +674,41 @@ def measure_image(
         runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
         inputs_semihosted=semihosted,
         step_counts=step_counts(run_board, hello, results[0].step_ticks if results else ()),
+        regions=regions,
     )
+
+
+def region_measures(
+    hello: Hello, results: Sequence[Any], planned: Sequence[dict[str, Any]], mismatches: list[str]
+) -> list[dict[str, Any]]:
+    """Each region of a split arena: the painted high-water inside it (max over the inputs)
+    against the plan's (`planned`: the plan's pools as JSON, in offset order), noting mismatches."""
+    if not planned and not hello.regions:
+        return []
+    if len(planned) != len(hello.regions):
+        mismatches.append(
+            f"the plan splits the arena over {len(planned)} regions, the device reports {len(hello.regions)}"
+        )
+        return []
+    rows = []
+    for k, (pool, (address, nbytes)) in enumerate(zip(planned, hello.regions, strict=True)):
+        measured = max((r.region_high_water[k] for r in results if len(r.region_high_water) > k), default=0)
+        touched = max((r.region_touched[k] for r in results if len(r.region_touched) > k), default=0)
+        want = int(pool["high_water_bytes"])
+        if measured != want:
+            mismatches.append(f"region {pool['region']}: high-water {measured:,} B, the plan's {want:,} B")
+        rows.append(
+            {
+                "region": pool["region"],
+                "address": address,
+                "bytes": nbytes,
+                "high_water_planned": want,
+                "high_water_measured": measured,
+                "touched": touched,
+                "matches": measured == want and nbytes == int(pool["bytes"]),
+            }
+        )
+    return rows
 
 
 def measure_sources(
@@ -681,6 +728,7 @@ def measure_sources(
     semihost_inputs: bool = False,
     invoke_instructions: int | None = None,
     stand_in: str | None = None,
+    regions_planned: Sequence[dict[str, Any]] = (),
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -694,6 +742,7 @@ def measure_sources(
     `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
     Inputs go over the serial link; `semihost_inputs` (emulated runs only) sends them by semihosting.
     `stand_in` names another of the board's stand-ins than the default (boards.yaml emulated_by).
+    `regions_planned` (a split arena: the plan's pools as JSON) is checked region by region.
     """
     board = get_board(board) if isinstance(board, str) else board
     if emulate is None:
@@ -717,7 +766,7 @@ def measure_sources(
         log("\n".join(image.size.lines()))
     result = measure_image(
         image, run_board, inputs, expected, arena_bytes_planned,
-        arena_high_water_planned=arena_high_water_planned,
+        arena_high_water_planned=arena_high_water_planned, regions_planned=regions_planned,
         requested=board, port=port, run_timeout=run_timeout, log=log, semihost_inputs=semihost_inputs,
         invoke_instructions=invoke_instructions, expected_image_id=image.image_id,
     )  # fmt: skip

@@ -36,7 +36,7 @@ MAGIC = b"TS"
 HEADER_BYTES = 10
 # 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID), so the host can refuse a
 # device that runs another image than the one it just flashed.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4  # 4: the hello lists a split arena's regions, the result each one's high-water
 MAX_PAYLOAD = 64 << 20  # host-side sanity bound
 
 MSG_QUERY = ord("Q")
@@ -184,6 +184,7 @@ class Hello:
     buffers_ok: bool
     semihosting: bool = False  # accepts inputs by semihosting (a harness built for QEMU)
     image_id: str = ""  # the firmware image's id (TS_IMAGE_ID), checked against the image flashed
+    regions: tuple[tuple[int, int], ...] = ()  # a split arena's regions: (address, bytes) each (protocol 4)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -237,10 +238,12 @@ def parse_hello(payload: bytes) -> Hello:
     ins = f.u32s(n_in, f"the sizes of {n_in:,} inputs")
     outs = f.u32s(n_out, f"the sizes of {n_out:,} outputs")
     board, build_id, model, image_id = (f.string(name) for name in HELLO_STRINGS)
+    (n_regions,) = f.u32s(1, "the number of arena regions")
+    flat = f.u32s(2 * n_regions, f"the address and size of {n_regions:,} arena regions")
     if f.off != len(payload):
         raise LinkError(
             f"malformed hello frame from the device ({len(payload)} bytes): {len(payload) - f.off:,} "
-            f"bytes after the last field (the {HELLO_STRINGS[-1]})"
+            "bytes after the last field (the arena regions)"
         )
     return Hello(
         protocol=protocol,
@@ -262,6 +265,7 @@ def parse_hello(payload: bytes) -> Hello:
         buffers_ok=bool(flags & HELLO_BUFFERS_OK),
         semihosting=bool(flags & HELLO_SEMIHOSTING),
         image_id=image_id,
+        regions=tuple(zip(flat[0::2], flat[1::2], strict=True)),
     )
 
 
@@ -289,6 +293,7 @@ def encode_hello(h: Hello) -> bytes:
     for s in (h.board, h.build_id, h.model, h.image_id):
         b = s.encode()
         out += struct.pack("<H", len(b)) + b
+    out += struct.pack(f"<I{2 * len(h.regions)}I", len(h.regions), *(v for r in h.regions for v in r))
     return out
 
 
@@ -306,6 +311,11 @@ class RunResult:
     outputs: tuple[bytes, ...] = field(default=())
     attempts: int = 1
     step_ticks: tuple[int, ...] = ()  # counter ticks of each step of the timed invoke (protocol 3)
+    # a split arena, per region in the hello's order: highest touched offset + 1 inside the region,
+    # and the bytes touched in it (protocol 4); the arena_* fields above are over the regions laid
+    # end to end, as the plan's offsets are
+    region_high_water: tuple[int, ...] = ()
+    region_touched: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -333,11 +343,19 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
             f"result frame ends after the outputs: the step count is missing ({len(profile)} bytes)"
         )
     (steps,) = struct.unpack_from("<I", profile)
-    if len(profile) != 4 + 4 * steps:
+    if len(profile) < 8 + 4 * steps:
         raise LinkError(
-            f"result frame declares {steps:,} step counts and carries {len(profile) - 4:,} bytes for them"
+            f"result frame declares {steps:,} step counts and carries {len(profile) - 4:,} bytes for them "
+            "and the region count"
         )
     step_ticks = struct.unpack_from(f"<{steps}I", profile, 4)
+    (n_regions,) = struct.unpack_from("<I", profile, 4 + 4 * steps)
+    if len(profile) != 8 + 4 * steps + 8 * n_regions:
+        raise LinkError(
+            f"result frame declares {n_regions:,} arena regions and carries "
+            f"{len(profile) - 8 - 4 * steps:,} bytes for them"
+        )
+    per_region = struct.unpack_from(f"<{2 * n_regions}I", profile, 8 + 4 * steps)
     outs, off = [], 0
     for size in output_bytes:
         outs.append(data[off : off + size])
@@ -354,6 +372,8 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         stack_total=stack_total,
         outputs=tuple(outs),
         step_ticks=tuple(step_ticks),
+        region_high_water=tuple(per_region[0::2]),
+        region_touched=tuple(per_region[1::2]),
     )
 
 
@@ -378,6 +398,11 @@ def encode_result(r: RunResult) -> bytes:
         )
         + data
         + struct.pack(f"<I{len(r.step_ticks)}I", len(r.step_ticks), *r.step_ticks)
+        + struct.pack(
+            f"<I{2 * len(r.region_high_water)}I",
+            len(r.region_high_water),
+            *(v for pair in zip(r.region_high_water, r.region_touched, strict=True) for v in pair),
+        )
     )
 
 

@@ -26,6 +26,7 @@ from tinysched.graph import Graph
 from tinysched.inplace import DEFAULT_PREFERENCE, PREFERENCES, select_variants
 from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
 from tinysched.overlap import MODELS, memory_model
+from tinysched.pools import PoolRequest, plan_pools, pool_request
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
 from tinysched.rewrite import RewriteResult, no_rewrites, rewrite_graph
 from tinysched.scheduler import Schedule, schedule
@@ -51,6 +52,7 @@ class PlanOptions:
     prefer: str = (
         DEFAULT_PREFERENCE  # "memory": in-place kernel variants where they lower a step; "speed": none
     )
+    pools: PoolRequest | None = None  # the board's RAM regions, --pool limits, --pin (tinysched.pools)
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
@@ -268,15 +270,19 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         seconds["schedule"] = time.perf_counter() - clock
         clock = time.perf_counter()
         arena = plan_arena(placed, rplan.sequence, options.alignment, budget.placement)
+        refinement = None
     else:
+        refinement = memory_model(placed, options.planned_memory_model)
         sched, arena = plan_model(
             placed,
             alignment=options.alignment,
             time_limit=budget.placement,
             schedule_time_limit=budget.schedule,
-            model=memory_model(placed, options.planned_memory_model),
+            model=refinement,
         )
         seconds["schedule"] = sched.seconds
+    if options.pools is not None:
+        arena = plan_pools(placed, arena, options.pools, budget.placement, refinement)
     seconds["placement"] = arena.seconds
     clock = time.perf_counter()
     check_plan(placed, arena)
@@ -351,6 +357,21 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             action="store_true",
             help="plan the graph as converted: no dilated-convolution rewrite, no PAD fusion",
         )
+        parser.add_argument(
+            "--pool",
+            action="append",
+            default=[],
+            metavar="NAME=BYTES",
+            help="with --board: let the arena use at most BYTES (65536, 64K, 1M) of RAM region NAME; "
+            "the arena is then split over the board's regions, fastest first (repeatable)",
+        )
+        parser.add_argument(
+            "--pin",
+            action="append",
+            default=[],
+            metavar="TENSOR=REGION",
+            help="with --board: keep activation tensor TENSOR (name or index) in RAM region REGION (repeatable)",
+        )
     parser.add_argument(
         "--time-limit",
         type=float,
@@ -389,6 +410,7 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         getattr(args, "mac_budget", None),
     )
     return PlanOptions(
+        pools=pools_from_args(args),
         alignment=getattr(args, "alignment", DEFAULT_ALIGNMENT),
         time_limit=getattr(args, "time_limit", DEFAULT_TIME_LIMIT),
         recompute=request,
@@ -398,3 +420,17 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         io=getattr(args, "io", DEFAULT_IO),
         prefer=getattr(args, "prefer", DEFAULT_PREFERENCE),
     )
+
+
+def pools_from_args(args: Any) -> PoolRequest | None:
+    """The board's arena regions with --pool / --pin applied (None without a board: one arena)."""
+    from tinysched.boards import get_board
+
+    board = getattr(args, "board", None)
+    pools, pins = getattr(args, "pool", None) or [], getattr(args, "pin", None) or []
+    if board in (None, "host", "selftest"):
+        if pools or pins:
+            flag = "--pool" if pools else "--pin"
+            raise TinyschedError(f"{flag} needs --board: it names one of the board's RAM regions")
+        return None
+    return pool_request(get_board(board), pools, pins)

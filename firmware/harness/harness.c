@@ -10,6 +10,9 @@
  *   3. runs once more between counter start and stop, with nothing painted, for the timing;
  * and answers with the outputs of run 1, whether all three runs agreed, the counter ticks, the
  * arena high-water (highest touched offset + 1), the number of bytes touched and the stack depth.
+ * A split arena (model->regions, tinysched.pools) is watched region by region: the arena figures are
+ * over the regions laid end to end, as the plan's offsets are, and each region's high-water and
+ * touched bytes follow in the result.
  *
  * Everything the harness needs beyond its few globals (receive buffer, output copies, the
  * touched-byte bitmap, a snapshot of the model's state) comes from the free RAM between .bss and
@@ -163,10 +166,17 @@ static uint32_t heap_free_at_boot;
 static int buffers_ok;
 static int counter_kind;
 
-/* The watched span: the arena, plus the linker's guard bytes when the arena is the last thing in
- * .ts_arena, so a write past arena_bytes is seen as a high-water above the plan. */
-static uint8_t *watch_start;
+/* The watched spans, laid end to end (byte i of the watch is byte i - span_base[k] of span k): the
+ * arena, plus the linker's guard bytes when the arena is the last thing in .ts_arena, so a write
+ * past arena_bytes is seen as a high-water above the plan; or each region of a split arena. */
+#define TS_MAX_SPANS 8u
+static uint8_t *span_start[TS_MAX_SPANS];
+static uint32_t span_base[TS_MAX_SPANS + 1u];
+static uint32_t n_spans;
+static uint32_t n_regions; /* regions reported (0: one arena) */
 static uint32_t watch_bytes;
+static uint32_t region_high_water[TS_MAX_SPANS];
+static uint32_t region_touched[TS_MAX_SPANS];
 
 static void setup_buffers(void)
 {
@@ -205,11 +215,25 @@ static void setup_buffers(void)
         output_ptrs_b[i] = out_b + off;
         off += model->output_bytes[i];
     }
-    watch_start = model->arena;
-    watch_bytes = model->arena_bytes;
-    if (model->arena >= __arena_start && model->arena + model->arena_bytes <= __arena_guard_start) {
-        watch_bytes = (uint32_t)(__arena_guard_end - model->arena);
+    n_regions = model->regions && model->num_regions <= TS_MAX_SPANS ? model->num_regions : 0u;
+    watch_bytes = 0;
+    if (n_regions) {
+        for (uint32_t k = 0; k < n_regions; k++) {
+            span_start[k] = model->regions[k].base;
+            span_base[k] = watch_bytes;
+            watch_bytes += model->regions[k].bytes;
+        }
+        n_spans = n_regions;
+    } else {
+        span_start[0] = model->arena;
+        span_base[0] = 0;
+        watch_bytes = model->arena_bytes;
+        if (model->arena >= __arena_start && model->arena + model->arena_bytes <= __arena_guard_start) {
+            watch_bytes = (uint32_t)(__arena_guard_end - model->arena);
+        }
+        n_spans = 1;
     }
+    span_base[n_spans] = watch_bytes;
     touched_map = heap_take((watch_bytes + 7u) / 8u);
     profile_steps = model->num_steps;
     step_ticks = profile_steps ? heap_take(4u * profile_steps) : NULL;
@@ -224,7 +248,8 @@ static void setup_buffers(void)
 static void send_hello(uint8_t seq)
 {
     uint32_t n = 4u + 4u * 8u + 8u + 4u * (model->num_inputs + model->num_outputs) +
-                 str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name) + str_field(ts_image_id);
+                 str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name) + str_field(ts_image_id) +
+                 4u + 8u * n_regions;
     uint16_t flags = (uint16_t)((touched_map ? TS_HELLO_TOUCHED_EXACT : 0u) | (buffers_ok ? TS_HELLO_BUFFERS_OK : 0u));
 #ifdef TS_SEMIHOSTING
     flags |= TS_HELLO_SEMIHOSTING;
@@ -252,6 +277,11 @@ static void send_hello(uint8_t seq)
     put_str(model->build_id);
     put_str(model->name);
     put_str(ts_image_id);
+    put_u32(n_regions);
+    for (uint32_t k = 0; k < n_regions; k++) {
+        put_u32((uint32_t)(uintptr_t)span_start[k]);
+        put_u32(span_base[k + 1u] - span_base[k]);
+    }
     frame_end();
 }
 
@@ -266,9 +296,12 @@ static inline uint32_t pattern_word(uint32_t word_index)
 
 static void paint_arena(uint32_t invert)
 {
-    for (uint32_t i = 0; i < watch_bytes; i++) {
-        uint32_t w = pattern_word(i >> 2) ^ invert;
-        watch_start[i] = (uint8_t)(w >> (8u * (i & 3u)));
+    for (uint32_t k = 0; k < n_spans; k++) {
+        uint8_t *start = span_start[k];
+        for (uint32_t i = span_base[k]; i < span_base[k + 1u]; i++) {
+            uint32_t w = pattern_word(i >> 2) ^ invert;
+            start[i - span_base[k]] = (uint8_t)(w >> (8u * (i & 3u)));
+        }
     }
 }
 
@@ -281,24 +314,45 @@ typedef struct {
 static void scan_arena(uint32_t invert, arena_scan *s)
 {
     uint32_t count = 0;
-    for (uint32_t i = 0; i < watch_bytes; i++) {
-        uint32_t w = pattern_word(i >> 2) ^ invert;
-        if (watch_start[i] != (uint8_t)(w >> (8u * (i & 3u)))) {
-            count++;
-            if (i + 1u > s->high_water) {
-                s->high_water = i + 1u;
-            }
-            if (i < s->low) {
-                s->low = i;
-            }
-            if (touched_map) {
-                touched_map[i >> 3] |= (uint8_t)(1u << (i & 7u));
+    for (uint32_t k = 0; k < n_spans; k++) {
+        const uint8_t *start = span_start[k];
+        uint32_t in_span = 0;
+        for (uint32_t i = span_base[k]; i < span_base[k + 1u]; i++) {
+            uint32_t w = pattern_word(i >> 2) ^ invert;
+            if (start[i - span_base[k]] != (uint8_t)(w >> (8u * (i & 3u)))) {
+                in_span++;
+                if (i + 1u > s->high_water) {
+                    s->high_water = i + 1u;
+                }
+                if (i < s->low) {
+                    s->low = i;
+                }
+                if (i + 1u - span_base[k] > region_high_water[k]) {
+                    region_high_water[k] = i + 1u - span_base[k];
+                }
+                if (touched_map) {
+                    touched_map[i >> 3] |= (uint8_t)(1u << (i & 7u));
+                }
             }
         }
+        if (in_span > region_touched[k]) {
+            region_touched[k] = in_span;
+        }
+        count += in_span;
     }
     if (count > s->touched) {
         s->touched = count;
     }
+}
+
+/* Bytes of span k the touched-byte bitmap marks (both patterns' union). */
+static uint32_t span_touched(uint32_t k)
+{
+    uint32_t n = 0;
+    for (uint32_t i = span_base[k]; i < span_base[k + 1u]; i++) {
+        n += (touched_map[i >> 3] >> (i & 7u)) & 1u;
+    }
+    return n;
 }
 
 /* Paints the words from `limit` up to (not including) the caller's stack pointer. Naked, so it
@@ -358,6 +412,8 @@ static void handle_run(uint8_t seq)
         memset(touched_map, 0, (watch_bytes + 7u) / 8u);
     }
     arena_scan scan = {0u, watch_bytes, 0u};
+    memset(region_high_water, 0, sizeof region_high_water);
+    memset(region_touched, 0, sizeof region_touched);
     uint32_t stack_invoke = 0, stack_total = 0, sp = 0;
     int status = 0;
     const uint32_t stack_patterns[2] = {0x5AC3A53Cu, ~0x5AC3A53Cu};
@@ -402,7 +458,12 @@ static void handle_run(uint8_t seq)
         }
     }
     uint32_t rflags = (agree ? TS_RESULT_OUTPUTS_AGREE : 0u) | (touched_map ? TS_RESULT_TOUCHED_EXACT : 0u);
-    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 4u * profile_steps);
+    if (touched_map) {
+        for (uint32_t k = 0; k < n_regions; k++) {
+            region_touched[k] = span_touched(k);
+        }
+    }
+    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 4u * profile_steps + 4u + 8u * n_regions);
     put_u32((uint32_t)status);
     put_u32(rflags);
     put_u32((uint32_t)ticks);
@@ -417,6 +478,11 @@ static void handle_run(uint8_t seq)
     put_u32(profile_steps); /* then the counter ticks of each step of the timed invoke */
     for (uint32_t i = 0; i < profile_steps; i++) {
         put_u32(step_ticks[i]);
+    }
+    put_u32(n_regions); /* then each region's high-water and touched bytes */
+    for (uint32_t k = 0; k < n_regions; k++) {
+        put_u32(region_high_water[k]);
+        put_u32(region_touched[k]);
     }
     frame_end();
 }

@@ -10,8 +10,11 @@
 #ifndef TS_PROTOCOL_H
 #define TS_PROTOCOL_H
 
-/* 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID, see harness.c) */
-#define TS_PROTOCOL_VERSION 3u
+/* 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID, see harness.c)
+ * 3: the result ends with the counter ticks of each step
+ * 4: the hello ends with a split arena's regions (u32 count, then u32 address, u32 bytes each), the
+ *    result with each region's high-water and touched bytes (u32 count, then u32, u32 each) */
+#define TS_PROTOCOL_VERSION 4u
 #define TS_FRAME_MAGIC0 0x54u /* 'T' */
 #define TS_FRAME_MAGIC1 0x53u /* 'S' */
 #define TS_FRAME_HEADER_BYTES 10u
@@ -25,7 +28,7 @@
 /* 'H': u8 version, u8 counter kind, u16 flags, u32 cpu_hz, arena_bytes, arena_alignment,
  * arena_address, state_bytes, stack_bytes, free_ram, watched_bytes, num_inputs, num_outputs, u32
  * input sizes, u32 output sizes, then four strings (u16 length, UTF-8 bytes): board, build id,
- * model name, image id */
+ * model name, image id; then u32 regions and (u32 address, u32 bytes) per region of a split arena */
 #define TS_MSG_HELLO 0x48u
 #define TS_MSG_ACK 0x41u    /* 'A': a run request arrived intact; the result follows */
 #define TS_MSG_NAK 0x4Eu    /* 'N': u8 reason */

@@ -3,7 +3,8 @@
  * (the host runner used by `tinysched verify`, or the device harness used by `tinysched measure`).
  *
  * A generated module defines one `const ts_model_info <prefix>_info`. All activation memory of the
- * model is `arena[0 .. arena_bytes)`: graph inputs are copied into it at their planned offsets,
+ * model is `arena[0 .. arena_bytes)` (a split arena: its `regions` laid end to end): graph inputs
+ * are copied into it at their planned offsets,
  * every kernel reads and writes inside it, graph outputs are copied out of it. Nothing else is
  * written at run time (persistent state of stateful models is reported separately in `state_bytes`).
  */
@@ -15,6 +16,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* One memory region of a split arena (tinysched.pools): a static array the linker places in the
+ * board's region `name`. */
+typedef struct {
+    const char *name;
+    uint8_t *base;
+    uint32_t bytes;
+} ts_arena_region;
 
 typedef struct {
     const char *name;            /* model name (file stem), for messages */
@@ -35,6 +44,9 @@ typedef struct {
     void (*reset)(void);
     /* Steps of one invoke (operators in run order; recomputed ones count again). */
     uint32_t num_steps;
+    /* A split arena: its regions, laid end to end they are the arena_bytes (0 / NULL: one arena). */
+    uint32_t num_regions;
+    const ts_arena_region *regions;
 } ts_model_info;
 
 /* Per-step profiling: a firmware build defines TS_PROFILE_STEPS and the harness provides

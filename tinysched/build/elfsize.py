@@ -53,6 +53,9 @@ class SizeReport:
     ram_other: int
     arena_bytes_planned: int | None
     regions: list[RegionUse] = field(default_factory=list)
+    # a split arena (tinysched.pools): each region's static array as linked, {region, symbol,
+    # address, bytes, memory} where memory is the board region its address lies in
+    arena_regions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def flash_total(self) -> int:
@@ -82,7 +85,7 @@ class SizeReport:
             "ram_other",
         )
         return cls(**{k: data[k] for k in fields}, arena_bytes_planned=data.get("arena_bytes_planned"),
-                   regions=regions)  # fmt: skip
+                   regions=regions, arena_regions=list(data.get("arena_regions") or []))  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -135,6 +138,12 @@ class SizeReport:
             out.append(
                 f"  {r.name:<10} {r.used:>10,} B {r.length:>10,} B {pct:>7.2f}% {r.free:>10,} B  {r.origin:#010x}{flag}"
             )
+        if self.arena_regions:
+            n = len(self.arena_regions)
+            out += ["", f"  split arena: {n} region{'' if n == 1 else 's'}, each its own array"]
+            for a in self.arena_regions:
+                where = a["memory"] or "no region of the board"
+                out.append(f"  {a['region']:<10} {a['bytes']:>10,} B at {a['address']:#010x} in {where}")
         out += ["", "  " + self.verdict()]
         return out
 
@@ -251,9 +260,13 @@ def size_report(elf_path: Path, board: Board, model_info_symbol: str, constant_n
                     None,
                 )
                 arena_alloc = arena_sym["st_size"] if arena_sym is not None else arena_bytes
+        split = split_arena_symbols(symbols, model_info_symbol, board)
+        if split:
+            arena_alloc = sum(a["bytes"] for a in split)
 
     rodata = sizes.get(".rodata", 0) + sizes.get(".ARM.exidx", 0)
     ram_static = sizes.get(".data", 0) + sizes.get(".bss", 0) + sizes.get(".ts_arena", 0)
+    ram_static += sum(n for name, n in sizes.items() if name.startswith(".ts_arena_"))
     return SizeReport(
         board=board.name,
         flash_code=sizes.get(".text", 0),
@@ -264,4 +277,20 @@ def size_report(elf_path: Path, board: Board, model_info_symbol: str, constant_n
         ram_other=max(ram_static - arena_alloc, 0),
         arena_bytes_planned=planned,
         regions=[RegionUse(r.name, r.origin, r.length, r.kind, region_use[r.name]) for r in board.memory],
+        arena_regions=split,
     )
+
+
+def split_arena_symbols(symbols: list[Any], model_info_symbol: str, board: Board) -> list[dict[str, Any]]:
+    """The arrays `<prefix>_arena_<region>` of a split arena (codegen.arena_regions), by address."""
+    stem = model_info_symbol.removesuffix("_info") + "_arena_"
+    found = []
+    for sym in symbols:
+        if sym["st_info"]["type"] == "STT_OBJECT" and sym.name.startswith(stem) and sym["st_size"]:
+            addr = int(sym["st_value"])
+            memory = next((r.name for r in board.memory if r.origin <= addr < r.end), None)
+            found.append(
+                {"region": sym.name[len(stem) :], "symbol": sym.name, "address": addr,
+                 "bytes": int(sym["st_size"]), "memory": memory}
+            )  # fmt: skip
+    return sorted(found, key=lambda a: a["address"])

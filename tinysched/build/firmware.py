@@ -194,6 +194,7 @@ def linker_script(board: Board, stack_bytes: int | None = None, grow: int = 0) -
     return env.get_template("linker.ld.j2").render(
         board=board,
         regions=regions,
+        pools=[{"name": r.name} for r in board.pool_regions],
         placement=board.placement,
         stack_bytes=int(stack_bytes if stack_bytes is not None else board.stack_bytes),
     )

@@ -53,6 +53,9 @@ class LoweringContext:
     offsets: Mapping[int, int]  # activation tensor -> arena offset of the instance this step uses
     const_names: Mapping[int, str]  # constant tensor -> its array in the weights file
     state_offsets: Mapping[int, int] = field(default_factory=dict)  # variable tensor -> state offset
+    # A split arena (tinysched.pools): (C pointer name, first offset, bytes) of each region, in
+    # offset order; offsets are the plan's, laid end to end. Empty: the one `arena`.
+    regions: tuple[tuple[str, int, int], ...] = ()
 
     def at_step(self, offsets: Mapping[int, int]) -> LoweringContext:
         return replace(self, offsets=offsets)
@@ -73,7 +76,14 @@ class LoweringContext:
             if index not in self.state_offsets:
                 raise Unsupported(f"tensor {index} is persistent state")
             return f"({qual}{ctype} *)(state + {self.state_offsets[index]})"
-        return f"({qual}{ctype} *)(arena + {self.offsets[index]})"
+        return f"({qual}{ctype} *)({self.place(self.offsets[index])})"
+
+    def place(self, offset: int, sep: str = " + ") -> str:
+        """`arena + offset`, or in a split arena the region's pointer and the offset inside it."""
+        for k, (name, base, nbytes) in enumerate(self.regions):
+            if base <= offset < base + nbytes or k == len(self.regions) - 1:
+                return f"{name}{sep}{offset - base}"
+        return f"arena{sep}{offset}"
 
     def quant(self, index: int) -> tuple[float, int]:
         """The one (scale, zero point) of a per-tensor quantised tensor."""

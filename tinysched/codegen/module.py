@@ -202,9 +202,9 @@ def kernels_by_op(graph: Graph) -> dict[int, str | None]:
 # ---- the module ----------------------------------------------------------------------------------
 
 
-def _tensor_note(graph: Graph, index: int, offsets: dict[int, int]) -> str:
+def _tensor_note(graph: Graph, index: int, offsets: dict[int, int], ctx: LoweringContext) -> str:
     t = graph.tensors[index]
-    where = f"arena+{offsets[index]}" if index in offsets else ("const" if t.is_constant else "?")
+    where = ctx.place(offsets[index], "+") if index in offsets else ("const" if t.is_constant else "?")
     return f"t{index} {c_comment(t.name, 80)!s} {t.dtype}{list(t.shape)} @{where}"
 
 
@@ -286,6 +286,30 @@ def step_offsets(graph: Graph, plan: Any) -> tuple[list[dict[int, int]], dict[in
     return per_step, base, final
 
 
+def arena_regions(plan: Any) -> list[dict[str, Any]]:
+    """A split arena's regions as the templates use them: each its own static array, whose name
+    ends in `_arena_<region>` so that the linker script puts it in that region's section."""
+    rows = []
+    for pool in getattr(plan, "pools", ()):
+        name = c_identifier(pool.region)
+        if name != pool.region:
+            raise TinyschedError(f"region {pool.region!r} is not a C identifier: rename it in boards.yaml")
+        rows.append(
+            {
+                "name": name,
+                "NAME": name.upper(),
+                "var": f"arena_{name}",
+                "base": pool.base,
+                "bytes": pool.bytes,
+                "origin": f"0x{pool.origin:08x}",
+                "speed": pool.speed,
+                "high_water": pool.high_water_bytes,
+                "tensors": pool.tensors,
+            }
+        )
+    return rows
+
+
 def generate(
     graph: Graph,
     plan: Any,
@@ -331,7 +355,15 @@ def generate(
         const_names[t.index] = by_buffer[key]
 
     state_offsets, state_bytes = state_layout(graph, plan.alignment)
-    ctx = LoweringContext(graph, prefix, offsets, const_names, state_offsets)
+    regions = arena_regions(plan)
+    ctx = LoweringContext(
+        graph,
+        prefix,
+        offsets,
+        const_names,
+        state_offsets,
+        tuple((r["var"], r["base"], r["bytes"]) for r in regions),
+    )
     calls = []
     runs: dict[int, int] = {}
     for step, op_index in enumerate(plan.order):
@@ -344,8 +376,8 @@ def generate(
         notes = list(call.comment)  # what the lowering said (a view: why there is no call)
         call.comment = [f"step {step}: operator {op.index} {op.opcode}{again}"]
         ins = [t for t in op.inputs if t >= 0]
-        call.comment += [f"  in  {_tensor_note(graph, t, here)}" for t in ins]
-        call.comment += [f"  out {_tensor_note(graph, t, here)}" for t in op.outputs]
+        call.comment += [f"  in  {_tensor_note(graph, t, here, ctx)}" for t in ins]
+        call.comment += [f"  out {_tensor_note(graph, t, here, ctx)}" for t in op.outputs]
         call.comment += [f"  {note}" for note in notes]
         calls.append(call)
 
@@ -366,6 +398,8 @@ def generate(
                     "rank": len(tensor.shape),
                     "bytes": tensor.nbytes,
                     "offset": offsets[t],
+                    "at": ctx.place(offsets[t]),  # arena + offset (in a split arena: its region's pointer)
+                    "at_note": ctx.place(offsets[t], "+"),
                     "scale": c_float(q.scale[0]) if q is not None and not q.per_channel else None,
                     "zero_point": q.zero_point[0] if q is not None and not q.per_channel else None,
                     "note": c_comment((edge_notes or {}).get(t, ""), 200),
@@ -404,6 +438,7 @@ def generate(
         # Persistent state (variable tensors of stateful operators), outside the arena; 0 if none.
         "state_bytes": state_bytes,
         "state_tensors": state_init(graph, state_offsets),
+        "regions": regions,  # a split arena's regions (tinysched.pools); empty: one arena
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),

@@ -41,6 +41,7 @@ from tinysched.pipeline import (
     options_from_args,
     plan,
 )
+from tinysched.pools import certificate as pool_certificate
 from tinysched.recompute import summary_lines, total_macs
 from tinysched.report import (
     NO_COMPARISONS,
@@ -265,6 +266,7 @@ def build_record(
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
         "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
+        "arena_regions": [pool.as_json() for pool in planned.arena.pools],  # a split arena (tinysched.pools)
         "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
         # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
@@ -318,6 +320,13 @@ def print_build(result: BuildResult) -> None:
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
             f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"
         )
+        for pool in arena.pools:  # a split arena (tinysched.pools)
+            print(
+                f"  region    {pool.region} @ {pool.origin:#010x}: {pool.bytes:,} B of {pool.limit:,} B, "
+                f"high-water {pool.high_water_bytes:,} B, {pool.tensors} tensors (speed rank {pool.speed})"
+            )
+        if arena.pools:
+            print(f"  proof     {pool_certificate(arena)}")
         reservation = result.record.get("stack_reservation")
         if reservation:
             print(f"stack       {reservation['bytes']:,} B reserved: {reservation['basis']}")

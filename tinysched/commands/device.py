@@ -150,7 +150,8 @@ def measure_build(
     inputs = [[a.tobytes() for a in s] for s in input_sets]
     result = measure_image(
         image, run_board, inputs, expected, int(record["arena_bytes"]),
-        arena_high_water_planned=int(record["arena_high_water_bytes"]), requested=board,
+        arena_high_water_planned=int(record["arena_high_water_bytes"]),
+        regions_planned=record.get("arena_regions") or (), requested=board,
         port=None if emulate else port, log=log, semihost_inputs=semihost_inputs,
         expected_image_id=image.image_id, invoke_instructions=invoke_instructions_estimate(macs=macs),
         flash_first=flash_first, probe=probe,

@@ -13,6 +13,7 @@ from typing import Any
 
 from tinysched import __version__
 from tinysched.errors import TinyschedError
+from tinysched.pools import certificate as pool_certificate
 from tinysched.report.format import percent
 
 SCHEMA = "tinysched.metadata"
@@ -77,14 +78,27 @@ def fit_from_size_report(board: Any, size: dict[str, Any]) -> dict[str, Any]:
 
 
 def fit_estimate(
-    board: Any, weights_bytes: int, arena_bytes: int, note: str, stack_bytes: int | None = None
+    board: Any,
+    weights_bytes: int,
+    arena_bytes: int,
+    note: str,
+    stack_bytes: int | None = None,
+    arena_regions: Any = (),
 ) -> dict[str, Any]:
     """Without an ELF: what is known to land in each region (weights, arena, the stack reserved:
-    the build's, else the board's), code unknown."""
+    the build's, else the board's), code unknown. A split arena (`arena_regions`, the plan's
+    pools) is charged region by region."""
     roles = _region_roles(board)
     used = {r.name: 0 for r in board.memory}
     used[board.placement["rodata"]] += weights_bytes
-    used[board.placement["arena"]] += arena_bytes
+    if arena_regions:
+        for pool in arena_regions:
+            if pool.region in used:
+                used[pool.region] += pool.bytes
+                if "arena" not in roles[pool.region]:
+                    roles[pool.region].append("arena")
+    else:
+        used[board.placement["arena"]] += arena_bytes
     used[board.placement["data"]] += board.stack_bytes if stack_bytes is None else stack_bytes
     regions = []
     for r in board.memory:
@@ -294,7 +308,9 @@ def collect_metadata(
         fit["note"] = size_note
     else:
         reserved = (extra or {}).get("stack_reserved_bytes")
-        fit = fit_estimate(board, weights, plan.arena_bytes, size_note or "firmware not built", reserved)
+        fit = fit_estimate(
+            board, weights, plan.arena_bytes, size_note or "firmware not built", reserved, plan.pools
+        )
 
     def name(t: int, instance: int = 0) -> str:
         return tensors[t].name + (f" #{instance}" if instance else "")
@@ -412,6 +428,9 @@ def collect_metadata(
             "seconds": round(plan.seconds, 4),
             "stock_tflm_greedy_arena_bytes": stock_greedy.arena_bytes,
             "stock_tflm": stock,
+            # a split arena (tinysched.pools): what sits in which region; empty for one arena
+            "regions": arena_regions(plan, name),
+            "regions_certificate": pool_certificate(plan) if plan.pools else None,
             "tensors": [
                 {
                     "index": p.index,
@@ -468,6 +487,24 @@ def step_techniques(row: Any, rewrite: Any) -> list[dict[str, Any]]:
     if rewrite is not None and rewrite.kind == "pad_fusion" and rewrite.removed_bytes:
         out.append({"technique": "pad_fusion", "bytes": rewrite.removed_bytes})
     return out
+
+
+def arena_regions(plan: Any, name: Any) -> list[dict[str, Any]]:
+    """The report's region table: each region of a split arena with the tensors placed in it."""
+    rows = []
+    for pool in plan.pools:
+        inside = [p for p in plan.buffers if p.bytes and plan.pool_of(p.offset, p.bytes) is pool]
+        rows.append(
+            {
+                **pool.as_json(),
+                "used_bytes": pool.bytes,
+                "tensors": [
+                    {"name": name(p.index, p.instance), "offset": p.offset - pool.base, "bytes": p.bytes}
+                    for p in sorted(inside, key=lambda p: (p.offset, p.index))
+                ],
+            }
+        )
+    return rows
 
 
 def check_metadata(doc: Any) -> dict[str, Any]:
