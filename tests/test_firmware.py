@@ -576,7 +576,18 @@ def test_build_too_big_for_the_board_fails_in_one_line(qemu_tools, tmp_path, cap
     # tinysched/rewrite.py, the arena is 96,000 B and the model fits).
     model = shared_model("mcunet_vww_int8")
     out = tmp_path / "fw"
-    assert main(["build", str(model), "--board", "nucleo-f446re", "-o", str(out), "--no-rewrite"]) == 3
+    argv = [
+        "build",
+        str(model),
+        "--board",
+        "nucleo-f446re",
+        "-o",
+        str(out),
+        "--no-rewrite",
+        "--memory-model",
+        "tensor",
+    ]
+    assert main(argv) == 3
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not fit nucleo-f446re" in err and "arena 161,472 B" in err
     assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -325,6 +325,7 @@ def test_measure_with_a_pool_limit_on_mps2_an500(demo, tmp_path, capsys):
 
     code = main(
         ["measure", str(demo), "--board", "mps2-an500", "--pool", "ssram23=8K", "--inputs", "2", "--json"]
+        + ["--memory-model", "tensor"]
     )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ok"] and out["outputs_match"]
@@ -393,7 +394,7 @@ def test_a_real_boards_split_runs_on_its_stand_in(demo, tmp_path):
         demo,
         tmp_path / "fw",
         "nucleo-f767",
-        options=PlanOptions(pools=request),
+        options=PlanOptions(pools=request, memory_model="tensor"),
         build=BuildOptions(),
         comparisons=CompareOptions(stock_tflm=False, recompute_ks=()),
         report=False,

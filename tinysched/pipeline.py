@@ -137,6 +137,9 @@ class Planned:
     codegen_note: str | None  # why the code generator cannot take this model (None: it can)
     interface: Interface  # the edges --io int8 changed (none: the model's own inputs and outputs)
     stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
+    # `graph` as the default kernels run it (no in-place variant, no variant scratch): what the
+    # tensor model plans, for the optimum printed beside a refined certificate
+    default_kernels_graph: Graph | None = field(default=None, compare=False)
 
     @property
     def memory_model(self) -> str:
@@ -159,6 +162,7 @@ class Planned:
                 "kernel": v.kernel,
                 v.param_name: v.param,
                 "scratch_bytes": v.scratch_bytes,
+                "table_bytes": v.table_bytes,
             }
             for op, v in sorted(self.variants.items())
         ]
@@ -176,10 +180,12 @@ class Planned:
             )
             return f"default kernels everywhere ({why})"
         scratch = max(v.scratch_bytes for v in chosen.values())
+        table = sum(v.table_bytes for v in chosen.values())
         ops = ", ".join(f"{self.source_operator(op)} ({v.opcode})" for op, v in sorted(chosen.items()))
         return (
             f"{len(chosen)} operator(s) run in place, each with its scratch in the arena at its own step "
-            f"(at most {scratch:,} B; `--prefer speed` keeps the default kernels): model operators {ops}"
+            f"(at most {scratch:,} B) and {table:,} B of requantisation tables in flash; `--prefer speed` "
+            f"keeps the default kernels: model operators {ops}"
         )
 
     @property
@@ -249,9 +255,11 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     # left with a placeholder batch is refused by the code generator: `codegen_note`)
     check_graph(placed, batch_placeholders=True)
     note = None
+    default_kernels = placed  # replaced below by the graph with the default kernels' scratch
     try:
         codegen.check_supported(placed)
         scratch = codegen.scratch_needs(placed)
+        default_kernels = codegen.with_scratch(placed, dict(scratch))
         if not options.recomputing:  # a recomputation sequence is planned in the tensor model
             chosen = select_variants(placed, options.memory_model, options.prefer, options.alignment)
             placed = with_variants(placed, chosen)
@@ -287,7 +295,20 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     clock = time.perf_counter()
     check_plan(placed, arena)
     seconds["check"] = time.perf_counter() - clock
-    return Planned(graph, placed, folding, rewriting, sched, rplan, arena, options, note, interface, seconds)
+    return Planned(
+        graph,
+        placed,
+        folding,
+        rewriting,
+        sched,
+        rplan,
+        arena,
+        options,
+        note,
+        interface,
+        seconds,
+        default_kernels,
+    )
 
 
 def tensor_model_optimum(planned: Planned, time_limit: float | None = None) -> Schedule:
@@ -298,7 +319,7 @@ def tensor_model_optimum(planned: Planned, time_limit: float | None = None) -> S
     if planned.schedule.memory_model == "tensor":
         return planned.schedule
     limit = stage_budget(planned.options).schedule if time_limit is None else time_limit
-    return schedule(planned.graph, time_limit=limit)
+    return schedule(planned.default_kernels_graph or planned.graph, time_limit=limit)
 
 
 def generate(planned: Planned, prefix: str | None = None) -> Any:

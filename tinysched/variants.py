@@ -18,7 +18,7 @@ Variants (name -> what it is):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tinysched.graph import Graph, Operator
 
@@ -31,6 +31,7 @@ __all__ = [
     "with_variants",
 ]
 
+RQ_TABLE_BYTES_PER_CHANNEL = 16  # ts_rq fields m, left + 1, base, rr (codegen/lower_conv.py, rq_fields)
 VARIANT_OPTION = "tinysched_kernel_variant"  # operator option: the variant's name
 VARIANT_PARAM_OPTION = "tinysched_kernel_variant_param"  # operator option: its one geometry number
 
@@ -50,6 +51,14 @@ class KernelVariant:
     name: str
     param: int  # chunk (pixels per chunk) or lag (pixels between computing and copying out)
     scratch_bytes: int
+    out_channels: int = field(
+        default=0, compare=False
+    )  # the output's channels: the code generator's ts_rq table has one row each
+
+    @property
+    def table_bytes(self) -> int:
+        """Flash the variant adds: the compile-time ts_rq table (four int32 per output channel)."""
+        return RQ_TABLE_BYTES_PER_CHANNEL * self.out_channels
 
     @property
     def kernel(self) -> str:
@@ -74,7 +83,9 @@ def variant_of(graph: Graph, op: Operator) -> KernelVariant | None:
     if name is None:
         return None
     param = int(op.options[VARIANT_PARAM_OPTION])
-    return KernelVariant(op.opcode, str(name), param, scratch_bytes(graph, op, str(name), param))
+    y = graph.tensors[op.outputs[0]]
+    channels = int(y.shape[-1]) if y.shape else 1
+    return KernelVariant(op.opcode, str(name), param, scratch_bytes(graph, op, str(name), param), channels)
 
 
 def with_variants(graph: Graph, chosen: Mapping[int, KernelVariant]) -> Graph:

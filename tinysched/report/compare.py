@@ -119,7 +119,9 @@ def run_comparisons(planned: Any, model_bytes: bytes | None, options: CompareOpt
     if options.recompute_ks:
         started = time.perf_counter()
         plans = [
-            plan_recompute(planned.graph, k, time_limit=options.recompute_time_limit)
+            plan_recompute(
+                planned.default_kernels_graph or planned.graph, k, time_limit=options.recompute_time_limit
+            )
             for k in options.recompute_ks
         ]
         seconds["recompute_tradeoff"] = round(time.perf_counter() - started, 3)
