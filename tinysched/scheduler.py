@@ -8,7 +8,8 @@ One time budget covers these stages, each only run while the best order is not y
    peak certifies the order at once;
 3. windows: large-neighbourhood search that reorders stretches of the best order around its peak
    exactly, and moves blocks of operators across the peak step;
-4. pair ("trap") cuts, which can raise the lower bound further;
+4. pair ("trap") cuts, which can raise the lower bound further, then a precedence tree: branch and
+   bound over the relative orders of hot pairs, each leaf bounded by cuts under its precedences;
 5. exact search over down-sets (sets of executed operators closed under predecessors), stage by
    stage between cut operators (`staged_search`): beams for better orders of the peak stage, then
    exact decisions (tinysched.layered, vectorised) whose failures raise the floor as
@@ -39,6 +40,7 @@ from tinysched.bounds import (
     OrderingProblem,
     iter_bits,
     lower_bound,
+    precedence_tree_bound,
     trivial_bound,
 )
 from tinysched.errors import TinyschedError
@@ -78,6 +80,9 @@ LAYERED_MAX_STATES = 6_000_000
 SMALL_GRAPH_OPS = 200
 # CP-SAT's model building and presolve on larger graphs take longer than any budget it would get.
 CP_SAT_MAX_OPS = 2_000
+# The precedence tree re-solves a few hundred cuts per split: beyond this size one split costs more
+# than its share of a usual budget.
+TREE_MAX_OPS = 3_000
 
 
 @dataclass(frozen=True)
@@ -987,8 +992,9 @@ def schedule(
     """The lowest-peak order found within `time_limit` seconds, certified when proven optimal.
 
     Each stage runs only while the best order is unproven, and each has a share of the budget:
-    heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %,
-    exact search until 80 %, CP-SAT until 97 % (a margin for its teardown).
+    heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %, the
+    precedence tree until 50 %, exact search until 75 % (then the tree again if the search found a
+    lower peak, until 90 %), CP-SAT until 97 % (a margin for its teardown).
     """
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -1071,17 +1077,35 @@ def schedule(
     if bound.bytes >= best_peak:
         return certified_by_bound(bound)
 
+    if n <= TREE_MAX_OPS:
+        say(f"lower bound {bound.bytes:,} B ({bound.kind}); precedence tree")
+        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.5))
+        stats["cuts"] += tree.cuts
+        stats["tree_nodes"] = tree.witness["nodes"]
+        bound = max(bound, tree, key=lambda b: b.bytes)
+        if bound.bytes >= best_peak:
+            return certified_by_bound(bound)
+
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
-    search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
+    search_end = at(0.75) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
     staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
+    searched_peak = best_peak
     if problem.peak_bytes(staged.order) < best_peak:
         best_order, best_peak, method = list(staged.order), problem.peak_bytes(staged.order), "exhaustive"
     if staged.bound is not None and staged.bound.bytes > bound.bytes:
         bound = staged.bound  # a stage that cannot fit under the cut bound: a higher floor
     if staged.complete:  # the peak reached the floor: the cut bound's or a stage bound's
         return certified_by_bound(bound)
+    if n <= TREE_MAX_OPS and best_peak < searched_peak and time.perf_counter() < at(0.85):
+        say(f"best order peaks at {best_peak:,} B; precedence tree again")
+        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.9))
+        stats["cuts"] += tree.cuts
+        stats["tree_nodes"] = stats.get("tree_nodes", 0) + tree.witness["nodes"]
+        bound = max(bound, tree, key=lambda b: b.bytes)
+        if bound.bytes >= best_peak:
+            return certified_by_bound(bound)
     search = staged
     lower = max(bound.bytes, staged.frontier_bytes)
     remaining = at(0.97) - time.perf_counter()
