@@ -22,6 +22,7 @@ from tinysched.bounds import (
     OrderingProblem,
     first_step_bound,
     lower_bound,
+    precedence_tree_bound,
     recheck,
     stage_bound,
     trivial_bound,
@@ -64,6 +65,22 @@ def test_every_bound_is_at_most_the_optimum(graph):
     ):
         assert bound.bytes <= optimum, bound
         assert recheck(graph, bound), bound
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_dags(max_ops=8))
+def test_precedence_tree_never_exceeds_the_optimum_and_rechecks(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    order = next(iter(topological_orders(graph)))
+    net = CutNetwork(problem)
+    cuts = max((net.op_bound(v) for v in range(problem.n_ops)), default=0)
+    for target, nodes in ((10**12, 3), (10**12, 40), (problem.peak_bytes(order), 400)):
+        tree = precedence_tree_bound(problem, order, target, max_nodes=nodes)
+        assert tree.kind == "precedence_tree" and tree.witness["nodes"] <= nodes
+        assert cuts <= tree.bytes <= optimum, tree  # at least every single-operator cut
+        assert recheck(graph, tree)
+    assert not recheck(graph, LowerBound(optimum + 1, tree.kind, tree.witness))
 
 
 @FAST
@@ -220,6 +237,37 @@ def test_stage_bound_is_exact_and_rechecks(seed):
         assert not recheck(graph, LowerBound(below.bytes + 1, below.kind, below.witness))
         raised = raised or below.bytes == optimum
     assert raised  # the bottleneck stage proves the optimum
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_precedence_tree_on_small_randwire_meets_the_dp_optimum(seed):
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 4)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    order = list(range(problem.n_ops))  # the stored order
+    tree = precedence_tree_bound(problem, order, problem.peak_bytes(order), max_nodes=2000)
+    assert tree.bytes <= optimum
+    assert recheck(graph, tree)
+    tampered = {**tree.witness, "tree": {"split": [0, 0], "children": [{"op": 0}, {"op": 0}]}}
+    assert not recheck(graph, LowerBound(1, tree.kind, tampered))  # a split must name two operators
+
+
+@pytest.mark.parametrize("seed", [0, 6, 7, 10, 13])
+def test_precedence_tree_proves_what_a_pair_cannot(seed):
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 4)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    assert lower_bound(problem).bytes < optimum  # single and pair cuts fall short
+    tree = precedence_tree_bound(problem, list(range(problem.n_ops)), optimum, max_nodes=2000)
+    assert tree.bytes == optimum and recheck(graph, tree)
 
 
 def test_stage_bound_refuses_a_stretch_that_is_not_a_stage():

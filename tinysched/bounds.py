@@ -605,7 +605,7 @@ def precedence_tree_bound(
         before = leaf["before"]
         ancestors = _closure_ancestors(problem, before)
         if ancestors is None:  # cannot happen: such leaves are infinite
-            heapq.heappush(heap, (value, counter, leaf))
+            heapq.heappush(heap, (value, -1, leaf))
             break
         net = CutNetwork(problem, before)
         known = leaf["values"]
@@ -631,7 +631,7 @@ def precedence_tree_bound(
                 chosen = ((min(branches), max(branches)), a, b)
         cuts += net.solved
         if chosen is None:  # the leaf's precedences leave one order: keep its value
-            heapq.heappush(heap, (value, counter, leaf))
+            heapq.heappush(heap, (value, -1, leaf))
             break
         _, a, b = chosen
         node = leaf["node"]
