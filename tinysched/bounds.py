@@ -316,15 +316,35 @@ class CutNetwork:
             for c in problem.freeable_consumers[t]:
                 arc(node, op_node(c), self.infinite)
             node += 1
-        for a, b in precedences:
-            arc(op_node(b), op_node(a), self.infinite)
-        self.flow = max_flow.SimpleMaxFlow()
-        self.flow.add_arcs_with_capacity(
+        self.arcs = (
             np.asarray(tails, dtype=np.int32),
             np.asarray(heads, dtype=np.int32),
             np.asarray(caps, dtype=np.int64),
         )
+        self._build(precedences)
+
+    def _build(self, precedences: Sequence[tuple[int, int]]) -> None:
+        tails, heads, caps = self.arcs
+        if precedences:
+            extra = np.asarray(precedences, dtype=np.int32).reshape(-1, 2) + 2  # op nodes
+            tails = np.concatenate([tails, extra[:, 1]])
+            heads = np.concatenate([heads, extra[:, 0]])
+            caps = np.concatenate([caps, np.full(len(extra), self.infinite, dtype=np.int64)])
+        self.flow = max_flow.SimpleMaxFlow()
+        self.flow.add_arcs_with_capacity(tails, heads, caps)
         self.solved = 0
+
+    def with_precedences(self, precedences: Sequence[tuple[int, int]]) -> CutNetwork:
+        """The same network plus `precedences` (see __init__), without rebuilding the graph's arcs."""
+        other = object.__new__(CutNetwork)
+        other.problem, other.infinite, other.arcs = self.problem, self.infinite, self.arcs
+        other.force_in_arc, other.force_out_arc = self.force_in_arc, self.force_out_arc
+        other.base_out_capacity = self.base_out_capacity
+        other.required_before = {}
+        for a, b in precedences:
+            other.required_before.setdefault(b, []).append(a)
+        other._build(precedences)
+        return other
 
     def min_resident(self, forced_in: Iterable[int], forced_out: Iterable[int]) -> int | None:
         """Least resident bytes (less always-live ones) over down-sets D holding `forced_in` and none
@@ -607,7 +627,7 @@ def precedence_tree_bound(
         if ancestors is None:  # cannot happen: such leaves are infinite
             heapq.heappush(heap, (value, -1, leaf))
             break
-        net = CutNetwork(problem, before)
+        net = root_net.with_precedences(before)
         known = leaf["values"]
         candidates = []
         for h in hot:
@@ -640,7 +660,7 @@ def precedence_tree_bound(
         resolve = sorted(leaf["values"], key=lambda w: -leaf["values"][w])[:TREE_RESOLVED_OPS]
         for k, pair in enumerate(((a, b), (b, a))):
             child_before = (*before, pair)
-            child_net = CutNetwork(problem, child_before)
+            child_net = root_net.with_precedences(child_before)
             values = leaf_values(child_net, {*resolve, a, b}, leaf["values"])
             cuts += child_net.solved
             counter += 1
@@ -661,6 +681,7 @@ def _recheck_tree(problem: OrderingProblem, tree: dict, claimed: int) -> bool:
     """Every leaf of the tree proves `claimed` for the orders obeying its precedences, and each
     split covers every order (one of a, b runs first)."""
     stack: list[tuple[dict, tuple[tuple[int, int], ...]]] = [(tree, ())]
+    base = CutNetwork(problem)
     while stack:
         node, before = stack.pop()
         if "split" in node:
@@ -674,7 +695,7 @@ def _recheck_tree(problem: OrderingProblem, tree: dict, claimed: int) -> bool:
         w = node.get("op", -1)
         if not 0 <= w < problem.n_ops:
             return False
-        found = CutNetwork(problem, before).conditioned_step(w)
+        found = base.with_precedences(before).conditioned_step(w)
         if found is not None and found < claimed:
             return False
     return True
