@@ -277,3 +277,26 @@ def test_stage_bound_refuses_a_stretch_that_is_not_a_stage():
         stage_bound(problem, 0, 0b001, 100)  # op 1 may run before op 0's sibling
     fake = LowerBound(10**9, "stage_exhaustive", {"start_ops": [], "stage_ops": [1], "cap_bytes": 0})
     assert not recheck(graph, fake)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_precedence_tree_holds_with_refined_step_savings(seed):
+    # the refined memory model's overlaps (overlap.Refinement.step_savings): each single-input
+    # operator that is its input's only reader saves half of it; the tree stays under that
+    # model's optimum
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 3)
+    savings = {}
+    for v, op in enumerate(graph.operators):
+        inputs = list(op.input_tensors)
+        if len(inputs) == 1 and graph.consumers.get(inputs[0], ()) == (v,) and inputs[0] in graph.producer:
+            savings[v] = (inputs[0], graph.tensors[inputs[0]].nbytes // 2)
+    assert savings
+    problem = OrderingProblem(graph, savings)
+    optimum = plain_downset_dp(problem).peak_bytes
+    assert optimum <= plain_downset_dp(OrderingProblem(graph)).peak_bytes
+    tree = precedence_tree_bound(problem, list(range(problem.n_ops)), optimum, max_nodes=2000)
+    assert 0 < tree.bytes <= optimum

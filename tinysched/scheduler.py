@@ -83,6 +83,9 @@ CP_SAT_MAX_OPS = 2_000
 # The precedence tree re-solves a few hundred cuts per split: beyond this size one split costs more
 # than its share of a usual budget.
 TREE_MAX_OPS = 3_000
+# Share of the budget for the first precedence tree, before the exact search: where the order is
+# already optimal the tree usually closes within it; where it is not, the search needs the time.
+TREE_PROBE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -993,8 +996,8 @@ def schedule(
 
     Each stage runs only while the best order is unproven, and each has a share of the budget:
     heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %, the
-    precedence tree until 50 %, exact search until 75 % (then the tree again if the search found a
-    lower peak, until 90 %), CP-SAT until 97 % (a margin for its teardown).
+    precedence tree for 10 % (until 40 % at most), exact search until 80 %, the tree again (from the search's order)
+    until 92 %, CP-SAT until 97 % (a margin for its teardown).
     """
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -1079,7 +1082,8 @@ def schedule(
 
     if n <= TREE_MAX_OPS:
         say(f"lower bound {bound.bytes:,} B ({bound.kind}); precedence tree")
-        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.5))
+        probe_end = min(at(0.4), time.perf_counter() + TREE_PROBE_SHARE * span)
+        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=probe_end)
         stats["cuts"] += tree.cuts
         stats["tree_nodes"] = tree.witness["nodes"]
         bound = max(bound, tree, key=lambda b: b.bytes)
@@ -1087,20 +1091,19 @@ def schedule(
             return certified_by_bound(bound)
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
-    search_end = at(0.75) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
+    search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
     staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
-    searched_peak = best_peak
     if problem.peak_bytes(staged.order) < best_peak:
         best_order, best_peak, method = list(staged.order), problem.peak_bytes(staged.order), "exhaustive"
     if staged.bound is not None and staged.bound.bytes > bound.bytes:
         bound = staged.bound  # a stage that cannot fit under the cut bound: a higher floor
     if staged.complete:  # the peak reached the floor: the cut bound's or a stage bound's
         return certified_by_bound(bound)
-    if n <= TREE_MAX_OPS and best_peak < searched_peak and time.perf_counter() < at(0.85):
-        say(f"best order peaks at {best_peak:,} B; precedence tree again")
-        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.9))
+    if n <= TREE_MAX_OPS and time.perf_counter() < at(0.85):
+        say(f"best order peaks at {best_peak:,} B; precedence tree again, from its hot steps")
+        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.92))
         stats["cuts"] += tree.cuts
         stats["tree_nodes"] = stats.get("tree_nodes", 0) + tree.witness["nodes"]
         bound = max(bound, tree, key=lambda b: b.bytes)
