@@ -600,7 +600,6 @@ def precedence_tree_bound(
     n = problem.n_ops
     steps = problem.step_profile(order)
     step_of = dict(zip(order, steps, strict=True))
-    hot = sorted(range(n), key=lambda v: (-step_of[v], v))[:TREE_HOT_OPS]
 
     def out_of_time() -> bool:
         return deadline is not None and time.perf_counter() > deadline
@@ -608,12 +607,16 @@ def precedence_tree_bound(
     def leaf_values(net: CutNetwork, ops: Iterable[int], known: dict[int, int]) -> dict[int, int]:
         values = dict(known)  # a child's cuts are at least its parent's (fewer down-sets)
         for w in ops:
+            if values and out_of_time():
+                break
             values[w] = max(values.get(w, 0), _infinite_or(net, net.conditioned_step(w)))
         return values
 
     rng = random.Random(0)  # tie-breaks among equally hot pairs (uniform tensor sizes tie a lot)
     root_net = CutNetwork(problem)
-    root = {"values": leaf_values(root_net, range(n), {}), "before": ()}
+    by_step = sorted(range(n), key=lambda v: (-step_of[v], v))  # every operator, hottest first
+    hot = by_step[:TREE_HOT_OPS]
+    root = {"values": leaf_values(root_net, by_step, {}), "before": ()}
     tree: dict = {}
     root["node"] = tree
     counter = 0
@@ -638,6 +641,8 @@ def precedence_tree_bound(
         candidates.sort(reverse=True)
         chosen = None
         for *_, a, b in candidates[:TREE_CANDIDATE_PAIRS]:
+            if out_of_time():
+                break
             beat = chosen[0][0] if chosen else -1
             branches = []
             for first, second in ((a, b), (b, a)):
