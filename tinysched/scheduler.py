@@ -8,13 +8,14 @@ One time budget covers these stages, each only run while the best order is not y
    peak certifies the order at once;
 3. windows: large-neighbourhood search that reorders stretches of the best order around its peak
    exactly, and moves blocks of operators across the peak step;
-4. pair ("trap") cuts, which can raise the lower bound further, then a precedence tree: branch and
-   bound over the relative orders of hot pairs, each leaf bounded by cuts under its precedences;
+4. pair ("trap") cuts, which can raise the lower bound further;
 5. exact search over down-sets (sets of executed operators closed under predecessors), stage by
    stage between cut operators (`staged_search`): beams for better orders of the peak stage, then
    exact decisions (tinysched.layered, vectorised) whose failures raise the floor as
    `stage_exhaustive` bounds until it meets the peak;
-6. CP-SAT on the ordering problem for what the search could not finish, hinted with the best order
+6. a precedence tree: branch and bound over the relative orders of hot pairs of the best order,
+   each leaf bounded by minimum cuts under its precedences (tinysched.bounds);
+7. CP-SAT on the ordering problem for what the search could not finish, hinted with the best order
    and told the lower bound.
 
 `Schedule.certified` is only true when an argument proves no order does better: the lower bound
@@ -83,9 +84,6 @@ CP_SAT_MAX_OPS = 2_000
 # The precedence tree re-solves a few hundred cuts per split: beyond this size one split costs more
 # than its share of a usual budget.
 TREE_MAX_OPS = 3_000
-# Share of the budget for the first precedence tree, before the exact search: where the order is
-# already optimal the tree usually closes within it; where it is not, the search needs the time.
-TREE_PROBE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -995,9 +993,9 @@ def schedule(
     """The lowest-peak order found within `time_limit` seconds, certified when proven optimal.
 
     Each stage runs only while the best order is unproven, and each has a share of the budget:
-    heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %, the
-    precedence tree for 10 % (until 40 % at most), exact search until 80 %, the tree again (from the search's order)
-    until 92 %, CP-SAT until 97 % (a margin for its teardown).
+    heuristics and single-operator cuts (always), windows until 20 %, pair cuts until 30 %, exact
+    search until 80 %, the precedence tree (from the search's best order) until 93 %, CP-SAT until
+    97 % (a margin for its teardown).
     """
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -1080,16 +1078,6 @@ def schedule(
     if bound.bytes >= best_peak:
         return certified_by_bound(bound)
 
-    if n <= TREE_MAX_OPS:
-        say(f"lower bound {bound.bytes:,} B ({bound.kind}); precedence tree")
-        probe_end = min(at(0.4), time.perf_counter() + TREE_PROBE_SHARE * span)
-        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=probe_end)
-        stats["cuts"] += tree.cuts
-        stats["tree_nodes"] = tree.witness["nodes"]
-        bound = max(bound, tree, key=lambda b: b.bytes)
-        if bound.bytes >= best_peak:
-            return certified_by_bound(bound)
-
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
     search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
     staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
@@ -1101,11 +1089,11 @@ def schedule(
         bound = staged.bound  # a stage that cannot fit under the cut bound: a higher floor
     if staged.complete:  # the peak reached the floor: the cut bound's or a stage bound's
         return certified_by_bound(bound)
-    if n <= TREE_MAX_OPS and time.perf_counter() < at(0.85):
-        say(f"best order peaks at {best_peak:,} B; precedence tree again, from its hot steps")
-        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.92))
+    if n <= TREE_MAX_OPS:
+        say(f"best order peaks at {best_peak:,} B; precedence tree from its hot steps")
+        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.93))
         stats["cuts"] += tree.cuts
-        stats["tree_nodes"] = stats.get("tree_nodes", 0) + tree.witness["nodes"]
+        stats["tree_nodes"] = tree.witness["nodes"]
         bound = max(bound, tree, key=lambda b: b.bytes)
         if bound.bytes >= best_peak:
             return certified_by_bound(bound)
