@@ -300,3 +300,22 @@ def test_precedence_tree_holds_with_refined_step_savings(seed):
     assert optimum <= plain_downset_dp(OrderingProblem(graph)).peak_bytes
     tree = precedence_tree_bound(problem, list(range(problem.n_ops)), optimum, max_nodes=2000)
     assert 0 < tree.bytes <= optimum
+
+
+def test_precedence_tree_certificate_reads_as_a_sentence():
+    from random_dags import small_randwire
+
+    from tinysched.report.format import certificate_sentence
+
+    graph = small_randwire(0, nodes=6)
+    problem = OrderingProblem(graph)
+    tree = precedence_tree_bound(problem, list(range(problem.n_ops)), 99)
+    assert tree.bytes == 99  # the optimum (the pair bound reaches 82)
+    certificate = {
+        "kind": "lower_bound",
+        "lower_bound_bytes": tree.bytes,
+        "witness": {"bound": tree.kind, **tree.witness},
+    }
+    text = certificate_sentence(certificate, {})
+    assert text.startswith("optimal: no order can need less, because splitting the orders")
+    assert f"{tree.witness['leaves']:,} groups of orders" in text and "99 B" in text
