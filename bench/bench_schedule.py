@@ -152,7 +152,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     )
     lines = []
     for r in rows:
-        certified = f"yes ({r['kind']})" if r["certified"] else f"no, gap {r['gap']:.2f}%"
+        how = f"{r['kind']}: {r['bound_kind']}" if r["bound_kind"] else r["kind"]
+        certified = f"yes ({how})" if r["certified"] else f"no, gap {r['gap']:.2f}%"
         dp_seconds = f"{r['dp_seconds']:.3f}" if r["dp_done"] else f"> cap ({r['dp_seconds']:.0f} s)"
         dp_states = f"{r['dp_states']:,}" if r["dp_done"] else f"> {r['dp_states']:,}"
         lines.append(
@@ -255,7 +256,8 @@ def randwire_table(rows: list[dict[str, Any]], time_limit: float, variant: str =
         "|---|--:|--:|--:|--:|---|--:|---|--:|",
     ]
     for r in rows:
-        certified = f"yes ({r['kind']})" if r["certified"] else f"no, gap {r['gap']:.2f}%"
+        how = f"{r['kind']}: {r['bound_kind']}" if r["bound_kind"] else r["kind"]
+        certified = f"yes ({how})" if r["certified"] else f"no, gap {r['gap']:.2f}%"
         optimum = "—" if r["optimum"] is None else f"{r['optimum']:,}"
         out.append(
             f"| {r['name']} | {r['ops']} | {r['stored']:,} | {r['best']:,} | {r['lower']:,} | {certified} "

@@ -22,6 +22,7 @@ from tinysched.bounds import (
     OrderingProblem,
     first_step_bound,
     lower_bound,
+    precedence_tree_bound,
     recheck,
     stage_bound,
     trivial_bound,
@@ -64,6 +65,22 @@ def test_every_bound_is_at_most_the_optimum(graph):
     ):
         assert bound.bytes <= optimum, bound
         assert recheck(graph, bound), bound
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_dags(max_ops=8))
+def test_precedence_tree_never_exceeds_the_optimum_and_rechecks(graph):
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    order = next(iter(topological_orders(graph)))
+    net = CutNetwork(problem)
+    cuts = max((net.op_bound(v) for v in range(problem.n_ops)), default=0)
+    for target, nodes in ((10**12, 3), (10**12, 40), (problem.peak_bytes(order), 400)):
+        tree = precedence_tree_bound(problem, order, target, max_nodes=nodes)
+        assert tree.kind == "precedence_tree" and tree.witness["nodes"] <= nodes
+        assert cuts <= tree.bytes <= optimum, tree  # at least every single-operator cut
+        assert recheck(graph, tree)
+    assert not recheck(graph, LowerBound(optimum + 1, tree.kind, tree.witness))
 
 
 @FAST
@@ -222,6 +239,37 @@ def test_stage_bound_is_exact_and_rechecks(seed):
     assert raised  # the bottleneck stage proves the optimum
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_precedence_tree_on_small_randwire_meets_the_dp_optimum(seed):
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 4)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    order = list(range(problem.n_ops))  # the stored order
+    tree = precedence_tree_bound(problem, order, problem.peak_bytes(order), max_nodes=2000)
+    assert tree.bytes <= optimum
+    assert recheck(graph, tree)
+    tampered = {**tree.witness, "tree": {"split": [0, 0], "children": [{"op": 0}, {"op": 0}]}}
+    assert not recheck(graph, LowerBound(1, tree.kind, tampered))  # a split must name two operators
+
+
+@pytest.mark.parametrize("seed", [0, 6, 7, 10, 13])
+def test_precedence_tree_proves_what_a_pair_cannot(seed):
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 4)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    assert lower_bound(problem).bytes < optimum  # single and pair cuts fall short
+    tree = precedence_tree_bound(problem, list(range(problem.n_ops)), optimum, max_nodes=2000)
+    assert tree.bytes == optimum and recheck(graph, tree)
+
+
 def test_stage_bound_refuses_a_stretch_that_is_not_a_stage():
     graph = make_graph([8, 8, 8, 8], [([0], [1]), ([0], [2]), ([1, 2], [3])], [0], [3])
     problem = OrderingProblem(graph)
@@ -229,3 +277,45 @@ def test_stage_bound_refuses_a_stretch_that_is_not_a_stage():
         stage_bound(problem, 0, 0b001, 100)  # op 1 may run before op 0's sibling
     fake = LowerBound(10**9, "stage_exhaustive", {"start_ops": [], "stage_ops": [1], "cap_bytes": 0})
     assert not recheck(graph, fake)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_precedence_tree_holds_with_refined_step_savings(seed):
+    # the refined memory model's overlaps (overlap.Refinement.step_savings): each single-input
+    # operator that is its input's only reader saves half of it; the tree stays under that
+    # model's optimum
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 3)
+    savings = {}
+    for v, op in enumerate(graph.operators):
+        inputs = list(op.input_tensors)
+        if len(inputs) == 1 and graph.consumers.get(inputs[0], ()) == (v,) and inputs[0] in graph.producer:
+            savings[v] = (inputs[0], graph.tensors[inputs[0]].nbytes // 2)
+    assert savings
+    problem = OrderingProblem(graph, savings)
+    optimum = plain_downset_dp(problem).peak_bytes
+    assert optimum <= plain_downset_dp(OrderingProblem(graph)).peak_bytes
+    tree = precedence_tree_bound(problem, list(range(problem.n_ops)), optimum, max_nodes=2000)
+    assert 0 < tree.bytes <= optimum
+
+
+def test_precedence_tree_certificate_reads_as_a_sentence():
+    from random_dags import small_randwire
+
+    from tinysched.report.format import certificate_sentence
+
+    graph = small_randwire(0, nodes=6)
+    problem = OrderingProblem(graph)
+    tree = precedence_tree_bound(problem, list(range(problem.n_ops)), 99)
+    assert tree.bytes == 99  # the optimum (the pair bound reaches 82)
+    certificate = {
+        "kind": "lower_bound",
+        "lower_bound_bytes": tree.bytes,
+        "witness": {"bound": tree.kind, **tree.witness},
+    }
+    text = certificate_sentence(certificate, {})
+    assert text.startswith("optimal: no order can need less, because splitting the orders")
+    assert f"{tree.witness['leaves']:,} groups of orders" in text and "99 B" in text

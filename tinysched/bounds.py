@@ -27,6 +27,8 @@ the bound are solved (see `lower_bound`).
 
 from __future__ import annotations
 
+import heapq
+import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ __all__ = [
     "first_step_bound",
     "iter_bits",
     "lower_bound",
+    "precedence_tree_bound",
     "recheck",
     "stage_bound",
     "trivial_bound",
@@ -63,7 +66,7 @@ class LowerBound:
     """No topological order has a peak below `bytes`; `witness` says which argument shows it."""
 
     bytes: int
-    kind: str  # "none" | "trivial" | "first_step" | "op_cut" | "pair_cut" | "stage_exhaustive"
+    kind: str  # "none" | "trivial" | "first_step" | "op_cut" | "pair_cut" | "precedence_tree" | "stage_exhaustive"
     witness: dict = field(default_factory=dict)
     cuts: int = 0  # minimum cuts solved to find it (a cost measure, not part of the proof)
 
@@ -289,8 +292,14 @@ class CutNetwork:
 
     SOURCE, SINK = 0, 1
 
-    def __init__(self, problem: OrderingProblem) -> None:
+    def __init__(self, problem: OrderingProblem, precedences: Sequence[tuple[int, int]] = ()) -> None:
+        """`precedences`: pairs (a, b) that the orders considered run a before b. Each adds an
+        arc b -> a (infinite), so D is also closed under them; `required_before[b]` lists the a's,
+        which are executed at b's step (`conditioned_step`)."""
         self.problem = problem
+        self.required_before: dict[int, list[int]] = {}
+        for a, b in precedences:
+            self.required_before.setdefault(b, []).append(a)
         n = problem.n_ops
         self.infinite = problem.total_bytes + 1
         tails: list[int] = []
@@ -319,13 +328,35 @@ class CutNetwork:
             for c in problem.freeable_consumers[t]:
                 arc(node, op_node(c), self.infinite)
             node += 1
-        self.flow = max_flow.SimpleMaxFlow()
-        self.flow.add_arcs_with_capacity(
+        self.arcs = (
             np.asarray(tails, dtype=np.int32),
             np.asarray(heads, dtype=np.int32),
             np.asarray(caps, dtype=np.int64),
         )
+        self._build(precedences)
+
+    def _build(self, precedences: Sequence[tuple[int, int]]) -> None:
+        tails, heads, caps = self.arcs
+        if precedences:
+            extra = np.asarray(precedences, dtype=np.int32).reshape(-1, 2) + 2  # op nodes
+            tails = np.concatenate([tails, extra[:, 1]])
+            heads = np.concatenate([heads, extra[:, 0]])
+            caps = np.concatenate([caps, np.full(len(extra), self.infinite, dtype=np.int64)])
+        self.flow = max_flow.SimpleMaxFlow()
+        self.flow.add_arcs_with_capacity(tails, heads, caps)
         self.solved = 0
+
+    def with_precedences(self, precedences: Sequence[tuple[int, int]]) -> CutNetwork:
+        """The same network plus `precedences` (see __init__), without rebuilding the graph's arcs."""
+        other = object.__new__(CutNetwork)
+        other.problem, other.infinite, other.arcs = self.problem, self.infinite, self.arcs
+        other.force_in_arc, other.force_out_arc = self.force_in_arc, self.force_out_arc
+        other.base_out_capacity = self.base_out_capacity
+        other.required_before = {}
+        for a, b in precedences:
+            other.required_before.setdefault(b, []).append(a)
+        other._build(precedences)
+        return other
 
     def min_resident(self, forced_in: Iterable[int], forced_out: Iterable[int]) -> int | None:
         """Least resident bytes (less always-live ones) over down-sets D holding `forced_in` and none
@@ -370,6 +401,12 @@ class CutNetwork:
         if resident is None:
             return None
         return resident + self.problem.always_bytes + self.problem.output_bytes[op]
+
+    def conditioned_step(self, v: int, done: Sequence[int] = (), pending: Sequence[int] = ()) -> int | None:
+        """Least live bytes at v's step over the orders obeying the network's precedences that
+        have run `done` and not `pending` before v; None when no such order exists."""
+        forced_in = (*self.problem.predecessors[v], *self.required_before.get(v, ()), *done)
+        return self._step(v, self.min_resident(forced_in, (v, *pending)))
 
     def op_bound(self, v: int) -> int:
         """Least live bytes at v's step over all orders."""
@@ -493,7 +530,7 @@ def lower_bound(
             )
             if len(candidates) > MAX_PAIR_CANDIDATES:  # any subset of pairs gives a valid bound
                 break
-        candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+        candidates.sort(reverse=True)
         raised = False
         for est, u, v in candidates:
             if est <= best.bytes or best.bytes >= target or out_of_time():
@@ -515,6 +552,170 @@ def lower_bound(
         if not raised:
             break
     return LowerBound(best.bytes, best.kind, best.witness, net.solved)
+
+
+# The precedence tree: pairs screened per split, splits at most, and ops whose cuts a child re-solves.
+TREE_CANDIDATE_PAIRS = 40
+TREE_MAX_NODES = 4000
+TREE_HOT_OPS = 20
+TREE_RESOLVED_OPS = 10
+
+
+def _closure_ancestors(problem: OrderingProblem, precedences: Sequence[tuple[int, int]]) -> list[int] | None:
+    """Ancestor masks of the DAG plus the precedences (a before b), None if they form a cycle."""
+    n = problem.n_ops
+    preds = [list(p) for p in problem.predecessors]
+    for a, b in precedences:
+        preds[b].append(a)
+    indegree = [len(p) for p in preds]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for v in range(n):
+        for q in preds[v]:
+            succ[q].append(v)
+    ready = [v for v in range(n) if not indegree[v]]
+    ancestors = [0] * n
+    seen = 0
+    while ready:
+        v = ready.pop()
+        seen += 1
+        mask = 0
+        for q in preds[v]:
+            mask |= ancestors[q] | (1 << q)
+        ancestors[v] = mask
+        for s in succ[v]:
+            indegree[s] -= 1
+            if not indegree[s]:
+                ready.append(s)
+    return ancestors if seen == n else None
+
+
+def _infinite_or(net: CutNetwork, value: int | None) -> int:
+    return net.infinite if value is None else value
+
+
+def precedence_tree_bound(
+    problem: OrderingProblem,
+    order: Sequence[int],
+    target: int,
+    deadline: float | None = None,
+    max_nodes: int = TREE_MAX_NODES,
+) -> LowerBound:
+    """Branch and bound over relative orders of operator pairs (`pair_cut`, repeated).
+
+    A node of the tree is a set of precedences (a before b); every order obeys one leaf's. At a
+    leaf, the step of any operator w costs at least the minimum cut over the down-sets closed
+    under the DAG and the leaf's precedences (a `CutNetwork` with them), so the leaf's value is
+    the largest such cut found, and the least leaf value bounds every order. The leaf of least
+    value is split on the incomparable pair whose two orders raise the cheaper child most (screened
+    with the four conditioned cuts of `pair_cut`, candidates from the hot steps of `order`), until
+    every leaf reaches `target`, the deadline or `max_nodes`. The witness is the tree."""
+    n = problem.n_ops
+    steps = problem.step_profile(order)
+    step_of = dict(zip(order, steps, strict=True))
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.perf_counter() > deadline
+
+    def leaf_values(net: CutNetwork, ops: Iterable[int], known: dict[int, int]) -> dict[int, int]:
+        values = dict(known)  # a child's cuts are at least its parent's (fewer down-sets)
+        for w in ops:
+            if values and out_of_time():
+                break
+            values[w] = max(values.get(w, 0), _infinite_or(net, net.conditioned_step(w)))
+        return values
+
+    rng = random.Random(0)  # tie-breaks among equally hot pairs (uniform tensor sizes tie a lot)
+    root_net = CutNetwork(problem)
+    by_step = sorted(range(n), key=lambda v: (-step_of[v], v))  # every operator, hottest first
+    hot = by_step[:TREE_HOT_OPS]
+    root = {"values": leaf_values(root_net, by_step, {}), "before": ()}
+    tree: dict = {}
+    root["node"] = tree
+    counter = 0
+    heap = [(max(root["values"].values(), default=0), counter, root)]
+    cuts = root_net.solved
+    nodes = 1
+    while heap and heap[0][0] < target and nodes + 2 <= max_nodes and not out_of_time():
+        value, _, leaf = heapq.heappop(heap)
+        before = leaf["before"]
+        ancestors = _closure_ancestors(problem, before)
+        if ancestors is None:  # cannot happen: such leaves are infinite
+            heapq.heappush(heap, (value, -1, leaf))
+            break
+        net = root_net.with_precedences(before)
+        known = leaf["values"]
+        candidates = []
+        for h in hot:
+            for o in range(n):
+                if o != h and not ancestors[h] >> o & 1 and not ancestors[o] >> h & 1:
+                    noise = rng.random()
+                    candidates.append((max(step_of[h], step_of[o]), known.get(o, 0), noise, h, o))
+        candidates.sort(reverse=True)
+        chosen = None
+        for *_, a, b in candidates[:TREE_CANDIDATE_PAIRS]:
+            if out_of_time():
+                break
+            beat = chosen[0][0] if chosen else -1
+            branches = []
+            for first, second in ((a, b), (b, a)):
+                cost = _infinite_or(net, net.conditioned_step(second, done=(first,)))
+                if cost <= beat:
+                    cost = max(cost, _infinite_or(net, net.conditioned_step(first, pending=(second,))))
+                branches.append(cost)
+                if cost <= beat:
+                    break
+            if len(branches) == 2 and min(branches) > beat:
+                chosen = ((min(branches), max(branches)), a, b)
+        cuts += net.solved
+        if chosen is None:  # the leaf's precedences leave one order: keep its value
+            heapq.heappush(heap, (value, -1, leaf))
+            break
+        _, a, b = chosen
+        node = leaf["node"]
+        node["split"] = [a, b]
+        node["children"] = [{}, {}]
+        resolve = sorted(leaf["values"], key=lambda w: -leaf["values"][w])[:TREE_RESOLVED_OPS]
+        for k, pair in enumerate(((a, b), (b, a))):
+            child_before = (*before, pair)
+            child_net = root_net.with_precedences(child_before)
+            values = leaf_values(child_net, {*resolve, a, b}, leaf["values"])
+            cuts += child_net.solved
+            counter += 1
+            child = {"values": values, "before": child_before, "node": node["children"][k]}
+            heapq.heappush(heap, (max(values.values()), counter, child))
+        nodes += 2
+    # the least leaf value, every leaf with the operator that proves its value
+    for _, _, leaf in heap:
+        values = leaf["values"]
+        w = max(values, key=lambda op: (values[op], -op))
+        leaf["node"].update({"op": w, "cut_bytes": min(values[w], problem.total_bytes + 1)})
+    value = min((leaf_value for leaf_value, _, _ in heap), default=0)
+    value = min(value, problem.total_bytes + 1)
+    return LowerBound(value, "precedence_tree", {"tree": tree, "nodes": nodes, "leaves": len(heap)}, cuts)
+
+
+def _recheck_tree(problem: OrderingProblem, tree: dict, claimed: int) -> bool:
+    """Every leaf of the tree proves `claimed` for the orders obeying its precedences, and each
+    split covers every order (one of a, b runs first)."""
+    stack: list[tuple[dict, tuple[tuple[int, int], ...]]] = [(tree, ())]
+    base = CutNetwork(problem)
+    while stack:
+        node, before = stack.pop()
+        if "split" in node:
+            a, b = node["split"]
+            if a == b or not (0 <= a < problem.n_ops and 0 <= b < problem.n_ops):
+                return False
+            left, right = node["children"]
+            stack.append((left, (*before, (a, b))))
+            stack.append((right, (*before, (b, a))))
+            continue
+        w = node.get("op", -1)
+        if not 0 <= w < problem.n_ops:
+            return False
+        found = base.with_precedences(before).conditioned_step(w)
+        if found is not None and found < claimed:
+            return False
+    return True
 
 
 def stage_bound(
@@ -575,6 +776,8 @@ def recheck(graph: Graph, bound: LowerBound, model: Refinement | None = None) ->
             before = net.op_bound_before(first, second)
             branch.append(max(net.infinite if a is None else a for a in (after, before)))
         return bound.bytes <= min(branch)
+    if bound.kind == "precedence_tree":
+        return _recheck_tree(problem, w["tree"], bound.bytes)
     if bound.kind == "stage_exhaustive":
         start = sum(1 << v for v in w["start_ops"])
         ops = sum(1 << v for v in w["stage_ops"])

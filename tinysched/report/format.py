@@ -96,6 +96,12 @@ def certificate_sentence(
                 f"{_op(u, op_types, model_ops)} and {_op(v, op_types, model_ops)} run in one of two orders, and either way some step "
                 f"holds at least {fmt_bytes(w.get('cut_bytes'))}"
             )
+        elif how == "precedence_tree":
+            why = (
+                f"splitting the orders by which of two operators runs first, again and again, gives "
+                f"{w.get('leaves', 0):,} groups of orders that each have a step holding at least "
+                f"{fmt_bytes(bound)} (a minimum cut under each group's precedences)"
+            )
         elif how == "stage_exhaustive":
             why = (
                 f"the {len(w.get('stage_ops') or [])} operators between two operators every order runs at "
