@@ -19,6 +19,7 @@ import argparse
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,21 @@ def models(work: Path) -> list[Path]:
     return found
 
 
+# Both memory models: the refined one (the default) calls the in-place variants and no copy for a
+# view; the tensor one the default kernels and ts_copy for RESHAPE. Every kernel a build can call is measured.
+MEMORY_MODELS = ("refined", "tensor")
+
+
 def measure_one(path: Path, boards: list[str], work: Path) -> list[dict[str, Any]]:
+    rows = []
+    for model in MEMORY_MODELS:
+        rows += measure_model(path, boards, work / model, replace(DEFAULT_PLAN_OPTIONS, memory_model=model))
+    return rows
+
+
+def measure_model(path: Path, boards: list[str], work: Path, options: Any) -> list[dict[str, Any]]:
     try:
-        planned = plan(read_model(path), DEFAULT_PLAN_OPTIONS)
+        planned = plan(read_model(path), options)
         module = generate(planned)
     except TinyschedError as err:
         print(f"{path.stem}: skipped ({str(err)[:100]})", file=sys.stderr)
@@ -86,7 +99,9 @@ def measure_one(path: Path, boards: list[str], work: Path) -> list[dict[str, Any
             "ok": result.ok,
         }
         print(
-            f"{path.stem:34} {board:11} model {row['stack']:6} B  with harness {row['total']:6} B", flush=True
+            f"{path.stem:34} {board:11} {options.memory_model:8} model {row['stack']:6} B  with harness "
+            f"{row['total']:6} B",
+            flush=True,
         )
         rows.append(row)
     return rows
