@@ -283,3 +283,28 @@ def test_pad_in_place_bit_exact_on_the_host(tmp_path: Path) -> None:
     assert y.offset <= x.offset and x.offset + x.bytes <= y.offset + y.bytes  # the input inside
     result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, memory_model="refined")
     assert result.mismatches == [] and result.outputs_match
+
+
+def _wide_then_narrow(b: ModelBuilder) -> None:
+    """A wide first block (the peak: 16x16x8 in, 16x16x32 out) and a narrow depthwise-separable tail
+    whose steps stay far below it with the default kernels."""
+    x = b.input("x", (1, 16, 16, 8))
+    t = b.conv2d(x, 32, (3, 3), activation="RELU", name="wide")
+    t = b.conv2d(t, 16, (3, 3), stride=(2, 2), activation="RELU", name="down")
+    for k in range(2):
+        t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
+        t = b.conv2d(t, 16, (1, 1), activation="RELU", name=f"pw{k}")
+    b.output(t)
+
+
+def test_variants_that_lower_no_peak_are_dropped() -> None:
+    """Each variant costs flash (its requantisation table) and on some cores speed: the plan keeps
+    only those whose step would rise above the peak with the default kernel."""
+    g = _graph(_wide_then_narrow)
+    candidates = select_variants(g, "refined")
+    assert {g.operators[v].opcode for v in candidates} >= {"DEPTHWISE_CONV_2D"}
+    planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
+    assert len(planned.variants) < len(candidates)
+    speed = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, prefer="speed"))
+    assert planned.arena.arena_bytes <= speed.arena.arena_bytes
+    check_plan(planned.graph, planned.arena)

@@ -16,7 +16,14 @@ from tinysched.overlap import memory_model as build_model
 from tinysched.overlap import variant_shift
 from tinysched.variants import KernelVariant, scratch_bytes, with_variants
 
-__all__ = ["DEFAULT_PREFERENCE", "PREFERENCES", "candidate", "select_variants"]
+__all__ = [
+    "DEFAULT_PREFERENCE",
+    "PREFERENCES",
+    "candidate",
+    "select_variants",
+    "step_gains",
+    "unneeded_variants",
+]
 
 PREFERENCES = ("memory", "speed")
 DEFAULT_PREFERENCE = "memory"
@@ -77,6 +84,23 @@ def candidate(graph: Graph, op: Operator) -> KernelVariant | None:
         return None  # operands the code generator refuses anyway
 
 
+def step_gains(
+    graph: Graph, memory_model: str, variants: dict[int, KernelVariant], alignment: int = 1
+) -> dict[int, int]:
+    """operator -> the bytes its step saves by running its variant instead of the default kernel:
+    the extra overlap the variant allows, less its scratch (both rounded up to `alignment`)."""
+    if not variants:
+        return {}
+    base = build_model(graph, memory_model)
+    staged = build_model(with_variants(graph, variants), memory_model)
+    return {
+        v: staged.saving(v, alignment)
+        - base.saving(v, alignment)
+        - _round_up(variant.scratch_bytes, alignment)
+        for v, variant in variants.items()
+    }
+
+
 def select_variants(
     graph: Graph, memory_model: str, prefer: str = DEFAULT_PREFERENCE, alignment: int = 1
 ) -> dict[int, KernelVariant]:
@@ -84,13 +108,14 @@ def select_variants(
     if memory_model != "refined" or prefer != "memory":
         return {}
     found = {op.index: c for op in graph.operators if (c := candidate(graph, op)) is not None}
-    if not found:
-        return {}
-    base = build_model(graph, memory_model)
-    staged = build_model(with_variants(graph, found), memory_model)
-    chosen = {}
-    for v, variant in found.items():
-        gain = staged.saving(v, alignment) - base.saving(v, alignment)
-        if gain > _round_up(variant.scratch_bytes, alignment):
-            chosen[v] = variant
-    return chosen
+    gains = step_gains(graph, memory_model, found, alignment)
+    return {v: variant for v, variant in found.items() if gains[v] > 0}
+
+
+def unneeded_variants(step_bytes: dict[int, int], gains: dict[int, int], peak_bytes: int) -> set[int]:
+    """The variants whose step would stay at or under the plan's peak with the default kernel
+    (`step_bytes`: each variant operator's live bytes in the plan; `gains`: `step_gains`): they cost
+    flash (their requantisation tables) and, on some cores, speed, and lower no peak. Dropping them
+    can still move buffers (a chain may drift again), so the caller re-plans and keeps the result
+    only if the arena is no larger."""
+    return {v for v, gain in gains.items() if step_bytes.get(v, 0) + gain <= peak_bytes}

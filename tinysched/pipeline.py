@@ -23,8 +23,9 @@ from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
 from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
-from tinysched.inplace import DEFAULT_PREFERENCE, PREFERENCES, select_variants
+from tinysched.inplace import DEFAULT_PREFERENCE, PREFERENCES, select_variants, step_gains, unneeded_variants
 from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
+from tinysched.memory import profile
 from tinysched.overlap import MODELS, memory_model
 from tinysched.pools import PoolRequest, plan_pools, pool_request
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
@@ -176,7 +177,7 @@ class Planned:
                 if self.options.prefer == "speed"
                 else f"the {self.memory_model} memory model"
                 if self.memory_model == "tensor"
-                else "no operator gains from one"
+                else "no in-place variant lowers the peak"
             )
             return f"default kernels everywhere ({why})"
         scratch = max(v.scratch_bytes for v in chosen.values())
@@ -256,15 +257,15 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     check_graph(placed, batch_placeholders=True)
     note = None
     default_kernels = placed  # replaced below by the graph with the default kernels' scratch
+    unvaried, kernel_scratch = placed, {}
+    chosen: dict[int, KernelVariant] = {}
     try:
         codegen.check_supported(placed)
-        scratch = codegen.scratch_needs(placed)
-        default_kernels = codegen.with_scratch(placed, dict(scratch))
+        kernel_scratch = codegen.scratch_needs(placed)
+        default_kernels = codegen.with_scratch(placed, dict(kernel_scratch))
         if not options.recomputing:  # a recomputation sequence is planned in the tensor model
             chosen = select_variants(placed, options.memory_model, options.prefer, options.alignment)
-            placed = with_variants(placed, chosen)
-            scratch.update({v: variant.scratch_bytes for v, variant in chosen.items()})
-        placed = codegen.with_scratch(placed, scratch)
+        placed = _with_kernel_variants(unvaried, kernel_scratch, chosen)
     except TinyschedError as err:
         note = str(err)
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check
@@ -289,6 +290,27 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             model=refinement,
         )
         seconds["schedule"] = sched.seconds
+        # Variants that lower no peak cost flash and speed for nothing: plan once more without
+        # them (when the first plan left time for it) and keep that plan if its arena is no larger.
+        step_bytes = {s.op: s.live_bytes for s in profile(placed, sched.order, refinement).steps}
+        drop = unneeded_variants(
+            {v: step_bytes.get(v, 0) for v in chosen},
+            step_gains(unvaried, options.planned_memory_model, chosen),
+            sched.peak_bytes,
+        )
+        if drop and time.perf_counter() - clock < (budget.schedule + budget.placement) / 2:
+            kept = {v: c for v, c in chosen.items() if v not in drop}
+            trial = _with_kernel_variants(unvaried, kernel_scratch, kept)
+            trial_model = memory_model(trial, options.planned_memory_model)
+            trial_sched, trial_arena = plan_model(
+                trial,
+                alignment=options.alignment,
+                time_limit=budget.placement / 2,
+                schedule_time_limit=budget.schedule / 2,
+                model=trial_model,
+            )
+            if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
+                placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement)
     seconds["placement"] = arena.seconds
@@ -309,6 +331,14 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         seconds,
         default_kernels,
     )
+
+
+def _with_kernel_variants(graph: Graph, scratch: dict[int, int], chosen: dict[int, KernelVariant]) -> Graph:
+    """`graph` with the chosen variants recorded and every kernel's scratch tensor added."""
+    from tinysched import codegen
+
+    needs = {**scratch, **{v: variant.scratch_bytes for v, variant in chosen.items()}}
+    return codegen.with_scratch(with_variants(graph, chosen), needs)
 
 
 def tensor_model_optimum(planned: Planned, time_limit: float | None = None) -> Schedule:
