@@ -231,3 +231,17 @@ def test_measure_with_int8_io_on_qemu(edge_model, tmp_path, capsys):
     doc = json.loads(next(out.glob("*_metadata.json")).read_text())
     assert doc["build"]["plan_options"]["io"] == "int8" and doc["build"]["io"] == payload["io"]
     assert doc["model"]["io"] == payload["io"] and doc["model"]["inputs"][0]["dtype"] == "float32"
+
+
+def test_report_says_which_edges_are_int8(edge_model, tmp_path):
+    from tinysched.cli import main
+
+    base = [str(edge_model), "--board", "nucleo-f767", "--no-build", "--no-tflm", "--no-recompute-tradeoff"]
+    assert main(["report", *base, "--io", "int8", "-o", str(tmp_path / "int8.md")]) == 0
+    row = next(x for x in (tmp_path / "int8.md").read_text().splitlines() if x.startswith("| interface |"))
+    assert (
+        "--io int8: input 0 int8 (scale 0.0199999996, zero point 3; model operator 0 QUANTIZE removed)" in row
+    )
+    assert "output 0 int8" in row and "model operator 4 DEQUANTIZE removed" in row
+    assert main(["report", *base, "-o", str(tmp_path / "own.md")]) == 0
+    assert "| interface | the model's own inputs and outputs |" in (tmp_path / "own.md").read_text()

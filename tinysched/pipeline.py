@@ -383,7 +383,8 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             "--memory-model",
             choices=tuple(MODELS),
             default=None,  # None: the default, so a verb can tell an explicit choice (plan --tflm)
-            help="refined: views share their input and outputs overlap dying inputs as far as the "
+            help="refined: views, split outputs and in-place concatenations share one buffer, and outputs "
+            "overlap dying inputs as far as the "
             "kernels' access order allows; tensor: every tensor its own bytes (TFLM's model, for "
             f"comparison; --tflm and --recompute plan in it) (default {DEFAULT_MEMORY_MODEL})",
         )

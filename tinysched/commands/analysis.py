@@ -354,7 +354,8 @@ def memory_model_line(planned: Any) -> str:
     """Which memory model the plan is in, and why when it is not the one asked for."""
     name = planned.memory_model
     what = {
-        "refined": "views share their input, outputs overlap dying inputs as the kernels allow",
+        "refined": "views, split outputs and in-place concatenations share one buffer, outputs overlap dying "
+        "inputs as the kernels allow",
         "tensor": "every tensor its own bytes for its whole lifetime",
     }.get(name, name)
     note = planned.options.memory_model_note

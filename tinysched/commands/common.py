@@ -143,7 +143,10 @@ def certificate_line(sched: Any, graph: Any, planned: Any = None) -> str:
         else {op.index: planned.source_operator(op.index) for op in graph.operators},
     )
     if getattr(sched, "memory_model", "tensor") != "tensor":
-        text += " (in the refined memory model: outputs overlap dying inputs as far as the kernels allow)"
+        text += (
+            " (in the refined memory model: views and slices share their buffer, outputs overlap dying "
+            "inputs as far as the kernels allow)"
+        )
     return text
 
 

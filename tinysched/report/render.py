@@ -69,7 +69,8 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
     whole = sched.get("tensor_model_optimum")
     if refined:
         certificate_text += (
-            " (in the refined memory model: outputs overlap dying inputs as far as the kernels allow)"
+            " (in the refined memory model: views and slices share their buffer, outputs overlap dying inputs as "
+            "far as the kernels allow)"
         )
     model_text = model_sentence(sched, whole)
     tradeoff = doc["recompute_tradeoff"]
@@ -142,6 +143,7 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
         "verdict": verdict,
         "certificate_text": certificate_text,
         "model_text": model_text,
+        "io_text": io_sentence(doc["model"].get("io") or {}),
         "refined": refined,
         "spark_tensor": sparkline(tensor_live) if tensor_live else "",
         "headline": doc_headline(doc),
@@ -166,6 +168,21 @@ TECHNIQUE_WORDS = {
 }
 
 
+def io_sentence(io: dict[str, Any]) -> str:
+    """The generated API's edges in words: the model's own, or which became int8 (--io int8)."""
+    edges = io.get("edges") or []
+    if io.get("mode", "model") == "model":
+        return "the model's own inputs and outputs"
+    if not edges:
+        return f"--io {io.get('mode')}: no edge qualifies; the model's own inputs and outputs"
+    parts = [
+        f"{e['role']} {e['position']} int8 (scale {e['scale']:.9g}, zero point {e['zero_point']}; "
+        f"model operator {e['model_op']} {e['opcode']} removed)"
+        for e in edges
+    ]
+    return f"--io {io.get('mode')}: " + "; ".join(parts)
+
+
 def model_sentence(sched: dict[str, Any], whole: dict[str, Any] | None) -> str:
     """Which memory model the numbers are in, with the tensor-model optimum beside a refined one."""
     name = sched.get("memory_model", "tensor")
@@ -173,7 +190,10 @@ def model_sentence(sched: dict[str, Any], whole: dict[str, Any] | None) -> str:
     if name == "tensor":
         text = "tensor: every tensor its own bytes for its whole lifetime"
     else:
-        text = f"{name}: views share their input, outputs overlap dying inputs as the kernels' order allows"
+        text = (
+            f"{name}: views, split outputs and in-place concatenations share one buffer, outputs overlap "
+            "dying inputs as the kernels' order allows"
+        )
         if whole:
             proof = "certified" if whole["certified"] else "not proven"
             text += f"; tensor-model optimum {whole['peak_bytes']:,} B ({proof})"
