@@ -213,7 +213,7 @@ def test_an_arena_larger_than_every_region_is_split_over_them(demo, cut_board):
         (["--pool", "ssram23=1K", "--pool", "psram=1K"], "the arena does not fit the regions"),
         (
             ["--pool", "ssram23=4K", "--pin", "a/depthwise=ssram23"],
-            "--pin: the tensors pinned to ssram23 need 8,192 B",
+            "--pin: the tensors pinned to ssram23 need",  # their bytes depend on the kernels chosen
         ),
     ],
     ids=[

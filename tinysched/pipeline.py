@@ -281,36 +281,39 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         arena = plan_arena(placed, rplan.sequence, options.alignment, budget.placement)
         refinement = None
     else:
+        # With in-place variants the ordering and placement budgets are split in two halves: one for
+        # the plan with every variant, one for the plan without those that lower no peak (they cost
+        # flash and, on some cores, speed for nothing). The split does not depend on how long the
+        # first plan took, so the kernels chosen do not depend on the machine's load.
+        share = 0.5 if chosen else 1.0
         refinement = memory_model(placed, options.planned_memory_model)
         sched, arena = plan_model(
             placed,
             alignment=options.alignment,
-            time_limit=budget.placement,
-            schedule_time_limit=budget.schedule,
+            time_limit=budget.placement * share,
+            schedule_time_limit=budget.schedule * share,
             model=refinement,
         )
-        seconds["schedule"] = sched.seconds
-        # Variants that lower no peak cost flash and speed for nothing: plan once more without
-        # them (when the first plan left time for it) and keep that plan if its arena is no larger.
         step_bytes = {s.op: s.live_bytes for s in profile(placed, sched.order, refinement).steps}
         drop = unneeded_variants(
             {v: step_bytes.get(v, 0) for v in chosen},
             step_gains(unvaried, options.planned_memory_model, chosen),
             sched.peak_bytes,
         )
-        if drop and time.perf_counter() - clock < (budget.schedule + budget.placement) / 2:
+        if drop:
             kept = {v: c for v, c in chosen.items() if v not in drop}
             trial = _with_kernel_variants(unvaried, kernel_scratch, kept)
             trial_model = memory_model(trial, options.planned_memory_model)
             trial_sched, trial_arena = plan_model(
                 trial,
                 alignment=options.alignment,
-                time_limit=budget.placement / 2,
-                schedule_time_limit=budget.schedule / 2,
+                time_limit=budget.placement * share,
+                schedule_time_limit=budget.schedule * share,
                 model=trial_model,
             )
             if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
                 placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
+        seconds["schedule"] = sched.seconds
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement)
     seconds["placement"] = arena.seconds
