@@ -103,6 +103,7 @@ def run_case(name: str, group: str, graph: Graph, time_limit: float) -> dict[str
         "lower": sched.lower_bound_bytes,
         "certified": sched.certified,
         "kind": sched.certificate.kind if sched.certificate else "",
+        "bound_kind": sched.stats.get("bound_kind", ""),
         "gap": sched.gap_percent,
         "seconds": sched.seconds,
         "method": sched.method,
