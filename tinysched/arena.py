@@ -749,42 +749,6 @@ def _view_placements(
     return tuple(out)
 
 
-def _assemble(
-    graph: Graph,
-    order: Sequence[int],
-    alignment: int,
-    buffers: Sequence[Buffer],
-    offset_units: dict[tuple[int, int], int],
-    *,
-    optimal: bool,
-    methods: Sequence[str],
-    started: float,
-    greedy_units: int,
-    model: Refinement | None = None,
-) -> ArenaPlan:
-    placements = tuple(
-        Placement(
-            b.index, b.name, offset_units[b.key] * alignment, b.bytes, b.first_step, b.last_step, b.instance
-        )
-        for b in sorted(buffers, key=lambda b: b.key)
-    )
-    placements = _view_placements(graph, order, model, placements)
-    refined = _refined(model, order)
-    return ArenaPlan(
-        order=tuple(order),
-        alignment=alignment,
-        arena_bytes=max((align_up(p.offset + p.bytes, alignment) for p in placements), default=0),
-        lower_bound_bytes=aligned_lower_bound(buffers, step_savings(model, order, alignment)),
-        optimal=optimal,
-        method="+".join(dict.fromkeys(methods)) or "empty",
-        buffers=placements,
-        seconds=time.perf_counter() - started,
-        peak_bytes=order_peak_bytes(graph, order, model),
-        greedy_bytes=greedy_units * alignment,
-        memory_model="tensor" if refined is None else refined.name,
-    )
-
-
 def assemble_plan(
     graph: Graph,
     order: Sequence[int],
@@ -801,21 +765,29 @@ def assemble_plan(
 ) -> ArenaPlan:
     """The ArenaPlan of offsets found by `place_buffers` (per region, for a split arena: `pools`,
     whose bytes add up to the plan's `arena_bytes`)."""
-    plan = _assemble(
-        graph,
-        order,
-        alignment,
-        buffers,
-        offset_units,
-        optimal=optimal,
-        methods=methods,
-        started=started,
-        greedy_units=greedy_units,
-        model=model,
+    placements = tuple(
+        Placement(
+            b.index, b.name, offset_units[b.key] * alignment, b.bytes, b.first_step, b.last_step, b.instance
+        )
+        for b in sorted(buffers, key=lambda b: b.key)
     )
-    if not pools:
-        return plan
-    return replace(plan, pools=pools, arena_bytes=sum(p.bytes for p in pools))
+    placements = _view_placements(graph, order, model, placements)
+    refined = _refined(model, order)
+    single_arena = max((align_up(p.offset + p.bytes, alignment) for p in placements), default=0)
+    return ArenaPlan(
+        order=tuple(order),
+        alignment=alignment,
+        arena_bytes=sum(p.bytes for p in pools) if pools else single_arena,
+        lower_bound_bytes=aligned_lower_bound(buffers, step_savings(model, order, alignment)),
+        optimal=optimal,
+        method="+".join(dict.fromkeys(methods)) or "empty",
+        buffers=placements,
+        seconds=time.perf_counter() - started,
+        peak_bytes=order_peak_bytes(graph, order, model),
+        greedy_bytes=greedy_units * alignment,
+        memory_model="tensor" if refined is None else refined.name,
+        pools=pools,
+    )
 
 
 def greedy_plan(
@@ -837,7 +809,7 @@ def greedy_plan(
     bound = aligned_lower_bound(buffers, savings) // alignment
     pairs = _block_pairs(blocks, savings, _pair_shifts(model, order), alignment)
     solution = chosen.run(Problem(blocks, bound, pairs=pairs))
-    return _assemble(
+    return assemble_plan(
         graph,
         order,
         alignment,
@@ -883,7 +855,7 @@ def plan_arena(
     placed = place_buffers(
         buffers, alignment, savings, _pair_shifts(model, order), greedy, exact, started, time_limit
     )
-    return _assemble(
+    return assemble_plan(
         graph,
         order,
         alignment,

@@ -151,6 +151,15 @@ def _pixels(graph: Graph, op: Operator, kernel: tuple[int, int], dilation: tuple
     return in_lo.astype(np.int64), out_end.astype(np.int64), (b * oh + yy).astype(np.int64), x.nbytes
 
 
+def _filter_pixels(graph: Graph, op: Operator):
+    """`_pixels` for a convolution: its window is the filter's height and width (input 1, OHWI or
+    1HWC), dilated by the operator's dilation factors."""
+    w = graph.tensors[op.inputs[1]]
+    dh = int(op.options.get("dilation_hfactor", 1) or 1)
+    dw = int(op.options.get("dilation_wfactor", 1) or 1)
+    return _pixels(graph, op, (w.shape[1], w.shape[2]), (dh, dw))
+
+
 def _conv(graph: Graph, op: Operator, position: int, out: int) -> int | None:
     """CONV_2D (ts_kernels.h, CONV_2D "Read/write order"): groups of one or two horizontally
     adjacent pixels of a row (patch and run paths, pairing left open: any runs of <= 2); aligned pairs
@@ -161,9 +170,7 @@ def _conv(graph: Graph, op: Operator, position: int, out: int) -> int | None:
         return None
     w = graph.tensors[op.inputs[1]]
     fh, fw = w.shape[1], w.shape[2]
-    dh = int(op.options.get("dilation_hfactor", 1) or 1)
-    dw = int(op.options.get("dilation_wfactor", 1) or 1)
-    px = _pixels(graph, op, (fh, fw), (dh, dw))
+    px = _filter_pixels(graph, op)
     if px is None:
         return None
     in_lo, out_end, rows, in_bytes = px
@@ -181,10 +188,7 @@ def _depthwise(graph: Graph, op: Operator, position: int, out: int) -> int | Non
     32 pixels of one row (DSP and Helium paths), channel blocks interleaved with reads within a group."""
     if position != 0 or out != 0:
         return None
-    w = graph.tensors[op.inputs[1]]
-    dh = int(op.options.get("dilation_hfactor", 1) or 1)
-    dw = int(op.options.get("dilation_wfactor", 1) or 1)
-    px = _pixels(graph, op, (w.shape[1], w.shape[2]), (dh, dw))
+    px = _filter_pixels(graph, op)
     if px is None:
         return None
     in_lo, out_end, rows, in_bytes = px
@@ -343,10 +347,7 @@ def _depthwise_staged(graph: Graph, op: Operator, position: int, out: int, lag: 
     later read lies in the fields of pixels j + lag + 1 on: D = min_k (R(k+1) - W(k - lag))."""
     if position != 0 or out != 0 or lag < 0:
         return None
-    w = graph.tensors[op.inputs[1]]
-    dh = int(op.options.get("dilation_hfactor", 1) or 1)
-    dw = int(op.options.get("dilation_wfactor", 1) or 1)
-    px = _pixels(graph, op, (w.shape[1], w.shape[2]), (dh, dw))
+    px = _filter_pixels(graph, op)
     if px is None:
         return None
     in_lo, out_end, _, in_bytes = px

@@ -262,10 +262,10 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     try:
         codegen.check_supported(placed)
         kernel_scratch = codegen.scratch_needs(placed)
-        default_kernels = codegen.with_scratch(placed, dict(kernel_scratch))
+        default_kernels = codegen.with_scratch(placed, kernel_scratch)
         if not options.recomputing:  # a recomputation sequence is planned in the tensor model
             chosen = select_variants(placed, options.memory_model, options.prefer, options.alignment)
-        placed = _with_kernel_variants(unvaried, kernel_scratch, chosen)
+        placed = _with_kernel_variants(unvaried, kernel_scratch, chosen) if chosen else default_kernels
     except TinyschedError as err:
         note = str(err)
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check

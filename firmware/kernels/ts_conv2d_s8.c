@@ -11,6 +11,7 @@
  *  - conv_generic, the original loop nest, kept as the reference for anything conv_fast refuses.
  */
 #include "ts_fixedpoint.h"
+#include "ts_index.h"
 #include "ts_kernels.h"
 #include "ts_mve.h"
 #include "ts_simd.h"
@@ -144,21 +145,6 @@ static inline void dot_1x2(const int8_t *in, const int8_t *w0, const int8_t *w1,
     acc[1] = a1;
 }
 
-/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
-static inline void tap_range(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
-                             int32_t *k1)
-{
-    int32_t lo = 0, hi = taps;
-    while (lo < taps && start + lo * dilation < 0) {
-        ++lo;
-    }
-    while (hi > lo && start + (hi - 1) * dilation >= size) {
-        --hi;
-    }
-    *k0 = lo;
-    *k1 = hi;
-}
-
 /* The geometry shared by one or two output pixels of the same output row: the runs to reduce. */
 typedef struct {
     int32_t ky0, ky1;      /* filter rows inside the input */
@@ -289,7 +275,7 @@ static void runs_for(const ts_conv2d_s8_params *p, int32_t x0, int32_t ky0, int3
                      int32_t *kx0)
 {
     int32_t kx1;
-    tap_range(x0, p->dilation_w, p->filter_w, p->in_w, kx0, &kx1);
+    ts_tap_range(x0, p->dilation_w, p->filter_w, p->in_w, kx0, &kx1);
     r->ky0 = ky0;
     r->ky1 = ky1;
     r->in_row_step = p->dilation_h * p->in_w * p->in_c;
@@ -316,7 +302,7 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
         for (y = 0; y < p->out_h; ++y) {
             const int32_t y0 = y * p->stride_h - p->pad_top;
             int32_t ky0, ky1;
-            tap_range(y0, p->dilation_h, p->filter_h, in_h, &ky0, &ky1);
+            ts_tap_range(y0, p->dilation_h, p->filter_h, in_h, &ky0, &ky1);
             for (x = 0; x < out_w;) {
                 const int32_t x0 = x * stride_w - p->pad_left;
                 conv_runs r0, r1;

@@ -11,6 +11,7 @@
  *  - dw_generic, the original loop nest, kept as the reference.
  */
 #include "ts_fixedpoint.h"
+#include "ts_index.h"
 #include "ts_kernels.h"
 #include "ts_mve.h"
 #include "ts_simd.h"
@@ -19,21 +20,6 @@ static inline int8_t dw_out(const ts_depthwise_conv2d_s8_params *p, int32_t acc,
 {
     acc = ts_requantize_nonsat(acc, p->multiplier[o], p->shift[o]) + p->output_offset;
     return (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
-}
-
-/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
-static inline void tap_range(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
-                             int32_t *k1)
-{
-    int32_t lo = 0, hi = taps;
-    while (lo < taps && start + lo * dilation < 0) {
-        ++lo;
-    }
-    while (hi > lo && start + (hi - 1) * dilation >= size) {
-        --hi;
-    }
-    *k0 = lo;
-    *k1 = hi;
 }
 
 /* acc[0..3] += the products of channels c..c+3 (in and w already point at channel c of the first
@@ -271,14 +257,14 @@ static void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *inp
             const int32_t y0 = y * p->stride_h - p->pad_top;
             int32_t ky0, ky1, th;
             const int8_t *in_y;
-            tap_range(y0, p->dilation_h, fh, in_h, &ky0, &ky1);
+            ts_tap_range(y0, p->dilation_h, fh, in_h, &ky0, &ky1);
             th = ky1 - ky0;
             in_y = in_b + (size_t)(y0 + ky0 * p->dilation_h) * in_w * c_n; /* used only when th > 0 */
             for (x = 0; x < out_w; x += n) {
                 n = out_w - x < DW_CHUNK ? out_w - x : DW_CHUNK;
                 for (i = n - 1; i >= 0; --i) {
                     int32_t kx0, kx1;
-                    tap_range((x + i) * stride_w - p->pad_left, 1, fw, in_w, &kx0, &kx1);
+                    ts_tap_range((x + i) * stride_w - p->pad_left, 1, fw, in_w, &kx0, &kx1);
                     px_kx0[i] = (int8_t)kx0;
                     px_tw[i] = (int8_t)(th > 0 && kx1 > kx0 ? kx1 - kx0 : 0);
                     px_run[i] = (int8_t)(is3x3 && th == 3 && px_tw[i] == 3 ? (i + 1 < n ? px_run[i + 1] : 0) + 1 : 0);
@@ -346,13 +332,13 @@ static void dw_fast(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
         for (y = 0; y < p->out_h; ++y) {
             const int32_t y0 = y * p->stride_h - p->pad_top;
             int32_t ky0, ky1;
-            tap_range(y0, p->dilation_h, p->filter_h, in_h, &ky0, &ky1);
+            ts_tap_range(y0, p->dilation_h, p->filter_h, in_h, &ky0, &ky1);
             for (x = 0; x < p->out_w; ++x) {
                 const int32_t x0 = x * p->stride_w - p->pad_left;
                 const int8_t *in = in_b; /* not read when the window misses the input */
                 const int8_t *w = filter;
                 int32_t kx0, kx1;
-                tap_range(x0, p->dilation_w, p->filter_w, in_w, &kx0, &kx1);
+                ts_tap_range(x0, p->dilation_w, p->filter_w, in_w, &kx0, &kx1);
                 if (ky1 > ky0 && kx1 > kx0) {
                     in += ((size_t)(y0 + ky0 * p->dilation_h) * in_w + (size_t)(x0 + kx0 * p->dilation_w)) *
                           in_c;
@@ -500,8 +486,8 @@ static TS_NOINLINE void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, cons
     const ts_rq *q = (const ts_rq *)(const void *)rq_table;
     int32_t ky0, ky1, kx0, kx1, th, tw, c;
     const int8_t *in = in_b; /* not read when the window misses the input */
-    tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
-    tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
+    ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    ts_tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
     th = ky1 - ky0;
     tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
     if (tw > 0) {
@@ -556,7 +542,7 @@ static TS_NOINLINE void dw_row_rq(const ts_depthwise_conv2d_s8_params *p, const 
     int32_t ky0, ky1, x, k, s = k0 % slots;
     int full_rows;
     const int8_t *in_y = in_b;
-    tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
     full_rows = p->filter_h == 3 && p->filter_w == 3 && ky1 - ky0 == 3 && (c_n & 3) == 0;
     if (full_rows) {
         in_y += (size_t)y0 * in_w * c_n;

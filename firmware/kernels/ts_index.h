@@ -1,7 +1,8 @@
 /*
  * ts_index.h - walking an N-d index in row-major order while tracking strided offsets into up to
  * two source tensors (private to firmware/kernels). Used by the broadcasting, MEAN, PAD and
- * TRANSPOSE kernels, whose shapes arrive padded on the left to TS_MAX_DIMS dimensions.
+ * TRANSPOSE kernels, whose shapes arrive padded on the left to TS_MAX_DIMS dimensions; and the window
+ * taps a convolution reads (CONV_2D, DEPTHWISE_CONV_2D, their Helium paths).
  */
 #ifndef TS_INDEX_H
 #define TS_INDEX_H
@@ -56,6 +57,22 @@ static inline void ts_walk_next(ts_walk *w, const int32_t *dims, const int32_t *
         }
         w->index[d] = 0;
     }
+}
+
+/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size): the
+ * window rows or columns a convolution reads without padding. */
+static inline void ts_tap_range(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
+                                int32_t *k1)
+{
+    int32_t lo = 0, hi = taps;
+    while (lo < taps && start + lo * dilation < 0) {
+        ++lo;
+    }
+    while (hi > lo && start + (hi - 1) * dilation >= size) {
+        --hi;
+    }
+    *k0 = lo;
+    *k1 = hi;
 }
 
 #endif /* TS_INDEX_H */

@@ -34,6 +34,7 @@
 
 #include <stdint.h>
 
+#include "ts_index.h"
 #include "ts_kernels.h"
 
 #ifndef TS_MVE
@@ -576,21 +577,6 @@ static inline void ts_mve_dw8_pair(const int8_t *in, int32_t px_step, const int8
     ts_mve_dw_store(e1, o1, k, p, 8, out1);
 }
 
-/* The taps [k0, k1) of a window starting at `start` (stride `dilation`) that land in [0, size). */
-static inline void ts_mve_taps(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *k0,
-                               int32_t *k1)
-{
-    int32_t lo = 0, hi = taps;
-    while (lo < taps && start + lo * dilation < 0) {
-        ++lo;
-    }
-    while (hi > lo && start + (hi - 1) * dilation >= size) {
-        --hi;
-    }
-    *k0 = lo;
-    *k1 = hi;
-}
-
 /* The constants of channels [c, c + n) deinterleaved (lanes past n: 0): gathers of the even and
  * odd channels (predicated: nothing past channel c + n - 1 is read), the filter sums over all taps
  * widened to 32 bits per tap. */
@@ -649,7 +635,7 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
         for (y = 0; y < p->out_h; ++y) {
             const int32_t iy0 = y * p->stride_h - p->pad_top;
             int32_t ky0, ky1;
-            ts_mve_taps(iy0, dh, fh, in_h, &ky0, &ky1);
+            ts_tap_range(iy0, dh, fh, in_h, &ky0, &ky1);
             for (x0 = 0; x0 < out_w; x0 += TS_MVE_DW_CHUNK) {
                 const int32_t x1 = out_w - x0 < TS_MVE_DW_CHUNK ? out_w : x0 + TS_MVE_DW_CHUNK;
                 int8_t *out_row = output + ((size_t)(b * p->out_h + y) * out_w) * c_all;
@@ -659,7 +645,7 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
                     for (x = x0; x < x1;) {
                         const int32_t ix0 = x * p->stride_w - p->pad_left;
                         int32_t kx0, kx1;
-                        ts_mve_taps(ix0, dw, fw, in_w, &kx0, &kx1);
+                        ts_tap_range(ix0, dw, fw, in_w, &kx0, &kx1);
                         if (n == 8 && ky0 == 0 && ky1 == fh && kx0 == 0 && kx1 == fw) {
                             /* a run of whole windows: the same taps, moved by the stride */
                             const int8_t *in = in_b + ((size_t)iy0 * in_w + ix0) * c_all + c;
