@@ -56,6 +56,7 @@ from tinysched.fold import NotFoldable, strided_slice_index
 from tinysched.graph import Graph, Operator
 from tinysched.memory import Lifetime, lifetimes
 from tinysched.rewrite import explicit_padding
+from tinysched.stream import STREAM_OPCODE, WINDOWED, row_window, stream_of
 from tinysched.variants import variant_of
 
 __all__ = [
@@ -286,6 +287,38 @@ def _quantize(graph: Graph, op: Operator, position: int, out: int) -> int | None
     return _elementwise(graph, op, position, out) if position == 0 else None
 
 
+def _streamed(graph: Graph, op: Operator, position: int, out: int) -> int | None:
+    """A streamed pair (tinysched.stream; ts_kernels.h "Streamed pairs"): one group per output row r
+    of the consumer, whose bytes are written after the producer has computed every row of the
+    streamed tensor that row reads (rows below hi(r)), and before it reads its input for the rows
+    from hi(r) on. So against the producer's input, R(r) is the start of the first input row the
+    producer's row hi(r) reads (its window's top, clipped); against the consumer's other operand
+    (ADD, SUB, MUL) the rows go in increasing order as in the elementwise loop, whose D holds."""
+    s = stream_of(op)
+    if s is None or out != 0:
+        return None
+    t = op.inputs[position]
+    if t in s.consumer.inputs:
+        fn = OVERLAP.get(s.consumer.opcode)
+        return None if fn is None else fn(graph, s.consumer, s.consumer.inputs.index(t), 0)
+    produce = row_window(graph, s.producer)
+    if s.producer.inputs[0] != t or produce is None:
+        return None
+    consume = row_window(graph, s.consumer)
+    x, y, mid = graph.tensors[t], graph.tensors[op.outputs[0]], graph.tensors[s.tensor]
+    in_h, mid_h, out_h = int(x.shape[1]), int(mid.shape[1]), int(y.shape[1])
+    in_row, out_row = x.nbytes // in_h, y.nbytes // out_h
+    r = np.arange(out_h, dtype=np.int64)
+    if s.consumer.opcode in WINDOWED:
+        assert consume is not None
+        hi = np.minimum(r * consume.stride - consume.pad_top + consume.span, mid_h)
+    else:
+        hi = r + 1
+    first_read = np.clip(hi * produce.stride - produce.pad_top, 0, in_h - 1) * in_row
+    lows = np.where(hi >= mid_h, x.nbytes, first_read)
+    return int((lows - (r + 1) * out_row).min())
+
+
 ShiftFunction = Callable[[Graph, Operator, int, int], "int | None"]
 
 # opcode -> (graph, op, input position, output position) -> D in bytes, or None (no overlap)
@@ -313,6 +346,7 @@ OVERLAP: dict[str, ShiftFunction] = {
     "LOGISTIC": _first_only(_elementwise),
     "QUANTIZE": _quantize,
     "DEQUANTIZE": _quantize,
+    STREAM_OPCODE: _streamed,
 }
 
 

@@ -29,9 +29,10 @@ from tinysched.memory import profile
 from tinysched.overlap import MODELS, memory_model
 from tinysched.pools import PoolRequest, plan_pools, pool_request
 from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
-from tinysched.rewrite import RewriteResult, no_rewrites, rewrite_graph
+from tinysched.rewrite import RewriteResult, compose, no_rewrites, rewrite_graph
 from tinysched.scheduler import Schedule, schedule
 from tinysched.shapes import check_graph
+from tinysched.stream import Stream, candidates, fuse, stream_of
 from tinysched.variants import KernelVariant, variant_of, with_variants
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
@@ -77,6 +78,12 @@ class PlanOptions:
     @property
     def recomputing(self) -> bool:
         return self.recompute is not None and self.recompute.active
+
+    @property
+    def streams_allowed(self) -> bool:
+        """Streamed fusion (tinysched.stream) is part of the refined model with --prefer memory: the
+        tensor model stays whole tensors and black-box kernels, --prefer speed the plain kernels."""
+        return self.planned_memory_model == "refined" and self.prefer == "memory"
 
     @property
     def planned_memory_model(self) -> str:
@@ -205,6 +212,17 @@ class Planned:
         """Operator index in the input model of operator `op` of the planned graph."""
         return self.folding.operator_map[self.rewriting.operator_map[op][0]]
 
+    def operator_label(self, op: int) -> str:
+        """Operator `op`'s type in words: its opcode, or for a streamed pair which model operator
+        feeds which, row by row."""
+        operator = self.graph.operators[op]
+        pair = stream_of(operator)
+        if pair is None:
+            return operator.opcode
+        rewrite = next(r for r in self.rewriting.rewrites if r.kind == "stream" and r.operator == op)
+        producer = self.folding.operator_map[rewrite.sources[1]]
+        return f"{pair.consumer.opcode} streamed from operator {producer} ({pair.producer.opcode})"
+
     def model_order(self, order: Sequence[int]) -> list[int]:
         """An order (or sequence) of planned operators as operator indices of the input model."""
         return [self.source_operator(v) for v in order]
@@ -256,24 +274,26 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     # left with a placeholder batch is refused by the code generator: `codegen_note`)
     check_graph(placed, batch_placeholders=True)
     note = None
+    base = placed  # the graph before streamed fusion, kernel variants and scratch
     default_kernels = placed  # replaced below by the graph with the default kernels' scratch
-    unvaried, kernel_scratch = placed, {}
-    chosen: dict[int, KernelVariant] = {}
+    streams: list[Stream] = []
     try:
         codegen.check_supported(placed)
-        kernel_scratch = codegen.scratch_needs(placed)
-        default_kernels = codegen.with_scratch(placed, kernel_scratch)
-        if not options.recomputing:  # a recomputation sequence is planned in the tensor model
-            chosen = select_variants(placed, options.memory_model, options.prefer, options.alignment)
-        placed = _with_kernel_variants(unvaried, kernel_scratch, chosen) if chosen else default_kernels
+        default_kernels = codegen.with_scratch(placed, codegen.scratch_needs(placed))
+        if options.streams_allowed:
+            streams = candidates(base)
+            every = fuse(base, streams).graph
+            codegen.check_supported(codegen.with_scratch(every, codegen.scratch_needs(every)))
     except TinyschedError as err:
-        note = str(err)
+        note, streams = str(err), []
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check
 
     clock = time.perf_counter()
     rplan = None
+    streaming = no_rewrites(base)
     if options.recomputing:
         assert options.recompute is not None
+        placed = default_kernels if note is None else base
         rplan = options.recompute.plan(placed, budget.recompute)
         sched = schedule(placed, time_limit=budget.schedule)
         seconds["schedule"] = time.perf_counter() - clock
@@ -281,38 +301,36 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         arena = plan_arena(placed, rplan.sequence, options.alignment, budget.placement)
         refinement = None
     else:
-        # With in-place variants the ordering and placement budgets are split in two halves: one for
-        # the plan with every variant, one for the plan without those that lower no peak (they cost
-        # flash and, on some cores, speed for nothing). The split does not depend on how long the
-        # first plan took, so the kernels chosen do not depend on the machine's load.
-        share = 0.5 if chosen else 1.0
-        refinement = memory_model(placed, options.planned_memory_model)
-        sched, arena = plan_model(
-            placed,
-            alignment=options.alignment,
-            time_limit=budget.placement * share,
-            schedule_time_limit=budget.schedule * share,
-            model=refinement,
-        )
-        step_bytes = {s.op: s.live_bytes for s in profile(placed, sched.order, refinement).steps}
-        drop = unneeded_variants(
-            {v: step_bytes.get(v, 0) for v in chosen},
-            step_gains(unvaried, options.planned_memory_model, chosen),
-            sched.peak_bytes,
-        )
-        if drop:
-            kept = {v: c for v, c in chosen.items() if v not in drop}
-            trial = _with_kernel_variants(unvaried, kernel_scratch, kept)
-            trial_model = memory_model(trial, options.planned_memory_model)
-            trial_sched, trial_arena = plan_model(
-                trial,
-                alignment=options.alignment,
-                time_limit=budget.placement * share,
-                schedule_time_limit=budget.schedule * share,
-                model=trial_model,
+        # Without candidate streams the whole budget goes to the one plan (halved when in-place
+        # variants are tried); with them, half goes to the plan without streams and the rest is
+        # split evenly between the rounds that stream the pairs at the peak. Fixed shares, so what
+        # is chosen does not depend on the machine's load.
+        share = 0.5 if streams else 1.0
+        kernels = _KernelPlanner(base, options, budget, note is None)
+        best = kernels.plan(no_rewrites(base), share)
+        chosen: set[int] = set()  # streams (by consumer) in the best plan
+        for _ in range(STREAM_ROUNDS if streams else 0):
+            peak = best.peak_operators()  # operators of `base` that run at the peak step
+            add = {
+                s.consumer.index
+                for s in streams
+                if s.consumer.index not in chosen and {s.producer.index, s.consumer.index} & peak
+            }
+            if not add:
+                break
+            trial = kernels.plan(
+                fuse(base, [s for s in streams if s.consumer.index in chosen | add]), 0.5 / STREAM_ROUNDS
             )
-            if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
-                placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
+            if trial.arena.arena_bytes >= best.arena.arena_bytes:
+                break
+            best, chosen = trial, chosen | add
+        placed, refinement, sched, arena, streaming = (
+            best.graph,
+            best.refinement,
+            best.schedule,
+            best.arena,
+            best.streaming,
+        )
         seconds["schedule"] = sched.seconds
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement)
@@ -324,7 +342,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         graph,
         placed,
         folding,
-        rewriting,
+        compose(rewriting, streaming),
         sched,
         rplan,
         arena,
@@ -336,8 +354,78 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     )
 
 
+STREAM_ROUNDS = 3  # plans that add the streams of the peak step's operators, each kept if it lowers the arena
+
+
+@dataclass(frozen=True)
+class _KernelPlan:
+    streaming: RewriteResult  # the streams fused into `base` (no rewrites: none)
+    graph: Graph  # with the chosen variants and every kernel's scratch
+    refinement: Any
+    schedule: Schedule
+    arena: ArenaPlan
+
+    def peak_operators(self) -> set[int]:
+        """Operators of the graph before fusion whose step (fused or not) is at the peak."""
+        steps = profile(self.graph, self.schedule.order, self.refinement).steps
+        return {
+            u
+            for st in steps
+            if st.live_bytes >= self.schedule.peak_bytes
+            for u in self.streaming.operator_map[st.op]
+        }
+
+
+@dataclass(frozen=True)
+class _KernelPlanner:
+    """Plans one choice of streams with the in-place kernel variants that lower a step: a plan with
+    every useful variant, then (if some lowered no peak) one without those, kept when no larger."""
+
+    base: Graph
+    options: PlanOptions
+    budget: StageBudget
+    generable: bool  # the code generator takes `base` (else: no kernel variants, no scratch)
+
+    def _plan(self, graph: Graph, share: float) -> tuple[Any, Schedule, ArenaPlan]:
+        refinement = memory_model(graph, self.options.planned_memory_model)
+        sched, arena = plan_model(
+            graph,
+            alignment=self.options.alignment,
+            time_limit=self.budget.placement * share,
+            schedule_time_limit=self.budget.schedule * share,
+            model=refinement,
+        )
+        return refinement, sched, arena
+
+    def plan(self, streaming: RewriteResult, share: float) -> _KernelPlan:
+        from tinysched import codegen
+
+        options, unvaried = self.options, streaming.graph
+        if not self.generable:
+            return _KernelPlan(streaming, unvaried, *self._plan(unvaried, share))
+        scratch = codegen.scratch_needs(unvaried)
+        chosen = select_variants(unvaried, options.memory_model, options.prefer, options.alignment)
+        half = share * (0.5 if chosen else 1.0)
+        placed = _with_kernel_variants(unvaried, scratch, chosen)
+        refinement, sched, arena = self._plan(placed, half)
+        step_bytes = {st.op: st.live_bytes for st in profile(placed, sched.order, refinement).steps}
+        drop = unneeded_variants(
+            {v: step_bytes.get(v, 0) for v in chosen},
+            step_gains(unvaried, options.planned_memory_model, chosen),
+            sched.peak_bytes,
+        )
+        if drop:
+            kept = {v: c for v, c in chosen.items() if v not in drop}
+            trial = _with_kernel_variants(unvaried, scratch, kept)
+            trial_model, trial_sched, trial_arena = self._plan(trial, half)
+            if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
+                placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
+        return _KernelPlan(streaming, placed, refinement, sched, arena)
+
+
 def _with_kernel_variants(graph: Graph, scratch: dict[int, int], chosen: dict[int, KernelVariant]) -> Graph:
-    """`graph` with the chosen variants recorded and every kernel's scratch tensor added."""
+    """`graph` with the chosen variants recorded and every kernel's scratch tensor (streamed pairs'
+    windows included) added."""
     from tinysched import codegen
 
     needs = {**scratch, **{v: variant.scratch_bytes for v, variant in chosen.items()}}

@@ -40,9 +40,12 @@ from tinysched.graph import Graph, Operator
 
 __all__ = [
     "EXPLICIT",
+    "Match",
     "Rewrite",
     "RewriteResult",
+    "apply_matches",
     "canonical_padding",
+    "compose",
     "explicit_padding",
     "fuse_pads",
     "no_rewrites",
@@ -214,7 +217,9 @@ def _nhwc(graph: Graph, t: int) -> tuple[int, int, int, int] | None:
 
 
 @dataclass(frozen=True)
-class _Match:
+class Match:
+    """One rewrite found: `op` replaces operator `keep`; `removed_ops` go."""
+
     kind: str
     keep: int  # the operator replaced by `op`
     op: Operator  # the rewritten operator (its index is fixed when the graph is renumbered)
@@ -223,12 +228,12 @@ class _Match:
     detail: str
 
 
-_Matcher = Callable[[Graph, Operator], "_Match | None"]
+_Matcher = Callable[[Graph, Operator], "Match | None"]
 
 
 def _apply(graph: Graph, matcher: _Matcher, anchors: tuple[str, ...]) -> RewriteResult:
     """Every non-overlapping match of `matcher` (tried on operators of the types `anchors`) at once."""
-    matches: dict[int, _Match] = {}
+    found: list[Match] = []
     used: set[int] = set()
     for op in graph.operators:
         if op.opcode not in anchors or op.index in used:
@@ -237,7 +242,13 @@ def _apply(graph: Graph, matcher: _Matcher, anchors: tuple[str, ...]) -> Rewrite
         if m is None or used & {m.keep, *m.removed_ops}:
             continue
         used |= {m.keep, *m.removed_ops}
-        matches[m.keep] = m
+        found.append(m)
+    return apply_matches(graph, found)
+
+
+def apply_matches(graph: Graph, found: Sequence[Match]) -> RewriteResult:
+    """`graph` with every match applied at once (they must not share operators), renumbered."""
+    matches = {m.keep: m for m in found}
     if not matches:
         return no_rewrites(graph)
     removed = {v for m in matches.values() for v in m.removed_ops}
@@ -264,7 +275,7 @@ def _renumbered(op: Operator, index: int) -> Operator:
     return Operator(index, op.opcode, op.inputs, op.outputs, dict(op.options), op.version, op.intermediates)
 
 
-def _compose(first: RewriteResult, second: RewriteResult) -> RewriteResult:
+def compose(first: RewriteResult, second: RewriteResult) -> RewriteResult:
     """`second` (applied to `first.graph`) after `first`, against `first`'s input graph."""
     if not second.rewrites:
         return first
@@ -282,7 +293,7 @@ def _compose(first: RewriteResult, second: RewriteResult) -> RewriteResult:
 # ---- SPACE_TO_BATCH_ND -> convolution -> BATCH_TO_SPACE_ND --------------------------------------
 
 
-def _match_dilated(graph: Graph, stb: Operator) -> _Match | None:
+def _match_dilated(graph: Graph, stb: Operator) -> Match | None:
     if len(stb.inputs) < 3 or len(stb.outputs) != 1:
         return None
     x, y = stb.inputs[0], stb.outputs[0]
@@ -342,7 +353,7 @@ def _match_dilated(graph: Graph, stb: Operator) -> _Match | None:
         f"{stb.opcode} -> {conv.opcode} -> {bts.opcode} as one {conv.opcode} with dilation {rh}x{rw}, "
         f"padding {_padding_text(options)}"
     )
-    return _Match("dilated_conv", conv.index, new, (stb.index, bts.index), (y, z), detail)
+    return Match("dilated_conv", conv.index, new, (stb.index, bts.index), (y, z), detail)
 
 
 def _padding_text(options: dict) -> str:
@@ -406,7 +417,7 @@ def _every_window_covers(size: int, out: int, k: int, stride: int, dilation: int
     return True
 
 
-def _match_pad(graph: Graph, pad: Operator) -> _Match | None:
+def _match_pad(graph: Graph, pad: Operator) -> Match | None:
     if len(pad.inputs) < 2 or len(pad.outputs) != 1:
         return None
     x, y = pad.inputs[0], pad.outputs[0]
@@ -463,7 +474,7 @@ def _match_pad(graph: Graph, pad: Operator) -> _Match | None:
         consumer.version,
     )
     detail = f"{pad.opcode} of {value} as the padding of {consumer.opcode}: {_padding_text(options)}"
-    return _Match("pad_fusion", consumer.index, new, (pad.index,), (y,), detail)
+    return Match("pad_fusion", consumer.index, new, (pad.index,), (y,), detail)
 
 
 def fuse_pads(graph: Graph) -> RewriteResult:
@@ -475,4 +486,4 @@ def fuse_pads(graph: Graph) -> RewriteResult:
 def rewrite_graph(graph: Graph) -> RewriteResult:
     """All rewrites: dilated convolutions first (their input may itself be a fusable PAD's output)."""
     dilated = rewrite_dilated_convolutions(graph)
-    return _compose(dilated, fuse_pads(dilated.graph))
+    return compose(dilated, fuse_pads(dilated.graph))

@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -699,6 +700,55 @@ typedef struct {
 
 int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_state, int16_t *cell_state,
                int8_t *output);
+
+/* ---- Streamed pairs (tinysched/stream.py) -------------------------------------------------------
+ * A windowed producer (CONV_2D, DEPTHWISE_CONV_2D, AVERAGE/MAX_POOL_2D) and its only consumer (one
+ * of those, reading the producer's output as its first input, or ADD/SUB/MUL on equal shapes) run as
+ * one loop over the consumer's output rows r = 0, 1, ...: the rows [lo, hi) of the streamed tensor T
+ * that row r reads are made present in a window (rows below lo dropped and the rest moved down,
+ * `ts_window_slide`; rows [next, hi) computed by one producer call on those rows), then the consumer
+ * computes row r alone. Both are the kernels above called on row ranges, with the arithmetic
+ * unchanged: `ts_rows_at` narrows a copy of a windowed kernel's parameters (in_h, out_h, pad_top)
+ * so that output row 0 of the call is row `first` of the whole and the input it is given starts at
+ * a later row; the elementwise consumer gets dims[3] (the rows of [1, H, W, C]) = 1 and its operands'
+ * row pointers.
+ * Read/write order: consumer row r is written after the producer has read the input rows every T
+ * row below hi(r) needs and before it reads any row from hi(r)'s window top on; the consumer's other
+ * operand is read row by row as its output is written (tinysched/overlap.py `_streamed`). */
+
+/* Point a windowed kernel's row fields at output rows [first, first + count): the input is held
+ * from row `base` on (`avail` rows of `row_bytes`) at `buf`, and output row `first` reads from input
+ * row `top` = first * stride_h - pad_top (the whole operator's). Returns the pointer to pass. */
+static inline const int8_t *ts_rows_at(const int8_t *buf, int32_t base, int32_t avail, size_t row_bytes,
+                                       int32_t top, int32_t count, int32_t *in_h, int32_t *out_h,
+                                       int32_t *pad_top)
+{
+    const int32_t skip = top > base ? top - base : 0;
+    *in_h = avail - skip;
+    *out_h = count;
+    *pad_top = base + skip - top;
+    return buf + (size_t)skip * row_bytes;
+}
+
+/* `p`, a copy of windowed parameters `whole`, set to compute output rows [first, first + count). */
+#define TS_ROWS(p, whole, buf, base, avail, row_bytes, first, count)                                         \
+    ts_rows_at((buf), (base), (avail), (row_bytes), (first) * (whole).stride_h - (whole).pad_top, (count), \
+               &(p).in_h, &(p).out_h, &(p).pad_top)
+
+/* Drop the rows below `lo` from a window holding rows [*first, *next): the rows kept move down to
+ * its start (memmove: they may overlap). */
+static inline void ts_window_slide(int8_t *window, size_t row_bytes, int32_t *first, int32_t *next, int32_t lo)
+{
+    if (lo <= *first) {
+        return;
+    }
+    if (*next > lo) {
+        memmove(window, window + (size_t)(lo - *first) * row_bytes, (size_t)(*next - lo) * row_bytes);
+    } else {
+        *next = lo;
+    }
+    *first = lo;
+}
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,8 @@ The package:
 - `shapes`: strides and padding to the kernels' fixed rank;
 - `context`: `KernelCall`, `ConstArray` and `LoweringContext` (what a lowering reads and fills in);
 - `table`: the one opcode -> lowering table and the `lowering` decorator;
-- `lower_conv`, `lower_elementwise`, `lower_pointwise`, `lower_data`, `lower_reduce`, `lower_state`:
-  the lowerings, registered into the table when imported below;
+- `lower_conv`, `lower_elementwise`, `lower_pointwise`, `lower_data`, `lower_reduce`, `lower_state`,
+  `lower_stream`: the lowerings, registered into the table when imported below;
 - `module`: checks, state layout, step offsets, template rendering and `generate`.
 """
 
@@ -29,6 +29,7 @@ from tinysched.codegen import (  # noqa: F401
     lower_pointwise,
     lower_reduce,
     lower_state,
+    lower_stream,
 )
 from tinysched.codegen.cgen import (
     C_TYPES,

@@ -41,6 +41,19 @@ class KernelCall:
     comment: list[str] = field(default_factory=list)
     pre: list[str] = field(default_factory=list)  # C statements before the call (e.g. pointer lists)
     first_run: bool = True  # False for a recomputed operator's later runs (parameters emitted once)
+    label: str = ""  # names its parameters and arrays (`<prefix>_<label>`); default `op<op>`
+    # The calls a fused operator runs inside its `pre` block (tinysched.stream): their parameters
+    # and arrays are emitted; the operator itself has no kernel of its own.
+    parts: list[KernelCall] = field(default_factory=list)
+
+    @property
+    def symbol(self) -> str:
+        return self.label or f"op{self.op}"
+
+    @property
+    def emitted(self) -> list[KernelCall]:
+        """The calls whose parameter structs the module defines for this step."""
+        return self.parts if self.parts else ([self] if self.kernel else [])
 
 
 @dataclass(frozen=True)
@@ -121,7 +134,7 @@ class LoweringContext:
 
     def array(self, call: KernelCall, suffix: str, ctype: str, values: Any, comment: str) -> str:
         """Add a constant array local to `call` (emitted with its parameters) and return its name."""
-        name = f"{self.prefix}_op{call.op}_{suffix}"
+        name = f"{self.prefix}_{call.symbol}_{suffix}"
         flat = np.asarray(values).reshape(-1)
         call.local_arrays.append(ConstArray(name, ctype, flat, comment, is_float=ctype == "float"))
         return name

@@ -27,9 +27,10 @@ from tinysched.codegen.cgen import (
     float_lines,
 )
 from tinysched.codegen.context import ConstArray, LoweringContext
-from tinysched.codegen.table import lower, stateful_ops, supported_ops
+from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, Operator, Tensor
+from tinysched.stream import STREAM_OPCODE, stream_of
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
 # every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
@@ -65,11 +66,16 @@ class GeneratedModule:
 CTYPE_BYTES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "float": 4}
 
 
+def _stream_window(graph: Graph, op: Operator) -> int:
+    stream = stream_of(op)
+    return 0 if stream is None else stream.window_bytes
+
+
 # Kernels that need scratch memory declare it here: opcode -> bytes needed for one operator. The
 # generator adds the scratch as an extra (unread) output tensor of that operator before planning,
-# which the memory model keeps live during that step only, so the arena stays exact. No kernel
-# needs scratch today.
-SCRATCH_BYTES: dict[str, Callable[[Graph, Operator], int]] = {}
+# which the memory model keeps live during that step only, so the arena stays exact. A streamed
+# pair's window is such scratch (the in-place variants' scratch comes with the variant).
+SCRATCH_BYTES: dict[str, Callable[[Graph, Operator], int]] = {STREAM_OPCODE: _stream_window}
 
 
 def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
@@ -159,7 +165,7 @@ def check_supported(graph: Graph) -> None:
             )
     supported, stateful = supported_ops(), stateful_ops()
     for op in graph.operators:
-        if op.opcode not in supported:
+        if op.opcode not in lowered_ops():
             raise TinyschedError(
                 f"operator {op.index} ({op.opcode}) is not supported by the code generator; "
                 f"supported: {', '.join(supported)}"
@@ -186,13 +192,12 @@ def kernels_by_op(graph: Graph) -> dict[int, str | None]:
     """The C kernel the code generator calls for each operator (None: not supported). Stateful
     operators see their state placed as `generate` places it, so they report their kernel too."""
     ctx = _checking_context(graph, "report", state_layout(graph, DEFAULT_ALIGNMENT)[0])
-    supported = supported_ops()
     kernels: dict[int, str | None] = {}
     for op in graph.operators:
         kernel = None
-        if op.opcode in supported:
+        if op.opcode in lowered_ops():
             try:
-                kernel = lower(ctx, op, 0).kernel or None
+                kernel = "+".join(part.kernel for part in lower(ctx, op, 0).emitted) or None
             except TinyschedError:
                 kernel = None
         kernels[op.index] = kernel
@@ -409,7 +414,8 @@ def generate(
 
     inputs = edge("input", graph.inputs)
     outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
-    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in calls if c.kernel}))
+    run = [part for c in calls for part in c.emitted]  # every kernel call, fused operators' parts too
+    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in run if c.kernel}))
     header_guard = c_identifier(prefix).upper() + "_H"
     context = {
         "version": __version__,
@@ -461,7 +467,13 @@ def generate(
         output_shapes=tuple(tuple(r["shape"]) for r in outputs),
         weights_bytes=context["weights_bytes"],
         parameter_bytes=sum(
-            a.values.size * CTYPE_BYTES[a.ctype] for c in calls if c.first_run for a in c.local_arrays
+            a.values.size * CTYPE_BYTES[a.ctype]
+            for c in calls
+            if c.first_run
+            for part in c.emitted
+            for a in part.local_arrays
         ),
-        op_kernels=tuple((c.op, c.kernel) for c in calls if c.first_run and c.kernel),
+        op_kernels=tuple(
+            (c.op, "+".join(part.kernel for part in c.emitted)) for c in calls if c.first_run and c.emitted
+        ),
     )

@@ -24,22 +24,24 @@ Lowering = Callable[[LoweringContext, Operator, KernelCall], None]
 class _Entry:
     lower: Lowering
     stateful: bool  # keeps its variable tensors in the state buffer (outside the arena)
+    internal: bool  # an operator tinysched makes (a streamed pair), never one of a model file
 
 
 _TABLE: dict[str, _Entry] = {}
 
 
-def lowering(*opcodes: str, stateful: bool = False) -> Callable[[Lowering], Lowering]:
+def lowering(*opcodes: str, stateful: bool = False, internal: bool = False) -> Callable[[Lowering], Lowering]:
     """Register the decorated function as the lowering of each of `opcodes`.
 
     `stateful`: the operator reads and writes variable tensors, which then live in the state buffer
-    the generated module keeps across invocations."""
+    the generated module keeps across invocations. `internal`: an operator only tinysched's own
+    rewrites make, left out of the supported list users see."""
 
     def register(fn: Lowering) -> Lowering:
         for opcode in opcodes:
             if opcode in _TABLE:
                 raise ValueError(f"two lowerings registered for {opcode}")
-            _TABLE[opcode] = _Entry(fn, stateful)
+            _TABLE[opcode] = _Entry(fn, stateful, internal)
         return fn
 
     return register
@@ -51,8 +53,13 @@ def registered_lowerings() -> dict[str, Lowering]:
 
 
 def supported_ops() -> tuple[str, ...]:
-    """Every opcode with a lowering, sorted."""
-    return tuple(sorted(_TABLE))
+    """Every model opcode with a lowering, sorted (tinysched's internal operators left out)."""
+    return tuple(sorted(opcode for opcode, entry in _TABLE.items() if not entry.internal))
+
+
+def lowered_ops() -> frozenset[str]:
+    """Every opcode the generator lowers, internal operators included."""
+    return frozenset(_TABLE)
 
 
 def stateful_ops() -> tuple[str, ...]:
@@ -60,15 +67,16 @@ def stateful_ops() -> tuple[str, ...]:
     return tuple(sorted(opcode for opcode, entry in _TABLE.items() if entry.stateful))
 
 
-def lower(ctx: LoweringContext, op: Operator, step: int) -> KernelCall:
-    """The kernel call for operator `op` at `step`, or a one-line TinyschedError naming it."""
+def lower(ctx: LoweringContext, op: Operator, step: int, label: str = "") -> KernelCall:
+    """The kernel call for operator `op` at `step`, or a one-line TinyschedError naming it
+    (`label`: the name its parameters get, for an operator run inside a fused one)."""
     entry = _TABLE.get(op.opcode)
     if entry is None:
         raise TinyschedError(
             f"operator {op.index} ({op.opcode}) is not supported by the code generator; "
             f"supported: {', '.join(supported_ops())}"
         )
-    call = KernelCall(op.index, step, op.opcode, "", "", [], [])
+    call = KernelCall(op.index, step, op.opcode, "", "", [], [], label=label)
     try:
         entry.lower(ctx, op, call)
         check_call(call)  # what the kernel would refuse at run time, refused now

@@ -135,7 +135,10 @@ def certificate_line(sched: Any, graph: Any, planned: Any = None) -> str:
 
     text = certificate_sentence(
         certificate_json(sched),
-        {op.index: op.opcode for op in graph.operators},
+        {
+            op.index: op.opcode if planned is None else planned.operator_label(op.index)
+            for op in graph.operators
+        },
         peak_bytes=sched.peak_bytes,
         lower_bound_bytes=sched.lower_bound_bytes,
         model_ops=None

@@ -478,14 +478,15 @@ def collect_metadata(
 def step_techniques(row: Any, rewrite: Any) -> list[dict[str, Any]]:
     """What saved bytes at one step, by technique (overlap.StepSaving, the operator's rewrite):
     the output over its dying input, views sharing their root (negative where a root outlives
-    its own readers), and a fused PAD whose tensor the rewrite removed from the graph."""
+    its own readers), a fused PAD whose tensor the rewrite removed from the graph, and a streamed
+    pair's tensor, which is never whole (its window is in the step's live bytes)."""
     out = []
     if row is not None and row.overlap_bytes:
         out.append({"technique": "overlap", "bytes": row.overlap_bytes})
     if row is not None and row.view_bytes:
         out.append({"technique": "views", "bytes": row.view_bytes})
-    if rewrite is not None and rewrite.kind == "pad_fusion" and rewrite.removed_bytes:
-        out.append({"technique": "pad_fusion", "bytes": rewrite.removed_bytes})
+    if rewrite is not None and rewrite.kind in ("pad_fusion", "stream") and rewrite.removed_bytes:
+        out.append({"technique": rewrite.kind, "bytes": rewrite.removed_bytes})
     return out
 
 

@@ -165,6 +165,7 @@ TECHNIQUE_WORDS = {
     "overlap": "output over dying input",
     "views": "views",
     "pad_fusion": "PAD fused (tensor removed)",
+    "stream": "streamed by rows (tensor never whole)",
 }
 
 

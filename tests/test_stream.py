@@ -1,0 +1,165 @@
+"""Streamed pairs (tinysched.stream): which producer/consumer pairs stream and with how many rows, the
+shift their fused loop allows (check_plan refusing one byte more), the arena they save, and generated
+models bit-exact against TFLite on the host (ASan/UBSan, outputs placed exactly at the shift) and on an
+emulated Cortex-M7 with the painted arena high-water equal to the plan."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import generate_for_measure, host_verify
+from tiers import needs_gcc, require
+
+from tinysched.check import check_plan
+from tinysched.errors import TinyschedError
+from tinysched.graph import Graph
+from tinysched.modelgen import ModelBuilder
+from tinysched.overlap import max_shift, memory_model
+from tinysched.pipeline import PlanOptions, generate, plan
+from tinysched.reader import parse_model
+from tinysched.stream import STREAM_OPCODE, candidates, stream_of
+
+
+def _expand_dw(b: ModelBuilder) -> None:
+    """An inverted residual: the expanding 1x1 convolution's output is the largest tensor."""
+    x = b.input("x", (1, 12, 10, 4))
+    t = b.conv2d(x, 24, (1, 1), activation="RELU6", name="expand")  # 12x10x24: 2,880 B
+    t = b.depthwise_conv2d(t, (3, 3), stride=(2, 2), activation="RELU6", name="dw")  # 6x5x24
+    b.output(b.conv2d(t, 8, (1, 1), name="project"))
+
+
+def _conv_pool(b: ModelBuilder) -> None:
+    """A first layer and its pooling, with odd sizes, dilation and a 3-row pooling window."""
+    x = b.input("x", (1, 13, 7, 3))
+    t = b.conv2d(x, 16, (3, 3), dilation=(2, 1), activation="RELU", name="conv")  # 13x7x16
+    t = b.max_pool2d(t, (3, 3), (2, 2), padding="SAME", name="pool")  # 7x4x16
+    t = b.conv2d(t, 5, (3, 3), stride=(2, 2), name="conv2")  # 4x2x5
+    b.output(b.average_pool2d(t, (2, 2), (1, 1), name="avg"))
+
+
+def _branch_add(b: ModelBuilder) -> None:
+    """Two branches summed: the depthwise branch streams into the ADD, row by row, in place."""
+    x = b.input("x", (1, 10, 8, 8))
+    a = b.conv2d(x, 8, (1, 1), name="a")
+    t = b.depthwise_conv2d(x, (3, 3), activation="RELU", name="t")
+    s = b.add(t, a, name="sum")
+    p = b.average_pool2d(x, (3, 3), (1, 1), padding="SAME", name="p")
+    b.output(b.mul(s, p, name="gate"))
+
+
+def _graph(build, seed: int = 0) -> Graph:
+    b = ModelBuilder(seed=seed)
+    build(b)
+    return parse_model(b.build())
+
+
+def _streams(planned) -> list:
+    return [s for op in planned.graph.operators if (s := stream_of(op)) is not None]
+
+
+def test_candidates_name_the_pair_and_its_window() -> None:
+    g = _graph(_expand_dw)
+    (s,) = [s for s in candidates(g) if s.producer.opcode == "CONV_2D"]
+    assert s.consumer.opcode == "DEPTHWISE_CONV_2D" and s.position == 0
+    assert (s.rows, s.row_bytes, s.tensor_bytes) == (3, 10 * 24, 12 * 10 * 24)  # a 3x3 window: 3 rows
+    # the depthwise -> project pair conflicts with it (one operator in two streams): not offered too
+    assert all(
+        s.consumer.opcode != "CONV_2D" or s.producer.opcode != "DEPTHWISE_CONV_2D" for s in candidates(g)
+    )
+    g2 = _graph(_branch_add)
+    # both ADD operands stream alike (equal savings): the first producer in stored order, at position 1
+    (add,) = [s for s in candidates(g2) if s.consumer.opcode == "ADD"]
+    assert (add.producer.opcode, add.position, add.rows) == ("CONV_2D", 1, 1)
+
+
+def test_streamed_shift_against_the_producers_input() -> None:
+    # expand (1x1, 12 rows of 40 B in, 240 B out) -> dw (3x3 stride 2 SAME: pad 0 on top, 6 rows of
+    # 120 B): output row r is written once rows below hi(r) = min(2r + 3, 12) are computed, and the
+    # producer next reads input row hi(r): D = min_r (40 hi(r) - 120 (r + 1)), after the last row
+    # nothing is left to read (the input's end, 480)
+    g = _graph(_expand_dw)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    fused = next(op for op in planned.graph.operators if op.opcode == STREAM_OPCODE)
+    expected = min(
+        (480 if min(2 * r + 3, 12) >= 12 else 40 * min(2 * r + 3, 12)) - 120 * (r + 1) for r in range(6)
+    )
+    assert max_shift(planned.graph, fused, 0) == expected == -240
+
+
+def test_check_plan_refuses_one_byte_past_a_streams_shift() -> None:
+    planned = plan(_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    graph, arena = planned.graph, planned.arena
+    pair = next(p for v, p in memory_model(graph, "refined").pairs.items() if stream_of(graph.operators[v]))
+    at = {b.index: b.offset for b in arena.buffers}
+    assert at[pair.output] - at[pair.root] == pair.shift  # placed exactly at the shift
+    check_plan(graph, arena)
+    moved = tuple(replace(b, offset=b.offset + 1) if b.index == pair.output else b for b in arena.buffers)
+    with pytest.raises(TinyschedError, match="overlap in memory beyond what the refined model allows"):
+        check_plan(graph, replace(arena, buffers=moved, arena_bytes=arena.arena_bytes + 1))
+
+
+@pytest.mark.parametrize(
+    "build", [_expand_dw, _conv_pool, _branch_add], ids=["expand_dw", "conv_pool", "add"]
+)
+def test_streams_lower_the_arena_only_in_the_refined_model_with_prefer_memory(build) -> None:
+    g = _graph(build)
+    streamed = plan(g, PlanOptions(time_limit=2.0))
+    speed = plan(g, PlanOptions(time_limit=2.0, prefer="speed"))
+    tensor = plan(g, PlanOptions(time_limit=2.0, memory_model="tensor"))
+    assert _streams(streamed) and not _streams(speed) and not _streams(tensor)
+    assert streamed.arena.arena_bytes < speed.arena.arena_bytes < tensor.arena.arena_bytes
+    kinds = [r.kind for r in streamed.rewriting.rewrites]
+    assert "stream" in kinds
+    # the certificate names the model's operators: the fused one stands for its consumer and producer
+    s = _streams(streamed)[0]
+    fused = next(op.index for op in streamed.graph.operators if stream_of(op) is s)
+    assert set(streamed.operator_sources[fused]) == {s.producer.index, s.consumer.index}
+
+
+def test_expand_dw_arena_is_input_window_and_output() -> None:
+    # with the pair streamed the peak step holds the input (480 B), a 3-row window (720 B) and the
+    # depthwise output (720 B) starting 240 B below the input, so sharing all of it: 1,440 B
+    planned = plan(_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    assert planned.schedule.peak_bytes == 720 + 720
+    assert planned.schedule.certified
+
+
+@needs_gcc
+@pytest.mark.host
+@pytest.mark.parametrize(
+    "build", [_expand_dw, _conv_pool, _branch_add], ids=["expand_dw", "conv_pool", "add"]
+)
+def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
+    path = tmp_path / "model.tflite"
+    b = ModelBuilder(seed=5)
+    build(b)
+    path.write_bytes(b.build())
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert _streams(planned)
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_window_slide(" in c_source and "TS_ROWS(" in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_streams_measured_equal_on_qemu(tmp_path: Path) -> None:
+    from tinysched.device import measure_sources
+
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    b = ModelBuilder(seed=1)
+    _expand_dw(b)
+    path.write_bytes(b.build())
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    model_c = "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))
+    assert "ts_window_slide(" in model_c
+    result = measure_sources(
+        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
+        arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == gen.arena_high_water_planned
+    assert result.ok
