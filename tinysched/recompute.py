@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph
+from tinysched.graph import Graph, Operator
+from tinysched.stream import stream_of
 
 __all__ = [
     "RecomputePlan",
@@ -112,9 +113,16 @@ def macs(graph: Graph, op: int) -> int:
     reductions one per input element; other arithmetic (ADD, MUL, activations, QUANTIZE, ...) one
     per output element; operators that only move bytes (RESHAPE, CONCATENATION, PAD, ...) zero.
     """
-    o = graph.operators[op]
+    return _operator_macs(graph, graph.operators[op])
+
+
+def _operator_macs(graph: Graph, o: Operator) -> int:
+    pair = stream_of(o)
+    if pair is not None:  # a streamed pair computes what its two operators compute
+        return _operator_macs(graph, pair.producer) + _operator_macs(graph, pair.consumer)
     shape = [graph.tensors[t].shape if t >= 0 else None for t in o.inputs]
-    out = sum(_elements(graph.tensors[t].shape) for t in o.outputs)
+    # the first output: a kernel's scratch (codegen.with_scratch) is an extra output, computed nothing
+    out = _elements(graph.tensors[o.outputs[0]].shape) if o.outputs else 0
     code = o.opcode
     if code in DATA_MOVEMENT_OPCODES:
         return 0

@@ -106,9 +106,8 @@ def row_window(graph: Graph, op: Operator) -> RowWindow | None:
         return None
     pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)
     stride = int(op.options.get("stride_h", 1))
-    dilation = int(op.options.get("dilation_hfactor", 1) or 1) if op.opcode != "AVERAGE_POOL_2D" else 1
-    if op.opcode == "MAX_POOL_2D":
-        dilation = 1
+    pooling = op.opcode in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+    dilation = 1 if pooling else int(op.options.get("dilation_hfactor", 1) or 1)
     if pads is None or stride < 1 or dilation < 1 or pads[0] < 0:
         return None
     return RowWindow((kernel[0] - 1) * dilation + 1, stride, pads[0])
@@ -194,14 +193,3 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
         )
         matches.append(Match("stream", c.index, op, (p.index,), (s.tensor,), detail))
     return apply_matches(graph, matches)
-
-
-def output_rows(graph: Graph, op: Operator) -> int:
-    """Rows of the fused operator's output (the consumer's)."""
-    return int(graph.tensors[op.outputs[0]].shape[1])
-
-
-def rows_read(window: RowWindow, row: int, height: int) -> tuple[int, int]:
-    """[lo, hi): the input rows (of `height`) output row `row` reads."""
-    top = row * window.stride - window.pad_top
-    return max(top, 0), min(top + window.span, height)

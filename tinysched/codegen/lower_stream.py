@@ -43,6 +43,13 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     consume = row_window(graph, s.consumer) if s.consumer.opcode in WINDOWED else RowWindow(1, 1, 0)
     if produce is None or consume is None:
         raise Unsupported("the row geometry of a streamed pair")
+    for part, window_rows in ((producer, produce), (consumer, consume)):
+        fields = dict(part.params)
+        if part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
+            str(window_rows.pad_top),
+            str(window_rows.stride),
+        ):
+            raise Unsupported(f"the {part.opcode}'s padding differs from its row geometry")
     x, t, y = s.producer.inputs[0], s.tensor, s.consumer.outputs[0]
     in_h, mid_h, out_h = (int(graph.tensors[u].shape[1]) for u in (x, t, y))
     in_row, out_row = graph.tensors[x].nbytes // in_h, graph.tensors[y].nbytes // out_h
