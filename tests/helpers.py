@@ -177,3 +177,23 @@ def graph_metadata(
         kernels=dict(module.op_kernels) if module is not None else None,
         comparisons=comparisons,
     )
+
+
+def measured_equal_on_qemu(gen: MeasureInputs, work: Path, board: str = "mps2-an500") -> Any:
+    """Run generated sources on a QEMU board and require what every refined-model test requires:
+    outputs bit-identical to TFLite and the painted arena high-water equal to the plan."""
+    from tinysched.device import measure_sources
+
+    result = measure_sources(
+        gen.sources, board, gen.inputs, gen.expected, gen.arena_bytes_planned, work,
+        arena_high_water_planned=gen.arena_high_water_planned,
+    )  # fmt: skip
+    assert result.outputs_match is True, result.mismatches
+    assert result.arena_bytes_measured == gen.arena_high_water_planned
+    assert result.ok
+    return result
+
+
+def model_c_text(gen: MeasureInputs) -> str:
+    """The generated model's own C (the kernels' files left out)."""
+    return "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, host_verify
+from helpers import generate_for_measure, host_verify, measured_equal_on_qemu
 from tiers import needs_gcc, require
 
 from tinysched.arena import plan_arena
@@ -213,8 +213,6 @@ def test_views_generate_no_copy(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
-    from tinysched.device import measure_sources
-
     require("qemu")
     path = tmp_path / "chain.tflite"
     b = ModelBuilder(seed=0)
@@ -223,13 +221,7 @@ def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
     tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1, memory_model="tensor")
     assert gen.arena_bytes_planned < tensor.arena_bytes_planned
-    result = measure_sources(
-        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
-        arena_high_water_planned=gen.arena_high_water_planned,
-    )  # fmt: skip
-    assert result.outputs_match is True, result.mismatches
-    assert result.arena_bytes_measured == gen.arena_high_water_planned
-    assert result.ok
+    measured_equal_on_qemu(gen, tmp_path / "qemu")
 
 
 # ---- certificates in the refined model ------------------------------------------------------------

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, host_verify
+from helpers import generate_for_measure, host_verify, measured_equal_on_qemu, model_c_text
 from tiers import needs_gcc, require
 
 from tinysched.check import check_plan
@@ -146,20 +146,12 @@ def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_streams_measured_equal_on_qemu(tmp_path: Path) -> None:
-    from tinysched.device import measure_sources
-
     require("qemu")
     path = tmp_path / "model.tflite"
     b = ModelBuilder(seed=1)
     _expand_dw(b)
     path.write_bytes(b.build())
     gen = generate_for_measure(path, tmp_path / "gen", 2)
-    model_c = "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))
+    model_c = model_c_text(gen)
     assert "ts_window_slide(" in model_c
-    result = measure_sources(
-        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
-        arena_high_water_planned=gen.arena_high_water_planned,
-    )  # fmt: skip
-    assert result.outputs_match is True, result.mismatches
-    assert result.arena_bytes_measured == gen.arena_high_water_planned
-    assert result.ok
+    measured_equal_on_qemu(gen, tmp_path / "qemu")

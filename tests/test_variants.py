@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, host_verify
+from helpers import generate_for_measure, host_verify, measured_equal_on_qemu, model_c_text
 from tiers import needs_gcc, require
 
 from tinysched.check import check_plan
@@ -225,25 +225,17 @@ def _kws_like_32(b: ModelBuilder) -> None:
 @pytest.mark.qemu
 @pytest.mark.parametrize("build", [_kws_like_32, _odd_shapes], ids=["kws_like", "odd_shapes"])
 def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
-    from tinysched.device import measure_sources
-
     require("qemu")
     path = tmp_path / "model.tflite"
     b = ModelBuilder(seed=0)
     build(b)
     path.write_bytes(b.build())
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
-    model_c = "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))
+    model_c = model_c_text(gen)
     assert "ts_depthwise_conv2d_s8_staged(" in model_c and "ts_conv2d_s8_staged(" in model_c
     if build is _kws_like_32:  # one 10x3x32 activation and a ring of 5 pixels
         assert gen.arena_bytes_planned == 960 + 5 * 32
-    result = measure_sources(
-        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
-        arena_high_water_planned=gen.arena_high_water_planned,
-    )  # fmt: skip
-    assert result.outputs_match is True, result.mismatches
-    assert result.arena_bytes_measured == gen.arena_high_water_planned
-    assert result.ok
+    measured_equal_on_qemu(gen, tmp_path / "qemu")
 
 
 # ---- PAD: the default kernel's order lets its input lie inside its output -------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
-from helpers import generate_for_measure, host_verify
+from helpers import generate_for_measure, host_verify, measured_equal_on_qemu
 from tiers import needs_gcc, require
 
 from tinysched.arena import plan_arena
@@ -378,17 +378,9 @@ def test_refused_concatenation_still_copies_and_matches(tmp_path: Path) -> None:
 @pytest.mark.qemu
 @pytest.mark.parametrize("build", [_concat3, _split_views], ids=["concat", "split"])
 def test_aliases_measured_equal_on_qemu(build, tmp_path: Path) -> None:
-    from tinysched.device import measure_sources
-
     require("qemu")
     path = _save(tmp_path, build, "aliases")
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
     tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1, memory_model="tensor")
     assert gen.arena_bytes_planned < tensor.arena_bytes_planned
-    result = measure_sources(
-        gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
-        arena_high_water_planned=gen.arena_high_water_planned,
-    )  # fmt: skip
-    assert result.outputs_match is True, result.mismatches
-    assert result.arena_bytes_measured == gen.arena_high_water_planned
-    assert result.ok
+    measured_equal_on_qemu(gen, tmp_path / "qemu")
