@@ -155,3 +155,39 @@ def test_streams_measured_equal_on_qemu(tmp_path: Path) -> None:
     model_c = model_c_text(gen)
     assert "ts_window_slide(" in model_c
     measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+@needs_gcc
+def test_build_says_which_pairs_stream(tmp_path: Path, capsys) -> None:
+    import json
+
+    from tinysched.cli import main
+
+    path = tmp_path / "expand_dw.tflite"
+    b = ModelBuilder(seed=0)
+    _expand_dw(b)
+    path.write_bytes(b.build())
+    out = tmp_path / "out"
+    assert main(["build", str(path), "--board", "host", "-o", str(out), "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "streamed    1 producer/consumer pair(s) run row by row" in printed
+    assert "model operators 0 -> 1 (2,880 B as a 3-row window of 720 B)" in printed
+    record = json.loads((out / "expand_dw_metadata.json").read_text())["build"]
+    assert record["streams"] == [
+        {
+            "operator": 0,
+            "producer_model_op": 0,
+            "consumer_model_op": 1,
+            "producer": "CONV_2D",
+            "consumer": "DEPTHWISE_CONV_2D",
+            "tensor_bytes": 2880,
+            "window_rows": 3,
+            "window_bytes": 720,
+        }
+    ]
+    speed = tmp_path / "speed"
+    assert (
+        main(["build", str(path), "--board", "host", "-o", str(speed), "--no-report", "--prefer", "speed"])
+        == 0
+    )
+    assert json.loads((speed / "expand_dw_metadata.json").read_text())["build"]["streams"] == []

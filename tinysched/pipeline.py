@@ -196,6 +196,41 @@ class Planned:
             f"keeps the default kernels: model operators {ops}"
         )
 
+    def streams_json(self) -> list[dict[str, Any]]:
+        """The streamed pairs (tinysched.stream), by planned operator, for JSON."""
+        rows = []
+        for r in self.rewriting.rewrites:
+            pair = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
+            if pair is not None:
+                rows.append(
+                    {
+                        "operator": r.operator,
+                        "producer_model_op": self.folding.operator_map[r.sources[1]],
+                        "consumer_model_op": self.folding.operator_map[r.sources[0]],
+                        "producer": pair.producer.opcode,
+                        "consumer": pair.consumer.opcode,
+                        "tensor_bytes": pair.tensor_bytes,
+                        "window_rows": pair.rows,
+                        "window_bytes": pair.window_bytes,
+                    }
+                )
+        return rows
+
+    def streams_summary(self) -> str | None:
+        """One line: which pairs run row by row and what their tensors cost instead (None: none)."""
+        rows = self.streams_json()
+        if not rows:
+            return None
+        pairs = ", ".join(
+            f"{r['producer_model_op']} -> {r['consumer_model_op']} ({r['tensor_bytes']:,} B as a "
+            f"{r['window_rows']}-row window of {r['window_bytes']:,} B)"
+            for r in rows
+        )
+        return (
+            f"{len(rows)} producer/consumer pair(s) run row by row, the tensor between them never whole; "
+            f"`--prefer speed` keeps whole tensors: model operators {pairs}"
+        )
+
     @property
     def run_order(self) -> tuple[int, ...]:
         """What the firmware runs: the order, or the recomputation sequence."""

@@ -272,6 +272,7 @@ def build_record(
         # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
         "io": planned.interface.as_json(),
         "kernel_variants": planned.variants_json(),
+        "streams": planned.streams_json(),
         "plan_options": {
             "io": options.io,
             "prefer": options.prefer,
@@ -345,6 +346,8 @@ def print_build(result: BuildResult) -> None:
     print(f"kernels     {', '.join(module.kernels)}")
     if planned.memory_model != "tensor":
         print(f"            {planned.variants_summary()}")
+    if planned.streams_summary() is not None:
+        print(f"streamed    {planned.streams_summary()}")
     if planned.options.io != "model":
         print(f"io          {planned.interface.summary()}")
         for edge in planned.interface.edges:
