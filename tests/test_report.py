@@ -496,6 +496,7 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
     then found in the DOM as Chromium built it."""
     from tinysched.memory import profile
     from tinysched.overlap import refine
+    from tinysched.stream import stream_of
 
     sc, t = demo_doc["schedule"], demo_doc["timeline"]
     assert sc["memory_model"] == sc["certificate"]["memory_model"] == t["memory_model"] == "refined"
@@ -505,7 +506,15 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
     g = tiny_demo_graph()
     order = sc["order"]
     assert t["certified_live_bytes"] == [s.live_bytes for s in profile(g, order, refine(g)).steps]
-    assert t["tensor_live_bytes"] == [s.live_bytes for s in profile(g, order).steps]
+    # the tensor model holds a streamed chain's tensors whole at its step (and no windows)
+    streamed = [
+        sum(c.tensor_bytes) - c.window_bytes if (c := stream_of(g.operators[v])) is not None else 0
+        for v in order
+    ]
+    assert any(streamed)
+    assert t["tensor_live_bytes"] == [
+        s.live_bytes + x for s, x in zip(profile(g, order).steps, streamed, strict=True)
+    ]
     assert max(t["tensor_live_bytes"]) >= whole["peak_bytes"]
     rows = demo_doc["operators"]
     saved_any = 0
@@ -515,7 +524,7 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
         assert sum(s["bytes"] for s in o["saved"]) == tensor - refined
         saved_any += bool(o["saved"])
     kinds = {s["technique"] for o in rows for s in o["saved"]}
-    assert kinds == {"overlap", "views"} and saved_any >= 5
+    assert kinds == {"overlap", "views", "stream"} and saved_any >= 5
     # the peak bar stacks whole tensors; the overlap at the peak step is what brings it to the peak
     assert sum(p["bytes"] for p in t["peak_tensors"]) - t["peak_overlap_bytes"] == sc["peak_bytes"]
 
@@ -532,7 +541,8 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
     # both series in the timeline, each labelled with its peak
     assert f"<title>same order, tensor model (peak {max(t['tensor_live_bytes']):,} B)</title>" in dom
     assert f"<title>certified order (refined) (peak {sc['peak_bytes']:,} B)</title>" in dom
-    assert f"peak {sc['peak_bytes']:,} B (step {t['peak_step']}, {t['peak_overlap_bytes']:,} B shared" in dom
+    shared = f", {t['peak_overlap_bytes']:,} B shared" if t["peak_overlap_bytes"] else ")"
+    assert f"peak {sc['peak_bytes']:,} B (step {t['peak_step']}{shared}" in dom
     # the operator table: refined and tensor-model live bytes, and the saving by technique
     table = re.search(r'<table class="ops" id="operators">(.*?)</table>', dom, re.S).group(1)
     assert "<th>saved by</th>" in table
@@ -550,12 +560,12 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
 
 
 def tiny_demo_graph() -> Graph:
-    """The demo model as the pipeline plans it (nothing to fold or rewrite in it)."""
+    """The demo model as the pipeline plans it (nothing to fold in it; one chain streams)."""
     from tinysched.pipeline import plan
     from tinysched.reader import parse_model
 
     planned = plan(parse_model(tiny_demo_model()))
-    assert planned.folding.count == 0 and planned.rewriting.count == 0
+    assert planned.folding.count == 0 and [r.kind for r in planned.rewriting.rewrites] == ["stream"]
     return planned.graph
 
 

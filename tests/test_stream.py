@@ -19,7 +19,7 @@ from tinysched.modelgen import ModelBuilder
 from tinysched.overlap import max_shift, memory_model
 from tinysched.pipeline import PlanOptions, generate, plan
 from tinysched.reader import parse_model
-from tinysched.stream import STREAM_OPCODE, candidates, stream_of
+from tinysched.stream import STREAM_OPCODE, candidates, chain_shift, stream_of
 
 
 def _expand_dw(b: ModelBuilder) -> None:
@@ -30,6 +30,13 @@ def _expand_dw(b: ModelBuilder) -> None:
     b.output(b.conv2d(t, 8, (1, 1), name="project"))
 
 
+def _expand_dw_pair(b: ModelBuilder) -> None:
+    """The block without its projection: the pair alone, whose output must start below its input."""
+    x = b.input("x", (1, 12, 10, 4))
+    t = b.conv2d(x, 24, (1, 1), activation="RELU6", name="expand")
+    b.output(b.depthwise_conv2d(t, (3, 3), stride=(2, 2), activation="RELU6", name="dw"))
+
+
 def _conv_pool(b: ModelBuilder) -> None:
     """A first layer and its pooling, with odd sizes, dilation and a 3-row pooling window."""
     x = b.input("x", (1, 13, 7, 3))
@@ -37,6 +44,15 @@ def _conv_pool(b: ModelBuilder) -> None:
     t = b.max_pool2d(t, (3, 3), (2, 2), padding="SAME", name="pool")  # 7x4x16
     t = b.conv2d(t, 5, (3, 3), stride=(2, 2), name="conv2")  # 4x2x5
     b.output(b.average_pool2d(t, (2, 2), (1, 1), name="avg"))
+
+
+def _long_chain(b: ModelBuilder) -> None:
+    """Four operators in one stream: odd heights, a dilated depthwise, a pooling at the end."""
+    x = b.input("x", (1, 17, 5, 3))
+    t = b.conv2d(x, 32, (1, 1), activation="RELU", name="expand")
+    t = b.depthwise_conv2d(t, (3, 3), dilation=(2, 1), activation="RELU6", name="dw_dilated")
+    t = b.conv2d(t, 12, (1, 1), name="project")  # larger than the input: the pool had better stream
+    b.output(b.max_pool2d(t, (3, 2), (2, 2), padding="SAME", name="pool"))
 
 
 def _branch_add(b: ModelBuilder) -> None:
@@ -59,37 +75,43 @@ def _streams(planned) -> list:
     return [s for op in planned.graph.operators if (s := stream_of(op)) is not None]
 
 
-def test_candidates_name_the_pair_and_its_window() -> None:
+def test_candidates_name_the_chains_and_their_windows() -> None:
     g = _graph(_expand_dw)
-    (s,) = [s for s in candidates(g) if s.producer.opcode == "CONV_2D"]
-    assert s.consumer.opcode == "DEPTHWISE_CONV_2D" and s.position == 0
-    assert (s.rows, s.row_bytes, s.tensor_bytes) == (3, 10 * 24, 12 * 10 * 24)  # a 3x3 window: 3 rows
-    # the depthwise -> project pair conflicts with it (one operator in two streams): not offered too
-    assert all(
-        s.consumer.opcode != "CONV_2D" or s.producer.opcode != "DEPTHWISE_CONV_2D" for s in candidates(g)
-    )
+    found = {tuple(op.opcode for op in s.operators): s for s in candidates(g)}
+    pair = found[("CONV_2D", "DEPTHWISE_CONV_2D")]
+    assert pair.position == 0 and (pair.rows, pair.row_bytes, pair.tensor_bytes) == ((3,), (240,), (2880,))
+    assert found[("DEPTHWISE_CONV_2D", "CONV_2D")].rows == (1,)  # a 1x1 reader: one row
+    block = found[("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D")]  # the whole inverted residual block
+    assert block.rows == (3, 1) and block.window_bytes == 3 * 240 + 120 and block.window_offset(1) == 720
     g2 = _graph(_branch_add)
-    # both ADD operands stream alike (equal savings): the first producer in stored order, at position 1
-    (add,) = [s for s in candidates(g2) if s.consumer.opcode == "ADD"]
-    assert (add.producer.opcode, add.position, add.rows) == ("CONV_2D", 1, 1)
+    adds = sorted(
+        (s.producer.opcode, s.position, s.rows) for s in candidates(g2) if s.consumer.opcode == "ADD"
+    )
+    assert adds == [("CONV_2D", 1, (1,)), ("DEPTHWISE_CONV_2D", 0, (1,))]  # either ADD operand streams
 
 
-def test_streamed_shift_against_the_producers_input() -> None:
+def test_streamed_shift_against_the_first_operators_input() -> None:
     # expand (1x1, 12 rows of 40 B in, 240 B out) -> dw (3x3 stride 2 SAME: pad 0 on top, 6 rows of
     # 120 B): output row r is written once rows below hi(r) = min(2r + 3, 12) are computed, and the
     # producer next reads input row hi(r): D = min_r (40 hi(r) - 120 (r + 1)), after the last row
     # nothing is left to read (the input's end, 480)
     g = _graph(_expand_dw)
+    found = {tuple(op.opcode for op in s.operators): s for s in candidates(g)}
+
+    def expected(out_row: int) -> int:
+        return min((480 if 2 * r + 3 >= 12 else 40 * (2 * r + 3)) - out_row * (r + 1) for r in range(6))
+
+    assert chain_shift(g, found[("CONV_2D", "DEPTHWISE_CONV_2D")]) == expected(120) == -240
+    # the whole block writes 40 B rows of the project's output, after the same expand rows: D = 80,
+    # the output lies inside its input
+    assert chain_shift(g, found[("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D")]) == expected(40) == 80
     planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
     fused = next(op for op in planned.graph.operators if op.opcode == STREAM_OPCODE)
-    expected = min(
-        (480 if min(2 * r + 3, 12) >= 12 else 40 * min(2 * r + 3, 12)) - 120 * (r + 1) for r in range(6)
-    )
-    assert max_shift(planned.graph, fused, 0) == expected == -240
+    assert max_shift(planned.graph, fused, 0) == chain_shift(planned.graph, stream_of(fused))
 
 
 def test_check_plan_refuses_one_byte_past_a_streams_shift() -> None:
-    planned = plan(_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    planned = plan(_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
     graph, arena = planned.graph, planned.arena
     pair = next(p for v, p in memory_model(graph, "refined").pairs.items() if stream_of(graph.operators[v]))
     at = {b.index: b.offset for b in arena.buffers}
@@ -112,24 +134,30 @@ def test_streams_lower_the_arena_only_in_the_refined_model_with_prefer_memory(bu
     assert streamed.arena.arena_bytes < speed.arena.arena_bytes < tensor.arena.arena_bytes
     kinds = [r.kind for r in streamed.rewriting.rewrites]
     assert "stream" in kinds
-    # the certificate names the model's operators: the fused one stands for its consumer and producer
+    # the certificate names the model's operators: the fused one stands for every operator it runs
     s = _streams(streamed)[0]
     fused = next(op.index for op in streamed.graph.operators if stream_of(op) is s)
-    assert set(streamed.operator_sources[fused]) == {s.producer.index, s.consumer.index}
+    assert set(streamed.operator_sources[fused]) == {op.index for op in s.operators}
 
 
 def test_expand_dw_arena_is_input_window_and_output() -> None:
-    # with the pair streamed the peak step holds the input (480 B), a 3-row window (720 B) and the
-    # depthwise output (720 B) starting 240 B below the input, so sharing all of it: 1,440 B
-    planned = plan(_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
-    assert planned.schedule.peak_bytes == 720 + 720
-    assert planned.schedule.certified
+    # the pair streamed: its step holds the input (480 B), a 3-row window (720 B) and the depthwise
+    # output (720 B) starting 240 B below the input, so sharing all of it: 1,440 B
+    pair = plan(_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
+    assert pair.schedule.peak_bytes == 720 + 720 and pair.schedule.certified
+    # the whole block streamed (one operator): the input, windows of 3 expanded rows and 1 depthwise
+    # row (840 B) and the project's 240 B output inside its input: 1,320 B
+    block = plan(_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(block)] == [3] and len(block.graph.operators) == 1
+    assert block.schedule.peak_bytes == 480 + 840 and block.schedule.certified
 
 
 @needs_gcc
 @pytest.mark.host
 @pytest.mark.parametrize(
-    "build", [_expand_dw, _conv_pool, _branch_add], ids=["expand_dw", "conv_pool", "add"]
+    "build",
+    [_expand_dw, _conv_pool, _branch_add, _long_chain],
+    ids=["expand_dw", "conv_pool", "add", "long_chain"],
 )
 def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     path = tmp_path / "model.tflite"
@@ -138,6 +166,8 @@ def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     path.write_bytes(b.build())
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert _streams(planned)
+    if build is _long_chain:
+        assert [len(s.operators) for s in _streams(planned)] == [4]
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
     assert "ts_window_slide(" in c_source and "TS_ROWS(" in c_source
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
@@ -158,7 +188,7 @@ def test_streams_measured_equal_on_qemu(tmp_path: Path) -> None:
 
 
 @needs_gcc
-def test_build_says_which_pairs_stream(tmp_path: Path, capsys) -> None:
+def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
     import json
 
     from tinysched.cli import main
@@ -170,19 +200,18 @@ def test_build_says_which_pairs_stream(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     assert main(["build", str(path), "--board", "host", "-o", str(out), "--no-report"]) == 0
     printed = capsys.readouterr().out
-    assert "streamed    1 producer/consumer pair(s) run row by row" in printed
-    assert "model operators 0 -> 1 (2,880 B as a 3-row window of 720 B)" in printed
+    assert "streamed    1 chain(s) of operators run row by row" in printed
+    assert "model operators 0 -> 1 -> 2 (3,600 B as windows of 840 B)" in printed
+    assert "operator 2 (CONV_2D streamed from operator(s) 0 (CONV_2D), 1 (DEPTHWISE_CONV_2D))" in printed
     record = json.loads((out / "expand_dw_metadata.json").read_text())["build"]
     assert record["streams"] == [
         {
             "operator": 0,
-            "producer_model_op": 0,
-            "consumer_model_op": 1,
-            "producer": "CONV_2D",
-            "consumer": "DEPTHWISE_CONV_2D",
-            "tensor_bytes": 2880,
-            "window_rows": 3,
-            "window_bytes": 720,
+            "model_ops": [0, 1, 2],
+            "opcodes": ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"],
+            "tensor_bytes": 2880 + 720,
+            "window_rows": [3, 1],
+            "window_bytes": 720 + 120,
         }
     ]
     speed = tmp_path / "speed"

@@ -56,7 +56,7 @@ from tinysched.fold import NotFoldable, strided_slice_index
 from tinysched.graph import Graph, Operator
 from tinysched.memory import Lifetime, lifetimes
 from tinysched.rewrite import explicit_padding
-from tinysched.stream import STREAM_OPCODE, WINDOWED, row_window, stream_of
+from tinysched.stream import STREAM_OPCODE, chain_shift, stream_of
 from tinysched.variants import variant_of
 
 __all__ = [
@@ -288,12 +288,13 @@ def _quantize(graph: Graph, op: Operator, position: int, out: int) -> int | None
 
 
 def _streamed(graph: Graph, op: Operator, position: int, out: int) -> int | None:
-    """A streamed pair (tinysched.stream; ts_kernels.h "Streamed pairs"): one group per output row r
-    of the consumer, whose bytes are written after the producer has computed every row of the
-    streamed tensor that row reads (rows below hi(r)), and before it reads its input for the rows
-    from hi(r) on. So against the producer's input, R(r) is the start of the first input row the
-    producer's row hi(r) reads (its window's top, clipped); against the consumer's other operand
-    (ADD, SUB, MUL) the rows go in increasing order as in the elementwise loop, whose D holds."""
+    """A streamed chain (tinysched.stream; ts_kernels.h "Streamed pairs"): one group per output row
+    r of its last operator, whose bytes are written after the first operator has computed every row
+    of its output that row needs (rows below hi(r), composed down the chain) and before it reads its
+    input for the rows from hi(r) on: against the first operator's input, R(r) is the start of the
+    first input row its row hi(r) reads (`stream.chain_shift`). Against the last operator's other
+    operand (ADD, SUB, MUL) the rows go in increasing order as in the elementwise loop, whose D
+    holds."""
     s = stream_of(op)
     if s is None or out != 0:
         return None
@@ -301,22 +302,9 @@ def _streamed(graph: Graph, op: Operator, position: int, out: int) -> int | None
     if t in s.consumer.inputs:
         fn = OVERLAP.get(s.consumer.opcode)
         return None if fn is None else fn(graph, s.consumer, s.consumer.inputs.index(t), 0)
-    produce = row_window(graph, s.producer)
-    if s.producer.inputs[0] != t or produce is None:
+    if s.producer.inputs[0] != t:
         return None
-    consume = row_window(graph, s.consumer)
-    x, y, mid = graph.tensors[t], graph.tensors[op.outputs[0]], graph.tensors[s.tensor]
-    in_h, mid_h, out_h = int(x.shape[1]), int(mid.shape[1]), int(y.shape[1])
-    in_row, out_row = x.nbytes // in_h, y.nbytes // out_h
-    r = np.arange(out_h, dtype=np.int64)
-    if s.consumer.opcode in WINDOWED:
-        assert consume is not None
-        hi = np.minimum(r * consume.stride - consume.pad_top + consume.span, mid_h)
-    else:
-        hi = r + 1
-    first_read = np.clip(hi * produce.stride - produce.pad_top, 0, in_h - 1) * in_row
-    lows = np.where(hi >= mid_h, x.nbytes, first_read)
-    return int((lows - (r + 1) * out_row).min())
+    return chain_shift(graph, s)
 
 
 ShiftFunction = Callable[[Graph, Operator, int, int], "int | None"]
@@ -964,6 +952,7 @@ class StepSaving:
     overlap_bytes: int  # the operator's output over its dying input
     view_bytes: int  # views sharing their root (negative where a root outlives its own readers)
     overlap: Pair | None
+    stream_bytes: int = 0  # a streamed chain's tensors, whole in the tensor model, less its windows
 
     @property
     def saved_bytes(self) -> int:
@@ -974,7 +963,8 @@ def step_savings_report(
     graph: Graph, order: list[int] | tuple[int, ...], model: Refinement
 ) -> list[StepSaving]:
     """Per step of `order`: tensor-model and refined live bytes, and the saving split by technique
-    (for the report's timeline and per-operator table)."""
+    (for the report's timeline and per-operator table). At a streamed chain's step the tensor model
+    holds the chain's tensors whole and no windows."""
     from tinysched.memory import profile
 
     tensor = profile(graph, order)
@@ -983,15 +973,18 @@ def step_savings_report(
     for t, r in zip(tensor.steps, refined.steps, strict=True):
         pair = model.pairs.get(t.op)
         overlap = model.saving(t.op)
+        chain = stream_of(graph.operators[t.op])
+        streamed = 0 if chain is None else sum(chain.tensor_bytes) - chain.window_bytes
         rows.append(
             StepSaving(
                 t.step,
                 t.op,
-                t.live_bytes,
+                t.live_bytes + streamed,
                 r.live_bytes,
                 overlap,
                 t.live_bytes - r.live_bytes - overlap,
                 pair,
+                streamed,
             )
         )
     return rows

@@ -32,7 +32,7 @@ from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_va
 from tinysched.rewrite import RewriteResult, compose, no_rewrites, rewrite_graph
 from tinysched.scheduler import Schedule, schedule
 from tinysched.shapes import check_graph
-from tinysched.stream import Stream, candidates, fuse, stream_of
+from tinysched.stream import Stream, candidates, choose, fuse, stream_of
 from tinysched.variants import KernelVariant, variant_of, with_variants
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
@@ -197,38 +197,41 @@ class Planned:
         )
 
     def streams_json(self) -> list[dict[str, Any]]:
-        """The streamed pairs (tinysched.stream), by planned operator, for JSON."""
+        """The streamed chains (tinysched.stream), by planned operator, for JSON."""
         rows = []
         for r in self.rewriting.rewrites:
-            pair = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
-            if pair is not None:
+            chain = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
+            if chain is not None:
                 rows.append(
                     {
                         "operator": r.operator,
-                        "producer_model_op": self.folding.operator_map[r.sources[1]],
-                        "consumer_model_op": self.folding.operator_map[r.sources[0]],
-                        "producer": pair.producer.opcode,
-                        "consumer": pair.consumer.opcode,
-                        "tensor_bytes": pair.tensor_bytes,
-                        "window_rows": pair.rows,
-                        "window_bytes": pair.window_bytes,
+                        "model_ops": self._stream_model_ops(r),
+                        "opcodes": [op.opcode for op in chain.operators],
+                        "tensor_bytes": sum(chain.tensor_bytes),
+                        "window_rows": list(chain.rows),
+                        "window_bytes": chain.window_bytes,
                     }
                 )
         return rows
 
+    def _stream_model_ops(self, rewrite: Any) -> list[int]:
+        """The model operators of a stream rewrite in chain order (its sources keep the last first)."""
+        fold = self.folding.operator_map
+        return [*(fold[v] for v in rewrite.sources[1:]), fold[rewrite.sources[0]]]
+
     def streams_summary(self) -> str | None:
-        """One line: which pairs run row by row and what their tensors cost instead (None: none)."""
+        """One line: which chains run row by row and what their tensors cost instead (None: none)."""
         rows = self.streams_json()
         if not rows:
             return None
-        pairs = ", ".join(
-            f"{r['producer_model_op']} -> {r['consumer_model_op']} ({r['tensor_bytes']:,} B as a "
-            f"{r['window_rows']}-row window of {r['window_bytes']:,} B)"
+        chains = ", ".join(
+            f"{' -> '.join(map(str, r['model_ops']))} ({r['tensor_bytes']:,} B as windows of "
+            f"{r['window_bytes']:,} B)"
             for r in rows
         )
         return (
-            f"{len(rows)} producer/consumer pair(s) run row by row, the tensor between them never whole; "
-            f"`--prefer speed` keeps whole tensors: model operators {pairs}"
+            f"{len(rows)} chain(s) of operators run row by row, the tensors between them never whole; "
+            f"`--prefer speed` keeps whole tensors: model operators {chains}"
         )
 
     @property
@@ -248,15 +251,18 @@ class Planned:
         return self.folding.operator_map[self.rewriting.operator_map[op][0]]
 
     def operator_label(self, op: int) -> str:
-        """Operator `op`'s type in words: its opcode, or for a streamed pair which model operator
-        feeds which, row by row."""
+        """Operator `op`'s type in words: its opcode, or for a streamed chain which model operators
+        feed it, row by row."""
         operator = self.graph.operators[op]
-        pair = stream_of(operator)
-        if pair is None:
+        chain = stream_of(operator)
+        if chain is None:
             return operator.opcode
         rewrite = next(r for r in self.rewriting.rewrites if r.kind == "stream" and r.operator == op)
-        producer = self.folding.operator_map[rewrite.sources[1]]
-        return f"{pair.consumer.opcode} streamed from operator {producer} ({pair.producer.opcode})"
+        feeders = ", ".join(
+            f"{v} ({member.opcode})"
+            for v, member in zip(self._stream_model_ops(rewrite), chain.operators[:-1], strict=False)
+        )
+        return f"{chain.consumer.opcode} streamed from operator(s) {feeders}"
 
     def model_order(self, order: Sequence[int]) -> list[int]:
         """An order (or sequence) of planned operators as operator indices of the input model."""
@@ -317,8 +323,6 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         default_kernels = codegen.with_scratch(placed, codegen.scratch_needs(placed))
         if options.streams_allowed:
             streams = candidates(base)
-            every = fuse(base, streams).graph
-            codegen.check_supported(codegen.with_scratch(every, codegen.scratch_needs(every)))
     except TinyschedError as err:
         note, streams = str(err), []
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check
@@ -343,22 +347,21 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         share = 0.5 if streams else 1.0
         kernels = _KernelPlanner(base, options, budget, note is None)
         best = kernels.plan(no_rewrites(base), share)
-        chosen: set[int] = set()  # streams (by consumer) in the best plan
+        chosen: list[Stream] = []  # the streams of the best plan
         for _ in range(STREAM_ROUNDS if streams else 0):
-            peak = best.peak_operators()  # operators of `base` that run at the peak step
-            add = {
-                s.consumer.index
-                for s in streams
-                if s.consumer.index not in chosen and {s.producer.index, s.consumer.index} & peak
-            }
-            if not add:
+            # the chains with the fewest own bytes through the operators at the peak step
+            trying = choose(base, streams, chosen, best.peak_operators())
+            if trying == chosen:
                 break
-            trial = kernels.plan(
-                fuse(base, [s for s in streams if s.consumer.index in chosen | add]), 0.5 / STREAM_ROUNDS
-            )
+            fused = fuse(base, trying)
+            try:  # a chain the code generator cannot run as one loop is not tried again
+                codegen.check_supported(codegen.with_scratch(fused.graph, codegen.scratch_needs(fused.graph)))
+            except TinyschedError:
+                break
+            trial = kernels.plan(fused, 0.5 / STREAM_ROUNDS)
             if trial.arena.arena_bytes >= best.arena.arena_bytes:
                 break
-            best, chosen = trial, chosen | add
+            best, chosen = trial, trying
         placed, refinement, sched, arena, streaming = (
             best.graph,
             best.refinement,
@@ -389,7 +392,9 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     )
 
 
-STREAM_ROUNDS = 3  # plans that add the streams of the peak step's operators, each kept if it lowers the arena
+STREAM_ROUNDS = (
+    3  # plans that stream chains through the peak step's operators, each kept if it lowers the arena
+)
 
 
 @dataclass(frozen=True)

@@ -118,8 +118,8 @@ def macs(graph: Graph, op: int) -> int:
 
 def _operator_macs(graph: Graph, o: Operator) -> int:
     pair = stream_of(o)
-    if pair is not None:  # a streamed pair computes what its two operators compute
-        return _operator_macs(graph, pair.producer) + _operator_macs(graph, pair.consumer)
+    if pair is not None:  # a streamed chain computes what its operators compute
+        return sum(_operator_macs(graph, member) for member in pair.operators)
     shape = [graph.tensors[t].shape if t >= 0 else None for t in o.inputs]
     # the first output: a kernel's scratch (codegen.with_scratch) is an extra output, computed nothing
     out = _elements(graph.tensors[o.outputs[0]].shape) if o.outputs else 0

@@ -24,85 +24,122 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
     return args
 
 
+def _geometry(graph, s) -> list[RowWindow]:
+    """Each operator's row window over the tensor it streams from (elementwise last: one row)."""
+    windows = [row_window(graph, op) if op.opcode in WINDOWED else RowWindow(1, 1, 0) for op in s.operators]
+    if any(w is None for w in windows):
+        raise Unsupported("the row geometry of a streamed chain")
+    return windows  # type: ignore[return-value]
+
+
 @lowering(STREAM_OPCODE, internal=True)
 def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     s = stream_of(op)
     if s is None:
-        raise Unsupported("a fused operator that records no producer/consumer pair")
-    window = op.outputs[-1]
-    if len(op.outputs) < 2 or ctx.tensor(window).nbytes < s.window_bytes:
-        raise Unsupported(f"a streamed pair needs its {s.window_bytes}-byte window as its last output")
-    graph = ctx.graph
-    inner = ctx.at_step({**ctx.offsets, s.tensor: ctx.offsets[window]})
-    producer = lower(inner, s.producer, call.step, f"op{op.index}_producer")
-    consumer = lower(inner, s.consumer, call.step, f"op{op.index}_consumer")
-    for part in (producer, consumer):
+        raise Unsupported("a fused operator that records no chain")
+    scratch = op.outputs[-1]
+    if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < s.window_bytes:
+        raise Unsupported(f"a streamed chain needs its {s.window_bytes}-byte windows as its last output")
+    graph, n = ctx.graph, len(s.tensors)
+    base = ctx.offsets[scratch]
+    inner = ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}})
+    parts = [
+        lower(inner, member, call.step, f"op{op.index}_stage{k}") for k, member in enumerate(s.operators)
+    ]
+    for part in parts:
         if part.pre or not part.kernel or not part.params_type:
-            raise Unsupported(f"the {part.opcode} of a streamed pair must be one kernel call")
-    produce = row_window(graph, s.producer)
-    consume = row_window(graph, s.consumer) if s.consumer.opcode in WINDOWED else RowWindow(1, 1, 0)
-    if produce is None or consume is None:
-        raise Unsupported("the row geometry of a streamed pair")
-    for part, window_rows in ((producer, produce), (consumer, consume)):
+            raise Unsupported(f"the {part.opcode} of a streamed chain must be one kernel call")
+    windows = _geometry(graph, s)
+    for part, rows_of in zip(parts, windows, strict=True):
         fields = dict(part.params)
         if part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
-            str(window_rows.pad_top),
-            str(window_rows.stride),
+            str(rows_of.pad_top),
+            str(rows_of.stride),
         ):
             raise Unsupported(f"the {part.opcode}'s padding differs from its row geometry")
-    x, t, y = s.producer.inputs[0], s.tensor, s.consumer.outputs[0]
-    in_h, mid_h, out_h = (int(graph.tensors[u].shape[1]) for u in (x, t, y))
+    x, y = s.producer.inputs[0], s.consumer.outputs[0]
+    heights = [int(graph.tensors[t].shape[1]) for t in s.tensors]
+    in_h, out_h = int(graph.tensors[x].shape[1]), int(graph.tensors[y].shape[1])
     in_row, out_row = graph.tensors[x].nbytes // in_h, graph.tensors[y].nbytes // out_h
-    rb = f"{s.row_bytes}u"
-    produce_args = _with_args(producer, {0: "rows", -1: f"window + (size_t)(next - first) * {rb}"})
+    fail = f"return {call.step + 1};"
+    whole = [f"{ctx.prefix}_{part.symbol}" for part in parts]
+
+    def kernel_call(k: int, args: list[str]) -> list[str]:
+        return [f"if ({parts[k].kernel}(&p{k}, {', '.join(args)}) != TS_OK) {{", f"    {fail}", "}"]
+
+    def bounds(k: int, row: str) -> list[str]:
+        """lo{k}, hi{k}: the rows of tensor k that row `row` of operator k + 1 reads."""
+        w = windows[k + 1]
+        return [
+            f"const int32_t top{k} = {row} * {w.stride} - {w.pad_top};",
+            f"const int32_t lo{k} = top{k} > 0 ? top{k} : 0;",
+            f"const int32_t hi{k} = top{k} + {w.span} < {heights[k]} ? top{k} + {w.span} : {heights[k]};",
+        ]
+
+    def ensure(k: int) -> list[str]:
+        """Rows [lo{k}, hi{k}) of tensor k in its window: the lower ones dropped, the new computed."""
+        rb = f"{s.row_bytes[k]}u"
+        out_at = f"w{k} + (size_t)(next{k} - first{k}) * {rb}"
+        lines = [f"ts_window_slide(w{k}, {rb}, &first{k}, &next{k}, lo{k});"]
+        if k == 0:  # the first operator computes all new rows from its whole input in one call
+            lines += [
+                f"if (next0 < hi0) {{ /* rows [next0, hi0) of t{s.tensors[0]} */",
+                f"    rows = TS_ROWS(p0, {whole[0]}, input, 0, {in_h}, {in_row}u, next0, hi0 - next0);",
+                *(f"    {line}" for line in kernel_call(0, _with_args(parts[0], {0: "rows", -1: out_at}))),
+                "    next0 = hi0;",
+                "}",
+            ]
+            return lines
+        below = f"next{k - 1} - first{k - 1}"
+        return lines + [
+            f"for (; next{k} < hi{k}; ++next{k}) {{ /* row next{k} of t{s.tensors[k]} */",
+            *(f"    {line}" for line in bounds(k - 1, f"next{k}")),
+            *(f"    {line}" for line in ensure(k - 1)),
+            f"    rows = TS_ROWS(p{k}, {whole[k]}, w{k - 1}, first{k - 1}, {below}, {s.row_bytes[k - 1]}u, next{k}, 1);",
+            *(f"    {line}" for line in kernel_call(k, _with_args(parts[k], {0: "rows", -1: out_at}))),
+            "}",
+        ]
+
+    last = n
     out_at = f"output + (size_t)row * {out_row}u"
     if s.consumer.opcode in WINDOWED:
-        consume_rows = [
-            f"rows = TS_ROWS(consumer, {ctx.prefix}_{consumer.symbol}, window, first, next - first, {rb}, row, 1);"
+        below = f"next{n - 1} - first{n - 1}"
+        consume = [
+            f"rows = TS_ROWS(p{last}, {whole[last]}, w{n - 1}, first{n - 1}, {below}, {s.row_bytes[-1]}u, row, 1);",
+            *kernel_call(last, _with_args(parts[last], {0: "rows", -1: out_at})),
         ]
-        consume_args = _with_args(consumer, {0: "rows", -1: out_at})
         setup = []
     else:  # ADD / SUB / MUL on equal shapes: row `row` of each operand
         other = s.consumer.inputs[1 - s.position]
-        consume_rows = []
-        consume_args = _with_args(
-            consumer,
-            {s.position: "window", 1 - s.position: f"{inner.ptr(other)} + (size_t)row * {rb}", -1: out_at},
+        other_at = f"{inner.ptr(other)} + (size_t)row * {s.row_bytes[-1]}u"
+        consume = kernel_call(
+            last, _with_args(parts[last], {s.position: f"w{n - 1}", 1 - s.position: other_at, -1: out_at})
         )
-        setup = ["consumer.shape.dims[3] = 1; /* one row of [1, H, W, C] per call */"]
-    fail = f"return {call.step + 1};"
+        setup = [f"p{last}.shape.dims[3] = 1; /* one row of [1, H, W, C] per call */"]
     body = [
-        f"{producer.params_type} producer = {ctx.prefix}_{producer.symbol};",
-        f"{consumer.params_type} consumer = {ctx.prefix}_{consumer.symbol};",
-        f"int8_t *const window = {inner.ptr(t, const=False)}; /* rows [first, next) of t{t}, "
-        f"at most {s.rows} of {s.row_bytes} B */",
+        *(f"{part.params_type} p{k} = {whole[k]};" for k, part in enumerate(parts)),
+        *(
+            f"int8_t *const w{k} = (int8_t *)({ctx.place(base + s.window_offset(k))}); /* rows "
+            f"[first{k}, next{k}) of t{t}, at most {s.rows[k]} of {s.row_bytes[k]} B */"
+            for k, t in enumerate(s.tensors)
+        ),
         f"const int8_t *const input = {inner.ptr(x)};",
         f"int8_t *const output = {inner.ptr(y, const=False)};",
         "const int8_t *rows;",
-        "int32_t first = 0, next = 0, row;",
+        f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
         *setup,
         f"for (row = 0; row < {out_h}; ++row) {{",
-        f"    const int32_t top = row * {consume.stride} - {consume.pad_top}; /* first row of t{t} it reads */",
-        "    const int32_t lo = top > 0 ? top : 0;",
-        f"    const int32_t hi = top + {consume.span} < {mid_h} ? top + {consume.span} : {mid_h};",
-        f"    ts_window_slide(window, {rb}, &first, &next, lo);",
-        "    if (next < hi) { /* the producer's rows [next, hi) */",
-        f"        rows = TS_ROWS(producer, {ctx.prefix}_{producer.symbol}, input, 0, {in_h}, {in_row}u, next, hi - next);",
-        f"        if ({producer.kernel}(&producer, {', '.join(produce_args)}) != TS_OK) {{",
-        f"            {fail}",
-        "        }",
-        "        next = hi;",
-        "    }",
-        *(f"    {line}" for line in consume_rows),
-        f"    if ({consumer.kernel}(&consumer, {', '.join(consume_args)}) != TS_OK) {{",
-        f"        {fail}",
-        "    }",
+        *(f"    {line}" for line in bounds(n - 1, "row")),
+        *(f"    {line}" for line in ensure(n - 1)),
+        *(f"    {line}" for line in consume),
         "}",
     ]
     call.pre = ["{", *(f"    {line}" for line in body), "}"]
-    call.parts = [producer, consumer]
+    call.parts = parts
+    names = " -> ".join(member.opcode for member in s.operators)
+    tensors = ", ".join(f"t{t} {list(graph.tensors[t].shape)}" for t in s.tensors)
     call.comment.append(
-        f"streamed pair: {s.producer.opcode} -> {s.consumer.opcode} row by row; t{t} "
-        f"{list(graph.tensors[t].shape)} ({s.tensor_bytes} B) is never whole: a window of {s.rows} row(s) "
-        f"({s.window_bytes} B) at t{window} holds the rows the {s.consumer.opcode} still reads (ts_kernels.h)"
+        f"streamed chain: {names} row by row; {tensors} ({sum(s.tensor_bytes)} B) never whole: windows of "
+        f"{'/'.join(map(str, s.rows))} row(s) ({s.window_bytes} B) at t{scratch} hold the rows the next "
+        "operator still reads (ts_kernels.h)"
     )

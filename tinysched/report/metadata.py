@@ -277,6 +277,7 @@ def collect_metadata(
 
     tradeoff = comparisons.get("recompute_tradeoff")
     timeline_sequence, timeline_k, timeline_extra = None, None, None
+    timeline_graph = placed  # the trade-off's sequences are over the default kernels' graph (no streams)
     if recompute_plan is not None:
         timeline_sequence = recompute_plan.sequence
         timeline_k, timeline_extra = recompute_plan.k, recompute_plan.extra_macs
@@ -286,9 +287,10 @@ def collect_metadata(
             best_rc = min(saving, key=lambda p: (p["peak_bytes"], p["extra_macs"], p["k"]))
             timeline_sequence = best_rc["sequence"]
             timeline_k, timeline_extra = best_rc["k"], best_rc["extra_macs"]
+            timeline_graph = planned.default_kernels_graph or placed
     timeline_recompute = None
     if timeline_sequence is not None:
-        seq = sequence_profile(placed, timeline_sequence)
+        seq = sequence_profile(timeline_graph, timeline_sequence)
         timeline_recompute = {
             "k": timeline_k,
             "sequence": list(seq.sequence),
@@ -329,7 +331,7 @@ def collect_metadata(
                 "execution": s.execution,
                 "macs": op_macs[s.op],
                 "live_bytes": s.live_bytes if row is None else row.refined_bytes,
-                "tensor_live_bytes": s.live_bytes,
+                "tensor_live_bytes": s.live_bytes if row is None else row.tensor_bytes,
                 "saved": step_techniques(row, fused.get(s.op)),
                 "born": [name(t, i) for t, i in s.born],
                 "freed": [name(t, i) for t, i in s.freed],
@@ -454,7 +456,9 @@ def collect_metadata(
             "stored_live_bytes": [s.live_bytes for s in stored.steps],
             # the certified order in the tensor model (None when it is planned in that model)
             "tensor_live_bytes": (
-                [s.live_bytes for s in profile(placed, sched.order).steps] if model.refined else None
+                [row.tensor_bytes for row in step_savings_report(placed, sched.order, model)]
+                if model.refined
+                else None
             ),
             "peak_step": peak_step,
             "peak_bytes": peak_bytes,
@@ -485,8 +489,10 @@ def step_techniques(row: Any, rewrite: Any) -> list[dict[str, Any]]:
         out.append({"technique": "overlap", "bytes": row.overlap_bytes})
     if row is not None and row.view_bytes:
         out.append({"technique": "views", "bytes": row.view_bytes})
-    if rewrite is not None and rewrite.kind in ("pad_fusion", "stream") and rewrite.removed_bytes:
-        out.append({"technique": rewrite.kind, "bytes": rewrite.removed_bytes})
+    if rewrite is not None and rewrite.kind == "pad_fusion" and rewrite.removed_bytes:
+        out.append({"technique": "pad_fusion", "bytes": rewrite.removed_bytes})
+    if row is not None and row.stream_bytes:
+        out.append({"technique": "stream", "bytes": row.stream_bytes})
     return out
 
 
