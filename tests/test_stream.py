@@ -204,11 +204,14 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
     assert "model operators 0 -> 1 -> 2 (3,600 B as windows of 840 B)" in printed
     assert "operator 2 (CONV_2D streamed from operator(s) 0 (CONV_2D), 1 (DEPTHWISE_CONV_2D))" in printed
     record = json.loads((out / "expand_dw_metadata.json").read_text())["build"]
+    g = parse_model(path.read_bytes())
+    streamed = [g.operators[0].outputs[0], g.operators[1].outputs[0]]  # expand's and dw's outputs
     assert record["streams"] == [
         {
             "operator": 0,
             "model_ops": [0, 1, 2],
             "opcodes": ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"],
+            "tensors": [streamed[0], streamed[1]],
             "tensor_bytes": 2880 + 720,
             "window_rows": [3, 1],
             "window_bytes": 720 + 120,

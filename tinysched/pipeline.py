@@ -207,6 +207,7 @@ class Planned:
                         "operator": r.operator,
                         "model_ops": self._stream_model_ops(r),
                         "opcodes": [op.opcode for op in chain.operators],
+                        "tensors": list(chain.tensors),  # never whole: their windows hold them
                         "tensor_bytes": sum(chain.tensor_bytes),
                         "window_rows": list(chain.rows),
                         "window_bytes": chain.window_bytes,
@@ -322,7 +323,10 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         codegen.check_supported(placed)
         default_kernels = codegen.with_scratch(placed, codegen.scratch_needs(placed))
         if options.streams_allowed:
-            streams = candidates(base)
+            # a pinned tensor stays whole (it is placed in its region), so no chain streams it
+            named = {tensor for tensor, _ in options.pools.pins} if options.pools is not None else set()
+            pinned = {t for t in base.activation_tensors if base.tensors[t].name in named or str(t) in named}
+            streams = [c for c in candidates(base) if not pinned & set(c.tensors)]
     except TinyschedError as err:
         note, streams = str(err), []
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check

@@ -712,9 +712,13 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * so that output row 0 of the call is row `first` of the whole and the input it is given starts at
  * a later row; the elementwise consumer gets dims[3] (the rows of [1, H, W, C]) = 1 and its operands'
  * row pointers.
+ * A chain (expand -> depthwise -> project, up to four operators) runs the same way with a window per
+ * inner tensor: a row of one is computed, one row per call, when the next operator first needs it,
+ * and only the first operator computes several rows per call from its whole input.
  * Read/write order: consumer row r is written after the producer has read the input rows every T
- * row below hi(r) needs and before it reads any row from hi(r)'s window top on; the consumer's other
- * operand is read row by row as its output is written (tinysched/overlap.py `_streamed`). */
+ * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
+ * top on; the consumer's other operand is read row by row as its output is written
+ * (tinysched/overlap.py `_streamed`, tinysched/stream.py `chain_shift`). */
 
 /* Point a windowed kernel's row fields at output rows [first, first + count): the input is held
  * from row `base` on (`avail` rows of `row_bytes`) at `buf`, and output row `first` reads from input
