@@ -217,9 +217,9 @@ REFINED_NOTES = (
     "(VWW -0.6%, mcunet +0.5%, KWS and resnet8 unchanged: nothing streams there); a streamed first "
     "layer pays for its per-row kernel calls where each call is short: HAR +7.6% (3,062,854 -> "
     "3,294,794), KWS-L +1.0%, yamnet +1.8%. mcunet_vww_int8 stays at 76,800 B: its float input (80x80x3 float32) is "
-    "quantised at step 0 and is the peak; with `--io int8` (int8 in, no QUANTIZE) it plans at 32,640 B, "
-    "measured = plan and bit-exact on mps2-an500 in 39,812,976 instructions (TinyEngine reports 92 kB "
-    "peak SRAM on this model).",
+    "quantised at step 0 and is the peak; with `--io int8` (int8 in, no QUANTIZE) it plans at 21,760 B "
+    "(certified optimal), measured = plan and bit-exact on mps2-an500 in 40,374,184 instructions "
+    "(TinyEngine reports 92 kB peak SRAM on this model).",
 )
 REFINED_HEADER = (
     "| model | ops | tensor-model arena B | refined arena B | refined step bound B | refined / tensor "
