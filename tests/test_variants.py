@@ -120,12 +120,15 @@ def test_refined_plan_runs_the_staged_variants_in_place() -> None:
     # --prefer speed: the refined model with the default kernels only, no scratch, a larger arena
     speed = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, prefer="speed"))
     assert speed.variants == {} and speed.arena.arena_bytes > refined.arena.arena_bytes
-    assert not any(t.name.endswith("/scratch") for t in speed.graph.tensors)
+    # (scratch only for the widened CONV_2D kernels, in bytes the arena had free at their step)
+    assert {t.name for t in speed.graph.tensors if t.name.endswith("/scratch")} == {
+        speed.graph.tensors[speed.graph.operators[v].outputs[-1]].name for v in speed.wide_variants
+    }
     assert [v["model_op"] for v in refined.variants_json()] == [
         refined.source_operator(v) for v in sorted(chosen)
     ]
     assert "4 operator(s) run in place" in refined.variants_summary()
-    assert speed.variants_summary() == "default kernels everywhere (--prefer speed)"
+    assert speed.variants_summary().startswith("default kernels everywhere (--prefer speed)")
     with pytest.raises(TinyschedError, match="--prefer must be one of memory, speed"):
         PlanOptions(prefer="fast")
 

@@ -151,6 +151,36 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table);
 
+/* CONV_2D wide (the variant tinysched.kernel_scratch chooses after placement where its scratch fits
+ * a gap of the arena at the operator's step; tinysched.variants "wide"): any shape ts_conv2d_s8
+ * takes. Arithmetic: exactly the formula's int32 accumulators (the same products, summed in
+ * another order) and ts_conv2d_s8's requantisation (ts_rq where its bound holds). On DSP cores
+ * (GCC/Clang, not Helium) every batch's output pixels go in strips of up to `blocks` blocks of four
+ * consecutive pixels of the flat order (blocks may span rows); a strip's receptive fields are first
+ * widened into scratch as int16 (input + input_offset; taps outside the input 0, what skipping them
+ * adds; zeros up to a multiple of four), laid out so that four filter bytes widened by SXTB16 meet
+ * each pixel's matching lanes in one LDRD (words (x[4g], x[4g+2]) and (x[4g+1], x[4g+3]) of group g
+ * of every pixel side by side); then output channel by channel, for each block of the strip four
+ * SMLAD pairs per four filter bytes (the block's four pixels), the four results requantised (ts_rq,
+ * with rq_table's fields as the staged variant's; or the formula's steps) and stored. Other cores
+ * and shapes the fast paths refuse: ts_conv2d_s8, scratch untouched.
+ * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive
+ * fields) are read before the first of its outputs is written, and nothing else of the input is
+ * read meanwhile. Every output overlap the default kernel allows is therefore allowed (its D is
+ * the default's). scratch: blocks * 4 * roundup(fh * fw * in_c, 4) * 2 bytes, word-aligned,
+ * disjoint from input and output.
+ * The default kernel ts_conv2d_s8 takes the same widened path on DSP cores, without planned
+ * scratch, for the leading output rows whose outputs end before a strip that fits in the part of
+ * its own output that holds no input bytes (past the input's end or before its start; the whole
+ * output when they do not overlap): there the strip is written before those bytes get their
+ * outputs; the remaining rows take the other paths (a call on those rows: in_h, pad_top, out_h
+ * adjusted). In the staged variant (in_c <= out_c) its chunks use it too, the strip in the chunk
+ * scratch after the chunk's outputs (chunks shorter than `chunk`: allowed, as the output may
+ * overlap the input as far as chunk's D allows for any shorter chunks when in_c <= out_c). */
+int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                      const int32_t *rq_table);
+
 /* ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
  * Output channel o = c * depth_multiplier + m reads only input channel c:
  * out[b][y][x][o] = clamp(out_offset + requant_o(bias[o] + sum_{ky,kx} w[0][ky][kx][o] *

@@ -254,6 +254,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["rewritten_operator_indices"] = list(planned.rewritten_operators)
     payload["io"] = planned.interface.as_json()
     payload["kernel_variants"] = planned.variants_json()
+    payload["wide_kernels"] = planned.wide_json()
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)

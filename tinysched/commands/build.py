@@ -272,6 +272,7 @@ def build_record(
         # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
         "io": planned.interface.as_json(),
         "kernel_variants": planned.variants_json(),
+        "wide_kernels": planned.wide_json(),
         "plan_options": {
             "io": options.io,
             "prefer": options.prefer,
