@@ -4,11 +4,13 @@ The widened CONV_2D kernel (``wide`` variant, `ts_conv2d_s8_wide` in firmware/in
 needs a strip of int16 receptive fields: `blocks` * 4 * roundup(K, 4) * 2 bytes for K = fh * fw * in_c.
 After the arena is placed, each CONV_2D operator that runs the default kernel gets the variant with
 the largest strip (up to `WIDE_MAX_BLOCKS` blocks, at most `WIDE_STRIP_BYTES` unless one block is
-more) that fits in a gap of the placed arena at its own step: bytes no tensor live at that step
-occupies. The scratch is then a tensor of the plan (an unread output of that operator, live at its
+more) that fits in a gap of the placed arena at its own step (bytes no tensor live at that step
+occupies, below the high-water) and keeps that step's aligned live bytes within the plan's lower
+bound (so the bound, the certificate and the optimality claims stay exactly as they were). The scratch is then a tensor of the plan (an unread output of that operator, live at its
 step only) at that gap's offset, so the arena does not grow, `check.check_plan` verifies it like
 any other tensor, and the painted high-water measures it. An operator at a step with no such gap
 keeps the default kernel (whose own fast paths may still use the unwritten part of its output).
+Only in the refined memory model: the tensor model is the one `--tflm` hands to stock TFLM.
 The variant's read/write order allows every overlap the default kernel's does (its D is the
 default's), so the placement stays valid.
 """
@@ -56,6 +58,22 @@ def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
     return [(a, hi) for lo, hi in gaps if (a := align_up(lo, arena.alignment)) < hi]
 
 
+def _step_live(graph: Graph, arena: ArenaPlan) -> list[int]:
+    """Aligned live bytes per step (as `arena.aligned_lower_bound` counts them): a scratch that keeps
+    its step at or below the plan's lower bound leaves the bound, and so the certificate's and the
+    arena's optimality statements, as they are."""
+    order = tuple(arena.order)
+    model = memory_model(graph, arena.memory_model)
+    refined = model if model.refined else None
+    live = [0] * (len(order) + 1)
+    for b in arena_buffers(graph, order, arena.alignment, refined):
+        for step in range(b.first_step, b.last_step + 1):
+            live[step] += b.aligned_bytes
+    for step, (_, _, saved) in step_savings(refined, order, arena.alignment).items():
+        live[step] -= saved
+    return live
+
+
 def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[int, int, int] | None:
     """(blocks, bytes, offset) of the largest strip that fits a gap (the smallest such gap)."""
     one = scratch_bytes(graph, op, "wide", 1)
@@ -71,18 +89,21 @@ def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[
 def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]:
     """`graph` and `arena` with the ``wide`` CONV_2D variant on every operator whose strip scratch
     fits in a gap of the arena at its step, the scratch placed there; unchanged when none fits or
-    the plan runs operators more than once."""
+    the plan runs operators more than once or is in the tensor memory model (the model `--tflm`
+    writes for stock TFLM, whose tensors are the model's own)."""
     from tinysched import codegen  # the code generator declares scratch tensors (no import cycle)
 
     order = tuple(arena.order)
-    if len(set(order)) != len(order):
+    if len(set(order)) != len(order) or arena.memory_model == "tensor":
         return graph, arena
+    live = _step_live(graph, arena)
     chosen: dict[int, tuple[KernelVariant, int]] = {}
     for step, v in enumerate(order):
         op = graph.operators[v]
         if not _wants_wide(graph, op):
             continue
-        fit = _best_fit(graph, op, _gaps(arena, step))
+        room = [(lo, min(hi, lo + arena.lower_bound_bytes - live[step])) for lo, hi in _gaps(arena, step)]
+        fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
         if fit is not None:
             blocks, need, offset = fit
             y = graph.tensors[op.outputs[0]]

@@ -690,6 +690,45 @@ static inline void wide_dot(const uint32_t *xs, const int8_t *w, int32_t groups,
     acc[3] = a3;
 }
 
+/* acc[q] += filter bytes [whole, k) times pixel q's values there (the last channel's tail, where
+ * reading whole words would pass the filter's end). */
+static TS_NOINLINE void wide_tail(const uint32_t *xb, const int8_t *w, int32_t whole, int32_t k, int32_t *acc)
+{
+    int32_t j, q;
+    for (j = whole; j < k; ++j) {
+        for (q = 0; q < TS_WIDE_PX; ++q) {
+            acc[q] += (int32_t)w[j] * wide_get(xb + 2 * q, j);
+        }
+    }
+}
+
+/* Four int8 results of one channel (saturated by ts_rq_apply) for four consecutive pixels: packed
+ * into one word (BFI), clamped bytewise to [lo, hi] (SSUB8/SEL), stored `stride` bytes apart. */
+static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t v1, int32_t v2, int32_t v3,
+                               uint32_t lo4, uint32_t hi4)
+{
+    uint32_t t;
+    __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
+                     "bfi     %[v0], %[v2], #16, #8\n\t"
+                     "bfi     %[v0], %[v3], #24, #8\n\t"
+                     "ssub8   %[t], %[v0], %[lo]\n\t"
+                     "sel     %[v0], %[v0], %[lo]\n\t"
+                     "ssub8   %[t], %[hi], %[v0]\n\t"
+                     "sel     %[v0], %[v0], %[hi]\n\t"
+                     "strb    %[v0], [%[out]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "strb    %[v0], [%[out], %[s]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "add     %[t], %[out], %[s], lsl #1\n\t"
+                     "strb    %[v0], [%[t]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "strb    %[v0], [%[t], %[s]]"
+                     : [v0] "+&r"(v0), [t] "=&r"(t)
+                     : [v1] "r"(v1), [v2] "r"(v2), [v3] "r"(v3), [lo] "r"(lo4), [hi] "r"(hi4), [out] "r"(out),
+                       [s] "r"(stride)
+                     : "cc", "memory");
+}
+
 /* Bytes of block scratch one block of the widened path needs for filters of k bytes. */
 static inline size_t wide_block_bytes(int32_t k) { return (size_t)TS_WIDE_PX * (size_t)((k + 3) & ~3) * 2u; }
 
@@ -735,16 +774,14 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                 const uint32_t *xb = xs + (size_t)b * block_words;
                 const int32_t n = np - b * TS_WIDE_PX < TS_WIDE_PX ? np - b * TS_WIDE_PX : TS_WIDE_PX;
                 int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0};
-                int32_t j;
                 wide_dot(xb, w, whole >> 2, acc);
-                for (j = whole; j < k; ++j) {
-                    const int32_t wj = w[j];
-                    acc[0] += wj * wide_get(xb, j);
-                    acc[1] += wj * wide_get(xb + 2, j);
-                    acc[2] += wj * wide_get(xb + 4, j);
-                    acc[3] += wj * wide_get(xb + 6, j);
+                if (whole < k) {
+                    wide_tail(xb, w, whole, k, acc);
                 }
-                if (rq) {
+                if (rq && n == TS_WIDE_PX) {
+                    wide_store4(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
+                                ts_rq_apply(acc[3], &r), lo4, hi4);
+                } else if (rq) {
                     uint32_t v = ts_pack4_clamp(ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r),
                                                 ts_rq_apply(acc[2], &r), ts_rq_apply(acc[3], &r), lo4, hi4);
                     for (q = 0; q < n; ++q, v >>= 8) {
