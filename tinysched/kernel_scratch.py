@@ -46,7 +46,9 @@ def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
         if p.first_step <= step <= p.last_step and p.bytes > 0
     )
     top = max((p.offset + p.bytes for p in arena.buffers), default=0)
-    regions = [(q.base, min(q.base + q.bytes, top)) for q in arena.pools] or [(0, min(arena.arena_bytes, top))]
+    regions = [(q.base, min(q.base + q.bytes, top)) for q in arena.pools] or [
+        (0, min(arena.arena_bytes, top))
+    ]
     gaps = []
     for base, end in regions:
         at = base
@@ -126,6 +128,7 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]
         arena_buffers(widened, order, arena.alignment, refined), step_savings(refined, order, arena.alignment)
     )
     pools = tuple(
-        replace(q, tensors=q.tensors + sum(q.base <= p.offset < q.base + q.bytes for p in added)) for q in arena.pools
+        replace(q, tensors=q.tensors + sum(q.base <= p.offset < q.base + q.bytes for p in added))
+        for q in arena.pools
     )
     return widened, replace(arena, buffers=arena.buffers + added, lower_bound_bytes=bound, pools=pools)

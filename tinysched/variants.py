@@ -79,10 +79,10 @@ def scratch_bytes(graph: Graph, op: Operator, name: str, param: int) -> int:
     y = graph.tensors[op.outputs[0]]
     channels = int(y.shape[-1]) if y.shape else 1
     kind = VARIANT_KERNELS[(op.opcode, name)][1]
-    if kind == "blocks":  # four pixels' int16 receptive fields per block
+    if kind == "blocks":  # six pixels' int16 receptive fields per block (TS_WIDE_PX)
         w = graph.tensors[op.inputs[1]]
         k = int(w.shape[1]) * int(w.shape[2]) * int(w.shape[3])
-        return param * 4 * ((k + 3) // 4 * 4) * 2
+        return param * 6 * ((k + 3) // 4 * 4) * 2
     return (param if kind == "chunk" else param + 1) * channels
 
 

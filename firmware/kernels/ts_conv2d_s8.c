@@ -566,7 +566,7 @@ static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *
  * the operator's own output, so it is taken only when output and input do not overlap, and for the
  * leading output rows whose outputs end before the scratch; the remaining rows are a call of the
  * other paths on those rows (params adjusted: in_h, pad_top, out_h). */
-#define TS_WIDE_PX 4
+#define TS_WIDE_PX 6 /* the asm below assumes it: 2 * 6 words = 48 bytes per group */
 
 static inline void wide_put(uint32_t *slot, int32_t j, int32_t v)
 {
@@ -626,7 +626,7 @@ static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t
                                      "ldr     %[o], [%[src]], #4\n\t"
                                      "sxtab16 %[e], %[off2], %[o]\n\t"
                                      "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
-                                     "strd    %[e], %[o], [%[w]], #32\n\t"
+                                     "strd    %[e], %[o], [%[w]], #48\n\t"
                                      "cmp     %[src], %[end]\n\t"
                                      "bne     1b\n\t"
                                      : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
@@ -655,39 +655,39 @@ static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t
 /* acc[q] += the dot product of `groups` groups of the block scratch xs (pixel q) and filter w. */
 static inline void wide_dot(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
 {
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5];
     const int8_t *const end = w + 4 * groups;
     uint32_t we, wo, xe, xo;
     if (groups <= 0) {
         return;
     }
+#define TS_WIDE_PIXEL(a, off)                                                                          \
+    "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                       \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
     __asm__ volatile(
         "1:\n\t"
         "ldr     %[wo], [%[w]], #4\n\t"
-        "ldrd    %[xe], %[xo], [%[xs]], #32\n\t"
+        "ldrd    %[xe], %[xo], [%[xs]], #48\n\t"
         "sxtb16  %[we], %[wo]\n\t"
         "sxtb16  %[wo], %[wo], ror #8\n\t"
         "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
         "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-24]\n\t"
-        "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
-        "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
-        "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
-        "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
-        "smlad   %[a3], %[xe], %[we], %[a3]\n\t"
-        "smlad   %[a3], %[xo], %[wo], %[a3]\n\t"
+        TS_WIDE_PIXEL("a1", "-40") TS_WIDE_PIXEL("a2", "-32") TS_WIDE_PIXEL("a3", "-24")
+        TS_WIDE_PIXEL("a4", "-16") TS_WIDE_PIXEL("a5", "-8")
         "cmp     %[w], %[end]\n\t"
         "bne     1b\n\t"
-        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(w), [xs] "+r"(xs),
-          [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
+          [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
         : [end] "r"(end)
         : "cc", "memory");
+#undef TS_WIDE_PIXEL
     acc[0] = a0;
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
+    acc[4] = a4;
+    acc[5] = a5;
 }
 
 /* acc[q] += filter bytes [whole, k) times pixel q's values there (the last channel's tail, where
@@ -746,7 +746,7 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *rq_table)
 {
     const int32_t out_w = p->out_w, out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
-    const int32_t k4 = (k + 3) & ~3, block_words = 2 * k4, lo = p->act_min, hi = p->act_max;
+    const int32_t k4 = (k + 3) & ~3, block_words = TS_WIDE_PX * k4 / 2, lo = p->act_min, hi = p->act_max;
     const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
     const int32_t strip_px = strip * TS_WIDE_PX;
     int32_t i, q, o, b;
@@ -773,7 +773,7 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
             for (b = 0; b < nb; ++b) {
                 const uint32_t *xb = xs + (size_t)b * block_words;
                 const int32_t n = np - b * TS_WIDE_PX < TS_WIDE_PX ? np - b * TS_WIDE_PX : TS_WIDE_PX;
-                int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0};
+                int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0, b0, b0};
                 wide_dot(xb, w, whole >> 2, acc);
                 if (whole < k) {
                     wide_tail(xb, w, whole, k, acc);
@@ -781,11 +781,11 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                 if (rq && n == TS_WIDE_PX) {
                     wide_store4(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
                                 ts_rq_apply(acc[3], &r), lo4, hi4);
+                    out[4 * (size_t)out_c] = rq_clamp(acc[4], &r, lo, hi);
+                    out[5 * (size_t)out_c] = rq_clamp(acc[5], &r, lo, hi);
                 } else if (rq) {
-                    uint32_t v = ts_pack4_clamp(ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r),
-                                                ts_rq_apply(acc[2], &r), ts_rq_apply(acc[3], &r), lo4, hi4);
-                    for (q = 0; q < n; ++q, v >>= 8) {
-                        out[(size_t)q * out_c] = (int8_t)v;
+                    for (q = 0; q < n; ++q) {
+                        out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
                     }
                 } else {
                     for (q = 0; q < n; ++q) {
