@@ -311,3 +311,42 @@ def test_variants_that_lower_no_peak_are_dropped() -> None:
     speed = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, prefer="speed"))
     assert planned.arena.arena_bytes <= speed.arena.arena_bytes
     check_plan(planned.graph, planned.arena)
+
+
+# ---- the widened CONV_2D kernel: scratch only where the placed arena has room -----------------------
+
+
+def test_wide_variant_takes_only_bytes_the_arena_leaves_free() -> None:
+    from fast_path_models import conv_widened
+
+    from tinysched.arena import aligned_lower_bound, arena_buffers, step_savings
+
+    g = parse_model(conv_widened())
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    wide = planned.wide_variants
+    names = {v: planned.graph.operators[v].outputs[0] for v in wide}
+    # the peak convolution keeps the default kernel; the later ones get scratch, sized by K and blocks
+    assert sorted(wide) == [2, 3, 4, 5] and planned.graph.operators[0].opcode == "CONV_2D"
+    assert variant_of(planned.graph, planned.graph.operators[0]) is None
+    k = {2: 3 * 3 * 4, 3: 5 * 5 * 7, 4: 9, 5: 3 * 3 * 8}
+    for v, variant in wide.items():
+        assert variant.kernel == "ts_conv2d_s8_wide" and 1 <= variant.param <= 8
+        assert variant.scratch_bytes == variant.param * 6 * (-(-k[v] // 4) * 4) * 2
+        scratch = planned.graph.operators[v].outputs[-1]
+        assert scratch != names[v] and planned.graph.tensors[scratch].nbytes == variant.scratch_bytes
+    check_plan(planned.graph, planned.arena)  # the scratch is a tensor of the plan like any other
+    # the arena, its high-water and its lower bound are those of the default kernels' plan
+    order = planned.arena.order
+    base = planned.default_kernels_graph
+    model = memory_model(base, "refined")
+    bound = aligned_lower_bound(arena_buffers(base, order, 16, model), step_savings(model, order, 16))
+    assert planned.arena.lower_bound_bytes == bound == planned.arena.arena_bytes
+    top = max(p.offset + p.bytes for p in planned.arena.buffers if p.index < len(base.tensors))
+    assert max(p.offset + p.bytes for p in planned.arena.buffers) == top
+    assert {w["model_op"] for w in planned.wide_json()} == {planned.source_operator(v) for v in wide}
+    assert "4 CONV_2D operator(s) run the widened kernel" in planned.variants_summary()
+    # generated calls: the variant with its scratch and ts_rq table, the default kernel elsewhere
+    text = "\n".join(generate(planned).files.values())
+    assert text.count("ts_conv2d_s8_wide(&") == 4 and text.count("ts_conv2d_s8(&") == 1
+    # the tensor model (what --tflm hands to stock TFLM) keeps the model's own tensors
+    assert plan(g, PlanOptions(time_limit=2.0, memory_model="tensor")).wide_variants == {}

@@ -556,16 +556,17 @@ static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *
 
 #if TS_DSP && !TS_MVE && (defined(__GNUC__) || defined(__clang__))
 #define TS_CONV_WIDE 1
-/* The widened path (DSP cores): output pixels in blocks of TS_WIDE_PX consecutive pixels of the
- * flat order, each block's receptive fields first widened to int16 with input_offset added (taps
- * outside the input: 0, exactly what skipping them adds) into a scratch laid out group by group:
- * for k-indices 4g..4g+3, pixel q's two words at word 2 * (TS_WIDE_PX * g + q): (x[4g], x[4g+2])
- * then (x[4g+1], x[4g+3]), the lane pairs SXTB16 makes of four filter bytes. Each output channel is
- * then one pass over the filter, four filter bytes widened once for the block's four pixels
- * (17 instructions per 16 products against 26 for the pair path). The scratch lies in the tail of
- * the operator's own output, so it is taken only when output and input do not overlap, and for the
- * leading output rows whose outputs end before the scratch; the remaining rows are a call of the
- * other paths on those rows (params adjusted: in_h, pad_top, out_h). */
+/* The widened path (DSP cores; ts_kernels.h "CONV_2D wide"): output pixels in blocks of TS_WIDE_PX
+ * consecutive pixels of the flat order, strips of blocks; each strip's receptive fields first
+ * widened to int16 with input_offset added (taps outside the input: 0, exactly what skipping them
+ * adds) into a scratch laid out group by group: for k-indices 4g..4g+3, pixel q's two words at word
+ * 2 * (TS_WIDE_PX * g + q) of its block: (x[4g], x[4g+2]) then (x[4g+1], x[4g+3]), the lane pairs
+ * SXTB16 makes of four filter bytes. Each output channel is then one pass over the filter per block,
+ * four filter bytes widened once for the block's six pixels (23 instructions per 24 products
+ * against 26 per 16 for the pair path). The scratch is the planned one (ts_conv2d_s8_wide) or, in
+ * ts_conv2d_s8, a part of the operator's own output that holds no input bytes, for the leading
+ * output rows whose outputs end before it; the remaining rows are a call of the other paths on
+ * those rows (params adjusted: in_h, pad_top, out_h). */
 #define TS_WIDE_PX 6 /* the asm below assumes it: 2 * 6 words = 48 bytes per group */
 
 static inline void wide_put(uint32_t *slot, int32_t j, int32_t v)
@@ -918,8 +919,7 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE);
 }
 
-/* ts_conv2d_s8, the widened path allowed or not (not: the staged variant's chunks, and the rows
- * the widened path leaves). */
+/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves). */
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int wide)
 {
@@ -1012,33 +1012,6 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
     (void)rq_table;
     sub.batches = 1;
     sub.in_h = sub.out_h = 1;
-#if TS_CONV_WIDE
-    /* The widened path on sub-chunks of m <= chunk pixels: their outputs in scratch[0, m * out_c),
-     * the block scratch after them. With in_c <= out_c the output may overlap the input as far as
-     * chunks of `chunk` allow with chunks of any size (the bound is set by the last pixel). */
-    if (mode != 0 && in_c <= out_c) {
-        const uintptr_t room = (uintptr_t)scratch + (size_t)chunk * out_c;
-        const size_t block = wide_block_bytes(in_c);
-        uintptr_t xs = 0;
-        int32_t m;
-        for (m = chunk; m >= TS_WIDE_PX; --m) {
-            xs = ((uintptr_t)scratch + (size_t)m * out_c + 3u) & ~(uintptr_t)3;
-            if (xs + (size_t)((m + TS_WIDE_PX - 1) / TS_WIDE_PX) * block <= room) {
-                break;
-            }
-        }
-        if (m >= TS_WIDE_PX) {
-            for (k = 0; k < pixels; k += n) {
-                n = pixels - k < m ? pixels - k : m;
-                sub.in_w = sub.out_w = n;
-                wide_pixels(&sub, input + (size_t)k * in_c, filter, bias, scratch, mode == 2, (uint32_t *)(void *)xs,
-                            n, (m + TS_WIDE_PX - 1) / TS_WIDE_PX, mode == 2 ? rq_table : NULL);
-                ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
-            }
-            return TS_OK;
-        }
-    }
-#endif
     for (k = 0; k < pixels; k += n) {
         n = pixels - k < chunk ? pixels - k : chunk;
         sub.in_w = sub.out_w = n;
