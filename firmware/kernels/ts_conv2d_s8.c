@@ -1012,6 +1012,17 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
     (void)rq_table;
     sub.batches = 1;
     sub.in_h = sub.out_h = 1;
+#if TS_MVE
+    if (mode != 0) { /* Helium: each chunk through the 1x1 Helium path (the same arithmetic) */
+        for (k = 0; k < pixels; k += n) {
+            n = pixels - k < chunk ? pixels - k : chunk;
+            sub.in_w = sub.out_w = n;
+            ts_mve_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch);
+            ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
+        }
+        return TS_OK;
+    }
+#endif
     for (k = 0; k < pixels; k += n) {
         n = pixels - k < chunk ? pixels - k : chunk;
         sub.in_w = sub.out_w = n;
