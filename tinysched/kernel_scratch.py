@@ -28,13 +28,20 @@ __all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "with_wide_scratch"]
 
 WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
 WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
+WIDE_MIN_PIXELS = 12  # TS_WIDE_MIN_PIXELS there: fewer output pixels per batch waste a block
 
 
 def _wants_wide(graph: Graph, op: Operator) -> bool:
     if op.opcode != "CONV_2D" or variant_of(graph, op) is not None or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
-    return x.dtype == w.dtype == y.dtype == "int8" and len(w.shape) == 4 and w.is_constant
+    pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
+    return (
+        x.dtype == w.dtype == y.dtype == "int8"
+        and len(w.shape) == 4
+        and w.is_constant
+        and pixels >= WIDE_MIN_PIXELS
+    )
 
 
 def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
