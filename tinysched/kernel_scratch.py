@@ -24,11 +24,18 @@ from tinysched.graph import Graph, Operator
 from tinysched.overlap import memory_model
 from tinysched.variants import KernelVariant, scratch_bytes, variant_of, with_variants
 
-__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "with_wide_scratch"]
+__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_worth", "with_wide_scratch"]
 
 WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
 WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
-WIDE_MIN_PIXELS = 12  # TS_WIDE_MIN_PIXELS there: fewer output pixels per batch waste a block
+WIDE_BLOCK_PIXELS = 6  # TS_WIDE_PX there
+
+
+def wide_worth(pixels: int) -> bool:
+    """`wide_worth` of ts_conv2d_s8.c: the blocks (a short last one computes all six pixels) hold at
+    most 1.6 slots per output pixel (not for 1, 2, 3 or 7 pixels)."""
+    slots = -(-pixels // WIDE_BLOCK_PIXELS) * WIDE_BLOCK_PIXELS
+    return pixels > 0 and 10 * slots <= 16 * pixels
 
 
 def _wants_wide(graph: Graph, op: Operator) -> bool:
@@ -37,10 +44,7 @@ def _wants_wide(graph: Graph, op: Operator) -> bool:
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
     return (
-        x.dtype == w.dtype == y.dtype == "int8"
-        and len(w.shape) == 4
-        and w.is_constant
-        and pixels >= WIDE_MIN_PIXELS
+        x.dtype == w.dtype == y.dtype == "int8" and len(w.shape) == 4 and w.is_constant and wide_worth(pixels)
     )
 
 

@@ -168,7 +168,8 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * SMLAD pair per pixel per four filter bytes (23 instructions per 24 products, against the pair
  * path's 26 per 16), the six results requantised (ts_rq, with rq_table's fields as the staged
  * variant's; or the formula's steps) and stored. Other cores, shapes the fast paths refuse and
- * fewer than 12 output pixels per batch: ts_conv2d_s8, scratch untouched.
+ * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
+ * scratch untouched.
  * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive
  * fields) are read before the first of its outputs is written, and nothing else of the input is
  * read meanwhile. Every output overlap the default kernel allows is therefore allowed (its D is

@@ -568,8 +568,12 @@ static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *
  * output rows whose outputs end before it; the remaining rows are a call of the other paths on
  * those rows (params adjusted: in_h, pad_top, out_h). */
 #define TS_WIDE_PX 6 /* the asm below assumes it: 2 * 6 words = 48 bytes per group */
-/* Fewer output pixels than this: the other paths (a short block computes all six pixels). */
-#define TS_WIDE_MIN_PIXELS (2 * TS_WIDE_PX)
+/* n output pixels are worth the widened path when its blocks (a short last block computes all six
+ * pixels) hold at most 1.6 n pixel slots: not for 1, 2, 3 or 7 pixels. */
+static inline int wide_worth(int32_t n)
+{
+    return n > 0 && 10 * ((n + TS_WIDE_PX - 1) / TS_WIDE_PX * TS_WIDE_PX) <= 16 * n;
+}
 
 static inline void wide_put(uint32_t *slot, int32_t j, int32_t v)
 {
@@ -849,7 +853,7 @@ static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, cons
         rows = wide_room(o0, o0, o1, block, row, &s, &strip);
     }
     rows = rows < p->out_h ? rows : p->out_h;
-    if (rows <= 0 || rows * p->out_w < TS_WIDE_MIN_PIXELS) {
+    if (rows <= 0 || !wide_worth(rows * p->out_w)) {
         return 0;
     }
     wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, rows * p->out_w, strip, NULL);
@@ -1056,7 +1060,7 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_CONV_WIDE
     const int32_t k = p->filter_h * p->filter_w * p->in_c;
     if (!TS_CONV_GENERIC_ONLY && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 &&
-        p->out_h * p->out_w >= TS_WIDE_MIN_PIXELS && p->stride_h >= 1 &&
+        wide_worth(p->out_h * p->out_w) && p->stride_h >= 1 &&
         p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1 && p->in_c >= 1 && p->out_c >= 1 &&
         p->filter_h >= 1 && p->filter_w >= 1 && p->input_offset >= -255 && p->input_offset <= 255 &&
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
