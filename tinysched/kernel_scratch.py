@@ -6,7 +6,8 @@ After the arena is placed, each CONV_2D operator that runs the default kernel ge
 the largest strip (up to `WIDE_MAX_BLOCKS` blocks, at most `WIDE_STRIP_BYTES` unless one block is
 more) that fits in a gap of the placed arena at its own step (bytes no tensor live at that step
 occupies, below the high-water) and keeps that step's aligned live bytes within the plan's lower
-bound (so the bound, the certificate and the optimality claims stay exactly as they were). The scratch is then a tensor of the plan (an unread output of that operator, live at its
+bound and its live bytes below the peak (so the bound, the peak and its step, the certificate and
+the optimality claims stay exactly as they were). The scratch is then a tensor of the plan (an unread output of that operator, live at its
 step only) at that gap's offset, so the arena does not grow, `check.check_plan` verifies it like
 any other tensor, and the painted high-water measures it. An operator at a step with no such gap
 keeps the default kernel (whose own fast paths may still use the unwritten part of its output).
@@ -21,6 +22,7 @@ from dataclasses import replace
 
 from tinysched.arena import ArenaPlan, Placement, align_up, aligned_lower_bound, arena_buffers, step_savings
 from tinysched.graph import Graph, Operator
+from tinysched.memory import profile
 from tinysched.overlap import memory_model
 from tinysched.variants import KernelVariant, scratch_bytes, variant_of, with_variants
 
@@ -71,10 +73,11 @@ def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
     return [(a, hi) for lo, hi in gaps if (a := align_up(lo, arena.alignment)) < hi]
 
 
-def _step_live(graph: Graph, arena: ArenaPlan) -> list[int]:
-    """Aligned live bytes per step (as `arena.aligned_lower_bound` counts them): a scratch that keeps
-    its step at or below the plan's lower bound leaves the bound, and so the certificate's and the
-    arena's optimality statements, as they are."""
+def _step_live(graph: Graph, arena: ArenaPlan) -> tuple[list[int], list[int]]:
+    """Aligned live bytes per step (as `arena.aligned_lower_bound` counts them) and the memory
+    model's own (unaligned): a scratch that keeps its step within the plan's lower bound and below
+    its peak leaves the bound, the peak and its step, and so the certificate's and the arena's
+    optimality statements, as they are."""
     order = tuple(arena.order)
     model = memory_model(graph, arena.memory_model)
     refined = model if model.refined else None
@@ -84,7 +87,8 @@ def _step_live(graph: Graph, arena: ArenaPlan) -> list[int]:
             live[step] += b.aligned_bytes
     for step, (_, _, saved) in step_savings(refined, order, arena.alignment).items():
         live[step] -= saved
-    return live
+    plain = [s.live_bytes for s in profile(graph, order, refined).steps]
+    return live, plain
 
 
 def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[int, int, int] | None:
@@ -109,13 +113,15 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]
     order = tuple(arena.order)
     if len(set(order)) != len(order) or arena.memory_model == "tensor":
         return graph, arena
-    live = _step_live(graph, arena)
+    live, plain = _step_live(graph, arena)
     chosen: dict[int, tuple[KernelVariant, int]] = {}
     for step, v in enumerate(order):
         op = graph.operators[v]
         if not _wants_wide(graph, op):
             continue
-        room = [(lo, min(hi, lo + arena.lower_bound_bytes - live[step])) for lo, hi in _gaps(arena, step)]
+        # below the peak (strictly: the peak step the reports name stays the same one)
+        most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
+        room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step)]
         fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
         if fit is not None:
             blocks, need, offset = fit
