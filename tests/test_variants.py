@@ -225,8 +225,23 @@ def _kws_like_32(b: ModelBuilder) -> None:
     _kws_like(b, channels=32, blocks=3)
 
 
+def _kws_25x5(b: ModelBuilder) -> None:
+    """KWS's own geometry at 16 channels: 25x5 activations, so the pointwise chunks (6 pixels, 96 B)
+    hold three pixels' widened inputs (ts_kernels.h "CONV_2D staged": widened in place)."""
+    x = b.input("x", (1, 49, 10, 1), zero_point=83)
+    t = b.conv2d(x, 16, (10, 4), stride=(2, 2), activation="RELU", name="c0")
+    for k in range(2):
+        t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
+        t = b.conv2d(t, 16, (1, 1), activation="RELU", name=f"pw{k}")
+    t = b.average_pool2d(t, (25, 5), (25, 5), name="pool")
+    t = b.reshape(t, (1, 16), name="flat")
+    b.output(b.fully_connected(t, 5, name="fc"))
+
+
 @pytest.mark.qemu
-@pytest.mark.parametrize("build", [_kws_like_32, _odd_shapes], ids=["kws_like", "odd_shapes"])
+@pytest.mark.parametrize(
+    "build", [_kws_like_32, _odd_shapes, _kws_25x5], ids=["kws_like", "odd_shapes", "kws_25x5"]
+)
 def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     from tinysched.device import measure_sources
 
@@ -240,6 +255,10 @@ def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     assert "ts_depthwise_conv2d_s8_staged(" in model_c and "ts_conv2d_s8_staged(" in model_c
     if build is _kws_like_32:  # one 10x3x32 activation and a ring of 5 pixels
         assert gen.arena_bytes_planned == 960 + 5 * 32
+    if build is _kws_25x5:  # chunks of at least 6 pixels: the staged pointwise widens in place
+        planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
+        chunks = [v.param for v in planned.variants.values() if v.opcode == "CONV_2D"]
+        assert len(chunks) == 2 and min(chunks) >= 6
     result = measure_sources(
         gen.sources, "mps2-an500", gen.inputs, gen.expected, gen.arena_bytes_planned, tmp_path / "qemu",
         arena_high_water_planned=gen.arena_high_water_planned,

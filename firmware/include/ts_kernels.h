@@ -150,7 +150,15 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * out_c: fully in place). scratch: chunk * out_c bytes, disjoint from input and output.
  * rq_table: [out_c][4] int32 = ts_rq's fields (m, left + 1, base, rr; kernels/ts_simd.h) for each
  * channel with this layer's output_offset, prepared at compile time so small chunks cost no extra
- * preparation on DSP cores (used only where ts_conv2d_s8 takes its ts_rq path; may be NULL). */
+ * preparation on DSP cores (used only where ts_conv2d_s8 takes its ts_rq path; may be NULL).
+ * Widened in place (DSP cores, GCC/Clang, ts_rq path, in_c a multiple of 4, in_c <= out_c, scratch
+ * word-aligned and chunk * out_c >= 6 * in_c): the flat pixels go in threes instead; each three's
+ * input bytes are widened into scratch (int16 + input_offset, laid out as "CONV_2D wide" lays a
+ * block, three pixels per group) before any of its outputs is written, then each channel is one
+ * SMLAD pass over them (14 instructions per 12 products) and its three outputs are written straight
+ * to their bytes. Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
+ * bound above is set by the last pixel whatever the chunk size, so every overlap `chunk` allows
+ * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied. */
 int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table);

@@ -990,6 +990,113 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
     return TS_OK;
 }
 
+#if TS_CONV_WIDE
+/* acc[q] += the dot product of `groups` groups of a three-pixel block scratch xs and filter w. */
+static inline void wide_dot3(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2];
+    const int8_t *const end = w + 4 * groups;
+    uint32_t we, wo, xe, xo;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t"
+        "ldrd    %[xe], %[xo], [%[xs]], #24\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+        "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
+        "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+        "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
+        "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
+        "cmp     %[w], %[end]\n\t"
+        "bne     1b\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we),
+          [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+        : [end] "r"(end)
+        : "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+}
+
+/* Three int8 results of one channel (saturated) for three consecutive pixels: packed, clamped
+ * bytewise to [lo, hi] (SSUB8/SEL, the fourth byte unused), stored `stride` bytes apart. */
+static inline void wide_store3(int8_t *out, int32_t stride, int32_t v0, int32_t v1, int32_t v2, uint32_t lo4,
+                               uint32_t hi4)
+{
+    uint32_t t;
+    __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
+                     "bfi     %[v0], %[v2], #16, #8\n\t"
+                     "ssub8   %[t], %[v0], %[lo]\n\t"
+                     "sel     %[v0], %[v0], %[lo]\n\t"
+                     "ssub8   %[t], %[hi], %[v0]\n\t"
+                     "sel     %[v0], %[v0], %[hi]\n\t"
+                     "strb    %[v0], [%[out]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "strb    %[v0], [%[out], %[s]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "add     %[t], %[out], %[s], lsl #1\n\t"
+                     "strb    %[v0], [%[t]]"
+                     : [v0] "+&r"(v0), [t] "=&r"(t)
+                     : [v1] "r"(v1), [v2] "r"(v2), [lo] "r"(lo4), [hi] "r"(hi4), [out] "r"(out), [s] "r"(stride)
+                     : "cc", "memory");
+}
+
+/* The staged variant widened in place (1x1, stride 1, in_c a multiple of 4, in_c <= out_c, ts_rq):
+ * pixels of the flat order in threes; each three's input bytes are widened into scratch (as the
+ * widened path lays a block out, three pixels per group: 6 * in_c bytes), and only then are its
+ * outputs computed from there and written straight to their bytes: the order of chunks of three. */
+static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, uint32_t *xs, int32_t pixels, const int32_t *rq_table)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, groups = in_c / 4, lo = p->act_min, hi = p->act_max;
+    const uint32_t off2 = ts_pack2x16(p->input_offset), lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
+    int32_t i, q, o, c;
+    for (i = 0; i < pixels; i += 3) {
+        const int32_t n = pixels - i < 3 ? pixels - i : 3;
+        for (q = 0; q < 3; ++q) {
+            const int8_t *src = input + (size_t)(i + q) * in_c;
+            uint32_t *w = xs + 2 * q;
+            if (q < n) {
+                for (c = 0; c < in_c; c += 4, w += 6) {
+                    const uint32_t x = ts_load4(src + c);
+                    w[0] = ts_even_off(x, off2);
+                    w[1] = ts_odd_off(x, off2);
+                }
+            } else {
+                for (c = 0; c < in_c; c += 4, w += 6) {
+                    w[0] = 0u;
+                    w[1] = 0u;
+                }
+            }
+        }
+        for (o = 0; o < out_c; ++o) {
+            const int32_t b0 = bias != NULL ? bias[o] : 0;
+            int32_t acc[3] = {b0, b0, b0};
+            ts_rq r;
+            int8_t *out = output + (size_t)i * out_c + o;
+            if (rq_table != NULL) {
+                r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+            } else {
+                ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &r);
+            }
+            wide_dot3(xs, filter + (size_t)o * in_c, groups, acc);
+            if (n == 3) {
+                wide_store3(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
+                            lo4, hi4);
+            } else {
+                for (q = 0; q < n; ++q) {
+                    out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
+                }
+            }
+        }
+    }
+}
+#endif
+
 /* The staged in-place pointwise variant (see ts_kernels.h, "CONV_2D staged"): chunks of `chunk`
  * pixels of the flat order, each computed into `scratch` by the path ts_conv2d_s8 takes for the
  * whole layer, then copied to the output. */
@@ -1018,6 +1125,13 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
     (void)rq_table;
     sub.batches = 1;
     sub.in_h = sub.out_h = 1;
+#if TS_CONV_WIDE
+    if (mode == 2 && (in_c & 3) == 0 && in_c <= out_c && (size_t)chunk * out_c >= (size_t)6 * in_c &&
+        ((uintptr_t)scratch & 3u) == 0) {
+        staged_wide3(p, input, filter, bias, output, (uint32_t *)(void *)scratch, pixels, rq_table);
+        return TS_OK;
+    }
+#endif
 #if TS_MVE
     if (mode != 0) { /* Helium: each chunk through the 1x1 Helium path (the same arithmetic) */
         for (k = 0; k < pixels; k += n) {
