@@ -187,6 +187,29 @@ def helium_shapes() -> bytes:
     return b.build()
 
 
+def conv_widened() -> bytes:
+    """CONV_2D through the widened path (DSP cores, ts_kernels.h "CONV_2D wide"): a large first layer
+    makes the peak, so the later convolutions get planned scratch (the ``wide`` variant): dilation
+    along one axis with in_c 4 (whole words per tap), a 5x5 stride-2 filter over 7 channels (K = 175:
+    per-element widening, a 3-byte tail on the last channel), a 1x1 over 9 channels (K = 9: the
+    patch first, then words) with 13 outputs (a short last block of six), two batches. The peak
+    convolution (3 -> 32 channels, its output much larger than its input) runs the default kernel,
+    whose widened path takes the leading rows with its strip in its own output and leaves the last
+    rows to the patch path."""
+    b = ModelBuilder(seed=33)
+    z = b.input("z", (1, 16, 16, 3), zero_point=-128)
+    z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
+    z = b.average_pool2d(z, (16, 16), (16, 16), name="pool")
+    x = b.input("x", (1, 9, 11, 4), zero_point=7)
+    t = b.conv2d(x, 7, (3, 3), (1, 1), "SAME", dilation=(1, 2), activation="RELU", name="dil_w_4_to_7")
+    t = b.conv2d(t, 9, (5, 5), (2, 2), "SAME", per_channel=True, name="k5_s2_7_to_9")
+    t = b.conv2d(t, 13, (1, 1), activation="RELU6", name="pw_9_to_13")
+    y = b.input("y", (2, 5, 7, 8), zero_point=-3)
+    u = b.conv2d(y, 5, (3, 3), (1, 1), "VALID", activation="RELU_N1_TO_1", name="batches_8_to_5")
+    b.output(z, t, u)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -200,4 +223,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_strided": pointwise_strided,
     "depthwise_channel_counts": depthwise_channel_counts,
     "helium_shapes": helium_shapes,
+    "conv_widened": conv_widened,
 }

@@ -309,9 +309,11 @@ def test_plan_cli_human_and_json(tmp_path: Path, capsys) -> None:
     assert report["alignment"] == 4 and report["certified"] is True
     assert report["peak_bytes"] == report["lower_bound_bytes"] <= report["arena_bytes"]
     # the model's activations, plus one scratch tensor per operator that runs an in-place variant
-    # or a streamed chain (its windows), less the chains' tensors (never whole)
+    # or a streamed chain (its windows) or the widened CONV_2D kernel, less the chains' tensors
     scratch = [t["index"] for t in report["tensors"] if t["name"].endswith("/scratch")]
-    assert len(scratch) == len(report["kernel_variants"]) + len(report["streams"])
+    assert len(scratch) == len(report["kernel_variants"]) + len(report["streams"]) + len(
+        report["wide_kernels"]
+    )
     streamed = {t for chain in report["streams"] for t in chain["tensors"]}
     assert sorted(t["index"] for t in report["tensors"] if t["index"] not in scratch) == sorted(
         set(graph.activation_tensors) - streamed

@@ -120,12 +120,15 @@ def test_refined_plan_runs_the_staged_variants_in_place() -> None:
     # --prefer speed: the refined model with the default kernels only, no scratch, a larger arena
     speed = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, prefer="speed"))
     assert speed.variants == {} and speed.arena.arena_bytes > refined.arena.arena_bytes
-    assert not any(t.name.endswith("/scratch") for t in speed.graph.tensors)
+    # (scratch only for the widened CONV_2D kernels, in bytes the arena had free at their step)
+    assert {t.name for t in speed.graph.tensors if t.name.endswith("/scratch")} == {
+        speed.graph.tensors[speed.graph.operators[v].outputs[-1]].name for v in speed.wide_variants
+    }
     assert [v["model_op"] for v in refined.variants_json()] == [
         refined.source_operator(v) for v in sorted(chosen)
     ]
     assert "4 operator(s) run in place" in refined.variants_summary()
-    assert speed.variants_summary() == "default kernels everywhere (--prefer speed)"
+    assert speed.variants_summary().startswith("default kernels everywhere (--prefer speed)")
     with pytest.raises(TinyschedError, match="--prefer must be one of memory, speed"):
         PlanOptions(prefer="fast")
 
@@ -222,8 +225,23 @@ def _kws_like_32(b: ModelBuilder) -> None:
     _kws_like(b, channels=32, blocks=3)
 
 
+def _kws_25x5(b: ModelBuilder) -> None:
+    """KWS's own geometry at 16 channels: 25x5 activations, so the pointwise chunks (6 pixels, 96 B)
+    hold three pixels' widened inputs (ts_kernels.h "CONV_2D staged": widened in place)."""
+    x = b.input("x", (1, 49, 10, 1), zero_point=83)
+    t = b.conv2d(x, 16, (10, 4), stride=(2, 2), activation="RELU", name="c0")
+    for k in range(2):
+        t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
+        t = b.conv2d(t, 16, (1, 1), activation="RELU", name=f"pw{k}")
+    t = b.average_pool2d(t, (25, 5), (25, 5), name="pool")
+    t = b.reshape(t, (1, 16), name="flat")
+    b.output(b.fully_connected(t, 5, name="fc"))
+
+
 @pytest.mark.qemu
-@pytest.mark.parametrize("build", [_kws_like_32, _odd_shapes], ids=["kws_like", "odd_shapes"])
+@pytest.mark.parametrize(
+    "build", [_kws_like_32, _odd_shapes, _kws_25x5], ids=["kws_like", "odd_shapes", "kws_25x5"]
+)
 def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     require("qemu")
     path = tmp_path / "model.tflite"
@@ -235,6 +253,10 @@ def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     assert "ts_depthwise_conv2d_s8_staged(" in model_c and "ts_conv2d_s8_staged(" in model_c
     if build is _kws_like_32:  # one 10x3x32 activation and a ring of 5 pixels
         assert gen.arena_bytes_planned == 960 + 5 * 32
+    if build is _kws_25x5:  # chunks of at least 6 pixels: the staged pointwise widens in place
+        planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
+        chunks = [v.param for v in planned.variants.values() if v.opcode == "CONV_2D"]
+        assert len(chunks) == 2 and min(chunks) >= 6
     measured_equal_on_qemu(gen, tmp_path / "qemu")
 
 
@@ -300,3 +322,42 @@ def test_variants_that_lower_no_peak_are_dropped() -> None:
     speed = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, prefer="speed"))
     assert planned.arena.arena_bytes <= speed.arena.arena_bytes
     check_plan(planned.graph, planned.arena)
+
+
+# ---- the widened CONV_2D kernel: scratch only where the placed arena has room -----------------------
+
+
+def test_wide_variant_takes_only_bytes_the_arena_leaves_free() -> None:
+    from fast_path_models import conv_widened
+
+    from tinysched.arena import aligned_lower_bound, arena_buffers, step_savings
+
+    g = parse_model(conv_widened())
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    wide = planned.wide_variants
+    names = {v: planned.graph.operators[v].outputs[0] for v in wide}
+    # the peak convolution keeps the default kernel; the later ones get scratch, sized by K and blocks
+    assert sorted(wide) == [2, 3, 4, 5] and planned.graph.operators[0].opcode == "CONV_2D"
+    assert variant_of(planned.graph, planned.graph.operators[0]) is None
+    k = {2: 3 * 3 * 4, 3: 5 * 5 * 7, 4: 9, 5: 3 * 3 * 8}
+    for v, variant in wide.items():
+        assert variant.kernel == "ts_conv2d_s8_wide" and 1 <= variant.param <= 8
+        assert variant.scratch_bytes == variant.param * 6 * (-(-k[v] // 4) * 4) * 2
+        scratch = planned.graph.operators[v].outputs[-1]
+        assert scratch != names[v] and planned.graph.tensors[scratch].nbytes == variant.scratch_bytes
+    check_plan(planned.graph, planned.arena)  # the scratch is a tensor of the plan like any other
+    # the arena, its high-water and its lower bound are those of the default kernels' plan
+    order = planned.arena.order
+    base = planned.default_kernels_graph
+    model = memory_model(base, "refined")
+    bound = aligned_lower_bound(arena_buffers(base, order, 16, model), step_savings(model, order, 16))
+    assert planned.arena.lower_bound_bytes == bound == planned.arena.arena_bytes
+    top = max(p.offset + p.bytes for p in planned.arena.buffers if p.index < len(base.tensors))
+    assert max(p.offset + p.bytes for p in planned.arena.buffers) == top
+    assert {w["model_op"] for w in planned.wide_json()} == {planned.source_operator(v) for v in wide}
+    assert "4 CONV_2D operator(s) run the widened kernel" in planned.variants_summary()
+    # generated calls: the variant with its scratch and ts_rq table, the default kernel elsewhere
+    text = "\n".join(generate(planned).files.values())
+    assert text.count("ts_conv2d_s8_wide(&") == 4 and text.count("ts_conv2d_s8(&") == 1
+    # the tensor model (what --tflm hands to stock TFLM) keeps the model's own tensors
+    assert plan(g, PlanOptions(time_limit=2.0, memory_model="tensor")).wide_variants == {}

@@ -380,12 +380,21 @@ def _depthwise_staged(graph: Graph, op: Operator, position: int, out: int, lag: 
     return int((later[lag:] - out_end[: n - lag]).min())
 
 
+def _conv_wide(graph: Graph, op: Operator, position: int, out: int, blocks: int) -> int | None:
+    """CONV_2D wide (ts_kernels.h "CONV_2D wide"): strips of consecutive flat pixels, each strip's
+    fields all read before any of its outputs is written; D of such groups is at least the default
+    kernel's (its pairs with interleaved reads), so the default's D is kept: a plan made for the
+    default kernel stays valid when the variant is chosen after placement."""
+    return _conv(graph, op, position, out)
+
+
 VariantShift = Callable[[Graph, Operator, int, int, int], "int | None"]
 
 # (opcode, variant name) -> (graph, op, input position, output position, variant param) -> D
 VARIANT_OVERLAP: dict[tuple[str, str], VariantShift] = {
     ("CONV_2D", "staged"): _conv_staged,
     ("DEPTHWISE_CONV_2D", "staged"): _depthwise_staged,
+    ("CONV_2D", "wide"): _conv_wide,
 }
 
 

@@ -25,6 +25,7 @@ from tinysched.fold import FoldResult, fold_constants, no_folding
 from tinysched.graph import Graph
 from tinysched.inplace import DEFAULT_PREFERENCE, PREFERENCES, select_variants, step_gains, unneeded_variants
 from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
+from tinysched.kernel_scratch import with_wide_scratch
 from tinysched.memory import profile
 from tinysched.overlap import MODELS, memory_model
 from tinysched.pools import PoolRequest, plan_pools, pool_request
@@ -156,8 +157,37 @@ class Planned:
 
     @property
     def variants(self) -> dict[int, KernelVariant]:
-        """operator -> the kernel variant it runs (tinysched.variants), as recorded on `graph`."""
-        return {op.index: v for op in self.graph.operators if (v := variant_of(self.graph, op)) is not None}
+        """operator -> the in-place kernel variant it runs (tinysched.variants), as recorded on `graph`
+        (the widened CONV_2D kernel, chosen after placement, is in `wide_variants`)."""
+        return {
+            op.index: v
+            for op in self.graph.operators
+            if (v := variant_of(self.graph, op)) is not None and v.name != "wide"
+        }
+
+    @property
+    def wide_variants(self) -> dict[int, KernelVariant]:
+        """operator -> its ``wide`` variant: the CONV_2D kernels given scratch where the placed arena
+        had room at their step (tinysched.kernel_scratch)."""
+        return {
+            op.index: v
+            for op in self.graph.operators
+            if (v := variant_of(self.graph, op)) is not None and v.name == "wide"
+        }
+
+    def wide_json(self) -> list[dict[str, Any]]:
+        """The widened CONV_2D kernels, by planned operator, for JSON."""
+        return [
+            {
+                "operator": op,
+                "model_op": self.source_operator(op),
+                "kernel": v.kernel,
+                "blocks": v.param,
+                "scratch_bytes": v.scratch_bytes,
+                "table_bytes": v.table_bytes,
+            }
+            for op, v in sorted(self.wide_variants.items())
+        ]
 
     def variants_json(self) -> list[dict[str, Any]]:
         """The in-place kernel variants chosen (--prefer memory), by planned operator, for JSON."""
@@ -176,8 +206,17 @@ class Planned:
         ]
 
     def variants_summary(self) -> str:
-        """One line: which operators run an in-place variant and the scratch they add to the arena."""
+        """One line: which operators run an in-place variant and the scratch they add to the arena
+        (and how many run the widened CONV_2D kernel in room the arena has at their step)."""
         chosen = self.variants
+        wide = list(self.wide_variants.values())
+        more = (
+            f"; {len(wide)} CONV_2D operator(s) run the widened kernel (DSP cores) with their scratch "
+            f"in bytes the arena leaves free at their step (at most {max(v.scratch_bytes for v in wide):,} B, "
+            f"the arena unchanged) and {sum(v.table_bytes for v in wide):,} B of requantisation tables in flash"
+            if wide
+            else ""
+        )
         if not chosen:
             why = (
                 "--prefer speed"
@@ -186,14 +225,14 @@ class Planned:
                 if self.memory_model == "tensor"
                 else "no in-place variant lowers the peak"
             )
-            return f"default kernels everywhere ({why})"
+            return f"default kernels everywhere ({why}){more}"
         scratch = max(v.scratch_bytes for v in chosen.values())
         table = sum(v.table_bytes for v in chosen.values())
         ops = ", ".join(f"{self.source_operator(op)} ({v.opcode})" for op, v in sorted(chosen.items()))
         return (
             f"{len(chosen)} operator(s) run in place, each with its scratch in the arena at its own step "
             f"(at most {scratch:,} B) and {table:,} B of requantisation tables in flash; `--prefer speed` "
-            f"keeps the default kernels: model operators {ops}"
+            f"keeps the default kernels: model operators {ops}{more}"
         )
 
     def streams_json(self) -> list[dict[str, Any]]:
@@ -376,6 +415,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         seconds["schedule"] = sched.seconds
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement)
+    if note is None and not options.recomputing:  # faster kernels where the arena has room at their step
+        placed, arena = with_wide_scratch(placed, arena)
     seconds["placement"] = arena.seconds
     clock = time.perf_counter()
     check_plan(placed, arena)

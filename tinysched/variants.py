@@ -13,6 +13,10 @@ Variants (name -> what it is):
   (`ts_conv2d_s8_staged`); scratch chunk * out_c bytes.
 - ``staged`` DEPTHWISE_CONV_2D: one pixel at a time into a ring of lag + 1 pixel slots, each copied
   out `lag` pixels later (`ts_depthwise_conv2d_s8_staged`); scratch (lag + 1) * out_c bytes.
+- ``wide`` CONV_2D (any shape): output pixels in strips of `blocks` blocks of four, each strip's
+  receptive fields widened to int16 into scratch first (`ts_conv2d_s8_wide`, DSP cores; the other
+  builds run the default kernel); scratch blocks * 4 * roundup(K, 4) * 2 bytes for K = fh * fw * in_c.
+  Chosen after placement where the scratch fits a gap of the arena (`tinysched.kernel_scratch`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ VARIANT_PARAM_OPTION = "tinysched_kernel_variant_param"  # operator option: its 
 VARIANT_KERNELS: dict[tuple[str, str], tuple[str, str]] = {
     ("CONV_2D", "staged"): ("ts_conv2d_s8_staged", "chunk"),
     ("DEPTHWISE_CONV_2D", "staged"): ("ts_depthwise_conv2d_s8_staged", "lag"),
+    ("CONV_2D", "wide"): ("ts_conv2d_s8_wide", "blocks"),
 }
 
 
@@ -49,7 +54,7 @@ class KernelVariant:
 
     opcode: str
     name: str
-    param: int  # chunk (pixels per chunk) or lag (pixels between computing and copying out)
+    param: int  # chunk (pixels per chunk), lag (pixels between computing and copying out) or blocks
     scratch_bytes: int
     out_channels: int = field(
         default=0, compare=False
@@ -74,6 +79,10 @@ def scratch_bytes(graph: Graph, op: Operator, name: str, param: int) -> int:
     y = graph.tensors[op.outputs[0]]
     channels = int(y.shape[-1]) if y.shape else 1
     kind = VARIANT_KERNELS[(op.opcode, name)][1]
+    if kind == "blocks":  # six pixels' int16 receptive fields per block (TS_WIDE_PX)
+        w = graph.tensors[op.inputs[1]]
+        k = int(w.shape[1]) * int(w.shape[2]) * int(w.shape[3])
+        return param * 6 * ((k + 3) // 4 * 4) * 2
     return (param if kind == "chunk" else param + 1) * channels
 
 

@@ -4,11 +4,12 @@
  * Every kernel is one C99 function in firmware/kernels/<name>.c, takes its shape and quantisation
  * in a small const parameter struct (the code generator writes these as `static const` data, so
  * they live in flash) and plain data pointers, and returns TS_OK or TS_ERR_PARAMS. No kernel
- * allocates, keeps state, or touches memory other than its arguments. None needs scratch memory
- * (the fast paths below included: they keep their partial sums in registers and on the stack, at
- * most 248 bytes of CONV_2D patches and 96 bytes of DEPTHWISE_CONV_2D chunk geometry);
- * one that did would declare it through a `<name>_scratch_bytes()` companion and the code generator
- * would plan it in the arena as a tensor live during that operator's step only.
+ * allocates, keeps state, or touches memory other than its arguments. The default kernels need no
+ * scratch memory (the fast paths below keep their partial sums in registers and on the stack, at
+ * most 248 bytes of CONV_2D patches and 96 bytes of DEPTHWISE_CONV_2D chunk geometry; CONV_2D's
+ * widened path may use the part of its own output not written yet, see "CONV_2D wide"); the
+ * variants that do take a `scratch` argument, which the planner places in the arena as a tensor
+ * live during that operator's step only.
  *
  * Conventions (the arithmetic is TFLite's reference integer arithmetic, re-implemented):
  *
@@ -117,7 +118,10 @@ extern "C" {
  * (plus filter, bias, params), so once a byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
  * receptive field once per pair, before writing the pair; the others read it once per channel
- * pair. The reference loop is the same with groups of one pixel. */
+ * pair. The reference loop is the same with groups of one pixel. On DSP cores the leading output
+ * rows may be done by the widened path ("CONV_2D wide": strips of consecutive flat pixels, each
+ * strip's receptive fields all read before its first output is written), which allows every
+ * overlap the groups above allow. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -147,10 +151,48 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * out_c: fully in place). scratch: chunk * out_c bytes, disjoint from input and output.
  * rq_table: [out_c][4] int32 = ts_rq's fields (m, left + 1, base, rr; kernels/ts_simd.h) for each
  * channel with this layer's output_offset, prepared at compile time so small chunks cost no extra
- * preparation on DSP cores (used only where ts_conv2d_s8 takes its ts_rq path; may be NULL). */
+ * preparation on DSP cores (used only where ts_conv2d_s8 takes its ts_rq path; may be NULL).
+ * Widened in place (DSP cores, GCC/Clang, ts_rq path, in_c a multiple of 4, in_c <= out_c, scratch
+ * word-aligned and chunk * out_c >= 6 * in_c): the flat pixels go in threes instead; each three's
+ * input bytes are widened into scratch (int16 + input_offset, laid out as "CONV_2D wide" lays a
+ * block, three pixels per group) before any of its outputs is written, then each channel is one
+ * SMLAD pass over them (14 instructions per 12 products) and its three outputs are written straight
+ * to their bytes. Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
+ * bound above is set by the last pixel whatever the chunk size, so every overlap `chunk` allows
+ * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied. */
 int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table);
+
+/* CONV_2D wide (the variant tinysched.kernel_scratch chooses after placement where its scratch fits
+ * a gap of the arena at the operator's step; tinysched.variants "wide"): any shape ts_conv2d_s8
+ * takes. Arithmetic: exactly the formula's int32 accumulators (the same products, summed in
+ * another order) and ts_conv2d_s8's requantisation (ts_rq where its bound holds). On DSP cores
+ * (GCC/Clang, not Helium) every batch's output pixels go in strips of up to `blocks` blocks of six
+ * consecutive pixels of the flat order (blocks may span rows); a strip's receptive fields are first
+ * widened into scratch as int16 (input + input_offset; taps outside the input 0, what skipping them
+ * adds; zeros up to a multiple of four), laid out so that four filter bytes widened by SXTB16 meet
+ * each pixel's matching lanes in one LDRD (words (x[4g], x[4g+2]) and (x[4g+1], x[4g+3]) of group g
+ * of every pixel side by side); then output channel by channel, for each block of the strip one
+ * SMLAD pair per pixel per four filter bytes (23 instructions per 24 products, against the pair
+ * path's 26 per 16), the six results requantised (ts_rq, with rq_table's fields as the staged
+ * variant's; or the formula's steps) and stored. Other cores, shapes the fast paths refuse and
+ * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
+ * scratch untouched.
+ * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive
+ * fields) are read before the first of its outputs is written, and nothing else of the input is
+ * read meanwhile. Every output overlap the default kernel allows is therefore allowed (its D is
+ * the default's). scratch: blocks * 6 * roundup(fh * fw * in_c, 4) * 2 bytes, word-aligned,
+ * disjoint from input and output.
+ * The default kernel ts_conv2d_s8 takes the same widened path on DSP cores, without planned
+ * scratch, for the leading output rows whose outputs end before a strip that fits in the part of
+ * its own output that holds no input bytes (past the input's end or before its start; the whole
+ * output when they do not overlap): there the strip is written before those bytes get their
+ * outputs; the remaining rows take the other paths (a call on those rows: in_h, pad_top, out_h
+ * adjusted). */
+int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                      const int32_t *rq_table);
 
 /* ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
  * Output channel o = c * depth_multiplier + m reads only input channel c:

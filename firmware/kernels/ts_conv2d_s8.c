@@ -554,6 +554,315 @@ static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *
 }
 #endif
 
+#if TS_DSP && !TS_MVE && (defined(__GNUC__) || defined(__clang__))
+#define TS_CONV_WIDE 1
+/* The widened path (DSP cores; ts_kernels.h "CONV_2D wide"): output pixels in blocks of TS_WIDE_PX
+ * consecutive pixels of the flat order, strips of blocks; each strip's receptive fields first
+ * widened to int16 with input_offset added (taps outside the input: 0, exactly what skipping them
+ * adds) into a scratch laid out group by group: for k-indices 4g..4g+3, pixel q's two words at word
+ * 2 * (TS_WIDE_PX * g + q) of its block: (x[4g], x[4g+2]) then (x[4g+1], x[4g+3]), the lane pairs
+ * SXTB16 makes of four filter bytes. Each output channel is then one pass over the filter per block,
+ * four filter bytes widened once for the block's six pixels (23 instructions per 24 products
+ * against 26 per 16 for the pair path). The scratch is the planned one (ts_conv2d_s8_wide) or, in
+ * ts_conv2d_s8, a part of the operator's own output that holds no input bytes, for the leading
+ * output rows whose outputs end before it; the remaining rows are a call of the other paths on
+ * those rows (params adjusted: in_h, pad_top, out_h). */
+#define TS_WIDE_PX 6 /* the asm below assumes it: 2 * 6 words = 48 bytes per group */
+/* n output pixels are worth the widened path when its blocks (a short last block computes all six
+ * pixels) hold at most 1.6 n pixel slots: not for 1, 2, 3 or 7 pixels. */
+static inline int wide_worth(int32_t n)
+{
+    return n > 0 && 10 * ((n + TS_WIDE_PX - 1) / TS_WIDE_PX * TS_WIDE_PX) <= 16 * n;
+}
+
+static inline void wide_put(uint32_t *slot, int32_t j, int32_t v)
+{
+    int16_t *h = (int16_t *)(void *)(slot + (size_t)(j >> 2) * 2 * TS_WIDE_PX);
+    h[((j & 1) << 1) | ((j >> 1) & 1)] = (int16_t)v;
+}
+
+static inline int32_t wide_get(const uint32_t *slot, int32_t j)
+{
+    const int16_t *h = (const int16_t *)(const void *)(slot + (size_t)(j >> 2) * 2 * TS_WIDE_PX);
+    return h[((j & 1) << 1) | ((j >> 1) & 1)];
+}
+
+/* Pixel slot `slot` of the block scratch: the receptive field of the window at (y0, x0), widened,
+ * then zeros up to k4 (present: 0 fills the whole slot, for the unused pixels of a last block). */
+static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t y0, int32_t x0, int present,
+                      int32_t k4, uint32_t *slot)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fw = p->filter_w, off = p->input_offset;
+    const uint32_t off2 = ts_pack2x16(off);
+    int32_t ky, kx, c, j = 0;
+    if (present && (in_c & 3) != 0 && k4 <= TS_CONV_PATCH_BYTES + 4 && off >= -127 && off <= 128) {
+        /* small fields: the int8 patch first (outside taps = the zero point, widened to 0), then
+         * whole words of it */
+        int8_t patch[TS_CONV_PATCH_BYTES + 4];
+        uint32_t *w = slot;
+        const int32_t k = p->filter_h * fw * in_c;
+        build_patch(p, input, y0, x0, (int8_t)-off, k4 - k, patch);
+        for (j = 0; j < k4; j += 4) {
+            const uint32_t x = ts_load4(patch + j);
+            w[0] = ts_even_off(x, off2);
+            w[1] = ts_odd_off(x, off2);
+            w += 2 * TS_WIDE_PX;
+        }
+        return;
+    }
+    if (!present) {
+        for (j = 0; j < k4; j += 4) {
+            uint32_t *w = slot + (size_t)(j >> 2) * 2 * TS_WIDE_PX;
+            w[0] = 0;
+            w[1] = 0;
+        }
+        return;
+    }
+    for (ky = 0; ky < p->filter_h; ++ky) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        for (kx = 0; kx < fw; ++kx) {
+            const int32_t ix = x0 + kx * p->dilation_w;
+            const int inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
+            const int8_t *src = input + ((size_t)iy * in_w + ix) * in_c; /* read only when inside */
+            if ((in_c & 3) == 0) { /* whole groups: one word of input per group */
+                uint32_t *w = slot + (size_t)(j >> 2) * 2 * TS_WIDE_PX;
+                const int8_t *const end = src + in_c;
+                if (inside) {
+                    uint32_t e, o;
+                    __asm__ volatile("1:\n\t"
+                                     "ldr     %[o], [%[src]], #4\n\t"
+                                     "sxtab16 %[e], %[off2], %[o]\n\t"
+                                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                                     "strd    %[e], %[o], [%[w]], #48\n\t"
+                                     "cmp     %[src], %[end]\n\t"
+                                     "bne     1b\n\t"
+                                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
+                                     : [end] "r"(end), [off2] "r"(off2)
+                                     : "cc", "memory");
+                } else {
+                    for (c = 0; c < in_c; c += 4) {
+                        w[0] = 0;
+                        w[1] = 0;
+                        w += 2 * TS_WIDE_PX;
+                    }
+                }
+                j += in_c;
+            } else {
+                for (c = 0; c < in_c; ++c) {
+                    wide_put(slot, j++, inside ? (int32_t)src[c] + off : 0);
+                }
+            }
+        }
+    }
+    for (; j < k4; ++j) {
+        wide_put(slot, j, 0);
+    }
+}
+
+/* acc[q] += the dot product of `groups` groups of the block scratch xs (pixel q) and filter w. */
+static inline void wide_dot(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5];
+    const int8_t *const end = w + 4 * groups;
+    uint32_t we, wo, xe, xo;
+    if (groups <= 0) {
+        return;
+    }
+#define TS_WIDE_PIXEL(a, off)                                                                          \
+    "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                       \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t"
+        "ldrd    %[xe], %[xo], [%[xs]], #48\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        TS_WIDE_PIXEL("a1", "-40") TS_WIDE_PIXEL("a2", "-32") TS_WIDE_PIXEL("a3", "-24")
+        TS_WIDE_PIXEL("a4", "-16") TS_WIDE_PIXEL("a5", "-8")
+        "cmp     %[w], %[end]\n\t"
+        "bne     1b\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
+          [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+        : [end] "r"(end)
+        : "cc", "memory");
+#undef TS_WIDE_PIXEL
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = a4;
+    acc[5] = a5;
+}
+
+/* acc[q] += filter bytes [whole, k) times pixel q's values there (the last channel's tail, where
+ * reading whole words would pass the filter's end). */
+static TS_NOINLINE void wide_tail(const uint32_t *xb, const int8_t *w, int32_t whole, int32_t k, int32_t *acc)
+{
+    int32_t j, q;
+    for (j = whole; j < k; ++j) {
+        for (q = 0; q < TS_WIDE_PX; ++q) {
+            acc[q] += (int32_t)w[j] * wide_get(xb + 2 * q, j);
+        }
+    }
+}
+
+/* Four int8 results of one channel (saturated by ts_rq_apply) for four consecutive pixels: packed
+ * into one word (BFI), clamped bytewise to [lo, hi] (SSUB8/SEL), stored `stride` bytes apart. */
+static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t v1, int32_t v2, int32_t v3,
+                               uint32_t lo4, uint32_t hi4)
+{
+    uint32_t t;
+    __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
+                     "bfi     %[v0], %[v2], #16, #8\n\t"
+                     "bfi     %[v0], %[v3], #24, #8\n\t"
+                     "ssub8   %[t], %[v0], %[lo]\n\t"
+                     "sel     %[v0], %[v0], %[lo]\n\t"
+                     "ssub8   %[t], %[hi], %[v0]\n\t"
+                     "sel     %[v0], %[v0], %[hi]\n\t"
+                     "strb    %[v0], [%[out]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "strb    %[v0], [%[out], %[s]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "add     %[t], %[out], %[s], lsl #1\n\t"
+                     "strb    %[v0], [%[t]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "strb    %[v0], [%[t], %[s]]"
+                     : [v0] "+&r"(v0), [t] "=&r"(t)
+                     : [v1] "r"(v1), [v2] "r"(v2), [v3] "r"(v3), [lo] "r"(lo4), [hi] "r"(hi4), [out] "r"(out),
+                       [s] "r"(stride)
+                     : "cc", "memory");
+}
+
+/* Bytes of block scratch one block of the widened path needs for filters of k bytes. */
+static inline size_t wide_block_bytes(int32_t k) { return (size_t)TS_WIDE_PX * (size_t)((k + 3) & ~3) * 2u; }
+
+/* The most blocks a strip holds: more amortise each channel's requantisation set-up over more
+ * pixels; fewer leave more of the output for rows the widened path can do. */
+#define TS_WIDE_STRIP 8
+#define TS_WIDE_STRIP_BYTES 1024 /* and no more strip scratch than this, unless one block is more */
+
+/* The first `pixels` output pixels of the flat order (batches == 1) in strips of up to `strip`
+ * blocks: a strip's blocks widened into xs (word-aligned, strip * wide_block_bytes(k), disjoint
+ * from the input and from those pixels' output bytes), then each output channel over the strip's
+ * blocks. Every input byte a strip reads is read before any of its outputs is written. */
+static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t pixels, int32_t strip,
+                        const int32_t *rq_table)
+{
+    const int32_t out_w = p->out_w, out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
+    const int32_t k4 = (k + 3) & ~3, block_words = TS_WIDE_PX * k4 / 2, lo = p->act_min, hi = p->act_max;
+    const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
+    const int32_t strip_px = strip * TS_WIDE_PX;
+    int32_t i, q, o, b;
+    for (i = 0; i < pixels; i += strip_px) {
+        const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
+        for (q = 0; q < nb * TS_WIDE_PX; ++q) {
+            const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
+            uint32_t *slot = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+            wide_fill(p, input, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, q < np, k4, slot);
+        }
+        for (o = 0; o < out_c; ++o) {
+            const int8_t *w = filter + (size_t)o * k;
+            /* k4 filter bytes from channel o's start still inside [out_c][k]? else k / 4 groups + tail */
+            const int32_t whole = (int32_t)((size_t)(out_c - o) * k >= (size_t)k4 ? k4 : (k & ~3));
+            const int32_t b0 = bias != NULL ? bias[o] : 0;
+            const int32_t m = p->multiplier[o], sh = p->shift[o];
+            ts_rq r;
+            int8_t *out = output + (size_t)i * out_c + o;
+            if (rq_table != NULL) { /* prepared at compile time: ts_rq_prepare's fields */
+                r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+            } else {
+                ts_rq_prepare(m, sh, p->output_offset, &r);
+            }
+            for (b = 0; b < nb; ++b) {
+                const uint32_t *xb = xs + (size_t)b * block_words;
+                const int32_t n = np - b * TS_WIDE_PX < TS_WIDE_PX ? np - b * TS_WIDE_PX : TS_WIDE_PX;
+                int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0, b0, b0};
+                wide_dot(xb, w, whole >> 2, acc);
+                if (whole < k) {
+                    wide_tail(xb, w, whole, k, acc);
+                }
+                if (rq && n == TS_WIDE_PX) {
+                    wide_store4(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
+                                ts_rq_apply(acc[3], &r), lo4, hi4);
+                    out[4 * (size_t)out_c] = rq_clamp(acc[4], &r, lo, hi);
+                    out[5 * (size_t)out_c] = rq_clamp(acc[5], &r, lo, hi);
+                } else if (rq) {
+                    for (q = 0; q < n; ++q) {
+                        out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
+                    }
+                } else {
+                    for (q = 0; q < n; ++q) {
+                        out[(size_t)q * out_c] = conv_out(acc[q], m, sh, p->output_offset, lo, hi);
+                    }
+                }
+                out += (size_t)TS_WIDE_PX * out_c;
+            }
+        }
+    }
+}
+
+/* Where a strip scratch can go in [lo, hi) (the top word-aligned place; up to TS_WIDE_STRIP blocks,
+ * at most a quarter of the room) and how many leading output rows then end before it (-1: not even
+ * one block fits). */
+static int32_t wide_room(uintptr_t o0, uintptr_t lo, uintptr_t hi, size_t block, size_t row, uintptr_t *s,
+                         int32_t *strip)
+{
+    size_t n;
+    if (hi < lo || hi - lo < block + 4u) {
+        return -1;
+    }
+    n = (hi - lo) / 4u / block;
+    n = n < TS_WIDE_STRIP_BYTES / block ? n : TS_WIDE_STRIP_BYTES / block;
+    n = n < 1u ? 1u : (n > TS_WIDE_STRIP ? TS_WIDE_STRIP : n);
+    *strip = (int32_t)n;
+    *s = (hi - n * block) & ~(uintptr_t)3;
+    return (int32_t)((*s - o0) / row);
+}
+
+/* The leading output rows the widened path does with its strip scratch inside the output (0: none;
+ * batches == 1 only). The scratch must not hold input bytes: it goes at the top of the output's
+ * part past the input's end or of its part before the input's start (the whole output when they
+ * do not overlap), whichever leaves more rows whose outputs end before it. Overlapping input and
+ * output (an in-place plan) are safe: each strip reads all of its receptive fields before writing
+ * any output, so wherever the pair path's order allows the overlap, this one does too (ts_kernels.h,
+ * CONV_2D "Read/write order"). */
+static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, int rq)
+{
+    const size_t out_bytes = (size_t)p->out_h * p->out_w * p->out_c, in_bytes = (size_t)p->in_h * p->in_w * p->in_c;
+    const size_t block = wide_block_bytes(p->filter_h * p->filter_w * p->in_c), row = (size_t)p->out_w * p->out_c;
+    const uintptr_t o0 = (uintptr_t)output, o1 = o0 + out_bytes, i0 = (uintptr_t)input, i1 = i0 + in_bytes;
+    uintptr_t s = 0, s_low = 0;
+    int32_t rows, low, strip = 1, strip_low = 1;
+    if (p->batches != 1 || row == 0) {
+        return 0;
+    }
+    if (o0 < i1 && i0 < o1) { /* overlapping: past the input's end, or before its start */
+        rows = wide_room(o0, i1 > o0 ? i1 : o0, o1, block, row, &s, &strip);
+        low = wide_room(o0, o0, i0 < o1 ? i0 : o1, block, row, &s_low, &strip_low);
+        if (low > rows) {
+            rows = low;
+            s = s_low;
+            strip = strip_low;
+        }
+    } else {
+        rows = wide_room(o0, o0, o1, block, row, &s, &strip);
+    }
+    rows = rows < p->out_h ? rows : p->out_h;
+    if (rows <= 0 || !wide_worth(rows * p->out_w)) {
+        return 0;
+    }
+    wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, rows * p->out_w, strip, NULL);
+    return rows;
+}
+#else
+#define TS_CONV_WIDE 0
+#endif
+
 static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output)
 {
@@ -607,10 +916,21 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 #define TS_CONV_GENERIC_ONLY 0
 #endif
 
+static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output, int wide);
+
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE);
+}
+
+/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves). */
+static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output, int wide)
+{
     int rq = 0;
+    (void)wide;
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
@@ -630,6 +950,28 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 #if TS_RQ_ASM
     rq = ts_rq_ok(p->multiplier, p->shift, p->out_c,
                   ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));
+#if TS_CONV_WIDE
+    if (wide) {
+        const int32_t rows = conv_wide(p, input, filter, bias, output, rq);
+        if (rows > 0) {
+            /* the other rows: the same layer from output row `rows` on */
+            ts_conv2d_s8_params rest = *p;
+            const int32_t y0 = rows * p->stride_h - p->pad_top;
+            if (rows == p->out_h) {
+                return TS_OK;
+            }
+            rest.out_h = p->out_h - rows;
+            if (y0 >= 0) {
+                rest.in_h = p->in_h - y0;
+                rest.pad_top = 0;
+                input += (size_t)y0 * p->in_w * p->in_c;
+            } else {
+                rest.pad_top = -y0;
+            }
+            return conv_paths(&rest, input, filter, bias, output + (size_t)rows * p->out_w * p->out_c, 0);
+        }
+    }
+#endif
     if (rq && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
         (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
         conv_pointwise_rq(p, input, filter, bias, output);
@@ -647,6 +989,113 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
     }
     return TS_OK;
 }
+
+#if TS_CONV_WIDE
+/* acc[q] += the dot product of `groups` groups of a three-pixel block scratch xs and filter w. */
+static inline void wide_dot3(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2];
+    const int8_t *const end = w + 4 * groups;
+    uint32_t we, wo, xe, xo;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t"
+        "ldrd    %[xe], %[xo], [%[xs]], #24\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+        "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
+        "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+        "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
+        "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
+        "cmp     %[w], %[end]\n\t"
+        "bne     1b\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we),
+          [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+        : [end] "r"(end)
+        : "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+}
+
+/* Three int8 results of one channel (saturated) for three consecutive pixels: packed, clamped
+ * bytewise to [lo, hi] (SSUB8/SEL, the fourth byte unused), stored `stride` bytes apart. */
+static inline void wide_store3(int8_t *out, int32_t stride, int32_t v0, int32_t v1, int32_t v2, uint32_t lo4,
+                               uint32_t hi4)
+{
+    uint32_t t;
+    __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
+                     "bfi     %[v0], %[v2], #16, #8\n\t"
+                     "ssub8   %[t], %[v0], %[lo]\n\t"
+                     "sel     %[v0], %[v0], %[lo]\n\t"
+                     "ssub8   %[t], %[hi], %[v0]\n\t"
+                     "sel     %[v0], %[v0], %[hi]\n\t"
+                     "strb    %[v0], [%[out]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "strb    %[v0], [%[out], %[s]]\n\t"
+                     "lsr     %[v0], %[v0], #8\n\t"
+                     "add     %[t], %[out], %[s], lsl #1\n\t"
+                     "strb    %[v0], [%[t]]"
+                     : [v0] "+&r"(v0), [t] "=&r"(t)
+                     : [v1] "r"(v1), [v2] "r"(v2), [lo] "r"(lo4), [hi] "r"(hi4), [out] "r"(out), [s] "r"(stride)
+                     : "cc", "memory");
+}
+
+/* The staged variant widened in place (1x1, stride 1, in_c a multiple of 4, in_c <= out_c, ts_rq):
+ * pixels of the flat order in threes; each three's input bytes are widened into scratch (as the
+ * widened path lays a block out, three pixels per group: 6 * in_c bytes), and only then are its
+ * outputs computed from there and written straight to their bytes: the order of chunks of three. */
+static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, uint32_t *xs, int32_t pixels, const int32_t *rq_table)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, groups = in_c / 4, lo = p->act_min, hi = p->act_max;
+    const uint32_t off2 = ts_pack2x16(p->input_offset), lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
+    int32_t i, q, o, c;
+    for (i = 0; i < pixels; i += 3) {
+        const int32_t n = pixels - i < 3 ? pixels - i : 3;
+        for (q = 0; q < 3; ++q) {
+            const int8_t *src = input + (size_t)(i + q) * in_c;
+            uint32_t *w = xs + 2 * q;
+            if (q < n) {
+                for (c = 0; c < in_c; c += 4, w += 6) {
+                    const uint32_t x = ts_load4(src + c);
+                    w[0] = ts_even_off(x, off2);
+                    w[1] = ts_odd_off(x, off2);
+                }
+            } else {
+                for (c = 0; c < in_c; c += 4, w += 6) {
+                    w[0] = 0u;
+                    w[1] = 0u;
+                }
+            }
+        }
+        for (o = 0; o < out_c; ++o) {
+            const int32_t b0 = bias != NULL ? bias[o] : 0;
+            int32_t acc[3] = {b0, b0, b0};
+            ts_rq r;
+            int8_t *out = output + (size_t)i * out_c + o;
+            if (rq_table != NULL) {
+                r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+            } else {
+                ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &r);
+            }
+            wide_dot3(xs, filter + (size_t)o * in_c, groups, acc);
+            if (n == 3) {
+                wide_store3(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
+                            lo4, hi4);
+            } else {
+                for (q = 0; q < n; ++q) {
+                    out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
+                }
+            }
+        }
+    }
+}
+#endif
 
 /* The staged in-place pointwise variant (see ts_kernels.h, "CONV_2D staged"): chunks of `chunk`
  * pixels of the flat order, each computed into `scratch` by the path ts_conv2d_s8 takes for the
@@ -676,6 +1125,24 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
     (void)rq_table;
     sub.batches = 1;
     sub.in_h = sub.out_h = 1;
+#if TS_CONV_WIDE
+    if (mode == 2 && (in_c & 3) == 0 && in_c <= out_c && (size_t)chunk * out_c >= (size_t)6 * in_c &&
+        ((uintptr_t)scratch & 3u) == 0) {
+        staged_wide3(p, input, filter, bias, output, (uint32_t *)(void *)scratch, pixels, rq_table);
+        return TS_OK;
+    }
+#endif
+#if TS_MVE
+    if (mode != 0) { /* Helium: each chunk through the 1x1 Helium path (the same arithmetic) */
+        for (k = 0; k < pixels; k += n) {
+            n = pixels - k < chunk ? pixels - k : chunk;
+            sub.in_w = sub.out_w = n;
+            ts_mve_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch);
+            ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
+        }
+        return TS_OK;
+    }
+#endif
     for (k = 0; k < pixels; k += n) {
         n = pixels - k < chunk ? pixels - k : chunk;
         sub.in_w = sub.out_w = n;
@@ -695,4 +1162,34 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
         ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
     }
     return TS_OK;
+}
+
+/* The widened variant (see ts_kernels.h, "CONV_2D wide"): every output pixel through the widened
+ * path with the planned strip scratch; anything it does not take (no DSP, shapes or quantisation
+ * the fast paths refuse, a misaligned scratch) runs ts_conv2d_s8 and leaves the scratch alone. */
+int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                      const int32_t *rq_table)
+{
+#if TS_CONV_WIDE
+    const int32_t k = p->filter_h * p->filter_w * p->in_c;
+    if (!TS_CONV_GENERIC_ONLY && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 &&
+        wide_worth(p->out_h * p->out_w) && p->stride_h >= 1 &&
+        p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1 && p->in_c >= 1 && p->out_c >= 1 &&
+        p->filter_h >= 1 && p->filter_w >= 1 && p->input_offset >= -255 && p->input_offset <= 255 &&
+        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        const int rq = ts_rq_ok(p->multiplier, p->shift, p->out_c, ts_acc_bound(k, p->input_offset, bias, p->out_c));
+        const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)p->out_h * p->out_w * p->out_c;
+        int32_t b;
+        for (b = 0; b < p->batches; ++b) {
+            wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, rq, (uint32_t *)(void *)scratch,
+                        p->out_h * p->out_w, blocks, rq ? rq_table : NULL);
+        }
+        return TS_OK;
+    }
+#endif
+    (void)scratch;
+    (void)blocks;
+    (void)rq_table;
+    return ts_conv2d_s8(p, input, filter, bias, output);
 }

@@ -245,6 +245,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_conv2d_s8": _conv,
     "ts_depthwise_conv2d_s8": _depthwise,
     "ts_conv2d_s8_staged": _conv,
+    "ts_conv2d_s8_wide": _conv,
     "ts_depthwise_conv2d_s8_staged": _depthwise,
     "ts_fully_connected_s8": _fully_connected,
     "ts_lstm_s8": _lstm,

@@ -37,6 +37,7 @@ from tinysched.stream import STREAM_OPCODE, stream_of
 KERNEL_SOURCE = {
     "ts_softmax_s8_s16": "ts_softmax_s8",
     "ts_conv2d_s8_staged": "ts_conv2d_s8",
+    "ts_conv2d_s8_wide": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_staged": "ts_depthwise_conv2d_s8",
 }
 

@@ -255,6 +255,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["io"] = planned.interface.as_json()
     payload["kernel_variants"] = planned.variants_json()
     payload["streams"] = planned.streams_json()
+    payload["wide_kernels"] = planned.wide_json()
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)

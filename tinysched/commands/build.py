@@ -273,6 +273,7 @@ def build_record(
         "io": planned.interface.as_json(),
         "kernel_variants": planned.variants_json(),
         "streams": planned.streams_json(),
+        "wide_kernels": planned.wide_json(),
         "plan_options": {
             "io": options.io,
             "prefer": options.prefer,
