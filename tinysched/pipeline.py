@@ -464,7 +464,8 @@ class _KernelPlan:
 @dataclass(frozen=True)
 class _KernelPlanner:
     """Plans one choice of streams with the in-place kernel variants that lower a step: a plan with
-    every useful variant, then (if some lowered no peak) one without those, kept when no larger."""
+    every useful variant, then (if some lowered no peak) one without those, kept when no larger,
+    else one without those far below the peak (each plan a fixed third of the share)."""
 
     base: Graph
     options: PlanOptions
@@ -490,21 +491,24 @@ class _KernelPlanner:
             return _KernelPlan(streaming, unvaried, *self._plan(unvaried, share))
         scratch = codegen.scratch_needs(unvaried)
         chosen = select_variants(unvaried, options.memory_model, options.prefer, options.alignment)
-        half = share * (0.5 if chosen else 1.0)
+        third = share * (1 / 3 if chosen else 1.0)
         placed = _with_kernel_variants(unvaried, scratch, chosen)
-        refinement, sched, arena = self._plan(placed, half)
+        refinement, sched, arena = self._plan(placed, third)
         step_bytes = {st.op: st.live_bytes for st in profile(placed, sched.order, refinement).steps}
-        drop = unneeded_variants(
-            {v: step_bytes.get(v, 0) for v in chosen},
-            step_gains(unvaried, options.planned_memory_model, chosen),
-            sched.peak_bytes,
-        )
-        if drop:
-            kept = {v: c for v, c in chosen.items() if v not in drop}
+        gains = step_gains(unvaried, options.planned_memory_model, chosen)
+        drop = unneeded_variants({v: step_bytes.get(v, 0) for v in chosen}, gains, sched.peak_bytes)
+        # Without the variants whose step would stay under the peak; if the default kernels' drift
+        # down the arena then costs bytes, without those whose step stays under half the peak.
+        low = {v for v in drop if step_bytes.get(v, 0) + gains.get(v, 0) <= sched.peak_bytes // 2}
+        for dropped in (drop, low if low != drop else set()):
+            if not dropped:
+                continue
+            kept = {v: c for v, c in chosen.items() if v not in dropped}
             trial = _with_kernel_variants(unvaried, scratch, kept)
-            trial_model, trial_sched, trial_arena = self._plan(trial, half)
+            trial_model, trial_sched, trial_arena = self._plan(trial, third)
             if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
                 placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
+                break
         return _KernelPlan(streaming, placed, refinement, sched, arena)
 
 
