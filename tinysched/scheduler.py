@@ -625,7 +625,7 @@ STAGE_BEAM_WIDTHS = (64, 512, 4096)
 # Share of the time left that a stage's beams may take.
 STAGE_BEAM_SHARE = 0.3
 # Wider beams for a stage whose exact decision gave up (`give_up`), while time is left.
-STAGE_WIDE_BEAM_WIDTHS = (8192, 16384, 32768, 65536)
+STAGE_WIDE_BEAM_WIDTHS = (16384, 65536)
 
 
 def staged_search(
@@ -720,7 +720,9 @@ def staged_search(
                 order[lo:hi] = top.order
                 steps = problem.step_profile(order)
                 continue
-            if top.complete:
+            if not top.complete:  # the cheaper decisions would give up too: wider beams instead
+                given_up.add((lo, hi, floor))
+            else:
                 floor = top.floor_bytes
                 floor_bound = LowerBound(
                     floor,
@@ -1171,7 +1173,7 @@ def schedule(
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
     search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
     # Large graphs with a precedence tree to follow: a stage decision that cannot finish gives
-    # up early, wider beams look for better orders until 70 %, the tree has the rest.
+    # up early, wider beams look for better orders until 65 %, the tree has the rest.
     tree_follows = n <= TREE_MAX_OPS
     staged = staged_search(
         problem,
@@ -1179,7 +1181,7 @@ def schedule(
         bound.bytes,
         deadline=search_end,
         give_up=tree_follows,
-        beam_deadline=at(0.7) if tree_follows else None,
+        beam_deadline=at(0.65) if tree_follows else None,
     )
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
