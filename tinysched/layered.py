@@ -194,8 +194,9 @@ def layered_search(
     best down-sets per layer by (peak so far, resident bytes) and is a heuristic (never complete
     unless it finds nothing it could have cut). Stops early (complete False) past `max_states`
     held down-sets or `deadline` (time.perf_counter()); with `give_up`, also as soon as the first
-    half of the layers has taken longer than the time left (the widest layers are in the middle,
-    so the second half would not finish either: the time goes to other bounds instead)."""
+    half of the layers, or the layer in progress, has taken longer than the time left (the widest
+    layers are in the middle, so the rest would not finish either: the time goes to other bounds
+    instead)."""
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
@@ -213,13 +214,16 @@ def layered_search(
             now = time.perf_counter()
             if now - began > deadline - now:
                 return LayeredResult(None, None, False, states, 0)
+        layer_began = time.perf_counter()
         children_resident = []
         children_peak = []
         children_parent = []
         children_op = []
         for lo in range(0, len(done), CHUNK):
-            if deadline is not None and time.perf_counter() > deadline:
-                return LayeredResult(None, None, False, states, 0)
+            if deadline is not None:
+                now = time.perf_counter()
+                if now > deadline or (give_up and now - layer_began > deadline - now):
+                    return LayeredResult(None, None, False, states, 0)
             block = done[lo : lo + CHUNK]
             rows, cols = np.nonzero(stage.ready(block))
             step = resident[lo + rows] + stage.out[cols]
@@ -254,6 +258,12 @@ def layered_search(
         if not children_parent:
             floor = cut_floor if cut_floor is not None else cap + 1
             return LayeredResult(None, None, exact, states, floor if exact else 0)
+        if deadline is not None:
+            # deduplicating a layer costs about as much as expanding it: past the deadline, or
+            # (giving up) with less time left than the expansion took, stop before it
+            now = time.perf_counter()
+            if now > deadline or (give_up and now - layer_began > deadline - now):
+                return LayeredResult(None, None, False, states, 0)
         new_resident = np.concatenate(children_resident)
         new_peak = np.concatenate(children_peak)
         parent = np.concatenate(children_parent)

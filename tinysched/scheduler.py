@@ -655,8 +655,8 @@ def staged_search(
     The floors climb one achievable step at a time, so the cheap decisions come first and the one
     at the optimum, the dearest, comes last. With no cut operator the whole graph is one stage.
     `give_up`: first decide at once whether the stage fits below the peak (no -> optimal), and
-    climb from the floor only when that decision cannot finish; a decision stops once its first
-    half of layers took longer than the time left (`layered_search`); wider beams (`STAGE_WIDE_BEAM_WIDTHS`) then look for a better order of the
+    climb from the floor only when that decision cannot finish; a
+    decision stops once its first half of layers took longer than the time left (`layered_search`); wider beams (`STAGE_WIDE_BEAM_WIDTHS`) then look for a better order of the
     stage until `beam_deadline` (default: `deadline`), and the rest of the budget goes to the
     caller's other bounds."""
     order = list(order)
