@@ -405,6 +405,27 @@ def test_small_randwire_bounds_never_exceed_the_optimum(seed):
     assert sched.certified and sched.peak_bytes == optimum
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_multi_stage_randwire_certificates_recheck_and_stay_under_the_dp(seed):
+    # three stages of 11-13 nodes: the stage search, the stage-network tree and the wide beams all
+    # take part; whatever the budget, the bound stays under the DP optimum and a certificate's
+    # bound is re-derived by bounds.recheck from its witness
+    from tinysched.bounds import LowerBound, recheck
+
+    graph = small_randwire(seed, nodes=11 + seed % 3, stages=3)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem, max_states=5_000_000).peak_bytes
+    assert optimum is not None
+    for limit in (0.05, 0.5, 3.0):
+        sched = schedule(graph, time_limit=limit)
+        assert_valid(graph, sched)
+        assert sched.lower_bound_bytes <= optimum <= sched.peak_bytes
+        if sched.certified and sched.certificate.kind == "lower_bound":
+            witness = dict(sched.certificate.witness)
+            kind = witness.pop("bound")
+            assert recheck(graph, LowerBound(sched.certificate.lower_bound_bytes, kind, witness))
+
+
 def test_status_text_says_what_is_known():
     certified = schedule(two_branches(4))
     assert certified.status_text().startswith("optimal: peak ")
