@@ -184,7 +184,6 @@ def layered_search(
     deadline: float | None = None,
     dominance: bool = True,
     give_up: bool = False,
-    by_resident: bool = False,
 ) -> LayeredResult:
     """Order the operators `ops` (a bitmask) after the down-set `start` with no step above `cap`.
 
@@ -271,7 +270,7 @@ def layered_search(
         if width is not None:
             # best first (only the best few widths' worth: a partial selection), then one survivor
             # per down-set (its resident bytes are the same in all copies)
-            first_key, second_key = (new_resident, new_peak) if by_resident else (new_peak, new_resident)
+            first_key, second_key = new_peak, new_resident
             low = int(second_key.min())
             key = (first_key - int(first_key.min())) * (int(second_key.max()) - low + 1) + (second_key - low)
             if len(key) > BEAM_CANDIDATES * width:
