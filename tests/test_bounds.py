@@ -319,3 +319,83 @@ def test_precedence_tree_certificate_reads_as_a_sentence():
     text = certificate_sentence(certificate, {})
     assert text.startswith("optimal: no order can need less, because splitting the orders")
     assert f"{tree.witness['leaves']:,} groups of orders" in text and "99 B" in text
+
+
+# ---- cut networks of one stage ------------------------------------------------------------------
+
+
+def _savings(graph) -> dict[int, tuple[int, int]]:
+    """Refined-model style overlaps: each single-input operator that is its input's only reader
+    saves half of it."""
+    savings = {}
+    for v, op in enumerate(graph.operators):
+        inputs = list(op.input_tensors)
+        if len(inputs) == 1 and graph.consumers.get(inputs[0], ()) == (v,) and inputs[0] in graph.producer:
+            savings[v] = (inputs[0], graph.tensors[inputs[0]].nbytes // 2)
+    return savings
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_stage_network_cuts_equal_the_whole_graphs(seed):
+    # a stage's network (`within`) drops everything outside the stage; its conditioned cuts at the
+    # stage's operators must be the whole graph's, under precedences too, in both memory models
+    import random
+
+    from random_dags import small_randwire
+
+    graph = small_randwire(seed, nodes=5 + seed % 3, stages=3)
+    rng = random.Random(seed)
+    for problem in (OrderingProblem(graph), OrderingProblem(graph, _savings(graph))):
+        order = problem.topological_order
+        full = CutNetwork(problem)
+        stages = [stage for stage in _stages(problem, order) if stage[1].bit_count() > 2]
+        assert stages
+        for start, ops in stages:
+            net = CutNetwork(problem, within=(start, ops))
+            members = [v for v in range(problem.n_ops) if ops >> v & 1]
+            for w in members:
+                assert net.conditioned_step(w) == full.conditioned_step(w) == full.op_bound(w)
+            for _ in range(40):
+                w, x, y = (rng.choice(members) for _ in range(3))
+                pairs = [(a, b) for a, b in [tuple(rng.sample(members, 2))] if problem.incomparable(a, b)]
+                mine, theirs = net.with_precedences(pairs), full.with_precedences(pairs)
+                assert mine.conditioned_step(w, done=(x,), pending=(y,)) == theirs.conditioned_step(
+                    w, done=(x,), pending=(y,)
+                )
+            later = next((v for v in range(problem.n_ops) if not (start | ops) >> v & 1), None)
+            if later is not None:  # an operator after the stage is never done at a stage step
+                assert net.conditioned_step(members[0], done=(later,)) is None
+
+
+def test_stage_network_refuses_a_stretch_that_is_not_a_stage():
+    graph = make_graph([8, 8, 8, 8], [([0], [1]), ([0], [2]), ([1, 2], [3])], [0], [3])
+    with pytest.raises(ValueError, match="not a stage"):
+        CutNetwork(OrderingProblem(graph), within=(0, 0b001))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_precedence_tree_within_the_peak_stage_stays_under_the_optimum(seed):
+    from random_dags import small_randwire
+
+    from tinysched.scheduler import peak_stage, plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 4, stages=3)
+    for problem, model in (
+        (OrderingProblem(graph), None),
+        (OrderingProblem(graph, _savings(graph)), "refined"),
+    ):
+        optimum = plain_downset_dp(problem).peak_bytes
+        order = list(problem.stored_order)
+        start, ops = peak_stage(problem, order)
+        steps = problem.step_profile(order)
+        assert steps.index(max(steps)) in range(start.bit_count(), start.bit_count() + ops.bit_count())
+        whole = precedence_tree_bound(problem, order, problem.peak_bytes(order), max_nodes=400)
+        tree = precedence_tree_bound(
+            problem, order, problem.peak_bytes(order), max_nodes=400, within=(start, ops)
+        )
+        assert tree.bytes <= optimum
+        assert set(tree.witness["tree"].get("split", [])) <= {v for v in range(problem.n_ops) if ops >> v & 1}
+        if model is None:  # recheck works in the tensor model here (no refinement object)
+            assert recheck(graph, tree)
+            assert not recheck(graph, LowerBound(2 * problem.total_bytes, tree.kind, tree.witness))
+        assert whole.bytes <= optimum

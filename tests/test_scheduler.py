@@ -405,6 +405,27 @@ def test_small_randwire_bounds_never_exceed_the_optimum(seed):
     assert sched.certified and sched.peak_bytes == optimum
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_multi_stage_randwire_certificates_recheck_and_stay_under_the_dp(seed):
+    # three stages of 11-13 nodes: the stage search, the stage-network tree and the wide beams all
+    # take part; whatever the budget, the bound stays under the DP optimum and a certificate's
+    # bound is re-derived by bounds.recheck from its witness
+    from tinysched.bounds import LowerBound, recheck
+
+    graph = small_randwire(seed, nodes=11 + seed % 3, stages=3)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem, max_states=5_000_000).peak_bytes
+    assert optimum is not None
+    for limit in (0.05, 0.5, 3.0):
+        sched = schedule(graph, time_limit=limit)
+        assert_valid(graph, sched)
+        assert sched.lower_bound_bytes <= optimum <= sched.peak_bytes
+        if sched.certified and sched.certificate.kind == "lower_bound":
+            witness = dict(sched.certificate.witness)
+            kind = witness.pop("bound")
+            assert recheck(graph, LowerBound(sched.certificate.lower_bound_bytes, kind, witness))
+
+
 def test_status_text_says_what_is_known():
     certified = schedule(two_branches(4))
     assert certified.status_text().startswith("optimal: peak ")
@@ -501,6 +522,79 @@ def test_layered_search_orders_a_stretch_after_its_start():
     graph.check_order(order[:lo] + list(found.order))
     steps = problem.step_profile(order[:lo] + list(found.order))
     assert max(steps[lo:]) == found.peak_bytes
+
+
+def _narrow_dag(seed: int, n_ops: int) -> Graph:
+    """A chain of `n_ops` operators with short skips and side branches (at most 3 operators
+    incomparable at once): more than 64 operators in one stage, few down-sets."""
+    rng = random.Random(seed)
+    sizes = [rng.choice([8, 16, 24]) for _ in range(n_ops + 1)]
+    ops = []
+    for v in range(n_ops):
+        inputs = [v] if v < 2 else [v - rng.choice([1, 2])]
+        if v >= 3 and rng.random() < 0.4:
+            inputs.append(v - 3)
+        ops.append((sorted(set(inputs)), [v + 1]))
+    return make_graph(sizes, ops, [0], [n_ops])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_layered_search_is_exact_past_one_word(seed):
+    # 90 operators: down-sets take two 64-bit words, deduplicated through one hash of them
+    from tinysched.layered import layered_search
+
+    graph = _narrow_dag(seed, 90)
+    problem = OrderingProblem(graph)
+    optimum = exact_search(problem, upper=10**12).peak_bytes
+    fits = layered_search(problem, 0, problem.full_mask, optimum)
+    assert fits.order is not None and fits.complete and peak_of(graph, fits.order) <= optimum
+    short = layered_search(problem, 0, problem.full_mask, optimum - 1)
+    assert short.order is None and short.complete and short.floor_bytes == optimum
+    for width in (2, 16):
+        beam = layered_search(problem, 0, problem.full_mask, 10**12, width=width)
+        graph.check_order(list(beam.order))
+        assert peak_of(graph, beam.order) == beam.peak_bytes >= optimum
+
+
+def test_unique_rows_keeps_the_first_of_each_row():
+    from tinysched.layered import _unique_rows  # noqa: PLC2701 (the module's own helper, tested here)
+
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 4, size=(500, 3)).astype(np.uint64)
+    first = _unique_rows(rows)
+    seen: dict[tuple[int, ...], int] = {}
+    for i, row in enumerate(map(tuple, rows.tolist())):
+        seen.setdefault(row, i)
+    assert sorted(first.tolist()) == sorted(seen.values())
+
+
+@SOME
+@given(small_dags())
+def test_staged_search_giving_up_stays_exact(graph):
+    # deciding below the peak first, and giving up only when short of time: with time enough it
+    # finds the optimum as the climbing decisions do
+    optimum = brute_force_optimum(graph)
+    problem = OrderingProblem(graph)
+    start = random_topological_order(graph, 2)
+    staged = staged_search(problem, start, lower=0, give_up=True, deadline=time.perf_counter() + 60)
+    assert staged.complete and problem.peak_bytes(staged.order) == optimum
+    graph.check_order(list(staged.order))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_staged_search_bound_below_the_peak_rechecks(seed):
+    # a stage decided at once below the best order's peak: a stage_exhaustive bound whose cap is
+    # the peak less one byte, never above the DP optimum, and that recheck re-derives
+    from tinysched.bounds import recheck
+
+    graph = small_randwire(seed, nodes=6 + seed % 3)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    start = list(problem.stored_order)
+    staged = staged_search(problem, start, lower=0, give_up=True, deadline=time.perf_counter() + 60)
+    assert staged.complete and problem.peak_bytes(staged.order) == optimum
+    if staged.bound is not None:
+        assert staged.bound.bytes <= optimum and recheck(graph, staged.bound)
 
 
 def test_paper_randwire_generator_matches_the_description():

@@ -292,16 +292,33 @@ class CutNetwork:
 
     SOURCE, SINK = 0, 1
 
-    def __init__(self, problem: OrderingProblem, precedences: Sequence[tuple[int, int]] = ()) -> None:
+    def __init__(
+        self,
+        problem: OrderingProblem,
+        precedences: Sequence[tuple[int, int]] = (),
+        within: tuple[int, int] | None = None,
+    ) -> None:
         """`precedences`: pairs (a, b) that the orders considered run a before b. Each adds an
         arc b -> a (infinite), so D is also closed under them; `required_before[b]` lists the a's,
-        which are executed at b's step (`conditioned_step`)."""
+        which are executed at b's step (`conditioned_step`).
+
+        `within`: (start, ops) bitmasks of a stage (`layered.stage_is_fixed`: every order runs
+        `ops` right after `start`). The network then holds only the stage's operators and the
+        tensors they touch: a down-set at a stage operator's step is `start` plus some of `ops`,
+        so its resident bytes are a constant (tensors of `start` read after the stage) plus what the
+        stage's part decides, and every cut at a stage operator equals the whole graph's (smaller
+        networks, faster cuts). Cuts may then only be asked for the stage's operators."""
         self.problem = problem
         self.required_before: dict[int, list[int]] = {}
         for a, b in precedences:
             self.required_before.setdefault(b, []).append(a)
         n = problem.n_ops
         self.infinite = problem.total_bytes + 1
+        start, inside = within if within is not None else (0, problem.full_mask)
+        if within is not None and not stage_is_fixed(problem, start, inside):
+            raise ValueError("not a stage: some order does not run these operators right after `start`")
+        self.start, self.inside = start, inside
+        self.constant_bytes = 0  # resident at every stage step whatever the stage's part of D
         tails: list[int] = []
         heads: list[int] = []
         caps: list[int] = []
@@ -315,18 +332,40 @@ class CutNetwork:
         def op_node(v: int) -> int:
             return 2 + v
 
-        self.force_in_arc = [arc(self.SOURCE, op_node(v), 0) for v in range(n)]
-        self.force_out_arc = [arc(op_node(v), self.SINK, problem.graph_output_bytes[v]) for v in range(n)]
+        def kind(v: int) -> str:  # "done" (in start), "in" (the stage), "later" (after it)
+            return "done" if v < 0 or start >> v & 1 else "in" if inside >> v & 1 else "later"
+
+        self.force_in_arc = [arc(self.SOURCE, op_node(v), 0) if kind(v) == "in" else -1 for v in range(n)]
+        self.force_out_arc = [
+            arc(op_node(v), self.SINK, problem.graph_output_bytes[v]) if kind(v) == "in" else -1
+            for v in range(n)
+        ]
         self.base_out_capacity = list(problem.graph_output_bytes)
         for v in range(n):
+            if kind(v) == "done":
+                self.constant_bytes += problem.graph_output_bytes[v]
+            if kind(v) != "in":
+                continue
             for p in problem.predecessors[v]:
-                arc(op_node(v), op_node(p), self.infinite)
+                if kind(p) == "in":
+                    arc(op_node(v), op_node(p), self.infinite)
         node = 2 + n
         for t, nbytes in enumerate(problem.freeable_bytes):
             p = problem.freeable_producer[t]
-            arc(self.SOURCE if p < 0 else op_node(p), node, nbytes)
-            for c in problem.freeable_consumers[t]:
-                arc(node, op_node(c), self.infinite)
+            readers = problem.freeable_consumers[t]
+            kinds = {kind(c) for c in readers}
+            if kind(p) == "later" or kinds == {"done"}:
+                continue  # never resident at a stage step
+            if "later" in kinds:  # its reader after the stage is pending: resident once produced
+                if kind(p) == "done":
+                    self.constant_bytes += nbytes
+                else:
+                    arc(op_node(p), self.SINK, nbytes)
+                continue
+            arc(self.SOURCE if kind(p) == "done" else op_node(p), node, nbytes)
+            for c in readers:
+                if kind(c) == "in":
+                    arc(node, op_node(c), self.infinite)
             node += 1
         self.arcs = (
             np.asarray(tails, dtype=np.int32),
@@ -337,6 +376,14 @@ class CutNetwork:
 
     def _build(self, precedences: Sequence[tuple[int, int]]) -> None:
         tails, heads, caps = self.arcs
+        inside = self.inside
+        kept = []
+        for a, b in precedences:
+            if inside >> a & 1 and inside >> b & 1:
+                kept.append((a, b))
+            elif not (self.start >> a & 1 or (not inside >> b & 1 and not self.start >> b & 1)):
+                raise ValueError(f"precedence {a} before {b} crosses the stage the other way")
+        precedences = kept
         if precedences:
             extra = np.asarray(precedences, dtype=np.int32).reshape(-1, 2) + 2  # op nodes
             tails = np.concatenate([tails, extra[:, 1]])
@@ -352,6 +399,7 @@ class CutNetwork:
         other.problem, other.infinite, other.arcs = self.problem, self.infinite, self.arcs
         other.force_in_arc, other.force_out_arc = self.force_in_arc, self.force_out_arc
         other.base_out_capacity = self.base_out_capacity
+        other.start, other.inside, other.constant_bytes = self.start, self.inside, self.constant_bytes
         other.required_before = {}
         for a, b in precedences:
             other.required_before.setdefault(b, []).append(a)
@@ -372,8 +420,17 @@ class CutNetwork:
     def _solve(
         self, forced_in: Iterable[int], forced_out: Iterable[int], want_downset: bool
     ) -> tuple[int, int] | None:
+        inside = self.inside
         forced_in = tuple(forced_in)
+        if any(not inside >> v & 1 for v in forced_in):
+            if any(not self.start >> v & 1 and not inside >> v & 1 for v in forced_in):
+                return None  # an operator after the stage is in no down-set
+            forced_in = tuple(v for v in forced_in if inside >> v & 1)  # `start`'s are in every D
         forced_out = tuple(forced_out)
+        if any(not inside >> v & 1 for v in forced_out):
+            if any(self.start >> v & 1 for v in forced_out):
+                return None  # an operator of `start` is in every down-set
+            forced_out = tuple(v for v in forced_out if inside >> v & 1)  # later ones: never in D
         flow = self.flow
         for v in forced_in:
             flow.set_arc_capacity(self.force_in_arc[v], self.infinite)
@@ -393,7 +450,9 @@ class CutNetwork:
         self.solved += 1
         if status != flow.OPTIMAL:
             raise RuntimeError(f"max-flow failed with status {status}")
-        return None if value >= self.infinite else (int(value), downset)
+        if value >= self.infinite:
+            return None
+        return int(value) + self.constant_bytes, downset | self.start
 
     # ---- the per-step bounds ---------------------------------------------------------------
 
@@ -599,6 +658,7 @@ def precedence_tree_bound(
     target: int,
     deadline: float | None = None,
     max_nodes: int = TREE_MAX_NODES,
+    within: tuple[int, int] | None = None,
 ) -> LowerBound:
     """Branch and bound over relative orders of operator pairs (`pair_cut`, repeated).
 
@@ -608,8 +668,13 @@ def precedence_tree_bound(
     the largest such cut found, and the least leaf value bounds every order. The leaf of least
     value is split on the incomparable pair whose two orders raise the cheaper child most (screened
     with the four conditioned cuts of `pair_cut`, candidates from the hot steps of `order`), until
-    every leaf reaches `target`, the deadline or `max_nodes`. The witness is the tree."""
+    every leaf reaches `target`, the deadline or `max_nodes`. The witness is the tree.
+
+    `within` (start, ops): only the stage's operators are split and bounded, on the stage's
+    smaller cut network (`CutNetwork`): the bound of the stage holding the peak, found faster.
+    Its leaf cuts equal the whole graph's, so `recheck` needs no stage."""
     n = problem.n_ops
+    members = list(iter_bits(within[1])) if within is not None else list(range(n))
     steps = problem.step_profile(order)
     step_of = dict(zip(order, steps, strict=True))
 
@@ -625,8 +690,8 @@ def precedence_tree_bound(
         return values
 
     rng = random.Random(0)  # tie-breaks among equally hot pairs (uniform tensor sizes tie a lot)
-    root_net = CutNetwork(problem)
-    by_step = sorted(range(n), key=lambda v: (-step_of[v], v))  # every operator, hottest first
+    root_net = CutNetwork(problem, within=within)
+    by_step = sorted(members, key=lambda v: (-step_of[v], v))  # every operator, hottest first
     hot = by_step[:TREE_HOT_OPS]
     root = {"values": leaf_values(root_net, by_step, {}), "before": ()}
     tree: dict = {}
@@ -646,7 +711,7 @@ def precedence_tree_bound(
         known = leaf["values"]
         candidates = []
         for h in hot:
-            for o in range(n):
+            for o in members:
                 if o != h and not ancestors[h] >> o & 1 and not ancestors[o] >> h & 1:
                     noise = rng.random()
                     candidates.append((max(step_of[h], step_of[o]), known.get(o, 0), noise, h, o))

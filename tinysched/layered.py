@@ -151,15 +151,27 @@ class _Stage:
 
 def _unique_rows(keys: np.ndarray) -> np.ndarray:
     """Index of the first occurrence of each distinct row of a (C, words) uint64 array (stable: the
-    first of equal rows in array order)."""
+    first of equal rows in array order). Rows sort by one 64-bit hash of their words (a 1-D sort
+    is several times cheaper than a lexsort over the words) and a row is dropped only when all its
+    words equal the row before it; a hash collision can at worst keep a duplicate (more work, never
+    a lost down-set)."""
     if keys.shape[1] == 1:
         _, first = np.unique(keys[:, 0], return_index=True)
         return first
-    by = np.lexsort([np.arange(len(keys))] + [keys[:, w] for w in range(keys.shape[1])])
+    mixed = keys[:, 0].copy()
+    for w in range(1, keys.shape[1]):
+        mixed *= np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= keys[:, w]
+    by = np.argsort(mixed, kind="stable")
     ordered = keys[by]
     new = np.ones(len(keys), dtype=bool)
     new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
     return by[new]
+
+
+# Beam mode: children kept per layer before deduplication, as a multiple of the width (the best by
+# (peak, resident) key; duplicates of one down-set share its resident bytes, so they crowd in).
+BEAM_CANDIDATES = 3
 
 
 def layered_search(
@@ -171,6 +183,7 @@ def layered_search(
     max_states: int = 4_000_000,
     deadline: float | None = None,
     dominance: bool = True,
+    give_up: bool = False,
 ) -> LayeredResult:
     """Order the operators `ops` (a bitmask) after the down-set `start` with no step above `cap`.
 
@@ -179,7 +192,10 @@ def layered_search(
     `floor_bytes` (> cap) is the least step any order must pay. Beam mode (`width` W) keeps the W
     best down-sets per layer by (peak so far, resident bytes) and is a heuristic (never complete
     unless it finds nothing it could have cut). Stops early (complete False) past `max_states`
-    held down-sets or `deadline` (time.perf_counter())."""
+    held down-sets or `deadline` (time.perf_counter()); with `give_up`, also as soon as the first
+    half of the layers, or the layer in progress, has taken longer than the time left (the widest
+    layers are in the middle, so the rest would not finish either: the time goes to other bounds
+    instead)."""
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
@@ -191,15 +207,22 @@ def layered_search(
     states = 1
     cut_floor: int | None = None  # cheapest step cut by the cap
     exact = width is None
+    began = time.perf_counter()
     for layer in range(m):
-        children_done = []
+        if give_up and deadline is not None and 2 * layer < m:
+            now = time.perf_counter()
+            if now - began > deadline - now:
+                return LayeredResult(None, None, False, states, 0)
+        layer_began = time.perf_counter()
         children_resident = []
         children_peak = []
         children_parent = []
         children_op = []
         for lo in range(0, len(done), CHUNK):
-            if deadline is not None and time.perf_counter() > deadline:
-                return LayeredResult(None, None, False, states, 0)
+            if deadline is not None:
+                now = time.perf_counter()
+                if now > deadline or (give_up and now - layer_began > deadline - now):
+                    return LayeredResult(None, None, False, states, 0)
             block = done[lo : lo + CHUNK]
             rows, cols = np.nonzero(stage.ready(block))
             step = resident[lo + rows] + stage.out[cols]
@@ -227,23 +250,36 @@ def layered_search(
             if layer == 0:
                 change = change - stage.first_only
             parents = lo + rows
-            children_done.append(done[parents] | stage.bit[cols])
             children_resident.append(resident[parents] + change)
             children_peak.append(np.maximum(peak[parents], step))
             children_parent.append(parents)
             children_op.append(cols)
-        if not children_done:
+        if not children_parent:
             floor = cut_floor if cut_floor is not None else cap + 1
             return LayeredResult(None, None, exact, states, floor if exact else 0)
-        new_done = np.concatenate(children_done)
+        if deadline is not None:
+            # deduplicating a layer costs about as much as expanding it: past the deadline, or
+            # (giving up) with less time left than the expansion took, stop before it
+            now = time.perf_counter()
+            if now > deadline or (give_up and now - layer_began > deadline - now):
+                return LayeredResult(None, None, False, states, 0)
         new_resident = np.concatenate(children_resident)
         new_peak = np.concatenate(children_peak)
         parent = np.concatenate(children_parent)
         op = np.concatenate(children_op)
-        # best first, then one survivor per down-set (its resident bytes are the same in all copies)
-        rank = np.lexsort((new_resident, new_peak))
-        new_done, new_resident, new_peak = new_done[rank], new_resident[rank], new_peak[rank]
-        parent, op = parent[rank], op[rank]
+        if width is not None:
+            # best first (only the best few widths' worth: a partial selection), then one survivor
+            # per down-set (its resident bytes are the same in all copies)
+            first_key, second_key = new_peak, new_resident
+            low = int(second_key.min())
+            key = (first_key - int(first_key.min())) * (int(second_key.max()) - low + 1) + (second_key - low)
+            if len(key) > BEAM_CANDIDATES * width:
+                pick = np.argpartition(key, BEAM_CANDIDATES * width)[: BEAM_CANDIDATES * width]
+                rank = pick[np.argsort(key[pick], kind="stable")]
+            else:
+                rank = np.argsort(key, kind="stable")
+            new_resident, new_peak, parent, op = new_resident[rank], new_peak[rank], parent[rank], op[rank]
+        new_done = done[parent] | stage.bit[op]
         first = np.sort(_unique_rows(new_done))
         if width is not None and len(first) > width:
             first = first[:width]

@@ -46,7 +46,7 @@ from tinysched.bounds import (
 )
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
-from tinysched.layered import layered_search
+from tinysched.layered import LayeredResult, layered_search
 
 if TYPE_CHECKING:
     from tinysched.overlap import Refinement
@@ -67,6 +67,7 @@ __all__ = [
     "schedule",
     "staged_search",
     "cut_operators",
+    "peak_stage",
 ]
 
 Progress = Callable[[str], None]
@@ -594,6 +595,19 @@ class StagedResult:
     bound: LowerBound | None = None  # the stage bound that raised the floor above `lower`, if any
 
 
+def peak_stage(problem: OrderingProblem, order: Sequence[int]) -> tuple[int, int]:
+    """(start, ops) bitmasks of the stage holding the first peak step of `order`: the operators
+    between the cut operators around it, and everything before them (`layered.stage_is_fixed`).
+    The whole graph when there is no cut operator."""
+    position = {v: i for i, v in enumerate(order)}
+    edges = sorted({0, len(order), *(position[c] + 1 for c in cut_operators(problem))})
+    steps = problem.step_profile(order)
+    s = steps.index(max(steps)) if steps else 0
+    lo = max((e for e in edges if e <= s), default=0)
+    hi = min((e for e in edges if e > s), default=len(order))
+    return sum(1 << v for v in order[:lo]), sum(1 << v for v in order[lo:hi])
+
+
 def cut_operators(problem: OrderingProblem) -> list[int]:
     """Operators comparable with every other one: every order runs all their ancestors before them
     and all their descendants after, so each runs at the same step in every order (stride-2 stage
@@ -610,6 +624,8 @@ def cut_operators(problem: OrderingProblem) -> list[int]:
 STAGE_BEAM_WIDTHS = (64, 512, 4096)
 # Share of the time left that a stage's beams may take.
 STAGE_BEAM_SHARE = 0.3
+# Wider beams for a stage whose exact decision gave up (`give_up`), while time is left.
+STAGE_WIDE_BEAM_WIDTHS = (16384, 65536)
 
 
 def staged_search(
@@ -619,6 +635,8 @@ def staged_search(
     deadline: float | None = None,
     max_states: int = LAYERED_MAX_STATES,
     beam: bool = True,
+    give_up: bool = False,
+    beam_deadline: float | None = None,
 ) -> StagedResult:
     """Exact search stage by stage between cut operators (divide and conquer, as Serenity does).
 
@@ -635,7 +653,12 @@ def staged_search(
        order is optimal) or the time or the states run out.
 
     The floors climb one achievable step at a time, so the cheap decisions come first and the one
-    at the optimum, the dearest, comes last. With no cut operator the whole graph is one stage."""
+    at the optimum, the dearest, comes last. With no cut operator the whole graph is one stage.
+    `give_up`: first decide at once whether the stage fits below the peak (no -> optimal), and
+    climb from the floor only when that decision cannot finish; a
+    decision stops once its first half of layers took longer than the time left (`layered_search`); wider beams (`STAGE_WIDE_BEAM_WIDTHS`) then look for a better order of the
+    stage until `beam_deadline` (default: `deadline`), and the rest of the budget goes to the
+    caller's other bounds."""
     order = list(order)
     n = len(order)
     position = {v: i for i, v in enumerate(order)}
@@ -645,7 +668,10 @@ def staged_search(
     floor = lower
     floor_bound: LowerBound | None = None
     beamed: set[tuple[int, int]] = set()
+    given_up: set[tuple[int, int, int]] = set()  # (stage, floor) whose decision gave up
+    topped: set[tuple[int, int, int]] = set()  # (stage, peak) decided just below the peak
     steps = problem.step_profile(order)
+    beam_deadline = deadline if beam_deadline is None else beam_deadline
 
     def result(complete: bool, stage_ops: list[int] | None = None) -> StagedResult:
         return StagedResult(tuple(order), complete, states, floor, len(stages), stage_ops, floor_bound)
@@ -681,9 +707,58 @@ def staged_search(
                     break
             if improved:
                 continue
+        if give_up and floor < peak - 1 and (lo, hi, peak) not in topped:
+            # first the decision that settles the stage at once: does any order of it stay below
+            # the peak? No -> the order is optimal; yes -> a better order. Only when it cannot
+            # finish do the cheaper decisions below raise the floor a step at a time.
+            topped.add((lo, hi, peak))
+            top = layered_search(
+                problem, prefix, ops, peak - 1, deadline=deadline, max_states=max_states, give_up=True
+            )
+            states += top.states
+            if top.order is not None:
+                order[lo:hi] = top.order
+                steps = problem.step_profile(order)
+                continue
+            if not top.complete:  # the cheaper decisions would give up too: wider beams instead
+                given_up.add((lo, hi, floor))
+            else:
+                floor = top.floor_bytes
+                floor_bound = LowerBound(
+                    floor,
+                    "stage_exhaustive",
+                    {
+                        "start_ops": sorted(order[:lo]),
+                        "stage_ops": sorted(order[lo:hi]),
+                        "cap_bytes": peak - 1,
+                        "states": top.states,
+                    },
+                )
+                return result(True, sorted(order[lo:hi]))
         cap = floor
-        found = layered_search(problem, prefix, ops, cap, deadline=deadline, max_states=max_states)
-        states += found.states
+        if (lo, hi, floor) in given_up:
+            found = LayeredResult(None, None, False, 0, 0)
+        else:
+            found = layered_search(
+                problem, prefix, ops, cap, deadline=deadline, max_states=max_states, give_up=give_up
+            )
+            states += found.states
+        if not found.complete and found.order is None and give_up:
+            given_up.add((lo, hi, floor))
+            improved = False
+            for width in STAGE_WIDE_BEAM_WIDTHS if beam else ():
+                if beam_deadline is not None and time.perf_counter() > beam_deadline:
+                    break
+                wide = layered_search(problem, prefix, ops, peak - 1, width=width, deadline=beam_deadline)
+                states += wide.states
+                if wide.order is not None:
+                    order[lo:hi] = wide.order
+                    steps = problem.step_profile(order)
+                    improved = True
+                    break
+            if improved:
+                continue
+            return result(False)
         if found.order is not None:  # the stage fits under the floor: nothing can do better there
             order[lo:hi] = found.order
             steps = problem.step_profile(order)
@@ -1097,7 +1172,17 @@ def schedule(
 
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
     search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
-    staged = staged_search(problem, best_order, bound.bytes, deadline=search_end)
+    # Large graphs with a precedence tree to follow: a stage decision that cannot finish gives
+    # up early, wider beams look for better orders until 65 %, the tree has the rest.
+    tree_follows = n <= TREE_MAX_OPS
+    staged = staged_search(
+        problem,
+        best_order,
+        bound.bytes,
+        deadline=search_end,
+        give_up=tree_follows,
+        beam_deadline=at(0.65) if tree_follows else None,
+    )
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
     if problem.peak_bytes(staged.order) < best_peak:
@@ -1108,7 +1193,8 @@ def schedule(
         return certified_by_bound(bound)
     if n <= TREE_MAX_OPS:
         say(f"best order peaks at {best_peak:,} B; precedence tree from its hot steps")
-        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.93))
+        stage = peak_stage(problem, best_order)
+        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.93), within=stage)
         stats["cuts"] += tree.cuts
         stats["tree_nodes"] = tree.witness["nodes"]
         bound = max(bound, tree, key=lambda b: b.bytes)
