@@ -628,6 +628,21 @@ STAGE_BEAM_SHARE = 0.3
 STAGE_WIDE_BEAM_WIDTHS = (16384, 65536)
 
 
+def _stage_bound(floor: int, order: Sequence[int], lo: int, hi: int, cap: int, states: int) -> LowerBound:
+    """The bound a finished stage decision proves: no order of the stage's operators after the
+    operators before it stays under `cap` (its witness, which `bounds.recheck` re-runs)."""
+    return LowerBound(
+        floor,
+        "stage_exhaustive",
+        {
+            "start_ops": sorted(order[:lo]),
+            "stage_ops": sorted(order[lo:hi]),
+            "cap_bytes": cap,
+            "states": states,
+        },
+    )
+
+
 def staged_search(
     problem: OrderingProblem,
     order: Sequence[int],
@@ -724,16 +739,7 @@ def staged_search(
                 given_up.add((lo, hi, floor))
             else:
                 floor = top.floor_bytes
-                floor_bound = LowerBound(
-                    floor,
-                    "stage_exhaustive",
-                    {
-                        "start_ops": sorted(order[:lo]),
-                        "stage_ops": sorted(order[lo:hi]),
-                        "cap_bytes": peak - 1,
-                        "states": top.states,
-                    },
-                )
+                floor_bound = _stage_bound(floor, order, lo, hi, peak - 1, top.states)
                 return result(True, sorted(order[lo:hi]))
         cap = floor
         if (lo, hi, floor) in given_up:
@@ -766,16 +772,7 @@ def staged_search(
         if not found.complete:
             return result(False)
         floor = found.floor_bytes
-        floor_bound = LowerBound(
-            floor,
-            "stage_exhaustive",
-            {
-                "start_ops": sorted(order[:lo]),
-                "stage_ops": sorted(order[lo:hi]),
-                "cap_bytes": cap,
-                "states": found.states,
-            },
-        )
+        floor_bound = _stage_bound(floor, order, lo, hi, cap, found.states)
         if floor >= peak:
             return result(True, sorted(order[lo:hi]))
 
