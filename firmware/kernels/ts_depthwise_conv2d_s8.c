@@ -575,7 +575,7 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
     const size_t in_batch = (size_t)p->in_h * p->in_w * p->in_c;
     ts_depthwise_conv2d_s8_params sub = *p;
     int32_t k, j;
-    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq */
+    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq, 3 Helium */
 #if TS_RQ_ASM
     dw_run r;
 #endif
@@ -586,8 +586,13 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
     if (!TS_DEPTHWISE_GENERIC_ONLY && p->in_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
         p->input_offset >= -255 && p->input_offset <= 255 && ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
+#if TS_MVE
+        if (p->depth_multiplier == 1) {
+            mode = 3; /* as ts_depthwise_conv2d_s8: Helium before the DSP paths */
+        }
+#endif
 #if TS_RQ_ASM
-        if (rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
+        if (mode == 1 && rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
             ts_rq_ok(p->multiplier, p->shift, p->out_c,
                      ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
             mode = 2;
@@ -623,6 +628,11 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
             /* the one pixel as a 1x1 output whose window starts where (y, x)'s does */
             sub.pad_top = p->pad_top - y * p->stride_h;
             sub.pad_left = p->pad_left - x * p->stride_w;
+#if TS_MVE
+            if (mode == 3) {
+                ts_mve_dw_pixel(p, in_b, y, x, filter, bias, slot);
+            } else
+#endif
             if (mode == 1) {
                 dw_fast(&sub, in_b, filter, bias, slot);
             } else {

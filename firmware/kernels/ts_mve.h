@@ -681,6 +681,88 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
     }
 }
 
+/* DEPTHWISE_CONV_2D staged, depth multiplier 1: output pixel (y, x) of batch base in_b, every
+ * channel, into out (a ring slot). ts_mve_dw8's clipped-window arithmetic, with no constants
+ * prepared ahead (one pixel's blocks would not amortise them): per block of 8 channels the bias,
+ * multiplier and shift of the even and odd channels are gathered (predicated to the n channels of
+ * the block), input_offset is added to each 16-bit input lane, VMULLB / VMULLT accumulate over the
+ * pixel's taps inside the input, then requantised, offset, clamped and stored as in ts_mve_dw_store.
+ * Reads only the pixel's receptive field (and the parameters), writes only out[0..in_c). */
+TS_MVE_HOT void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
+                                int32_t x, const int8_t *filter, const int32_t *bias, int8_t *out)
+{
+    const int32_t c_all = p->in_c, fw = p->filter_w, dh = p->dilation_h, dw = p->dilation_w;
+    const int32_t in_row = dh * p->in_w * c_all, in_col = dw * c_all, w_row = fw * c_all;
+    const int32_t iy0 = y * p->stride_h - p->pad_top, ix0 = x * p->stride_w - p->pad_left;
+    const int16_t io = (int16_t)p->input_offset;
+    const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t ky0, ky1, kx0, kx1, th, tw, in_next, w_next, c;
+    const int8_t *in_first = in_b, *w_first;
+    ts_tap_range(iy0, dh, p->filter_h, p->in_h, &ky0, &ky1);
+    ts_tap_range(ix0, dw, fw, p->in_w, &kx0, &kx1);
+    th = ky1 - ky0;
+    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
+    th = tw > 0 ? th : 0; /* no tap inside: nothing is read */
+    if (tw > 0) {
+        in_first += ((size_t)(iy0 + ky0 * dh) * p->in_w + (size_t)(ix0 + kx0 * dw)) * c_all;
+    }
+    w_first = filter + (size_t)(ky0 * fw + kx0) * c_all;
+    in_next = in_row - tw * in_col;
+    w_next = w_row - tw * c_all;
+    for (c = 0; c < c_all; c += 8) {
+        const int32_t n = c_all - c < 8 ? c_all - c : 8;
+        const mve_pred16_t pe = vctp32q((uint32_t)((n + 1) >> 1)), po = vctp32q((uint32_t)(n >> 1));
+        const int8_t *in = in_first + c, *w = w_first + c;
+        int32x4_t e = vdupq_n_s32(0), o = vdupq_n_s32(0);
+        int16x8_t v = vdupq_n_s16(0);
+        int32_t ky, kx;
+        if (bias != NULL) {
+            e = vldrwq_gather_shifted_offset_z_s32(bias + c, even, pe);
+            o = vldrwq_gather_shifted_offset_z_s32(bias + c, odd, po);
+        }
+        if (n == 8) {
+            for (ky = th; ky > 0; --ky) {
+                for (kx = tw; kx > 0; --kx) {
+                    const int16x8_t xv = vaddq_n_s16(vldrbq_s16(in), io), wv = vldrbq_s16(w);
+                    e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                    o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                    in += in_col;
+                    w += c_all;
+                }
+                in += in_next;
+                w += w_next;
+            }
+        } else {
+            const mve_pred16_t pr = vctp16q((uint32_t)n);
+            for (ky = th; ky > 0; --ky) {
+                for (kx = tw; kx > 0; --kx) {
+                    const int16x8_t xv = vaddq_n_s16(vldrbq_z_s16(in, pr), io), wv = vldrbq_z_s16(w, pr);
+                    e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                    o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                    in += in_col;
+                    w += c_all;
+                }
+                in += in_next;
+                w += w_next;
+            }
+        }
+        e = ts_mve_requant(e, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, even, pe),
+                           vldrwq_gather_shifted_offset_z_s32(p->shift + c, even, pe));
+        o = ts_mve_requant(o, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, odd, po),
+                           vldrwq_gather_shifted_offset_z_s32(p->shift + c, odd, po));
+        e = vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi);
+        o = vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi);
+        v = vmovnbq_s32(v, e);
+        v = vmovntq_s32(v, o);
+        if (n == 8) {
+            vstrbq_s16(out + c, v);
+        } else {
+            vstrbq_p_s16(out + c, v, vctp16q((uint32_t)n));
+        }
+    }
+}
+
 /* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
 static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, int32_t right)
 {
