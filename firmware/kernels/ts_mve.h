@@ -25,9 +25,10 @@
  * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
  * order"), so tinysched/overlap.py's D covers it unchanged.
  *
- * Three hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
- * even core registers, and GCC 12 spills the loop state from the same intrinsics. They avoid r7
- * (Thumb's frame pointer) and compile at -O0 to -O3.
+ * Four hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
+ * even core registers, and GCC 12 spills the loop state from the same intrinsics (the staged
+ * depthwise's taps: one of its four accumulators). They avoid r7 (Thumb's frame pointer) and
+ * compile at -O0 to -O3.
  */
 #ifndef TS_MVE_H
 #define TS_MVE_H
@@ -687,7 +688,8 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
  * multiplier and shift of the even and odd channels are gathered (predicated to the n channels of
  * the block), input_offset is added to each 16-bit input lane, VMULLB / VMULLT accumulate over the
  * pixel's taps inside the input, then requantised, offset, clamped and stored as in ts_mve_dw_store.
- * Reads only the pixel's receptive field (and the parameters), writes only out[0..in_c). */
+ * Whole pairs of blocks first (the taps in an asm block, accumulators in q0-q3), then the last block
+ * or two. Reads only the pixel's receptive field (and the parameters), writes only out[0..in_c). */
 TS_MVE_HOT void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
                                 int32_t x, const int8_t *filter, const int32_t *bias, int8_t *out)
 {
@@ -710,7 +712,83 @@ TS_MVE_HOT void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p, const in
     w_first = filter + (size_t)(ky0 * fw + kx0) * c_all;
     in_next = in_row - tw * in_col;
     w_next = w_row - tw * c_all;
-    for (c = 0; c < c_all; c += 8) {
+    for (c = 0; c + 16 <= c_all; c += 16) { /* two whole blocks per pass: one pointer pair, #8 apart */
+        const int8_t *in = in_first + c, *w = w_first + c;
+        int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
+        int16x8_t v0 = vdupq_n_s16(0), v1 = v0;
+        int32_t acc[16]; /* e0, o0, e1, o1 through memory: the asm block holds them in q0-q3 */
+        if (bias != NULL) {
+            e0 = vldrwq_gather_shifted_offset_s32(bias + c, even);
+            o0 = vldrwq_gather_shifted_offset_s32(bias + c, odd);
+            e1 = vldrwq_gather_shifted_offset_s32(bias + c + 8, even);
+            o1 = vldrwq_gather_shifted_offset_s32(bias + c + 8, odd);
+        }
+        if (th > 0) {
+            int32_t rows = th, t;
+            vstrwq_s32(acc, e0);
+            vstrwq_s32(acc + 4, o0);
+            vstrwq_s32(acc + 8, e1);
+            vstrwq_s32(acc + 12, o1);
+            __asm__ volatile("vldrw.32 q0, [%[acc]]\n\t"
+                             "vldrw.32 q1, [%[acc], #16]\n\t"
+                             "vldrw.32 q2, [%[acc], #32]\n\t"
+                             "vldrw.32 q3, [%[acc], #48]\n\t"
+                             "1:\n\t"
+                             "ldr     lr, %[tw]\n\t"
+                             "dls     lr, lr\n\t"
+                             "2:\n\t"
+                             "vldrb.s16 q4, [%[in]]\n\t"
+                             "vldrb.s16 q5, [%[w]]\n\t"
+                             "vadd.i16 q4, q4, %[io]\n\t"
+                             "vmullb.s16 q6, q4, q5\n\t"
+                             "vmullt.s16 q7, q4, q5\n\t"
+                             "vadd.i32 q0, q0, q6\n\t"
+                             "vadd.i32 q1, q1, q7\n\t"
+                             "vldrb.s16 q4, [%[in], #8]\n\t"
+                             "vldrb.s16 q5, [%[w], #8]\n\t"
+                             "vadd.i16 q4, q4, %[io]\n\t"
+                             "vmullb.s16 q6, q4, q5\n\t"
+                             "vmullt.s16 q7, q4, q5\n\t"
+                             "vadd.i32 q2, q2, q6\n\t"
+                             "vadd.i32 q3, q3, q7\n\t"
+                             "add     %[in], %[in], %[in_col]\n\t"
+                             "add     %[w], %[w], %[w_col]\n\t"
+                             "le      lr, 2b\n\t"
+                             "ldr     %[t], %[in_next]\n\t"
+                             "add     %[in], %[in], %[t]\n\t"
+                             "ldr     %[t], %[w_next]\n\t"
+                             "add     %[w], %[w], %[t]\n\t"
+                             "subs    %[rows], %[rows], #1\n\t"
+                             "bne     1b\n\t"
+                             "vstrw.32 q0, [%[acc]]\n\t"
+                             "vstrw.32 q1, [%[acc], #16]\n\t"
+                             "vstrw.32 q2, [%[acc], #32]\n\t"
+                             "vstrw.32 q3, [%[acc], #48]\n\t"
+                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&r"(t)
+                             : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io),
+                               [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next)
+                             : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory");
+            e0 = vldrwq_s32(acc);
+            o0 = vldrwq_s32(acc + 4);
+            e1 = vldrwq_s32(acc + 8);
+            o1 = vldrwq_s32(acc + 12);
+        }
+        e0 = ts_mve_requant(e0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c, even));
+        o0 = ts_mve_requant(o0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, odd),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c, odd));
+        e1 = ts_mve_requant(e1, vldrwq_gather_shifted_offset_s32(p->multiplier + c + 8, even),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c + 8, even));
+        o1 = ts_mve_requant(o1, vldrwq_gather_shifted_offset_s32(p->multiplier + c + 8, odd),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c + 8, odd));
+        v0 = vmovnbq_s32(v0, vminq_s32(vmaxq_s32(vaddq_n_s32(e0, p->output_offset), lo), hi));
+        v0 = vmovntq_s32(v0, vminq_s32(vmaxq_s32(vaddq_n_s32(o0, p->output_offset), lo), hi));
+        v1 = vmovnbq_s32(v1, vminq_s32(vmaxq_s32(vaddq_n_s32(e1, p->output_offset), lo), hi));
+        v1 = vmovntq_s32(v1, vminq_s32(vmaxq_s32(vaddq_n_s32(o1, p->output_offset), lo), hi));
+        vstrbq_s16(out + c, v0);
+        vstrbq_s16(out + c + 8, v1);
+    }
+    for (; c < c_all; c += 8) { /* the last block or two, the last one predicated */
         const int32_t n = c_all - c < 8 ? c_all - c : 8;
         const mve_pred16_t pe = vctp32q((uint32_t)((n + 1) >> 1)), po = vctp32q((uint32_t)(n >> 1));
         const int8_t *in = in_first + c, *w = w_first + c;
