@@ -690,28 +690,18 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
  * pixel's taps inside the input, then requantised, offset, clamped and stored as in ts_mve_dw_store.
  * Whole pairs of blocks first (the taps in an asm block, accumulators in q0-q3), then the last block
  * or two. Reads only the pixel's receptive field (and the parameters), writes only out[0..in_c). */
-TS_MVE_HOT void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
-                                int32_t x, const int8_t *filter, const int32_t *bias, int8_t *out)
+static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
+                                                                  const int8_t *in_first, const int8_t *w_first,
+                                                                  int32_t th, int32_t tw, const int32_t *bias,
+                                                                  int8_t *out)
 {
-    const int32_t c_all = p->in_c, fw = p->filter_w, dh = p->dilation_h, dw = p->dilation_w;
-    const int32_t in_row = dh * p->in_w * c_all, in_col = dw * c_all, w_row = fw * c_all;
-    const int32_t iy0 = y * p->stride_h - p->pad_top, ix0 = x * p->stride_w - p->pad_left;
+    const int32_t c_all = p->in_c;
+    const int32_t in_col = p->dilation_w * c_all;
+    const int32_t in_next = p->dilation_h * p->in_w * c_all - tw * in_col, w_next = (p->filter_w - tw) * c_all;
     const int16_t io = (int16_t)p->input_offset;
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-    int32_t ky0, ky1, kx0, kx1, th, tw, in_next, w_next, c;
-    const int8_t *in_first = in_b, *w_first;
-    ts_tap_range(iy0, dh, p->filter_h, p->in_h, &ky0, &ky1);
-    ts_tap_range(ix0, dw, fw, p->in_w, &kx0, &kx1);
-    th = ky1 - ky0;
-    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
-    th = tw > 0 ? th : 0; /* no tap inside: nothing is read */
-    if (tw > 0) {
-        in_first += ((size_t)(iy0 + ky0 * dh) * p->in_w + (size_t)(ix0 + kx0 * dw)) * c_all;
-    }
-    w_first = filter + (size_t)(ky0 * fw + kx0) * c_all;
-    in_next = in_row - tw * in_col;
-    w_next = w_row - tw * c_all;
+    int32_t c;
     for (c = 0; c + 16 <= c_all; c += 16) { /* two whole blocks per pass: one pointer pair, #8 apart */
         const int8_t *in = in_first + c, *w = w_first + c;
         int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
@@ -839,6 +829,28 @@ TS_MVE_HOT void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p, const in
             vstrbq_p_s16(out + c, v, vctp16q((uint32_t)n));
         }
     }
+}
+
+/* Output pixel (y, x) of batch base in_b through ts_mve_dw_taps: its tap rectangle inside the input
+ * (none: nothing is read, the bias alone). */
+static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p,
+                                                                   const int8_t *in_b, int32_t y, int32_t x,
+                                                                   const int8_t *filter, const int32_t *bias,
+                                                                   int8_t *out)
+{
+    const int32_t c_all = p->in_c, fw = p->filter_w, dh = p->dilation_h, dw = p->dilation_w;
+    const int32_t iy0 = y * p->stride_h - p->pad_top, ix0 = x * p->stride_w - p->pad_left;
+    int32_t ky0, ky1, kx0, kx1, th, tw;
+    const int8_t *in_first = in_b;
+    ts_tap_range(iy0, dh, p->filter_h, p->in_h, &ky0, &ky1);
+    ts_tap_range(ix0, dw, fw, p->in_w, &kx0, &kx1);
+    th = ky1 - ky0;
+    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
+    th = tw > 0 ? th : 0; /* no tap inside: nothing is read */
+    if (tw > 0) {
+        in_first += ((size_t)(iy0 + ky0 * dh) * p->in_w + (size_t)(ix0 + kx0 * dw)) * c_all;
+    }
+    ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, out);
 }
 
 /* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
