@@ -778,7 +778,36 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         vstrbq_s16(out + c, v0);
         vstrbq_s16(out + c + 8, v1);
     }
-    for (; c < c_all; c += 8) { /* the last block or two, the last one predicated */
+    if (c + 8 <= c_all) { /* a whole block left: no predicates */
+        const int8_t *in = in_first + c, *w = w_first + c;
+        int32x4_t e = vdupq_n_s32(0), o = e;
+        int16x8_t v = vdupq_n_s16(0);
+        int32_t ky, kx;
+        if (bias != NULL) {
+            e = vldrwq_gather_shifted_offset_s32(bias + c, even);
+            o = vldrwq_gather_shifted_offset_s32(bias + c, odd);
+        }
+        for (ky = th; ky > 0; --ky) {
+            for (kx = tw; kx > 0; --kx) {
+                const int16x8_t xv = vaddq_n_s16(vldrbq_s16(in), io), wv = vldrbq_s16(w);
+                e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                in += in_col;
+                w += c_all;
+            }
+            in += in_next;
+            w += w_next;
+        }
+        e = ts_mve_requant(e, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
+                           vldrwq_gather_shifted_offset_s32(p->shift + c, even));
+        o = ts_mve_requant(o, vldrwq_gather_shifted_offset_s32(p->multiplier + c, odd),
+                           vldrwq_gather_shifted_offset_s32(p->shift + c, odd));
+        v = vmovnbq_s32(v, vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi));
+        v = vmovntq_s32(v, vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi));
+        vstrbq_s16(out + c, v);
+        c += 8;
+    }
+    for (; c < c_all; c += 8) { /* the predicated tail */
         const int32_t n = c_all - c < 8 ? c_all - c : 8;
         const mve_pred16_t pe = vctp32q((uint32_t)((n + 1) >> 1)), po = vctp32q((uint32_t)(n >> 1));
         const int8_t *in = in_first + c, *w = w_first + c;
