@@ -682,14 +682,15 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
     }
 }
 
-/* DEPTHWISE_CONV_2D staged, depth multiplier 1: output pixel (y, x) of batch base in_b, every
- * channel, into out (a ring slot). ts_mve_dw8's clipped-window arithmetic, with no constants
- * prepared ahead (one pixel's blocks would not amortise them): per block of 8 channels the bias,
- * multiplier and shift of the even and odd channels are gathered (predicated to the n channels of
- * the block), input_offset is added to each 16-bit input lane, VMULLB / VMULLT accumulate over the
- * pixel's taps inside the input, then requantised, offset, clamped and stored as in ts_mve_dw_store.
- * Whole pairs of blocks first (the taps in an asm block, accumulators in q0-q3), then the last block
- * or two. Reads only the pixel's receptive field (and the parameters), writes only out[0..in_c). */
+/* DEPTHWISE_CONV_2D staged, depth multiplier 1: one output pixel, every channel, into out (a ring
+ * slot), from its th x tw taps inside the input (in_first / w_first: the first such tap's input and
+ * filter bytes at channel 0; th == 0: no tap, nothing read). ts_mve_dw8's clipped-window arithmetic
+ * with no constants prepared ahead (one pixel's blocks would not amortise them): per block of 8
+ * channels the bias, multiplier and shift of the even and odd channels are gathered, input_offset is
+ * added to each 16-bit input lane, VMULLB / VMULLT accumulate over the taps, then requantised,
+ * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps in an asm
+ * block, accumulators in q0-q3), then a whole block, then a tail predicated to its n channels.
+ * Reads only those taps (and the parameters), writes only out[0..in_c). */
 static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
                                                                   const int8_t *in_first, const int8_t *w_first,
                                                                   int32_t th, int32_t tw, const int32_t *bias,
