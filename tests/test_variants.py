@@ -225,6 +225,12 @@ def _kws_like_32(b: ModelBuilder) -> None:
     _kws_like(b, channels=32, blocks=3)
 
 
+def _kws_like_29(b: ModelBuilder) -> None:
+    """29 channels: the Helium staged depthwise's pass of two blocks, then a whole block and a
+    predicated tail of 5 (firmware/kernels/ts_mve.h ts_mve_dw_pixel)."""
+    _kws_like(b, channels=29, blocks=2)
+
+
 def _kws_25x5(b: ModelBuilder) -> None:
     """KWS's own geometry at 16 channels: 25x5 activations, so the pointwise chunks (6 pixels, 96 B)
     hold three pixels' widened inputs (ts_kernels.h "CONV_2D staged": widened in place)."""
@@ -239,10 +245,13 @@ def _kws_25x5(b: ModelBuilder) -> None:
 
 
 @pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps3-an547"])  # DSP loops; Helium (ts_mve.h)
 @pytest.mark.parametrize(
-    "build", [_kws_like_32, _odd_shapes, _kws_25x5], ids=["kws_like", "odd_shapes", "kws_25x5"]
+    "build",
+    [_kws_like_32, _odd_shapes, _kws_25x5, _kws_like_29],
+    ids=["kws_like", "odd_shapes", "kws_25x5", "kws_like_29"],
 )
-def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
+def test_staged_variants_measured_equal_on_qemu(build, board: str, tmp_path: Path) -> None:
     require("qemu")
     path = tmp_path / "model.tflite"
     b = ModelBuilder(seed=0)
@@ -257,7 +266,7 @@ def test_staged_variants_measured_equal_on_qemu(build, tmp_path: Path) -> None:
         planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
         chunks = [v.param for v in planned.variants.values() if v.opcode == "CONV_2D"]
         assert len(chunks) == 2 and min(chunks) >= 6
-    measured_equal_on_qemu(gen, tmp_path / "qemu")
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
 
 
 # ---- PAD: the default kernel's order lets its input lie inside its output -------------------------

@@ -265,7 +265,15 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
  * the input as long as output offset - input offset <= min_k (R(k+1) - (k - lag + 1) * out_c), with
  * R(k+1) the lowest input byte of pixels after k (tinysched.overlap picks the smallest lag for
  * which that is >= 0: fully in place). scratch: (lag + 1) * out_c bytes, disjoint from input and
- * output. rq_table: as CONV_2D staged's (may be NULL: then the fast path without ts_rq). */
+ * output. rq_table: as CONV_2D staged's (may be NULL: then the fast path without ts_rq).
+ * On Helium cores (TS_MVE, see CONV_2D) with depth_multiplier 1 under the fast path's conditions,
+ * each pixel (the same one per step, the same ring slot and copy-out order as above) is
+ * ts_depthwise_conv2d_s8's Helium arithmetic for a clipped window: the bias, then for each tap inside
+ * the input w * (x + input_offset) of 16-bit lanes widened to 32 bits (VMULLB / VMULLT), eight
+ * channels per block (pairs of blocks, then a whole block, then a predicated tail), then its
+ * requantisation; the same int32 accumulator, so the same bytes. rq_table is not used there. Pixels
+ * go a row at a time, still one per step: only the pixel's receptive field is read and only its ring
+ * slot written before its lagged pixel is copied out. */
 int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                   const int8_t *filter, const int32_t *bias, int8_t *output, int8_t *scratch,
                                   int32_t lag, const int32_t *rq_table);

@@ -563,6 +563,41 @@ static TS_NOINLINE void dw_row_rq(const ts_depthwise_conv2d_s8_params *p, const 
 }
 #endif
 
+#if TS_MVE
+/* Output row y (batch base in_b, its first pixel k0 of the flat order) for the staged variant on
+ * Helium: each pixel k into ring slot k % (lag + 1) (ts_mve_dw_taps when every tap column of its
+ * window is inside the input, else ts_mve_dw_pixel), then pixel k - lag (if any) copied out. The
+ * parameters are copied once so that the row's invariants stay out of the slot stores' way. */
+static TS_NOINLINE void dw_row_mve(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
+                                   int32_t k0, const int8_t *filter, const int32_t *bias, int8_t *output,
+                                   int8_t *scratch, int32_t lag)
+{
+    const ts_depthwise_conv2d_s8_params q = *p;
+    const int32_t c_n = q.in_c, slots = lag + 1, fw = q.filter_w, dw = q.dilation_w;
+    const int32_t iy0 = y * q.stride_h - q.pad_top, reach = (fw - 1) * dw;
+    int32_t x, k, s = k0 % slots, ky0, ky1;
+    const int8_t *in_y = in_b;
+    ts_tap_range(iy0, q.dilation_h, q.filter_h, q.in_h, &ky0, &ky1);
+    if (ky1 > ky0) {
+        in_y += (size_t)(iy0 + ky0 * q.dilation_h) * q.in_w * c_n;
+    }
+    for (x = 0, k = k0; x < q.out_w; ++x, ++k) {
+        const int32_t ix0 = x * q.stride_w - q.pad_left;
+        int8_t *slot = scratch + (size_t)s * c_n;
+        if (ky1 > ky0 && ix0 >= 0 && ix0 + reach < q.in_w) { /* every tap column inside the input */
+            ts_mve_dw_taps(&q, in_y + (size_t)ix0 * c_n, filter + (size_t)ky0 * fw * c_n, ky1 - ky0, fw, bias,
+                           slot);
+        } else {
+            ts_mve_dw_pixel(&q, in_b, y, x, filter, bias, slot);
+        }
+        s = s + 1 == slots ? 0 : s + 1; /* now the slot of pixel k + 1, which held pixel k - lag */
+        if (k >= lag) {
+            ts_copy_bytes(output + (size_t)(k - lag) * c_n, scratch + (size_t)s * c_n, (size_t)c_n);
+        }
+    }
+}
+#endif
+
 /* The staged in-place variant (see ts_kernels.h, "DEPTHWISE_CONV_2D staged"): output pixel k of the
  * flat order is computed into ring slot k % (lag + 1) of `scratch`, then pixel k - lag is copied
  * from its slot to the output; the last `lag` pixels are copied after the last one is computed. */
@@ -575,7 +610,7 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
     const size_t in_batch = (size_t)p->in_h * p->in_w * p->in_c;
     ts_depthwise_conv2d_s8_params sub = *p;
     int32_t k, j;
-    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq */
+    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq, 3 Helium */
 #if TS_RQ_ASM
     dw_run r;
 #endif
@@ -586,8 +621,13 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
     if (!TS_DEPTHWISE_GENERIC_ONLY && p->in_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
         p->input_offset >= -255 && p->input_offset <= 255 && ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
+#if TS_MVE
+        if (p->depth_multiplier == 1) {
+            mode = 3; /* as ts_depthwise_conv2d_s8: Helium before the DSP paths */
+        }
+#endif
 #if TS_RQ_ASM
-        if (rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
+        if (mode == 1 && rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
             ts_rq_ok(p->multiplier, p->shift, p->out_c,
                      ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
             mode = 2;
@@ -616,7 +656,17 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
         }
     }
 #endif
-    for (k = mode == 2 ? pixels : 0; k < pixels; ++k) {
+#if TS_MVE
+    if (mode == 3) {
+        for (b = 0; b < p->batches; ++b) {
+            for (y = 0; y < out_h; ++y) {
+                dw_row_mve(p, input + (size_t)b * in_batch, y, (b * out_h + y) * out_w, filter, bias, output,
+                           scratch, lag);
+            }
+        }
+    }
+#endif
+    for (k = mode >= 2 ? pixels : 0; k < pixels; ++k) {
         const int8_t *in_b = input + (size_t)b * in_batch;
         int8_t *slot = scratch + (size_t)s * out_c;
         {

@@ -25,9 +25,10 @@
  * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
  * order"), so tinysched/overlap.py's D covers it unchanged.
  *
- * Three hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
- * even core registers, and GCC 12 spills the loop state from the same intrinsics. They avoid r7
- * (Thumb's frame pointer) and compile at -O0 to -O3.
+ * Four hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
+ * even core registers, and GCC 12 spills the loop state from the same intrinsics (the staged
+ * depthwise's taps: one of its four accumulators). They avoid r7 (Thumb's frame pointer) and
+ * compile at -O0 to -O3.
  */
 #ifndef TS_MVE_H
 #define TS_MVE_H
@@ -679,6 +680,207 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
             }
         }
     }
+}
+
+/* DEPTHWISE_CONV_2D staged, depth multiplier 1: one output pixel, every channel, into out (a ring
+ * slot), from its th x tw taps inside the input (in_first / w_first: the first such tap's input and
+ * filter bytes at channel 0; th == 0: no tap, nothing read). ts_mve_dw8's clipped-window arithmetic
+ * with no constants prepared ahead (one pixel's blocks would not amortise them): per block of 8
+ * channels the bias, multiplier and shift of the even and odd channels are gathered, input_offset is
+ * added to each 16-bit input lane, VMULLB / VMULLT accumulate over the taps, then requantised,
+ * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps in an asm
+ * block, accumulators in q0-q3), then a whole block, then a tail predicated to its n channels.
+ * Reads only those taps (and the parameters), writes only out[0..in_c). */
+static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
+                                                                  const int8_t *in_first, const int8_t *w_first,
+                                                                  int32_t th, int32_t tw, const int32_t *bias,
+                                                                  int8_t *out)
+{
+    const int32_t c_all = p->in_c;
+    const int32_t in_col = p->dilation_w * c_all;
+    const int32_t in_next = p->dilation_h * p->in_w * c_all - tw * in_col, w_next = (p->filter_w - tw) * c_all;
+    const int16_t io = (int16_t)p->input_offset;
+    const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t c;
+    for (c = 0; c + 16 <= c_all; c += 16) { /* two whole blocks per pass: one pointer pair, #8 apart */
+        const int8_t *in = in_first + c, *w = w_first + c;
+        int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
+        int16x8_t v0 = vdupq_n_s16(0), v1 = v0;
+        int32_t acc[16]; /* e0, o0, e1, o1 through memory: the asm block holds them in q0-q3 */
+        if (bias != NULL) {
+            e0 = vldrwq_gather_shifted_offset_s32(bias + c, even);
+            o0 = vldrwq_gather_shifted_offset_s32(bias + c, odd);
+            e1 = vldrwq_gather_shifted_offset_s32(bias + c + 8, even);
+            o1 = vldrwq_gather_shifted_offset_s32(bias + c + 8, odd);
+        }
+        if (th > 0) {
+            int32_t rows = th, t;
+            vstrwq_s32(acc, e0);
+            vstrwq_s32(acc + 4, o0);
+            vstrwq_s32(acc + 8, e1);
+            vstrwq_s32(acc + 12, o1);
+            __asm__ volatile("vldrw.32 q0, [%[acc]]\n\t"
+                             "vldrw.32 q1, [%[acc], #16]\n\t"
+                             "vldrw.32 q2, [%[acc], #32]\n\t"
+                             "vldrw.32 q3, [%[acc], #48]\n\t"
+                             "1:\n\t"
+                             "ldr     lr, %[tw]\n\t"
+                             "dls     lr, lr\n\t"
+                             "2:\n\t"
+                             "vldrb.s16 q4, [%[in]]\n\t"
+                             "vldrb.s16 q5, [%[w]]\n\t"
+                             "vadd.i16 q4, q4, %[io]\n\t"
+                             "vmullb.s16 q6, q4, q5\n\t"
+                             "vmullt.s16 q7, q4, q5\n\t"
+                             "vadd.i32 q0, q0, q6\n\t"
+                             "vadd.i32 q1, q1, q7\n\t"
+                             "vldrb.s16 q4, [%[in], #8]\n\t"
+                             "vldrb.s16 q5, [%[w], #8]\n\t"
+                             "vadd.i16 q4, q4, %[io]\n\t"
+                             "vmullb.s16 q6, q4, q5\n\t"
+                             "vmullt.s16 q7, q4, q5\n\t"
+                             "vadd.i32 q2, q2, q6\n\t"
+                             "vadd.i32 q3, q3, q7\n\t"
+                             "add     %[in], %[in], %[in_col]\n\t"
+                             "add     %[w], %[w], %[w_col]\n\t"
+                             "le      lr, 2b\n\t"
+                             "ldr     %[t], %[in_next]\n\t"
+                             "add     %[in], %[in], %[t]\n\t"
+                             "ldr     %[t], %[w_next]\n\t"
+                             "add     %[w], %[w], %[t]\n\t"
+                             "subs    %[rows], %[rows], #1\n\t"
+                             "bne     1b\n\t"
+                             "vstrw.32 q0, [%[acc]]\n\t"
+                             "vstrw.32 q1, [%[acc], #16]\n\t"
+                             "vstrw.32 q2, [%[acc], #32]\n\t"
+                             "vstrw.32 q3, [%[acc], #48]\n\t"
+                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&r"(t)
+                             : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io),
+                               [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next)
+                             : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory");
+            e0 = vldrwq_s32(acc);
+            o0 = vldrwq_s32(acc + 4);
+            e1 = vldrwq_s32(acc + 8);
+            o1 = vldrwq_s32(acc + 12);
+        }
+        e0 = ts_mve_requant(e0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c, even));
+        o0 = ts_mve_requant(o0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, odd),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c, odd));
+        e1 = ts_mve_requant(e1, vldrwq_gather_shifted_offset_s32(p->multiplier + c + 8, even),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c + 8, even));
+        o1 = ts_mve_requant(o1, vldrwq_gather_shifted_offset_s32(p->multiplier + c + 8, odd),
+                            vldrwq_gather_shifted_offset_s32(p->shift + c + 8, odd));
+        v0 = vmovnbq_s32(v0, vminq_s32(vmaxq_s32(vaddq_n_s32(e0, p->output_offset), lo), hi));
+        v0 = vmovntq_s32(v0, vminq_s32(vmaxq_s32(vaddq_n_s32(o0, p->output_offset), lo), hi));
+        v1 = vmovnbq_s32(v1, vminq_s32(vmaxq_s32(vaddq_n_s32(e1, p->output_offset), lo), hi));
+        v1 = vmovntq_s32(v1, vminq_s32(vmaxq_s32(vaddq_n_s32(o1, p->output_offset), lo), hi));
+        vstrbq_s16(out + c, v0);
+        vstrbq_s16(out + c + 8, v1);
+    }
+    if (c + 8 <= c_all) { /* a whole block left: no predicates */
+        const int8_t *in = in_first + c, *w = w_first + c;
+        int32x4_t e = vdupq_n_s32(0), o = e;
+        int16x8_t v = vdupq_n_s16(0);
+        int32_t ky, kx;
+        if (bias != NULL) {
+            e = vldrwq_gather_shifted_offset_s32(bias + c, even);
+            o = vldrwq_gather_shifted_offset_s32(bias + c, odd);
+        }
+        for (ky = th; ky > 0; --ky) {
+            for (kx = tw; kx > 0; --kx) {
+                const int16x8_t xv = vaddq_n_s16(vldrbq_s16(in), io), wv = vldrbq_s16(w);
+                e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                in += in_col;
+                w += c_all;
+            }
+            in += in_next;
+            w += w_next;
+        }
+        e = ts_mve_requant(e, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
+                           vldrwq_gather_shifted_offset_s32(p->shift + c, even));
+        o = ts_mve_requant(o, vldrwq_gather_shifted_offset_s32(p->multiplier + c, odd),
+                           vldrwq_gather_shifted_offset_s32(p->shift + c, odd));
+        v = vmovnbq_s32(v, vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi));
+        v = vmovntq_s32(v, vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi));
+        vstrbq_s16(out + c, v);
+        c += 8;
+    }
+    for (; c < c_all; c += 8) { /* the predicated tail */
+        const int32_t n = c_all - c < 8 ? c_all - c : 8;
+        const mve_pred16_t pe = vctp32q((uint32_t)((n + 1) >> 1)), po = vctp32q((uint32_t)(n >> 1));
+        const int8_t *in = in_first + c, *w = w_first + c;
+        int32x4_t e = vdupq_n_s32(0), o = vdupq_n_s32(0);
+        int16x8_t v = vdupq_n_s16(0);
+        int32_t ky, kx;
+        if (bias != NULL) {
+            e = vldrwq_gather_shifted_offset_z_s32(bias + c, even, pe);
+            o = vldrwq_gather_shifted_offset_z_s32(bias + c, odd, po);
+        }
+        if (n == 8) {
+            for (ky = th; ky > 0; --ky) {
+                for (kx = tw; kx > 0; --kx) {
+                    const int16x8_t xv = vaddq_n_s16(vldrbq_s16(in), io), wv = vldrbq_s16(w);
+                    e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                    o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                    in += in_col;
+                    w += c_all;
+                }
+                in += in_next;
+                w += w_next;
+            }
+        } else {
+            const mve_pred16_t pr = vctp16q((uint32_t)n);
+            for (ky = th; ky > 0; --ky) {
+                for (kx = tw; kx > 0; --kx) {
+                    const int16x8_t xv = vaddq_n_s16(vldrbq_z_s16(in, pr), io), wv = vldrbq_z_s16(w, pr);
+                    e = vaddq_s32(e, vmullbq_int_s16(xv, wv));
+                    o = vaddq_s32(o, vmulltq_int_s16(xv, wv));
+                    in += in_col;
+                    w += c_all;
+                }
+                in += in_next;
+                w += w_next;
+            }
+        }
+        e = ts_mve_requant(e, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, even, pe),
+                           vldrwq_gather_shifted_offset_z_s32(p->shift + c, even, pe));
+        o = ts_mve_requant(o, vldrwq_gather_shifted_offset_z_s32(p->multiplier + c, odd, po),
+                           vldrwq_gather_shifted_offset_z_s32(p->shift + c, odd, po));
+        e = vminq_s32(vmaxq_s32(vaddq_n_s32(e, p->output_offset), lo), hi);
+        o = vminq_s32(vmaxq_s32(vaddq_n_s32(o, p->output_offset), lo), hi);
+        v = vmovnbq_s32(v, e);
+        v = vmovntq_s32(v, o);
+        if (n == 8) {
+            vstrbq_s16(out + c, v);
+        } else {
+            vstrbq_p_s16(out + c, v, vctp16q((uint32_t)n));
+        }
+    }
+}
+
+/* Output pixel (y, x) of batch base in_b through ts_mve_dw_taps: its tap rectangle inside the input
+ * (none: nothing is read, the bias alone). */
+static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depthwise_conv2d_s8_params *p,
+                                                                   const int8_t *in_b, int32_t y, int32_t x,
+                                                                   const int8_t *filter, const int32_t *bias,
+                                                                   int8_t *out)
+{
+    const int32_t c_all = p->in_c, fw = p->filter_w, dh = p->dilation_h, dw = p->dilation_w;
+    const int32_t iy0 = y * p->stride_h - p->pad_top, ix0 = x * p->stride_w - p->pad_left;
+    int32_t ky0, ky1, kx0, kx1, th, tw;
+    const int8_t *in_first = in_b;
+    ts_tap_range(iy0, dh, p->filter_h, p->in_h, &ky0, &ky1);
+    ts_tap_range(ix0, dw, fw, p->in_w, &kx0, &kx1);
+    th = ky1 - ky0;
+    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
+    th = tw > 0 ? th : 0; /* no tap inside: nothing is read */
+    if (tw > 0) {
+        in_first += ((size_t)(iy0 + ky0 * dh) * p->in_w + (size_t)(ix0 + kx0 * dw)) * c_all;
+    }
+    ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, out);
 }
 
 /* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
