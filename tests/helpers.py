@@ -10,9 +10,10 @@ from typing import Any
 from tinysched import reference
 from tinysched.build.sources import SourceSet, write_sources
 from tinysched.commands.build import BuildResult, build_model
-from tinysched.graph import Graph
+from tinysched.graph import Graph, Operator
+from tinysched.modelgen import ModelBuilder
 from tinysched.pipeline import Planned, PlanOptions, generate, plan
-from tinysched.reader import read_model
+from tinysched.reader import parse_model, read_model
 from tinysched.recompute import RecomputeRequest
 from tinysched.verify import VerifyResult, verify
 
@@ -197,3 +198,25 @@ def measured_equal_on_qemu(gen: MeasureInputs, work: Path, board: str = "mps2-an
 def model_c_text(gen: MeasureInputs) -> str:
     """The generated model's own C (the kernels' files left out)."""
     return "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))
+
+
+def model_bytes(build: Any, seed: int = 0, order_seed: int | None = None) -> bytes:
+    """A generated model: `build(builder)` adds its tensors and operators (ModelBuilder(seed)); with
+    `order_seed` the file stores them in a random topological order."""
+    b = ModelBuilder(seed=seed)
+    build(b)
+    return b.build(None if order_seed is None else b.random_order(order_seed))
+
+
+def built_graph(build: Any, seed: int = 0, order_seed: int | None = None) -> Graph:
+    return parse_model(model_bytes(build, seed, order_seed))
+
+
+def saved_model(path: Path, build: Any, seed: int = 0, order_seed: int | None = None) -> Path:
+    """`model_bytes` written to `path` (the tests that run the CLI, TFLite or a board read a file)."""
+    path.write_bytes(model_bytes(build, seed, order_seed))
+    return path
+
+
+def first_op(graph: Graph, opcode: str) -> Operator:
+    return next(op for op in graph.operators if op.opcode == opcode)

@@ -8,29 +8,25 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, host_verify, measured_equal_on_qemu
+from helpers import (
+    built_graph,
+    first_op,
+    generate_for_measure,
+    host_verify,
+    measured_equal_on_qemu,
+    saved_model,
+)
 from tiers import needs_gcc, require
 
 from tinysched.arena import plan_arena
 from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph
 from tinysched.memory import profile
 from tinysched.modelgen import ModelBuilder, random_branching_model
 from tinysched.overlap import max_shift, memory_model, refine
 from tinysched.pipeline import PlanOptions, generate, plan
 from tinysched.reader import parse_model
 from tinysched.scheduler import schedule
-
-
-def _graph(build) -> Graph:
-    b = ModelBuilder(seed=0)
-    build(b)
-    return parse_model(b.build())
-
-
-def _op(graph: Graph, opcode: str):
-    return next(op for op in graph.operators if op.opcode == opcode)
 
 
 def _chain(b: ModelBuilder, shape=(1, 4, 40, 8)):
@@ -47,8 +43,8 @@ def test_depthwise_shift_is_the_row_above_plus_a_chunk() -> None:
     # (y-1, x-1) is still to be read: 42 pixels. DSP path, chunks of up to 32 pixels of a row: the
     # first chunk of row y is written (its end: pixel (y, 31)) while row y-1 from column 0 is
     # still to be read: 40 + 32 = 72 pixels of 8 bytes.
-    g = _graph(_chain)
-    assert max_shift(g, _op(g, "DEPTHWISE_CONV_2D"), 0) == -72 * 8
+    g = built_graph(_chain)
+    assert max_shift(g, first_op(g, "DEPTHWISE_CONV_2D"), 0) == -72 * 8
 
 
 def test_expanding_pointwise_ends_one_chunk_past_the_input() -> None:
@@ -60,8 +56,8 @@ def test_expanding_pointwise_ends_one_chunk_past_the_input() -> None:
         x = b.input("x", (1, 48, 48, 8))
         b.output(b.conv2d(x, 16, (1, 1), name="pw"))
 
-    g = _graph(build)
-    op = _op(g, "CONV_2D")
+    g = built_graph(build)
+    op = first_op(g, "CONV_2D")
     assert max_shift(g, op, 0) == -18560
     pair = refine(g).pairs[op.index]  # the graph input dies here: its bytes may be overwritten
     assert pair.saving() == 36864 - 18560  # output bytes + shift: what the two can share
@@ -75,13 +71,13 @@ def test_elementwise_and_quantize_shifts() -> None:
         r = b.logistic(q, name="sig")
         b.output(b.dequantize(r, name="dq"))
 
-    g = _graph(build)
+    g = built_graph(build)
     # float32 -> int8: element k (1 byte) is written after reading element k (4 bytes), so the
     # output may start up to 3 bytes behind the input's start
-    assert max_shift(g, _op(g, "QUANTIZE"), 0) == 3
-    assert max_shift(g, _op(g, "LOGISTIC"), 0) == 0  # same element size: in place
+    assert max_shift(g, first_op(g, "QUANTIZE"), 0) == 3
+    assert max_shift(g, first_op(g, "LOGISTIC"), 0) == 0  # same element size: in place
     # int8 -> float32: 4 bytes written per byte read: the output must end at or past the input's end
-    assert max_shift(g, _op(g, "DEQUANTIZE"), 0) == -30
+    assert max_shift(g, first_op(g, "DEQUANTIZE"), 0) == -30
 
 
 def test_single_batch_fully_connected_cannot_overlap() -> None:
@@ -89,8 +85,8 @@ def test_single_batch_fully_connected_cannot_overlap() -> None:
         x = b.input("x", (1, 64))
         b.output(b.fully_connected(x, 10, name="fc"))
 
-    g = _graph(build)
-    op = _op(g, "FULLY_CONNECTED")
+    g = built_graph(build)
+    op = first_op(g, "FULLY_CONNECTED")
     assert max_shift(g, op, 0) == -10  # its one output row is written while its one input row is read
 
 
@@ -107,9 +103,9 @@ def _dw_chain(b: ModelBuilder) -> None:
 
 
 def test_refined_plan_overlaps_within_the_shift_and_views_sit_at_their_root() -> None:
-    g = _graph(_dw_chain)
+    g = built_graph(_dw_chain)
     model = refine(g)
-    view = _op(g, "RESHAPE")
+    view = first_op(g, "RESHAPE")
     assert model.views == {view.outputs[0]: view.inputs[0]}
     sched = schedule(g, time_limit=2.0, model=model)
     tensor = schedule(g, time_limit=2.0)
@@ -130,9 +126,9 @@ def test_refined_plan_overlaps_within_the_shift_and_views_sit_at_their_root() ->
 
 
 def test_check_plan_refuses_one_byte_too_far() -> None:
-    g = _graph(_dw_chain)
+    g = built_graph(_dw_chain)
     model = refine(g)
-    dw = _op(g, "DEPTHWISE_CONV_2D")
+    dw = first_op(g, "DEPTHWISE_CONV_2D")
     pair = model.pairs[dw.index]
     order = schedule(g, time_limit=2.0, model=model).order
     arena = plan_arena(g, order, alignment=1, model=model)
@@ -169,7 +165,7 @@ def test_a_model_without_overlaps_gets_the_tensor_plan() -> None:
         x = b.input("x", (1, 64))
         b.output(b.fully_connected(x, 10, name="fc"))
 
-    g = _graph(build)
+    g = built_graph(build)
     assert not memory_model(g, "refined").refined
     assert plan(g, PlanOptions(memory_model="refined")).arena.memory_model == "tensor"
 
@@ -200,9 +196,7 @@ def test_random_models_bit_exact_in_the_refined_model(seed: int, tmp_path: Path)
 @pytest.mark.host
 def test_views_generate_no_copy(tmp_path: Path) -> None:
     path = tmp_path / "chain.tflite"
-    b = ModelBuilder(seed=0)
-    _dw_chain(b)
-    path.write_bytes(b.build())
+    saved_model(path, _dw_chain, seed=0)
     g = parse_model(path.read_bytes())
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
@@ -215,9 +209,7 @@ def test_views_generate_no_copy(tmp_path: Path) -> None:
 def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
     require("qemu")
     path = tmp_path / "chain.tflite"
-    b = ModelBuilder(seed=0)
-    _dw_chain(b)
-    path.write_bytes(b.build())
+    saved_model(path, _dw_chain, seed=0)
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
     tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1, memory_model="tensor")
     assert gen.arena_bytes_planned < tensor.arena_bytes_planned
@@ -231,7 +223,7 @@ def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
 def test_refined_certificate_rechecks_in_the_refined_model_only(build) -> None:
     from tinysched.bounds import LowerBound, recheck
 
-    g = _graph(build)
+    g = built_graph(build)
     sched = schedule(g, time_limit=2.0, model=refine(g))
     tensor = schedule(g, time_limit=2.0)
     cert = sched.certificate

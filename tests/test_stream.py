@@ -9,12 +9,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, host_verify, measured_equal_on_qemu, model_c_text
+from helpers import (
+    built_graph,
+    generate_for_measure,
+    host_verify,
+    measured_equal_on_qemu,
+    model_c_text,
+    saved_model,
+)
 from tiers import needs_gcc, require
 
 from tinysched.check import check_plan
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph
 from tinysched.modelgen import ModelBuilder
 from tinysched.overlap import max_shift, memory_model
 from tinysched.pipeline import PlanOptions, generate, plan
@@ -65,25 +71,19 @@ def _branch_add(b: ModelBuilder) -> None:
     b.output(b.mul(s, p, name="gate"))
 
 
-def _graph(build, seed: int = 0) -> Graph:
-    b = ModelBuilder(seed=seed)
-    build(b)
-    return parse_model(b.build())
-
-
 def _streams(planned) -> list:
     return [s for op in planned.graph.operators if (s := stream_of(op)) is not None]
 
 
 def test_candidates_name_the_chains_and_their_windows() -> None:
-    g = _graph(_expand_dw)
+    g = built_graph(_expand_dw)
     found = {tuple(op.opcode for op in s.operators): s for s in candidates(g)}
     pair = found[("CONV_2D", "DEPTHWISE_CONV_2D")]
     assert pair.position == 0 and (pair.rows, pair.row_bytes, pair.tensor_bytes) == ((3,), (240,), (2880,))
     assert found[("DEPTHWISE_CONV_2D", "CONV_2D")].rows == (1,)  # a 1x1 reader: one row
     block = found[("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D")]  # the whole inverted residual block
     assert block.rows == (3, 1) and block.window_bytes == 3 * 240 + 120 and block.window_offset(1) == 720
-    g2 = _graph(_branch_add)
+    g2 = built_graph(_branch_add)
     adds = sorted(
         (s.producer.opcode, s.position, s.rows) for s in candidates(g2) if s.consumer.opcode == "ADD"
     )
@@ -95,7 +95,7 @@ def test_streamed_shift_against_the_first_operators_input() -> None:
     # 120 B): output row r is written once rows below hi(r) = min(2r + 3, 12) are computed, and the
     # producer next reads input row hi(r): D = min_r (40 hi(r) - 120 (r + 1)), after the last row
     # nothing is left to read (the input's end, 480)
-    g = _graph(_expand_dw)
+    g = built_graph(_expand_dw)
     found = {tuple(op.opcode for op in s.operators): s for s in candidates(g)}
 
     def expected(out_row: int) -> int:
@@ -111,7 +111,7 @@ def test_streamed_shift_against_the_first_operators_input() -> None:
 
 
 def test_check_plan_refuses_one_byte_past_a_streams_shift() -> None:
-    planned = plan(_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
+    planned = plan(built_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
     graph, arena = planned.graph, planned.arena
     pair = next(p for v, p in memory_model(graph, "refined").pairs.items() if stream_of(graph.operators[v]))
     at = {b.index: b.offset for b in arena.buffers}
@@ -126,7 +126,7 @@ def test_check_plan_refuses_one_byte_past_a_streams_shift() -> None:
     "build", [_expand_dw, _conv_pool, _branch_add], ids=["expand_dw", "conv_pool", "add"]
 )
 def test_streams_lower_the_arena_only_in_the_refined_model_with_prefer_memory(build) -> None:
-    g = _graph(build)
+    g = built_graph(build)
     streamed = plan(g, PlanOptions(time_limit=2.0))
     speed = plan(g, PlanOptions(time_limit=2.0, prefer="speed"))
     tensor = plan(g, PlanOptions(time_limit=2.0, memory_model="tensor"))
@@ -143,11 +143,11 @@ def test_streams_lower_the_arena_only_in_the_refined_model_with_prefer_memory(bu
 def test_expand_dw_arena_is_input_window_and_output() -> None:
     # the pair streamed: its step holds the input (480 B), a 3-row window (720 B) and the depthwise
     # output (720 B) starting 240 B below the input, so sharing all of it: 1,440 B
-    pair = plan(_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
+    pair = plan(built_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
     assert pair.schedule.peak_bytes == 720 + 720 and pair.schedule.certified
     # the whole block streamed (one operator): the input, windows of 3 expanded rows and 1 depthwise
     # row (840 B) and the project's 240 B output inside its input: 1,320 B
-    block = plan(_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    block = plan(built_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(block)] == [3] and len(block.graph.operators) == 1
     assert block.schedule.peak_bytes == 480 + 840 and block.schedule.certified
 
@@ -161,9 +161,7 @@ def test_expand_dw_arena_is_input_window_and_output() -> None:
 )
 def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     path = tmp_path / "model.tflite"
-    b = ModelBuilder(seed=5)
-    build(b)
-    path.write_bytes(b.build())
+    saved_model(path, build, seed=5)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert _streams(planned)
     if build is _long_chain:
@@ -178,9 +176,7 @@ def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
 def test_streams_measured_equal_on_qemu(tmp_path: Path) -> None:
     require("qemu")
     path = tmp_path / "model.tflite"
-    b = ModelBuilder(seed=1)
-    _expand_dw(b)
-    path.write_bytes(b.build())
+    saved_model(path, _expand_dw, seed=1)
     gen = generate_for_measure(path, tmp_path / "gen", 2)
     model_c = model_c_text(gen)
     assert "ts_window_slide(" in model_c
@@ -194,9 +190,7 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
     from tinysched.cli import main
 
     path = tmp_path / "expand_dw.tflite"
-    b = ModelBuilder(seed=0)
-    _expand_dw(b)
-    path.write_bytes(b.build())
+    saved_model(path, _expand_dw, seed=0)
     out = tmp_path / "out"
     assert main(["build", str(path), "--board", "host", "-o", str(out), "--no-report"]) == 0
     printed = capsys.readouterr().out

@@ -10,7 +10,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, host_verify, measured_equal_on_qemu, model_c_text
+from helpers import (
+    built_graph,
+    first_op,
+    generate_for_measure,
+    host_verify,
+    measured_equal_on_qemu,
+    model_c_text,
+    saved_model,
+)
 from tiers import needs_gcc, require
 
 from tinysched.check import check_plan
@@ -24,17 +32,6 @@ from tinysched.pipeline import PlanOptions, generate, plan
 from tinysched.reader import parse_model
 from tinysched.variants import KernelVariant, variant_of, with_variants
 
-
-def _graph(build) -> Graph:
-    b = ModelBuilder(seed=0)
-    build(b)
-    return parse_model(b.build())
-
-
-def _op(graph: Graph, opcode: str):
-    return next(op for op in graph.operators if op.opcode == opcode)
-
-
 # ---- the shifts, against hand-computed ones --------------------------------------------------------
 
 
@@ -45,8 +42,8 @@ def test_depthwise_ring_lag_is_the_row_above_plus_one() -> None:
     def build(b: ModelBuilder) -> None:
         b.output(b.depthwise_conv2d(b.input("x", (1, 4, 40, 8)), (3, 3), name="dw"))
 
-    g = _graph(build)
-    op = _op(g, "DEPTHWISE_CONV_2D")
+    g = built_graph(build)
+    op = first_op(g, "DEPTHWISE_CONV_2D")
     assert variant_shift(g, op, "staged", 41) == 0
     assert variant_shift(g, op, "staged", 40) == -8
     assert variant_shift(g, op, "staged", 160) == 4 * 40 * 8  # all copied out after the last read
@@ -62,7 +59,7 @@ def test_staged_pointwise_shifts_follow_the_channel_counts() -> None:
         t = b.conv2d(t, 16, (1, 1), name="same")  # 16 -> 16
         b.output(b.conv2d(t, 4, (1, 1), name="narrow"))  # 16 -> 4
 
-    g = _graph(build)
+    g = built_graph(build)
     widen, same, narrow = (op for op in g.operators if op.opcode == "CONV_2D")
     # widening: the output must end at the input's end or later: D = 18432 - 36864 and the two
     # share the whole input (the default kernel's chunks of 16 leave the output 128 bytes past it)
@@ -72,8 +69,8 @@ def test_staged_pointwise_shifts_follow_the_channel_counts() -> None:
     assert variant_shift(g, narrow, "staged", 6) == 6 * (16 - 4)  # after the first chunk
     assert candidate(g, same) == KernelVariant("CONV_2D", "staged", 16, 16 * 16)
     # a 3x3 convolution has no staged variant
-    g3 = _graph(lambda b: b.output(b.conv2d(b.input("x", (1, 8, 8, 4)), 4, (3, 3))))
-    assert candidate(g3, _op(g3, "CONV_2D")) is None
+    g3 = built_graph(lambda b: b.output(b.conv2d(b.input("x", (1, 8, 8, 4)), 4, (3, 3))))
+    assert candidate(g3, first_op(g3, "CONV_2D")) is None
 
 
 def test_rq_fields_match_ts_rq_prepare() -> None:
@@ -98,7 +95,7 @@ def _kws_like(b: ModelBuilder, channels: int = 16, blocks: int = 2) -> None:
 
 
 def test_refined_plan_runs_the_staged_variants_in_place() -> None:
-    g = _graph(_kws_like)
+    g = built_graph(_kws_like)
     tensor = plan(g, PlanOptions(memory_model="tensor", time_limit=2.0))
     refined = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
     assert tensor.variants == {}  # the tensor model keeps today's kernels
@@ -138,10 +135,7 @@ def test_plan_and_build_say_which_kernels_run_in_place(tmp_path: Path, capsys) -
 
     from tinysched.cli import main
 
-    b = ModelBuilder(seed=0)
-    _kws_like(b)
-    path = tmp_path / "kws_like.tflite"
-    path.write_bytes(b.build())
+    path = saved_model(tmp_path / "kws_like.tflite", _kws_like, seed=0)
     assert main(["plan", str(path), "--json"]) == 0
     variants = json.loads(capsys.readouterr().out)["kernel_variants"]
     assert sorted(v["opcode"] for v in variants) == ["CONV_2D"] * 2 + ["DEPTHWISE_CONV_2D"] * 2
@@ -157,7 +151,7 @@ def test_plan_and_build_say_which_kernels_run_in_place(tmp_path: Path, capsys) -
 
 
 def test_check_plan_refuses_one_byte_past_a_variants_shift() -> None:
-    g = _graph(_kws_like)
+    g = built_graph(_kws_like)
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0, alignment=1))
     graph, arena = planned.graph, planned.arena
     model = memory_model(graph, "refined")
@@ -209,9 +203,7 @@ def _odd_shapes(b: ModelBuilder) -> None:
 @pytest.mark.parametrize("build", [_odd_shapes, _kws_like], ids=["odd_shapes", "kws_like"])
 def test_staged_variants_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     path = tmp_path / "model.tflite"
-    b = ModelBuilder(seed=3)
-    build(b)
-    path.write_bytes(b.build())
+    saved_model(path, build, seed=3)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
     kinds = {planned.graph.operators[v].opcode for v in planned.variants}
     assert kinds == {"CONV_2D", "DEPTHWISE_CONV_2D"}
@@ -254,9 +246,7 @@ def _kws_25x5(b: ModelBuilder) -> None:
 def test_staged_variants_measured_equal_on_qemu(build, board: str, tmp_path: Path) -> None:
     require("qemu")
     path = tmp_path / "model.tflite"
-    b = ModelBuilder(seed=0)
-    build(b)
-    path.write_bytes(b.build())
+    saved_model(path, build, seed=0)
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
     model_c = model_c_text(gen)
     assert "ts_depthwise_conv2d_s8_staged(" in model_c and "ts_conv2d_s8_staged(" in model_c
@@ -286,8 +276,8 @@ def test_pad_shift_is_the_padding_before_its_last_input_element() -> None:
     def build(b: ModelBuilder) -> None:
         b.output(b.pad(b.input("x", (1, 3, 4, 2)), [(0, 0), (1, 1), (1, 2), (0, 0)]))
 
-    g = _graph(build)
-    assert max_shift(g, _op(g, "PAD"), 0) == -28
+    g = built_graph(build)
+    assert max_shift(g, first_op(g, "PAD"), 0) == -28
     pair = memory_model(g, "refined").pairs  # the graph input dies at the PAD
     assert next(iter(pair.values())).saving() == 24
 
@@ -296,11 +286,9 @@ def test_pad_shift_is_the_padding_before_its_last_input_element() -> None:
 @pytest.mark.host
 def test_pad_in_place_bit_exact_on_the_host(tmp_path: Path) -> None:
     path = tmp_path / "padded.tflite"
-    b = ModelBuilder(seed=2)
-    _padded(b)
-    path.write_bytes(b.build())
+    saved_model(path, _padded, seed=2)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
-    pad = _op(planned.graph, "PAD")
+    pad = first_op(planned.graph, "PAD")
     at = {p.index: p for p in planned.arena.buffers}
     x, y = at[pad.inputs[0]], at[pad.outputs[0]]
     assert y.offset <= x.offset and x.offset + x.bytes <= y.offset + y.bytes  # the input inside
@@ -323,7 +311,7 @@ def _wide_then_narrow(b: ModelBuilder) -> None:
 def test_variants_that_lower_no_peak_are_dropped() -> None:
     """Each variant costs flash (its requantisation table) and on some cores speed: the plan keeps
     only those whose step would rise above the peak with the default kernel."""
-    g = _graph(_wide_then_narrow)
+    g = built_graph(_wide_then_narrow)
     candidates = select_variants(g, "refined")
     assert {g.operators[v].opcode for v in candidates} >= {"DEPTHWISE_CONV_2D"}
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))

@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
-from helpers import generate_for_measure, host_verify, measured_equal_on_qemu
+from helpers import (
+    built_graph,
+    first_op,
+    generate_for_measure,
+    host_verify,
+    measured_equal_on_qemu,
+    saved_model,
+)
 from tiers import needs_gcc, require
 
 from tinysched.arena import plan_arena
@@ -28,25 +35,6 @@ from tinysched.pipeline import PlanOptions, generate, plan
 from tinysched.reader import parse_model
 from tinysched.scheduler import schedule
 from tinysched.verify import verify
-
-
-def _graph(build, order_seed: int | None = None) -> Graph:
-    b = ModelBuilder(seed=0)
-    build(b)
-    order = None if order_seed is None else b.random_order(order_seed)
-    return parse_model(b.build(order))
-
-
-def _save(tmp_path: Path, build, name: str, order_seed: int | None = None) -> Path:
-    b = ModelBuilder(seed=0)
-    build(b)
-    path = tmp_path / f"{name}.tflite"
-    path.write_bytes(b.build(None if order_seed is None else b.random_order(order_seed)))
-    return path
-
-
-def _op(graph: Graph, opcode: str):
-    return next(op for op in graph.operators if op.opcode == opcode)
 
 
 def _c_source(planned) -> str:
@@ -83,9 +71,9 @@ def test_contiguous_range_from_shapes() -> None:
 
 
 def test_concat_slices_are_ranges_of_the_output_and_its_buffer_born_with_the_first_producer() -> None:
-    g = _graph(_concat3)
+    g = built_graph(_concat3)
     model = refine(g)
-    cat = _op(g, "CONCATENATION")
+    cat = first_op(g, "CONCATENATION")
     p, q, r = cat.inputs
     y = cat.outputs[0]
     assert {t: (a.root, a.offset, a.kind) for t, a in model.aliases.items()} == {
@@ -106,7 +94,7 @@ def test_concat_slices_are_ranges_of_the_output_and_its_buffer_born_with_the_fir
 def test_refused_concatenations_keep_their_copy() -> None:
     # along channels (64 pixels before the axis), and inputs quantised unlike each other
     for build in (_concat_channels, _concat_requantised):
-        g = _graph(build)
+        g = built_graph(build)
         assert not any(a.kind == "concat" for a in refine(g).aliases.values())
 
     def graph_input(b: ModelBuilder) -> None:  # a graph input, and one tensor twice
@@ -121,7 +109,7 @@ def test_refused_concatenations_keep_their_copy() -> None:
         b.output(b.concatenation([p, q], axis=1, activation="RELU"))
 
     for build in (graph_input, fused):
-        assert refine(_graph(build)).aliases == {}
+        assert refine(built_graph(build)).aliases == {}
 
     def nested(b: ModelBuilder) -> None:  # an in-place output as an input, a split view as an input
         x = b.input("x", (1, 4, 8, 8))
@@ -132,7 +120,7 @@ def test_refused_concatenations_keep_their_copy() -> None:
         top, _ = b.split(b.max_pool2d(x, (1, 1), (1, 1), name="s"), 2, axis=1)
         b.output(b.concatenation([inner, r], axis=1, name="outer"), b.concatenation([top, r], axis=1))
 
-    g = _graph(nested)
+    g = built_graph(nested)
     model = refine(g)
     inner, outer, third = (op for op in g.operators if op.opcode == "CONCATENATION")
     assert {t for t, a in model.aliases.items() if a.kind == "concat"} == set(inner.inputs)
@@ -150,9 +138,9 @@ def _reshaped_heads(b: ModelBuilder) -> None:
 
 
 def test_a_view_input_moves_its_root_into_the_slice() -> None:
-    g = _graph(_reshaped_heads)
+    g = built_graph(_reshaped_heads)
     model = refine(g)
-    cat = _op(g, "CONCATENATION")
+    cat = first_op(g, "CONCATENATION")
     pools = [g.operators[g.producer[t]].inputs[0] for t in cat.inputs]  # the RESHAPEs' inputs
     y = cat.outputs[0]
     for t, offset in zip((*cat.inputs, *pools), (0, 512, 0, 512), strict=True):
@@ -161,18 +149,20 @@ def test_a_view_input_moves_its_root_into_the_slice() -> None:
 
 
 def test_split_unpack_and_strided_slice_outputs_are_views_at_their_offsets() -> None:
-    g = _graph(_split_views)
+    g = built_graph(_split_views)
     model = refine(g)
-    split = _op(g, "SPLIT")
+    split = first_op(g, "SPLIT")
     assert [(model.aliases[t].root, model.aliases[t].offset) for t in split.outputs] == [
         (split.inputs[1], 0),
         (split.inputs[1], 256),
     ]
-    unpack = _op(g, "UNPACK")
-    reshape_in = _op(g, "RESHAPE").inputs[0]  # the unpacked rows are views of the conv behind the reshape
+    unpack = first_op(g, "UNPACK")
+    reshape_in = first_op(g, "RESHAPE").inputs[
+        0
+    ]  # the unpacked rows are views of the conv behind the reshape
     assert [model.aliases[t].offset for t in unpack.outputs] == [0, 64, 128, 192]
     assert {model.aliases[t].root for t in unpack.outputs} == {reshape_in}
-    sl = _op(g, "STRIDED_SLICE")
+    sl = first_op(g, "STRIDED_SLICE")
     assert (model.aliases[sl.outputs[0]].root, model.aliases[sl.outputs[0]].offset) == (sl.inputs[0], 128)
     assert {split.index, unpack.index, sl.index} <= model.free_ops
 
@@ -192,7 +182,7 @@ def test_split_v_and_slice_views_and_their_refusals() -> None:
         axis3 = b.constant(np.array([3], dtype=np.int32), name="axis3")
         b.output(*b.op("SPLIT", [axis3, t], [(1, 6, 4, 4)] * 2, name="by_channel"))  # strided: copy
 
-    g = _graph(build)
+    g = built_graph(build)
     model = refine(g)
     split_v, row_part, channels, by_channel = g.operators[1:]
     assert [model.aliases[t].offset for t in split_v.outputs] == [0, 32, 128]
@@ -208,11 +198,11 @@ def test_a_pair_on_a_view_input_is_stated_in_its_root_offsets() -> None:
         t = b.conv2d(x, 8, (3, 3), name="c0")
         b.output(b.logistic(b.strided_slice(t, (0, 2, 0, 0), (1, 6, 8, 8), name="mid"), name="sig"))
 
-    g = _graph(build)
+    g = built_graph(build)
     model = refine(g)
-    sig = _op(g, "LOGISTIC")
+    sig = first_op(g, "LOGISTIC")
     pair = model.pairs[sig.index]
-    assert (pair.root, pair.shift, pair.input_bytes) == (_op(g, "CONV_2D").outputs[0], 128, 512)
+    assert (pair.root, pair.shift, pair.input_bytes) == (first_op(g, "CONV_2D").outputs[0], 128, 512)
 
 
 # ---- planner numbers, certificates -------------------------------------------------------------
@@ -234,7 +224,7 @@ def _topological_orders(graph: Graph):
 
 
 def test_concat_in_place_lowers_the_peak_and_the_certificate_holds_over_every_order() -> None:
-    g = _graph(_concat3)
+    g = built_graph(_concat3)
     model = refine(g)
     tensor = schedule(g, time_limit=2.0)
     refined = schedule(g, time_limit=2.0, model=model)
@@ -262,7 +252,7 @@ def test_split_views_lower_the_peak() -> None:
         top, bottom = b.split(b.conv2d(x, 8, (3, 3), name="c0"), 2, axis=1)
         b.output(b.conv2d(top, 2, (1, 1), name="top"), b.conv2d(bottom, 2, (1, 1), name="bottom"))
 
-    g = _graph(build)
+    g = built_graph(build)
     model = refine(g)
     # tensor model: the 512 B tensor and its two 256 B halves at the split; views: at most the
     # 512 B tensor with the input (128 B) or with both 64 B outputs
@@ -272,9 +262,9 @@ def test_split_views_lower_the_peak() -> None:
 
 
 def test_check_plan_refuses_a_slice_one_byte_off() -> None:
-    g = _graph(_concat3)
+    g = built_graph(_concat3)
     model = refine(g)
-    cat = _op(g, "CONCATENATION")
+    cat = first_op(g, "CONCATENATION")
     arena = plan_arena(g, schedule(g, time_limit=1.0, model=model).order, alignment=16, model=model)
     check_plan(g, arena)
     at = arena.offsets
@@ -297,10 +287,10 @@ def test_check_plan_refuses_a_slice_one_byte_off() -> None:
 def test_concat_in_place_bit_exact_in_any_producer_order(producers: tuple[int, ...], tmp_path: Path) -> None:
     # the run order itself puts the three producers in the given order (the side convolution,
     # which also reads the first input, right after its producer), the file stores them shuffled
-    path = _save(tmp_path, _concat3, "concat", order_seed=sum(producers))
+    path = saved_model(tmp_path / "concat.tflite", _concat3, order_seed=sum(producers))
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
     g = planned.graph
-    cat = _op(g, "CONCATENATION")
+    cat = first_op(g, "CONCATENATION")
     writers = [g.producer[cat.inputs[k]] for k in producers]
     side = next(op.index for op in g.operators if op.opcode == "CONV_2D" and cat.inputs[0] in op.inputs)
     order = [v for w in writers for v in ((w, side) if w == g.producer[cat.inputs[0]] else (w,))]
@@ -321,7 +311,7 @@ def test_concat_in_place_bit_exact_in_any_producer_order(producers: tuple[int, .
 @needs_gcc
 @pytest.mark.host
 def test_split_views_bit_exact_and_no_copy(tmp_path: Path) -> None:
-    path = _save(tmp_path, _split_views, "split")
+    path = saved_model(tmp_path / "split.tflite", _split_views)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
     source = _c_source(planned)
     assert "ts_split(" not in source and "ts_transpose(" not in source
@@ -334,7 +324,7 @@ def test_split_views_bit_exact_and_no_copy(tmp_path: Path) -> None:
 @needs_gcc
 @pytest.mark.host
 def test_reshaped_heads_in_place_bit_exact(tmp_path: Path) -> None:
-    path = _save(tmp_path, _reshaped_heads, "heads")
+    path = saved_model(tmp_path / "heads.tflite", _reshaped_heads)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
     source = _c_source(planned)
     assert "ts_concatenation(" not in source and "ts_copy(" not in source
@@ -353,10 +343,10 @@ def _chained_slices(b: ModelBuilder) -> None:
 @needs_gcc
 @pytest.mark.host
 def test_a_producer_reading_another_slice_bit_exact(tmp_path: Path) -> None:
-    path = _save(tmp_path, _chained_slices, "chained")
+    path = saved_model(tmp_path / "chained.tflite", _chained_slices)
     g = parse_model(path.read_bytes())
     model = refine(g)
-    cat = _op(g, "CONCATENATION")
+    cat = first_op(g, "CONCATENATION")
     assert [model.aliases[t].offset for t in cat.inputs] == [0, 256]
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
     assert planned.arena.arena_bytes == 256 + 512  # x and the output: the slices cost nothing
@@ -368,7 +358,7 @@ def test_a_producer_reading_another_slice_bit_exact(tmp_path: Path) -> None:
 @needs_gcc
 @pytest.mark.host
 def test_refused_concatenation_still_copies_and_matches(tmp_path: Path) -> None:
-    path = _save(tmp_path, _concat_channels, "channels")
+    path = saved_model(tmp_path / "channels.tflite", _concat_channels)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
     assert "ts_concatenation(" in _c_source(planned)
     result = host_verify(path, n_inputs=3, seed=5, opt="-O1", sanitize=True, memory_model="refined")
@@ -379,7 +369,7 @@ def test_refused_concatenation_still_copies_and_matches(tmp_path: Path) -> None:
 @pytest.mark.parametrize("build", [_concat3, _split_views], ids=["concat", "split"])
 def test_aliases_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     require("qemu")
-    path = _save(tmp_path, build, "aliases")
+    path = saved_model(tmp_path / "aliases.tflite", build)
     gen = generate_for_measure(path, tmp_path / "gen", 2, memory_model="refined")
     tensor = generate_for_measure(path, tmp_path / "gen_tensor", 1, memory_model="tensor")
     assert gen.arena_bytes_planned < tensor.arena_bytes_planned
