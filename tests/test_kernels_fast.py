@@ -136,12 +136,16 @@ def _qemu_ready() -> None:
 
 
 @pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps3-an547"], ids=["cortex_m7", "cortex_m55_helium"])
 @pytest.mark.parametrize("name", sorted(FAST_PATH_MODELS))
-def test_fast_path_model_bit_exact_on_cortex_m7(name: str, tmp_path: Path) -> None:
+def test_fast_path_model_bit_exact_on_qemu(name: str, board: str, tmp_path: Path) -> None:
+    """Every fast-path model against TFLite on QEMU's Cortex-M7 (the DSP paths) and Cortex-M55 (the
+    MVE paths: VMLADAV dot products, VQRDMULH/VRSHL requantisation, predicated tails), which the
+    board flags (-mcpu) select at build time."""
     _qemu_ready()
     gen = generate_for_measure(_model(tmp_path, name), tmp_path / "gen", 2)
     result = measure_sources(
-        gen.sources, "mps2-an500", gen.inputs, gen.expected,
+        gen.sources, board, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "build", arena_high_water_planned=gen.arena_high_water_planned,
     )  # fmt: skip
     assert result.outputs_match is True, result.mismatches
@@ -187,21 +191,6 @@ def test_dsp_instructions_only_where_the_core_has_them(cpu: str, has_dsp: bool, 
         dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], capture_output=True, text=True).stdout
         found.append(any(op in dis for op in ("\tsmlad", "\tsmlabb", "\tsxtab16")))
     assert found == [has_dsp] * 3
-
-
-@pytest.mark.qemu
-@pytest.mark.parametrize("name", sorted(FAST_PATH_MODELS))
-def test_fast_path_model_bit_exact_on_cortex_m55_helium(name: str, tmp_path: Path) -> None:
-    """The MVE paths (VMLADAV dot products, VQRDMULH/VRSHL requantisation, predicated tails) against
-    TFLite on QEMU's Cortex-M55, whose board flags (-mcpu=cortex-m55) select them at build time."""
-    _qemu_ready()
-    gen = generate_for_measure(_model(tmp_path, name), tmp_path / "gen", 2)
-    result = measure_sources(
-        gen.sources, "mps3-an547", gen.inputs, gen.expected,
-        gen.arena_bytes_planned, tmp_path / "build", arena_high_water_planned=gen.arena_high_water_planned,
-    )  # fmt: skip
-    assert result.outputs_match is True, result.mismatches
-    assert result.outputs_agree_on_device and result.ok
 
 
 def _vector_ops(kernel: str, cflags: list[str], tmp_path: Path) -> set[str]:
