@@ -121,6 +121,13 @@ static void dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in, c
     "sxtb16  %[w], %[w], ror #8\n\t"                                                                     \
     "smlabb  %[a1], %[x], %[w], %[a1]\n\t"                                                               \
     "smlatt  %[a3], %[x], %[w], %[a3]\n\t"
+/* From the end of one filter row's taps to the start of the next: input and filter pointers advanced
+ * by in_row / w_row (memory operands), t1 scratch. */
+#define DW_NEXT_ROW                                                                                     \
+    "ldr     %[t1], %[in_row]\n\t"                                                                       \
+    "add     %[p], %[p], %[t1]\n\t"                                                                      \
+    "ldr     %[t1], %[w_row]\n\t"                                                                        \
+    "add     %[f], %[f], %[t1]\n\t"
 #define DW_OPERANDS                                                                                     \
     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),            \
       [t1] "=&r"(t1), [t2] "=&r"(t2)                                                                     \
@@ -201,11 +208,6 @@ static TS_NOINLINE void dw_run3x3(const int8_t *in, const int8_t *flt, int8_t *o
     const uint32_t off2 = r->off2;
     uint32_t x, w, t1, t2;
 #define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c2]")
-#define DW_NEXT_ROW                                                                                     \
-    "ldr     %[t1], %[in_row]\n\t"                                                                       \
-    "add     %[p], %[p], %[t1]\n\t"                                                                      \
-    "ldr     %[t1], %[w_row]\n\t"                                                                        \
-    "add     %[f], %[f], %[t1]\n\t"
     for (; n > 0; --n) {
         int32_t a0 = r->bias4[0], a1 = r->bias4[1], a2 = r->bias4[2], a3 = r->bias4[3];
         const int8_t *pp = in, *ff = flt;
@@ -221,7 +223,6 @@ static TS_NOINLINE void dw_run3x3(const int8_t *in, const int8_t *flt, int8_t *o
         out += r->out_step;
     }
 #undef DW_ROW
-#undef DW_NEXT_ROW
 }
 
 #define DW_CHUNK 32
@@ -445,11 +446,6 @@ static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t
     const uint32_t off2 = r->off2;
     uint32_t x, w, t1, t2;
 #define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c1], lsl #1")
-#define DW_NEXT_ROW                                                                                     \
-    "ldr     %[t1], %[in_row]\n\t"                                                                       \
-    "add     %[p], %[p], %[t1]\n\t"                                                                      \
-    "ldr     %[t1], %[w_row]\n\t"                                                                        \
-    "add     %[f], %[f], %[t1]\n\t"
     for (; groups > 0; --groups) {
         int32_t a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
         const int8_t *pp = in, *ff = flt;
@@ -469,7 +465,6 @@ static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t
         q += 4;
     }
 #undef DW_ROW
-#undef DW_NEXT_ROW
 }
 
 /* Output pixel (y, x) of batch base in_b, every channel, through the dw_fast_rq arithmetic with the
