@@ -172,8 +172,10 @@ def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
 def _chain(graph: Graph, ops: Sequence[Operator], rows: Sequence[int], position: int) -> Stream | None:
     tensors = tuple(op.outputs[0] for op in ops[:-1])
     activations = {u for op in ops for u in op.input_tensors if graph.tensors[u].is_activation}
-    if ops[0].inputs[0] in ops[-1].inputs or len(activations - set(tensors)) > 2:
+    if ops[0].inputs[0] in ops[-1].inputs:
         return None  # one tensor read at both ends: its overlap would need both orders
+    if len(activations - set(tensors)) > 2:
+        return None  # the first operator's input and an elementwise last operator's other operand
     if any(u not in tensors for op in ops[1:-1] for u in op.input_tensors if graph.tensors[u].is_activation):
         return None  # an inner operator reads only the chain
     row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
@@ -210,7 +212,7 @@ def chain_shift(graph: Graph, stream: Stream) -> int | None:
     written once the first operator has computed every row of its output that row needs (rows
     below hi_1(r), composed down the chain) and before it reads the input rows of row hi_1(r)."""
     windows = [row_window(graph, op) for op in stream.operators]
-    if any(w is None for w in windows[:-1]):
+    if any(w is None for w in windows):
         return None
     x, y = graph.tensors[stream.producer.inputs[0]], graph.tensors[stream.consumer.outputs[0]]
     if len(x.shape) != 4 or len(y.shape) != 4:
@@ -222,7 +224,7 @@ def chain_shift(graph: Graph, stream: Stream) -> int | None:
     for r in range(out_h):
         need = r + 1  # rows below `need` of the next tensor up must be there
         for k in range(len(stream.tensors) - 1, -1, -1):
-            w = windows[k + 1] if stream.operators[k + 1].opcode in WINDOWED else RowWindow(1, 1, 0)
+            w = windows[k + 1]
             assert w is not None
             need = min(heights[k], (need - 1) * w.stride - w.pad_top + w.span)
         first = windows[0]
@@ -254,14 +256,15 @@ def local_bytes(graph: Graph, stream: Stream) -> int:
 def choose(graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak: set[int]) -> list[Stream]:
     """`chosen` plus, for the operators at the peak, the chains with the fewest own bytes that
     touch them; a new chain replaces the chosen ones it contains and must not cut into others."""
+    score = {members(s): local_bytes(graph, s) for s in (*found, *chosen)}  # a chain is its operators
     result = list(chosen)
     for s in sorted(
-        (s for s in found if members(s) & peak), key=lambda s: (local_bytes(graph, s), s.consumer.index)
+        (s for s in found if members(s) & peak), key=lambda s: (score[members(s)], s.consumer.index)
     ):
         inside = [c for c in result if members(c) <= members(s)]
         if any(members(c) & members(s) for c in result if c not in inside) or s in result:
             continue
-        if inside and all(local_bytes(graph, c) <= local_bytes(graph, s) for c in inside):
+        if inside and all(score[members(c)] <= score[members(s)] for c in inside):
             continue
         result = [c for c in result if c not in inside] + [s]
     return sorted(result, key=lambda s: s.consumer.index)

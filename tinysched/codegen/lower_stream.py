@@ -26,7 +26,7 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
 
 def _geometry(graph, s) -> list[RowWindow]:
     """Each operator's row window over the tensor it streams from (elementwise last: one row)."""
-    windows = [row_window(graph, op) if op.opcode in WINDOWED else RowWindow(1, 1, 0) for op in s.operators]
+    windows = [row_window(graph, op) for op in s.operators]
     if any(w is None for w in windows):
         raise Unsupported("the row geometry of a streamed chain")
     return windows  # type: ignore[return-value]
