@@ -56,7 +56,7 @@ from tinysched.fold import NotFoldable, strided_slice_index
 from tinysched.graph import Graph, Operator
 from tinysched.memory import Lifetime, lifetimes
 from tinysched.rewrite import explicit_padding
-from tinysched.stream import STREAM_OPCODE, chain_shift, stream_of
+from tinysched.stream import STREAM_OPCODE, chain_shift, stream_of, whole_bytes_saved
 from tinysched.variants import variant_of
 
 __all__ = [
@@ -982,8 +982,7 @@ def step_savings_report(
     for t, r in zip(tensor.steps, refined.steps, strict=True):
         pair = model.pairs.get(t.op)
         overlap = model.saving(t.op)
-        chain = stream_of(graph.operators[t.op])
-        streamed = 0 if chain is None else sum(chain.tensor_bytes) - chain.window_bytes
+        streamed = whole_bytes_saved(graph.operators[t.op])
         rows.append(
             StepSaving(
                 t.step,

@@ -44,6 +44,7 @@ __all__ = [
     "members",
     "row_window",
     "stream_of",
+    "whole_bytes_saved",
 ]
 
 STREAM_OPCODE = "TS_STREAM"
@@ -274,6 +275,13 @@ def stream_of(op: Operator) -> Stream | None:
     """The pair a fused operator runs (None: not a fused operator)."""
     stream = op.options.get(STREAM_OPTION) if op.opcode == STREAM_OPCODE else None
     return stream if isinstance(stream, Stream) else None
+
+
+def whole_bytes_saved(op: Operator) -> int:
+    """What streaming saves at `op`'s step: its chain's tensors, which the tensor model holds whole,
+    less their windows (0 for any other operator)."""
+    stream = stream_of(op)
+    return 0 if stream is None else stream.saving
 
 
 def _shape_text(graph: Graph, t: int) -> str:

@@ -250,6 +250,7 @@ def collect_metadata(
     from tinysched.memory import profile, sequence_profile
     from tinysched.overlap import memory_model, step_savings_report
     from tinysched.recompute import macs
+    from tinysched.stream import whole_bytes_saved
 
     started = time.perf_counter()
     graph, placed, sched, plan = planned.source, planned.graph, planned.schedule, planned.arena
@@ -456,7 +457,10 @@ def collect_metadata(
             "stored_live_bytes": [s.live_bytes for s in stored.steps],
             # the certified order in the tensor model (None when it is planned in that model)
             "tensor_live_bytes": (
-                [row.tensor_bytes for row in step_savings_report(placed, sched.order, model)]
+                [
+                    s.live_bytes + whole_bytes_saved(placed.operators[s.op])
+                    for s in profile(placed, sched.order).steps
+                ]
                 if model.refined
                 else None
             ),
