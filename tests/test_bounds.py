@@ -21,6 +21,7 @@ from tinysched.bounds import (
     LowerBound,
     OrderingProblem,
     first_step_bound,
+    iter_bits,
     lower_bound,
     precedence_tree_bound,
     recheck,
@@ -399,3 +400,36 @@ def test_precedence_tree_within_the_peak_stage_stays_under_the_optimum(seed):
             assert recheck(graph, tree)
             assert not recheck(graph, LowerBound(2 * problem.total_bytes, tree.kind, tree.witness))
         assert whole.bytes <= optimum
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_conditioned_cut_names_a_down_set_that_reaches_it(seed):
+    # the precedence tree keeps each cut's down-set and skips the re-solve when a new precedence
+    # leaves it legal: the down-set must be a legal one at w's step, cost exactly the cut, and a
+    # precedence it obeys must leave the cut where it was
+    import random
+
+    from random_dags import small_randwire
+
+    graph = small_randwire(seed, nodes=6 + seed % 3)
+    rng = random.Random(seed)
+    for problem in (OrderingProblem(graph), OrderingProblem(graph, _savings(graph))):
+        net = CutNetwork(problem)
+        pairs = [
+            (a, b) for a in range(problem.n_ops) for b in range(problem.n_ops) if problem.incomparable(a, b)
+        ]
+        for w in range(problem.n_ops):
+            done = tuple(rng.sample(range(problem.n_ops), 1)) if seed % 2 else ()
+            found = net.conditioned_cut(w, done=done)
+            assert (found is None) == (net.conditioned_step(w, done=done) is None)
+            if found is None:
+                continue
+            value, downset = found
+            assert value == net.conditioned_step(w, done=done)
+            assert not downset >> w & 1 and all(downset >> v & 1 for v in (*problem.predecessors[w], *done))
+            assert all(downset >> p & 1 for v in iter_bits(downset) for p in problem.predecessors[v])
+            assert problem.step_bytes(downset, w) == value
+            for a, b in rng.sample(pairs, min(len(pairs), 6)):
+                if downset >> b & 1 and not downset >> a & 1 or b == w and not downset >> a & 1:
+                    continue  # the down-set breaks a-before-b
+                assert net.with_precedences([(a, b)]).conditioned_step(w, done=done) == value

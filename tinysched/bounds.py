@@ -28,7 +28,6 @@ the bound are solved (see `lower_bound`).
 from __future__ import annotations
 
 import heapq
-import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -467,6 +466,21 @@ class CutNetwork:
         forced_in = (*self.problem.predecessors[v], *self.required_before.get(v, ()), *done)
         return self._step(v, self.min_resident(forced_in, (v, *pending)))
 
+    def conditioned_cut(
+        self, v: int, done: Sequence[int] = (), pending: Sequence[int] = ()
+    ) -> tuple[int, int] | None:
+        """`conditioned_step` with a down-set that reaches it (the least one: a minimum cut's
+        source side), so that a caller adding a precedence the down-set obeys knows the step's
+        value is unchanged without solving again."""
+        forced_in = (*self.problem.predecessors[v], *self.required_before.get(v, ()), *done)
+        found = self.min_downset(forced_in, (v, *pending))
+        if found is None:
+            return None
+        resident, downset = found
+        step = self._step(v, resident)
+        assert step is not None
+        return step, downset
+
     def op_bound(self, v: int) -> int:
         """Least live bytes at v's step over all orders."""
         value = self._step(v, self.min_resident(self.problem.predecessors[v], (v,)))
@@ -620,19 +634,26 @@ TREE_HOT_OPS = 20
 TREE_RESOLVED_OPS = 10
 
 
-def _closure_ancestors(problem: OrderingProblem, precedences: Sequence[tuple[int, int]]) -> list[int] | None:
-    """Ancestor masks of the DAG plus the precedences (a before b), None if they form a cycle."""
-    n = problem.n_ops
-    preds = [list(p) for p in problem.predecessors]
+def _closure_ancestors(
+    problem: OrderingProblem, precedences: Sequence[tuple[int, int]], ops: int | None = None
+) -> list[int] | None:
+    """Ancestor masks of the DAG plus the precedences (a before b), None if they form a cycle.
+    `ops`: only these operators' ancestors among themselves (a stage: every path between two of
+    its operators stays inside it); the others' masks are 0."""
+    members = (
+        problem.topological_order if ops is None else [v for v in problem.topological_order if ops >> v & 1]
+    )
+    inside = problem.full_mask if ops is None else ops
+    preds = {v: [p for p in problem.predecessors[v] if inside >> p & 1] for v in members}
     for a, b in precedences:
         preds[b].append(a)
-    indegree = [len(p) for p in preds]
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for v in range(n):
+    indegree = {v: len(p) for v, p in preds.items()}
+    succ: dict[int, list[int]] = {v: [] for v in members}
+    for v in members:
         for q in preds[v]:
             succ[q].append(v)
-    ready = [v for v in range(n) if not indegree[v]]
-    ancestors = [0] * n
+    ready = [v for v in members if not indegree[v]]
+    ancestors = [0] * problem.n_ops
     seen = 0
     while ready:
         v = ready.pop()
@@ -645,7 +666,7 @@ def _closure_ancestors(problem: OrderingProblem, precedences: Sequence[tuple[int
             indegree[s] -= 1
             if not indegree[s]:
                 ready.append(s)
-    return ancestors if seen == n else None
+    return ancestors if seen == len(members) else None
 
 
 def _infinite_or(net: CutNetwork, value: int | None) -> int:
@@ -681,51 +702,103 @@ def precedence_tree_bound(
     def out_of_time() -> bool:
         return deadline is not None and time.perf_counter() > deadline
 
-    def leaf_values(net: CutNetwork, ops: Iterable[int], known: dict[int, int]) -> dict[int, int]:
-        values = dict(known)  # a child's cuts are at least its parent's (fewer down-sets)
+    # A leaf's cut at w is (bytes, down-set reaching them, or 0 when only a lower bound is known).
+    # A child's cuts are at least its parent's (fewer down-sets), and equal to them when the
+    # parent's down-set obeys the child's new precedence: only those that break it are solved.
+    def solve(net: CutNetwork, w: int) -> tuple[int, int]:
+        found = net.conditioned_cut(w)
+        return (net.infinite, 0) if found is None else found
+
+    def leaf_values(
+        net: CutNetwork, ops: Iterable[int], known: dict[int, tuple[int, int]]
+    ) -> dict[int, tuple[int, int]]:
+        values = dict(known)
         for w in ops:
             if values and out_of_time():
                 break
-            values[w] = max(values.get(w, 0), _infinite_or(net, net.conditioned_step(w)))
+            if w not in values or not values[w][1]:
+                values[w] = solve(net, w)
         return values
 
-    rng = random.Random(0)  # tie-breaks among equally hot pairs (uniform tensor sizes tie a lot)
+    def inherited(known: dict[int, tuple[int, int]], a: int, b: int) -> dict[int, tuple[int, int]]:
+        """The parent's cuts under the new precedence a before b: a down-set holding b but not a,
+        or b's own without a, no longer reaches its value."""
+        values = {}
+        for w, (value, downset) in known.items():
+            if downset and not downset >> a & 1 and (downset >> b & 1 or w == b):
+                downset = 0
+            values[w] = (value, downset)
+        return values
+
+    def branch_cut(
+        net: CutNetwork, known: dict[int, tuple[int, int]], w: int, done: int, pending: int
+    ) -> int:
+        """w's cut with `done` executed (or -1) and `pending` not (or -1): the leaf's own value
+        when its down-set already agrees."""
+        value, downset = known.get(w, (0, 0))
+        if downset and (done < 0 or downset >> done & 1) and (pending < 0 or not downset >> pending & 1):
+            return value
+        found = net.conditioned_step(
+            w, done=(done,) if done >= 0 else (), pending=(pending,) if pending >= 0 else ()
+        )
+        return _infinite_or(net, found)
+
+    def top(values: dict[int, tuple[int, int]]) -> int:
+        return max((value for value, _ in values.values()), default=0)
+
+    noise = np.random.default_rng(0)  # tie-breaks among equally hot pairs (uniform sizes tie a lot)
     root_net = CutNetwork(problem, within=within)
     by_step = sorted(members, key=lambda v: (-step_of[v], v))  # every operator, hottest first
     hot = by_step[:TREE_HOT_OPS]
+    local = {v: i for i, v in enumerate(members)}
+    hot_local = np.array([local[h] for h in hot], dtype=np.int64)
+    member_steps = np.array([step_of[v] for v in members], dtype=np.int64)
+    pair_heat = np.maximum(member_steps[hot_local][:, None], member_steps[None, :])  # (hot, members)
+    member_index = np.array(members, dtype=np.int64)
+    mask_bytes = (n + 7) // 8
+
+    def candidate_pairs(ancestors: list[int], known: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:
+        """The incomparable (hot, member) pairs to screen: hottest pair first, then the member's
+        cut, then chance."""
+        packed = b"".join(ancestors[v].to_bytes(mask_bytes, "little") for v in members)
+        bits = np.unpackbits(
+            np.frombuffer(packed, dtype=np.uint8).reshape(len(members), -1), axis=1, bitorder="little"
+        )
+        among = bits[:, member_index].astype(bool)  # among[i, j]: member j runs before member i
+        comparable = among[hot_local, :] | among[:, hot_local].T
+        comparable[np.arange(len(hot)), hot_local] = True
+        cut = np.array([known.get(o, (0, 0))[0] for o in members], dtype=np.int64)
+        chance = noise.random(comparable.shape)
+        rows, cols = np.nonzero(~comparable)
+        rank = np.lexsort((-chance[rows, cols], -cut[cols], -pair_heat[rows, cols]))[:TREE_CANDIDATE_PAIRS]
+        return [(hot[rows[k]], members[cols[k]]) for k in rank]
+
     root = {"values": leaf_values(root_net, by_step, {}), "before": ()}
     tree: dict = {}
     root["node"] = tree
     counter = 0
-    heap = [(max(root["values"].values(), default=0), counter, root)]
+    heap = [(top(root["values"]), counter, root)]
     cuts = root_net.solved
     nodes = 1
     while heap and heap[0][0] < target and nodes + 2 <= max_nodes and not out_of_time():
         value, _, leaf = heapq.heappop(heap)
         before = leaf["before"]
-        ancestors = _closure_ancestors(problem, before)
+        ancestors = _closure_ancestors(problem, before, within[1] if within is not None else None)
         if ancestors is None:  # cannot happen: such leaves are infinite
             heapq.heappush(heap, (value, -1, leaf))
             break
         net = root_net.with_precedences(before)
         known = leaf["values"]
-        candidates = []
-        for h in hot:
-            for o in members:
-                if o != h and not ancestors[h] >> o & 1 and not ancestors[o] >> h & 1:
-                    noise = rng.random()
-                    candidates.append((max(step_of[h], step_of[o]), known.get(o, 0), noise, h, o))
-        candidates.sort(reverse=True)
         chosen = None
-        for *_, a, b in candidates[:TREE_CANDIDATE_PAIRS]:
+        for a, b in candidate_pairs(ancestors, known):
             if out_of_time():
                 break
             beat = chosen[0][0] if chosen else -1
             branches = []
             for first, second in ((a, b), (b, a)):
-                cost = _infinite_or(net, net.conditioned_step(second, done=(first,)))
+                cost = branch_cut(net, known, second, first, -1)
                 if cost <= beat:
-                    cost = max(cost, _infinite_or(net, net.conditioned_step(first, pending=(second,))))
+                    cost = max(cost, branch_cut(net, known, first, -1, second))
                 branches.append(cost)
                 if cost <= beat:
                     break
@@ -739,21 +812,21 @@ def precedence_tree_bound(
         node = leaf["node"]
         node["split"] = [a, b]
         node["children"] = [{}, {}]
-        resolve = sorted(leaf["values"], key=lambda w: -leaf["values"][w])[:TREE_RESOLVED_OPS]
-        for k, pair in enumerate(((a, b), (b, a))):
-            child_before = (*before, pair)
+        resolve = sorted(known, key=lambda w: -known[w][0])[:TREE_RESOLVED_OPS]
+        for k, (first, second) in enumerate(((a, b), (b, a))):
+            child_before = (*before, (first, second))
             child_net = root_net.with_precedences(child_before)
-            values = leaf_values(child_net, {*resolve, a, b}, leaf["values"])
+            values = leaf_values(child_net, {*resolve, a, b}, inherited(known, first, second))
             cuts += child_net.solved
             counter += 1
             child = {"values": values, "before": child_before, "node": node["children"][k]}
-            heapq.heappush(heap, (max(values.values()), counter, child))
+            heapq.heappush(heap, (top(values), counter, child))
         nodes += 2
     # the least leaf value, every leaf with the operator that proves its value
     for _, _, leaf in heap:
         values = leaf["values"]
-        w = max(values, key=lambda op: (values[op], -op))
-        leaf["node"].update({"op": w, "cut_bytes": min(values[w], problem.total_bytes + 1)})
+        w = max(values, key=lambda op: (values[op][0], -op))
+        leaf["node"].update({"op": w, "cut_bytes": min(values[w][0], problem.total_bytes + 1)})
     value = min((leaf_value for leaf_value, _, _ in heap), default=0)
     value = min(value, problem.total_bytes + 1)
     return LowerBound(value, "precedence_tree", {"tree": tree, "nodes": nodes, "leaves": len(heap)}, cuts)

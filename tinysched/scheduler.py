@@ -685,6 +685,7 @@ def staged_search(
     beamed: set[tuple[int, int]] = set()
     given_up: set[tuple[int, int, int]] = set()  # (stage, floor) whose decision gave up
     topped: set[tuple[int, int, int]] = set()  # (stage, peak) decided just below the peak
+    widest: dict[tuple[int, int, int], int] = {}  # (stage, peak) -> widest beam that found nothing
     steps = problem.step_profile(order)
     beam_deadline = deadline if beam_deadline is None else beam_deadline
 
@@ -720,6 +721,7 @@ def staged_search(
                     break
                 if beam_end is not None and time.perf_counter() > beam_end:
                     break
+                widest[lo, hi, peak] = width  # ran to its end without a lower peak
             if improved:
                 continue
         if give_up and floor < peak - 1 and (lo, hi, peak) not in topped:
@@ -753,6 +755,8 @@ def staged_search(
             given_up.add((lo, hi, floor))
             improved = False
             for width in STAGE_WIDE_BEAM_WIDTHS if beam else ():
+                if width <= widest.get((lo, hi, peak), 0):
+                    continue  # this stage's peak already survived a beam this wide
                 if beam_deadline is not None and time.perf_counter() > beam_deadline:
                     break
                 wide = layered_search(problem, prefix, ops, peak - 1, width=width, deadline=beam_deadline)
