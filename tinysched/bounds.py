@@ -361,10 +361,14 @@ class CutNetwork:
                 else:
                     arc(op_node(p), self.SINK, nbytes)
                 continue
-            arc(self.SOURCE if kind(p) == "done" else op_node(p), node, nbytes)
-            for c in readers:
-                if kind(c) == "in":
-                    arc(node, op_node(c), self.infinite)
+            tail = self.SOURCE if kind(p) == "done" else op_node(p)
+            pending = [c for c in readers if kind(c) == "in"]
+            if len(pending) == 1:  # one reader: an arc to it charges the same, one node fewer
+                arc(tail, op_node(pending[0]), nbytes)
+                continue
+            arc(tail, node, nbytes)
+            for c in pending:
+                arc(node, op_node(c), self.infinite)
             node += 1
         self.arcs = (
             np.asarray(tails, dtype=np.int32),
