@@ -390,6 +390,51 @@ def test_staged_search_is_exact_and_cut_operators_are_fixed(graph):
     assert capped.frontier_bytes <= optimum <= problem.peak_bytes(capped.order) <= problem.peak_bytes(start)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_staged_search_reports_each_better_order_and_stops_when_asked(seed):
+    # the precedence tree beside the search restarts on each better order (`on_better`) and ends
+    # the search once it proves the order optimal (`stop`)
+    graph = small_randwire(seed, nodes=11 + seed % 3, stages=3)
+    problem = OrderingProblem(graph)
+    start = random_topological_order(graph, seed)
+    seen: list[list[int]] = []
+    staged = staged_search(problem, start, lower=0, on_better=seen.append)
+    peaks = [problem.peak_bytes(start)] + [problem.peak_bytes(o) for o in seen]
+    for before, after in zip(peaks, peaks[1:], strict=False):
+        assert after <= before  # a stage's peak came down, the whole order's never went up
+    for order in seen:
+        graph.check_order(order)
+    assert not seen or problem.peak_bytes(staged.order) <= problem.peak_bytes(seen[-1])
+    assert seen and peaks[-1] < peaks[0]  # these stored orders are all beaten
+    asked = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return True
+
+    stopped = staged_search(problem, start, lower=0, stop=stop)
+    assert asked and not stopped.complete and list(stopped.order) == list(start)
+
+
+def test_precedence_tree_beside_the_search_certifies_and_rechecks():
+    # 143 operators: the pair bound falls short and the stage decision would not finish soon; with
+    # a second core the tree grows in a child process beside the search and proves the order
+    import os
+
+    from tinysched.bounds import LowerBound, recheck
+
+    graph = small_randwire(11, nodes=18, stages=2)
+    sched = schedule(graph, time_limit=3.0)
+    assert_valid(graph, sched)
+    assert sched.certified and sched.certificate.witness["bound"] == "precedence_tree"
+    witness = dict(sched.certificate.witness)
+    kind = witness.pop("bound")
+    assert recheck(graph, LowerBound(sched.certificate.lower_bound_bytes, kind, witness))
+    assert sched.seconds < 3.0
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert "started" in sched.stats["tree_beside"]
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_small_randwire_bounds_never_exceed_the_optimum(seed):
     graph = small_randwire(seed, nodes=5 + seed % 3)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -633,7 +633,10 @@ def lower_bound(
 
 # The precedence tree: pairs screened per split, splits at most, and ops whose cuts a child re-solves.
 TREE_CANDIDATE_PAIRS = 40
-TREE_MAX_NODES = 4000
+TREE_MAX_NODES = 20_000
+# Cuts held over all leaves at most (one per leaf and operator, some 100 bytes each): caps the
+# nodes of a tree over many operators.
+TREE_MAX_VALUES = 2_000_000
 TREE_HOT_OPS = 20
 TREE_RESOLVED_OPS = 10
 
@@ -684,6 +687,7 @@ def precedence_tree_bound(
     deadline: float | None = None,
     max_nodes: int = TREE_MAX_NODES,
     within: tuple[int, int] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> LowerBound:
     """Branch and bound over relative orders of operator pairs (`pair_cut`, repeated).
 
@@ -697,14 +701,15 @@ def precedence_tree_bound(
 
     `within` (start, ops): only the stage's operators are split and bounded, on the stage's
     smaller cut network (`CutNetwork`): the bound of the stage holding the peak, found faster.
-    Its leaf cuts equal the whole graph's, so `recheck` needs no stage."""
+    Its leaf cuts equal the whole graph's, so `recheck` needs no stage. `stop`: asked with the
+    deadline (True: stop as if it had passed, with the bound reached so far)."""
     n = problem.n_ops
     members = list(iter_bits(within[1])) if within is not None else list(range(n))
     steps = problem.step_profile(order)
     step_of = dict(zip(order, steps, strict=True))
 
     def out_of_time() -> bool:
-        return deadline is not None and time.perf_counter() > deadline
+        return deadline is not None and time.perf_counter() > deadline or stop is not None and stop()
 
     # A leaf's cut at w is (bytes, down-set reaching them, or 0 when only a lower bound is known).
     # A child's cuts are at least its parent's (fewer down-sets), and equal to them when the
@@ -784,6 +789,8 @@ def precedence_tree_bound(
     heap = [(top(root["values"]), counter, root)]
     cuts = root_net.solved
     nodes = 1
+    max_nodes = min(max_nodes, 2 * TREE_MAX_VALUES // max(1, len(members)))
+
     while heap and heap[0][0] < target and nodes + 2 <= max_nodes and not out_of_time():
         value, _, leaf = heapq.heappop(heap)
         before = leaf["before"]

@@ -26,6 +26,7 @@ at least as much as it keeps can be run at once; running it earlier never raises
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -184,6 +185,7 @@ def layered_search(
     deadline: float | None = None,
     dominance: bool = True,
     give_up: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> LayeredResult:
     """Order the operators `ops` (a bitmask) after the down-set `start` with no step above `cap`.
 
@@ -195,7 +197,7 @@ def layered_search(
     held down-sets or `deadline` (time.perf_counter()); with `give_up`, also as soon as the first
     half of the layers, or the layer in progress, has taken longer than the time left (the widest
     layers are in the middle, so the rest would not finish either: the time goes to other bounds
-    instead)."""
+    instead). `stop`: asked with the deadline; True stops the search as the deadline would."""
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
@@ -219,6 +221,8 @@ def layered_search(
         children_parent = []
         children_op = []
         for lo in range(0, len(done), CHUNK):
+            if stop is not None and stop():
+                return LayeredResult(None, None, False, states, 0)
             if deadline is not None:
                 now = time.perf_counter()
                 if now > deadline or (give_up and now - layer_began > deadline - now):

@@ -28,11 +28,14 @@ import bisect
 import contextlib
 import heapq
 import math
+import multiprocessing
 import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from ctypes import c_byte
 from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from tinysched.bounds import (
@@ -652,6 +655,8 @@ def staged_search(
     beam: bool = True,
     give_up: bool = False,
     beam_deadline: float | None = None,
+    on_better: Callable[[list[int]], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> StagedResult:
     """Exact search stage by stage between cut operators (divide and conquer, as Serenity does).
 
@@ -673,7 +678,8 @@ def staged_search(
     climb from the floor only when that decision cannot finish; a
     decision stops once its first half of layers took longer than the time left (`layered_search`); wider beams (`STAGE_WIDE_BEAM_WIDTHS`) then look for a better order of the
     stage until `beam_deadline` (default: `deadline`), and the rest of the budget goes to the
-    caller's other bounds."""
+    caller's other bounds. `on_better` is called with each better order (a stage's peak lowered) as it is found;
+    `stop` is asked with the deadline (True: stop as if it had passed)."""
     order = list(order)
     n = len(order)
     position = {v: i for i, v in enumerate(order)}
@@ -692,12 +698,16 @@ def staged_search(
     def result(complete: bool, stage_ops: list[int] | None = None) -> StagedResult:
         return StagedResult(tuple(order), complete, states, floor, len(stages), stage_ops, floor_bound)
 
+    reported = list(order)
     while True:
         peak = max(steps, default=0)
         if peak <= floor:
             return result(True)
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and time.perf_counter() > deadline or stop is not None and stop():
             return result(False)
+        if on_better is not None and order != reported:
+            reported = list(order)
+            on_better(reported)
         s = steps.index(peak)
         lo, hi = next(stage for stage in stages if stage[0] <= s < stage[1])
         prefix = sum(1 << v for v in order[:lo])
@@ -711,7 +721,9 @@ def staged_search(
             )
             improved = False
             for width in STAGE_BEAM_WIDTHS:
-                found = layered_search(problem, prefix, ops, peak - 1, width=width, deadline=beam_end)
+                found = layered_search(
+                    problem, prefix, ops, peak - 1, width=width, deadline=beam_end, stop=stop
+                )
                 states += found.states
                 if found.order is not None:
                     order[lo:hi] = found.order
@@ -730,7 +742,14 @@ def staged_search(
             # finish do the cheaper decisions below raise the floor a step at a time.
             topped.add((lo, hi, peak))
             top = layered_search(
-                problem, prefix, ops, peak - 1, deadline=deadline, max_states=max_states, give_up=True
+                problem,
+                prefix,
+                ops,
+                peak - 1,
+                deadline=deadline,
+                max_states=max_states,
+                give_up=True,
+                stop=stop,
             )
             states += top.states
             if top.order is not None:
@@ -748,7 +767,14 @@ def staged_search(
             found = LayeredResult(None, None, False, 0, 0)
         else:
             found = layered_search(
-                problem, prefix, ops, cap, deadline=deadline, max_states=max_states, give_up=give_up
+                problem,
+                prefix,
+                ops,
+                cap,
+                deadline=deadline,
+                max_states=max_states,
+                give_up=give_up,
+                stop=stop,
             )
             states += found.states
         if not found.complete and found.order is None and give_up:
@@ -759,7 +785,9 @@ def staged_search(
                     continue  # this stage's peak already survived a beam this wide
                 if beam_deadline is not None and time.perf_counter() > beam_deadline:
                     break
-                wide = layered_search(problem, prefix, ops, peak - 1, width=width, deadline=beam_deadline)
+                wide = layered_search(
+                    problem, prefix, ops, peak - 1, width=width, deadline=beam_deadline, stop=stop
+                )
                 states += wide.states
                 if wide.order is not None:
                     order[lo:hi] = wide.order
@@ -1055,6 +1083,131 @@ def cp_sat_search(
 # ---- the scheduler -----------------------------------------------------------------------------
 
 
+# ---- the precedence tree beside the search -----------------------------------------------------
+
+# Least time left for the tree that is worth a second process (forking and sending the tree back
+# take some 10-50 ms), and how long past its deadline the parent waits for the tree to arrive.
+TREE_BESIDE_SECONDS = 1.0
+TREE_BESIDE_MARGIN = 0.3
+# How long a tree being replaced may take to stop and send its bound.
+TREE_BESIDE_STOP_SECONDS = 0.3
+
+
+def _second_core() -> bool:
+    """A core besides this process's own, and processes that can be forked (POSIX)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return cores >= 2 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _grow_tree(
+    send: Connection,
+    problem: OrderingProblem,
+    order: list[int],
+    target: int,
+    deadline: float,
+    within: tuple[int, int],
+    stop: c_byte,  # a multiprocessing.Value: raised by the parent
+) -> None:
+    """The child process's work: the tree, sent back whole when it ends (its deadline, its target,
+    or the parent raising `stop`: the bound reached so far is still a bound)."""
+    try:
+        bound = precedence_tree_bound(
+            problem, order, target, deadline=deadline, within=within, stop=lambda: bool(stop.value)
+        )
+        send.send(bound)
+    except Exception:  # the parent sees no answer and goes on without the tree
+        pass
+    finally:
+        send.close()
+
+
+class _TreeBeside:
+    """`precedence_tree_bound` in a forked process while this one searches for orders: the two
+    attack the gap from both sides. Each better order the search finds starts a new tree for it
+    (the tree splits on the pairs of the order's hottest steps: a tree grown from a worse order's
+    steps was measured to reach lower bounds); the tree it replaces is asked to stop and send what
+    it proved, and the best of the trees' bounds is the answer."""
+
+    def __init__(self, problem: OrderingProblem, deadline: float) -> None:
+        self.problem, self.deadline = problem, deadline
+        self._context = multiprocessing.get_context("fork")
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._receive: Connection | None = None
+        self._stop = self._context.Value("b", 0, lock=False)
+        self._answer: LowerBound | None = None  # the running tree's, once sent
+        self._earlier: LowerBound | None = None  # the best bound of the trees replaced
+        self._target = 0
+        self.started = 0
+
+    def start(self, order: Sequence[int]) -> None:
+        """A tree for `order` (the one before stops and sends its bound), unless too little time
+        is left for it."""
+        self._keep(self.result(time.perf_counter() + TREE_BESIDE_STOP_SECONDS, ask=True))
+        if self.deadline - time.perf_counter() <= TREE_BESIDE_SECONDS:
+            return
+        order = list(order)
+        target = self.problem.peak_bytes(order)
+        within = peak_stage(self.problem, order)
+        self._stop.value = 0
+        self._receive, send = self._context.Pipe(duplex=False)
+        self._process = self._context.Process(
+            target=_grow_tree,
+            args=(send, self.problem, order, target, self.deadline, within, self._stop),
+            daemon=True,
+        )
+        self._process.start()
+        send.close()
+        self._target = target
+        self.started += 1
+
+    def _keep(self, bound: LowerBound | None) -> None:
+        if bound is not None and (self._earlier is None or bound.bytes > self._earlier.bytes):
+            self._earlier = bound
+        self._answer = None
+
+    def proved(self) -> bool:
+        """True once the running tree has answered with a bound at its order's peak (the search
+        can stop)."""
+        if self._answer is None and self._receive is not None:
+            try:
+                if self._receive.poll(0):
+                    self._answer = self._receive.recv()
+            except (EOFError, OSError):
+                self.stop()
+        return self._answer is not None and self._answer.bytes >= self._target
+
+    def result(self, wait_until: float, ask: bool = False) -> LowerBound | None:
+        """The best bound of the trees so far: the running one's if it answers by `wait_until`
+        (`ask`: tell it to stop and answer now), else the replaced ones'."""
+        try:
+            waiting = self._answer is None and self._receive is not None
+            if waiting and ask:
+                self._stop.value = 1
+            if waiting and self._receive.poll(max(0.0, wait_until - time.perf_counter())):
+                self._answer = self._receive.recv()
+        except (EOFError, OSError):
+            pass
+        finally:
+            self.stop()
+        if ask:
+            return self._answer
+        found = [b for b in (self._answer, self._earlier) if b is not None]
+        return max(found, key=lambda b: b.bytes) if found else None
+
+    def stop(self) -> None:
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.terminate()
+            self._process.join(1.0)
+            self._process = None
+        if self._receive is not None:
+            self._receive.close()
+            self._receive = None
+
+
 def ordering_problem(graph: Graph, model: Refinement | None = None) -> OrderingProblem:
     """The ordering problem of `graph` in the tensor model, or in a refined memory model
     (tinysched.overlap): its storage graph, with each overlap's saving off its step."""
@@ -1174,15 +1327,24 @@ def schedule(
     say(f"lower bound {bound.bytes:,} B ({bound.kind}); exact search over down-sets")
     search_end = at(0.8) if n <= CP_SAT_MAX_OPS else at(0.95)  # no CP-SAT on large graphs
     # Large graphs with a precedence tree to follow: a stage decision that cannot finish gives
-    # up early, wider beams look for better orders until 65 %, the tree has the rest.
+    # up early, wider beams look for better orders until 65 %, the tree has the rest. With a
+    # second core the tree grows beside the search instead, from here to 93 %, and the search
+    # (its wide beams included) has until 90 %.
     tree_follows = n <= TREE_MAX_OPS
+    beside = None
+    if tree_follows and _second_core() and at(0.93) - time.perf_counter() > TREE_BESIDE_SECONDS:
+        beside = _TreeBeside(problem, at(0.93))
+        beside.start(best_order)
+        search_end = at(0.9)
     staged = staged_search(
         problem,
         best_order,
         bound.bytes,
         deadline=search_end,
         give_up=tree_follows,
-        beam_deadline=at(0.65) if tree_follows else None,
+        beam_deadline=(search_end if beside is not None else at(0.65)) if tree_follows else None,
+        on_better=beside.start if beside is not None else None,  # a tree for the better order
+        stop=beside.proved if beside is not None else None,  # the tree proved the order optimal
     )
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
@@ -1191,16 +1353,24 @@ def schedule(
     if staged.bound is not None and staged.bound.bytes > bound.bytes:
         bound = staged.bound  # a stage that cannot fit under the cut bound: a higher floor
     if staged.complete:  # the peak reached the floor: the cut bound's or a stage bound's
+        if beside is not None:
+            beside.stop()
         return certified_by_bound(bound)
     if n <= TREE_MAX_OPS:
-        say(f"best order peaks at {best_peak:,} B; precedence tree from its hot steps")
-        stage = peak_stage(problem, best_order)
-        tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.93), within=stage)
-        stats["cuts"] += tree.cuts
-        stats["tree_nodes"] = tree.witness["nodes"]
-        bound = max(bound, tree, key=lambda b: b.bytes)
-        if bound.bytes >= best_peak:
-            return certified_by_bound(bound)
+        if beside is not None:
+            say(f"best order peaks at {best_peak:,} B; precedence tree grown beside the search")
+            tree = beside.result(at(0.93) + TREE_BESIDE_MARGIN)
+            stats["tree_beside"] = f"{beside.started} started" + ("" if tree is not None else ", no answer")
+        else:
+            say(f"best order peaks at {best_peak:,} B; precedence tree from its hot steps")
+            stage = peak_stage(problem, best_order)
+            tree = precedence_tree_bound(problem, best_order, best_peak, deadline=at(0.93), within=stage)
+        if tree is not None:
+            stats["cuts"] += tree.cuts
+            stats["tree_nodes"] = tree.witness["nodes"]
+            bound = max(bound, tree, key=lambda b: b.bytes)
+            if bound.bytes >= best_peak:
+                return certified_by_bound(bound)
     search = staged
     lower = max(bound.bytes, staged.frontier_bytes)
     remaining = at(0.97) - time.perf_counter()
