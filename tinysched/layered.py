@@ -263,9 +263,10 @@ def layered_search(
             return LayeredResult(None, None, exact, states, floor if exact else 0)
         if deadline is not None:
             # deduplicating a layer costs about as much as expanding it: past the deadline, or
-            # (giving up) with less time left than the expansion took, stop before it
+            # (giving up, or a beam: a heuristic that can stop anywhere) with less time left than
+            # the expansion took, stop before it
             now = time.perf_counter()
-            if now > deadline or (give_up and now - layer_began > deadline - now):
+            if now > deadline or ((give_up or not exact) and now - layer_began > deadline - now):
                 return LayeredResult(None, None, False, states, 0)
         new_resident = np.concatenate(children_resident)
         new_peak = np.concatenate(children_peak)

@@ -675,11 +675,12 @@ def staged_search(
     The floors climb one achievable step at a time, so the cheap decisions come first and the one
     at the optimum, the dearest, comes last. With no cut operator the whole graph is one stage.
     `give_up`: first decide at once whether the stage fits below the peak (no -> optimal), and
-    climb from the floor only when that decision cannot finish; a
-    decision stops once its first half of layers took longer than the time left (`layered_search`); wider beams (`STAGE_WIDE_BEAM_WIDTHS`) then look for a better order of the
-    stage until `beam_deadline` (default: `deadline`), and the rest of the budget goes to the
-    caller's other bounds. `on_better` is called with each better order (a stage's peak lowered) as it is found;
-    `stop` is asked with the deadline (True: stop as if it had passed)."""
+    climb from the floor only when that decision cannot finish; a decision stops once its first
+    half of layers took longer than the time left (`layered_search`); wider beams
+    (`STAGE_WIDE_BEAM_WIDTHS`) then look for a better order of the stage until `beam_deadline`
+    (default: `deadline`), and the rest of the budget goes to the caller's other bounds.
+    `on_better` is called with each better order (a stage's peak lowered) as it is found; `stop`
+    is asked with the deadline (True: stop as if it had passed)."""
     order = list(order)
     n = len(order)
     position = {v: i for i, v in enumerate(order)}
@@ -1080,9 +1081,6 @@ def cp_sat_search(
     return CpSatResult(order, problem.peak_bytes(order), name, bound)
 
 
-# ---- the scheduler -----------------------------------------------------------------------------
-
-
 # ---- the precedence tree beside the search -----------------------------------------------------
 
 # Least time left for the tree that is worth a second process (forking and sending the tree back
@@ -1138,35 +1136,26 @@ class _TreeBeside:
         self._receive: Connection | None = None
         self._stop = self._context.Value("b", 0, lock=False)
         self._answer: LowerBound | None = None  # the running tree's, once sent
-        self._earlier: LowerBound | None = None  # the best bound of the trees replaced
+        self._best: LowerBound | None = None  # the best bound of the trees that ended
         self._target = 0
         self.started = 0
 
     def start(self, order: Sequence[int]) -> None:
         """A tree for `order` (the one before stops and sends its bound), unless too little time
         is left for it."""
-        self._keep(self.result(time.perf_counter() + TREE_BESIDE_STOP_SECONDS, ask=True))
+        self._finish(time.perf_counter() + TREE_BESIDE_STOP_SECONDS, ask=True)
         if self.deadline - time.perf_counter() <= TREE_BESIDE_SECONDS:
             return
         order = list(order)
-        target = self.problem.peak_bytes(order)
-        within = peak_stage(self.problem, order)
+        self._target = self.problem.peak_bytes(order)
         self._stop.value = 0
         self._receive, send = self._context.Pipe(duplex=False)
-        self._process = self._context.Process(
-            target=_grow_tree,
-            args=(send, self.problem, order, target, self.deadline, within, self._stop),
-            daemon=True,
-        )
+        stage = peak_stage(self.problem, order)
+        args = (send, self.problem, order, self._target, self.deadline, stage, self._stop)
+        self._process = self._context.Process(target=_grow_tree, args=args, daemon=True)
         self._process.start()
         send.close()
-        self._target = target
         self.started += 1
-
-    def _keep(self, bound: LowerBound | None) -> None:
-        if bound is not None and (self._earlier is None or bound.bytes > self._earlier.bytes):
-            self._earlier = bound
-        self._answer = None
 
     def proved(self) -> bool:
         """True once the running tree has answered with a bound at its order's peak (the search
@@ -1179,23 +1168,27 @@ class _TreeBeside:
                 self.stop()
         return self._answer is not None and self._answer.bytes >= self._target
 
-    def result(self, wait_until: float, ask: bool = False) -> LowerBound | None:
-        """The best bound of the trees so far: the running one's if it answers by `wait_until`
-        (`ask`: tell it to stop and answer now), else the replaced ones'."""
+    def result(self, wait_until: float) -> LowerBound | None:
+        """The best bound of the trees: the running one's if it answers by `wait_until`."""
+        self._finish(wait_until, ask=False)
+        return self._best
+
+    def _finish(self, wait_until: float, ask: bool) -> None:
+        """End the running tree, keeping its bound if it arrives by `wait_until` (`ask`: tell it to
+        stop and send what it has now)."""
         try:
-            waiting = self._answer is None and self._receive is not None
-            if waiting and ask:
-                self._stop.value = 1
-            if waiting and self._receive.poll(max(0.0, wait_until - time.perf_counter())):
-                self._answer = self._receive.recv()
+            if self._answer is None and self._receive is not None:
+                if ask:
+                    self._stop.value = 1
+                if self._receive.poll(max(0.0, wait_until - time.perf_counter())):
+                    self._answer = self._receive.recv()
         except (EOFError, OSError):
             pass
         finally:
             self.stop()
-        if ask:
-            return self._answer
-        found = [b for b in (self._answer, self._earlier) if b is not None]
-        return max(found, key=lambda b: b.bytes) if found else None
+        if self._answer is not None and (self._best is None or self._answer.bytes > self._best.bytes):
+            self._best = self._answer
+        self._answer = None
 
     def stop(self) -> None:
         if self._process is not None:
@@ -1206,6 +1199,9 @@ class _TreeBeside:
         if self._receive is not None:
             self._receive.close()
             self._receive = None
+
+
+# ---- the scheduler -----------------------------------------------------------------------------
 
 
 def ordering_problem(graph: Graph, model: Refinement | None = None) -> OrderingProblem:
@@ -1329,13 +1325,13 @@ def schedule(
     # Large graphs with a precedence tree to follow: a stage decision that cannot finish gives
     # up early, wider beams look for better orders until 65 %, the tree has the rest. With a
     # second core the tree grows beside the search instead, from here to 93 %, and the search
-    # (its wide beams included) has until 90 %.
+    # (its wide beams included) has until 88 %.
     tree_follows = n <= TREE_MAX_OPS
     beside = None
     if tree_follows and _second_core() and at(0.93) - time.perf_counter() > TREE_BESIDE_SECONDS:
         beside = _TreeBeside(problem, at(0.93))
         beside.start(best_order)
-        search_end = at(0.9)
+        search_end = at(0.88)
     staged = staged_search(
         problem,
         best_order,
