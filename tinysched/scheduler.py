@@ -629,6 +629,14 @@ STAGE_BEAM_WIDTHS = (64, 512, 4096)
 STAGE_BEAM_SHARE = 0.3
 # Wider beams for a stage whose exact decision gave up (`give_up`), while time is left.
 STAGE_WIDE_BEAM_WIDTHS = (16384, 65536)
+# Share of the time left that the decision just below a stage's peak may take (`give_up`; it
+# gives up sooner when its layers say it cannot finish): the wide beams keep the rest. At 0.7
+# ws_53_87_56_s93's decision still finishes and ws_37_95_90_s71's 16,384-wide beam has its 2 s.
+STAGE_TOP_SHARE = 0.7
+
+
+def _share_of(deadline: float | None, share: float) -> float | None:
+    return None if deadline is None else time.perf_counter() + share * (deadline - time.perf_counter())
 
 
 def _stage_bound(floor: int, order: Sequence[int], lo: int, hi: int, cap: int, states: int) -> LowerBound:
@@ -747,7 +755,7 @@ def staged_search(
                 prefix,
                 ops,
                 peak - 1,
-                deadline=deadline,
+                deadline=_share_of(deadline, STAGE_TOP_SHARE),
                 max_states=max_states,
                 give_up=True,
                 stop=stop,
