@@ -740,17 +740,18 @@ def precedence_tree_bound(
         return values
 
     def branch_cut(
-        net: CutNetwork, known: dict[int, tuple[int, int]], w: int, done: int, pending: int
+        net: CutNetwork,
+        known: dict[int, tuple[int, int]],
+        w: int,
+        done: tuple[int, ...],
+        pending: tuple[int, ...],
     ) -> int:
-        """w's cut with `done` executed (or -1) and `pending` not (or -1): the leaf's own value
-        when its down-set already agrees."""
+        """w's cut with `done` executed and `pending` not: the leaf's own value when its down-set
+        already agrees."""
         value, downset = known.get(w, (0, 0))
-        if downset and (done < 0 or downset >> done & 1) and (pending < 0 or not downset >> pending & 1):
+        if downset and all(downset >> d & 1 for d in done) and not any(downset >> p & 1 for p in pending):
             return value
-        found = net.conditioned_step(
-            w, done=(done,) if done >= 0 else (), pending=(pending,) if pending >= 0 else ()
-        )
-        return _infinite_or(net, found)
+        return _infinite_or(net, net.conditioned_step(w, done=done, pending=pending))
 
     def top(values: dict[int, tuple[int, int]]) -> int:
         return max((value for value, _ in values.values()), default=0)
@@ -807,9 +808,9 @@ def precedence_tree_bound(
             beat = chosen[0][0] if chosen else -1
             branches = []
             for first, second in ((a, b), (b, a)):
-                cost = branch_cut(net, known, second, first, -1)
+                cost = branch_cut(net, known, second, (first,), ())
                 if cost <= beat:
-                    cost = max(cost, branch_cut(net, known, first, -1, second))
+                    cost = max(cost, branch_cut(net, known, first, (), (second,)))
                 branches.append(cost)
                 if cost <= beat:
                     break

@@ -636,7 +636,11 @@ STAGE_TOP_SHARE = 0.7
 
 
 def _share_of(deadline: float | None, share: float) -> float | None:
-    return None if deadline is None else time.perf_counter() + share * (deadline - time.perf_counter())
+    """The deadline that leaves `share` of the time until `deadline` from now (None: no deadline)."""
+    if deadline is None:
+        return None
+    now = time.perf_counter()
+    return now + share * (deadline - now)
 
 
 def _stage_bound(floor: int, order: Sequence[int], lo: int, hi: int, cap: int, states: int) -> LowerBound:
@@ -723,11 +727,7 @@ def staged_search(
         ops = sum(1 << v for v in order[lo:hi])
         if beam and (lo, hi) not in beamed and hi - lo > 2:
             beamed.add((lo, hi))
-            beam_end = (
-                None
-                if deadline is None
-                else time.perf_counter() + STAGE_BEAM_SHARE * (deadline - time.perf_counter())
-            )
+            beam_end = _share_of(deadline, STAGE_BEAM_SHARE)
             improved = False
             for width in STAGE_BEAM_WIDTHS:
                 found = layered_search(
@@ -1360,7 +1360,7 @@ def schedule(
         if beside is not None:
             beside.stop()
         return certified_by_bound(bound)
-    if n <= TREE_MAX_OPS:
+    if tree_follows:
         if beside is not None:
             say(f"best order peaks at {best_peak:,} B; precedence tree grown beside the search")
             tree = beside.result(at(0.93) + TREE_BESIDE_MARGIN)
