@@ -13,6 +13,18 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def native_cache(tmp_path_factory):
+    """tinysched.native builds its library here, not in the user's cache (once per test process)."""
+    before = os.environ.get("TINYSCHED_CACHE")
+    os.environ["TINYSCHED_CACHE"] = str(tmp_path_factory.mktemp("native-cache"))
+    yield
+    if before is None:
+        os.environ.pop("TINYSCHED_CACHE", None)
+    else:
+        os.environ["TINYSCHED_CACHE"] = before
+
+
 def shared_model_paths() -> list[Path]:
     return sorted(SHARED_MODELS.glob("*.tflite")) if SHARED_MODELS.is_dir() else []
 

@@ -25,12 +25,15 @@ at least as much as it keeps can be run at once; running it earlier never raises
 
 from __future__ import annotations
 
+import ctypes
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+
+from tinysched import native
 
 __all__ = ["LayeredResult", "StepModel", "layered_search", "stage_is_fixed"]
 
@@ -119,8 +122,33 @@ class _Stage:
         self.input_list = np.array([t for x in lists for t in x] or [0], dtype=np.int64)
         self.out = np.array([problem.output_bytes[v] for v in ops_list], dtype=np.int64)
         self.kept = np.array([problem.kept_output_bytes[v] for v in ops_list], dtype=np.int64)
+        # CSR: operator i's successors inside the stage (the C expansion keeps ready sets with them)
+        succs = [sorted({local[s] for s in problem.successors[v] if s in local}) for v in ops_list]
+        self.succ_start = np.concatenate([[0], np.cumsum([len(x) for x in succs])]).astype(np.int64)
+        self.succ_list = np.array([i for x in succs for i in x] or [0], dtype=np.int64)
         self.first_only = problem.first_step_only_bytes if start == 0 else 0
         self.resident = problem.resident_bytes(start)
+        self._native: native.Stage | None = None
+
+    def native_stage(self) -> native.Stage | None:
+        """The arrays as downsets.c's ts_stage (None when the stage is too wide for it)."""
+        if self.words > native.MAX_WORDS:
+            return None
+        if self._native is None:
+            arrays = (
+                self.pred,
+                self.out,
+                self.kept,
+                self.input_start,
+                self.input_list,
+                self.readers,
+                self.tensor_bytes,
+                self.succ_start,
+                self.succ_list,
+            )
+            assert all(a.flags.c_contiguous for a in arrays)
+            self._native = native.Stage(self.m, self.words, *(a.ctypes.data for a in arrays))
+        return self._native
 
     def ready(self, done: np.ndarray) -> np.ndarray:
         """(S, words) executed masks -> (S, m) bool: not executed, every predecessor executed."""
@@ -153,9 +181,9 @@ class _Stage:
 def _unique_rows(keys: np.ndarray) -> np.ndarray:
     """Index of the first occurrence of each distinct row of a (C, words) uint64 array (stable: the
     first of equal rows in array order). Rows sort by one 64-bit hash of their words (a 1-D sort
-    is several times cheaper than a lexsort over the words) and a row is dropped only when all its
-    words equal the row before it; a hash collision can at worst keep a duplicate (more work, never
-    a lost down-set)."""
+    is several times cheaper than a lexsort over the words), so equal rows are neighbours unless
+    two different rows share a hash; then (rarely) the rows are lexsorted instead, and no
+    duplicate survives (the C expansion, tinysched.native, keeps exactly these rows)."""
     if keys.shape[1] == 1:
         _, first = np.unique(keys[:, 0], return_index=True)
         return first
@@ -165,9 +193,65 @@ def _unique_rows(keys: np.ndarray) -> np.ndarray:
         mixed ^= keys[:, w]
     by = np.argsort(mixed, kind="stable")
     ordered = keys[by]
+    same = (ordered[1:] == ordered[:-1]).all(axis=1)
+    if (~same & (mixed[by][1:] == mixed[by][:-1])).any():  # a collision: sort by the words
+        by = np.lexsort(keys.T[::-1])
+        ordered = keys[by]
+        same = (ordered[1:] == ordered[:-1]).all(axis=1)
     new = np.ones(len(keys), dtype=bool)
-    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    new[1:] = ~same
     return by[new]
+
+
+_NO_FLOOR = 2**63 - 1  # downsets.c's INT64_MAX: no step was cut
+
+
+def _expand_native(
+    lib: ctypes.CDLL,
+    stage: _Stage,
+    done: np.ndarray,
+    ready: np.ndarray,
+    resident: np.ndarray,
+    peak: np.ndarray,
+    cap: int,
+    dominance: bool,
+    first_only: int,
+    seconds: float,
+) -> tuple[np.ndarray, ...] | None:
+    """One decision layer in C: (children, their ready operators, resident bytes, peaks, parents,
+    operators, the cheapest cut step or None), deduplicated as the numpy loop does; None past
+    `seconds` or out of memory."""
+    done = np.ascontiguousarray(done, dtype=np.uint64)
+    ready = np.ascontiguousarray(ready, dtype=np.uint64)
+    resident = np.ascontiguousarray(resident, dtype=np.int64)
+    peak = np.ascontiguousarray(peak, dtype=np.int64)
+    count, least = ctypes.c_int64(), ctypes.c_int64()
+    handle = lib.ts_expand(
+        ctypes.byref(stage.native_stage()),
+        done.ctypes.data,
+        ready.ctypes.data,
+        resident.ctypes.data,
+        peak.ctypes.data,
+        len(done),
+        cap,
+        int(dominance),
+        first_only,
+        seconds,
+        ctypes.byref(count),
+        ctypes.byref(least),
+    )
+    if not handle:
+        return None
+    n = count.value
+    children = np.empty((n, stage.words), dtype=np.uint64)
+    child_ready = np.empty((n, stage.words), dtype=np.uint64)
+    child_resident = np.empty(n, dtype=np.int64)
+    child_peak = np.empty(n, dtype=np.int64)
+    parent = np.empty(n, dtype=np.int32)
+    op = np.empty(n, dtype=np.int16)
+    arrays = (children, child_ready, child_resident, child_peak, parent, op)
+    lib.ts_layer_take(handle, *(a.ctypes.data for a in arrays))
+    return (*arrays, None if least.value == _NO_FLOOR else least.value)
 
 
 # Beam mode: children kept per layer before deduplication, as a multiple of the width (the best by
@@ -186,6 +270,7 @@ def layered_search(
     dominance: bool = True,
     give_up: bool = False,
     stop: Callable[[], bool] | None = None,
+    use_native: bool = True,
 ) -> LayeredResult:
     """Order the operators `ops` (a bitmask) after the down-set `start` with no step above `cap`.
 
@@ -197,7 +282,9 @@ def layered_search(
     held down-sets or `deadline` (time.perf_counter()); with `give_up`, also as soon as the first
     half of the layers, or the layer in progress, has taken longer than the time left (the widest
     layers are in the middle, so the rest would not finish either: the time goes to other bounds
-    instead). `stop`: asked with the deadline; True stops the search as the deadline would."""
+    instead). `stop`: asked with the deadline; True stops the search as the deadline would.
+    Decisions expand their layers in C when tinysched.native can build it (`use_native`), with
+    the same result as numpy's."""
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
@@ -210,12 +297,40 @@ def layered_search(
     cut_floor: int | None = None  # cheapest step cut by the cap
     exact = width is None
     began = time.perf_counter()
+    lib = native.downsets() if exact and use_native and stage.native_stage() is not None else None
+    if lib is not None:
+        ready = np.packbits(stage.ready(done), axis=1, bitorder="little")
+        ready = np.pad(ready, ((0, 0), (0, 8 * stage.words - ready.shape[1]))).view(np.uint64)
     for layer in range(m):
         if give_up and deadline is not None and 2 * layer < m:
             now = time.perf_counter()
             if now - began > deadline - now:
                 return LayeredResult(None, None, False, states, 0)
         layer_began = time.perf_counter()
+        if lib is not None:
+            if stop is not None and stop():
+                return LayeredResult(None, None, False, states, 0)
+            # the numpy loop's deadline checks, as a budget: past the deadline, or (giving up)
+            # once the layer took longer than the time left
+            budget = 1e18 if deadline is None else (deadline - layer_began) / (2 if give_up else 1)
+            first_only = stage.first_only if layer == 0 else 0
+            expanded = _expand_native(
+                lib, stage, done, ready, resident, peak, cap, dominance, first_only, budget
+            )
+            if expanded is None:
+                return LayeredResult(None, None, False, states, 0)
+            done, ready, resident, peak, parents, ops_taken, least = expanded
+            if least is not None:
+                cut_floor = least if cut_floor is None else min(cut_floor, least)
+            if not len(done):
+                return LayeredResult(
+                    None, None, True, states, cut_floor if cut_floor is not None else cap + 1
+                )
+            history.append((parents, ops_taken))
+            states += len(done)
+            if states > max_states:
+                return LayeredResult(None, None, False, states, 0)
+            continue
         children_resident = []
         children_peak = []
         children_parent = []

@@ -78,9 +78,9 @@ Progress = Callable[[str], None]
 # Down-sets the exact search may hold at once: each costs about 300 bytes (a dict slot and a heap
 # entry with operator-count-bit integers), so this keeps the search near half a gigabyte.
 MAX_SEARCH_STATES = 1_500_000
-# Down-sets the layered (vectorised) stage search may hold over all layers: about 40 bytes each,
-# plus one layer's children at a time.
-LAYERED_MAX_STATES = 6_000_000
+# Down-sets the layered stage search may hold over all layers: 6 bytes of history each (parent,
+# operator), plus one layer at a time (some 60 bytes a down-set in C, a few hundred in numpy).
+LAYERED_MAX_STATES = 15_000_000
 # Graphs up to this size run every heuristic whatever the budget (they take microseconds).
 SMALL_GRAPH_OPS = 200
 # CP-SAT's model building and presolve on larger graphs take longer than any budget it would get.
