@@ -6,7 +6,9 @@ and most of them only need a yes/no: can the stage still finish without a step a
 module answers that question for whole layers at once (layer k = the down-sets of k of the
 stage's operators), holding each down-set as a few 64-bit words and deriving its ready operators
 and freed inputs with bit operations on whole layers (no BLAS: on a shared 2-core machine its
-threads cost more than the arithmetic), some 300,000-600,000 down-sets a second.
+threads cost more than the arithmetic), some 300,000-600,000 down-sets a second; exact decisions
+expand their layers in C instead when tinysched.native can build it (about ten times faster, the
+same down-sets in the same order).
 
 Two uses, one function (`layered_search`):
 
