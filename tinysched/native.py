@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["SOURCE", "downsets", "library_path"]
+__all__ = ["MAX_WORDS", "SOURCE", "Stage", "downsets", "library_path"]
 
 SOURCE = Path(__file__).parent / "csrc" / "downsets.c"
 FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99", "-D_POSIX_C_SOURCE=199309L")

@@ -63,26 +63,21 @@ static uint64_t hash_words(const uint64_t *key, int64_t words) {
     return h;
 }
 
+/* realloc that leaves the block as it was when memory runs out: 1 grown, 0 not. */
+static int resize(void **block, size_t bytes) {
+    void *grown = realloc(*block, bytes);
+    if (!grown) return 0;
+    *block = grown;
+    return 1;
+}
+#define RESIZE(array, count) resize((void **)&(array), sizeof(*(array)) * (size_t)(count))
+
 static int grow_children(ts_layer *layer) {
-    int64_t capacity = layer->capacity ? 2 * layer->capacity : 1024;
-    uint64_t *done = realloc(layer->done, sizeof(uint64_t) * layer->words * capacity);
-    if (!done) return 0;
-    layer->done = done;
-    uint64_t *ready = realloc(layer->ready, sizeof(uint64_t) * layer->words * capacity);
-    if (!ready) return 0;
-    layer->ready = ready;
-    int64_t *resident = realloc(layer->resident, sizeof(int64_t) * capacity);
-    if (!resident) return 0;
-    layer->resident = resident;
-    int64_t *peak = realloc(layer->peak, sizeof(int64_t) * capacity);
-    if (!peak) return 0;
-    layer->peak = peak;
-    int32_t *parent = realloc(layer->parent, sizeof(int32_t) * capacity);
-    if (!parent) return 0;
-    layer->parent = parent;
-    int16_t *op = realloc(layer->op, sizeof(int16_t) * capacity);
-    if (!op) return 0;
-    layer->op = op;
+    int64_t capacity = layer->capacity ? 2 * layer->capacity : 1024, words = layer->words;
+    if (!RESIZE(layer->done, words * capacity) || !RESIZE(layer->ready, words * capacity) ||
+        !RESIZE(layer->resident, capacity) || !RESIZE(layer->peak, capacity) ||
+        !RESIZE(layer->parent, capacity) || !RESIZE(layer->op, capacity))
+        return 0;
     layer->capacity = capacity;
     return 1;
 }
