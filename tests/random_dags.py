@@ -170,3 +170,17 @@ def small_randwire(seed: int, nodes: int = 6, stages: int = 2) -> Graph:
         order.append(v)
         done.add(v)
     return graph.reordered(order)
+
+
+def narrow_dag(seed: int, n_ops: int) -> Graph:
+    """A chain of `n_ops` operators with short skips and side branches (at most 3 operators
+    incomparable at once): more than 64 operators in one stage, few down-sets."""
+    rng = random.Random(seed)
+    sizes = [rng.choice([8, 16, 24]) for _ in range(n_ops + 1)]
+    ops = []
+    for v in range(n_ops):
+        inputs = [v] if v < 2 else [v - rng.choice([1, 2])]
+        if v >= 3 and rng.random() < 0.4:
+            inputs.append(v - 3)
+        ops.append((sorted(set(inputs)), [v + 1]))
+    return make_graph(sizes, ops, [0], [n_ops])

@@ -4,15 +4,13 @@ as the numpy loop, built once into its cache, and numpy alone when it cannot be 
 from __future__ import annotations
 
 import os
-import random
 
 import pytest
-from random_dags import random_dag, small_randwire
+from random_dags import narrow_dag, random_dag, small_randwire
 from tiers import require
 
 from tinysched import native
 from tinysched.bounds import OrderingProblem
-from tinysched.graph import Graph, make_graph
 from tinysched.layered import layered_search
 from tinysched.scheduler import cut_operators, plain_downset_dp
 
@@ -24,18 +22,6 @@ def fresh_native(tmp_path, monkeypatch):
     native.downsets.cache_clear()
     yield tmp_path / "cache"
     native.downsets.cache_clear()
-
-
-def _wide_dag(seed: int, n_ops: int) -> Graph:
-    """`n_ops` operators over more than one 64-bit word, each reading one or two of the last five
-    outputs (a few incomparable at a time, so the decision stays small)."""
-    rng = random.Random(seed)
-    sizes = [rng.choice([8, 16, 24]) for _ in range(n_ops + 1)]
-    ops = []
-    for v in range(n_ops):
-        reads = {v} if v < 2 else {v - rng.randint(1, min(v, 5)) + 1 for _ in range(rng.choice([1, 2]))}
-        ops.append((sorted(reads), [v + 1]))
-    return make_graph(sizes, ops, [0], [n_ops])
 
 
 def _decisions(problem: OrderingProblem, start: int, ops: int, caps: set[int]):
@@ -57,7 +43,7 @@ def _decisions(problem: OrderingProblem, start: int, ops: int, caps: set[int]):
 def test_c_decision_matches_numpy_on_random_graphs(seed):
     require("host")
     assert native.downsets() is not None
-    graph = random_dag(seed, 6 + seed % 14) if seed < 30 else _wide_dag(seed, 70 + 20 * (seed % 10))
+    graph = random_dag(seed, 6 + seed % 14) if seed < 30 else narrow_dag(seed, 70 + 20 * (seed % 10))
     problem = OrderingProblem(graph)
     optimum = plain_downset_dp(problem).peak_bytes if problem.n_ops <= 20 else None
     stored = problem.peak_bytes(problem.topological_order)

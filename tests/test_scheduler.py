@@ -20,7 +20,14 @@ import numpy as np
 import pytest
 from conftest import REPO, shared_model, shared_model_params
 from hypothesis import HealthCheck, given, settings
-from random_dags import brute_force_optimum, peak_of, small_dags, small_randwire, topological_orders
+from random_dags import (
+    brute_force_optimum,
+    narrow_dag,
+    peak_of,
+    small_dags,
+    small_randwire,
+    topological_orders,
+)
 
 from tinysched.bounds import CutNetwork, OrderingProblem, lower_bound
 from tinysched.errors import TinyschedError
@@ -569,26 +576,12 @@ def test_layered_search_orders_a_stretch_after_its_start():
     assert max(steps[lo:]) == found.peak_bytes
 
 
-def _narrow_dag(seed: int, n_ops: int) -> Graph:
-    """A chain of `n_ops` operators with short skips and side branches (at most 3 operators
-    incomparable at once): more than 64 operators in one stage, few down-sets."""
-    rng = random.Random(seed)
-    sizes = [rng.choice([8, 16, 24]) for _ in range(n_ops + 1)]
-    ops = []
-    for v in range(n_ops):
-        inputs = [v] if v < 2 else [v - rng.choice([1, 2])]
-        if v >= 3 and rng.random() < 0.4:
-            inputs.append(v - 3)
-        ops.append((sorted(set(inputs)), [v + 1]))
-    return make_graph(sizes, ops, [0], [n_ops])
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_layered_search_is_exact_past_one_word(seed):
     # 90 operators: down-sets take two 64-bit words, deduplicated through one hash of them
     from tinysched.layered import layered_search
 
-    graph = _narrow_dag(seed, 90)
+    graph = narrow_dag(seed, 90)
     problem = OrderingProblem(graph)
     optimum = exact_search(problem, upper=10**12).peak_bytes
     fits = layered_search(problem, 0, problem.full_mask, optimum)

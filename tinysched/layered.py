@@ -196,7 +196,8 @@ def _unique_rows(keys: np.ndarray) -> np.ndarray:
     by = np.argsort(mixed, kind="stable")
     ordered = keys[by]
     same = (ordered[1:] == ordered[:-1]).all(axis=1)
-    if (~same & (mixed[by][1:] == mixed[by][:-1])).any():  # a collision: sort by the words
+    hashes = mixed[by]
+    if (~same & (hashes[1:] == hashes[:-1])).any():  # a collision: sort by the words
         by = np.lexsort(keys.T[::-1])
         ordered = keys[by]
         same = (ordered[1:] == ordered[:-1]).all(axis=1)
@@ -299,6 +300,12 @@ def layered_search(
     cut_floor: int | None = None  # cheapest step cut by the cap
     exact = width is None
     began = time.perf_counter()
+
+    def exhausted() -> LayeredResult:
+        """No down-set of the layer has a child under the cap: decided, at the cheapest cut step."""
+        floor = cut_floor if cut_floor is not None else cap + 1
+        return LayeredResult(None, None, exact, states, floor if exact else 0)
+
     lib = native.downsets() if exact and use_native and stage.native_stage() is not None else None
     if lib is not None:
         ready = np.packbits(stage.ready(done), axis=1, bitorder="little")
@@ -325,88 +332,90 @@ def layered_search(
             if least is not None:
                 cut_floor = least if cut_floor is None else min(cut_floor, least)
             if not len(done):
-                return LayeredResult(
-                    None, None, True, states, cut_floor if cut_floor is not None else cap + 1
-                )
-            history.append((parents, ops_taken))
-            states += len(done)
-            if states > max_states:
-                return LayeredResult(None, None, False, states, 0)
-            continue
-        children_resident = []
-        children_peak = []
-        children_parent = []
-        children_op = []
-        for lo in range(0, len(done), CHUNK):
-            if stop is not None and stop():
-                return LayeredResult(None, None, False, states, 0)
-            if deadline is not None:
-                now = time.perf_counter()
-                if now > deadline or (give_up and now - layer_began > deadline - now):
+                return exhausted()
+            taken = (parents, ops_taken)
+        else:
+            children_resident = []
+            children_peak = []
+            children_parent = []
+            children_op = []
+            for lo in range(0, len(done), CHUNK):
+                if stop is not None and stop():
                     return LayeredResult(None, None, False, states, 0)
-            block = done[lo : lo + CHUNK]
-            rows, cols = np.nonzero(stage.ready(block))
-            step = resident[lo + rows] + stage.out[cols]
-            over = step > cap
-            if over.any():
-                least = int(step[over].min())
-                cut_floor = least if cut_floor is None else min(cut_floor, least)
-            rows, cols, step = rows[~over], cols[~over], step[~over]
-            if not len(rows):
-                continue
-            freed = stage.freed(block[rows], cols)
-            change = stage.kept[cols] - freed  # (bytes live in the first step only: shared by all)
-            if dominance:
-                # a free move must not raise the peak (beam) / the cap (decision: already checked)
-                free = (change <= 0) & (step <= peak[lo + rows]) if not exact else change <= 0
-                if free.any():
-                    # parents with a free move keep only their first one
-                    has_free = np.zeros(len(block), dtype=bool)
-                    has_free[rows[free]] = True
-                    first_free = np.full(len(block), -1, dtype=np.int64)
-                    idx = np.flatnonzero(free)
-                    first_free[rows[idx[::-1]]] = idx[::-1]
-                    keep = ~has_free[rows] | (np.arange(len(rows)) == first_free[rows])
-                    rows, cols, step, change = rows[keep], cols[keep], step[keep], change[keep]
-            if layer == 0:
-                change = change - stage.first_only
-            parents = lo + rows
-            children_resident.append(resident[parents] + change)
-            children_peak.append(np.maximum(peak[parents], step))
-            children_parent.append(parents)
-            children_op.append(cols)
-        if not children_parent:
-            floor = cut_floor if cut_floor is not None else cap + 1
-            return LayeredResult(None, None, exact, states, floor if exact else 0)
-        if deadline is not None:
-            # deduplicating a layer costs about as much as expanding it: past the deadline, or
-            # (giving up, or a beam: a heuristic that can stop anywhere) with less time left than
-            # the expansion took, stop before it
-            now = time.perf_counter()
-            if now > deadline or ((give_up or not exact) and now - layer_began > deadline - now):
-                return LayeredResult(None, None, False, states, 0)
-        new_resident = np.concatenate(children_resident)
-        new_peak = np.concatenate(children_peak)
-        parent = np.concatenate(children_parent)
-        op = np.concatenate(children_op)
-        if width is not None:
-            # best first (only the best few widths' worth: a partial selection), then one survivor
-            # per down-set (its resident bytes are the same in all copies)
-            first_key, second_key = new_peak, new_resident
-            low = int(second_key.min())
-            key = (first_key - int(first_key.min())) * (int(second_key.max()) - low + 1) + (second_key - low)
-            if len(key) > BEAM_CANDIDATES * width:
-                pick = np.argpartition(key, BEAM_CANDIDATES * width)[: BEAM_CANDIDATES * width]
-                rank = pick[np.argsort(key[pick], kind="stable")]
-            else:
-                rank = np.argsort(key, kind="stable")
-            new_resident, new_peak, parent, op = new_resident[rank], new_peak[rank], parent[rank], op[rank]
-        new_done = done[parent] | stage.bit[op]
-        first = np.sort(_unique_rows(new_done))
-        if width is not None and len(first) > width:
-            first = first[:width]
-        done, resident, peak = new_done[first], new_resident[first], new_peak[first]
-        history.append((parent[first].astype(np.int32), op[first].astype(np.int16)))
+                if deadline is not None:
+                    now = time.perf_counter()
+                    if now > deadline or (give_up and now - layer_began > deadline - now):
+                        return LayeredResult(None, None, False, states, 0)
+                block = done[lo : lo + CHUNK]
+                rows, cols = np.nonzero(stage.ready(block))
+                step = resident[lo + rows] + stage.out[cols]
+                over = step > cap
+                if over.any():
+                    least = int(step[over].min())
+                    cut_floor = least if cut_floor is None else min(cut_floor, least)
+                rows, cols, step = rows[~over], cols[~over], step[~over]
+                if not len(rows):
+                    continue
+                freed = stage.freed(block[rows], cols)
+                change = stage.kept[cols] - freed  # (bytes live in the first step only: shared by all)
+                if dominance:
+                    # a free move must not raise the peak (beam) / the cap (decision: already checked)
+                    free = (change <= 0) & (step <= peak[lo + rows]) if not exact else change <= 0
+                    if free.any():
+                        # parents with a free move keep only their first one
+                        has_free = np.zeros(len(block), dtype=bool)
+                        has_free[rows[free]] = True
+                        first_free = np.full(len(block), -1, dtype=np.int64)
+                        idx = np.flatnonzero(free)
+                        first_free[rows[idx[::-1]]] = idx[::-1]
+                        keep = ~has_free[rows] | (np.arange(len(rows)) == first_free[rows])
+                        rows, cols, step, change = rows[keep], cols[keep], step[keep], change[keep]
+                if layer == 0:
+                    change = change - stage.first_only
+                parents = lo + rows
+                children_resident.append(resident[parents] + change)
+                children_peak.append(np.maximum(peak[parents], step))
+                children_parent.append(parents)
+                children_op.append(cols)
+            if not children_parent:
+                return exhausted()
+            if deadline is not None:
+                # deduplicating a layer costs about as much as expanding it: past the deadline, or
+                # (giving up, or a beam: a heuristic that can stop anywhere) with less time left than
+                # the expansion took, stop before it
+                now = time.perf_counter()
+                if now > deadline or ((give_up or not exact) and now - layer_began > deadline - now):
+                    return LayeredResult(None, None, False, states, 0)
+            new_resident = np.concatenate(children_resident)
+            new_peak = np.concatenate(children_peak)
+            parent = np.concatenate(children_parent)
+            op = np.concatenate(children_op)
+            if width is not None:
+                # best first (only the best few widths' worth: a partial selection), then one survivor
+                # per down-set (its resident bytes are the same in all copies)
+                first_key, second_key = new_peak, new_resident
+                low = int(second_key.min())
+                key = (first_key - int(first_key.min())) * (int(second_key.max()) - low + 1) + (
+                    second_key - low
+                )
+                if len(key) > BEAM_CANDIDATES * width:
+                    pick = np.argpartition(key, BEAM_CANDIDATES * width)[: BEAM_CANDIDATES * width]
+                    rank = pick[np.argsort(key[pick], kind="stable")]
+                else:
+                    rank = np.argsort(key, kind="stable")
+                new_resident, new_peak, parent, op = (
+                    new_resident[rank],
+                    new_peak[rank],
+                    parent[rank],
+                    op[rank],
+                )
+            new_done = done[parent] | stage.bit[op]
+            first = np.sort(_unique_rows(new_done))
+            if width is not None and len(first) > width:
+                first = first[:width]
+            done, resident, peak = new_done[first], new_resident[first], new_peak[first]
+            taken = (parent[first].astype(np.int32), op[first].astype(np.int16))
+        history.append(taken)
         states += len(done)
         if states > max_states:
             return LayeredResult(None, None, False, states, 0)
