@@ -282,13 +282,21 @@ RANDWIRE_VARIANTS = {"paper": randwire, "hard": randwire_hard}
 
 
 def randwire_suite(
-    count: int, seed: int = 0, min_ops: int = 300, max_ops: int = 500, variant: str = "paper"
+    count: int,
+    seed: int = 0,
+    min_ops: int = 300,
+    max_ops: int = 500,
+    variant: str = "paper",
+    stages: Sequence[int] = (2, 3),
+    nodes: tuple[int, int] = (32, 96),
 ) -> list[Graph]:
-    """`count` RandWire graphs of min_ops..max_ops operators (WS and ER alternately, 2-3 stages of
-    32-96 nodes drawn from `seed`), each stored in a random topological order.
+    """`count` RandWire graphs of min_ops..max_ops operators (WS and ER alternately, a stage count
+    drawn from `stages`, each stage of nodes[0]..nodes[1] nodes, drawn from `seed`), each stored in
+    a random topological order.
 
     `variant` "paper" is `randwire`; "hard" is `randwire_hard` with the first suite's draws (ER
-    stages of 32-64 nodes, WS of 48-96), so its graphs are exactly the first suite's."""
+    stages of 32-64 nodes, WS of 48-96, whatever `nodes` says), so its graphs are exactly the
+    first suite's."""
     build = RANDWIRE_VARIANTS[variant]
     rng = random.Random(seed)
     graphs: list[Graph] = []
@@ -298,13 +306,13 @@ def randwire_suite(
         if attempt > 100 * count + 1000:
             raise ValueError(f"no RandWire graphs of {min_ops}..{max_ops} operators from these draws")
         wiring = "ws" if len(graphs) % 2 == 0 else "er"
-        stages = rng.choice([2, 3])
+        stage_count = rng.choice(list(stages))
         if variant == "hard":
             low, high = (32, 64) if wiring == "er" else (48, 96)
         else:
-            low, high = 32, 96
-        nodes = [rng.randint(low, high) for _ in range(stages)]
-        graph = build(nodes, wiring, seed=1000 * seed + attempt)
+            low, high = nodes
+        drawn = [rng.randint(low, high) for _ in range(stage_count)]
+        graph = build(drawn, wiring, seed=1000 * seed + attempt)
         if min_ops <= len(graph.operators) <= max_ops:
             graphs.append(shuffled(graph, attempt))
     return graphs

@@ -656,3 +656,9 @@ def test_paper_randwire_generator_matches_the_description():
     assert {g.name.split("_")[1] for g in suite} == {"ws", "er"}
     hard = randwire_suite(2, seed=0, variant="hard")
     assert all(g.name.startswith("randwire_hard_") for g in hard)
+    # the benchmark's large table: up to 1,000 operators, 4-5 stages of 64-128 nodes
+    large = randwire_suite(2, seed=0, min_ops=600, max_ops=1000, stages=(4, 5), nodes=(64, 128))
+    for g in large:
+        stages = [int(n) for n in g.name.split("_")[2:-1]]
+        assert 600 <= len(g.operators) <= 1000 and len(stages) in (4, 5)
+        assert all(64 <= n <= 128 for n in stages)
