@@ -1,5 +1,7 @@
-"""The exact decision's layer expansion in C (tinysched.native): the same states, floors and orders
-as the numpy loop, built once into its cache, and numpy alone when it cannot be built."""
+"""The scheduler's loops in C (tinysched.native): the exact decision's layer expansion gives the
+same states, floors and orders as the numpy loop, the precedence tree the same kind of bound as
+the Python tree (never above the optimum, rechecked with OR-Tools); the library is built once into
+its cache, and Python alone runs when it cannot be built."""
 
 from __future__ import annotations
 
@@ -10,18 +12,18 @@ from random_dags import narrow_dag, random_dag, small_randwire
 from tiers import require
 
 from tinysched import native
-from tinysched.bounds import OrderingProblem
+from tinysched.bounds import LowerBound, OrderingProblem, lower_bound, precedence_tree_bound, recheck
 from tinysched.layered import layered_search
-from tinysched.scheduler import cut_operators, plain_downset_dp
+from tinysched.scheduler import cut_operators, peak_stage, plain_downset_dp
 
 
 @pytest.fixture
 def fresh_native(tmp_path, monkeypatch):
-    """native.downsets() as a first use in an empty cache; the process's own library afterwards."""
+    """native.library() as a first use in an empty cache; the process's own library afterwards."""
     monkeypatch.setenv("TINYSCHED_CACHE", str(tmp_path / "cache"))
-    native.downsets.cache_clear()
+    native.library.cache_clear()
     yield tmp_path / "cache"
-    native.downsets.cache_clear()
+    native.library.cache_clear()
 
 
 def _decisions(problem: OrderingProblem, start: int, ops: int, caps: set[int]):
@@ -42,7 +44,7 @@ def _decisions(problem: OrderingProblem, start: int, ops: int, caps: set[int]):
 @pytest.mark.parametrize("seed", range(40))
 def test_c_decision_matches_numpy_on_random_graphs(seed):
     require("host")
-    assert native.downsets() is not None
+    assert native.library() is not None
     graph = random_dag(seed, 6 + seed % 14) if seed < 30 else narrow_dag(seed, 70 + 20 * (seed % 10))
     problem = OrderingProblem(graph)
     optimum = plain_downset_dp(problem).peak_bytes if problem.n_ops <= 20 else None
@@ -77,24 +79,73 @@ def test_c_decision_matches_numpy_on_a_randwire_stage_after_its_start():
             graph.check_order(order[:lo] + list(c_result.order) + order[hi:])
 
 
+def _leaves(tree: dict) -> list[dict]:
+    stack, leaves = [tree], []
+    while stack:
+        node = stack.pop()
+        if "split" in node:
+            stack.extend(node["children"])
+        else:
+            leaves.append(node)
+    return leaves
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_c_tree_bounds_like_the_python_tree(seed):
+    require("host")
+    assert native.library() is not None
+    graph = small_randwire(seed, nodes=6 + seed % 5) if seed % 2 else random_dag(seed, 8 + seed)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem).peak_bytes
+    order = list(problem.stored_order)
+    for target, nodes in ((optimum, 2000), (problem.peak_bytes(order), 7), (10**12, 40)):
+        trees = [
+            precedence_tree_bound(problem, order, target, max_nodes=nodes, use_native=c)
+            for c in (False, True)
+        ]
+        for tree in trees:
+            assert tree.kind == "precedence_tree" and tree.witness["nodes"] <= nodes
+            assert tree.bytes <= optimum and recheck(graph, tree)
+            assert len(_leaves(tree.witness["tree"])) == tree.witness["leaves"]
+        if target == optimum:  # both close the gap the pair cuts leave, or neither
+            assert (trees[0].bytes == optimum) == (trees[1].bytes == optimum)
+    c_tree = trees[1]
+    assert precedence_tree_bound(problem, order, 10**12, max_nodes=40) == c_tree  # deterministic
+    assert not recheck(graph, LowerBound(optimum + 1, c_tree.kind, c_tree.witness))
+
+
+def test_c_tree_proves_a_randwire_stage_the_pair_cuts_cannot():
+    require("host")
+    graph = small_randwire(6, nodes=14, stages=2)
+    problem = OrderingProblem(graph)
+    optimum = plain_downset_dp(problem, max_states=500_000).peak_bytes
+    order = list(plain_downset_dp(problem, max_states=500_000).order)
+    stage = peak_stage(problem, order)
+    assert lower_bound(problem, orders=[order]).bytes < optimum
+    tree = precedence_tree_bound(problem, order, optimum, within=stage)
+    assert tree.bytes == optimum and recheck(graph, tree)
+    ops = {v for v in range(problem.n_ops) if stage[1] >> v & 1}
+    assert {leaf["op"] for leaf in _leaves(tree.witness["tree"])} <= ops
+
+
 def test_the_library_is_built_once_into_its_cache(fresh_native):
     require("host")
-    assert native.downsets() is not None
+    assert native.library() is not None
     built = list(fresh_native.iterdir())
-    assert [p.suffix for p in built] == [".so"] and built[0].name.startswith("downsets-")
+    assert [p.suffix for p in built] == [".so"] and built[0].name.startswith("tinysched-")
     stamp = built[0].stat().st_mtime_ns
-    native.downsets.cache_clear()
-    assert native.downsets() is not None
+    native.library.cache_clear()
+    assert native.library() is not None
     assert list(fresh_native.iterdir()) == built and built[0].stat().st_mtime_ns == stamp
 
 
 @pytest.mark.parametrize("how", ["disabled", "failing compiler"])
-def test_without_the_library_the_decision_runs_in_numpy(fresh_native, monkeypatch, how):
+def test_without_the_library_the_decision_and_the_tree_run_in_python(fresh_native, monkeypatch, how):
     if how == "disabled":
         monkeypatch.setenv("TINYSCHED_NATIVE", "0")
     else:
         monkeypatch.setenv("CC", "false")  # on PATH, and every compile fails
-    assert native.downsets() is None
+    assert native.library() is None
     assert not fresh_native.exists() or not any(fresh_native.iterdir())  # nothing half-written
     graph = random_dag(7, 12)
     problem = OrderingProblem(graph)
@@ -103,6 +154,8 @@ def test_without_the_library_the_decision_runs_in_numpy(fresh_native, monkeypatc
     assert found.order is not None and found.peak_bytes == optimum
     short = layered_search(problem, 0, problem.full_mask, optimum - 1)
     assert short.complete and short.order is None and short.floor_bytes == optimum
+    tree = precedence_tree_bound(problem, list(problem.stored_order), optimum, max_nodes=200)
+    assert tree.bytes <= optimum and recheck(graph, tree)
 
 
 def test_the_cache_path_names_source_compiler_and_flags(monkeypatch, tmp_path):

@@ -27,6 +27,7 @@ the bound are solved (see `lower_bound`).
 
 from __future__ import annotations
 
+import ctypes
 import heapq
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.graph.python import max_flow
 
+from tinysched import native
 from tinysched.graph import Graph
 from tinysched.layered import layered_search, stage_is_fixed
 
@@ -688,6 +690,7 @@ def precedence_tree_bound(
     max_nodes: int = TREE_MAX_NODES,
     within: tuple[int, int] | None = None,
     stop: Callable[[], bool] | None = None,
+    use_native: bool = True,
 ) -> LowerBound:
     """Branch and bound over relative orders of operator pairs (`pair_cut`, repeated).
 
@@ -702,7 +705,10 @@ def precedence_tree_bound(
     `within` (start, ops): only the stage's operators are split and bounded, on the stage's
     smaller cut network (`CutNetwork`): the bound of the stage holding the peak, found faster.
     Its leaf cuts equal the whole graph's, so `recheck` needs no stage. `stop`: asked with the
-    deadline (True: stop as if it had passed, with the bound reached so far)."""
+    deadline (True: stop as if it had passed, with the bound reached so far). The tree grows in
+    C (tinysched/csrc/cuttree.c, its own max-flow) when tinysched.native can build it and the
+    operators bounded number at most 256 (`use_native`): the same kind of tree with its own
+    tie-breaks, several times faster, its witness the same and rechecked the same way."""
     n = problem.n_ops
     members = list(iter_bits(within[1])) if within is not None else list(range(n))
     steps = problem.step_profile(order)
@@ -783,6 +789,15 @@ def precedence_tree_bound(
         rank = np.lexsort((-chance[rows, cols], -cut[cols], -pair_heat[rows, cols]))[:TREE_CANDIDATE_PAIRS]
         return [(hot[rows[k]], members[cols[k]]) for k in rank]
 
+    max_nodes = min(max_nodes, 2 * TREE_MAX_VALUES // max(1, len(members)))
+    lib = native.library() if use_native and len(members) <= 64 * native.MAX_WORDS else None
+    if lib is not None:
+        grown = _native_tree(
+            lib, problem, root_net, members, by_step, step_of, target, max_nodes, out_of_time
+        )
+        if grown is not None:
+            return grown
+
     root = {"values": leaf_values(root_net, by_step, {}), "before": ()}
     tree: dict = {}
     root["node"] = tree
@@ -790,7 +805,6 @@ def precedence_tree_bound(
     heap = [(top(root["values"]), counter, root)]
     cuts = root_net.solved
     nodes = 1
-    max_nodes = min(max_nodes, 2 * TREE_MAX_VALUES // max(1, len(members)))
 
     while heap and heap[0][0] < target and nodes + 2 <= max_nodes and not out_of_time():
         value, _, leaf = heapq.heappop(heap)
@@ -842,6 +856,92 @@ def precedence_tree_bound(
     value = min((leaf_value for leaf_value, _, _ in heap), default=0)
     value = min(value, problem.total_bytes + 1)
     return LowerBound(value, "precedence_tree", {"tree": tree, "nodes": nodes, "leaves": len(heap)}, cuts)
+
+
+def _native_tree(
+    lib: ctypes.CDLL,
+    problem: OrderingProblem,
+    net: CutNetwork,
+    members: list[int],
+    by_step: list[int],
+    step_of: Mapping[int, int],
+    target: int,
+    max_nodes: int,
+    out_of_time: Callable[[], bool],
+) -> LowerBound | None:
+    """`precedence_tree_bound`'s tree grown by cuttree.c on `net` (the root's network); None when
+    C ran out of memory. C numbers the members 0..m-1 and the network's nodes 0 (source), 1
+    (sink), 2 + i (member i), then the tensor nodes."""
+    n, m = problem.n_ops, len(members)
+    local = {v: i for i, v in enumerate(members)}
+    tails, heads, caps = net.arcs
+    top = max(int(tails.max(initial=1)), int(heads.max(initial=1)), 1 + n)
+    renumber = np.full(top + 1, -1, dtype=np.int64)
+    renumber[:2] = (0, 1)
+    renumber[[2 + v for v in members]] = 2 + np.arange(m)
+    renumber[2 + n :] = 2 + m + np.arange(top - 1 - n)
+    tail = renumber[tails].astype(np.int32)
+    head = renumber[heads].astype(np.int32)
+    assert (tail >= 0).all() and (head >= 0).all()  # arcs touch members and tensor nodes only
+    cap = np.ascontiguousarray(caps, dtype=np.int64)
+    preds = [[local[p] for p in problem.predecessors[v] if p in local] for v in members]
+    arrays = {
+        "tail": tail,
+        "head": head,
+        "cap": cap,
+        "force_in_arc": np.array([net.force_in_arc[v] for v in members], dtype=np.int32),
+        "force_out_arc": np.array([net.force_out_arc[v] for v in members], dtype=np.int32),
+        "out_cap": np.array([net.base_out_capacity[v] for v in members], dtype=np.int64),
+        "pred_start": np.concatenate([[0], np.cumsum([len(x) for x in preds])]).astype(np.int32),
+        "pred_list": np.array([p for x in preds for p in x] or [0], dtype=np.int32),
+        "step_extra": np.array(
+            [net.constant_bytes + problem.always_bytes + problem.output_bytes[v] for v in members],
+            dtype=np.int64,
+        ),
+        "heat": np.array([step_of[v] for v in members], dtype=np.int64),
+        "by_heat": np.array([local[v] for v in by_step], dtype=np.int32),
+    }
+    stop = native.TREE_STOP(lambda: int(out_of_time()))
+    tree_in = native.Tree(
+        nodes=int(2 + m + max(0, top - 1 - n)),
+        arcs=len(tail),
+        m=m,
+        words=(m + 63) // 64,
+        hot_count=min(TREE_HOT_OPS, m),
+        infinite=net.infinite,
+        target=target,
+        value_cap=problem.total_bytes + 1,
+        max_nodes=max(1, max_nodes),
+        candidate_pairs=TREE_CANDIDATE_PAIRS,
+        resolved_ops=TREE_RESOLVED_OPS,
+        seed=1,
+        stop=stop,
+        **{name: array.ctypes.data for name, array in arrays.items()},
+    )
+    size = max(1, max_nodes)
+    split = np.full(2 * size, -1, dtype=np.int32)
+    child = np.full(2 * size, -1, dtype=np.int32)
+    leaf_op = np.zeros(size, dtype=np.int32)
+    leaf_cut = np.zeros(size, dtype=np.int64)
+    out = native.TreeOut(
+        split=split.ctypes.data,
+        child=child.ctypes.data,
+        leaf_op=leaf_op.ctypes.data,
+        leaf_cut=leaf_cut.ctypes.data,
+    )
+    if not lib.ts_tree_grow(ctypes.byref(tree_in), ctypes.byref(out)):
+        return None
+    # the witness bounds.py's loop writes: nested nodes, built bottom-up (trees may be deep)
+    nodes: list[dict] = [{} for _ in range(out.nodes)]
+    for i in range(out.nodes):
+        if split[2 * i] >= 0:
+            a, b = int(split[2 * i]), int(split[2 * i + 1])
+            nodes[i]["split"] = [members[a], members[b]]
+            nodes[i]["children"] = [nodes[int(child[2 * i])], nodes[int(child[2 * i + 1])]]
+        else:
+            nodes[i].update({"op": members[int(leaf_op[i])], "cut_bytes": int(leaf_cut[i])})
+    witness = {"tree": nodes[0], "nodes": int(out.nodes), "leaves": int(out.leaves)}
+    return LowerBound(int(out.bound), "precedence_tree", witness, int(out.cuts))
 
 
 def _recheck_tree(problem: OrderingProblem, tree: dict, claimed: int) -> bool:

@@ -306,7 +306,7 @@ def layered_search(
         floor = cut_floor if cut_floor is not None else cap + 1
         return LayeredResult(None, None, exact, states, floor if exact else 0)
 
-    lib = native.downsets() if exact and use_native and stage.native_stage() is not None else None
+    lib = native.library() if exact and use_native and stage.native_stage() is not None else None
     if lib is not None:
         ready = np.packbits(stage.ready(done), axis=1, bitorder="little")
         ready = np.pad(ready, ((0, 0), (0, 8 * stage.words - ready.shape[1]))).view(np.uint64)
