@@ -790,6 +790,7 @@ def precedence_tree_bound(
         return [(hot[rows[k]], members[cols[k]]) for k in rank]
 
     max_nodes = min(max_nodes, 2 * TREE_MAX_VALUES // max(1, len(members)))
+    # (C keeps the root's flow for each operator: a few MB for a stage of 256 operators)
     lib = native.library() if use_native and len(members) <= 64 * native.MAX_WORDS else None
     if lib is not None:
         grown = _native_tree(

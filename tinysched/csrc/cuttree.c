@@ -3,9 +3,10 @@
  * is paid by every order obeying its precedences).
  *
  * The same tree as the Python loop, step for step, with its own random tie-breaks and its own
- * max-flow (Dinic's, on the stage's small network), so the splits may differ where several cuts
- * are minimal: the bound is valid either way, and bounds.recheck re-derives every leaf with
- * OR-Tools. One leaf at a time:
+ * max-flow on the stage's small network (its source sides are OR-Tools': the least minimum cut
+ * is the same for every maximum flow), so the trees differ where the tie-breaks do; the bound is
+ * valid either way, and bounds.recheck re-derives every leaf with OR-Tools. Values stop at the
+ * target (a leaf that high is closed). One leaf at a time:
  *   - the leaf of least value (its largest cut) is split on the incomparable (hot, member) pair
  *     whose two orders raise the cheaper branch most, screened among `candidate_pairs` pairs
  *     (hottest pair first, then the member's cut, then chance) with the conditioned cuts of
@@ -19,8 +20,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CT_WORDS 4 /* operators per stage: at most 64 * CT_WORDS */
 
 typedef int (*ts_stop_fn)(void);
 
@@ -54,7 +53,7 @@ typedef struct {
     int64_t *leaf_cut; /* max_nodes */
 } ts_tree_out;
 
-/* ---- max-flow (Dinic) ------------------------------------------------------------------------ */
+/* ---- max-flow (shortest augmenting paths) ---------------------------------------------------- */
 
 /* Every query for operator w forces in at least w's predecessors and out at least w, and a leaf's
  * network only adds arcs to the root's: capacities only rise from the root's query for w, and a
