@@ -288,8 +288,8 @@ static leaf *leaf_new(const ts_tree *t, int32_t depth) {
 
 static int has(const uint64_t *set, int32_t i) { return (int)(set[i / 64] >> (i % 64) & 1); }
 
-/* What every query needs besides the network: the tree's inputs, the root's flows (each query's
- * warm start; NULL while the root itself is solved) and the count of cuts solved. */
+/* What every query needs besides the network: the tree's inputs, the root's flows (each later
+ * query's warm start, once roots_ready; the root's own queries fill them) and the cuts solved. */
 typedef struct {
     const ts_tree *t;
     int64_t *root_res;   /* m x (2 arcs): residuals of the root's flow for each operator */
