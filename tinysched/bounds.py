@@ -892,7 +892,6 @@ def _native_tree(
         "cap": cap,
         "force_in_arc": np.array([net.force_in_arc[v] for v in members], dtype=np.int32),
         "force_out_arc": np.array([net.force_out_arc[v] for v in members], dtype=np.int32),
-        "out_cap": np.array([net.base_out_capacity[v] for v in members], dtype=np.int64),
         "pred_start": np.concatenate([[0], np.cumsum([len(x) for x in preds])]).astype(np.int32),
         "pred_list": np.array([p for x in preds for p in x] or [0], dtype=np.int32),
         "step_extra": np.array(
@@ -932,7 +931,8 @@ def _native_tree(
     )
     if not lib.ts_tree_grow(ctypes.byref(tree_in), ctypes.byref(out)):
         return None
-    # the witness bounds.py's loop writes: nested nodes, built bottom-up (trees may be deep)
+    # the witness the Python loop writes: nested nodes, linked from the arrays without recursion
+    # (trees may be deep)
     nodes: list[dict] = [{} for _ in range(out.nodes)]
     for i in range(out.nodes):
         if split[2 * i] >= 0:

@@ -70,7 +70,6 @@ class Tree(ctypes.Structure):
         ("words", ctypes.c_int32),
         ("force_in_arc", ctypes.c_void_p),
         ("force_out_arc", ctypes.c_void_p),
-        ("out_cap", ctypes.c_void_p),
         ("pred_start", ctypes.c_void_p),
         ("pred_list", ctypes.c_void_p),
         ("step_extra", ctypes.c_void_p),

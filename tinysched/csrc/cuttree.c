@@ -29,8 +29,7 @@ typedef struct {
     const int64_t *cap;
     int32_t m, words;                  /* operators, 64-bit words per down-set */
     const int32_t *force_in_arc;       /* m: source -> operator, capacity 0 unless forced in */
-    const int32_t *force_out_arc;      /* m: operator -> sink, out_cap unless forced out */
-    const int64_t *out_cap;            /* m */
+    const int32_t *force_out_arc;      /* m: operator -> sink, its graph outputs unless forced out */
     const int32_t *pred_start;         /* m + 1: CSR of the predecessors inside the stage */
     const int32_t *pred_list;
     const int64_t *step_extra;         /* m: an operator's step = its cut + this */
