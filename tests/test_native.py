@@ -114,6 +114,20 @@ def test_c_tree_bounds_like_the_python_tree(seed):
     assert not recheck(graph, LowerBound(optimum + 1, c_tree.kind, c_tree.witness))
 
 
+def test_c_tree_bounds_a_stage_wider_than_the_c_decisions():
+    # 300 operators: the decisions stay in numpy (at most 256), the tree does not
+    require("host")
+    graph = narrow_dag(3, 300)
+    problem = OrderingProblem(graph)
+    cuts = lower_bound(problem, pairs=False).bytes
+    order = list(problem.stored_order)
+    tree = precedence_tree_bound(problem, order, problem.peak_bytes(order), max_nodes=300)
+    assert cuts <= tree.bytes and recheck(graph, tree)
+    below = layered_search(problem, 0, problem.full_mask, tree.bytes - 1, max_states=2_000_000)
+    assert below.complete and below.order is None  # no order peaks below the bound
+    assert tree == precedence_tree_bound(problem, order, problem.peak_bytes(order), max_nodes=300)
+
+
 def test_c_tree_proves_a_randwire_stage_the_pair_cuts_cannot():
     require("host")
     graph = small_randwire(6, nodes=14, stages=2)

@@ -641,6 +641,9 @@ TREE_MAX_NODES = 20_000
 TREE_MAX_VALUES = 2_000_000
 TREE_HOT_OPS = 20
 TREE_RESOLVED_OPS = 10
+# Operators the tree in C bounds at most: it keeps the root's flow for each of them (some 8 MB for
+# 1,024 operators on a RandWire stage's network); wider ones grow in Python.
+TREE_NATIVE_MAX_OPS = 1024
 
 
 def _closure_ancestors(
@@ -707,8 +710,9 @@ def precedence_tree_bound(
     Its leaf cuts equal the whole graph's, so `recheck` needs no stage. `stop`: asked with the
     deadline (True: stop as if it had passed, with the bound reached so far). The tree grows in
     C (tinysched/csrc/cuttree.c, its own max-flow) when tinysched.native can build it and the
-    operators bounded number at most 256 (`use_native`): the same kind of tree with its own
-    tie-breaks, several times faster, its witness the same and rechecked the same way."""
+    operators bounded number at most TREE_NATIVE_MAX_OPS (`use_native`): the same kind of tree
+    with its own tie-breaks, several times faster, its witness the same and rechecked the same
+    way."""
     n = problem.n_ops
     members = list(iter_bits(within[1])) if within is not None else list(range(n))
     steps = problem.step_profile(order)
@@ -790,8 +794,7 @@ def precedence_tree_bound(
         return [(hot[rows[k]], members[cols[k]]) for k in rank]
 
     max_nodes = min(max_nodes, 2 * TREE_MAX_VALUES // max(1, len(members)))
-    # (C keeps the root's flow for each operator: a few MB for a stage of 256 operators)
-    lib = native.library() if use_native and len(members) <= 64 * native.MAX_WORDS else None
+    lib = native.library() if use_native and len(members) <= TREE_NATIVE_MAX_OPS else None
     if lib is not None:
         grown = _native_tree(
             lib, problem, root_net, members, by_step, step_of, target, max_nodes, out_of_time

@@ -51,7 +51,7 @@ class Stage(ctypes.Structure):
     ]
 
 
-MAX_WORDS = 4  # downsets.c's MAX_WORDS: stages of up to 256 operators (the tree in C takes as many)
+MAX_WORDS = 4  # downsets.c's MAX_WORDS: stages of up to 256 operators
 
 TREE_STOP = ctypes.CFUNCTYPE(ctypes.c_int)  # cuttree.c's ts_stop_fn: nonzero stops the tree
 
