@@ -114,6 +114,43 @@ def test_c_tree_bounds_like_the_python_tree(seed):
     assert not recheck(graph, LowerBound(optimum + 1, c_tree.kind, c_tree.witness))
 
 
+def _depth(tree: dict) -> int:
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if "split" in node:
+            stack.extend((child, depth + 1) for child in node["children"])
+    return deepest
+
+
+def test_trees_stop_at_their_depth_cap_and_the_witness_serialises(monkeypatch):
+    import json
+
+    from tinysched import bounds
+
+    require("host")
+    graph = small_randwire(0, nodes=6)
+    problem = OrderingProblem(graph)
+    order = list(problem.stored_order)
+    deep = [precedence_tree_bound(problem, order, 10**12, max_nodes=400, use_native=c) for c in (False, True)]
+    cap = bounds.TREE_MAX_DEPTH
+    monkeypatch.setattr(bounds, "TREE_MAX_DEPTH", 2)
+    for c, unbounded in zip((False, True), deep, strict=True):
+        tree = precedence_tree_bound(problem, order, 10**12, max_nodes=400, use_native=c)
+        assert _depth(unbounded.witness["tree"]) > 2
+        assert _depth(tree.witness["tree"]) == 2 and recheck(graph, tree)
+        assert tree.bytes <= unbounded.bytes
+    # a witness as deep as the cap, inside a metadata document, is still JSON
+    node = leaf = {}
+    for _ in range(cap):
+        leaf["split"], leaf["children"] = [0, 1], [{"op": 0, "cut_bytes": 1}, {}]
+        leaf = leaf["children"][1]
+    leaf.update({"op": 0, "cut_bytes": 1})
+    doc = {"schedule": {"certificate": {"witness": {"bound": "precedence_tree", "tree": node}}}}
+    assert json.loads(json.dumps(doc, indent=2)) == doc
+
+
 def test_c_tree_bounds_a_stage_wider_than_the_c_decisions():
     # 300 operators: the decisions stay in numpy (at most 256), the tree does not
     require("host")

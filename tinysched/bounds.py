@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from tinysched.overlap import Refinement
 
 __all__ = [
+    "TREE_MAX_DEPTH",
     "CutNetwork",
     "LowerBound",
     "OrderingProblem",
@@ -641,6 +642,9 @@ TREE_MAX_NODES = 20_000
 TREE_MAX_VALUES = 2_000_000
 TREE_HOT_OPS = 20
 TREE_RESOLVED_OPS = 10
+# Precedences on one leaf at most: a leaf that deep is not split (the tree stops when it is the
+# least), so that the witness stays within the nesting json.dumps accepts (about 500 levels).
+TREE_MAX_DEPTH = 400
 # Operators the tree in C bounds at most: it keeps the root's flow for each of them (some 8 MB for
 # 1,024 operators on a RandWire stage's network); wider ones grow in Python.
 TREE_NATIVE_MAX_OPS = 1024
@@ -813,6 +817,9 @@ def precedence_tree_bound(
     while heap and heap[0][0] < target and nodes + 2 <= max_nodes and not out_of_time():
         value, _, leaf = heapq.heappop(heap)
         before = leaf["before"]
+        if len(before) >= TREE_MAX_DEPTH:  # the least leaf stays a leaf: the bound stops here
+            heapq.heappush(heap, (value, -1, leaf))
+            break
         ancestors = _closure_ancestors(problem, before, within[1] if within is not None else None)
         if ancestors is None:  # cannot happen: such leaves are infinite
             heapq.heappush(heap, (value, -1, leaf))
@@ -915,6 +922,7 @@ def _native_tree(
         target=target,
         value_cap=problem.total_bytes + 1,
         max_nodes=max(1, max_nodes),
+        max_depth=TREE_MAX_DEPTH,
         candidate_pairs=TREE_CANDIDATE_PAIRS,
         resolved_ops=TREE_RESOLVED_OPS,
         seed=1,

@@ -80,6 +80,7 @@ class Tree(ctypes.Structure):
         ("target", ctypes.c_int64),
         ("value_cap", ctypes.c_int64),
         ("max_nodes", ctypes.c_int32),
+        ("max_depth", ctypes.c_int32),
         ("candidate_pairs", ctypes.c_int32),
         ("resolved_ops", ctypes.c_int32),
         ("seed", ctypes.c_uint64),

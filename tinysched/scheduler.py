@@ -31,6 +31,7 @@ import math
 import multiprocessing
 import os
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from ctypes import c_byte
@@ -39,6 +40,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from tinysched.bounds import (
+    TREE_MAX_DEPTH,
     CutNetwork,
     LowerBound,
     OrderingProblem,
@@ -1123,6 +1125,8 @@ def _grow_tree(
         bound = precedence_tree_bound(
             problem, order, target, deadline=deadline, within=within, stop=lambda: bool(stop.value)
         )
+        # pickling the nested tree recurses some four frames a level (this process only)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * TREE_MAX_DEPTH))
         send.send(bound)
     except Exception:  # the parent sees no answer and goes on without the tree
         pass

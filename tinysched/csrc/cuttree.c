@@ -13,7 +13,8 @@
  *     pair_cut, reusing a cut whose down-set already obeys the condition;
  *   - each child inherits its parent's cuts (a child has fewer down-sets), forgets the down-sets
  *     its new precedence breaks, and solves again the `resolved_ops` largest cuts and the pair's;
- *   - it stops at `target`, `max_nodes` or when `stop()` says so (checked once a leaf).
+ *   - it stops at `target`, `max_nodes`, a least leaf `max_depth` precedences deep, or when
+ *     `stop()` says so (checked once a leaf).
  * Operators are the stage's, numbered 0..m-1 by the caller; network node 2 + i is operator i,
  * 0 the source (executed side), 1 the sink. Built by tinysched/native.py. */
 
@@ -38,7 +39,7 @@ typedef struct {
     int32_t hot_count;                 /* the first hot_count of by_heat are split on */
     int64_t infinite;                  /* a cut this large means no down-set */
     int64_t target, value_cap;
-    int32_t max_nodes, candidate_pairs, resolved_ops;
+    int32_t max_nodes, max_depth, candidate_pairs, resolved_ops;
     uint64_t seed;
     ts_stop_fn stop;
 } ts_tree;
@@ -483,6 +484,11 @@ int ts_tree_grow(const ts_tree *t, ts_tree_out *o) {
 
     while (size && heap[0]->top < t->target && o->nodes + 2 <= t->max_nodes && !t->stop()) {
         leaf *l = heap_pop(heap, &size);
+        if (l->depth >= t->max_depth) { /* the least leaf stays a leaf: the bound stops here */
+            l->counter = -1;
+            heap_push(heap, &size, l);
+            break;
+        }
         if (!closure(t, l, succ_start, succ_list, anc, indegree, queue)) { /* cannot happen: such leaves are infinite */
             l->counter = -1;
             heap_push(heap, &size, l);
