@@ -61,7 +61,7 @@ RANDWIRE_SUITES: dict[str, dict[str, Any]] = {
     "hard": {"variant": "hard"},
     "large": {"variant": "paper", "min_ops": 600, "max_ops": 1000, "stages": (4, 5), "nodes": (64, 128)},
 }
-RANDWIRE_LARGE_COUNT = 10
+RANDWIRE_COUNTS = {"paper": RANDWIRE_COUNT, "hard": RANDWIRE_COUNT, "large": 10}  # graphs run by default
 RANDWIRE_TIME_LIMIT = 10.0
 RANDWIRE_DP_SECONDS = 3.0
 TIME_LIMITS = (1.0, 5.0)
@@ -366,7 +366,12 @@ def main() -> int:
         default="all",
         help="run one table only (default: all of them)",
     )
-    parser.add_argument("--randwire-count", type=int, default=RANDWIRE_COUNT, help="RandWire graphs to run")
+    parser.add_argument(
+        "--randwire-count",
+        type=int,
+        default=None,
+        help=f"RandWire graphs to run per table (default: {RANDWIRE_COUNT}, {RANDWIRE_COUNTS['large']} large ones)",
+    )
     parser.add_argument(
         "--randwire-variant",
         choices=(*RANDWIRE_SUITES, "both", "all"),
@@ -390,9 +395,7 @@ def main() -> int:
                 args.randwire_variant, (args.randwire_variant,)
             )
             for suite in suites:
-                count = args.randwire_count
-                if suite == "large":
-                    count = min(count, RANDWIRE_LARGE_COUNT)
+                count = RANDWIRE_COUNTS[suite] if args.randwire_count is None else args.randwire_count
                 rows = randwire_rows(count, RANDWIRE_TIME_LIMIT, suite)
                 extra += ("\n" if extra else "") + randwire_table(rows, RANDWIRE_TIME_LIMIT, suite)
         if args.only in ("all", "time-limit"):

@@ -817,11 +817,14 @@ def precedence_tree_bound(
     while heap and heap[0][0] < target and nodes + 2 <= max_nodes and not out_of_time():
         value, _, leaf = heapq.heappop(heap)
         before = leaf["before"]
-        if len(before) >= TREE_MAX_DEPTH:  # the least leaf stays a leaf: the bound stops here
-            heapq.heappush(heap, (value, -1, leaf))
-            break
-        ancestors = _closure_ancestors(problem, before, within[1] if within is not None else None)
-        if ancestors is None:  # cannot happen: such leaves are infinite
+        ancestors = (
+            _closure_ancestors(problem, before, within[1] if within is not None else None)
+            if len(before) < TREE_MAX_DEPTH
+            else None
+        )
+        if ancestors is None:
+            # too deep to split, or (cannot happen: such leaves are infinite) precedences in a
+            # cycle: the least leaf stays a leaf, and the bound stops here
             heapq.heappush(heap, (value, -1, leaf))
             break
         net = root_net.with_precedences(before)

@@ -228,13 +228,15 @@ static int64_t min_cut(flownet *g, const ts_tree *t, int32_t w, warm_start warm,
                        const int32_t *out, int32_t n_out, int64_t limit, uint64_t *downset, int64_t *cuts) {
     int64_t total = 0;
     g->stamp++;
-    memcpy(g->res, g->base, sizeof(int64_t) * (size_t)g->edges);
-    if (warm.res) {
+    if (warm.res) { /* the stage's arcs from the warm flow, the leaf's precedences empty */
         for (int32_t e = 0; e < 2 * t->arcs; e++) g->res[g->pos[e]] = warm.res[e];
+        for (int32_t e = 2 * t->arcs; e < g->edges; e++) g->res[g->pos[e]] = g->base[g->pos[e]];
         total = warm.flow;
         for (int32_t k = t->pred_start[w]; k < t->pred_start[w + 1]; k++)
             g->mark[g->pos[2 * t->force_in_arc[t->pred_list[k]]]] = g->stamp; /* raised in the root's query */
         g->mark[g->pos[2 * t->force_out_arc[w]]] = g->stamp;
+    } else {
+        memcpy(g->res, g->base, sizeof(int64_t) * (size_t)g->edges);
     }
     for (int32_t k = 0; k < n_in; k++) raise_arc(g, t, t->force_in_arc[in[k]]);
     for (int32_t k = 0; k < n_out; k++) raise_arc(g, t, t->force_out_arc[out[k]]);
@@ -484,12 +486,9 @@ int ts_tree_grow(const ts_tree *t, ts_tree_out *o) {
 
     while (size && heap[0]->top < t->target && o->nodes + 2 <= t->max_nodes && !t->stop()) {
         leaf *l = heap_pop(heap, &size);
-        if (l->depth >= t->max_depth) { /* the least leaf stays a leaf: the bound stops here */
-            l->counter = -1;
-            heap_push(heap, &size, l);
-            break;
-        }
-        if (!closure(t, l, succ_start, succ_list, anc, indegree, queue)) { /* cannot happen: such leaves are infinite */
+        /* too deep to split, or (cannot happen: such leaves are infinite) precedences in a cycle:
+         * the least leaf stays a leaf, and the bound stops here */
+        if (l->depth >= t->max_depth || !closure(t, l, succ_start, succ_list, anc, indegree, queue)) {
             l->counter = -1;
             heap_push(heap, &size, l);
             break;
