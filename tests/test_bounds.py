@@ -213,8 +213,9 @@ def _stages(problem: OrderingProblem, order: list[int]) -> list[tuple[int, int]]
     ]
 
 
+@pytest.mark.parametrize("backward", [False, True])
 @pytest.mark.parametrize("seed", range(10))
-def test_stage_bound_is_exact_and_rechecks(seed):
+def test_stage_bound_is_exact_and_rechecks(seed, backward):
     from random_dags import small_randwire
 
     from tinysched.scheduler import plain_downset_dp
@@ -228,11 +229,12 @@ def test_stage_bound_is_exact_and_rechecks(seed):
     for start, ops in _stages(problem, order):
         # the stage's own optimum: the least cap under which it fits
         stage_peak = max(steps[start.bit_count() : start.bit_count() + ops.bit_count()])
-        assert stage_bound(problem, start, ops, stage_peak) is None  # it fits at its peak
-        below = stage_bound(problem, start, ops, stage_peak - 1)
+        assert stage_bound(problem, start, ops, stage_peak, backward=backward) is None  # fits at its peak
+        below = stage_bound(problem, start, ops, stage_peak - 1, backward=backward)
         if below is None:
             continue  # fits lower: the optimal order's stage is not at its own optimum
         assert below.kind == "stage_exhaustive"
+        assert below.witness["direction"] == ("backward" if backward else "forward")
         assert stage_peak - 1 < below.bytes <= optimum
         assert recheck(graph, below)
         assert not recheck(graph, LowerBound(below.bytes + 1, below.kind, below.witness))

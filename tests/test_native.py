@@ -1,5 +1,5 @@
 """The scheduler's loops in C (tinysched.native): the exact decision's layer expansion gives the
-same states, floors and orders as the numpy loop, the precedence tree the same kind of bound as
+same states, floors and orders as the numpy loop (forward and backward), the precedence tree the same kind of bound as
 the Python tree (never above the optimum, rechecked with OR-Tools); the library is built once into
 its cache, and Python alone runs when it cannot be built."""
 
@@ -27,18 +27,27 @@ def fresh_native(tmp_path, monkeypatch):
 
 
 def _decisions(problem: OrderingProblem, start: int, ops: int, caps: set[int]):
+    """(cap, dominance and direction, [numpy's result, C's result]) for each cap, both ways."""
     for cap in sorted(caps):
         for dominance in (True, False):
-            yield (
-                cap,
-                dominance,
-                [
-                    layered_search(
-                        problem, start, ops, cap, dominance=dominance, max_states=200_000, use_native=c
-                    )
-                    for c in (False, True)
-                ],
-            )
+            for backward in (False, True):
+                yield (
+                    cap,
+                    (dominance, backward),
+                    [
+                        layered_search(
+                            problem,
+                            start,
+                            ops,
+                            cap,
+                            dominance=dominance,
+                            max_states=200_000,
+                            use_native=c,
+                            backward=backward,
+                        )
+                        for c in (False, True)
+                    ],
+                )
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -50,8 +59,8 @@ def test_c_decision_matches_numpy_on_random_graphs(seed):
     optimum = plain_downset_dp(problem).peak_bytes if problem.n_ops <= 20 else None
     stored = problem.peak_bytes(problem.topological_order)
     caps = {stored, stored - 1, stored // 2, *(() if optimum is None else (optimum, optimum - 1))}
-    for cap, dominance, (numpy_result, c_result) in _decisions(problem, 0, problem.full_mask, caps):
-        assert c_result == numpy_result, (cap, dominance)
+    for cap, how, (numpy_result, c_result) in _decisions(problem, 0, problem.full_mask, caps):
+        assert c_result == numpy_result, (cap, how)
         if optimum is not None and numpy_result.complete:
             assert (numpy_result.order is not None) == (cap >= optimum)
 
@@ -69,8 +78,8 @@ def test_c_decision_matches_numpy_on_a_randwire_stage_after_its_start():
     )
     start, ops = sum(1 << v for v in order[:lo]), sum(1 << v for v in order[lo:hi])
     peak = max(problem.step_profile(order)[lo:hi])
-    for cap, dominance, (numpy_result, c_result) in _decisions(problem, start, ops, {peak, peak - 1}):
-        assert c_result == numpy_result, (cap, dominance)
+    for cap, how, (numpy_result, c_result) in _decisions(problem, start, ops, {peak, peak - 1}):
+        assert c_result == numpy_result, (cap, how)
         assert c_result.complete
         if c_result.order is None:
             assert cap < peak < c_result.floor_bytes + 1

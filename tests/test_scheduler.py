@@ -40,6 +40,7 @@ from tinysched.scheduler import (
     cp_sat_search,
     cut_operators,
     exact_search,
+    greedy_step,
     improve_by_windows,
     optimal_orders,
     plain_downset_dp,
@@ -547,13 +548,14 @@ def test_layered_decision_is_exact_and_beams_are_valid(graph):
 
     optimum = brute_force_optimum(graph)
     problem = OrderingProblem(graph)
-    fits = layered_search(problem, 0, problem.full_mask, optimum)
-    assert fits.order is not None and fits.complete
-    graph.check_order(list(fits.order))
-    assert peak_of(graph, fits.order) == fits.peak_bytes <= optimum
-    short = layered_search(problem, 0, problem.full_mask, optimum - 1)
-    assert short.order is None and short.complete
-    assert short.floor_bytes == optimum  # the cheapest cut step is the optimum itself
+    for backward in (False, True):
+        fits = layered_search(problem, 0, problem.full_mask, optimum, backward=backward)
+        assert fits.order is not None and fits.complete
+        graph.check_order(list(fits.order))
+        assert peak_of(graph, fits.order) == fits.peak_bytes <= optimum
+        short = layered_search(problem, 0, problem.full_mask, optimum - 1, backward=backward)
+        assert short.order is None and short.complete
+        assert short.floor_bytes == optimum  # the cheapest cut step is the optimum itself
     for width in (1, 3):
         beam = layered_search(problem, 0, problem.full_mask, 10**12, width=width)
         graph.check_order(list(beam.order))
@@ -584,14 +586,55 @@ def test_layered_search_is_exact_past_one_word(seed):
     graph = narrow_dag(seed, 90)
     problem = OrderingProblem(graph)
     optimum = exact_search(problem, upper=10**12).peak_bytes
-    fits = layered_search(problem, 0, problem.full_mask, optimum)
-    assert fits.order is not None and fits.complete and peak_of(graph, fits.order) <= optimum
-    short = layered_search(problem, 0, problem.full_mask, optimum - 1)
-    assert short.order is None and short.complete and short.floor_bytes == optimum
+    for backward in (False, True):
+        fits = layered_search(problem, 0, problem.full_mask, optimum, backward=backward)
+        assert fits.order is not None and fits.complete and peak_of(graph, fits.order) <= optimum
+        short = layered_search(problem, 0, problem.full_mask, optimum - 1, backward=backward)
+        assert short.order is None and short.complete and short.floor_bytes == optimum
     for width in (2, 16):
         beam = layered_search(problem, 0, problem.full_mask, 10**12, width=width)
         graph.check_order(list(beam.order))
         assert peak_of(graph, beam.order) == beam.peak_bytes >= optimum
+
+
+def _stage_optimum(problem: OrderingProblem, start: int, ops: int, cap: int, backward: bool):
+    """Decisions from `cap` down until the stage no longer fits: (its optimum, the last decision's
+    floor, down-sets held over all of them)."""
+    from tinysched.layered import layered_search
+
+    held = 0
+    while True:
+        found = layered_search(problem, start, ops, cap, backward=backward, max_states=10_000_000)
+        held += found.states
+        assert found.complete
+        if found.order is None:
+            return cap + 1, found.floor_bytes, held
+        assert sorted(found.order) == [v for v in range(problem.n_ops) if ops >> v & 1]
+        cap = found.peak_bytes - 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_backward_decisions_agree_with_forward_on_watts_strogatz_stages(seed):
+    # a RandWire WS stage of 40 nodes (64-68 operators): both directions find the same stage
+    # optimum, and the backward one holds far fewer down-sets (most operators keep what they free,
+    # so they can be run last)
+    sys.path.insert(0, str(REPO / "bench"))
+    from stress_graphs import randwire
+
+    graph = randwire([40], "ws", seed=seed)
+    problem = OrderingProblem(graph)
+    order = greedy_step(problem)
+    position = {v: i for i, v in enumerate(order)}
+    edges = sorted({0, len(order), *(position[c] + 1 for c in cut_operators(problem))})
+    lo, hi = max(zip(edges, edges[1:], strict=False), key=lambda edge: edge[1] - edge[0])
+    start, ops = sum(1 << v for v in order[:lo]), sum(1 << v for v in order[lo:hi])
+    peak = max(problem.step_profile(order)[lo:hi])
+    forward = _stage_optimum(problem, start, ops, peak, backward=False)
+    backward = _stage_optimum(problem, start, ops, peak, backward=True)
+    assert forward[:2] == backward[:2] and forward[0] == forward[1]  # the floor is the optimum
+    assert 3 * backward[2] < forward[2]
+    if seed == 3:  # 152,263 down-sets forward, 2,084 backward
+        assert 50 * backward[2] < forward[2]
 
 
 def test_unique_rows_keeps_the_first_of_each_row():

@@ -990,13 +990,18 @@ def stage_bound(
     cap: int,
     deadline: float | None = None,
     max_states: int = 4_000_000,
+    backward: bool = True,
 ) -> LowerBound | None:
     """Every order peaks above `cap` if the stage `ops` (run after `start` in every order) cannot
     keep its steps <= cap; the bound is then the cheapest step the decision had to cut. None when
-    the stage does fit under the cap, or the decision ran out of time or states."""
+    the stage does fit under the cap, or the decision ran out of time or states. The decision
+    searches `backward` from the stage's end (usually far fewer down-sets) or forward; the witness
+    says which, and `recheck` decides the same way."""
     if not stage_is_fixed(problem, start, ops):
         raise ValueError("not a stage: some order does not run these operators right after `start`")
-    found = layered_search(problem, start, ops, cap, deadline=deadline, max_states=max_states)
+    found = layered_search(
+        problem, start, ops, cap, deadline=deadline, max_states=max_states, backward=backward
+    )
     if found.order is not None or not found.complete:
         return None
     witness = {
@@ -1004,6 +1009,7 @@ def stage_bound(
         "stage_ops": list(iter_bits(ops)),
         "cap_bytes": cap,
         "states": found.states,
+        "direction": "backward" if backward else "forward",
     }
     return LowerBound(found.floor_bytes, "stage_exhaustive", witness)
 
@@ -1048,6 +1054,7 @@ def recheck(graph: Graph, bound: LowerBound, model: Refinement | None = None) ->
         ops = sum(1 << v for v in w["stage_ops"])
         if not stage_is_fixed(problem, start, ops):
             return False
-        again = layered_search(problem, start, ops, w["cap_bytes"], max_states=2**62)
+        backward = w.get("direction", "forward") == "backward"
+        again = layered_search(problem, start, ops, w["cap_bytes"], max_states=2**62, backward=backward)
         return again.order is None and again.complete and bound.bytes <= again.floor_bytes
     return False

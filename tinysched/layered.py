@@ -23,6 +23,16 @@ The step costs are `OrderingProblem`'s (`resident + output_bytes[v]`, residents 
 `kept_output_bytes` and the freeable tensors), so they follow whatever step cost it defines. One
 dominance rule (the exact search's): a ready operator whose step fits under the cap and that frees
 at least as much as it keeps can be run at once; running it earlier never raises a later step.
+
+Decisions can also search backward (`backward=True`): layer k holds the down-sets of m - k
+operators, reached from the whole stage by taking off, one at a time, an operator none of whose
+successors is left; the step it costs is the one it took when it ran last. The mirror rule: an
+operator that keeps at least as much as it frees when run last can be the last one run: run
+earlier, it frees no more than at the end, so it raises every step it runs before. Most operators of a randomly wired stage
+keep as much as they free (a conv after its input's last other reader), so backward most down-sets
+have a single move: ws_88_43_81_s17's peak stage (140 operators) is refuted at 36 tensors with
+342,000 down-sets, where the forward decision held 311 million in 400 s without finishing. Both
+directions give the same answer and floor; the orders found may differ.
 """
 
 from __future__ import annotations
@@ -128,8 +138,10 @@ class _Stage:
         succs = [sorted({local[s] for s in problem.successors[v] if s in local}) for v in ops_list]
         self.succ_start = np.concatenate([[0], np.cumsum([len(x) for x in succs])]).astype(np.int64)
         self.succ_list = np.array([i for x in succs for i in x] or [0], dtype=np.int64)
+        self.succ = np.array([bits_of(x) for x in succs], dtype=np.uint64).reshape(m, words)
         self.first_only = problem.first_step_only_bytes if start == 0 else 0
         self.resident = problem.resident_bytes(start)
+        self.resident_after = problem.resident_bytes(start | ops)  # where a backward search starts
         self._native: native.Stage | None = None
 
     def native_stage(self) -> native.Stage | None:
@@ -152,8 +164,14 @@ class _Stage:
             self._native = native.Stage(self.m, self.words, *(a.ctypes.data for a in arrays))
         return self._native
 
-    def ready(self, done: np.ndarray) -> np.ndarray:
-        """(S, words) executed masks -> (S, m) bool: not executed, every predecessor executed."""
+    def ready(self, done: np.ndarray, backward: bool = False) -> np.ndarray:
+        """(S, words) executed masks -> (S, m) bool: forward, not executed and every predecessor
+        executed; backward, executed and no successor executed (it can have run last)."""
+        if backward:
+            ready = self.executed(done)
+            for w in range(self.words):
+                ready &= (self.succ[None, :, w] & done[:, w, None]) == 0
+            return ready
         ready = ~self.executed(done)
         for w in range(self.words):  # a few words: loop, elementwise per word is cheapest
             ready &= (self.pred[None, :, w] & ~done[:, w, None]) == 0
@@ -164,14 +182,14 @@ class _Stage:
         as_bytes = np.ascontiguousarray(done).view(np.uint8).reshape(len(done), -1)
         return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, : self.m].astype(bool)
 
-    def freed(self, done: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    def freed(self, done: np.ndarray, cols: np.ndarray, backward: bool = False) -> np.ndarray:
         """Bytes that running cols[i] right after done[i] frees (its inputs with no other reader
-        pending)."""
+        pending); backward, done[i] holds cols[i] and it is the step that ran it last."""
         counts = self.input_count[cols]
         pair = np.repeat(np.arange(len(cols)), counts)  # one entry per (pair, input)
         offset = np.arange(len(pair)) - np.repeat(np.cumsum(counts) - counts, counts)
         tensor = self.input_list[self.input_start[cols][pair] + offset]
-        others = ~done[pair] & ~self.bit[cols[pair]]  # pending operators other than v
+        others = ~done[pair] if backward else ~done[pair] & ~self.bit[cols[pair]]  # pending but v
         still_read = np.zeros(len(pair), dtype=bool)
         for w in range(self.words):
             still_read |= (self.readers[tensor, w] & others[:, w]) != 0
@@ -218,6 +236,7 @@ def _expand_native(
     peak: np.ndarray,
     cap: int,
     dominance: bool,
+    backward: bool,
     first_only: int,
     seconds: float,
 ) -> tuple[np.ndarray, ...] | None:
@@ -238,6 +257,7 @@ def _expand_native(
         len(done),
         cap,
         int(dominance),
+        int(backward),
         first_only,
         seconds,
         ctypes.byref(count),
@@ -274,6 +294,7 @@ def layered_search(
     give_up: bool = False,
     stop: Callable[[], bool] | None = None,
     use_native: bool = True,
+    backward: bool = False,
 ) -> LayeredResult:
     """Order the operators `ops` (a bitmask) after the down-set `start` with no step above `cap`.
 
@@ -283,17 +304,23 @@ def layered_search(
     best down-sets per layer by (peak so far, resident bytes) and is a heuristic (never complete
     unless it finds nothing it could have cut). Stops early (complete False) past `max_states`
     held down-sets or `deadline` (time.perf_counter()); with `give_up`, also as soon as the first
-    half of the layers, or the layer in progress, has taken longer than the time left (the widest
-    layers are in the middle, so the rest would not finish either: the time goes to other bounds
-    instead). `stop`: asked with the deadline; True stops the search as the deadline would.
+    half of the layers, while they still widen, or the layer in progress, has taken longer than
+    the time left (the widest layers are still to come, so the rest would not finish either: the
+    time goes to other bounds instead). `stop`: asked with the deadline; True stops the search as the deadline would.
     Decisions expand their layers in C when tinysched.native can build it (`use_native`), with
-    the same result as numpy's."""
+    the same result as numpy's. `backward` (decisions only): start from the whole stage and take
+    off, layer by layer, an operator that can have run last (the same order and floor, found from
+    the other end; see the module docstring for why it is often far cheaper)."""
+    if backward and width is not None:
+        raise ValueError("a beam searches forward only")
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
         return LayeredResult((), 0, True, 1, 0)
     done = np.zeros((1, stage.words), dtype=np.uint64)
-    resident = np.array([stage.resident], dtype=np.int64)
+    if backward:
+        done[0] = np.bitwise_or.reduce(stage.bit, axis=0)
+    resident = np.array([stage.resident_after if backward else stage.resident], dtype=np.int64)
     peak = np.zeros(1, dtype=np.int64)
     history: list[tuple[np.ndarray, np.ndarray]] = []  # per layer: (parent index, local op)
     states = 1
@@ -308,13 +335,15 @@ def layered_search(
 
     lib = native.library() if exact and use_native and stage.native_stage() is not None else None
     if lib is not None:
-        ready = np.packbits(stage.ready(done), axis=1, bitorder="little")
+        ready = np.packbits(stage.ready(done, backward), axis=1, bitorder="little")
         ready = np.pad(ready, ((0, 0), (0, 8 * stage.words - ready.shape[1]))).view(np.uint64)
+    narrowing = False  # the last layer held fewer down-sets than the one before it
     for layer in range(m):
-        if give_up and deadline is not None and 2 * layer < m:
+        if give_up and deadline is not None and 2 * layer < m and not narrowing:
             now = time.perf_counter()
             if now - began > deadline - now:
                 return LayeredResult(None, None, False, states, 0)
+        width_before = len(done)
         layer_began = time.perf_counter()
         if lib is not None:
             if stop is not None and stop():
@@ -322,9 +351,11 @@ def layered_search(
             # the numpy loop's deadline checks, as a budget: past the deadline, or (giving up)
             # once the layer took longer than the time left
             budget = 1e18 if deadline is None else (deadline - layer_began) / (2 if give_up else 1)
-            first_only = stage.first_only if layer == 0 else 0
+            # forward, the first step's own bytes leave with the first layer; backward, every
+            # layer needs them (the empty down-set holds them, and they bound the free moves)
+            first_only = stage.first_only if layer == 0 or backward else 0
             expanded = _expand_native(
-                lib, stage, done, ready, resident, peak, cap, dominance, first_only, budget
+                lib, stage, done, ready, resident, peak, cap, dominance, backward, first_only, budget
             )
             if expanded is None:
                 return LayeredResult(None, None, False, states, 0)
@@ -347,8 +378,16 @@ def layered_search(
                     if now > deadline or (give_up and now - layer_began > deadline - now):
                         return LayeredResult(None, None, False, states, 0)
                 block = done[lo : lo + CHUNK]
-                rows, cols = np.nonzero(stage.ready(block))
-                step = resident[lo + rows] + stage.out[cols]
+                rows, cols = np.nonzero(stage.ready(block, backward))
+                if backward:  # the step that ran cols last, from the resident bytes before it
+                    freed = stage.freed(block[rows], cols, backward=True)
+                    change = stage.kept[cols] - freed
+                    before = resident[lo + rows] - change
+                    if layer == m - 1:
+                        before = before + stage.first_only
+                    step = before + stage.out[cols]
+                else:
+                    step = resident[lo + rows] + stage.out[cols]
                 over = step > cap
                 if over.any():
                     least = int(step[over].min())
@@ -356,11 +395,17 @@ def layered_search(
                 rows, cols, step = rows[~over], cols[~over], step[~over]
                 if not len(rows):
                     continue
-                freed = stage.freed(block[rows], cols)
-                change = stage.kept[cols] - freed  # (bytes live in the first step only: shared by all)
+                if backward:
+                    change, before = change[~over], before[~over]
+                else:
+                    freed = stage.freed(block[rows], cols)
+                    change = stage.kept[cols] - freed  # (bytes live in the first step only: shared by all)
                 if dominance:
                     # a free move must not raise the peak (beam) / the cap (decision: already checked)
-                    free = (change <= 0) & (step <= peak[lo + rows]) if not exact else change <= 0
+                    if backward:
+                        free = change >= stage.first_only
+                    else:
+                        free = (change <= 0) & (step <= peak[lo + rows]) if not exact else change <= 0
                     if free.any():
                         # parents with a free move keep only their first one
                         has_free = np.zeros(len(block), dtype=bool)
@@ -370,10 +415,12 @@ def layered_search(
                         first_free[rows[idx[::-1]]] = idx[::-1]
                         keep = ~has_free[rows] | (np.arange(len(rows)) == first_free[rows])
                         rows, cols, step, change = rows[keep], cols[keep], step[keep], change[keep]
-                if layer == 0:
+                        if backward:
+                            before = before[keep]
+                if layer == 0 and not backward:
                     change = change - stage.first_only
                 parents = lo + rows
-                children_resident.append(resident[parents] + change)
+                children_resident.append(before if backward else resident[parents] + change)
                 children_peak.append(np.maximum(peak[parents], step))
                 children_parent.append(parents)
                 children_op.append(cols)
@@ -409,7 +456,7 @@ def layered_search(
                     parent[rank],
                     op[rank],
                 )
-            new_done = done[parent] | stage.bit[op]
+            new_done = done[parent] & ~stage.bit[op] if backward else done[parent] | stage.bit[op]
             first = np.sort(_unique_rows(new_done))
             if width is not None and len(first) > width:
                 first = first[:width]
@@ -417,16 +464,18 @@ def layered_search(
             taken = (parent[first].astype(np.int32), op[first].astype(np.int16))
         history.append(taken)
         states += len(done)
+        narrowing = len(done) < width_before
         if states > max_states:
             return LayeredResult(None, None, False, states, 0)
-    # one down-set left: everything; walk the parents back
+    # one down-set left: everything (backward: nothing); walk the parents back
     best = int(np.argmin(peak))
     order = []
     index = best
     for parents, ops_taken in reversed(history):
         order.append(stage.ops[int(ops_taken[index])])
         index = int(parents[index])
-    order.reverse()
+    if not backward:  # walked from the last operator run; backward, from the first
+        order.reverse()
     return LayeredResult(tuple(order), int(peak[best]), True, states, 0)
 
 

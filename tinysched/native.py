@@ -166,6 +166,7 @@ def library() -> ctypes.CDLL | None:
         ctypes.c_int64,
         ctypes.c_int64,
         ctypes.c_int32,
+        ctypes.c_int32,
         ctypes.c_int64,
         ctypes.c_double,
         ctypes.POINTER(ctypes.c_int64),

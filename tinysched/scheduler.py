@@ -625,16 +625,24 @@ def cut_operators(problem: OrderingProblem) -> list[int]:
     ]
 
 
-# Beam widths tried on a stage before the exact decisions, while they lower its peak.
-STAGE_BEAM_WIDTHS = (64, 512, 4096)
+# Beam widths tried on a stage before the exact decisions, while they lower its peak (narrow:
+# a backward decision below the peak often settles the stage sooner than a wide beam).
+STAGE_BEAM_WIDTHS = (64, 512)
 # Share of the time left that a stage's beams may take.
 STAGE_BEAM_SHARE = 0.3
 # Wider beams for a stage whose exact decision gave up (`give_up`), while time is left.
-STAGE_WIDE_BEAM_WIDTHS = (16384, 65536)
+STAGE_WIDE_BEAM_WIDTHS = (4096, 16384, 65536)
 # Share of the time left that the decision just below a stage's peak may take (`give_up`; it
 # gives up sooner when its layers say it cannot finish): the wide beams keep the rest. At 0.7
 # ws_53_87_56_s93's decision still finishes and ws_37_95_90_s71's 16,384-wide beam has its 2 s.
 STAGE_TOP_SHARE = 0.7
+
+
+# Stage decisions search backward, from the stage's end (`layered.layered_search`): an operator
+# that keeps at least what it frees is best run last, so most down-sets have one way back, where
+# forward most have several (on RandWire stages, a few hundred thousand down-sets back for tens of
+# millions forward).
+DECISIONS_BACKWARD = True
 
 
 def _share_of(deadline: float | None, share: float) -> float | None:
@@ -656,6 +664,7 @@ def _stage_bound(floor: int, order: Sequence[int], lo: int, hi: int, cap: int, s
             "stage_ops": sorted(order[lo:hi]),
             "cap_bytes": cap,
             "states": states,
+            "direction": "backward" if DECISIONS_BACKWARD else "forward",
         },
     )
 
@@ -761,6 +770,7 @@ def staged_search(
                 max_states=max_states,
                 give_up=True,
                 stop=stop,
+                backward=DECISIONS_BACKWARD,
             )
             states += top.states
             if top.order is not None:
@@ -786,6 +796,7 @@ def staged_search(
                 max_states=max_states,
                 give_up=give_up,
                 stop=stop,
+                backward=DECISIONS_BACKWARD,
             )
             states += found.states
         if not found.complete and found.order is None and give_up:

@@ -5,13 +5,21 @@
  * the same states, floors and orders:
  *   - parents in their order, each parent's ready operators by increasing local index;
  *   - a step above the cap is not taken, and the cheapest such step is the layer's cut floor;
- *   - with dominance, a parent with a free move (its output kept no larger than what it frees)
- *     keeps only its first one (the cut floor still sees every ready operator);
+ *   - with dominance, a parent with a free move keeps only its first one (the cut floor still sees
+ *     every ready operator);
  *   - a child equal to an earlier child is dropped; survivors keep the order they were found in.
  *
+ * Two directions. Forward, a layer adds one operator to each down-set: the ready operators have
+ * every predecessor done, and a free move frees at least what it keeps (running it at once never
+ * raises a later step). Backward, a layer takes the last operator off each down-set, starting from
+ * the whole stage: the ready operators have no successor done, the step is the one that operator
+ * took when it ran last, and a free move keeps at least what it frees (and, before the first step,
+ * the bytes live in that step only): an order that reaches the down-set can run it last instead,
+ * since running it later lowers every step it is moved past.
+ *
  * Down-sets are `words` 64-bit words (local operator i is bit i % 64 of word i / 64). Each down-set
- * carries its ready operators, updated from its parent's through the successors of the operator
- * added, so a parent's scan touches its ready operators only. Tensors are columns: column 0 is a
+ * carries its ready operators, updated from its parent's through the neighbours of the operator
+ * moved, so a parent's scan touches its ready operators only. Tensors are columns: column 0 is a
  * dummy that never frees; a column with no reader bits is never freed in the stage (read after
  * it). Built by tinysched/native.py with the host C compiler. */
 
@@ -161,14 +169,16 @@ void ts_layer_take(ts_layer *layer, uint64_t *done, uint64_t *ready, int64_t *re
     ts_layer_free(layer);
 }
 
-/* Expands `count` parents: their down-sets, ready operators (predecessors all done, the same
- * words), resident bytes and peaks so far. Returns the children's layer (their number in
- * *children), or NULL with *children = -1 past `seconds` of work, -2 when memory ran out.
- * *cut_floor: the cheapest step above the cap seen (INT64_MAX when none). `first_only` comes off
- * each child's resident bytes (bytes live in the first step only). */
+/* Expands `count` parents: their down-sets, ready operators (the same words), resident bytes and
+ * peaks so far. Returns the children's layer (their number in *children), or NULL with *children
+ * = -1 past `seconds` of work, -2 when memory ran out. *cut_floor: the cheapest step above the cap
+ * seen (INT64_MAX when none). `first_only`: bytes live in the first step only; forward, they come
+ * off each child's resident bytes (pass them for the first layer only); backward, they are resident
+ * in the empty down-set and a free move must keep that much more than it frees (pass them for
+ * every layer). */
 ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *ready, const int64_t *resident,
-                    const int64_t *peak, int64_t count, int64_t cap, int32_t dominance, int64_t first_only,
-                    double seconds, int64_t *children, int64_t *cut_floor) {
+                    const int64_t *peak, int64_t count, int64_t cap, int32_t dominance, int32_t backward,
+                    int64_t first_only, double seconds, int64_t *children, int64_t *cut_floor) {
     const int64_t words = s->words;
     const int32_t m = s->m;
     int64_t status = -2; /* why the expansion stopped: -1 the deadline, -2 memory */
@@ -180,8 +190,8 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
     layer->deadline = now_seconds() + seconds;
     int32_t *ready_op = malloc(sizeof(int32_t) * (size_t)m);
     int64_t *ready_step = malloc(sizeof(int64_t) * (size_t)m);
-    int64_t *ready_change = malloc(sizeof(int64_t) * (size_t)m);
-    if (!ready_op || !ready_step || !ready_change) goto out_of_memory;
+    int64_t *ready_resident = malloc(sizeof(int64_t) * (size_t)m);
+    if (!ready_op || !ready_step || !ready_resident) goto out_of_memory;
     for (int64_t k = 0; k < count; k++) {
         if ((k & 4095) == 4095 && now_seconds() > layer->deadline) goto out_of_time;
         const uint64_t *d = done + k * words;
@@ -191,13 +201,15 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
         for (int32_t w = 0; w < words; w++) {
             for (uint64_t bits = rd[w]; bits; bits &= bits - 1) {
                 int32_t i = 64 * w + __builtin_ctzll(bits);
+                /* forward, the step is known before the bytes freed: skip those when it is cut or a
+                 * free move was found already */
                 int64_t step = r + s->out[i];
-                if (step > cap) {
-                    if (step < *cut_floor) *cut_floor = step;
+                if (!backward && (step > cap || (dominance && first_free >= 0))) {
+                    if (step > cap && step < *cut_floor) *cut_floor = step;
                     continue;
                 }
-                if (dominance && first_free >= 0) continue; /* only its floor mattered */
-                /* bytes freed: inputs with no pending reader other than i */
+                /* bytes freed by i: its inputs with no pending reader but i (forward: readers other
+                 * than i all done; backward: all done, i among them) */
                 int64_t freed = 0;
                 for (int64_t q = s->input_start[i]; q < s->input_start[i + 1]; q++) {
                     int64_t t = s->input_list[q];
@@ -205,16 +217,29 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
                     int still_read = 0;
                     for (int64_t x = 0; x < words; x++) {
                         uint64_t others = ~d[x];
-                        if (x == i / 64) others &= ~(1ull << (i % 64));
+                        if (!backward && x == i / 64) others &= ~(1ull << (i % 64));
                         still_read |= (readers[x] & others) != 0;
                     }
                     if (!still_read) freed += s->tensor_bytes[t];
                 }
-                int64_t change = s->kept[i] - freed;
-                if (dominance && change <= 0) first_free = n_ready;
+                int64_t change = s->kept[i] - freed, child_resident = r + change - first_only;
+                if (backward) {
+                    /* i ran last: before it, the resident bytes were r less what it changed */
+                    child_resident = r - change;
+                    int empty = 1; /* the child is the empty down-set: the first step's bytes are live */
+                    for (int64_t x = 0; x < words; x++) empty &= (d[x] & ~(x == i / 64 ? 1ull << (i % 64) : 0)) == 0;
+                    if (empty) child_resident += first_only;
+                    step = child_resident + s->out[i];
+                    if (step > cap) {
+                        if (step < *cut_floor) *cut_floor = step;
+                        continue;
+                    }
+                    if (dominance && first_free >= 0) continue; /* only its floor mattered */
+                }
+                if (dominance && (backward ? change >= first_only : change <= 0)) first_free = n_ready;
                 ready_op[n_ready] = i;
                 ready_step[n_ready] = step;
-                ready_change[n_ready] = change;
+                ready_resident[n_ready] = child_resident;
                 n_ready++;
             }
         }
@@ -223,19 +248,31 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
             int32_t i = ready_op[c];
             uint64_t key[MAX_WORDS], next[MAX_WORDS];
             memcpy(key, d, sizeof(uint64_t) * words);
-            key[i / 64] |= 1ull << (i % 64);
-            /* the child's ready operators: the parent's but i, and i's successors it completes */
             memcpy(next, rd, sizeof(uint64_t) * words);
             next[i / 64] &= ~(1ull << (i % 64));
-            for (int64_t q = s->succ_start[i]; q < s->succ_start[i + 1]; q++) {
-                int64_t v = s->succ_list[q];
-                const uint64_t *p = s->pred + v * words;
-                int blocked = 0;
-                for (int64_t x = 0; x < words; x++) blocked |= (p[x] & ~key[x]) != 0;
-                if (!blocked) next[v / 64] |= 1ull << (v % 64);
+            if (!backward) { /* the parent's ready operators but i, and i's successors it completes */
+                key[i / 64] |= 1ull << (i % 64);
+                for (int64_t q = s->succ_start[i]; q < s->succ_start[i + 1]; q++) {
+                    int64_t v = s->succ_list[q];
+                    const uint64_t *p = s->pred + v * words;
+                    int blocked = 0;
+                    for (int64_t x = 0; x < words; x++) blocked |= (p[x] & ~key[x]) != 0;
+                    if (!blocked) next[v / 64] |= 1ull << (v % 64);
+                }
+            } else { /* the parent's but i, and i's predecessors with no successor left done */
+                key[i / 64] &= ~(1ull << (i % 64));
+                for (int64_t x = 0; x < words; x++) {
+                    for (uint64_t preds = s->pred[i * words + x]; preds; preds &= preds - 1) {
+                        int32_t u = 64 * (int32_t)x + __builtin_ctzll(preds);
+                        int blocked = 0;
+                        for (int64_t q = s->succ_start[u]; q < s->succ_start[u + 1]; q++)
+                            blocked |= (int)(key[s->succ_list[q] / 64] >> (s->succ_list[q] % 64) & 1);
+                        if (!blocked) next[u / 64] |= 1ull << (u % 64);
+                    }
+                }
             }
             int64_t child_peak = peak[k] > ready_step[c] ? peak[k] : ready_step[c];
-            int added = add_child(layer, key, next, r + ready_change[c] - first_only, child_peak, (int32_t)k,
+            int added = add_child(layer, key, next, ready_resident[c], child_peak, (int32_t)k,
                                   (int16_t)i);
             if (added == 0) goto out_of_memory;
             if (added < 0) goto out_of_time;
@@ -243,7 +280,7 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
     }
     free(ready_op);
     free(ready_step);
-    free(ready_change);
+    free(ready_resident);
     *children = layer->count;
     return layer;
 out_of_time:
@@ -251,7 +288,7 @@ out_of_time:
 out_of_memory:
     free(ready_op);
     free(ready_step);
-    free(ready_change);
+    free(ready_resident);
     ts_layer_free(layer);
     *children = status;
     return NULL;
