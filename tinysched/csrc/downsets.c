@@ -13,9 +13,9 @@
  * every predecessor done, and a free move frees at least what it keeps (running it at once never
  * raises a later step). Backward, a layer takes the last operator off each down-set, starting from
  * the whole stage: the ready operators have no successor done, the step is the one that operator
- * took when it ran last, and a free move keeps at least what it frees (and, before the first step,
- * the bytes live in that step only): an order that reaches the down-set can run it last instead,
- * since running it later lowers every step it is moved past.
+ * took when it ran last, and a free move keeps at least what it frees (plus, when the stage starts
+ * the graph, the bytes live in the first step only): an order that reaches the down-set can run
+ * it last instead, since running it later lowers every step it is moved past.
  *
  * Down-sets are `words` 64-bit words (local operator i is bit i % 64 of word i / 64). Each down-set
  * carries its ready operators, updated from its parent's through the neighbours of the operator
