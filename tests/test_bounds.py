@@ -305,6 +305,30 @@ def test_precedence_tree_holds_with_refined_step_savings(seed):
     assert 0 < tree.bytes <= optimum
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_decisions_both_ways_are_exact_with_refined_step_savings(seed):
+    # the same overlaps as above: a step costs less than its live bytes at those operators, and
+    # the decisions (forward, and backward with its mirrored free move) still meet the DP optimum
+    from random_dags import small_randwire
+
+    from tinysched.layered import layered_search
+    from tinysched.scheduler import plain_downset_dp
+
+    graph = small_randwire(seed, nodes=6 + seed % 3)
+    savings = {}
+    for v, op in enumerate(graph.operators):
+        inputs = list(op.input_tensors)
+        if len(inputs) == 1 and graph.consumers.get(inputs[0], ()) == (v,) and inputs[0] in graph.producer:
+            savings[v] = (inputs[0], graph.tensors[inputs[0]].nbytes // 2)
+    problem = OrderingProblem(graph, savings)
+    optimum = plain_downset_dp(problem).peak_bytes
+    for backward in (False, True):
+        fits = layered_search(problem, 0, problem.full_mask, optimum, backward=backward)
+        assert fits.order is not None and problem.peak_bytes(fits.order) == fits.peak_bytes <= optimum
+        short = layered_search(problem, 0, problem.full_mask, optimum - 1, backward=backward)
+        assert short.order is None and short.complete and short.floor_bytes == optimum
+
+
 def test_precedence_tree_certificate_reads_as_a_sentence():
     from random_dags import small_randwire
 
