@@ -635,6 +635,27 @@ def test_backward_decisions_agree_with_forward_on_watts_strogatz_stages(seed):
     assert 3 * backward[2] < forward[2]
     if seed == 3:  # 152,263 down-sets forward, 2,084 backward
         assert 50 * backward[2] < forward[2]
+    from tinysched.layered import layered_search
+
+    chosen = layered_search(problem, start, ops, forward[0] - 1, backward=None)
+    assert chosen.backward and chosen.complete and chosen.floor_bytes == forward[0]
+
+
+def test_decisions_choose_forward_on_a_chain_of_dead_ends():
+    # narrow_dag leaves many operators' outputs unread: backward every such dead end can be the
+    # last one run, so the backward down-sets multiply; the short try of both directions keeps
+    # the forward decision, with the forward answer
+    from tinysched.layered import PROBE_STATES, layered_search
+
+    graph = narrow_dag(39, 250)
+    problem = OrderingProblem(graph)
+    cap = problem.peak_bytes(problem.topological_order) // 2
+    forward = layered_search(problem, 0, problem.full_mask, cap)
+    assert forward.complete and forward.order is not None and forward.states < PROBE_STATES
+    backward = layered_search(problem, 0, problem.full_mask, cap, backward=True, max_states=PROBE_STATES)
+    assert not backward.complete
+    chosen = layered_search(problem, 0, problem.full_mask, cap, backward=None)
+    assert not chosen.backward and chosen.complete and chosen.order == forward.order
 
 
 def test_unique_rows_keeps_the_first_of_each_row():

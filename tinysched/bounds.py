@@ -990,13 +990,14 @@ def stage_bound(
     cap: int,
     deadline: float | None = None,
     max_states: int = 4_000_000,
-    backward: bool = True,
+    backward: bool | None = None,
 ) -> LowerBound | None:
     """Every order peaks above `cap` if the stage `ops` (run after `start` in every order) cannot
     keep its steps <= cap; the bound is then the cheapest step the decision had to cut. None when
     the stage does fit under the cap, or the decision ran out of time or states. The decision
-    searches `backward` from the stage's end (usually far fewer down-sets) or forward; the witness
-    says which, and `recheck` decides the same way."""
+    searches `backward` from the stage's end, forward, or (None) whichever a short try of both
+    says is narrower (`layered.layered_search`); the witness says which, and `recheck` decides
+    the same way."""
     if not stage_is_fixed(problem, start, ops):
         raise ValueError("not a stage: some order does not run these operators right after `start`")
     found = layered_search(
@@ -1009,7 +1010,7 @@ def stage_bound(
         "stage_ops": list(iter_bits(ops)),
         "cap_bytes": cap,
         "states": found.states,
-        "direction": "backward" if backward else "forward",
+        "direction": "backward" if found.backward else "forward",
     }
     return LowerBound(found.floor_bytes, "stage_exhaustive", witness)
 

@@ -31,8 +31,10 @@ operator that keeps at least as much as it frees when run last can be the last o
 earlier, it frees no more than at the end, so it raises every step it runs before. Most operators of a randomly wired stage
 keep as much as they free (a conv after its input's last other reader), so backward most down-sets
 have a single move: ws_88_43_81_s17's peak stage (140 operators) is refuted at 36 tensors with
-342,000 down-sets, where the forward decision held 311 million in 400 s without finishing. Both
-directions give the same answer and floor; the orders found may differ.
+342,000 down-sets, where the forward decision held 311 million in 400 s without finishing. Where
+many operators free more than they keep when run last (dead ends: an output nobody reads), the
+backward down-sets multiply instead; `backward=None` tries both directions briefly and finishes
+the narrower. Both directions give the same answer and floor; the orders found may differ.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -81,6 +83,8 @@ class LayeredResult:
     complete: bool  # decision mode: True means `order` is None only because no such order exists
     states: int  # down-sets held, over all layers
     floor_bytes: int  # decision mode, complete and no order: every order of the stage peaks >= this
+    layers: int = 0  # layers expanded
+    backward: bool = False  # the direction searched
 
 
 class _Stage:
@@ -282,6 +286,12 @@ def _expand_native(
 BEAM_CANDIDATES = 3
 
 
+# Down-sets each direction may hold before `layered_search(backward=None)` picks one: enough for
+# the first layers (a RandWire stage's backward decision takes some 20 layers with this many, its
+# forward one 7), a few hundredths of a second in C.
+PROBE_STATES = 100_000
+
+
 def layered_search(
     problem: StepModel,
     start: int,
@@ -294,7 +304,7 @@ def layered_search(
     give_up: bool = False,
     stop: Callable[[], bool] | None = None,
     use_native: bool = True,
-    backward: bool = False,
+    backward: bool | None = False,
 ) -> LayeredResult:
     """Order the operators `ops` (a bitmask) after the down-set `start` with no step above `cap`.
 
@@ -306,17 +316,94 @@ def layered_search(
     held down-sets or `deadline` (time.perf_counter()); with `give_up`, also as soon as the first
     half of the layers, while they still widen, or the layer in progress, has taken longer than
     the time left (the widest layers are still to come, so the rest would not finish either: the
-    time goes to other bounds instead). `stop`: asked with the deadline; True stops the search as the deadline would.
-    Decisions expand their layers in C when tinysched.native can build it (`use_native`), with
-    the same result as numpy's. `backward` (decisions only): start from the whole stage and take
-    off, layer by layer, an operator that can have run last (the same order and floor, found from
-    the other end; see the module docstring for why it is often far cheaper)."""
+    time goes to other bounds instead). `stop`: asked with the deadline; True stops the search as
+    the deadline would. Decisions expand their layers in C when tinysched.native can build it
+    (`use_native`), with the same result as numpy's.
+
+    `backward` (decisions only): True starts from the whole stage and takes off, layer by layer,
+    an operator that can have run last (the same answer and floor, found from the other end; the
+    module docstring says why it is often far cheaper, and it is dearer where many operators free
+    more than they keep, as dead ends do). None tries both directions up to `PROBE_STATES`
+    down-sets each and finishes the one that got further (more layers: narrower); the result
+    says which direction it is (`LayeredResult.backward`)."""
+    if backward is not None:
+        return _search(
+            problem,
+            start,
+            ops,
+            cap,
+            width,
+            max_states,
+            deadline,
+            dominance,
+            give_up,
+            stop,
+            use_native,
+            backward,
+        )
+    if width is not None:
+        raise ValueError("a beam searches forward only")
+    probes = []
+    for direction in (True, False):
+        probe = _search(
+            problem,
+            start,
+            ops,
+            cap,
+            None,
+            min(PROBE_STATES, max_states),
+            deadline,
+            dominance,
+            False,
+            stop,
+            use_native,
+            direction,
+        )
+        if probe.complete:
+            return replace(probe, states=probe.states + sum(earlier.states for earlier in probes))
+        probes.append(probe)
+    ahead = max(probes, key=lambda probe: (probe.layers, probe.backward))
+    out_of_time = deadline is not None and time.perf_counter() > deadline or stop is not None and stop()
+    if max_states <= PROBE_STATES or out_of_time:
+        return replace(ahead, states=sum(earlier.states for earlier in probes))
+    found = _search(
+        problem,
+        start,
+        ops,
+        cap,
+        None,
+        max_states,
+        deadline,
+        dominance,
+        give_up,
+        stop,
+        use_native,
+        ahead.backward,
+    )
+    return replace(found, states=found.states + sum(probe.states for probe in probes))
+
+
+def _search(
+    problem: StepModel,
+    start: int,
+    ops: int,
+    cap: int,
+    width: int | None,
+    max_states: int,
+    deadline: float | None,
+    dominance: bool,
+    give_up: bool,
+    stop: Callable[[], bool] | None,
+    use_native: bool,
+    backward: bool,
+) -> LayeredResult:
+    """`layered_search` in one direction."""
     if backward and width is not None:
         raise ValueError("a beam searches forward only")
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
-        return LayeredResult((), 0, True, 1, 0)
+        return LayeredResult((), 0, True, 1, 0, 0, bool(backward))
     done = np.zeros((1, stage.words), dtype=np.uint64)
     if backward:
         done[0] = np.bitwise_or.reduce(stage.bit, axis=0)
@@ -331,7 +418,7 @@ def layered_search(
     def exhausted() -> LayeredResult:
         """No down-set of the layer has a child under the cap: decided, at the cheapest cut step."""
         floor = cut_floor if cut_floor is not None else cap + 1
-        return LayeredResult(None, None, exact, states, floor if exact else 0)
+        return LayeredResult(None, None, exact, states, floor if exact else 0, len(history), backward)
 
     lib = native.library() if exact and use_native and stage.native_stage() is not None else None
     if lib is not None:
@@ -342,12 +429,12 @@ def layered_search(
         if give_up and deadline is not None and 2 * layer < m and not narrowing:
             now = time.perf_counter()
             if now - began > deadline - now:
-                return LayeredResult(None, None, False, states, 0)
+                return LayeredResult(None, None, False, states, 0, len(history), backward)
         width_before = len(done)
         layer_began = time.perf_counter()
         if lib is not None:
             if stop is not None and stop():
-                return LayeredResult(None, None, False, states, 0)
+                return LayeredResult(None, None, False, states, 0, len(history), backward)
             # the numpy loop's deadline checks, as a budget: past the deadline, or (giving up)
             # once the layer took longer than the time left
             budget = 1e18 if deadline is None else (deadline - layer_began) / (2 if give_up else 1)
@@ -358,7 +445,7 @@ def layered_search(
                 lib, stage, done, ready, resident, peak, cap, dominance, backward, first_only, budget
             )
             if expanded is None:
-                return LayeredResult(None, None, False, states, 0)
+                return LayeredResult(None, None, False, states, 0, len(history), backward)
             done, ready, resident, peak, parents, ops_taken, least = expanded
             if least is not None:
                 cut_floor = least if cut_floor is None else min(cut_floor, least)
@@ -372,11 +459,11 @@ def layered_search(
             children_op = []
             for lo in range(0, len(done), CHUNK):
                 if stop is not None and stop():
-                    return LayeredResult(None, None, False, states, 0)
+                    return LayeredResult(None, None, False, states, 0, len(history), backward)
                 if deadline is not None:
                     now = time.perf_counter()
                     if now > deadline or (give_up and now - layer_began > deadline - now):
-                        return LayeredResult(None, None, False, states, 0)
+                        return LayeredResult(None, None, False, states, 0, len(history), backward)
                 block = done[lo : lo + CHUNK]
                 rows, cols = np.nonzero(stage.ready(block, backward))
                 if backward:  # the step that ran cols last, from the resident bytes before it
@@ -432,7 +519,7 @@ def layered_search(
                 # the expansion took, stop before it
                 now = time.perf_counter()
                 if now > deadline or ((give_up or not exact) and now - layer_began > deadline - now):
-                    return LayeredResult(None, None, False, states, 0)
+                    return LayeredResult(None, None, False, states, 0, len(history), backward)
             new_resident = np.concatenate(children_resident)
             new_peak = np.concatenate(children_peak)
             parent = np.concatenate(children_parent)
@@ -466,7 +553,7 @@ def layered_search(
         states += len(done)
         narrowing = len(done) < width_before
         if states > max_states:
-            return LayeredResult(None, None, False, states, 0)
+            return LayeredResult(None, None, False, states, 0, len(history), backward)
     # one down-set left: everything (backward: nothing); walk the parents back
     best = int(np.argmin(peak))
     order = []
@@ -476,7 +563,7 @@ def layered_search(
         index = int(parents[index])
     if not backward:  # walked from the last operator run; backward, from the first
         order.reverse()
-    return LayeredResult(tuple(order), int(peak[best]), True, states, 0)
+    return LayeredResult(tuple(order), int(peak[best]), True, states, 0, len(history), backward)
 
 
 def stage_is_fixed(problem: StepModel, start: int, ops: int) -> bool:

@@ -638,11 +638,12 @@ STAGE_WIDE_BEAM_WIDTHS = (4096, 16384, 65536)
 STAGE_TOP_SHARE = 0.7
 
 
-# Stage decisions search backward, from the stage's end (`layered.layered_search`): an operator
-# that keeps at least what it frees is best run last, so most down-sets have one way back, where
-# forward most have several (on RandWire stages, a few hundred thousand down-sets back for tens of
-# millions forward).
-DECISIONS_BACKWARD = True
+# Stage decisions try both directions briefly and finish the one that got further
+# (`layered.layered_search(backward=None)`): backward, an operator that keeps at least what it
+# frees is best run last, so most down-sets of a RandWire stage have one way back (a few hundred
+# thousand down-sets back for tens of millions forward); forward wins where many operators free
+# more than they keep (dead ends, chains of shrinking tensors).
+DECISION_DIRECTION: bool | None = None
 
 
 def _share_of(deadline: float | None, share: float) -> float | None:
@@ -653,7 +654,9 @@ def _share_of(deadline: float | None, share: float) -> float | None:
     return now + share * (deadline - now)
 
 
-def _stage_bound(floor: int, order: Sequence[int], lo: int, hi: int, cap: int, states: int) -> LowerBound:
+def _stage_bound(
+    floor: int, order: Sequence[int], lo: int, hi: int, cap: int, found: LayeredResult
+) -> LowerBound:
     """The bound a finished stage decision proves: no order of the stage's operators after the
     operators before it stays under `cap` (its witness, which `bounds.recheck` re-runs)."""
     return LowerBound(
@@ -663,8 +666,8 @@ def _stage_bound(floor: int, order: Sequence[int], lo: int, hi: int, cap: int, s
             "start_ops": sorted(order[:lo]),
             "stage_ops": sorted(order[lo:hi]),
             "cap_bytes": cap,
-            "states": states,
-            "direction": "backward" if DECISIONS_BACKWARD else "forward",
+            "states": found.states,
+            "direction": "backward" if found.backward else "forward",
         },
     )
 
@@ -770,7 +773,7 @@ def staged_search(
                 max_states=max_states,
                 give_up=True,
                 stop=stop,
-                backward=DECISIONS_BACKWARD,
+                backward=DECISION_DIRECTION,
             )
             states += top.states
             if top.order is not None:
@@ -781,7 +784,7 @@ def staged_search(
                 given_up.add((lo, hi, floor))
             else:
                 floor = top.floor_bytes
-                floor_bound = _stage_bound(floor, order, lo, hi, peak - 1, top.states)
+                floor_bound = _stage_bound(floor, order, lo, hi, peak - 1, top)
                 return result(True, sorted(order[lo:hi]))
         cap = floor
         if (lo, hi, floor) in given_up:
@@ -796,7 +799,7 @@ def staged_search(
                 max_states=max_states,
                 give_up=give_up,
                 stop=stop,
-                backward=DECISIONS_BACKWARD,
+                backward=DECISION_DIRECTION,
             )
             states += found.states
         if not found.complete and found.order is None and give_up:
@@ -826,7 +829,7 @@ def staged_search(
         if not found.complete:
             return result(False)
         floor = found.floor_bytes
-        floor_bound = _stage_bound(floor, order, lo, hi, cap, found.states)
+        floor_bound = _stage_bound(floor, order, lo, hi, cap, found)
         if floor >= peak:
             return result(True, sorted(order[lo:hi]))
 
