@@ -326,61 +326,40 @@ def layered_search(
     more than they keep, as dead ends do). None tries both directions up to `PROBE_STATES`
     down-sets each and finishes the one that got further (more layers: narrower); the result
     says which direction it is (`LayeredResult.backward`)."""
-    if backward is not None:
+
+    def search(direction: bool, states_cap: int, giving_up: bool) -> LayeredResult:
         return _search(
             problem,
             start,
             ops,
             cap,
             width,
-            max_states,
+            states_cap,
             deadline,
             dominance,
-            give_up,
-            stop,
-            use_native,
-            backward,
-        )
-    if width is not None:
-        raise ValueError("a beam searches forward only")
-    probes = []
-    for direction in (True, False):
-        probe = _search(
-            problem,
-            start,
-            ops,
-            cap,
-            None,
-            min(PROBE_STATES, max_states),
-            deadline,
-            dominance,
-            False,
+            giving_up,
             stop,
             use_native,
             direction,
         )
+
+    if backward is not None:
+        return search(backward, max_states, give_up)
+    if width is not None:
+        raise ValueError("a beam searches forward only")
+    probes: list[LayeredResult] = []
+    for direction in (True, False):
+        probe = search(direction, min(PROBE_STATES, max_states), False)
         if probe.complete:
             return replace(probe, states=probe.states + sum(earlier.states for earlier in probes))
         probes.append(probe)
+    tried = sum(probe.states for probe in probes)
     ahead = max(probes, key=lambda probe: (probe.layers, probe.backward))
     out_of_time = deadline is not None and time.perf_counter() > deadline or stop is not None and stop()
     if max_states <= PROBE_STATES or out_of_time:
-        return replace(ahead, states=sum(earlier.states for earlier in probes))
-    found = _search(
-        problem,
-        start,
-        ops,
-        cap,
-        None,
-        max_states,
-        deadline,
-        dominance,
-        give_up,
-        stop,
-        use_native,
-        ahead.backward,
-    )
-    return replace(found, states=found.states + sum(probe.states for probe in probes))
+        return replace(ahead, states=tried)
+    found = search(ahead.backward, max_states, give_up)
+    return replace(found, states=found.states + tried)
 
 
 def _search(

@@ -642,7 +642,7 @@ STAGE_TOP_SHARE = 0.7
 # (`layered.layered_search(backward=None)`): backward, an operator that keeps at least what it
 # frees is best run last, so most down-sets of a RandWire stage have one way back (a few hundred
 # thousand down-sets back for tens of millions forward); forward wins where many operators free
-# more than they keep (dead ends, chains of shrinking tensors).
+# more than they keep when run last (dead ends: outputs nobody reads).
 DECISION_DIRECTION: bool | None = None
 
 
