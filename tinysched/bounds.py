@@ -39,7 +39,7 @@ from ortools.graph.python import max_flow
 
 from tinysched import native
 from tinysched.graph import Graph
-from tinysched.layered import layered_search, stage_is_fixed
+from tinysched.layered import LayeredResult, layered_search, stage_is_fixed
 
 if TYPE_CHECKING:
     from tinysched.overlap import Refinement
@@ -55,6 +55,7 @@ __all__ = [
     "precedence_tree_bound",
     "recheck",
     "stage_bound",
+    "stage_exhaustive_bound",
     "trivial_bound",
 ]
 
@@ -1005,6 +1006,12 @@ def stage_bound(
     )
     if found.order is not None or not found.complete:
         return None
+    return stage_exhaustive_bound(start, ops, cap, found)
+
+
+def stage_exhaustive_bound(start: int, ops: int, cap: int, found: LayeredResult) -> LowerBound:
+    """The bound a finished decision that found no order proves: its floor, with the witness
+    (the operators before the stage and in it, the cap, the direction) `recheck` decides again."""
     witness = {
         "start_ops": list(iter_bits(start)),
         "stage_ops": list(iter_bits(ops)),

@@ -343,10 +343,10 @@ def layered_search(
             direction,
         )
 
+    if backward is not False and width is not None:
+        raise ValueError("a beam searches forward only")
     if backward is not None:
         return search(backward, max_states, give_up)
-    if width is not None:
-        raise ValueError("a beam searches forward only")
     probes: list[LayeredResult] = []
     for direction in (True, False):
         probe = search(direction, min(PROBE_STATES, max_states), False)
@@ -377,8 +377,6 @@ def _search(
     backward: bool,
 ) -> LayeredResult:
     """`layered_search` in one direction."""
-    if backward and width is not None:
-        raise ValueError("a beam searches forward only")
     stage = _Stage(problem, start, ops)
     m = stage.m
     if m == 0:
@@ -394,6 +392,10 @@ def _search(
     exact = width is None
     began = time.perf_counter()
 
+    def stopped() -> LayeredResult:
+        """Out of time, states or asked to stop: undecided."""
+        return LayeredResult(None, None, False, states, 0, len(history), backward)
+
     def exhausted() -> LayeredResult:
         """No down-set of the layer has a child under the cap: decided, at the cheapest cut step."""
         floor = cut_floor if cut_floor is not None else cap + 1
@@ -408,12 +410,12 @@ def _search(
         if give_up and deadline is not None and 2 * layer < m and not narrowing:
             now = time.perf_counter()
             if now - began > deadline - now:
-                return LayeredResult(None, None, False, states, 0, len(history), backward)
+                return stopped()
         width_before = len(done)
         layer_began = time.perf_counter()
         if lib is not None:
             if stop is not None and stop():
-                return LayeredResult(None, None, False, states, 0, len(history), backward)
+                return stopped()
             # the numpy loop's deadline checks, as a budget: past the deadline, or (giving up)
             # once the layer took longer than the time left
             budget = 1e18 if deadline is None else (deadline - layer_began) / (2 if give_up else 1)
@@ -424,7 +426,7 @@ def _search(
                 lib, stage, done, ready, resident, peak, cap, dominance, backward, first_only, budget
             )
             if expanded is None:
-                return LayeredResult(None, None, False, states, 0, len(history), backward)
+                return stopped()
             done, ready, resident, peak, parents, ops_taken, least = expanded
             if least is not None:
                 cut_floor = least if cut_floor is None else min(cut_floor, least)
@@ -438,11 +440,11 @@ def _search(
             children_op = []
             for lo in range(0, len(done), CHUNK):
                 if stop is not None and stop():
-                    return LayeredResult(None, None, False, states, 0, len(history), backward)
+                    return stopped()
                 if deadline is not None:
                     now = time.perf_counter()
                     if now > deadline or (give_up and now - layer_began > deadline - now):
-                        return LayeredResult(None, None, False, states, 0, len(history), backward)
+                        return stopped()
                 block = done[lo : lo + CHUNK]
                 rows, cols = np.nonzero(stage.ready(block, backward))
                 if backward:  # the step that ran cols last, from the resident bytes before it
@@ -498,7 +500,7 @@ def _search(
                 # the expansion took, stop before it
                 now = time.perf_counter()
                 if now > deadline or ((give_up or not exact) and now - layer_began > deadline - now):
-                    return LayeredResult(None, None, False, states, 0, len(history), backward)
+                    return stopped()
             new_resident = np.concatenate(children_resident)
             new_peak = np.concatenate(children_peak)
             parent = np.concatenate(children_parent)
@@ -532,7 +534,7 @@ def _search(
         states += len(done)
         narrowing = len(done) < width_before
         if states > max_states:
-            return LayeredResult(None, None, False, states, 0, len(history), backward)
+            return stopped()
     # one down-set left: everything (backward: nothing); walk the parents back
     best = int(np.argmin(peak))
     order = []

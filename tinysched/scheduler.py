@@ -47,6 +47,7 @@ from tinysched.bounds import (
     iter_bits,
     lower_bound,
     precedence_tree_bound,
+    stage_exhaustive_bound,
     trivial_bound,
 )
 from tinysched.errors import TinyschedError
@@ -654,24 +655,6 @@ def _share_of(deadline: float | None, share: float) -> float | None:
     return now + share * (deadline - now)
 
 
-def _stage_bound(
-    floor: int, order: Sequence[int], lo: int, hi: int, cap: int, found: LayeredResult
-) -> LowerBound:
-    """The bound a finished stage decision proves: no order of the stage's operators after the
-    operators before it stays under `cap` (its witness, which `bounds.recheck` re-runs)."""
-    return LowerBound(
-        floor,
-        "stage_exhaustive",
-        {
-            "start_ops": sorted(order[:lo]),
-            "stage_ops": sorted(order[lo:hi]),
-            "cap_bytes": cap,
-            "states": found.states,
-            "direction": "backward" if found.backward else "forward",
-        },
-    )
-
-
 def staged_search(
     problem: OrderingProblem,
     order: Sequence[int],
@@ -784,7 +767,7 @@ def staged_search(
                 given_up.add((lo, hi, floor))
             else:
                 floor = top.floor_bytes
-                floor_bound = _stage_bound(floor, order, lo, hi, peak - 1, top)
+                floor_bound = stage_exhaustive_bound(prefix, ops, peak - 1, top)
                 return result(True, sorted(order[lo:hi]))
         cap = floor
         if (lo, hi, floor) in given_up:
@@ -829,7 +812,7 @@ def staged_search(
         if not found.complete:
             return result(False)
         floor = found.floor_bytes
-        floor_bound = _stage_bound(floor, order, lo, hi, cap, found)
+        floor_bound = stage_exhaustive_bound(prefix, ops, cap, found)
         if floor >= peak:
             return result(True, sorted(order[lo:hi]))
 

@@ -198,6 +198,14 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
         int64_t r = resident[k];
         int n_ready = 0, first_free = -1;
         const uint64_t *rd = ready + k * words;
+        /* backward, a parent of one operator has the empty down-set as its child, which holds the
+         * first step's own bytes */
+        int last_layer = 0;
+        if (backward) {
+            int held = 0;
+            for (int64_t x = 0; x < words; x++) held += __builtin_popcountll(d[x]);
+            last_layer = held == 1;
+        }
         for (int32_t w = 0; w < words; w++) {
             for (uint64_t bits = rd[w]; bits; bits &= bits - 1) {
                 int32_t i = 64 * w + __builtin_ctzll(bits);
@@ -225,10 +233,7 @@ ts_layer *ts_expand(const ts_stage *s, const uint64_t *done, const uint64_t *rea
                 int64_t change = s->kept[i] - freed, child_resident = r + change - first_only;
                 if (backward) {
                     /* i ran last: before it, the resident bytes were r less what it changed */
-                    child_resident = r - change;
-                    int empty = 1; /* the child is the empty down-set: the first step's bytes are live */
-                    for (int64_t x = 0; x < words; x++) empty &= (d[x] & ~(x == i / 64 ? 1ull << (i % 64) : 0)) == 0;
-                    if (empty) child_resident += first_only;
+                    child_resident = r - change + (last_layer ? first_only : 0);
                     step = child_resident + s->out[i];
                     if (step > cap) {
                         if (step < *cut_floor) *cut_floor = step;
