@@ -32,7 +32,7 @@ venv: $(BIN)/tinysched
 # The demo ends on the device: firmware for nucleo-f767 (.elf/.bin/.hex and its size report), then
 # `measure` runs it on the emulated stand-in (QEMU mps2-an500) and compares outputs and arena.
 demo: setup
-	$(BIN)/python -m tinysched.modelgen demo $(DEMO_MODEL)
+	$(BIN)/python -m tinysched.model.modelgen demo $(DEMO_MODEL)
 	$(BIN)/tinysched plan $(DEMO_MODEL)
 	$(BIN)/tinysched build $(DEMO_MODEL) --board nucleo-f767 -o out/demo/nucleo-f767
 	$(BIN)/tinysched measure $(DEMO_MODEL) --board nucleo-f767 -o out/demo/measure

@@ -23,12 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tinysched import scheduler  # noqa: E402, F401  (imported before timing)
-from tinysched.arena import plan_model  # noqa: E402
-from tinysched.check import check_plan  # noqa: E402
+from tinysched.arena.check import check_plan  # noqa: E402
+from tinysched.arena.placement import plan_model  # noqa: E402
+from tinysched.arena.tflm import run_tflm, tflm_model  # noqa: E402
+from tinysched.device.reference import random_inputs  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
-from tinysched.reader import read_model  # noqa: E402
-from tinysched.reference import random_inputs  # noqa: E402
-from tinysched.tflm import run_tflm, tflm_model  # noqa: E402
+from tinysched.model.reader import read_model  # noqa: E402
 
 COMMAND = "PYTHONPATH=. .venv/bin/python bench/bench_arena.py --update-doc docs/BENCHMARKS.md"
 HEADER = (
@@ -36,12 +36,12 @@ HEADER = (
     "| arena / stock head | arena / peak | `--tflm` head B | `--tflm` total B | tensor-model arena B "
     "| refined arena B | refined / tensor | refined certified | placement s | schedule s |"
 )
-GENERATED_SEEDS = (1, 2, 3, 4, 5)  # tinysched.modelgen.random_branching_model(seed, 5)
+GENERATED_SEEDS = (1, 2, 3, 4, 5)  # tinysched.model.modelgen.random_branching_model(seed, 5)
 
 
 def model_sources(paths: list[Path]) -> list[tuple[str, object]]:
     """(name, loader of the model's bytes): the shared models, then the generated ones."""
-    from tinysched.modelgen import random_branching_model
+    from tinysched.model.modelgen import random_branching_model
 
     items: list[tuple[str, object]] = [(p.stem, p.read_bytes) for p in paths]
     items += [
@@ -64,7 +64,7 @@ def bench_model(name: str, model_bytes: bytes) -> tuple[str, bool, bool, float |
     """One table row, whether the model met the placement targets, whether the `--tflm` model's
     head came out above the stock head (scratch buffers planned online on top of a tight plan),
     and the refined / tensor arena ratio of the default pipeline."""
-    from tinysched.reader import parse_model
+    from tinysched.model.reader import parse_model
 
     graph = parse_model(model_bytes, source=name)
     started = time.perf_counter()
@@ -155,7 +155,7 @@ def section(
         "*tensor-model arena* / *refined arena*: `tinysched plan MODEL --memory-model tensor` and "
         "`tinysched plan MODEL` (default options: folding, rewrites, the refined memory model; "
         "docs/memory-model.md); *refined certified*: the order is proven optimal in the refined model. "
-        "The last five rows are generated models (`tinysched.modelgen.random_branching_model(seed, 5)`).",
+        "The last five rows are generated models (`tinysched.model.modelgen.random_branching_model(seed, 5)`).",
         "",
         HEADER,
         "|" + "---|" * HEADER.count(" | ") + "---|",
@@ -239,7 +239,7 @@ def refined_row(name: str, graph) -> tuple[str, float | None, bool]:
     tensor = plan(graph, PlanOptions(memory_model="tensor"))
     refined = plan(graph, PlanOptions(memory_model="refined"))
     check_plan(refined.graph, refined.arena)  # plan() checks too; the table says so from here
-    from tinysched.overlap import refine
+    from tinysched.memory.overlap import refine
 
     model = refine(refined.graph)
     ratio = refined.arena.arena_bytes / tensor.arena.arena_bytes if tensor.arena.arena_bytes else None
@@ -264,8 +264,8 @@ def refined_row(name: str, graph) -> tuple[str, float | None, bool]:
 
 def refined_section(paths: list[Path], generated_seeds: tuple[int, ...] = (1, 2, 3, 4, 5)) -> str:
     """The `## Refined memory model` section: every shared model and a few generated ones."""
-    from tinysched.modelgen import BUNDLED, ModelBuilder, random_branching_model
-    from tinysched.reader import parse_model
+    from tinysched.model.modelgen import BUNDLED, ModelBuilder, random_branching_model
+    from tinysched.model.reader import parse_model
 
     def bundled(name: str):
         builder = ModelBuilder(seed=0)
@@ -297,7 +297,7 @@ def refined_section(paths: list[Path], generated_seeds: tuple[int, ...] = (1, 2,
         [
             "## Refined memory model",
             "",
-            "`--memory-model refined` (tinysched/overlap.py, docs/memory-model.md) against the tensor model, "
+            "`--memory-model refined` (tinysched/memory/overlap.py, docs/memory-model.md) against the tensor model, "
             "default options otherwise. Command: `"
             + COMMAND.replace("--update-doc", "--refined --update-doc")
             + "`.",
@@ -310,7 +310,7 @@ def refined_section(paths: list[Path], generated_seeds: tuple[int, ...] = (1, 2,
             "*views* / *overlaps*: aliases that cost nothing (RESHAPE-like views, contiguous split and slice "
             "outputs, slices of a CONCATENATION built in place), operators whose output overlaps a dying "
             "input. *streams*: producer/consumer pairs run row by row, the tensor between them never whole "
-            "(tinysched/stream.py; the pipeline streams the pairs at the peak step while that lowers the "
+            "(tinysched/memory/stream.py; the pipeline streams the pairs at the peak step while that lowers the "
             "arena).",
             "",
             REFINED_HEADER,

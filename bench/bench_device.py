@@ -8,7 +8,7 @@ Every number is from `tinysched build` then `tinysched measure BUILD_DIR` on one
 the firmware is the generated model + the device harness, cross-compiled with the board's flags;
 outputs are compared byte for byte with TFLite's reference kernels. QEMU has no cycle model: the
 counts are *instructions* executed (QEMU -icount), labelled as emulated, not cycles of a real M7.
-MACs are tinysched.recompute.total_macs of the model as read. `--write` replaces the
+MACs are tinysched.order.recompute.total_macs of the model as read. `--write` replaces the
 "## Device (emulated Cortex-M7)" section of docs/BENCHMARKS.md (and only that section).
 """
 
@@ -30,8 +30,8 @@ from tinysched.build.elfsize import DoesNotFit  # noqa: E402
 from tinysched.commands.build import build_model  # noqa: E402
 from tinysched.commands.device import measure_build  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
-from tinysched.reader import read_model  # noqa: E402
-from tinysched.recompute import total_macs  # noqa: E402
+from tinysched.model.reader import read_model  # noqa: E402
+from tinysched.order.recompute import total_macs  # noqa: E402
 
 SECTION = "## Device (emulated Cortex-M7)"
 COMMAND = "PYTHONPATH=. python bench/bench_device.py --write"

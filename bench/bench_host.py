@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO))
 from tinysched.build.host import bench_runner  # noqa: E402
 from tinysched.codegen import check_supported  # noqa: E402
 from tinysched.commands.build import build_model  # noqa: E402
+from tinysched.device.reference import random_inputs  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
-from tinysched.reader import read_model  # noqa: E402
-from tinysched.reference import random_inputs  # noqa: E402
+from tinysched.model.reader import read_model  # noqa: E402
 
 _TIMER_CHILD = r"""
 import sys, time, json
@@ -106,7 +106,7 @@ def static_ram(directory: Path, prefix: str, kernels: tuple[str, ...]) -> int | 
 
 
 def tflm_total_arena(model: Path) -> int | None:
-    from tinysched.tflm import run_tflm
+    from tinysched.arena.tflm import run_tflm
 
     data = model.read_bytes()
     try:

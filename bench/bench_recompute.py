@@ -25,13 +25,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tinysched.arena import plan_arena  # noqa: E402
-from tinysched.graph import Graph  # noqa: E402
-from tinysched.modelgen import ModelBuilder  # noqa: E402
-from tinysched.overlap import refine  # noqa: E402
-from tinysched.reader import parse_model, read_model  # noqa: E402
-from tinysched.recompute import plan_recompute  # noqa: E402
-from tinysched.scheduler import schedule  # noqa: E402
+from tinysched.arena.placement import plan_arena  # noqa: E402
+from tinysched.memory.overlap import refine  # noqa: E402
+from tinysched.model.graph import Graph  # noqa: E402
+from tinysched.model.modelgen import ModelBuilder  # noqa: E402
+from tinysched.model.reader import parse_model, read_model  # noqa: E402
+from tinysched.order.recompute import plan_recompute  # noqa: E402
+from tinysched.order.scheduler import schedule  # noqa: E402
 
 SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
 

@@ -1,4 +1,4 @@
-"""Scheduling benchmark: `tinysched.scheduler.schedule` on the shared models, the same models with
+"""Scheduling benchmark: `tinysched.order.scheduler.schedule` on the shared models, the same models with
 their operators stored in a random topological order, and generated stress graphs of 200 to 2,000
 operators, side by side with the plain exhaustive dynamic programme over down-sets (the published
 approach to TFLite operator reordering) where that finishes within its cap.
@@ -36,12 +36,12 @@ from stress_graphs import (  # noqa: E402
     wide_branches,
 )
 
-from tinysched.arena import plan_arena  # noqa: E402
-from tinysched.bounds import OrderingProblem  # noqa: E402
-from tinysched.graph import Graph  # noqa: E402
-from tinysched.memory import profile  # noqa: E402
-from tinysched.reader import read_model  # noqa: E402
-from tinysched.scheduler import plain_downset_dp, schedule  # noqa: E402
+from tinysched.arena.placement import plan_arena  # noqa: E402
+from tinysched.memory.tensor import profile  # noqa: E402
+from tinysched.model.graph import Graph  # noqa: E402
+from tinysched.model.reader import read_model  # noqa: E402
+from tinysched.order.bounds import OrderingProblem  # noqa: E402
+from tinysched.order.scheduler import plain_downset_dp, schedule  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")

@@ -25,15 +25,15 @@ from typing import Any
 
 import yaml
 
-from tinysched import reference
 from tinysched.build.elfsize import DoesNotFit
 from tinysched.build.sources import write_sources
-from tinysched.device import invoke_instructions_estimate, measure_sources
+from tinysched.device import reference
+from tinysched.device.runner import invoke_instructions_estimate, measure_sources
 from tinysched.errors import TinyschedError
-from tinysched.modelgen import random_branching_model, tiny_demo_model
+from tinysched.model.modelgen import random_branching_model, tiny_demo_model
+from tinysched.model.reader import read_model
+from tinysched.order.recompute import total_macs
 from tinysched.pipeline import DEFAULT_PLAN_OPTIONS, generate, plan
-from tinysched.reader import read_model
-from tinysched.recompute import total_macs
 
 SHARED = Path("/work/shared/models")
 SEMIHOST_ABOVE = 32 * 1024  # input bytes above which inputs go by semihosting (as the shared test does)

@@ -25,11 +25,12 @@ sys.path.insert(0, str(REPO))
 
 from tinysched.boards import all_boards  # noqa: E402
 from tinysched.codegen import check_supported, state_layout  # noqa: E402
+from tinysched.device.verify import verify  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
-from tinysched.fold import alias_saving, fold_constants  # noqa: E402
+from tinysched.memory.tensor import alias_saving  # noqa: E402
+from tinysched.model.fold import fold_constants  # noqa: E402
+from tinysched.model.reader import read_model  # noqa: E402
 from tinysched.pipeline import generate, plan  # noqa: E402
-from tinysched.reader import read_model  # noqa: E402
-from tinysched.verify import verify  # noqa: E402
 
 
 def coverage(path: Path, n_inputs: int) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from tinysched.graph import Graph, make_graph
+from tinysched.model.graph import Graph, make_graph
 
 
 class _Builder:

@@ -15,7 +15,7 @@ SHARED_MODELS = Path(os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared
 
 @pytest.fixture(autouse=True, scope="session")
 def native_cache(tmp_path_factory):
-    """tinysched.native builds its library here, not in the user's cache (once per test process)."""
+    """tinysched.order.native builds its library here, not in the user's cache (once per test process)."""
     before = os.environ.get("TINYSCHED_CACHE")
     os.environ["TINYSCHED_CACHE"] = str(tmp_path_factory.mktemp("native-cache"))
     yield

@@ -1,4 +1,4 @@
-"""Small SSD-like detectors, built with tinysched.modelgen (issue 14, item 3).
+"""Small SSD-like detectors, built with tinysched.model.modelgen (issue 14, item 3).
 
 The shape of a converted SSD head: an int8 backbone, a RESIZE_BILINEAR feature-pyramid step, box and
 class heads, anchors broadcast by TILE (version 3, which BUILTIN_REF does not register), the box
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from tinysched.modelgen import ModelBuilder, TensorHandle
+from tinysched.model.modelgen import ModelBuilder, TensorHandle
 
 
 def _i32(b: ModelBuilder, values, name: str) -> TensorHandle:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tinysched.modelgen import ModelBuilder
+from tinysched.model.modelgen import ModelBuilder
 
 
 def pointwise_shapes() -> bytes:

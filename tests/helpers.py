@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinysched import reference
 from tinysched.build.sources import SourceSet, write_sources
 from tinysched.commands.build import BuildResult, build_model
-from tinysched.graph import Graph, Operator
-from tinysched.modelgen import ModelBuilder
+from tinysched.device import reference
+from tinysched.device.verify import VerifyResult, verify
+from tinysched.model.graph import Graph, Operator
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model, read_model
+from tinysched.order.recompute import RecomputeRequest
 from tinysched.pipeline import Planned, PlanOptions, generate, plan
-from tinysched.reader import parse_model, read_model
-from tinysched.recompute import RecomputeRequest
-from tinysched.verify import VerifyResult, verify
 
 
 def options(
@@ -183,7 +183,7 @@ def graph_metadata(
 def measured_equal_on_qemu(gen: MeasureInputs, work: Path, board: str = "mps2-an500") -> Any:
     """Run generated sources on a QEMU board and require what every refined-model test requires:
     outputs bit-identical to TFLite and the painted arena high-water equal to the plan."""
-    from tinysched.device import measure_sources
+    from tinysched.device.runner import measure_sources
 
     result = measure_sources(
         gen.sources, board, gen.inputs, gen.expected, gen.arena_bytes_planned, work,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from tinysched.modelgen import ModelBuilder
+from tinysched.model.modelgen import ModelBuilder
 
 
 def conv_options() -> bytes:

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from hypothesis import strategies as st
 
-from tinysched.graph import Graph, make_graph
-from tinysched.memory import lifetimes
+from tinysched.memory.tensor import lifetimes
+from tinysched.model.graph import Graph, make_graph
 
 
 def random_dag(seed: int, n_ops: int) -> Graph:

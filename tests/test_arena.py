@@ -15,8 +15,8 @@ from conftest import shared_manifest, shared_model, shared_model_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinysched import scheduler
-from tinysched.arena import (
+from tinysched.arena.check import check_plan
+from tinysched.arena.placement import (
     GREEDY_PLACERS,
     PLACERS,
     STOCK_TFLM_PLACER,
@@ -30,20 +30,20 @@ from tinysched.arena import (
     plan_arena,
     plan_model,
 )
-from tinysched.check import check_plan
-from tinysched.cli import main
-from tinysched.errors import TinyschedError
-from tinysched.graph import Graph, make_graph
-from tinysched.modelgen import tiny_demo_model
-from tinysched.reader import parse_model, read_model
-from tinysched.reference import random_inputs
-from tinysched.tflm import (
+from tinysched.arena.tflm import (
     OFFLINE_PLAN_METADATA,
     SCRATCH_KERNELS,
     parse_offline_plan,
     run_tflm,
     tflm_model,
 )
+from tinysched.cli import main
+from tinysched.device.reference import random_inputs
+from tinysched.errors import TinyschedError
+from tinysched.model.graph import Graph, make_graph
+from tinysched.model.modelgen import tiny_demo_model
+from tinysched.model.reader import parse_model, read_model
+from tinysched.order import scheduler
 
 MLPERF_TINY = (
     "mlperf_vww_mbv1_025_96_int8",
@@ -76,7 +76,7 @@ def interval_graph(intervals: list[tuple[int, int, int]]) -> Graph:
 def brute_force_minimum(blocks: tuple[Block, ...]) -> int:
     """The optimal arena in units: lowest-fit over every insertion order. Complete, because placing
     the blocks of an optimal packing bottom-up, each at its lowest free offset, never goes higher."""
-    from tinysched.arena import _first_fit, _place_in_order
+    from tinysched.arena.placement import _first_fit, _place_in_order
 
     return min(
         extent(blocks, _place_in_order(blocks, perm, _first_fit))

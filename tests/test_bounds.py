@@ -1,4 +1,4 @@
-"""Lower bounds (tinysched.bounds): valid for exactly memory.py's model, and exact where they claim.
+"""Lower bounds (tinysched.order.bounds): valid for exactly memory.py's model, and exact where they claim.
 
 Random small DAGs are checked against brute force over all their topological orders. A single-
 operator cut is not just a bound: it must equal the least live bytes at that operator's step over
@@ -16,7 +16,10 @@ from conftest import shared_model_params
 from hypothesis import HealthCheck, given, settings
 from random_dags import brute_force_optimum, peak_of, small_dags, topological_orders
 
-from tinysched.bounds import (
+from tinysched.memory.tensor import profile
+from tinysched.model.graph import make_graph
+from tinysched.model.reader import read_model
+from tinysched.order.bounds import (
     CutNetwork,
     LowerBound,
     OrderingProblem,
@@ -28,9 +31,6 @@ from tinysched.bounds import (
     stage_bound,
     trivial_bound,
 )
-from tinysched.graph import make_graph
-from tinysched.memory import profile
-from tinysched.reader import read_model
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -202,7 +202,7 @@ def test_shared_models_bound_quickly(path):
 
 def _stages(problem: OrderingProblem, order: list[int]) -> list[tuple[int, int]]:
     """(start, ops) masks of the stretches of `order` between cut operators."""
-    from tinysched.scheduler import cut_operators
+    from tinysched.order.scheduler import cut_operators
 
     position = {v: i for i, v in enumerate(order)}
     edges = sorted({0, len(order), *(position[c] + 1 for c in cut_operators(problem))})
@@ -218,7 +218,7 @@ def _stages(problem: OrderingProblem, order: list[int]) -> list[tuple[int, int]]
 def test_stage_bound_is_exact_and_rechecks(seed, backward):
     from random_dags import small_randwire
 
-    from tinysched.scheduler import plain_downset_dp
+    from tinysched.order.scheduler import plain_downset_dp
 
     graph = small_randwire(seed, nodes=5 + seed % 3)
     problem = OrderingProblem(graph)
@@ -247,7 +247,7 @@ def test_stage_bound_is_exact_and_rechecks(seed, backward):
 def test_precedence_tree_on_small_randwire_meets_the_dp_optimum(seed):
     from random_dags import small_randwire
 
-    from tinysched.scheduler import plain_downset_dp
+    from tinysched.order.scheduler import plain_downset_dp
 
     graph = small_randwire(seed, nodes=6 + seed % 4)
     problem = OrderingProblem(graph)
@@ -264,7 +264,7 @@ def test_precedence_tree_on_small_randwire_meets_the_dp_optimum(seed):
 def test_precedence_tree_proves_what_a_pair_cannot(seed):
     from random_dags import small_randwire
 
-    from tinysched.scheduler import plain_downset_dp
+    from tinysched.order.scheduler import plain_downset_dp
 
     graph = small_randwire(seed, nodes=6 + seed % 4)
     problem = OrderingProblem(graph)
@@ -290,7 +290,7 @@ def test_precedence_tree_holds_with_refined_step_savings(seed):
     # model's optimum
     from random_dags import small_randwire
 
-    from tinysched.scheduler import plain_downset_dp
+    from tinysched.order.scheduler import plain_downset_dp
 
     graph = small_randwire(seed, nodes=6 + seed % 3)
     savings = _savings(graph)
@@ -308,8 +308,8 @@ def test_decisions_both_ways_are_exact_with_refined_step_savings(seed):
     # the decisions (forward, and backward with its mirrored free move) still meet the DP optimum
     from random_dags import small_randwire
 
-    from tinysched.layered import layered_search
-    from tinysched.scheduler import plain_downset_dp
+    from tinysched.order.layered import layered_search
+    from tinysched.order.scheduler import plain_downset_dp
 
     graph = small_randwire(seed, nodes=6 + seed % 3)
     savings = _savings(graph)
@@ -397,7 +397,7 @@ def test_stage_network_refuses_a_stretch_that_is_not_a_stage():
 def test_precedence_tree_within_the_peak_stage_stays_under_the_optimum(seed):
     from random_dags import small_randwire
 
-    from tinysched.scheduler import peak_stage, plain_downset_dp
+    from tinysched.order.scheduler import peak_stage, plain_downset_dp
 
     graph = small_randwire(seed, nodes=6 + seed % 4, stages=3)
     for problem, model in (

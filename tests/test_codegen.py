@@ -19,7 +19,7 @@ from regenerate_golden import GOLDEN_DIR, GOLDEN_MODELS, golden_sources
 from tiers import needs_gcc
 
 from tinysched import __version__
-from tinysched.arena import plan_arena
+from tinysched.arena.placement import plan_arena
 from tinysched.codegen import (
     STATEFUL_OPS,
     SUPPORTED_OPS,
@@ -30,12 +30,12 @@ from tinysched.codegen import (
     check_supported,
     with_scratch,
 )
+from tinysched.device.verify import compare_outputs
 from tinysched.errors import TinyschedError
-from tinysched.memory import profile
-from tinysched.modelgen import ModelBuilder
-from tinysched.overlap import refine
-from tinysched.reader import read_model
-from tinysched.verify import compare_outputs
+from tinysched.memory.overlap import refine
+from tinysched.memory.tensor import profile
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import read_model
 
 REPO = Path(__file__).resolve().parents[1]
 

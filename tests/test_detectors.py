@@ -21,10 +21,10 @@ from detector_models import DETECTOR_MODELS, SSD_OPTIMISED_ONLY
 from helpers import host_verify
 from tiers import needs_gcc
 
-from tinysched import reference
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
-from tinysched.verify import compare_intermediates
+from tinysched.device import reference
+from tinysched.device.verify import compare_intermediates
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 
 OPTIMISED = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
 

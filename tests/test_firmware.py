@@ -19,7 +19,8 @@ from tinysched.boards import all_boards, get_board
 from tinysched.build.elfsize import DoesNotFit
 from tinysched.build.firmware import build_firmware, linker_script, selftest_sources
 from tinysched.build.stack import KernelStackTable, kernel_stack_table, stack_reservation, with_margin
-from tinysched.device import (
+from tinysched.device.link import DeviceFault, DeviceLink
+from tinysched.device.runner import (
     SELFTEST_ARENA,
     flash_command,
     flash_commands,
@@ -28,7 +29,6 @@ from tinysched.device import (
     qemu_command,
 )
 from tinysched.errors import TinyschedError
-from tinysched.link import DeviceFault, DeviceLink
 
 
 @pytest.fixture
@@ -213,7 +213,7 @@ def test_nucleo_f446re_image_boots_on_netduinoplus2(qemu_tools, tmp_path):
     import socket
     import time
 
-    from tinysched.device import measure_image, run_qemu, selftest_inputs, selftest_reference
+    from tinysched.device.runner import measure_image, run_qemu, selftest_inputs, selftest_reference
 
     f446, stand_in = get_board("nucleo-f446re"), get_board("netduinoplus2")
     image = build_firmware(selftest_sources(), f446, tmp_path)
@@ -273,8 +273,8 @@ def test_device_fault_is_a_clear_error(qemu_tools, tmp_path):
 @pytest.mark.qemu
 def test_corrupted_request_is_nakked_and_retried(qemu_tools, tmp_path):
     """A real device (the harness on QEMU) rejects a frame with a bad CRC, then runs the retry."""
-    from tinysched.device import connect_qemu, run_qemu, selftest_inputs, selftest_reference
-    from tinysched.link import MSG_NAK, MSG_RUN, encode_frame
+    from tinysched.device.link import MSG_NAK, MSG_RUN, encode_frame
+    from tinysched.device.runner import connect_qemu, run_qemu, selftest_inputs, selftest_reference
 
     board = get_board("mps2-an386")
     image = build_firmware(selftest_sources(), board, tmp_path)
@@ -299,8 +299,8 @@ def test_semihosted_inputs_with_a_bad_crc_are_one_clear_error(qemu_tools, tmp_pa
     import time
     from pathlib import Path
 
-    from tinysched.device import connect_qemu, run_qemu, selftest_inputs, selftest_reference
-    from tinysched.link import LinkError
+    from tinysched.device.link import LinkError
+    from tinysched.device.runner import connect_qemu, run_qemu, selftest_inputs, selftest_reference
 
     board = get_board("mps2-an386")
     image = build_firmware(selftest_sources(), board, tmp_path)
@@ -349,7 +349,7 @@ def test_measure_command_semihost_inputs_is_labelled(qemu_tools, tmp_path, capsy
     import json
 
     from tinysched.cli import main
-    from tinysched.device import MeasureResult
+    from tinysched.device.runner import MeasureResult
 
     argv = ["measure", "selftest", "--board", "mps2-an386", "--inputs", "1"]
     assert main([*argv, "--semihost-inputs", "--json"]) == 0
@@ -398,7 +398,7 @@ def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2, stand_in=N
 
     from helpers import generate_for_measure
 
-    from tinysched.device import measure_sources
+    from tinysched.device.runner import measure_sources
 
     if isinstance(model_bytes_or_path, bytes):
         path = tmp_path / "model.tflite"
@@ -423,7 +423,7 @@ def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2, stand_in=N
     ],
 )
 def test_generated_model_on_qemu(qemu_tools, tmp_path, model, board, stand_in):
-    from tinysched.modelgen import random_branching_model, tiny_demo_model
+    from tinysched.model.modelgen import random_branching_model, tiny_demo_model
 
     data = tiny_demo_model() if model == "demo" else random_branching_model(seed=3, n_blocks=5)
     result = _measure_tflite(tmp_path, data, board, n_inputs=2, stand_in=stand_in)
@@ -438,7 +438,7 @@ def test_generated_model_on_qemu(qemu_tools, tmp_path, model, board, stand_in):
 @pytest.mark.qemu
 def test_large_input_goes_over_the_uart_by_default(qemu_tools, tmp_path):
     """An input set of more than 4 KiB (1x24x24x8 int8: 4,608 B) reaches QEMU over the UART, bit-exact."""
-    from tinysched.modelgen import random_branching_model
+    from tinysched.model.modelgen import random_branching_model
 
     data = random_branching_model(seed=5, n_blocks=3, input_shape=(1, 24, 24, 8))
     result = _measure_tflite(tmp_path, data, "mps2-an500", n_inputs=1)
@@ -468,7 +468,7 @@ SHARED_SEMIHOST_ABOVE = 32 * 1024  # input bytes per set above which the shared 
 def _measure_shared(path, work):
     from helpers import generate_for_measure
 
-    from tinysched.device import measure_sources
+    from tinysched.device.runner import measure_sources
     from tinysched.errors import TinyschedError
 
     try:
@@ -544,7 +544,7 @@ def test_build_for_a_board_writes_the_image_and_metadata(qemu_tools, tmp_path, c
     import json
 
     from tinysched.cli import main
-    from tinysched.modelgen import tiny_demo_model
+    from tinysched.model.modelgen import tiny_demo_model
 
     model = tmp_path / "demo.tflite"
     model.write_bytes(tiny_demo_model())
@@ -573,7 +573,7 @@ def test_build_too_big_for_the_board_fails_in_one_line(qemu_tools, tmp_path, cap
     from tinysched.cli import main
 
     # As converted, 161 KB of arena: more than nucleo-f446re's 128 KiB of SRAM (with its PADs fused,
-    # tinysched/rewrite.py, the arena is 96,000 B and the model fits).
+    # tinysched/model/rewrite.py, the arena is 96,000 B and the model fits).
     model = shared_model("mcunet_vww_int8")
     out = tmp_path / "fw"
     argv = [
@@ -603,7 +603,7 @@ def test_build_too_big_for_the_board_fails_in_one_line(qemu_tools, tmp_path, cap
 def f446_build(tmp_path_factory):
     from tinysched.build import BuildOptions
     from tinysched.commands.build import build_model
-    from tinysched.modelgen import tiny_demo_model
+    from tinysched.model.modelgen import tiny_demo_model
 
     require("qemu", ("arm-none-eabi-gcc", "arm-none-eabi-objcopy"))
     base = tmp_path_factory.mktemp("flash")
@@ -750,7 +750,7 @@ def test_build_reserves_the_measured_stack_and_the_model_stays_inside(qemu_tools
     import json
 
     from tinysched.cli import main
-    from tinysched.modelgen import random_branching_model
+    from tinysched.model.modelgen import random_branching_model
 
     model = tmp_path / "branching.tflite"
     model.write_bytes(random_branching_model(seed=3, n_blocks=5))

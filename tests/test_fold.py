@@ -1,4 +1,4 @@
-"""Compile-time folding (tinysched/fold.py): shape subgraphs and all-constant operators vanish."""
+"""Compile-time folding (tinysched/model/fold.py): shape subgraphs and all-constant operators vanish."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from ai_edge_litert import schema_py_generated as schema
 from helpers import host_verify, planned_model
 from tiers import needs_gcc
 
-from tinysched.fold import alias_saving, fold_constants
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
+from tinysched.memory.tensor import alias_saving
+from tinysched.model.fold import fold_constants
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 
 
 def shape_subgraph_model() -> bytes:

@@ -19,11 +19,11 @@ from ai_edge_litert import schema_py_generated as schema
 from helpers import host_verify
 from tiers import needs_gcc
 
-from tinysched import reference
 from tinysched.codegen import check_supported, quant
+from tinysched.device import reference
 from tinysched.errors import TinyschedError
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 
 EVERY_BYTE = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
 

@@ -1,4 +1,4 @@
-"""`--io int8`: int8 in place of float edges that are exactly a QUANTIZE / DEQUANTIZE (tinysched/interface.py)."""
+"""`--io int8`: int8 in place of float edges that are exactly a QUANTIZE / DEQUANTIZE (tinysched/model/interface.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import pytest
 from tiers import needs_gcc, require
 
 from tinysched.codegen.cgen import c_float
+from tinysched.device.reference import interface_inputs, reference_io
+from tinysched.device.verify import verify
 from tinysched.errors import TinyschedError
-from tinysched.interface import IoEdge, interface_inputs, reference_io
-from tinysched.modelgen import ModelBuilder
+from tinysched.model.interface import IoEdge
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import read_model
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import read_model
-from tinysched.verify import verify
 
 IN_SCALE, IN_ZP = 1 / 50, 3
 

@@ -19,10 +19,10 @@ from tinysched.codegen.context import ConstArray, KernelCall
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.kernel_checks import KERNEL_CHECKS, check_call
 from tinysched.codegen.quant import MAX_ACCUMULATED_PRODUCTS
-from tinysched.device import measure_sources
+from tinysched.device.runner import measure_sources
 from tinysched.errors import TinyschedError
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "firmware" / "kernels"

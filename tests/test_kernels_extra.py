@@ -17,8 +17,8 @@ from helpers import host_verify
 from tiers import needs_gcc
 
 from tinysched.codegen import check_supported, quant
-from tinysched.modelgen import ModelBuilder, TensorHandle
-from tinysched.reader import parse_model
+from tinysched.model.modelgen import ModelBuilder, TensorHandle
+from tinysched.model.reader import parse_model
 
 Q = (1 / 40, -5)  # an output quantisation different from the inputs'
 
@@ -378,7 +378,7 @@ def _table_model(cases) -> bytes:
 
 
 def test_pointwise_tables_match_the_interpreter_on_every_byte() -> None:
-    from tinysched import reference
+    from tinysched.device import reference
 
     rng = np.random.default_rng(0)
     cases, tables = [], []

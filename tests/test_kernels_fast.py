@@ -17,7 +17,7 @@ from fast_path_models import FAST_PATH_MODELS
 from helpers import generate_for_measure, host_verify
 from tiers import needs_gcc, require
 
-from tinysched.device import measure_sources
+from tinysched.device.runner import measure_sources
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "firmware" / "kernels"

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiers import require
 
-from tinysched.link import (
+from tinysched.device.link import (
     MSG_ACK,
     MSG_ERROR,
     MSG_FAULT,
@@ -442,7 +442,7 @@ def test_acknowledged_but_silent_device_waits_the_scaled_time_and_says_for_what(
 
 def test_board_and_emulation_timeouts():
     from tinysched.boards import get_board
-    from tinysched.device import (
+    from tinysched.device.runner import (
         EMULATED_MIN_RATE,
         EMULATED_RESULT_FLOOR,
         instructions_per_second,
@@ -464,7 +464,7 @@ def test_board_and_emulation_timeouts():
 
 
 def test_stale_image_is_refused_in_one_line(device_factory):
-    from tinysched.device import check_image_id
+    from tinysched.device.runner import check_image_id
     from tinysched.errors import TinyschedError
 
     dev, link = device_factory()
@@ -502,7 +502,7 @@ def test_image_id_follows_the_sources(tmp_path):
 def test_qemu_image_carries_its_id_and_a_wrong_one_is_refused(tmp_path):
     from tinysched.boards import get_board
     from tinysched.build.firmware import build_firmware, image_id, image_id_in_elf, selftest_sources
-    from tinysched.device import measure_image, selftest_inputs
+    from tinysched.device.runner import measure_image, selftest_inputs
     from tinysched.errors import TinyschedError
 
     require("qemu")
@@ -577,7 +577,7 @@ def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
 
     from tinysched.boards import get_board
     from tinysched.build.firmware import build_firmware, selftest_sources
-    from tinysched.device import connect_qemu, run_qemu
+    from tinysched.device.runner import connect_qemu, run_qemu
 
     require("qemu")
     board = get_board("mps2-an386")
@@ -610,7 +610,7 @@ def test_terminal_safe_keeps_lines_and_is_idempotent_on_printable_output():
 
 
 def test_result_carries_per_step_counts_and_refuses_a_short_profile():
-    from tinysched.link import RunResult, encode_result, parse_result
+    from tinysched.device.link import RunResult, encode_result, parse_result
 
     r = RunResult(
         0, True, True, 1000, 64, 64, 0, 100, 200, outputs=(b"\x01\x02",), step_ticks=(600, 300, 100)
@@ -621,7 +621,7 @@ def test_result_carries_per_step_counts_and_refuses_a_short_profile():
 
 
 def test_a_split_arena_reports_each_region_in_hello_and_result():
-    from tinysched.link import RunResult, encode_result, parse_result
+    from tinysched.device.link import RunResult, encode_result, parse_result
 
     hello = Hello(**{**HELLO.__dict__, "regions": ((0x20000000, 8192), (0x60000000, 10240))})
     assert parse_hello(encode_hello(hello)).regions == ((0x20000000, 8192), (0x60000000, 10240))

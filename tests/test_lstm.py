@@ -21,8 +21,8 @@ from tiers import needs_gcc
 
 from tinysched.codegen import check_supported
 from tinysched.errors import TinyschedError
-from tinysched.modelgen import ModelBuilder, TensorHandle
-from tinysched.reader import parse_model
+from tinysched.model.modelgen import ModelBuilder, TensorHandle
+from tinysched.model.reader import parse_model
 
 LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
@@ -171,7 +171,7 @@ def test_generated_lstms_bit_exact_under_sanitizers(tmp_path: Path) -> None:
 def test_generated_lstms_saturate_their_gates() -> None:
     """The generated model is only a good test if its gates leave the linear range: check, through
     the interpreter, that the outputs reach both ends of the hidden range somewhere."""
-    from tinysched import reference
+    from tinysched.device import reference
 
     rng = np.random.default_rng(3)
     data = generated_lstms()

@@ -13,9 +13,9 @@ from conftest import shared_model_params
 from tflite_edit import diamond_model, pack
 
 from tinysched.errors import TinyschedError
-from tinysched.graph import make_graph
-from tinysched.memory import profile
-from tinysched.reader import parse_model, read_model
+from tinysched.memory.tensor import profile
+from tinysched.model.graph import make_graph
+from tinysched.model.reader import parse_model, read_model
 
 
 def test_lifetimes_follow_the_documented_rules() -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-from tinysched.modelgen import ModelBuilder, TensorHandle, random_branching_model, tiny_demo_model
-from tinysched.reference import random_inputs, run_reference, run_reference_many
+from tinysched.device.reference import random_inputs, run_reference, run_reference_many
+from tinysched.model.modelgen import ModelBuilder, TensorHandle, random_branching_model, tiny_demo_model
 
 REF_ONLY = ("BUILTIN_REF",)
 OPCODE_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}

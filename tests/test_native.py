@@ -1,4 +1,4 @@
-"""The scheduler's loops in C (tinysched.native): the exact decision's layer expansion gives the
+"""The scheduler's loops in C (tinysched.order.native): the exact decision's layer expansion gives the
 same states, floors and orders as the numpy loop (forward and backward), the precedence tree the same kind of bound as
 the Python tree (never above the optimum, rechecked with OR-Tools); the library is built once into
 its cache, and Python alone runs when it cannot be built."""
@@ -11,10 +11,10 @@ import pytest
 from random_dags import narrow_dag, random_dag, small_randwire
 from tiers import require
 
-from tinysched import native
-from tinysched.bounds import LowerBound, OrderingProblem, lower_bound, precedence_tree_bound, recheck
-from tinysched.layered import layered_search
-from tinysched.scheduler import cut_operators, peak_stage, plain_downset_dp
+from tinysched.order import native
+from tinysched.order.bounds import LowerBound, OrderingProblem, lower_bound, precedence_tree_bound, recheck
+from tinysched.order.layered import layered_search
+from tinysched.order.scheduler import cut_operators, peak_stage, plain_downset_dp
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def _depth(tree: dict) -> int:
 def test_trees_stop_at_their_depth_cap_and_the_witness_serialises(monkeypatch):
     import json
 
-    from tinysched import bounds
+    from tinysched.order import bounds
 
     require("host")
     graph = small_randwire(0, nodes=6)

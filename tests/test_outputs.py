@@ -16,7 +16,7 @@ from tiers import needs_gcc, require
 
 from tinysched.cli import main
 from tinysched.files import MARKER, STAGING_TAG
-from tinysched.modelgen import tiny_demo_model
+from tinysched.model.modelgen import tiny_demo_model
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ def test_no_temporary_folder_outlives_a_command(model: Path, tmp_path: Path, mon
 def _too_big(tmp_path: Path) -> Path:
     """A 96 KiB input and a 192 KiB output: the output alone is more than nucleo-f446re's 128 KiB
     of SRAM, in any memory model (the refined one may put the output over the dying input)."""
-    from tinysched.modelgen import ModelBuilder
+    from tinysched.model.modelgen import ModelBuilder
 
     b = ModelBuilder(seed=1)
     x = b.input("x", (1, 64, 64, 24))
@@ -235,7 +235,7 @@ def test_a_flatbuffer_tflites_verifier_rejects_is_refused(model: Path, tmp_path:
     """A tensor name without its terminating NUL: tinysched's lazy reader would not notice."""
     import struct
 
-    from tinysched.reader import parse_model
+    from tinysched.model.reader import parse_model
 
     data = model.read_bytes()
     name = parse_model(data).tensors[0].name.encode()

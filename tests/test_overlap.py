@@ -1,4 +1,4 @@
-"""The refined memory model (tinysched.overlap): the table's shifts for hand-computed shapes, the
+"""The refined memory model (tinysched.memory.overlap): the table's shifts for hand-computed shapes, the
 plan it gives (views at their root, overlaps within the shift), check_plan refusing one byte more,
 and generated models bit-exact under ASan/UBSan in it."""
 
@@ -18,15 +18,15 @@ from helpers import (
 )
 from tiers import needs_gcc, require
 
-from tinysched.arena import plan_arena
-from tinysched.check import check_plan
+from tinysched.arena.check import check_plan
+from tinysched.arena.placement import plan_arena
 from tinysched.errors import TinyschedError
-from tinysched.memory import profile
-from tinysched.modelgen import ModelBuilder, random_branching_model
-from tinysched.overlap import max_shift, memory_model, refine
+from tinysched.memory.overlap import max_shift, memory_model, refine
+from tinysched.memory.tensor import profile
+from tinysched.model.modelgen import ModelBuilder, random_branching_model
+from tinysched.model.reader import parse_model
+from tinysched.order.scheduler import schedule
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import parse_model
-from tinysched.scheduler import schedule
 
 
 def _chain(b: ModelBuilder, shape=(1, 4, 40, 8)):
@@ -221,7 +221,7 @@ def test_refined_plan_measured_equal_on_qemu(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("build", [_dw_chain, lambda b: _chain(b)])
 def test_refined_certificate_rechecks_in_the_refined_model_only(build) -> None:
-    from tinysched.bounds import LowerBound, recheck
+    from tinysched.order.bounds import LowerBound, recheck
 
     g = built_graph(build)
     sched = schedule(g, time_limit=2.0, model=refine(g))

@@ -1,4 +1,4 @@
-"""Memory pools: the arena split over a board's RAM regions (tinysched.pools), never a tensor across
+"""Memory pools: the arena split over a board's RAM regions (tinysched.arena.pools), never a tensor across
 two; its code, its image and its measurement region by region."""
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from tiers import needs_gcc, require
 
-from tinysched import modelgen, reference
+from tinysched.arena.check import check_plan
+from tinysched.arena.pools import access_bytes, certificate, pool_request
 from tinysched.boards import get_board
-from tinysched.check import check_plan
 from tinysched.cli import main
+from tinysched.device import reference
 from tinysched.errors import TinyschedError
+from tinysched.model import modelgen
+from tinysched.model.reader import read_model
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.pools import access_bytes, certificate, pool_request
-from tinysched.reader import read_model
 
 # The demo's arena is 18,432 B (its aligned lower bound); its tensors are 10 B .. 8 KiB.
 DEMO_ARENA = 18_432
@@ -146,7 +147,7 @@ def test_no_pools_or_a_fitting_arena_keeps_the_single_arena_byte_for_byte(demo):
 
 
 def test_the_refined_model_keeps_views_and_overlaps_inside_one_region(demo):
-    from tinysched.overlap import memory_model
+    from tinysched.memory.overlap import memory_model
 
     planned = split_plan(demo, "ssram23=8K", memory_model="refined")
     check_plan(planned.graph, planned.arena)  # views at their root's offset, overlaps as allowed
@@ -256,7 +257,7 @@ def test_generated_code_has_one_array_per_region(demo):
 
 @needs_gcc
 def test_a_split_arena_is_bit_exact_on_the_host(demo):
-    from tinysched.verify import verify
+    from tinysched.device.verify import verify
 
     for pools, pins in ((("ssram23=8K",), ()), (("ssram23=4K",), ("head/fc=ssram23", "a/expand=psram"))):
         planned = split_plan(demo, *pools, pins=pins)
@@ -271,7 +272,7 @@ def test_a_split_arena_is_bit_exact_on_the_host(demo):
 def _measure(demo: Path, board, planned, out: Path, n_inputs: int = 2):
     from tinysched.build.firmware import build_firmware
     from tinysched.build.sources import write_sources
-    from tinysched.device import measure_image
+    from tinysched.device.runner import measure_image
 
     sources = write_sources(generate(planned), out / "src")
     image = build_firmware(sources, board, out / board.name)
@@ -341,7 +342,7 @@ def test_pool_zero_keeps_the_arena_out_of_a_region(demo):
 
 
 def test_a_recomputation_sequence_is_split_too(demo):
-    from tinysched.recompute import request_from_values
+    from tinysched.order.recompute import request_from_values
 
     request = pool_request(get_board("mps2-an500"), ["ssram23=4K"])
     planned = plan(read_model(demo), PlanOptions(pools=request, recompute=request_from_values(1, None, None)))

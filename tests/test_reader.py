@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tflite_edit import broken, diamond_model, pack
 
 from tinysched.errors import TinyschedError
-from tinysched.memory import profile
-from tinysched.reader import parse_model, read_model
+from tinysched.memory.tensor import profile
+from tinysched.model.reader import parse_model, read_model
 
 # ---- real models ---------------------------------------------------------------------------------
 

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from random_dags import small_dags
 
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph, make_graph
-from tinysched.memory import profile, sequence_profile
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
-from tinysched.recompute import (
+from tinysched.memory.tensor import profile, sequence_profile
+from tinysched.model.graph import Graph, make_graph
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
+from tinysched.order.recompute import (
     _Evaluator,
     cannot_gain,
     macs,
@@ -311,7 +311,7 @@ def test_shared_models_have_plausible_macs() -> None:
     path = SHARED_MODELS / "mlperf_ic_resnet8_int8.tflite"
     if not path.is_file():
         pytest.skip("resnet8 not available")
-    from tinysched.reader import read_model
+    from tinysched.model.reader import read_model
 
     graph = read_model(path)
     # MLPerf Tiny's ResNet-8 is about 12.5 M MACs

@@ -19,20 +19,20 @@ import pytest
 from helpers import generate_for_measure, host_verify, plan_for_codegen
 from tiers import require
 
-from tinysched import reference
-from tinysched.arena import aligned_lower_bound, arena_buffers, plan_arena
+from tinysched.arena.check import check_plan
+from tinysched.arena.placement import aligned_lower_bound, arena_buffers, plan_arena
 from tinysched.build.host import compile_runner, run_runner, write_runner
 from tinysched.build.sources import write_sources
-from tinysched.check import check_plan
 from tinysched.cli import main
 from tinysched.codegen import generate
-from tinysched.device import measure_sources
+from tinysched.device import reference
+from tinysched.device.runner import measure_sources
+from tinysched.device.verify import compare_outputs
 from tinysched.errors import TinyschedError
-from tinysched.memory import sequence_profile
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
-from tinysched.recompute import RecomputeRequest, plan_recompute
-from tinysched.verify import compare_outputs
+from tinysched.memory.tensor import sequence_profile
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
+from tinysched.order.recompute import RecomputeRequest, plan_recompute
 
 REPO = Path(__file__).resolve().parents[1]
 PLAN_SECONDS = 1.5  # recompute search per model: the late-reuse models are proven well within it

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-from tinysched.errors import TinyschedError
-from tinysched.modelgen import ModelBuilder, tiny_demo_model
-from tinysched.reference import (
+from tinysched.device.reference import (
     model_input_specs,
     random_inputs,
     run_reference,
     run_reference_many,
 )
+from tinysched.errors import TinyschedError
+from tinysched.model.modelgen import ModelBuilder, tiny_demo_model
 
 FALLBACK = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
 
@@ -165,6 +165,6 @@ def test_random_inputs_match_the_model_and_the_seed() -> None:
 
 def test_worker_without_arguments_prints_usage() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "tinysched.reference"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tinysched.device.reference"], capture_output=True, text=True, check=False
     )
     assert run.returncode == 2 and "usage:" in run.stderr

@@ -26,8 +26,8 @@ from tiers import required_tiers
 from tinysched import report
 from tinysched.boards import get_board
 from tinysched.cli import main
-from tinysched.graph import Graph, Operator, Tensor
-from tinysched.modelgen import tiny_demo_model
+from tinysched.model.graph import Graph, Operator, Tensor
+from tinysched.model.modelgen import tiny_demo_model
 from tinysched.report import compare, svg  # modules
 from tinysched.report import format as fmt
 
@@ -93,7 +93,7 @@ def test_metadata_has_the_numbers_a_firmware_lead_needs(demo_doc):
     assert viewed
     # except where the refined model lets them share (a view on its root, an output over its
     # dying input within the kernel's shift: re-derived from the table)
-    from tinysched.overlap import refine
+    from tinysched.memory.overlap import refine
 
     model = refine(tiny_demo_graph())
     shared = {frozenset((v, r)) for v, r in model.views.items()}
@@ -165,8 +165,8 @@ def test_estimate_says_does_not_fit_when_weights_alone_overflow():
 
 def test_recomputation_sequence_as_built(demo_path):
     """A build with --recompute runs a sequence: the report draws and tabulates that sequence."""
-    from tinysched.reader import read_model
-    from tinysched.recompute import RecomputeRequest
+    from tinysched.model.reader import read_model
+    from tinysched.order.recompute import RecomputeRequest
 
     graph = read_model(demo_path)
     planned, sched, plan, _module = generate_module(graph, recompute=RecomputeRequest(k=1, time_limit=1.0))
@@ -494,9 +494,9 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
     it, and each operator row says which technique saved how many bytes at that step. The numbers
     are checked against the planner's own model (overlap.step_savings_report, memory.profile) and
     then found in the DOM as Chromium built it."""
-    from tinysched.memory import profile
-    from tinysched.overlap import refine
-    from tinysched.stream import stream_of
+    from tinysched.memory.overlap import refine
+    from tinysched.memory.stream import stream_of
+    from tinysched.memory.tensor import profile
 
     sc, t = demo_doc["schedule"], demo_doc["timeline"]
     assert sc["memory_model"] == sc["certificate"]["memory_model"] == t["memory_model"] == "refined"
@@ -561,8 +561,8 @@ def test_refined_timeline_and_savings_per_step_in_headless_chromium(demo_doc, tm
 
 def tiny_demo_graph() -> Graph:
     """The demo model as the pipeline plans it (nothing to fold in it; one chain streams)."""
+    from tinysched.model.reader import parse_model
     from tinysched.pipeline import plan
-    from tinysched.reader import parse_model
 
     planned = plan(parse_model(tiny_demo_model()))
     assert planned.folding.count == 0 and [r.kind for r in planned.rewriting.rewrites] == ["stream"]
@@ -570,8 +570,8 @@ def tiny_demo_graph() -> Graph:
 
 
 def test_tensor_model_report_has_no_refined_columns(demo_path):
+    from tinysched.model.reader import read_model
     from tinysched.pipeline import PlanOptions, plan
-    from tinysched.reader import read_model
     from tinysched.report.metadata import collect_metadata
 
     planned = plan(read_model(demo_path), PlanOptions(memory_model="tensor"))

@@ -1,4 +1,4 @@
-"""Exact graph rewrites (tinysched/rewrite.py): dilated convolutions as the TensorFlow converter writes
+"""Exact graph rewrites (tinysched/model/rewrite.py): dilated convolutions as the TensorFlow converter writes
 them (SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND) become one dilated convolution, PAD/PADV2 become
 their reader's padding, and every rewritten and unrewritten model is bit-exact against TFLite."""
 
@@ -15,11 +15,11 @@ from ai_edge_litert import schema_py_generated as schema
 from conftest import REPO, shared_model
 from tiers import needs_gcc
 
-from tinysched.modelgen import ModelBuilder, TensorHandle
+from tinysched.device.verify import verify
+from tinysched.model.modelgen import ModelBuilder, TensorHandle
+from tinysched.model.reader import parse_model, read_model
+from tinysched.model.rewrite import EXPLICIT, fuse_pads, rewrite_dilated_convolutions, rewrite_graph
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import parse_model, read_model
-from tinysched.rewrite import EXPLICIT, fuse_pads, rewrite_dilated_convolutions, rewrite_graph
-from tinysched.verify import verify
 
 # ---- the converter's dilated convolution -------------------------------------------------------
 

@@ -29,12 +29,13 @@ from random_dags import (
     topological_orders,
 )
 
-from tinysched.bounds import CutNetwork, OrderingProblem, lower_bound
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph, make_graph
-from tinysched.memory import profile
-from tinysched.reader import parse_model, read_model
-from tinysched.scheduler import (
+from tinysched.memory.tensor import profile
+from tinysched.model.graph import Graph, make_graph
+from tinysched.model.reader import parse_model, read_model
+from tinysched.model.writer import rewrite_model
+from tinysched.order.bounds import CutNetwork, OrderingProblem, lower_bound
+from tinysched.order.scheduler import (
     HEURISTICS,
     Schedule,
     cp_sat_search,
@@ -47,7 +48,6 @@ from tinysched.scheduler import (
     schedule,
     staged_search,
 )
-from tinysched.writer import rewrite_model
 
 MANY = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 SOME = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -346,7 +346,7 @@ def test_cli_schedule_text_and_errors(tmp_path):
 
 
 def test_cli_schedule_output_runs_bit_identically(tmp_path):
-    from tinysched.reference import random_inputs, run_reference_many
+    from tinysched.device.reference import random_inputs, run_reference_many
 
     original = shared_model("mlperf_ic_resnet8_int8").read_bytes()
     graph = parse_model(original)
@@ -429,7 +429,7 @@ def test_precedence_tree_beside_the_search_certifies_and_rechecks():
     # a second core the tree grows in a child process beside the search and proves the order
     import os
 
-    from tinysched.bounds import LowerBound, recheck
+    from tinysched.order.bounds import LowerBound, recheck
 
     graph = small_randwire(11, nodes=18, stages=2)
     sched = schedule(graph, time_limit=3.0)
@@ -463,7 +463,7 @@ def test_multi_stage_randwire_certificates_recheck_and_stay_under_the_dp(seed):
     # three stages of 11-13 nodes: the stage search, the stage-network tree and the wide beams all
     # take part; whatever the budget, the bound stays under the DP optimum and a certificate's
     # bound is re-derived by bounds.recheck from its witness
-    from tinysched.bounds import LowerBound, recheck
+    from tinysched.order.bounds import LowerBound, recheck
 
     graph = small_randwire(seed, nodes=11 + seed % 3, stages=3)
     problem = OrderingProblem(graph)
@@ -530,7 +530,7 @@ def test_ten_thousand_operators_under_a_short_time_limit(branches, join):
     assert time.perf_counter() - started < 30
     assert_valid(graph, sched)
     assert sched.certified == (sched.lower_bound_bytes == sched.peak_bytes)
-    from tinysched.arena import plan_arena
+    from tinysched.arena.placement import plan_arena
 
     started = time.perf_counter()
     plan = plan_arena(graph, sched.order, time_limit=1.0)
@@ -544,7 +544,7 @@ def test_ten_thousand_operators_under_a_short_time_limit(branches, join):
 @SOME
 @given(small_dags())
 def test_layered_decision_is_exact_and_beams_are_valid(graph):
-    from tinysched.layered import layered_search
+    from tinysched.order.layered import layered_search
 
     optimum = brute_force_optimum(graph)
     problem = OrderingProblem(graph)
@@ -563,7 +563,7 @@ def test_layered_decision_is_exact_and_beams_are_valid(graph):
 
 
 def test_layered_search_orders_a_stretch_after_its_start():
-    from tinysched.layered import layered_search
+    from tinysched.order.layered import layered_search
 
     graph = small_randwire(3, nodes=7)
     problem = OrderingProblem(graph)
@@ -581,7 +581,7 @@ def test_layered_search_orders_a_stretch_after_its_start():
 @pytest.mark.parametrize("seed", range(4))
 def test_layered_search_is_exact_past_one_word(seed):
     # 90 operators: down-sets take two 64-bit words, deduplicated through one hash of them
-    from tinysched.layered import layered_search
+    from tinysched.order.layered import layered_search
 
     graph = narrow_dag(seed, 90)
     problem = OrderingProblem(graph)
@@ -600,7 +600,7 @@ def test_layered_search_is_exact_past_one_word(seed):
 def _stage_optimum(problem: OrderingProblem, start: int, ops: int, cap: int, backward: bool):
     """Decisions from `cap` down until the stage no longer fits: (its optimum, the last decision's
     floor, down-sets held over all of them)."""
-    from tinysched.layered import layered_search
+    from tinysched.order.layered import layered_search
 
     held = 0
     while True:
@@ -635,7 +635,7 @@ def test_backward_decisions_agree_with_forward_on_watts_strogatz_stages(seed):
     assert 3 * backward[2] < forward[2]
     if seed == 3:  # 152,263 down-sets forward, 2,084 backward
         assert 50 * backward[2] < forward[2]
-    from tinysched.layered import layered_search
+    from tinysched.order.layered import layered_search
 
     chosen = layered_search(problem, start, ops, forward[0] - 1, backward=None)
     assert chosen.backward and chosen.complete and chosen.floor_bytes == forward[0]
@@ -645,7 +645,7 @@ def test_decisions_choose_forward_on_a_chain_of_dead_ends():
     # narrow_dag leaves many operators' outputs unread: backward every such dead end can be the
     # last one run, so the backward down-sets multiply; the short try of both directions keeps
     # the forward decision, with the forward answer
-    from tinysched.layered import PROBE_STATES, layered_search
+    from tinysched.order.layered import PROBE_STATES, layered_search
 
     graph = narrow_dag(39, 250)
     problem = OrderingProblem(graph)
@@ -659,7 +659,7 @@ def test_decisions_choose_forward_on_a_chain_of_dead_ends():
 
 
 def test_unique_rows_keeps_the_first_of_each_row():
-    from tinysched.layered import _unique_rows  # noqa: PLC2701 (the module's own helper, tested here)
+    from tinysched.order.layered import _unique_rows  # noqa: PLC2701 (the module's own helper, tested here)
 
     rng = np.random.default_rng(0)
     rows = rng.integers(0, 4, size=(500, 3)).astype(np.uint64)
@@ -687,7 +687,7 @@ def test_staged_search_giving_up_stays_exact(graph):
 def test_staged_search_bound_below_the_peak_rechecks(seed):
     # a stage decided at once below the best order's peak: a stage_exhaustive bound whose cap is
     # the peak less one byte, never above the DP optimum, and that recheck re-derives
-    from tinysched.bounds import recheck
+    from tinysched.order.bounds import recheck
 
     graph = small_randwire(seed, nodes=6 + seed % 3)
     problem = OrderingProblem(graph)

@@ -21,15 +21,15 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 from tiers import needs_gcc, require
 
-from tinysched import reference
 from tinysched.build.host import compile_runner, run_runner, write_runner
 from tinysched.build.sources import write_sources
 from tinysched.codegen.quant import softmax_exp_table, softmax_params
-from tinysched.device import measure_sources
+from tinysched.device import reference
+from tinysched.device.runner import measure_sources
 from tinysched.errors import TinyschedError
-from tinysched.modelgen import ModelBuilder
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import read_model
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import read_model
 
 REF, OPT = "BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
 ROWS = 3

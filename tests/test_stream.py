@@ -1,4 +1,4 @@
-"""Streamed pairs (tinysched.stream): which producer/consumer pairs stream and with how many rows, the
+"""Streamed pairs (tinysched.memory.stream): which producer/consumer pairs stream and with how many rows, the
 shift their fused loop allows (check_plan refusing one byte more), the arena they save, and generated
 models bit-exact against TFLite on the host (ASan/UBSan, outputs placed exactly at the shift) and on an
 emulated Cortex-M7 with the painted arena high-water equal to the plan."""
@@ -19,13 +19,13 @@ from helpers import (
 )
 from tiers import needs_gcc, require
 
-from tinysched.check import check_plan
+from tinysched.arena.check import check_plan
 from tinysched.errors import TinyschedError
-from tinysched.modelgen import ModelBuilder
-from tinysched.overlap import max_shift, memory_model
+from tinysched.memory.overlap import max_shift, memory_model
+from tinysched.memory.stream import STREAM_OPCODE, candidates, chain_shift, stream_of
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import parse_model
-from tinysched.stream import STREAM_OPCODE, candidates, chain_shift, stream_of
 
 
 def _expand_dw(b: ModelBuilder) -> None:

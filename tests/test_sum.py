@@ -35,11 +35,11 @@ from ai_edge_litert import schema_py_generated as schema
 from helpers import host_build
 from tiers import needs_gcc
 
-from tinysched import reference
 from tinysched.codegen import check_supported
 from tinysched.codegen.lower_reduce import sum_f32_requant, sum_thresholds
-from tinysched.modelgen import ModelBuilder
-from tinysched.reader import parse_model
+from tinysched.device import reference
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 
 OPTIMISED = ("BUILTIN_WITHOUT_DEFAULT_DELEGATES",)
 

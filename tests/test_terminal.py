@@ -11,7 +11,7 @@ import pytest
 from tiers import require
 
 from tinysched.cli import main
-from tinysched.modelgen import tiny_demo_model
+from tinysched.model.modelgen import tiny_demo_model
 
 
 @pytest.fixture

@@ -28,14 +28,14 @@ from test_lstm import generated_lstms
 from test_sum import sum_axes
 from tflite_edit import edited, first_op
 
-from tinysched import reference
 from tinysched.codegen import SUPPORTED_OPS
+from tinysched.device import reference
 from tinysched.errors import TinyschedError
-from tinysched.fold import fold_constants
-from tinysched.graph import Graph
-from tinysched.modelgen import random_branching_model, tiny_demo_model
-from tinysched.reader import MAX_TENSOR_ELEMENTS, parse_model, read_model
-from tinysched.shapes import INFER, Elements, check_graph, infer_output_shapes
+from tinysched.model.fold import fold_constants
+from tinysched.model.graph import Graph
+from tinysched.model.modelgen import random_branching_model, tiny_demo_model
+from tinysched.model.reader import MAX_TENSOR_ELEMENTS, parse_model, read_model
+from tinysched.model.shapes import INFER, Elements, check_graph, infer_output_shapes
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="host gcc not installed")
 
@@ -45,7 +45,7 @@ def padv2_model() -> bytes:
     import numpy as np
     from ai_edge_litert import schema_py_generated as schema
 
-    from tinysched.modelgen import ModelBuilder
+    from tinysched.model.modelgen import ModelBuilder
 
     b = ModelBuilder(seed=5)
     x = b.input("x", (1, 5, 4, 3), zero_point=-3)

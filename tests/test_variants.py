@@ -1,4 +1,4 @@
-"""Kernel variants (tinysched.variants, tinysched.inplace): the staged in-place CONV_2D / DEPTHWISE_CONV_2D
+"""Kernel variants (tinysched.memory.variants, tinysched.memory.inplace): the staged in-place CONV_2D / DEPTHWISE_CONV_2D
 kernels' shifts for hand-computed shapes, which operators the refined model gives them, check_plan
 refusing one byte more than a variant's order allows, and generated models bit-exact against TFLite on
 the host (ASan/UBSan, portable C) and on an emulated Cortex-M7 (DSP paths) with the painted arena
@@ -21,16 +21,16 @@ from helpers import (
 )
 from tiers import needs_gcc, require
 
-from tinysched.check import check_plan
+from tinysched.arena.check import check_plan
 from tinysched.codegen.lower_conv import rq_fields
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph
-from tinysched.inplace import candidate, select_variants
-from tinysched.modelgen import ModelBuilder
-from tinysched.overlap import max_shift, memory_model, variant_shift
+from tinysched.memory.inplace import candidate, select_variants
+from tinysched.memory.overlap import max_shift, memory_model, variant_shift
+from tinysched.memory.variants import KernelVariant, variant_of, with_variants
+from tinysched.model.graph import Graph
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.reader import parse_model
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import parse_model
-from tinysched.variants import KernelVariant, variant_of, with_variants
 
 # ---- the shifts, against hand-computed ones --------------------------------------------------------
 
@@ -171,7 +171,7 @@ def test_check_plan_refuses_one_byte_past_a_variants_shift() -> None:
 
 def replace_options(graph: Graph) -> Graph:
     """`graph` with every recorded variant dropped (the scratch tensors stay)."""
-    from tinysched.variants import VARIANT_OPTION, VARIANT_PARAM_OPTION
+    from tinysched.memory.variants import VARIANT_OPTION, VARIANT_PARAM_OPTION
 
     ops = tuple(
         replace(
@@ -327,7 +327,7 @@ def test_variants_that_lower_no_peak_are_dropped() -> None:
 def test_wide_variant_takes_only_bytes_the_arena_leaves_free() -> None:
     from fast_path_models import conv_widened
 
-    from tinysched.arena import aligned_lower_bound, arena_buffers, step_savings
+    from tinysched.arena.placement import aligned_lower_bound, arena_buffers, step_savings
 
     g = parse_model(conv_widened())
     planned = plan(g, PlanOptions(time_limit=2.0))

@@ -1,4 +1,4 @@
-"""Aliases in the refined memory model (tinysched.overlap): CONCATENATION built in place and SPLIT /
+"""Aliases in the refined memory model (tinysched.memory.overlap): CONCATENATION built in place and SPLIT /
 UNPACK / STRIDED_SLICE outputs as views at a byte offset. The layouts the model derives, the peaks
 with and without, check_plan refusing a slice one byte off, certificates against every order, and
 generated models bit-exact under ASan/UBSan (and one on QEMU)."""
@@ -22,19 +22,19 @@ from helpers import (
 )
 from tiers import needs_gcc, require
 
-from tinysched.arena import plan_arena
-from tinysched.check import check_plan
+from tinysched.arena.check import check_plan
+from tinysched.arena.placement import plan_arena
+from tinysched.device.verify import verify
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph
-from tinysched.memory import profile
-from tinysched.modelgen import ModelBuilder
-from tinysched.modelgen import build_concat_slices as _concat3
-from tinysched.modelgen import build_split_views as _split_views
-from tinysched.overlap import contiguous_range, refine
+from tinysched.memory.overlap import contiguous_range, refine
+from tinysched.memory.tensor import profile
+from tinysched.model.graph import Graph
+from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.modelgen import build_concat_slices as _concat3
+from tinysched.model.modelgen import build_split_views as _split_views
+from tinysched.model.reader import parse_model
+from tinysched.order.scheduler import schedule
 from tinysched.pipeline import PlanOptions, generate, plan
-from tinysched.reader import parse_model
-from tinysched.scheduler import schedule
-from tinysched.verify import verify
 
 
 def _c_source(planned) -> str:

@@ -18,23 +18,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tinysched.arena import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
-from tinysched.check import check_plan
+from tinysched.arena.check import check_plan
+from tinysched.arena.placement import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
+from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
+from tinysched.arena.scratch import with_wide_scratch
 from tinysched.errors import TinyschedError
-from tinysched.fold import FoldResult, fold_constants, no_folding
-from tinysched.graph import Graph
-from tinysched.inplace import DEFAULT_PREFERENCE, PREFERENCES, select_variants, step_gains, unneeded_variants
-from tinysched.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
-from tinysched.kernel_scratch import with_wide_scratch
-from tinysched.memory import profile
-from tinysched.overlap import MODELS, memory_model
-from tinysched.pools import PoolRequest, plan_pools, pool_request
-from tinysched.recompute import RecomputePlan, RecomputeRequest, request_from_values
-from tinysched.rewrite import RewriteResult, compose, no_rewrites, rewrite_graph
-from tinysched.scheduler import Schedule, schedule
-from tinysched.shapes import check_graph
-from tinysched.stream import Stream, candidates, choose, fuse, stream_of
-from tinysched.variants import KernelVariant, variant_of, with_variants
+from tinysched.memory.inplace import (
+    DEFAULT_PREFERENCE,
+    PREFERENCES,
+    select_variants,
+    step_gains,
+    unneeded_variants,
+)
+from tinysched.memory.overlap import MODELS, memory_model
+from tinysched.memory.stream import Stream, candidates, choose, fuse, stream_of
+from tinysched.memory.tensor import profile
+from tinysched.memory.variants import KernelVariant, variant_of, with_variants
+from tinysched.model.fold import FoldResult, fold_constants, no_folding
+from tinysched.model.graph import Graph
+from tinysched.model.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
+from tinysched.model.rewrite import RewriteResult, compose, no_rewrites, rewrite_graph
+from tinysched.model.shapes import check_graph
+from tinysched.order.recompute import RecomputePlan, RecomputeRequest, request_from_values
+from tinysched.order.scheduler import Schedule, schedule
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
 DEFAULT_MEMORY_MODEL = "refined"  # --memory-model tensor gives the tensor model's plan
@@ -49,13 +55,13 @@ class PlanOptions:
     time_limit: float = DEFAULT_TIME_LIMIT  # the whole planning budget, seconds
     recompute: RecomputeRequest | None = None  # None: every operator runs once
     fold: bool = True  # evaluate shape/constant sub-graphs at compile time
-    rewrite: bool = True  # exact graph rewrites (tinysched.rewrite): dilated convolutions, PAD fusion
-    memory_model: str = DEFAULT_MEMORY_MODEL  # "tensor" | "refined" (tinysched.overlap.MODELS)
-    io: str = DEFAULT_IO  # "model" | "int8": the generated API's edge types (tinysched.interface)
+    rewrite: bool = True  # exact graph rewrites (tinysched.model.rewrite): dilated convolutions, PAD fusion
+    memory_model: str = DEFAULT_MEMORY_MODEL  # "tensor" | "refined" (tinysched.memory.overlap.MODELS)
+    io: str = DEFAULT_IO  # "model" | "int8": the generated API's edge types (tinysched.model.interface)
     prefer: str = (
         DEFAULT_PREFERENCE  # "memory": in-place kernel variants where they lower a step; "speed": none
     )
-    pools: PoolRequest | None = None  # the board's RAM regions, --pool limits, --pin (tinysched.pools)
+    pools: PoolRequest | None = None  # the board's RAM regions, --pool limits, --pin (tinysched.arena.pools)
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
@@ -82,14 +88,14 @@ class PlanOptions:
 
     @property
     def streams_allowed(self) -> bool:
-        """Streamed fusion (tinysched.stream) is part of the refined model with --prefer memory: the
+        """Streamed fusion (tinysched.memory.stream) is part of the refined model with --prefer memory: the
         tensor model stays whole tensors and black-box kernels, --prefer speed the plain kernels."""
         return self.planned_memory_model == "refined" and self.prefer == "memory"
 
     @property
     def planned_memory_model(self) -> str:
         """The model the plan is made in: a recomputation sequence is planned in the tensor model
-        (tinysched.recompute has no refined step cost), whatever `memory_model` asks."""
+        (tinysched.order.recompute has no refined step cost), whatever `memory_model` asks."""
         return "tensor" if self.recomputing else self.memory_model
 
     @property
@@ -157,7 +163,7 @@ class Planned:
 
     @property
     def variants(self) -> dict[int, KernelVariant]:
-        """operator -> the in-place kernel variant it runs (tinysched.variants), as recorded on `graph`
+        """operator -> the in-place kernel variant it runs (tinysched.memory.variants), as recorded on `graph`
         (the widened CONV_2D kernel, chosen after placement, is in `wide_variants`)."""
         return {
             op.index: v
@@ -168,7 +174,7 @@ class Planned:
     @property
     def wide_variants(self) -> dict[int, KernelVariant]:
         """operator -> its ``wide`` variant: the CONV_2D kernels given scratch where the placed arena
-        had room at their step (tinysched.kernel_scratch)."""
+        had room at their step (tinysched.arena.scratch)."""
         return {
             op.index: v
             for op in self.graph.operators
@@ -236,7 +242,7 @@ class Planned:
         )
 
     def streams_json(self) -> list[dict[str, Any]]:
-        """The streamed chains (tinysched.stream), by planned operator, for JSON."""
+        """The streamed chains (tinysched.memory.stream), by planned operator, for JSON."""
         rows = []
         for r in self.rewriting.rewrites:
             chain = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None

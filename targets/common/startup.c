@@ -3,10 +3,12 @@
  *
  * The reset handler enables the FPU (when the build uses one), sets the stack limit register on
  * Armv8-M cores, copies .data from its load image, zeroes .bss and the arena section, brings the
- * clocks and the harness UART up (ts_target_init) and calls main().
+ * clocks and the harness UART up (ts_target_init) and calls the application's entry, main().
  *
- * Fault handlers hand the stacked PC and the fault status registers to ts_fault(), which the
- * device harness implements by reporting them to the host and rebooting.
+ * Fault handlers hand the stacked PC and the fault status registers to the application's fault hook,
+ * ts_fault(). Start-up calls the application only through these two hooks (declared in ts_target.h)
+ * and offers it nothing of its own: what the application calls (ts_system_reset, the UART, the
+ * counter) is board support, in the other files of targets/.
  */
 #include <stdint.h>
 
@@ -16,7 +18,6 @@ extern uint32_t __data_load[], __data_start[], __data_end[];
 extern uint32_t __bss_start[], __bss_end[];
 extern uint32_t __arena_start[], __arena_end[];
 
-int main(void);
 void Reset_Handler(void);
 void NMI_Handler(void);
 void HardFault_Handler(void);
@@ -61,7 +62,6 @@ __attribute__((section(".vectors"), used)) const ts_vector ts_vector_table[32] =
 #define SCB_CPACR 0xE000ED88u
 #define SCB_CFSR 0xE000ED28u
 #define SCB_HFSR 0xE000ED2Cu
-#define SCB_AIRCR 0xE000ED0Cu
 
 static void copy_words(uint32_t *dst, const uint32_t *src, const uint32_t *end)
 {
@@ -94,15 +94,6 @@ __attribute__((noreturn)) void Reset_Handler(void)
     ts_target_init();
     (void)main();
     ts_system_reset();
-}
-
-void ts_system_reset(void)
-{
-    __asm volatile("dsb" ::: "memory");
-    TS_REG32(SCB_AIRCR) = (0x05FAu << 16) | (1u << 2); /* VECTKEY | SYSRESETREQ */
-    __asm volatile("dsb" ::: "memory");
-    for (;;) {
-    }
 }
 
 void ts_fault_entry(const uint32_t *frame, uint32_t kind)

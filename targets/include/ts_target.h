@@ -1,5 +1,6 @@
 /*
- * ts_target.h - what a target (startup + board support) gives the device harness.
+ * ts_target.h - what a target's board support gives the application (the device harness), and the
+ * two hooks its start-up calls in the application.
  *
  * Every board is described by defines that tinysched/firmware.py derives from boards.yaml:
  *   TS_BOARD_NAME   "nucleo-f767"             TS_CPU_HZ       core clock in Hz
@@ -54,12 +55,19 @@ uint64_t ts_counter_now(void);
 extern uint32_t __stack_limit[], __stack_top[];
 extern uint8_t __heap_start[], __heap_end[];
 
+/* Reboots the device (SCB AIRCR SYSRESETREQ; common/reset.c). */
+void ts_system_reset(void) __attribute__((noreturn));
+
+/* ---- the application's hooks: start-up (common/startup.c) calls these, the application defines
+ * them; start-up is called by nothing. ---- */
+
+/* The application's entry, called once by the reset handler after ts_target_init; the core is
+ * reset (ts_system_reset) if it returns. */
+int main(void);
+
 /* Called by the fault handlers with the stacked PC and the fault status registers; the harness
  * reports it to the host. Must not return. */
 void ts_fault(uint32_t pc, uint32_t cfsr, uint32_t hfsr, uint32_t kind) __attribute__((noreturn));
-
-/* Reboots the device (SCB AIRCR SYSRESETREQ). */
-void ts_system_reset(void) __attribute__((noreturn));
 
 #ifdef __cplusplus
 }

@@ -53,7 +53,7 @@ class SizeReport:
     ram_other: int
     arena_bytes_planned: int | None
     regions: list[RegionUse] = field(default_factory=list)
-    # a split arena (tinysched.pools): each region's static array as linked, {region, symbol,
+    # a split arena (tinysched.arena.pools): each region's static array as linked, {region, symbol,
     # address, bytes, memory} where memory is the board region its address lies in
     arena_regions: list[dict[str, Any]] = field(default_factory=list)
 

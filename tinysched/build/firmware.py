@@ -49,7 +49,7 @@ def firmware_dir() -> Path:
 def target_sources(board: Board) -> list[Path]:
     """Startup, counter and the family's clock/UART code."""
     t = targets_dir()
-    return [t / "common" / "startup.c", t / "common" / "counter.c", t / board.family / "target.c"]
+    return [t / "common" / "startup.c", t / "common" / "reset.c", t / "common" / "counter.c", t / board.family / "target.c"]
 
 
 def harness_sources() -> list[Path]:

@@ -59,7 +59,6 @@ from tinysched.codegen.module import (
     state_init,
     state_layout,
     step_offsets,
-    with_scratch,
 )
 from tinysched.codegen.quant import (
     MAX_ACCUMULATED_PRODUCTS,
@@ -68,7 +67,6 @@ from tinysched.codegen.quant import (
     quantize_multiplier,
     quantize_value,
     round_half_away,
-    window_padding,
 )
 from tinysched.codegen.shapes import MAX_DIMS
 from tinysched.codegen.table import (
@@ -79,6 +77,8 @@ from tinysched.codegen.table import (
     stateful_ops,
     supported_ops,
 )
+from tinysched.memory.variants import with_scratch  # the scratch tensors this module's kernels declare
+from tinysched.model.shapes import window_padding
 
 SUPPORTED_OPS: tuple[str, ...] = supported_ops()
 STATEFUL_OPS: tuple[str, ...] = stateful_ops()

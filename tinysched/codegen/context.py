@@ -10,7 +10,7 @@ import numpy as np
 
 from tinysched.codegen.cgen import C_TYPES
 from tinysched.codegen.errors import Unsupported
-from tinysched.graph import Graph, Tensor
+from tinysched.model.graph import Graph, Tensor
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class KernelCall:
     pre: list[str] = field(default_factory=list)  # C statements before the call (e.g. pointer lists)
     first_run: bool = True  # False for a recomputed operator's later runs (parameters emitted once)
     label: str = ""  # names its parameters and arrays (`<prefix>_<label>`); default `op<op>`
-    # The calls a fused operator runs inside its `pre` block (tinysched.stream): their parameters
+    # The calls a fused operator runs inside its `pre` block (tinysched.memory.stream): their parameters
     # and arrays are emitted; the operator itself has no kernel of its own.
     parts: list[KernelCall] = field(default_factory=list)
 
@@ -66,7 +66,7 @@ class LoweringContext:
     offsets: Mapping[int, int]  # activation tensor -> arena offset of the instance this step uses
     const_names: Mapping[int, str]  # constant tensor -> its array in the weights file
     state_offsets: Mapping[int, int] = field(default_factory=dict)  # variable tensor -> state offset
-    # A split arena (tinysched.pools): (C pointer name, first offset, bytes) of each region, in
+    # A split arena (tinysched.arena.pools): (C pointer name, first offset, bytes) of each region, in
     # offset order; offsets are the plan's, laid end to end. Empty: the one `arena`.
     regions: tuple[tuple[str, int, int], ...] = ()
 

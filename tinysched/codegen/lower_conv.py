@@ -10,12 +10,12 @@ from tinysched.codegen.quant import (
     MAX_ACCUMULATED_PRODUCTS,
     activation_range,
     quantize_multiplier,
-    window_padding,
 )
 from tinysched.codegen.table import lowering
-from tinysched.graph import Operator
-from tinysched.rewrite import explicit_padding
-from tinysched.variants import KernelVariant, variant_of
+from tinysched.memory.variants import KernelVariant, variant_of
+from tinysched.model.graph import Operator
+from tinysched.model.rewrite import explicit_padding
+from tinysched.model.shapes import window_padding
 
 
 def _pads(
@@ -27,7 +27,7 @@ def _pads(
     dilations: tuple[int, int],
 ) -> tuple[int, int]:
     """(pad_top, pad_left) the kernel offsets its windows by: TFLite's from the sizes for SAME/VALID
-    (ComputePaddingWithOffset), or an EXPLICIT padding's top/left (tinysched.rewrite), whose
+    (ComputePaddingWithOffset), or an EXPLICIT padding's top/left (tinysched.model.rewrite), whose
     bottom/right must give the output size (the kernels skip taps past the input's end)."""
     explicit = explicit_padding(op)
     if explicit is None:
@@ -145,7 +145,7 @@ def _staged(
     shifts: tuple[int, ...],
     out_zp: int,
 ) -> None:
-    """The operator's recorded in-place variant (tinysched.variants): its kernel, the scratch tensor
+    """The operator's recorded in-place variant (tinysched.memory.variants): its kernel, the scratch tensor
     `with_scratch` added as its last output, its geometry number and the ts_rq table."""
     scratch = op.outputs[-1]
     if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < variant.scratch_bytes:

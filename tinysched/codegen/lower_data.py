@@ -23,8 +23,8 @@ from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.quant import round_half_away, trunc_div
 from tinysched.codegen.shapes import MAX_DIMS, dims_strides, pad_left, rank_axis
 from tinysched.codegen.table import lowering
-from tinysched.fold import NotFoldable, strided_slice_index
-from tinysched.graph import Operator
+from tinysched.model.fold import NotFoldable, strided_slice_index
+from tinysched.model.graph import Operator
 
 
 @lowering("RESHAPE", "SQUEEZE", "EXPAND_DIMS")

@@ -18,7 +18,7 @@ from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.quant import activation_range, f32_ratio, quantize_multiplier
 from tinysched.codegen.shapes import dims_strides, pad_left
 from tinysched.codegen.table import lowering
-from tinysched.graph import Operator
+from tinysched.model.graph import Operator
 
 Params = list[tuple[str, int]]  # struct field -> integer value, in struct order
 

@@ -28,7 +28,7 @@ from tinysched.codegen.quant import (
     tanh_table,
 )
 from tinysched.codegen.table import lowering
-from tinysched.graph import Operator
+from tinysched.model.graph import Operator
 
 
 def _lut(ctx: LoweringContext, op: Operator, call: KernelCall, table: np.ndarray, what: str) -> None:

@@ -18,7 +18,7 @@ from tinysched.codegen.lower_data import lower_copy
 from tinysched.codegen.quant import INT8_MAX, INT8_MIN, quantize_multiplier
 from tinysched.codegen.shapes import dims_strides, pad_left, rank_axis
 from tinysched.codegen.table import lowering
-from tinysched.graph import Operator
+from tinysched.model.graph import Operator
 
 
 def _reduction_axes(ctx: LoweringContext, op: Operator) -> tuple[list[int], list[int]]:

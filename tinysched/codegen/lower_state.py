@@ -20,7 +20,7 @@ from tinysched.codegen.quant import (
     round_half_away,
 )
 from tinysched.codegen.table import lowering
-from tinysched.graph import Operator
+from tinysched.model.graph import Operator
 
 
 @lowering("SVDF", stateful=True)

@@ -1,4 +1,4 @@
-"""The lowering of a streamed pair (tinysched.stream): one loop over the consumer's output rows that
+"""The lowering of a streamed pair (tinysched.memory.stream): one loop over the consumer's output rows that
 calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h, "Streamed pairs")."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.table import lower, lowering
-from tinysched.graph import Operator
-from tinysched.stream import STREAM_OPCODE, WINDOWED, RowWindow, row_window, stream_of
+from tinysched.memory.stream import STREAM_OPCODE, WINDOWED, RowWindow, row_window, stream_of
+from tinysched.model.graph import Operator
 
 
 def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tinysched import __version__
-from tinysched.arena import DEFAULT_ALIGNMENT
+from tinysched.arena.placement import DEFAULT_ALIGNMENT
 from tinysched.codegen.cgen import (
     C_TYPES,
     c_array_lines,
@@ -29,8 +29,8 @@ from tinysched.codegen.cgen import (
 from tinysched.codegen.context import ConstArray, LoweringContext
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
-from tinysched.graph import Graph, Operator, Tensor
-from tinysched.stream import STREAM_OPCODE, stream_of
+from tinysched.memory.stream import STREAM_OPCODE, stream_of
+from tinysched.model.graph import Graph, Operator, Tensor
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
 # every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
@@ -77,24 +77,6 @@ def _stream_window(graph: Graph, op: Operator) -> int:
 # which the memory model keeps live during that step only, so the arena stays exact. A streamed
 # pair's window is such scratch (the in-place variants' scratch comes with the variant).
 SCRATCH_BYTES: dict[str, Callable[[Graph, Operator], int]] = {STREAM_OPCODE: _stream_window}
-
-
-def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
-    """`graph` plus one unread int8 output tensor of `scratch[op]` bytes on each listed operator."""
-    if not scratch:
-        return graph
-    tensors = list(graph.tensors)
-    operators = list(graph.operators)
-    for op_index, nbytes in sorted(scratch.items()):
-        if nbytes <= 0:
-            continue
-        op = operators[op_index]
-        t = Tensor(
-            len(tensors), f"{op.opcode.lower()}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes)
-        )
-        tensors.append(t)
-        operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
-    return graph.derived(tuple(tensors), tuple(operators))
 
 
 def scratch_needs(graph: Graph) -> dict[int, int]:
@@ -261,7 +243,7 @@ def step_offsets(graph: Graph, plan: Any) -> tuple[list[dict[int, int]], dict[in
     In a plain order every tensor has the one instance 0. In a recomputation sequence a step reads
     the instances `memory.instance_lifetimes` says it reads and writes new ones (docs/recomputation.md),
     and the graph outputs are copied out of their final instance."""
-    from tinysched.memory import instance_lifetimes
+    from tinysched.memory.tensor import instance_lifetimes
 
     by_key = {(p.index, getattr(p, "instance", 0)): p.offset for p in plan.buffers}
     base = {t: offset for (t, i), offset in by_key.items() if i == 0}
@@ -445,7 +427,7 @@ def generate(
         # Persistent state (variable tensors of stateful operators), outside the arena; 0 if none.
         "state_bytes": state_bytes,
         "state_tensors": state_init(graph, state_offsets),
-        "regions": regions,  # a split arena's regions (tinysched.pools); empty: one arena
+        "regions": regions,  # a split arena's regions (tinysched.arena.pools); empty: one arena
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),

@@ -81,13 +81,6 @@ def activation_range(activation: str, scale: float, zero_point: int, dtype: str 
     raise Unsupported(f"fused activation {activation}")
 
 
-def window_padding(in_size: int, out_size: int, kernel: int, stride: int, dilation: int) -> int:
-    """ComputePaddingWithOffset: padding before the first row/column (the smaller half)."""
-    effective = (kernel - 1) * dilation + 1
-    total = max((out_size - 1) * stride + effective - in_size, 0)
-    return total // 2
-
-
 # ---- the host C library's float32 functions (TFLite tabulates libm's results) -----------------
 
 

@@ -15,7 +15,7 @@ from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.kernel_checks import check_call
 from tinysched.errors import TinyschedError
-from tinysched.graph import Operator
+from tinysched.model.graph import Operator
 
 Lowering = Callable[[LoweringContext, Operator, KernelCall], None]
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tinysched.arena import STOCK_TFLM_PLACER, greedy_plan
+from tinysched.arena.placement import STOCK_TFLM_PLACER, greedy_plan
 from tinysched.commands.common import (
     TerminalProgress,
     certificate_line,
@@ -22,16 +22,15 @@ from tinysched.commands.common import (
 )
 from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
-from tinysched.fold import alias_saving
-from tinysched.graph import Graph
-from tinysched.memory import MemoryProfile, profile
+from tinysched.memory.tensor import MemoryProfile, alias_saving, profile
+from tinysched.model.graph import Graph
+from tinysched.model.writer import rewrite_model
+from tinysched.order.recompute import summary_lines as recompute_summary
+from tinysched.order.scheduler import schedule
 from tinysched.pipeline import PlanOptions, add_plan_arguments, options_from_args, tensor_model_optimum
 from tinysched.pipeline import plan as pipeline_plan
-from tinysched.recompute import summary_lines as recompute_summary
 from tinysched.report.format import headline
-from tinysched.scheduler import schedule
 from tinysched.text import printable
-from tinysched.writer import rewrite_model
 
 # ---- analyze -----------------------------------------------------------------------------------
 
@@ -262,7 +261,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if not plan.repeats:
             payload["reshape_alias"] = alias_saving(graph, plan.order).as_json()
     if args.tflm:
-        from tinysched.tflm import SCRATCH_KERNELS, tflm_model
+        from tinysched.arena.tflm import SCRATCH_KERNELS, tflm_model
 
         rewritten = tflm_model(read_bytes(args.model), plan)
         write_atomic(args.output, rewritten)
@@ -386,8 +385,8 @@ def tflm_arena_size(model_bytes: bytes, head_bytes: int) -> dict[str, Any]:
     """The arena to give TFLM's MicroInterpreter for the rewritten model: its head (this plan) plus
     the tail (persistent: interpreter structures, kernel data) that the tflite-micro interpreter
     allocates for it on this host."""
-    from tinysched.reference import random_inputs
-    from tinysched.tflm import run_tflm
+    from tinysched.arena.tflm import run_tflm
+    from tinysched.device.reference import random_inputs
 
     try:
         run = run_tflm(model_bytes, random_inputs(model_bytes, seed=0, count=1)[0], timeout=120.0)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinysched.arena.pools import certificate as pool_certificate
 from tinysched.boards import Board, get_board
 from tinysched.build import DEFAULT_BUILD_OPTIONS, BuildOptions, build_board, build_host
 from tinysched.build.firmware import FirmwareImage, firmware_metadata, toolchain_version
@@ -32,6 +33,7 @@ from tinysched.commands.common import (
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
+from tinysched.order.recompute import summary_lines, total_macs
 from tinysched.pipeline import (
     DEFAULT_PLAN_OPTIONS,
     Planned,
@@ -41,8 +43,6 @@ from tinysched.pipeline import (
     options_from_args,
     plan,
 )
-from tinysched.pools import certificate as pool_certificate
-from tinysched.recompute import summary_lines, total_macs
 from tinysched.report import (
     NO_COMPARISONS,
     CompareOptions,
@@ -266,7 +266,9 @@ def build_record(
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
         "arena_lower_bound_bytes": int(planned.arena.lower_bound_bytes),
-        "arena_regions": [pool.as_json() for pool in planned.arena.pools],  # a split arena (tinysched.pools)
+        "arena_regions": [
+            pool.as_json() for pool in planned.arena.pools
+        ],  # a split arena (tinysched.arena.pools)
         "stack_reserved_bytes": None if board is None else int(stack or board.stack_bytes),
         "order_certified": bool(planned.schedule.certified),
         # the generated API's edges: `measure` feeds and compares int8 where --io int8 changed one
@@ -322,7 +324,7 @@ def print_build(result: BuildResult) -> None:
             f"arena       {format_bytes(arena.arena_bytes)} allocated, high-water "
             f"{arena.high_water_bytes:,} B, aligned to {arena.alignment}"
         )
-        for pool in arena.pools:  # a split arena (tinysched.pools)
+        for pool in arena.pools:  # a split arena (tinysched.arena.pools)
             print(
                 f"  region    {pool.region} @ {pool.origin:#010x}: {pool.bytes:,} B of {pool.limit:,} B, "
                 f"high-water {pool.high_water_bytes:,} B, {pool.tensors} tensors (speed rank {pool.speed})"
@@ -400,7 +402,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from tinysched.verify import verify
+    from tinysched.device.verify import verify
 
     if args.board != "host":
         raise TinyschedError(f"board {args.board!r} is not supported by verify; supported: host")
@@ -418,7 +420,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     )
     intermediates = None
     if args.intermediates:
-        from tinysched.verify import compare_intermediates
+        from tinysched.device.verify import compare_intermediates
 
         intermediates = compare_intermediates(
             args.model, ("tinysched", result.reference), seed=args.seed, opt=args.opt, options=planned.options

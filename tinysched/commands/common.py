@@ -155,9 +155,9 @@ def certificate_line(sched: Any, graph: Any, planned: Any = None) -> str:
 
 def read_checked_model(path: str | Path) -> Any:
     """The model as a Graph, after tinysched's reader and TFLite's own flatbuffer verifier agree
-    that the file is sound (tinysched.tflite_verify)."""
-    from tinysched.reader import parse_model, read_model_bytes
-    from tinysched.tflite_verify import check_flatbuffer
+    that the file is sound (tinysched.model.tflite_verify)."""
+    from tinysched.model.reader import parse_model, read_model_bytes
+    from tinysched.model.tflite_verify import check_flatbuffer
 
     data = read_model_bytes(path)  # read once, for both
     graph = parse_model(data, source=str(path))

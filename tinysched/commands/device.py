@@ -27,7 +27,8 @@ from tinysched.build.elfsize import SizeReport
 from tinysched.build.firmware import FirmwareImage
 from tinysched.commands.build import add_stack_argument, build_model, build_options_from_args
 from tinysched.commands.common import add_output_arguments, print_json
-from tinysched.device import (
+from tinysched.device.reference import interface_inputs, reference_io
+from tinysched.device.runner import (
     FLASH_TOOLS,
     SEMIHOST_REFUSED,
     MeasureResult,
@@ -40,7 +41,7 @@ from tinysched.device import (
 )
 from tinysched.errors import TinyschedError
 from tinysched.files import is_tinysched_folder
-from tinysched.interface import IoEdge, interface_inputs, reference_io
+from tinysched.model.interface import IoEdge
 from tinysched.pipeline import add_plan_arguments, options_from_args
 from tinysched.report.format import headline, used_of_kind
 

@@ -60,8 +60,8 @@ def stock_tflm_arena(model_bytes: bytes | None) -> dict[str, Any]:
             return {"available": False, "reason": "the tflite-micro package is not installed"}
     except (ImportError, ValueError):
         return {"available": False, "reason": "the tflite-micro package is not installed"}
-    from tinysched.reference import random_inputs
-    from tinysched.tflm import run_tflm
+    from tinysched.arena.tflm import run_tflm
+    from tinysched.device.reference import random_inputs
 
     try:
         run = run_tflm(model_bytes, random_inputs(model_bytes, seed=0, count=1)[0], timeout=120.0)
@@ -99,7 +99,7 @@ def recompute_entry(p: Any) -> dict[str, Any]:
 def run_comparisons(planned: Any, model_bytes: bytes | None, options: CompareOptions) -> dict[str, Any]:
     """{"stock_tflm": ..., "recompute_tradeoff": ... or None, "seconds": {...}} for `planned`
     (a pipeline.Planned); stock TFLM runs in a child process while the trade-off is searched."""
-    from tinysched.recompute import plan_recompute
+    from tinysched.order.recompute import plan_recompute
 
     seconds: dict[str, float] = {}
     pool = ThreadPoolExecutor(max_workers=1)

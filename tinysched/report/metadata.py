@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tinysched import __version__
+from tinysched.arena.pools import certificate as pool_certificate
 from tinysched.errors import TinyschedError
-from tinysched.pools import certificate as pool_certificate
 from tinysched.report.format import percent
 
 SCHEMA = "tinysched.metadata"
@@ -246,11 +246,11 @@ def collect_metadata(
     computed (None: not run); `measured` the JSON of `tinysched measure`; `extra` the build's own
     keys, kept under "build".
     """
-    from tinysched.arena import STOCK_TFLM_PLACER, align_up, greedy_plan
-    from tinysched.memory import profile, sequence_profile
-    from tinysched.overlap import memory_model, step_savings_report
-    from tinysched.recompute import macs
-    from tinysched.stream import whole_bytes_saved
+    from tinysched.arena.placement import STOCK_TFLM_PLACER, align_up, greedy_plan
+    from tinysched.memory.overlap import memory_model, step_savings_report
+    from tinysched.memory.stream import whole_bytes_saved
+    from tinysched.memory.tensor import profile, sequence_profile
+    from tinysched.order.recompute import macs
 
     started = time.perf_counter()
     graph, placed, sched, plan = planned.source, planned.graph, planned.schedule, planned.arena
@@ -431,7 +431,7 @@ def collect_metadata(
             "seconds": round(plan.seconds, 4),
             "stock_tflm_greedy_arena_bytes": stock_greedy.arena_bytes,
             "stock_tflm": stock,
-            # a split arena (tinysched.pools): what sits in which region; empty for one arena
+            # a split arena (tinysched.arena.pools): what sits in which region; empty for one arena
             "regions": arena_regions(plan, name),
             "regions_certificate": pool_certificate(plan) if plan.pools else None,
             "tensors": [

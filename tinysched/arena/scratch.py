@@ -1,0 +1,156 @@
+"""Scratch for faster kernels, only where the arena has room for it at that step.
+
+The widened CONV_2D kernel (``wide`` variant, `ts_conv2d_s8_wide` in firmware/include/ts_kernels.h)
+needs a strip of int16 receptive fields: `blocks` * 4 * roundup(K, 4) * 2 bytes for K = fh * fw * in_c.
+After the arena is placed, each CONV_2D operator that runs the default kernel gets the variant with
+the largest strip (up to `WIDE_MAX_BLOCKS` blocks, at most `WIDE_STRIP_BYTES` unless one block is
+more) that fits in a gap of the placed arena at its own step (bytes no tensor live at that step
+occupies, below the high-water) and keeps that step's aligned live bytes within the plan's lower
+bound and its live bytes below the peak (so the bound, the peak and its step, the certificate and
+the optimality claims stay exactly as they were). The scratch is then a tensor of the plan (an unread output of that operator, live at its
+step only) at that gap's offset, so the arena does not grow, `check.check_plan` verifies it like
+any other tensor, and the painted high-water measures it. An operator at a step with no such gap
+keeps the default kernel (whose own fast paths may still use the unwritten part of its output).
+Only in the refined memory model: the tensor model is the one `--tflm` hands to stock TFLM.
+The variant's read/write order allows every overlap the default kernel's does (its D is the
+default's), so the placement stays valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tinysched.arena.placement import (
+    ArenaPlan,
+    Placement,
+    align_up,
+    aligned_lower_bound,
+    arena_buffers,
+    step_savings,
+)
+from tinysched.memory.overlap import memory_model
+from tinysched.memory.tensor import profile
+from tinysched.memory.variants import KernelVariant, scratch_bytes, variant_of, with_scratch, with_variants
+from tinysched.model.graph import Graph, Operator
+
+__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_worth", "with_wide_scratch"]
+
+WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
+WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
+WIDE_BLOCK_PIXELS = 6  # TS_WIDE_PX there
+
+
+def wide_worth(pixels: int) -> bool:
+    """`wide_worth` of ts_conv2d_s8.c: the blocks (a short last one computes all six pixels) hold at
+    most 1.6 slots per output pixel (not for 1, 2, 3 or 7 pixels)."""
+    slots = -(-pixels // WIDE_BLOCK_PIXELS) * WIDE_BLOCK_PIXELS
+    return pixels > 0 and 10 * slots <= 16 * pixels
+
+
+def _wants_wide(graph: Graph, op: Operator) -> bool:
+    if op.opcode != "CONV_2D" or variant_of(graph, op) is not None or len(op.inputs) < 2:
+        return False
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
+    return (
+        x.dtype == w.dtype == y.dtype == "int8" and len(w.shape) == 4 and w.is_constant and wide_worth(pixels)
+    )
+
+
+def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
+    """Free [start, end) byte ranges of the arena at `step` (aligned starts), below its high-water
+    (so that does not move either) and, in a split arena, inside one region each."""
+    used = sorted(
+        (p.offset, p.offset + align_up(p.bytes, arena.alignment))
+        for p in arena.buffers
+        if p.first_step <= step <= p.last_step and p.bytes > 0
+    )
+    top = max((p.offset + p.bytes for p in arena.buffers), default=0)
+    regions = [(q.base, min(q.base + q.bytes, top)) for q in arena.pools] or [
+        (0, min(arena.arena_bytes, top))
+    ]
+    gaps = []
+    for base, end in regions:
+        at = base
+        for lo, hi in used:
+            if lo > at:
+                gaps.append((at, min(lo, end)))
+            at = max(at, hi)
+        gaps.append((at, end))
+    return [(a, hi) for lo, hi in gaps if (a := align_up(lo, arena.alignment)) < hi]
+
+
+def _step_live(graph: Graph, arena: ArenaPlan) -> tuple[list[int], list[int]]:
+    """Aligned live bytes per step (as `arena.aligned_lower_bound` counts them) and the memory
+    model's own (unaligned): a scratch that keeps its step within the plan's lower bound and below
+    its peak leaves the bound, the peak and its step, and so the certificate's and the arena's
+    optimality statements, as they are."""
+    order = tuple(arena.order)
+    model = memory_model(graph, arena.memory_model)
+    refined = model if model.refined else None
+    live = [0] * (len(order) + 1)
+    for b in arena_buffers(graph, order, arena.alignment, refined):
+        for step in range(b.first_step, b.last_step + 1):
+            live[step] += b.aligned_bytes
+    for step, (_, _, saved) in step_savings(refined, order, arena.alignment).items():
+        live[step] -= saved
+    plain = [s.live_bytes for s in profile(graph, order, refined).steps]
+    return live, plain
+
+
+def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[int, int, int] | None:
+    """(blocks, bytes, offset) of the largest strip that fits a gap (the smallest such gap)."""
+    one = scratch_bytes(graph, op, "wide", 1)
+    most = max(1, min(WIDE_MAX_BLOCKS, WIDE_STRIP_BYTES // one))
+    for blocks in range(most, 0, -1):
+        need = blocks * one
+        fits = [(hi - lo, lo) for lo, hi in gaps if hi - lo >= need]
+        if fits:
+            return blocks, need, min(fits)[1]
+    return None
+
+
+def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]:
+    """`graph` and `arena` with the ``wide`` CONV_2D variant on every operator whose strip scratch
+    fits in a gap of the arena at its step, the scratch placed there; unchanged when none fits or
+    the plan runs operators more than once or is in the tensor memory model (the model `--tflm`
+    writes for stock TFLM, whose tensors are the model's own)."""
+    order = tuple(arena.order)
+    if len(set(order)) != len(order) or arena.memory_model == "tensor":
+        return graph, arena
+    live, plain = _step_live(graph, arena)
+    chosen: dict[int, tuple[KernelVariant, int]] = {}
+    for step, v in enumerate(order):
+        op = graph.operators[v]
+        if not _wants_wide(graph, op):
+            continue
+        # below the peak (strictly: the peak step the reports name stays the same one)
+        most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
+        room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step)]
+        fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
+        if fit is not None:
+            blocks, need, offset = fit
+            y = graph.tensors[op.outputs[0]]
+            chosen[v] = (KernelVariant(op.opcode, "wide", blocks, need, int(y.shape[-1])), offset)
+    if not chosen:
+        return graph, arena
+    base = len(graph.tensors)
+    widened = with_scratch(
+        with_variants(graph, {v: c[0] for v, c in chosen.items()}),
+        {v: c[0].scratch_bytes for v, c in chosen.items()},
+    )
+    steps = {v: s for s, v in enumerate(order)}
+    added = tuple(
+        Placement(base + i, widened.tensors[base + i].name, offset, variant.scratch_bytes, steps[v], steps[v])
+        for i, (v, (variant, offset)) in enumerate(sorted(chosen.items()))
+    )
+    model = memory_model(widened, arena.memory_model)
+    refined = model if model.refined else None
+    bound = aligned_lower_bound(
+        arena_buffers(widened, order, arena.alignment, refined), step_savings(refined, order, arena.alignment)
+    )
+    pools = tuple(
+        replace(q, tensors=q.tensors + sum(q.base <= p.offset < q.base + q.bytes for p in added))
+        for q in arena.pools
+    )
+    return widened, replace(arena, buffers=arena.buffers + added, lower_bound_bytes=bound, pools=pools)

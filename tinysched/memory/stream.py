@@ -1,0 +1,312 @@
+"""Streamed fusion: a chain of windowed operators run row by row, so the tensors between them are
+never whole.
+
+A windowed operator (convolution, depthwise convolution, pooling) computes each output row from a
+band of its input's rows, and an elementwise one (ADD, SUB, MUL on equal shapes) from one row of each
+input. When tensor T is written by a windowed producer P and read only by such a consumer C, the two
+can run as one loop over C's output rows: before C's row r, P computes the rows of T that row reads
+and that are not there yet, into a *window* of as many rows as C's window spans; rows C no longer
+needs are dropped from its bottom. T then takes the window's bytes instead of its own. A chain of
+such links (an inverted residual block: expand 1x1 -> depthwise -> project 1x1) runs the same way,
+each intermediate tensor in its own window, each row computed when the next operator first needs
+it. This is what TinyEngine and MCUNetV2 gain by patch- and row-based execution, here derived from
+the same kernels called on row ranges (firmware/include/ts_kernels.h, "Streamed pairs").
+
+`candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
+for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
+`STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
+holds the windows. The pipeline (tinysched.pipeline) streams round by round, keeping a round only
+when it lowers the arena, and only in the refined memory model with `--prefer memory`: the tensor
+model stays the whole-tensor, black-box-kernel model it is compared with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tinysched.model.graph import Graph, Operator
+from tinysched.model.rewrite import Match, RewriteResult, apply_matches, no_rewrites, window_pads
+
+__all__ = [
+    "ELEMENTWISE",
+    "STREAM_OPCODE",
+    "STREAM_OPTION",
+    "WINDOWED",
+    "RowWindow",
+    "Stream",
+    "MAX_CHAIN",
+    "candidates",
+    "chain_shift",
+    "choose",
+    "fuse",
+    "local_bytes",
+    "members",
+    "row_window",
+    "stream_of",
+    "whole_bytes_saved",
+]
+
+STREAM_OPCODE = "TS_STREAM"
+STREAM_OPTION = "stream"
+WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
+ELEMENTWISE = ("ADD", "SUB", "MUL")  # their kernels walk a ts_broadcast_shape (rows: dims[3])
+
+
+@dataclass(frozen=True)
+class RowWindow:
+    """Which input rows output row r of an operator reads: [r * stride - pad_top, ... + span),
+    clipped to the input."""
+
+    span: int  # rows one output row reads: (kernel - 1) * dilation + 1
+    stride: int
+    pad_top: int
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A chain of operators run row by row (as in the graph before fusion): `operators[k]` writes
+    `tensors[k]`, read only by `operators[k + 1]`; all but the last are windowed."""
+
+    operators: tuple[Operator, ...]
+    tensors: tuple[int, ...]  # the streamed tensors, one fewer than the operators
+    position: int  # where the last streamed tensor enters the last operator
+    rows: tuple[int, ...]  # rows of each streamed tensor its window holds
+    row_bytes: tuple[int, ...]
+    tensor_bytes: tuple[int, ...]
+
+    @property
+    def producer(self) -> Operator:
+        return self.operators[0]
+
+    @property
+    def consumer(self) -> Operator:
+        return self.operators[-1]
+
+    def window_offset(self, k: int) -> int:
+        """Where tensor k's window starts in the fused operator's scratch (windows end to end)."""
+        return sum(r * b for r, b in zip(self.rows[:k], self.row_bytes[:k], strict=True))
+
+    @property
+    def window_bytes(self) -> int:
+        return self.window_offset(len(self.tensors))
+
+    @property
+    def saving(self) -> int:
+        return sum(self.tensor_bytes) - self.window_bytes
+
+
+def _nhwc1(graph: Graph, t: int) -> tuple[int, int, int] | None:
+    """(h, w, c) of an int8 NHWC activation of batch 1, else None."""
+    tensor = graph.tensors[t]
+    if tensor.dtype != "int8" or not tensor.is_activation or len(tensor.shape) != 4 or tensor.shape[0] != 1:
+        return None
+    h, w, c = (int(d) for d in tensor.shape[1:])
+    return (h, w, c) if h > 0 and w > 0 and c > 0 else None
+
+
+def _kernel_hw(graph: Graph, op: Operator) -> tuple[int, int] | None:
+    if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        if len(op.inputs) < 2 or op.inputs[1] < 0 or len(graph.tensors[op.inputs[1]].shape) != 4:
+            return None
+        shape = graph.tensors[op.inputs[1]].shape
+        return int(shape[1]), int(shape[2])
+    return int(op.options.get("filter_height", 0)), int(op.options.get("filter_width", 0))
+
+
+def row_window(graph: Graph, op: Operator) -> RowWindow | None:
+    """The row geometry of a windowed operator over its first input (elementwise: one row each)."""
+    if op.opcode in ELEMENTWISE:
+        return RowWindow(1, 1, 0)
+    if op.opcode not in WINDOWED or not op.inputs or not op.outputs:
+        return None
+    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
+    kernel = _kernel_hw(graph, op)
+    if x is None or y is None or kernel is None or min(kernel) < 1:
+        return None
+    pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)
+    stride = int(op.options.get("stride_h", 1))
+    pooling = op.opcode in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+    dilation = 1 if pooling else int(op.options.get("dilation_hfactor", 1) or 1)
+    if pads is None or stride < 1 or dilation < 1 or pads[0] < 0:
+        return None
+    return RowWindow((kernel[0] - 1) * dilation + 1, stride, pads[0])
+
+
+def _elementwise_rows(graph: Graph, op: Operator, t: int) -> bool:
+    """An ADD/SUB/MUL whose two inputs and output all have T's shape (no broadcast), T read once."""
+    if op.opcode not in ELEMENTWISE or len(op.inputs) != 2 or len(op.outputs) != 1:
+        return False
+    shape = graph.tensors[t].shape
+    return (
+        op.inputs.count(t) == 1
+        and all(graph.tensors[u].shape == shape for u in (*op.inputs, op.outputs[0]))
+        and all(_nhwc1(graph, u) is not None for u in (*op.inputs, op.outputs[0]))
+    )
+
+
+MAX_CHAIN = 4  # operators in one stream at most
+
+
+def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
+    """(consumer, position, window rows) when the producer's output can stream into its reader."""
+    if producer.opcode not in WINDOWED or len(producer.outputs) != 1 or row_window(graph, producer) is None:
+        return None
+    t = producer.outputs[0]
+    hwc = _nhwc1(graph, t)
+    readers = graph.consumers.get(t, ())
+    if hwc is None or len(readers) != 1 or t in graph.outputs:
+        return None
+    consumer = graph.operators[readers[0]]
+    if consumer.opcode in WINDOWED:
+        if consumer.inputs[0] != t or t in consumer.inputs[1:] or len(consumer.outputs) != 1:
+            return None
+        window = row_window(graph, consumer)
+        if window is None:
+            return None
+        return consumer, 0, min(window.span, hwc[0])
+    if _elementwise_rows(graph, consumer, t):
+        return consumer, consumer.inputs.index(t), 1
+    return None
+
+
+def _chain(graph: Graph, ops: Sequence[Operator], rows: Sequence[int], position: int) -> Stream | None:
+    tensors = tuple(op.outputs[0] for op in ops[:-1])
+    activations = {u for op in ops for u in op.input_tensors if graph.tensors[u].is_activation}
+    if ops[0].inputs[0] in ops[-1].inputs:
+        return None  # one tensor read at both ends: its overlap would need both orders
+    if len(activations - set(tensors)) > 2:
+        return None  # the first operator's input and an elementwise last operator's other operand
+    if any(u not in tensors for op in ops[1:-1] for u in op.input_tensors if graph.tensors[u].is_activation):
+        return None  # an inner operator reads only the chain
+    row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
+    stream = Stream(
+        tuple(ops), tensors, position, tuple(rows), row_bytes, tuple(graph.tensors[t].nbytes for t in tensors)
+    )
+    return stream if stream.saving > 0 else None
+
+
+def candidates(graph: Graph) -> list[Stream]:
+    """Every chain that can stream (2 to MAX_CHAIN operators; they may share operators), in the
+    stored order of their last operator, shorter first."""
+    found = []
+    for op in graph.operators:
+        ops, rows = [op], []
+        while len(ops) < MAX_CHAIN and (link := _link(graph, ops[-1])) is not None:
+            consumer, position, window_rows = link
+            ops.append(consumer)
+            rows.append(window_rows)
+            stream = _chain(graph, ops, rows, position)
+            if stream is not None:
+                found.append(stream)
+            if consumer.opcode not in WINDOWED:
+                break
+    return sorted(found, key=lambda s: (s.consumer.index, len(s.operators)))
+
+
+def members(stream: Stream) -> frozenset[int]:
+    return frozenset(op.index for op in stream.operators)
+
+
+def chain_shift(graph: Graph, stream: Stream) -> int | None:
+    """D of the fused operator's output against its first operator's data input: output row r is
+    written once the first operator has computed every row of its output that row needs (rows
+    below hi_1(r), composed down the chain) and before it reads the input rows of row hi_1(r)."""
+    windows = [row_window(graph, op) for op in stream.operators]
+    if any(w is None for w in windows):
+        return None
+    x, y = graph.tensors[stream.producer.inputs[0]], graph.tensors[stream.consumer.outputs[0]]
+    if len(x.shape) != 4 or len(y.shape) != 4:
+        return None
+    in_h, out_h = int(x.shape[1]), int(y.shape[1])
+    in_row, out_row = x.nbytes // in_h, y.nbytes // out_h
+    heights = [int(graph.tensors[t].shape[1]) for t in stream.tensors]
+    best = None
+    for r in range(out_h):
+        need = r + 1  # rows below `need` of the next tensor up must be there
+        for k in range(len(stream.tensors) - 1, -1, -1):
+            w = windows[k + 1]
+            assert w is not None
+            need = min(heights[k], (need - 1) * w.stride - w.pad_top + w.span)
+        first = windows[0]
+        assert first is not None
+        low = (
+            x.nbytes
+            if need >= heights[0]
+            else min(max(need * first.stride - first.pad_top, 0), in_h - 1) * in_row
+        )
+        shift = low - (r + 1) * out_row
+        best = shift if best is None else min(best, shift)
+    return best
+
+
+def local_bytes(graph: Graph, stream: Stream) -> int:
+    """The fused step's own bytes: the chain's outer inputs and output, its windows, less the most
+    its output can share with the first operator's input (a rough score for choosing chains)."""
+    tensors = set(stream.tensors)
+    outer = {
+        u for op in stream.operators for u in op.input_tensors if graph.tensors[u].is_activation
+    } - tensors
+    in_bytes = sum(graph.tensors[u].nbytes for u in outer)
+    x, y = graph.tensors[stream.producer.inputs[0]].nbytes, graph.tensors[stream.consumer.outputs[0]].nbytes
+    shift = chain_shift(graph, stream)
+    shared = 0 if shift is None else max(0, min(x, y, y + shift))
+    return in_bytes + stream.window_bytes + y - shared
+
+
+def choose(graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak: set[int]) -> list[Stream]:
+    """`chosen` plus, for the operators at the peak, the chains with the fewest own bytes that
+    touch them; a new chain replaces the chosen ones it contains and must not cut into others."""
+    score = {members(s): local_bytes(graph, s) for s in (*found, *chosen)}  # a chain is its operators
+    result = list(chosen)
+    for s in sorted(
+        (s for s in found if members(s) & peak), key=lambda s: (score[members(s)], s.consumer.index)
+    ):
+        inside = [c for c in result if members(c) <= members(s)]
+        if any(members(c) & members(s) for c in result if c not in inside) or s in result:
+            continue
+        if inside and all(score[members(c)] <= score[members(s)] for c in inside):
+            continue
+        result = [c for c in result if c not in inside] + [s]
+    return sorted(result, key=lambda s: s.consumer.index)
+
+
+def stream_of(op: Operator) -> Stream | None:
+    """The pair a fused operator runs (None: not a fused operator)."""
+    stream = op.options.get(STREAM_OPTION) if op.opcode == STREAM_OPCODE else None
+    return stream if isinstance(stream, Stream) else None
+
+
+def whole_bytes_saved(op: Operator) -> int:
+    """What streaming saves at `op`'s step: its chain's tensors, which the tensor model holds whole,
+    less their windows (0 for any other operator)."""
+    stream = stream_of(op)
+    return 0 if stream is None else stream.saving
+
+
+def _shape_text(graph: Graph, t: int) -> str:
+    return "x".join(str(d) for d in graph.tensors[t].shape[1:])
+
+
+def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
+    """`graph` with each stream one operator at its last operator's place (a "stream" rewrite)."""
+    if not streams:
+        return no_rewrites(graph)
+    matches = []
+    for s in streams:
+        tensors = set(s.tensors)
+        inputs = tuple(
+            dict.fromkeys(u for op in s.operators for u in op.inputs if u >= 0 and u not in tensors)
+        )
+        c = s.consumer
+        op = Operator(c.index, STREAM_OPCODE, inputs, c.outputs, {STREAM_OPTION: s}, 1)
+        names = " -> ".join(op.opcode for op in s.operators)
+        shapes = ", ".join(_shape_text(graph, t) for t in s.tensors)
+        detail = (
+            f"{names} streamed row by row: the {shapes} tensor(s) between them ({sum(s.tensor_bytes):,} B) "
+            f"are never whole, windows of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes:,} B) hold "
+            "what the next operator still reads"
+        )
+        removed = tuple(op.index for op in s.operators[:-1])
+        matches.append(Match("stream", c.index, op, removed, s.tensors, detail))
+    return apply_matches(graph, matches)
