@@ -38,8 +38,9 @@ demo: setup
 	$(BIN)/tinysched measure $(DEMO_MODEL) --board nucleo-f767 -o out/demo/measure
 
 # The suite's tool tiers: `make test` installs the compilers and QEMU, so their absence is a failure.
+# One pytest worker per core (pytest-xdist): most of the suite waits on compilers and QEMU.
 test: setup
-	TINYSCHED_REQUIRE=$${TINYSCHED_REQUIRE-host,qemu,browser} $(BIN)/python -m pytest -q
+	TINYSCHED_REQUIRE=$${TINYSCHED_REQUIRE-host,qemu,browser} $(BIN)/python -m pytest -q -n auto
 
 lint: venv
 	$(BIN)/ruff check tinysched tests bench
