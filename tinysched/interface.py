@@ -28,6 +28,7 @@ import numpy as np
 
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph
+from tinysched.text import quoted
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,7 @@ def reference_io(
         outputs = list(result.outputs)
         for e in edges:
             if e.tensor not in values:
-                raise TinyschedError(f"the reference kept no value of tensor {e.tensor} ({e.name!r})")
+                raise TinyschedError(f"the reference kept no value of tensor {e.tensor} ({quoted(e.name)})")
             got = np.asarray(values[e.tensor])
             if e.role == "output":
                 outputs[e.position] = got

@@ -31,6 +31,7 @@ from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, Operator, Tensor
 from tinysched.stream import STREAM_OPCODE, stream_of
+from tinysched.text import quoted
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
 # every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
@@ -175,7 +176,7 @@ def check_supported(graph: Graph) -> None:
         readers = [graph.operators[v].opcode for v in graph.consumers.get(t.index, ())]
         if t.is_variable and any(r not in stateful for r in readers):
             raise TinyschedError(
-                f"tensor {t.index} ({c_comment(t.name, 60)}) is persistent state; "
+                f"tensor {t.index} ({quoted(t.name)}) is persistent state; "
                 f"only {', '.join(stateful)} keep state in the code generator"
             )
     ctx = _checking_context(graph, "check", state_layout(graph, DEFAULT_ALIGNMENT)[0])
