@@ -127,6 +127,10 @@ def test_measure_counts_each_operator(model: Path, tmp_path: Path, capsys) -> No
     assert main(["measure", str(out), "--inputs", "1"]) == 0
     text = capsys.readouterr().out
     assert "per operator type" in text and "CONV_2D" in text and "latency     ~" in text
+    # the demo streams expand -> depthwise -> project: named by its operators, never TS_STREAM
+    chain = "CONV_2D+DEPTHWISE_CONV_2D+CONV_2D (streamed)"
+    assert chain in [r["type"] for r in rows] and f" {chain} " in text
+    assert "TS_STREAM" not in json.dumps(result) + text and "ts_stream" not in json.dumps(result) + text
 
 
 def test_plan_tflm_plans_in_the_tensor_model_and_says_so_when_refined_was_asked(

@@ -30,7 +30,7 @@ from tinysched.codegen.context import ConstArray, LoweringContext
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, Operator, Tensor
-from tinysched.stream import STREAM_OPCODE, stream_of
+from tinysched.stream import STREAM_OPCODE, operator_type, stream_of
 from tinysched.text import quoted
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
@@ -90,9 +90,8 @@ def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
         if nbytes <= 0:
             continue
         op = operators[op_index]
-        t = Tensor(
-            len(tensors), f"{op.opcode.lower()}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes)
-        )
+        owner = "streamed" if op.opcode == STREAM_OPCODE else op.opcode.lower()  # a chain's windows
+        t = Tensor(len(tensors), f"{owner}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes))
         tensors.append(t)
         operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
     return graph.derived(tuple(tensors), tuple(operators))
@@ -381,7 +380,7 @@ def generate(
         runs[op_index] = runs.get(op_index, 0) + 1
         again = "" if call.first_run else f" (recomputed, run {runs[op_index]})"
         notes = list(call.comment)  # what the lowering said (a view: why there is no call)
-        call.comment = [f"step {step}: operator {op.index} {op.opcode}{again}"]
+        call.comment = [f"step {step}: operator {op.index} {operator_type(op)}{again}"]
         ins = [t for t in op.inputs if t >= 0]
         call.comment += [f"  in  {_tensor_note(graph, t, here, ctx)}" for t in ins]
         call.comment += [f"  out {_tensor_note(graph, t, here, ctx)}" for t in op.outputs]

@@ -52,6 +52,7 @@ from tinysched.report import (
 )
 from tinysched.report.compare import DEFAULT_RECOMPUTE_KS, DEFAULT_RECOMPUTE_TIME_LIMIT
 from tinysched.report.format import doc_headline
+from tinysched.stream import operator_type
 from tinysched.text import printable
 
 
@@ -259,7 +260,11 @@ def build_record(
         "macs": total_macs(planned.graph),
         # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
         "steps": [
-            {"op": v, "model_op": planned.source_operator(v), "type": planned.graph.operators[v].opcode}
+            {
+                "op": v,
+                "model_op": planned.source_operator(v),
+                "type": operator_type(planned.graph.operators[v]),
+            }
             for v in planned.run_order
         ],
         "arena_bytes": int(planned.arena.arena_bytes),

@@ -15,6 +15,7 @@ from tinysched import __version__
 from tinysched.errors import TinyschedError
 from tinysched.pools import certificate as pool_certificate
 from tinysched.report.format import percent
+from tinysched.stream import operator_type
 
 SCHEMA = "tinysched.metadata"
 SCHEMA_VERSION = 1
@@ -328,7 +329,7 @@ def collect_metadata(
             {
                 "step": s.step,
                 "op": s.op,
-                "type": op.opcode,
+                "type": operator_type(op),
                 "execution": s.execution,
                 "macs": op_macs[s.op],
                 "live_bytes": s.live_bytes if row is None else row.refined_bytes,
