@@ -22,13 +22,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tinysched import scheduler  # noqa: E402, F401  (imported before timing)
 from tinysched.arena.check import check_plan  # noqa: E402
 from tinysched.arena.placement import plan_model  # noqa: E402
 from tinysched.arena.tflm import run_tflm, tflm_model  # noqa: E402
 from tinysched.device.reference import random_inputs  # noqa: E402
 from tinysched.errors import TinyschedError  # noqa: E402
 from tinysched.model.reader import read_model  # noqa: E402
+from tinysched.order import scheduler  # noqa: E402, F401  (imported before timing)
 
 COMMAND = "PYTHONPATH=. .venv/bin/python bench/bench_arena.py --update-doc docs/BENCHMARKS.md"
 HEADER = (

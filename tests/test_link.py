@@ -598,15 +598,32 @@ def test_concurrent_qemus_each_reach_their_own_device(tmp_path):
             assert list(pool.map(hello_of, images)) == list(images)
 
 
-def test_terminal_safe_keeps_lines_and_is_idempotent_on_printable_output():
-    from tinysched.text import printable, terminal_safe
+def test_one_line_escapes_every_line_break_and_is_idempotent_on_printable_output():
+    from tinysched.text import one_line, printable
 
     assert (
-        terminal_safe("qemu failed:\n$ cmd\x1b[2J\r\n\u202elog")
-        == "qemu failed:\n$ cmd\\x1b[2J\\r\n\\u202elog"
+        one_line("qemu failed:\n$ cmd\x1b[2J\r\n\u202elog") == "qemu failed:\\n$ cmd\\x1b[2J\\r\\n\\u202elog"
     )
     once = printable("a\\b\x1bc\n")
-    assert terminal_safe(f"x: {once}") == f"x: {once}"
+    assert one_line(f"x: {once}") == f"x: {once}"
+
+
+def test_first_error_line_is_the_diagnostic_not_its_context():
+    from tinysched.text import first_error_line
+
+    gcc = (
+        "In file included from m.c:3:\n"
+        "In function 'ts_window_slide',\n"
+        "    inlined from 'm_invoke' at m.c:40:5:\n"
+        "w.h:12:5: error: 'memmove' forming offset [320, 367] is out of the bounds [0, 320] [-Werror=array-bounds]\n"
+        "   12 |     memmove(dst, src, n);\n"
+        "cc1: all warnings being treated as errors\n"
+    )
+    assert first_error_line(gcc).startswith("w.h:12:5: error: 'memmove' forming offset [320, 367]")
+    assert first_error_line("ld: region `RAM' overflowed by 12 bytes\ncollect2: error: ld returned 1") == (
+        "ld: region `RAM' overflowed by 12 bytes"
+    )
+    assert first_error_line("") == "no output" and first_error_line("x\x1b[2J\n") == "x\\x1b[2J"
 
 
 def test_result_carries_per_step_counts_and_refuses_a_short_profile():

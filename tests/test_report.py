@@ -486,6 +486,38 @@ def test_measured_counts_per_operator_type_and_latency_estimate(demo_doc):
     assert "| CONV\\_2D | 2 | 800 | 80.0% |" in md and "1,696 B reserved" in md
 
 
+def test_a_streamed_chain_is_named_by_its_operators_in_measure_the_report_and_json(demo_path, tmp_path):
+    """The planner runs a streamed chain as one operator of its own type, TS_STREAM: measure's table
+    per operator type, its JSON rows (the build record's steps), the metadata and every form of the
+    report name it by TFLite's operators instead."""
+    from helpers import host_build
+
+    from tinysched.commands.device import per_type_lines
+    from tinysched.memory.stream import STREAM_OPCODE
+    from tinysched.report.metadata import measured_section
+
+    built = host_build(demo_path, tmp_path / "build", compile=False)
+    doc = json.loads(built.metadata.read_text())
+    chain = "CONV_2D+DEPTHWISE_CONV_2D+CONV_2D (streamed)"  # the demo's expand -> depthwise -> project
+    steps = doc["build"]["steps"]
+    assert chain in [s["type"] for s in steps] and chain in [o["type"] for o in doc["operators"]]
+    rows = [{"step": k, **s, "count": 100 * (k + 1)} for k, s in enumerate(steps)]  # measure's per_operator
+    table = per_type_lines(rows, "instructions (emulated)")
+    assert sum(line.split()[0] == chain.split()[0] for line in table[1:]) == 1
+    measured = {
+        "board": "nucleo-f767", "ran_on": "mps2-an500", "arena_bytes_planned": doc["arena"]["arena_bytes"],
+        "arena_bytes_measured": doc["arena"]["arena_bytes"], "outputs_match": True, "inputs": 1,
+        "instructions": sum(r["count"] for r in rows), "count_unit": "instructions (emulated)",
+        "per_operator": rows,
+    }  # fmt: skip
+    doc["measured"] = measured_section(measured, doc["arena"]["arena_bytes"])
+    assert chain in [t["type"] for t in doc["measured"]["per_type"]]
+    md = report.render_markdown(doc)
+    assert fmt.md_escape(chain) in md
+    for text in (json.dumps(measured), json.dumps(doc), report.render_html(doc), md, "\n".join(table)):
+        assert STREAM_OPCODE not in text and STREAM_OPCODE.lower() not in text
+
+
 # ---- the refined memory model (the default) in the report ---------------------------------------------
 
 

@@ -127,6 +127,10 @@ def test_measure_counts_each_operator(model: Path, tmp_path: Path, capsys) -> No
     assert main(["measure", str(out), "--inputs", "1"]) == 0
     text = capsys.readouterr().out
     assert "per operator type" in text and "CONV_2D" in text and "latency     ~" in text
+    # the demo streams expand -> depthwise -> project: named by its operators, never TS_STREAM
+    chain = "CONV_2D+DEPTHWISE_CONV_2D+CONV_2D (streamed)"
+    assert chain in [r["type"] for r in rows] and f" {chain} " in text
+    assert "TS_STREAM" not in json.dumps(result) + text and "ts_stream" not in json.dumps(result) + text
 
 
 def test_plan_tflm_plans_in_the_tensor_model_and_says_so_when_refined_was_asked(
@@ -151,3 +155,81 @@ def test_plan_tflm_plans_in_the_tensor_model_and_says_so_when_refined_was_asked(
     assert "--tflm plans in the tensor memory model" not in quiet.err
     note = [x for x in told.err.splitlines() if "--tflm plans in the tensor memory model, not refined" in x]
     assert len(note) == 1 and "read/write order" in note[0]
+
+
+# ---- model strings on the terminal: every verb, one escaped line ----------------------------------
+
+HOSTILE = "Evil\n</script>\x1b[2J\u202e"
+HOSTILE_SHOWN = "Evil\\n</script>\\x1b[2J\\u202e"  # as text.printable escapes it
+
+
+def _custom_model(path: Path) -> Path:
+    """A CUSTOM operator whose code holds a newline, `</script>`, an escape and a bidi override,
+    between two convolutions with names as hostile: it plans, and the code generator refuses it."""
+    from tinysched.model.modelgen import ModelBuilder
+
+    b = ModelBuilder(seed=3)
+    x = b.input(f"in {HOSTILE}", (1, 4, 4, 2))
+    t = b.conv2d(x, 4, (1, 1), activation="RELU", name=f"conv {HOSTILE}")
+    (t,) = b.custom(HOSTILE, [t], [(1, 4, 4, 4)], name=f"custom {HOSTILE}")
+    b.output(b.conv2d(t, 2, (1, 1), name=f"out {HOSTILE}"))
+    return b.save(path)
+
+
+def _bad_shape_model(path: Path) -> Path:
+    """An ADD whose output (named with the hostile string) has a shape its inputs cannot give: every
+    verb refuses it, naming the tensor."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from tinysched.model.modelgen import ModelBuilder
+
+    b = ModelBuilder(seed=3)
+    x = b.input("in", (1, 4, 4, 2))
+    (y,) = b.op("ADD", [x, x], [(1, 3)], schema.AddOptionsT(), name=f"sum {HOSTILE}")
+    b.output(y)
+    return b.save(path)
+
+
+def _verbs(model: Path, out: Path) -> list[list[str]]:
+    return [
+        ["analyze", str(model)],
+        ["schedule", str(model)],
+        ["plan", str(model)],
+        ["build", str(model), "--board", "host", "-o", str(out / "host")],
+        ["verify", str(model), "--inputs", "1"],
+        ["measure", str(model), "--board", "host", "--inputs", "1"],
+        ["report", str(model), "--board", "nucleo-f767", "-o", str(out / "report.html")],
+    ]
+
+
+def _assert_terminal_safe(argv: list[str], code: int, out: str, err: str) -> None:
+    for text in (out, err):
+        assert not {"\x1b", "\r", "\u202e"} & set(text), (argv, text)
+        assert not any(line.startswith("</script>") for line in text.splitlines()), (argv, text)
+    lines = err.splitlines()  # an error is one line, stderr's last
+    errors = [line for line in lines if line.startswith("tinysched: error: ")]
+    assert errors == ([lines[-1]] if code else []), (argv, code, err)
+
+
+def test_every_verb_shows_a_custom_code_escaped_on_one_line(tmp_path: Path, capsys) -> None:
+    model = _custom_model(tmp_path / "custom.tflite")
+    refused = 0
+    for argv in _verbs(model, tmp_path):
+        code = main(argv)
+        captured = capsys.readouterr()
+        _assert_terminal_safe(argv, code, captured.out, captured.err)
+        if code:
+            assert code == 2 and f"operator 1 (CUSTOM:{HOSTILE_SHOWN}) is not supported" in captured.err, argv
+            refused += 1
+        elif argv[0] in ("schedule", "plan"):  # the certificate names the operator
+            assert f"operator 1 (CUSTOM:{HOSTILE_SHOWN})" in captured.out, argv
+    assert refused == 3  # build, verify, measure: the code generator refuses it
+
+
+def test_every_verb_shows_a_tensor_name_escaped_on_one_line(tmp_path: Path, capsys) -> None:
+    model = _bad_shape_model(tmp_path / "shape.tflite")
+    for argv in _verbs(model, tmp_path):
+        code = main(argv)
+        captured = capsys.readouterr()
+        _assert_terminal_safe(argv, code, captured.out, captured.err)
+        assert code == 2 and f"(tensor 1 'sum {HOSTILE_SHOWN}') has shape [1, 3]" in captured.err, argv

@@ -1,7 +1,8 @@
 """`tinysched` command line: one sub-command per stage of the pipeline (verbs in tinysched.commands).
 
 Every user-fixable problem arrives here as a TinyschedError and leaves as one line on stderr with exit
-code 2; nothing the user did can produce a traceback. SIGTERM unwinds like Ctrl-C, so staging
+code 2 (`text.one_line`: a model string or tool output that reached the message raw cannot break it
+into lines or move the cursor); nothing the user did can produce a traceback. SIGTERM unwinds like Ctrl-C, so staging
 folders and temporary files are removed on the way out.
 """
 
@@ -13,7 +14,7 @@ import sys
 
 from tinysched import __version__
 from tinysched.errors import TinyschedError
-from tinysched.text import terminal_safe
+from tinysched.text import one_line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except TinyschedError as err:
-        print(f"tinysched: error: {terminal_safe(str(err))}", file=sys.stderr)
+        print(f"tinysched: error: {one_line(str(err))}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("tinysched: interrupted", file=sys.stderr)

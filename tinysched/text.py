@@ -10,6 +10,7 @@ only: JSON output keeps the exact string.
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 from typing import Literal
 
@@ -76,12 +77,38 @@ def printable_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], li
     return printable(os.fsencode(path), limit, cut="middle")
 
 
-def terminal_safe(message: str) -> str:
-    """A whole (possibly multi-line) message made safe to print as it stands: control, format and
-    bidi characters other than the newline are escaped as `printable` does, and nothing else is
-    touched (backslashes stay, no shortening), so a message whose parts already went through
-    `printable` comes out unchanged. The last line of defence, for `tinysched: error: ...`."""
-    return "\n".join(
-        "".join(ch if ch == "\\" or _escape_char(ch) == ch else _escape_char(ch) for ch in line)
-        for line in message.split("\n")
-    )
+def quoted(name: str | bytes, limit: int | None = 60) -> str:
+    """A name from the model (a tensor's, an input's) as messages show it: in quotes, escaped and
+    shortened by `printable`, so every message names model strings the same way."""
+    return f"'{printable(name, limit)}'"
+
+
+def one_line(message: str) -> str:
+    """A whole message made one safe line as it stands: newlines, control, format and bidi
+    characters are escaped as `printable` does, and nothing else is touched (backslashes stay, no
+    shortening), so a message whose parts already went through `printable` comes out unchanged.
+    The last line of defence, for `tinysched: error: ...`: whatever reached a message raw (a model
+    string, a tool's output) cannot start a line of its own or move the cursor."""
+    return "".join(ch if ch == "\\" or _escape_char(ch) == ch else _escape_char(ch) for ch in message)
+
+
+# gcc's diagnostic line (`file:line:col: error: ...`), then anything else that names a failure (ld's
+# `undefined reference`, `region RAM overflowed`, `collect2: error: ...`), in that order of preference.
+_ERROR_LINES = (
+    re.compile(r":\d+(:\d+)?: (fatal )?error: "),
+    re.compile(r"\berror\b|undefined reference|overflowed|cannot find", re.I),
+)
+
+
+def first_error_line(output: str, limit: int = 300) -> str:
+    """The line of a compiler's or linker's output that says what failed (gcc's first
+    `file:line:col: error: ...`, else the first line naming an error, else the first line), escaped
+    and shortened for one message line: the `In function ...` context before it says less."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    for pattern in _ERROR_LINES:
+        hit = next((line for line in lines if pattern.search(line)), None)
+        if hit is not None:
+            return printable(hit, limit, cut="end")
+    return printable(lines[0], limit, cut="end")

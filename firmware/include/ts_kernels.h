@@ -789,14 +789,19 @@ static inline const int8_t *ts_rows_at(const int8_t *buf, int32_t base, int32_t 
     ts_rows_at((buf), (base), (avail), (row_bytes), (first) * (whole).stride_h - (whole).pad_top, (count), \
                &(p).in_h, &(p).out_h, &(p).pad_top)
 
-/* Drop the rows below `lo` from a window holding rows [*first, *next): the rows kept move down to
- * its start (memmove: they may overlap). */
-static inline void ts_window_slide(int8_t *window, size_t row_bytes, int32_t *first, int32_t *next, int32_t lo)
+/* Drop the rows below `lo` from a window of `rows` rows holding rows [*first, *next) (at most
+ * `rows` of them): the rows kept move down to its start (memmove: they may overlap). A window of
+ * one row keeps nothing when it slides (lo > first, so lo >= next), and the code says so: without
+ * `rows > 1` the compiler, inlining a one-row window that ends the arena, sees the move of a row
+ * from past the window's only one and refuses it (-Warray-bounds; the path never runs). A move in a
+ * window of two rows or more reads at least two rows of it, which it has. */
+static inline void ts_window_slide(int8_t *window, size_t row_bytes, int32_t rows, int32_t *first, int32_t *next,
+                                   int32_t lo)
 {
     if (lo <= *first) {
         return;
     }
-    if (*next > lo) {
+    if (rows > 1 && *next > lo) {
         memmove(window, window + (size_t)(lo - *first) * row_bytes, (size_t)(*next - lo) * row_bytes);
     } else {
         *next = lo;

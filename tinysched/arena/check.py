@@ -31,13 +31,14 @@ from tinysched.errors import TinyschedError
 from tinysched.memory.overlap import Refinement, memory_model
 from tinysched.memory.tensor import InstanceLifetime, Lifetime, instance_lifetimes, lifetimes
 from tinysched.model.graph import Graph
+from tinysched.text import quoted
 
 Key = tuple[int, int]  # (tensor, instance)
 
 
 def _what(p: Placement) -> str:
     instance = getattr(p, "instance", 0)
-    return f"tensor {p.index} ({p.name!r})" + (f" instance {instance}" if instance else "")
+    return f"tensor {p.index} ({quoted(p.name)})" + (f" instance {instance}" if instance else "")
 
 
 def _instance_note(p: Placement) -> str:
@@ -112,7 +113,7 @@ def check_plan(graph: Graph, plan: ArenaPlan) -> None:
     missing = sorted(set(lives) - seen)
     if missing:
         names = ", ".join(
-            f"{t} ({graph.tensors[t].name!r})" + (f" instance {i}" if i else "") for t, i in missing[:5]
+            f"{t} ({quoted(graph.tensors[t].name)})" + (f" instance {i}" if i else "") for t, i in missing[:5]
         )
         raise TinyschedError(f"plan leaves {len(missing)} activation tensor(s) unplaced: {names}")
     if model is not None:
@@ -219,8 +220,8 @@ def _check_no_overlap(
                         "" if model is None else " beyond what the refined model allows"
                     )
                     raise TinyschedError(
-                        f"tensors {q.index} ({q.name!r}{_instance_note(q)}, bytes {q.offset}..{q.offset + q.bytes - 1}) "
-                        f"and {p.index} ({p.name!r}{_instance_note(p)}, bytes {p.offset}..{p.offset + p.bytes - 1}) {what} "
+                        f"tensors {q.index} ({quoted(q.name)}{_instance_note(q)}, bytes {q.offset}..{q.offset + q.bytes - 1}) "
+                        f"and {p.index} ({quoted(p.name)}{_instance_note(p)}, bytes {p.offset}..{p.offset + p.bytes - 1}) {what} "
                         f"while both live at step {step} (operator {plan.order[step]})"
                     )
             active.append(p)

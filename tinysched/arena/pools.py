@@ -45,6 +45,7 @@ from tinysched.arena.placement import (
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.model.graph import Graph
+from tinysched.text import quoted
 
 if TYPE_CHECKING:
     from tinysched.boards import Board
@@ -224,7 +225,7 @@ def _groups(
         if pin is not None:
             if g.pin is not None and g.pin != pin:
                 raise TinyschedError(
-                    f"--pin: tensor {b.index} ({b.name!r}) shares its bytes with a tensor pinned to {g.pin}, "
+                    f"--pin: tensor {b.index} ({quoted(b.name)}) shares its bytes with a tensor pinned to {g.pin}, "
                     f"so it cannot go to {pin}"
                 )
             g.pin = pin

@@ -27,7 +27,7 @@ from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
 from tinysched.resources import resource
-from tinysched.text import printable_path
+from tinysched.text import first_error_line, printable_path
 
 CC = "arm-none-eabi-gcc"
 OBJCOPY = "arm-none-eabi-objcopy"
@@ -49,7 +49,12 @@ def firmware_dir() -> Path:
 def target_sources(board: Board) -> list[Path]:
     """Startup, counter and the family's clock/UART code."""
     t = targets_dir()
-    return [t / "common" / "startup.c", t / "common" / "reset.c", t / "common" / "counter.c", t / board.family / "target.c"]
+    return [
+        t / "common" / "startup.c",
+        t / "common" / "reset.c",
+        t / "common" / "counter.c",
+        t / board.family / "target.c",
+    ]
 
 
 def harness_sources() -> list[Path]:
@@ -232,7 +237,7 @@ class FirmwareImage:
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise TinyschedError(f"{what} failed:\n$ {' '.join(cmd)}\n{(proc.stderr or proc.stdout).strip()}")
+        raise TinyschedError(f"{what} failed: {first_error_line(proc.stderr or proc.stdout)}")
     return proc
 
 
@@ -277,7 +282,7 @@ def build_firmware(
     def compile_one(item: tuple[int, Path]) -> Path:
         index, src = item
         obj = obj_dir / f"{index:02d}_{src.stem}.o"
-        _run([gcc, *cflags, "-c", str(src), "-o", str(obj)], f"compiling {src} for {board.name}")
+        _run([gcc, *cflags, "-c", str(src), "-o", str(obj)], f"compiling {src.name} for {board.name}")
         return obj
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -311,12 +316,12 @@ def build_firmware(
     constants = model_constant_names(model_objects)
     if proc.returncode != 0:
         if not re.search(r"overflowed by|will not fit in region|move location counter backward", proc.stderr):
-            raise TinyschedError(f"linking for {board.name} failed:\n{proc.stderr.strip()}")
+            raise TinyschedError(f"linking for {board.name} failed: {first_error_line(proc.stderr)}")
         # Relink into enlarged regions only to measure how much is needed, then fail with the numbers.
         big = write_atomic(out_dir / f"{name}.sizing.ld", linker_script(board, stack_bytes, grow=1 << 28))
         sizing = link(big, ["-Wl,--no-check-sections"])
         if sizing.returncode != 0:
-            raise TinyschedError(f"linking for {board.name} failed:\n{proc.stderr.strip()}")
+            raise TinyschedError(f"linking for {board.name} failed: {first_error_line(proc.stderr)}")
         report = size_report(elf, board, model_info_symbol, constants)
         elf.unlink(missing_ok=True)
         raise DoesNotFit(report)

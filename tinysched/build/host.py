@@ -20,6 +20,7 @@ import numpy as np
 from tinysched import __version__
 from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
+from tinysched.text import first_error_line
 
 HOST_CFLAGS = (
     "-std=c99",
@@ -82,10 +83,9 @@ def compile_runner(
     ]
     proc = subprocess.run(command, cwd=directory, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise TinyschedError(
-            "host compiler failed: " + " / ".join(detail[:3] if detail else [f"exit {proc.returncode}"])
-        )
+        output = proc.stderr or proc.stdout
+        detail = first_error_line(output) if output.strip() else f"exit {proc.returncode}"
+        raise TinyschedError(f"host compiler failed: {detail}")
     return directory / "runner"
 
 

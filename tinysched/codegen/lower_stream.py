@@ -80,7 +80,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         """Rows [lo{k}, hi{k}) of tensor k in its window: the lower ones dropped, the new computed."""
         rb = f"{s.row_bytes[k]}u"
         out_at = f"w{k} + (size_t)(next{k} - first{k}) * {rb}"
-        lines = [f"ts_window_slide(w{k}, {rb}, &first{k}, &next{k}, lo{k});"]
+        lines = [f"ts_window_slide(w{k}, {rb}, {s.rows[k]}, &first{k}, &next{k}, lo{k});"]
         if k == 0:  # the first operator computes all new rows from its whole input in one call
             lines += [
                 f"if (next0 < hi0) {{ /* rows [next0, hi0) of t{s.tensors[0]} */",

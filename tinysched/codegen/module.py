@@ -29,8 +29,9 @@ from tinysched.codegen.cgen import (
 from tinysched.codegen.context import ConstArray, LoweringContext
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
-from tinysched.memory.stream import STREAM_OPCODE, stream_of
+from tinysched.memory.stream import STREAM_OPCODE, operator_type, stream_of
 from tinysched.model.graph import Graph, Operator, Tensor
+from tinysched.text import quoted
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
 # every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
@@ -157,7 +158,7 @@ def check_supported(graph: Graph) -> None:
         readers = [graph.operators[v].opcode for v in graph.consumers.get(t.index, ())]
         if t.is_variable and any(r not in stateful for r in readers):
             raise TinyschedError(
-                f"tensor {t.index} ({c_comment(t.name, 60)}) is persistent state; "
+                f"tensor {t.index} ({quoted(t.name)}) is persistent state; "
                 f"only {', '.join(stateful)} keep state in the code generator"
             )
     ctx = _checking_context(graph, "check", state_layout(graph, DEFAULT_ALIGNMENT)[0])
@@ -362,7 +363,7 @@ def generate(
         runs[op_index] = runs.get(op_index, 0) + 1
         again = "" if call.first_run else f" (recomputed, run {runs[op_index]})"
         notes = list(call.comment)  # what the lowering said (a view: why there is no call)
-        call.comment = [f"step {step}: operator {op.index} {op.opcode}{again}"]
+        call.comment = [f"step {step}: operator {op.index} {operator_type(op)}{again}"]
         ins = [t for t in op.inputs if t >= 0]
         call.comment += [f"  in  {_tensor_note(graph, t, here, ctx)}" for t in ins]
         call.comment += [f"  out {_tensor_note(graph, t, here, ctx)}" for t in op.outputs]

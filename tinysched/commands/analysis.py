@@ -79,7 +79,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     for s in prof.steps:
         mark = " <- peak" if s.step == prof.peak_step else ""
         print(
-            f"{s.step:>4} {s.op:>4} {printable(graph.operators[s.op].opcode, 28):<28} {s.live_bytes:>12,}  "
+            f"{s.step:>4} {s.op:>4} {graph.operators[s.op].opcode:<28} {s.live_bytes:>12,}  "
             f"+{list(s.born)} -{list(s.freed)}{mark}"
         )
     print()

@@ -33,6 +33,7 @@ from tinysched.commands.common import (
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
+from tinysched.memory.stream import operator_type
 from tinysched.order.recompute import summary_lines, total_macs
 from tinysched.pipeline import (
     DEFAULT_PLAN_OPTIONS,
@@ -259,7 +260,11 @@ def build_record(
         "macs": total_macs(planned.graph),
         # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
         "steps": [
-            {"op": v, "model_op": planned.source_operator(v), "type": planned.graph.operators[v].opcode}
+            {
+                "op": v,
+                "model_op": planned.source_operator(v),
+                "type": operator_type(planned.graph.operators[v]),
+            }
             for v in planned.run_order
         ],
         "arena_bytes": int(planned.arena.arena_bytes),

@@ -44,6 +44,7 @@ from tinysched.files import is_tinysched_folder
 from tinysched.model.interface import IoEdge
 from tinysched.pipeline import add_plan_arguments, options_from_args
 from tinysched.report.format import headline, used_of_kind
+from tinysched.report.metadata import per_type
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -338,10 +339,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if estimate:
             print(f"latency     {estimate}")
         if rows:
-            total = sum(r["count"] for r in rows) or 1
-            print(f"by type     {result.count_unit} of the timed invoke, per operator type:")
-            for kind, n, count in by_type(rows):
-                print(f"            {kind:<24} x{n:<3} {count:>14,}  {100.0 * count / total:5.1f}%")
+            print("\n".join(per_type_lines(rows, result.count_unit)))
         if record is not None and record.get("stack_reserved_bytes"):
             reserved = int(record["stack_reserved_bytes"])
             print(
@@ -375,14 +373,17 @@ def per_operator(result: MeasureResult, record: dict[str, Any] | None) -> list[d
     ]
 
 
-def by_type(rows: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
-    """(operator type, operators, count), largest count first."""
-    totals: dict[str, list[int]] = {}
-    for r in rows:
-        t = totals.setdefault(r["type"], [0, 0])
-        t[0] += 1
-        t[1] += r["count"]
-    return sorted(((k, n, c) for k, (n, c) in totals.items()), key=lambda x: -x[2])
+def per_type_lines(rows: list[dict[str, Any]], count_unit: str) -> list[str]:
+    """measure's table of the timed invoke per operator type: the report's rows (`per_type`), where
+    a streamed chain is named by its operators, as the build record's steps name it."""
+    types = per_type(rows)
+    width = max(24, *(len(t["type"]) for t in types))
+    lines = [f"by type     {count_unit} of the timed invoke, per operator type:"]
+    for t in types:
+        lines.append(
+            f"            {t['type']:<{width}} x{t['operators']:<3} {t['count']:>14,}  {t['percent']:5.1f}%"
+        )
+    return lines
 
 
 def _recompute_of(record: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ import numpy as np
 
 from tinysched.errors import TinyschedError
 from tinysched.model.interface import IoEdge, model_inputs
+from tinysched.text import quoted
 
 __all__ = [
     "DEFAULT_RESOLVERS",
@@ -237,7 +238,7 @@ def random_inputs(model: bytes | str | os.PathLike[str], seed: int, count: int) 
     per_set = 0
     for spec in specs:
         if any(d < 0 for d in spec.shape):
-            raise TinyschedError(f"model input {spec.name!r} has a dynamic shape {list(spec.shape)}")
+            raise TinyschedError(f"model input {quoted(spec.name)} has a dynamic shape {list(spec.shape)}")
         per_set += math.prod(spec.shape) * np.dtype(spec.dtype).itemsize  # exact, never wraps
     if per_set * max(count, 0) > MAX_RANDOM_INPUT_BYTES:
         raise TinyschedError(
@@ -272,7 +273,7 @@ def _check_inputs(specs: list[InputSpec], input_sets: Sequence[Sequence[np.ndarr
             array = np.asarray(array)
             if array.dtype != np.dtype(spec.dtype) or tuple(array.shape) != spec.shape:
                 raise TinyschedError(
-                    f"input set {n}, input {spec.name!r}: expected {spec.dtype}{list(spec.shape)},"
+                    f"input set {n}, input {quoted(spec.name)}: expected {spec.dtype}{list(spec.shape)},"
                     f" got {array.dtype}{list(array.shape)}"
                 )
 
@@ -432,7 +433,7 @@ def reference_io(
         outputs = list(result.outputs)
         for e in edges:
             if e.tensor not in values:
-                raise TinyschedError(f"the reference kept no value of tensor {e.tensor} ({e.name!r})")
+                raise TinyschedError(f"the reference kept no value of tensor {e.tensor} ({quoted(e.name)})")
             got = np.asarray(values[e.tensor])
             if e.role == "output":
                 outputs[e.position] = got

@@ -116,13 +116,14 @@ class QemuSession:
     command: list[str]
     log_path: Path
 
-    def log_text(self, lines: int = 20) -> str:
-        """QEMU's last output lines, escaped (the guest can write to it by semihosting)."""
+    def log_text(self, lines: int = 5) -> str:
+        """QEMU's last output lines, escaped (the guest can write to it by semihosting), in one
+        line for an error message: ` / ` between them, `no output` when there is none."""
         try:
             text = self.log_path.read_bytes()
         except OSError:
-            return ""
-        return "\n".join(printable(line, 200) for line in text.strip().splitlines()[-lines:])
+            return "no output"
+        return " / ".join(printable(line, 200) for line in text.strip().splitlines()[-lines:]) or "no output"
 
 
 @contextlib.contextmanager
@@ -157,8 +158,8 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
         time.sleep(0.05)
         if proc.poll() is not None:
             raise TinyschedError(
-                f"{QEMU} exited with code {proc.returncode} at start:\n$ {printable(shlex.join(cmd), 400)}\n"
-                f"{session.log_text()}"
+                f"{QEMU} exited with code {proc.returncode} at start: {session.log_text()} "
+                f"($ {printable(shlex.join(cmd), 400)})"
             )
         yield session
     finally:
@@ -201,8 +202,8 @@ def connect_qemu(
             last = err
             time.sleep(0.05)
     raise TinyschedError(
-        f"cannot connect to QEMU's UART at {session.url}: {last}\n$ {printable(shlex.join(session.command), 400)}\n"
-        f"{session.log_text()}"
+        f"cannot connect to QEMU's UART at {session.url}: {last}; QEMU's output: {session.log_text()} "
+        f"($ {printable(shlex.join(session.command), 400)})"
     )
 
 

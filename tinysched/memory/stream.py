@@ -42,6 +42,7 @@ __all__ = [
     "fuse",
     "local_bytes",
     "members",
+    "operator_type",
     "row_window",
     "stream_of",
     "whole_bytes_saved",
@@ -275,6 +276,16 @@ def stream_of(op: Operator) -> Stream | None:
     """The pair a fused operator runs (None: not a fused operator)."""
     stream = op.options.get(STREAM_OPTION) if op.opcode == STREAM_OPCODE else None
     return stream if isinstance(stream, Stream) else None
+
+
+def operator_type(op: Operator) -> str:
+    """An operator's type as users know it, in TFLite's names: its opcode, or for a streamed chain
+    its operators' joined by + (`CONV_2D+DEPTHWISE_CONV_2D (streamed)`). STREAM_OPCODE is
+    tinysched's own: every table, report and JSON that names a planned operator's type says this."""
+    stream = stream_of(op)
+    if stream is None:
+        return op.opcode
+    return "+".join(member.opcode for member in stream.operators) + " (streamed)"
 
 
 def whole_bytes_saved(op: Operator) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from tinysched.memory.stream import STREAM_OPCODE
 from tinysched.model.graph import Graph, Operator, Tensor
 
 __all__ = [
@@ -121,9 +122,8 @@ def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
         if nbytes <= 0:
             continue
         op = operators[op_index]
-        t = Tensor(
-            len(tensors), f"{op.opcode.lower()}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes)
-        )
+        owner = "streamed" if op.opcode == STREAM_OPCODE else op.opcode.lower()  # a chain's windows
+        t = Tensor(len(tensors), f"{owner}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes))
         tensors.append(t)
         operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
     return graph.derived(tuple(tensors), tuple(operators))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tinysched.errors import TinyschedError
+from tinysched.text import quoted
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Tensor:
 @dataclass(frozen=True)
 class Operator:
     index: int  # position in the file's operator vector
-    opcode: str  # builtin name, e.g. "CONV_2D"; custom operators are "CUSTOM:<code>"
+    opcode: str  # builtin name, e.g. "CONV_2D"; custom operators "CUSTOM:<code>", the code text.printable'd
     inputs: tuple[int, ...]  # tensor indices by position; -1 marks an absent optional input
     outputs: tuple[int, ...]
     options: dict[str, Any] = field(default_factory=dict)
@@ -197,13 +198,13 @@ class Graph:
             for t in op.outputs:
                 if t in writer:
                     raise TinyschedError(
-                        f"{where}: tensor {t} ({self.tensors[t].name!r}) has two producers, "
+                        f"{where}: tensor {t} ({quoted(self.tensors[t].name)}) has two producers, "
                         f"operators {writer[t]} and {op.index}"
                     )
                 if self.tensors[t].is_constant:
                     raise TinyschedError(
                         f"{where}: operator {op.index} ({op.opcode}) writes constant tensor {t} "
-                        f"({self.tensors[t].name!r})"
+                        f"({quoted(self.tensors[t].name)})"
                     )
                 writer[t] = op.index
         for t in self.inputs:

@@ -187,7 +187,7 @@ class ModelBuilder:
         self._tensors: list[schema.TensorT] = []
         self._buffers: list[schema.BufferT] = [schema.BufferT()]  # 0: the empty sentinel
         self._opcodes: list[schema.OperatorCodeT] = []
-        self._opcode_index: dict[tuple[int, int], int] = {}
+        self._opcode_index: dict[tuple[int, int, str | None], int] = {}
         self._operators: list[schema.OperatorT] = []
         self._inputs: list[int] = []
         self._outputs: list[int] = []
@@ -329,16 +329,22 @@ class ModelBuilder:
         outputs: Sequence[int],
         options: Any = None,
         version: int = 1,
+        custom_code: str | None = None,
     ) -> None:
         code = getattr(schema.BuiltinOperator, builtin, None)
         if code is None:
             raise ValueError(f"unknown builtin operator {builtin!r}")
-        key = (code, version)
+        key = (code, version, custom_code)
         if key not in self._opcode_index:
             self._opcode_index[key] = len(self._opcodes)
             # Codes above 127 live in builtinCode; the deprecated byte holds the placeholder.
             self._opcodes.append(
-                schema.OperatorCodeT(deprecatedBuiltinCode=min(code, 127), builtinCode=code, version=version)
+                schema.OperatorCodeT(
+                    deprecatedBuiltinCode=min(code, 127),
+                    builtinCode=code,
+                    version=version,
+                    customCode=custom_code,
+                )
             )
         op = schema.OperatorT(opcodeIndex=self._opcode_index[key], inputs=list(inputs), outputs=list(outputs))
         if options is not None:
@@ -391,6 +397,20 @@ class ModelBuilder:
             options,
             version,
         )
+        return outputs
+
+    def custom(
+        self,
+        code: str,
+        inputs: Sequence[TensorHandle],
+        output_shapes: Sequence[Sequence[int]],
+        name: str = "custom",
+    ) -> list[TensorHandle]:
+        """A CUSTOM operator named `code` (TFLite's custom_code), for graph-only tests: int8 outputs
+        with the first input's quantisation, no options, nothing TFLite's interpreter could run."""
+        quant = next((h.quant for h in inputs if h.quant is not None), None)
+        outputs = [self._tensor(name, shape, "int8", quant) for shape in output_shapes]
+        self._operator("CUSTOM", [h.index for h in inputs], [h.index for h in outputs], custom_code=code)
         return outputs
 
     def _weights(

@@ -275,7 +275,9 @@ class _Reader:
             code = model.OperatorCodes(i)
             builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
             if builtin == schema.BuiltinOperator.CUSTOM:
-                name = "CUSTOM:" + self.string(code.CustomCode())
+                # The code is a model string that every message, table and report names the
+                # operator by: escaped once, here (the file keeps its bytes).
+                name = "CUSTOM:" + printable(self.string(code.CustomCode()), 80)
             elif builtin in BUILTIN_NAMES:
                 name = BUILTIN_NAMES[builtin]
             else:

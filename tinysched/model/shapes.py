@@ -28,6 +28,7 @@ import numpy as np
 
 from tinysched.errors import TinyschedError
 from tinysched.model.graph import Graph, Operator, Tensor
+from tinysched.text import quoted
 
 __all__ = [
     "INFER",
@@ -59,8 +60,7 @@ class _Invalid(Exception):
 
 
 def _name(t: Tensor) -> str:
-    name = t.name if len(t.name) <= 60 else t.name[:57] + "..."
-    return repr(name)
+    return quoted(t.name)
 
 
 class _Op:

@@ -14,6 +14,7 @@ from typing import Any
 from tinysched import __version__
 from tinysched.arena.pools import certificate as pool_certificate
 from tinysched.errors import TinyschedError
+from tinysched.memory.stream import operator_type
 from tinysched.report.format import percent
 
 SCHEMA = "tinysched.metadata"
@@ -328,7 +329,7 @@ def collect_metadata(
             {
                 "step": s.step,
                 "op": s.op,
-                "type": op.opcode,
+                "type": operator_type(op),
                 "execution": s.execution,
                 "macs": op_macs[s.op],
                 "live_bytes": s.live_bytes if row is None else row.refined_bytes,
