@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tiers import needs_gcc, require
 
-from tinysched.codegen.cgen import c_float
+from tinysched.codegen.cgen import c_float32
 from tinysched.device.reference import interface_inputs, reference_io
 from tinysched.device.verify import verify
 from tinysched.errors import TinyschedError
@@ -96,14 +96,14 @@ def test_the_header_gives_the_int8_edges_with_their_quantisation(edge_model):
     assert module.input_bytes == (1024,) and module.output_bytes == (1024, 64)
     assert "typedef int8_t edge_input0_t;" in header and "typedef int8_t edge_output0_t;" in header
     assert "#define EDGE_INPUT0_BYTES 1024u" in header
-    assert f"#define EDGE_INPUT0_SCALE {c_float(np.float32(IN_SCALE))}\n" in header
+    assert f"#define EDGE_INPUT0_SCALE {c_float32(np.float32(IN_SCALE))}\n" in header
     assert f"#define EDGE_INPUT0_ZERO_POINT {IN_ZP}\n" in header
-    assert f"#define EDGE_OUTPUT0_SCALE {c_float(out_edge.scale)}\n" in header
+    assert f"#define EDGE_OUTPUT0_SCALE {c_float32(out_edge.scale)}\n" in header
     assert f"#define EDGE_OUTPUT0_ZERO_POINT {out_edge.zero_point}\n" in header
     notes = re.findall(r"/\* --io int8: model operator (\d+) \((\w+)\) removed; (.*) \*/", header)
     assert notes == [
-        ("0", "QUANTIZE", "q = clamp(round(x / SCALE) + ZERO_POINT, -128, 127)"),
-        ("4", "DEQUANTIZE", "x = SCALE * (q - ZERO_POINT)"),
+        ("0", "QUANTIZE", "q = clamp(roundf(x / SCALE) + ZERO_POINT, -128, 127), x / SCALE in float32"),
+        ("4", "DEQUANTIZE", "x = SCALE * (q - ZERO_POINT), in float32"),
     ]
     # the model's own interface: float in and out, no note
     own = generate(plan(read_model(edge_model), PlanOptions(time_limit=2.0)), "edge")

@@ -443,20 +443,24 @@ typedef struct {
 
 int ts_requantize_8bit(const ts_requantize_8bit_params *p, const void *input, void *output);
 
-/* ---- QUANTIZE float32 -> int8: out = clamp(round(x / scale) + zero_point), in double precision,
- * rounding half away from zero (NaN becomes the zero point). */
+/* ---- QUANTIZE float32 -> int8: out = clamp(roundf(x / scale) + zero_point, -128, 127), as TFLite's
+ * reference AffineQuantize: the quotient is one float32 division (not double, not x * (1 / scale)),
+ * rounded half away from zero; NaN becomes the zero point. A quotient within a float32 rounding of
+ * k + 0.5 rounds as the reference's only in float32. */
 typedef struct {
     int32_t count;
-    double scale;
+    float scale;
     int32_t zero_point;
 } ts_quantize_f32_s8_params;
 
 int ts_quantize_f32_s8(const ts_quantize_f32_s8_params *p, const float *input, int8_t *output);
 
-/* ---- DEQUANTIZE int8 -> float32: out = (float)(scale * (x - zero_point)), scale in double. */
+/* ---- DEQUANTIZE int8 -> float32: out = scale * (float)(x - zero_point), one float32 product of
+ * exact operands, which is the reference's (float)((double)scale * (x - zero_point)): that double
+ * product is exact (24 + 9 bits), so both round the same real number once. */
 typedef struct {
     int32_t count;
-    double scale;
+    float scale;
     int32_t zero_point;
 } ts_dequantize_s8_f32_params;
 

@@ -130,6 +130,17 @@ def c_float(value: float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
+def c_float32(value: float) -> str:
+    """A float literal (suffix f) that reads back as exactly `value`, a float32 number (shortest
+    round-trip form): arithmetic with it stays in float32, where a double literal would promote
+    `x / SCALE` to a double quotient that rounds otherwise."""
+    single = np.float32(value)
+    if not math.isfinite(value) or float(single) != value:
+        raise TinyschedError(f"cannot write {value!r} into C as an exact float32 constant")
+    text = str(single)
+    return (text if any(c in text for c in ".en") else text + ".0") + "f"
+
+
 # The C type of each tensor element type the generator handles.
 C_TYPES = {
     "int8": "int8_t",

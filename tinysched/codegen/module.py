@@ -21,6 +21,7 @@ from tinysched.codegen.cgen import (
     c_array_lines,
     c_comment,
     c_float,
+    c_float32,
     c_identifier,
     c_string,
     check_prefix,
@@ -389,7 +390,7 @@ def generate(
                     "offset": offsets[t],
                     "at": ctx.place(offsets[t]),  # arena + offset (in a split arena: its region's pointer)
                     "at_note": ctx.place(offsets[t], "+"),
-                    "scale": c_float(q.scale[0]) if q is not None and not q.per_channel else None,
+                    "scale": c_float32(q.scale[0]) if q is not None and not q.per_channel else None,
                     "zero_point": q.zero_point[0] if q is not None and not q.per_channel else None,
                     "note": c_comment((edge_notes or {}).get(t, ""), 200),
                 }

@@ -31,6 +31,7 @@ __all__ = [
     "FOLDABLE_OPS",
     "NotFoldable",
     "FoldResult",
+    "evaluate_operator",
     "fold_constants",
     "no_folding",
 ]
@@ -66,18 +67,18 @@ def no_folding(graph: Graph) -> FoldResult:
 # ---- numpy evaluation of one operator ---------------------------------------------------------
 
 
-def _int_operands(values: Sequence[np.ndarray], graph: Graph, op: Operator) -> None:
+def _int_operands(values: Sequence[np.ndarray], tensors: Sequence[Tensor], op: Operator) -> None:
     """Arithmetic folds only on unquantised integer tensors (shape arithmetic), never on real data."""
     for t in (*op.input_tensors, *op.outputs):
-        tensor = graph.tensors[t]
+        tensor = tensors[t]
         if tensor.dtype not in ("int32", "int64") or tensor.quantization is not None:
             raise NotFoldable
     if op.options.get("fused_activation_function", "NONE") not in ("NONE", None):
         raise NotFoldable
 
 
-def _same_quant(graph: Graph, op: Operator) -> None:
-    qs = {graph.tensors[t].quantization for t in (*op.input_tensors[:1], *op.outputs)}
+def _same_quant(tensors: Sequence[Tensor], op: Operator) -> None:
+    qs = {tensors[t].quantization for t in (*op.input_tensors[:1], *op.outputs)}
     if len(qs) > 1:
         raise NotFoldable
 
@@ -129,57 +130,59 @@ def _axis(options: dict, rank: int, key: str = "axis") -> int:
     return axis + rank if axis < 0 else axis
 
 
-_Evaluator = Callable[[Graph, Operator, list[np.ndarray]], list[np.ndarray]]
+# An evaluator reads the operands' tensor records (shapes, types, quantisation) from the table it is
+# given, which is the graph's or, while shapes.py infers them, the table with the shapes so far.
+_Evaluator = Callable[[Sequence[Tensor], Operator, list[np.ndarray]], list[np.ndarray]]
 
 
-def _shape(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.array(g.tensors[op.inputs[0]].shape, dtype=g.tensors[op.outputs[0]].dtype)]
+def _shape(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.array(ts[op.inputs[0]].shape, dtype=ts[op.outputs[0]].dtype)]
 
 
-def _reshape_like(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
-    return [v[0].reshape(g.tensors[op.outputs[0]].shape)]
+def _reshape_like(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
+    return [v[0].reshape(ts[op.outputs[0]].shape)]
 
 
-def _strided_slice(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
+def _strided_slice(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
     return [_eval_strided_slice(v[0], v[1].reshape(-1), v[2].reshape(-1), v[3].reshape(-1), op.options)]
 
 
-def _slice(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
+def _slice(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
     begin, size = v[1].reshape(-1).tolist(), v[2].reshape(-1).tolist()
     idx = tuple(slice(b, None if s < 0 else b + s) for b, s in zip(begin, size, strict=True))
     return [v[0][idx]]
 
 
-def _pack(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    if len({g.tensors[t].quantization for t in (*op.inputs, *op.outputs)}) > 1:
+def _pack(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    if len({ts[t].quantization for t in (*op.inputs, *op.outputs)}) > 1:
         raise NotFoldable
     return [np.stack(v, axis=_axis(op.options, v[0].ndim + 1))]
 
 
-def _unpack(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
+def _unpack(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
     axis = _axis(op.options, v[0].ndim)
     return [np.take(v[0], i, axis=axis) for i in range(v[0].shape[axis])]
 
 
-def _concatenation(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    if len({g.tensors[t].quantization for t in (*op.inputs, *op.outputs)}) > 1:
+def _concatenation(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    if len({ts[t].quantization for t in (*op.inputs, *op.outputs)}) > 1:
         raise NotFoldable
     if op.options.get("fused_activation_function", "NONE") not in ("NONE", None):
         raise NotFoldable
     return [np.concatenate(v, axis=_axis(op.options, v[0].ndim))]
 
 
-def _transpose(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
+def _transpose(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
     return [np.transpose(v[0], [int(p) % v[0].ndim for p in v[1].reshape(-1)])]
 
 
-def _gather(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
+def _gather(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
     if int(op.options.get("batch_dims", 0)):
         raise NotFoldable
     axis = _axis(op.options, v[0].ndim)
@@ -188,19 +191,19 @@ def _gather(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     return [np.take(v[0], v[1], axis=axis)]
 
 
-def _tile(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _same_quant(g, op)
+def _tile(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _same_quant(ts, op)
     return [np.tile(v[0], v[1].reshape(-1).tolist())]
 
 
-def _fill(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    if g.tensors[op.outputs[0]].quantization is not None:
+def _fill(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    if ts[op.outputs[0]].quantization is not None:
         raise NotFoldable
     return [np.full(v[0].reshape(-1).tolist(), v[1].reshape(()))]
 
 
-def _cast(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    src, dst = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
+def _cast(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    src, dst = ts[op.inputs[0]], ts[op.outputs[0]]
     if src.quantization is not None or dst.quantization is not None:
         raise NotFoldable
     if src.dtype not in ("int8", "int16", "int32", "int64", "uint8", "bool"):
@@ -208,14 +211,14 @@ def _cast(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
     return [v[0].astype(dst.dtype)]
 
 
-def _range(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-    _int_operands(v, g, op)
+def _range(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+    _int_operands(v, ts, op)
     return [np.arange(int(v[0]), int(v[1]), int(v[2]))]
 
 
 def _arith(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> _Evaluator:
-    def run(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-        _int_operands(v, g, op)
+    def run(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+        _int_operands(v, ts, op)
         a, b = (x.astype(np.int64) for x in v)
         return [fn(a, b)]
 
@@ -229,8 +232,8 @@ def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _reduce(fn: Callable[..., np.ndarray]) -> _Evaluator:
-    def run(g: Graph, op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
-        _int_operands(v, g, op)
+    def run(ts: Sequence[Tensor], op: Operator, v: list[np.ndarray]) -> list[np.ndarray]:
+        _int_operands(v, ts, op)
         axes = tuple(int(a) % max(v[0].ndim, 1) for a in v[1].reshape(-1))
         return [fn(v[0].astype(np.int64), axis=axes, keepdims=bool(op.options.get("keep_dims", False)))]
 
@@ -265,10 +268,13 @@ _EVALUATORS: dict[str, _Evaluator] = {
 FOLDABLE_OPS: tuple[str, ...] = tuple(sorted(_EVALUATORS))
 
 
-def _evaluate(graph: Graph, op: Operator, known: dict[int, np.ndarray]) -> list[np.ndarray] | None:
-    """The op's outputs when they can be computed now, exactly; None when it must run on the device."""
+def evaluate_operator(
+    tensors: Sequence[Tensor], op: Operator, known: dict[int, np.ndarray]
+) -> list[np.ndarray] | None:
+    """The op's outputs when they can be computed now, exactly, from the `known` tensor values (and
+    the shapes in `tensors`); None when it must run on the device."""
     evaluator = _EVALUATORS.get(op.opcode)
-    if evaluator is None or any(graph.tensors[t].is_variable for t in op.input_tensors):
+    if evaluator is None or any(tensors[t].is_variable for t in op.input_tensors):
         return None
     if op.opcode == "SHAPE":
         values = []  # SHAPE reads only the (static) shape of its input, never its data
@@ -278,14 +284,14 @@ def _evaluate(graph: Graph, op: Operator, known: dict[int, np.ndarray]) -> list[
         values = [known[t] for t in op.inputs if t >= 0]
     try:
         with np.errstate(all="raise"):
-            results = evaluator(graph, op, values)
+            results = evaluator(tensors, op, values)
     except (NotFoldable, ValueError, IndexError, TypeError, FloatingPointError, OverflowError):
         return None
     if len(results) != len(op.outputs):
         return None
     out = []
     for t, value in zip(op.outputs, results, strict=True):
-        tensor = graph.tensors[t]
+        tensor = tensors[t]
         value = np.asarray(value)
         if tuple(value.shape) != tuple(tensor.shape):
             return None
@@ -312,7 +318,7 @@ def fold_constants(graph: Graph) -> FoldResult:
         for op in graph.operators:
             if op.index in folded or any(t in outputs for t in op.outputs):
                 continue
-            result = _evaluate(graph, op, known)
+            result = evaluate_operator(graph.tensors, op, known)
             if result is None:
                 continue
             for t, value in zip(op.outputs, result, strict=True):

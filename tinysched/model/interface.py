@@ -55,10 +55,10 @@ class IoEdge:
 
     def header_note(self) -> str:
         """The comment the generated header puts above this edge's constants."""
-        if self.role == "input":
-            how = "q = clamp(round(x / SCALE) + ZERO_POINT, -128, 127)"
+        if self.role == "input":  # TFLite's reference AffineQuantize; SCALE is a float literal
+            how = "q = clamp(roundf(x / SCALE) + ZERO_POINT, -128, 127), x / SCALE in float32"
         else:
-            how = "x = SCALE * (q - ZERO_POINT)"
+            how = "x = SCALE * (q - ZERO_POINT), in float32"
         return f"--io int8: model operator {self.model_op} ({self.opcode}) removed; {how}"
 
     def as_json(self) -> dict[str, Any]:

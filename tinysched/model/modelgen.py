@@ -289,6 +289,16 @@ class ModelBuilder:
             self._calib[handle.index] = np.broadcast_to(real, (_CALIB_SAMPLES, *handle.shape))
         return handle
 
+    def shape_signature(self, handle: TensorHandle, signature: Sequence[int]) -> None:
+        """Store `signature` as the tensor's shape_signature, -1 marking a dimension unknown when
+        the model was converted: the converter then stores a placeholder there (1) and TFLite's
+        Prepare computes the real size."""
+        if len(signature) != len(handle.shape) or any(
+            d not in (-1, s) for d, s in zip(signature, handle.shape, strict=True)
+        ):
+            raise ValueError(f"{handle.name}: signature {list(signature)} for shape {list(handle.shape)}")
+        self._tensors[handle.index].shapeSignature = [int(d) for d in signature]
+
     def output(self, *handles: TensorHandle) -> None:
         """Mark tensors as model outputs, in order."""
         for h in handles:

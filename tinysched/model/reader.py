@@ -20,7 +20,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from tinysched.errors import TinyschedError
 from tinysched.model.graph import Graph, Operator, Quantization, Tensor
-from tinysched.model.shapes import check_graph
+from tinysched.model.shapes import infer_shapes
 from tinysched.text import printable, printable_path
 
 FILE_IDENTIFIER = b"TFL3"
@@ -158,10 +158,15 @@ def parse_model(data: bytes, source: str = "<bytes>") -> Graph:
         RecursionError,
     ) as err:
         raise TinyschedError(f"{shown}: {_flatbuffer_fault(err, len(data), reader.where)}") from None
-    check_graph(
-        graph, batch_placeholders=True
-    )  # every operator's stated shapes against its inputs and options (shapes.py)
-    return graph
+    # every operator's stated shapes against its inputs and options, placeholders inferred (shapes.py)
+    inferred = infer_shapes(graph, reader.unknown_dims, batch_placeholders=True)
+    total = sum(t.nbytes for t in inferred.tensors)
+    if total > MAX_TOTAL_BYTES:
+        raise TinyschedError(
+            f"{shown}: tensors add up to {total:,} bytes once their shapes are inferred, over the limit "
+            f"of {MAX_TOTAL_BYTES:,}"
+        )
+    return inferred
 
 
 def _snake(name: str) -> str:
@@ -202,6 +207,7 @@ class _Reader:
         self.source = source
         self.where = "model header"
         self.string_budget = 16 * len(data) + 4096
+        self.unknown_dims: dict[int, frozenset[int]] = {}  # tensor -> dimensions -1 in its shape_signature
 
     def fail(self, message: str) -> TinyschedError:
         return TinyschedError(f"{printable(self.source, 120)}: {message} (at {self.where})")
@@ -324,6 +330,14 @@ class _Reader:
         shape = self.int_vector(tensor.ShapeAsNumpy(), tensor.ShapeLength(), "shape dimension", MAX_RANK)
         if any(d < 0 for d in shape):
             raise self.fail(f"dynamic shape {list(shape)} is not supported; tinysched needs static shapes")
+        signature = self.int_vector(
+            tensor.ShapeSignatureAsNumpy(),
+            tensor.ShapeSignatureLength(),
+            "shape signature dimension",
+            MAX_RANK,
+        )
+        if len(signature) == len(shape) and -1 in signature:
+            self.unknown_dims[index] = frozenset(i for i, d in enumerate(signature) if d == -1)
         type_code = tensor.Type()
         if type_code not in _DTYPES:
             type_name = _TYPE_NAMES.get(type_code, f"type code {type_code}")

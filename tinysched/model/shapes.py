@@ -5,28 +5,39 @@ width and channels, a pooling window over its filter option, a copy over the inp
 hostile or broken file can state an output shape its inputs and options do not give (a depthwise
 convolution writing batch 65,536 from an input of batch 1), or an option no kernel can take (a filter
 width of -2^31), and the generated firmware would then read or write past a buffer. So before any
-planning, `check_graph` infers each operator's output shapes from its inputs and options the way
-TFLite's `Prepare` does, compares them with the stated ones and checks every option's range; the
-first disagreement is one `TinyschedError` line naming the operator, the tensor and both shapes.
+planning, `infer_shapes` infers each operator's output shapes from its inputs and options the way
+TFLite's `Prepare` does, in stored order, compares them with the stated ones and checks every
+option's range; the first disagreement is one `TinyschedError` line naming the operator, the tensor
+and both shapes.
+
+A stated size is not always a claim: where a converter could not size a dimension (a dynamic
+batch, a RESHAPE whose shape input is computed from SHAPE), it stores a placeholder, usually 1, and
+-1 in the tensor's shape_signature, and TFLite's Prepare computes the real size. There the inferred
+size replaces the stated one, and every later operator is checked against the inferred shapes.
+Integer vectors computed from constants (SHAPE -> STRIDED_SLICE -> CONCATENATION, evaluated by
+fold.py) are known as the walk reaches them, as Prepare knows them. Outside the placeholders a
+stated shape the inference contradicts is refused: the file is inconsistent, and TFLM, which
+allocates from the stated shapes, would run it on other shapes than TFLite.
 
 One function per opcode (`INFER`), each returning what it knows about every output: an exact
-shape, only an element count (`Elements`, for the RESHAPE family and for elementwise operators,
-whose kernels compute the count from the inputs and write the bytes in the same order whatever
-shape the output states), or `None` when the output depends on a tensor computed at run time (a
-shape subgraph not yet folded) and the function has checked what can be checked. Opcodes without an
-entry (the code generator refuses them anyway) are not checked here. All arithmetic is on Python
+shape, an element count (`Elements`, for the RESHAPE family and for elementwise operators, whose
+kernels compute the count from the inputs and write the bytes in the same order whatever shape the
+output states; with the shape Prepare gives where it is known), or `None` when the output depends
+on a tensor computed at run time and the function has checked what can be checked. Opcodes without
+an entry (the code generator refuses them anyway) are not checked here. All arithmetic is on Python
 integers, so nothing wraps.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tinysched.errors import TinyschedError
+from tinysched.model.fold import evaluate_operator
 from tinysched.model.graph import Graph, Operator, Tensor
 from tinysched.text import quoted
 
@@ -36,8 +47,8 @@ __all__ = [
     "Elements",
     "Expected",
     "check_graph",
-    "check_operator",
     "infer_output_shapes",
+    "infer_shapes",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -47,9 +58,11 @@ Partial = tuple[int | None, ...]  # a shape with some dimensions left open
 
 @dataclass(frozen=True)
 class Elements:
-    """Only the element count of an output is determined by the operator."""
+    """The element count an output must have (its kernel counts from the inputs); `shape`, when
+    known, is the shape TFLite's Prepare gives it."""
 
     count: int
+    shape: Shape | None = None
 
 
 Expected = Shape | Partial | Elements | None
@@ -64,10 +77,21 @@ def _name(t: Tensor) -> str:
 
 
 class _Op:
-    """An operator with its operands, for the inference functions: shapes, constants and options."""
+    """An operator with its operands, for the inference functions: shapes, constants and options.
 
-    def __init__(self, graph: Graph, op: Operator) -> None:
+    `tensors` are the tensor records with the shapes inferred so far (the graph's by default) and
+    `values` the integer tensors computed from constants so far (a folded shape vector)."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        op: Operator,
+        tensors: Sequence[Tensor] | None = None,
+        values: Mapping[int, np.ndarray] | None = None,
+    ) -> None:
         self.graph = graph
+        self.tensors = graph.tensors if tensors is None else tensors
+        self.values = values or {}
         self.op = op
         self.options = op.options
 
@@ -91,7 +115,7 @@ class _Op:
     def tensor(self, k: int) -> Tensor:
         if not self.present(k):
             raise _Invalid(f"input {k} is missing")
-        return self.graph.tensors[self.op.inputs[k]]
+        return self.tensors[self.op.inputs[k]]
 
     def shape(self, k: int, rank: int | None = None) -> Shape:
         t = self.tensor(k)
@@ -100,14 +124,15 @@ class _Op:
         return t.shape
 
     def out_shape(self, k: int = 0) -> Shape:
-        return self.graph.tensors[self.op.outputs[k]].shape
+        return self.tensors[self.op.outputs[k]].shape
 
     def const(self, k: int) -> list[int] | None:
         """Input k's constant values as integers, or None when it is computed at run time."""
         t = self.tensor(k)
-        if t.data is None or t.dtype not in ("int32", "int64", "int16", "int8", "uint8"):
+        data = t.data if t.data is not None else self.values.get(t.index)
+        if data is None or t.dtype not in ("int32", "int64", "int16", "int8", "uint8"):
             return None
-        return [int(v) for v in np.asarray(t.data).reshape(-1).tolist()]
+        return [int(v) for v in np.asarray(data).reshape(-1).tolist()]
 
     def need_const(self, k: int, what: str) -> list[int] | None:
         values = self.const(k)
@@ -310,7 +335,7 @@ def _same_as_input(o: _Op) -> tuple[Expected, ...]:
     """Elementwise on one input: the output has its element count (the kernels count from the input)."""
     o.inputs(1)
     o.outputs(1)
-    return (Elements(_elements(o.shape(0))),)
+    return (Elements(_elements(o.shape(0)), o.shape(0)),)
 
 
 def _broadcast(o: _Op) -> tuple[Expected, ...]:
@@ -321,14 +346,63 @@ def _broadcast(o: _Op) -> tuple[Expected, ...]:
         shape = tuple(int(d) for d in np.broadcast_shapes(a, b))
     except ValueError:
         raise _Invalid(f"input shapes {list(a)} and {list(b)} do not broadcast") from None
-    return (Elements(_elements(shape)),)
+    return (Elements(_elements(shape), shape),)
+
+
+def _new_shape(o: _Op) -> list[int] | None:
+    """RESHAPE's target as TFLite's GetOutputShape reads it: a 1-D int32 shape input, else the
+    new_shape option ([0] meaning a scalar, as in legacy models); None while the input is computed
+    at run time (or the model gives neither)."""
+    if o.present(1) and len(o.shape(1)) == 1 and o.tensor(1).dtype == "int32":
+        return o.const(1)
+    dims = o.options.get("new_shape")
+    if dims is None:
+        return None
+    dims = [int(d) for d in dims]
+    return [] if dims == [0] else dims
 
 
 def _reshape(o: _Op) -> tuple[Expected, ...]:
-    """RESHAPE, SQUEEZE, EXPAND_DIMS: a copy of the bytes, so the element count must be kept."""
+    """RESHAPE, SQUEEZE, EXPAND_DIMS copy the bytes: the element count is kept, and the shape is
+    what TFLite's Prepare computes from the shape input or the options where they are known."""
     o.inputs(1, 2)
     o.outputs(1)
-    return (Elements(_elements(o.shape(0))),)
+    x = o.shape(0)
+    count = _elements(x)
+    if o.op.opcode == "SQUEEZE":
+        return (Elements(count, _squeezed(o, x)),)
+    if o.op.opcode == "EXPAND_DIMS":
+        axis = o.need_const(1, "axis")
+        if axis is None:
+            return (Elements(count),)
+        if len(axis) != 1:
+            raise _Invalid(f"axis (input 1) holds {len(axis)} values, expected 1")
+        at = o.axis(axis[0], len(x) + 1)
+        return (Elements(count, (*x[:at], 1, *x[at:])),)
+    dims = _new_shape(o)
+    if dims is None:
+        return (Elements(count),)
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise _Invalid(f"new shape {dims}: at most one -1 and no other negative size")
+    known = _elements(d for d in dims if d != -1)
+    if -1 in dims:
+        if known == 0 or count % known:
+            raise _Invalid(f"new shape {dims} cannot hold the input's {count} elements")
+        dims[dims.index(-1)] = count // known
+    if _elements(dims) != count:
+        raise _Invalid(f"new shape {dims} holds {_elements(dims)} elements, the input {count}")
+    return (Elements(count, tuple(dims)),)
+
+
+def _squeezed(o: _Op, x: Shape) -> Shape:
+    """SQUEEZE's output: the squeeze_dims axes (each of size 1) dropped, or every axis of size 1."""
+    axes = o.options.get("squeeze_dims") or ()
+    if not axes:
+        return tuple(d for d in x if d != 1)
+    drop = {o.axis(int(a), len(x), "squeeze axis") for a in axes}
+    if any(x[a] != 1 for a in drop):
+        raise _Invalid(f"squeeze axes {sorted(drop)} of an input of {list(x)} are not all of size 1")
+    return tuple(d for i, d in enumerate(x) if i not in drop)
 
 
 def _concatenation(o: _Op) -> tuple[Expected, ...]:
@@ -472,7 +546,7 @@ def _arg_minmax(o: _Op) -> tuple[Expected, ...]:
     o.outputs(1)
     x = o.shape(0)
     # TFLite's Prepare retypes the output to the output_type option, whatever the tensor states.
-    stated, option = o.graph.tensors[o.op.outputs[0]].dtype, o.options.get("output_type")
+    stated, option = o.tensors[o.op.outputs[0]].dtype, o.options.get("output_type")
     if stated != option:
         raise _Invalid(f"output tensor is {stated} but option output_type is {option}")
     axes = o.need_const(1, "axis")
@@ -767,8 +841,14 @@ def _check_rescale(graph: Graph, op: Operator) -> None:
         )
 
 
-def infer_output_shapes(graph: Graph, op: Operator) -> tuple[Expected, ...]:
-    """What `op`'s inputs and options say about each of its outputs (see the module docstring).
+def infer_output_shapes(
+    graph: Graph,
+    op: Operator,
+    tensors: Sequence[Tensor] | None = None,
+    values: Mapping[int, np.ndarray] | None = None,
+) -> tuple[Expected, ...]:
+    """What `op`'s inputs and options say about each of its outputs (see the module docstring),
+    from the tensor records `tensors` (the graph's by default) and the computed `values`.
 
     Raises TinyschedError when an operand or option is out of range; () for unknown opcodes."""
     fn = INFER.get(op.opcode)
@@ -777,7 +857,7 @@ def infer_output_shapes(graph: Graph, op: Operator) -> tuple[Expected, ...]:
         if fn is None:
             return ()
         _check_rescale(graph, op)
-        return fn(_Op(graph, op))
+        return fn(_Op(graph, op, tensors, values))
     except _Invalid as why:
         raise TinyschedError(f"{_where(graph)}operator {op.index} ({op.opcode}) {why}") from None
     except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as why:  # one line, as promised
@@ -801,6 +881,18 @@ def _matches(expected: Expected, stated: Shape) -> bool:
     )
 
 
+def _settle(expected: Expected, stated: Shape, unknown: frozenset[int]) -> Shape | None:
+    """The shape an output takes: the inferred one where the stated one differs from it only in
+    dimensions the model marks `unknown` (placeholders, which TFLite's Prepare overwrites), else the
+    stated one where it agrees with the inference; None where it does not."""
+    exact = expected.shape if isinstance(expected, Elements) else expected
+    if unknown and exact is not None and len(exact) == len(stated):
+        settled = tuple(s if e is None else e for e, s in zip(exact, stated, strict=True))
+        if all(e == s or i in unknown for i, (e, s) in enumerate(zip(settled, stated, strict=True))):
+            return settled
+    return stated if _matches(expected, stated) else None
+
+
 def _show(expected: Expected) -> str:
     if isinstance(expected, Elements):
         return f"{expected.count} elements"
@@ -808,23 +900,40 @@ def _show(expected: Expected) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in expected) + "]"
 
 
-def check_operator(graph: Graph, op: Operator) -> None:
-    """Refuse `op` when an output's stated shape is not what its inputs and options give."""
-    expected = infer_output_shapes(graph, op)
-    if not expected:
-        return
-    if len(expected) != len(op.outputs):
+# Tensors computed at compile time while shapes are inferred: unquantised integer vectors (shape
+# arithmetic), so that a RESHAPE's shape input computed by SHAPE -> STRIDED_SLICE -> CONCATENATION
+# is known when the RESHAPE is reached, the way TFLite's Prepare knows it.
+_SHAPE_VALUE_TYPES = frozenset({"int32", "int64"})
+_SHAPE_VALUE_ELEMENTS = 1 << 16
+
+
+def _shape_values(tensors: Sequence[Tensor], op: Operator, known: dict[int, np.ndarray]) -> None:
+    """Add `op`'s outputs to `known` when they are small unquantised integer tensors that fold.py
+    computes from known values (SHAPE reads only its input's inferred shape)."""
+    outs = [tensors[t] for t in op.outputs]
+    small_integers = all(
+        t.dtype in _SHAPE_VALUE_TYPES
+        and t.quantization is None
+        and _elements(t.shape) <= _SHAPE_VALUE_ELEMENTS
+        for t in outs
+    )
+    if outs and small_integers and (result := evaluate_operator(tensors, op, known)) is not None:
+        known.update(zip(op.outputs, result, strict=True))
+
+
+_BITS = {"int4": 4, "bfloat16": 16}
+
+
+def _resized(graph: Graph, op: Operator, k: int, t: Tensor, shape: Shape) -> Tensor:
+    elements = _elements(shape)
+    bits = _BITS.get(t.dtype) or np.dtype(t.dtype).itemsize * 8
+    nbytes = (elements * bits + 7) // 8
+    if elements > INT32_MAX or nbytes > INT32_MAX:
         raise TinyschedError(
-            f"{_where(graph)}operator {op.index} ({op.opcode}) has {len(op.outputs)} outputs, "
-            f"its inputs and options give {len(expected)}"
+            f"{_where(graph)}operator {op.index} ({op.opcode}) output {k} (tensor {t.index} {_name(t)}) "
+            f"of shape {list(shape)} is {elements:,} elements ({nbytes:,} bytes), over int32"
         )
-    for k, (want, t) in enumerate(zip(expected, op.outputs, strict=True)):
-        tensor = graph.tensors[t]
-        if not _matches(want, tensor.shape):
-            raise TinyschedError(
-                f"{_where(graph)}operator {op.index} ({op.opcode}) output {k} (tensor {t} {_name(tensor)}) "
-                f"has shape {list(tensor.shape)}, its inputs and options give {_show(want)}"
-            )
+    return replace(t, shape=shape, nbytes=nbytes)
 
 
 # A converter with a dynamic batch stores SPACE_TO_BATCH_ND's output and BATCH_TO_SPACE_ND's input
@@ -834,15 +943,68 @@ def check_operator(graph: Graph, op: Operator) -> None:
 BATCH_PLACEHOLDER_OPS = frozenset({"SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"})
 
 
+def _settle_outputs(
+    graph: Graph,
+    op: Operator,
+    tensors: list[Tensor],
+    known: Mapping[int, np.ndarray],
+    unknown: Mapping[int, frozenset[int]],
+) -> bool:
+    """Check `op`'s outputs in `tensors` against its inference and settle their shapes there (see
+    `_settle`); True when one changed."""
+    expected = infer_output_shapes(graph, op, tensors, known)
+    if not expected:
+        return False
+    if len(expected) != len(op.outputs):
+        raise TinyschedError(
+            f"{_where(graph)}operator {op.index} ({op.opcode}) has {len(op.outputs)} outputs, "
+            f"its inputs and options give {len(expected)}"
+        )
+    changed = False
+    for k, (want, t) in enumerate(zip(expected, op.outputs, strict=True)):
+        tensor = tensors[t]
+        shape = _settle(want, tensor.shape, unknown.get(t, frozenset()))
+        if shape is None:
+            raise TinyschedError(
+                f"{_where(graph)}operator {op.index} ({op.opcode}) output {k} (tensor {t} {_name(tensor)}) "
+                f"has shape {list(tensor.shape)}, its inputs and options give {_show(want)}"
+            )
+        if shape != tensor.shape:
+            tensors[t] = _resized(graph, op, k, tensor, shape)
+            changed = True
+    return changed
+
+
+def infer_shapes(
+    graph: Graph,
+    unknown: Mapping[int, frozenset[int]] | None = None,
+    *,
+    batch_placeholders: bool = False,
+) -> Graph:
+    """Every operator's output shapes inferred from its inputs and options, in stored order, from
+    the shapes inferred before it and the integer vectors computed from constants so far; one line
+    on the first output whose stated shape the inference contradicts.
+
+    `unknown` maps a tensor to the dimensions its shape_signature leaves open (-1): there the stated
+    size is the converter's placeholder and TFLite's Prepare computes the real one, and so does this.
+    The graph returned holds the inferred shapes (it is `graph` itself when every stated shape
+    stood); each operator is checked against the inferred shapes of its inputs, so no kernel runs on
+    a shape that was not checked."""
+    tensors = list(graph.tensors)
+    known: dict[int, np.ndarray] = {t.index: t.data for t in tensors if t.data is not None}
+    changed = False
+    for op in graph.operators:
+        try:
+            changed |= _settle_outputs(graph, op, tensors, known, unknown or {})
+        except TinyschedError:
+            if not (batch_placeholders and op.opcode in BATCH_PLACEHOLDER_OPS):
+                raise
+        _shape_values(tensors, op, known)
+    return graph.derived(tensors, graph.operators) if changed else graph
+
+
 def check_graph(graph: Graph, *, batch_placeholders: bool = False) -> None:
     """Every operator's outputs against its inputs and options, in stored order; one line on the first
-    fault. Run by the reader on every model (`batch_placeholders`: see BATCH_PLACEHOLDER_OPS), and
-    again, strictly, on the planned graph before code generation."""
-    for op in graph.operators:
-        if batch_placeholders and op.opcode in BATCH_PLACEHOLDER_OPS:
-            try:
-                check_operator(graph, op)
-            except TinyschedError:
-                continue
-        else:
-            check_operator(graph, op)
+    fault (`infer_shapes` with no placeholders). Run again, strictly, on the planned graph before
+    code generation (`batch_placeholders`: see BATCH_PLACEHOLDER_OPS)."""
+    infer_shapes(graph, batch_placeholders=batch_placeholders)

@@ -29,7 +29,7 @@ typedef int8_t hostile_names_input0_t;
 #define HOSTILE_NAMES_INPUT0_BYTES 32u
 #define HOSTILE_NAMES_INPUT0_RANK 4
 #define HOSTILE_NAMES_INPUT0_DIMS { 1, 4, 4, 2 }
-#define HOSTILE_NAMES_INPUT0_SCALE 0.015625
+#define HOSTILE_NAMES_INPUT0_SCALE 0.015625f
 #define HOSTILE_NAMES_INPUT0_ZERO_POINT 0
 
 /* output 0: tensor 10 "probs * /", int8 [1, 3] */
@@ -37,7 +37,7 @@ typedef int8_t hostile_names_output0_t;
 #define HOSTILE_NAMES_OUTPUT0_BYTES 3u
 #define HOSTILE_NAMES_OUTPUT0_RANK 2
 #define HOSTILE_NAMES_OUTPUT0_DIMS { 1, 3 }
-#define HOSTILE_NAMES_OUTPUT0_SCALE 0.00390625
+#define HOSTILE_NAMES_OUTPUT0_SCALE 0.00390625f
 #define HOSTILE_NAMES_OUTPUT0_ZERO_POINT -128
 
 /* Runs one inference: inputs[i] points to HOSTILE_NAMES_INPUTi_BYTES bytes, outputs[i] to

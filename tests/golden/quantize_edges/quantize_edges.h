@@ -35,7 +35,7 @@ typedef uint8_t quantize_edges_input1_t;
 #define QUANTIZE_EDGES_INPUT1_BYTES 50u
 #define QUANTIZE_EDGES_INPUT1_RANK 4
 #define QUANTIZE_EDGES_INPUT1_DIMS { 1, 5, 5, 2 }
-#define QUANTIZE_EDGES_INPUT1_SCALE 0.019999999552965164
+#define QUANTIZE_EDGES_INPUT1_SCALE 0.02f
 #define QUANTIZE_EDGES_INPUT1_ZERO_POINT 128
 
 /* output 0: tensor 6 "dequantize", float32 [1, 5, 5, 2] */
@@ -49,7 +49,7 @@ typedef uint8_t quantize_edges_output1_t;
 #define QUANTIZE_EDGES_OUTPUT1_BYTES 50u
 #define QUANTIZE_EDGES_OUTPUT1_RANK 4
 #define QUANTIZE_EDGES_OUTPUT1_DIMS { 1, 5, 5, 2 }
-#define QUANTIZE_EDGES_OUTPUT1_SCALE 0.03333333507180214
+#define QUANTIZE_EDGES_OUTPUT1_SCALE 0.033333335f
 #define QUANTIZE_EDGES_OUTPUT1_ZERO_POINT 120
 
 /* Runs one inference: inputs[i] points to QUANTIZE_EDGES_INPUTi_BYTES bytes, outputs[i] to
