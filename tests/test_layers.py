@@ -20,6 +20,7 @@ LAYERS = (
         "tinysched.resources",
         "tinysched.boards",
         "tinysched.exports",
+        "tinysched.budget",
     ),
     ("tinysched.model",),
     ("tinysched.memory",),

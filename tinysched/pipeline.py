@@ -22,6 +22,7 @@ from tinysched.arena.check import check_plan
 from tinysched.arena.placement import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
 from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
 from tinysched.arena.scratch import with_wide_scratch
+from tinysched.budget import Budget, Shortfall, shortfalls_line
 from tinysched.errors import TinyschedError
 from tinysched.memory.inplace import (
     DEFAULT_PREFERENCE,
@@ -119,17 +120,20 @@ class StageBudget:
     placement: float  # offsets (greedy placers, then CP-SAT, over the orders of equal peak)
 
 
-# Shares of --time-limit. Ordering gets most: placement of a certified order is usually proven by
-# the greedy placers in milliseconds, while order search on irregular graphs uses all it gets.
-# Under --recompute the ordering share is split: 3/4 to the recomputation search (which finds its
-# own baseline order), 1/4 to the certified order the report compares it with.
+# Shares of --time-limit, each a share of what is left when the stage starts (tinysched.budget):
+# what a stage does not use flows to the next. Ordering gets most: placement of a certified order
+# is usually proven in milliseconds, while order search on irregular graphs uses all it gets; a
+# certified order search is charged nothing, so placement then has the whole budget. Under
+# --recompute the ordering share is split: 3/4 to the recomputation search (which finds its own
+# baseline order), 1/4 to the certified order the report compares it with.
 ORDERING_SHARE = 5 / 6
 PLACEMENT_SHARE = 1 / 6
 RECOMPUTE_SHARE_OF_ORDERING = 3 / 4
 
 
 def stage_budget(options: PlanOptions) -> StageBudget:
-    """How `options.time_limit` is split between the stages (the one place that says so)."""
+    """How `options.time_limit` is split between the stages when none hands time on (the one place
+    that says so; `plan` draws the shares from one `Budget`, so unused time flows on)."""
     ordering = options.time_limit * ORDERING_SHARE
     recompute = ordering * RECOMPUTE_SHARE_OF_ORDERING if options.recomputing else 0.0
     return StageBudget(
@@ -155,6 +159,9 @@ class Planned:
     # `graph` as the default kernels run it (no in-place variant, no variant scratch): what the
     # tensor model plans, for the optimum printed beside a refined certificate
     default_kernels_graph: Graph | None = field(default=None, compare=False)
+    # steps the time limit stopped that could have given a smaller arena (tinysched.budget): what a
+    # longer --time-limit would try
+    shortfalls: tuple[Shortfall, ...] = field(default=(), compare=False)
 
     @property
     def memory_model(self) -> str:
@@ -180,6 +187,14 @@ class Planned:
             for op in self.graph.operators
             if (v := variant_of(self.graph, op)) is not None and v.name == "wide"
         }
+
+    def shortfalls_json(self) -> list[dict[str, Any]]:
+        """What a longer --time-limit would try, step by step, for JSON (`time_limit_shortfalls`)."""
+        return [s.as_json() for s in self.shortfalls]
+
+    def shortfalls_summary(self) -> str | None:
+        """One line: what a longer --time-limit would try (None: nothing it stopped could help)."""
+        return shortfalls_line(self.shortfalls, self.options.time_limit)
 
     def wide_json(self) -> list[dict[str, Any]]:
         """The widened CONV_2D kernels, by planned operator, for JSON."""
@@ -379,27 +394,31 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     clock = time.perf_counter()
     rplan = None
     streaming = no_rewrites(base)
+    ledger = Budget(options.time_limit)  # what every stage below draws on (tinysched.budget)
     if options.recomputing:
         assert options.recompute is not None
         placed = default_kernels if note is None else base
         rplan = options.recompute.plan(placed, budget.recompute)
+        ledger.spend(budget.recompute)
         sched = schedule(placed, time_limit=budget.schedule)
+        ledger.spend(0.0 if sched.certified else budget.schedule)
         seconds["schedule"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        arena = plan_arena(placed, rplan.sequence, options.alignment, budget.placement)
+        arena = plan_arena(placed, rplan.sequence, options.alignment, budget=ledger.part())
         refinement = None
     else:
-        # Without candidate streams the whole budget goes to the one plan (halved when in-place
-        # variants are tried); with them, half goes to the plan without streams and the rest is
-        # split evenly between the rounds that stream the pairs at the peak. Fixed shares, so what
-        # is chosen does not depend on the machine's load.
-        share = 0.5 if streams else 1.0
-        kernels = _KernelPlanner(base, options, budget, note is None)
-        best = kernels.plan(no_rewrites(base), share)
-        chosen: list[Stream] = []  # the streams of the best plan
-        for _ in range(STREAM_ROUNDS if streams else 0):
+        # Without candidate streams the budget goes to the one plan (to its kernel-variant plans in
+        # turn); with them, half of it goes to the plan without streams and the rounds that stream
+        # the chains at the peak share the rest, each what is left over the rounds to come. Every
+        # plan's allowance is work (tinysched.budget), so what is chosen does not depend on the
+        # machine's load, and what a plan does not use is there for the next.
+        kernels = _KernelPlanner(base, options, note is None)
+        best = kernels.plan(no_rewrites(base), ledger.part(2 if streams else 1))
+        basis, chosen = best, []  # the plan the next round streams from, and its streams
+        rounds = STREAM_ROUNDS if streams else 0
+        for done in range(rounds):
             # the chains with the fewest own bytes through the operators at the peak step
-            trying = choose(base, streams, chosen, best.peak_operators())
+            trying = choose(base, streams, chosen, basis.peak_operators())
             if trying == chosen:
                 break
             fused = fuse(base, trying)
@@ -407,10 +426,14 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
                 codegen.check_supported(codegen.with_scratch(fused.graph, codegen.scratch_needs(fused.graph)))
             except TinyschedError:
                 break
-            trial = kernels.plan(fused, 0.5 / STREAM_ROUNDS)
-            if trial.arena.arena_bytes >= best.arena.arena_bytes:
-                break
-            best, chosen = trial, trying
+            trial = kernels.plan(fused, ledger.part(rounds - done))
+            if trial.arena.arena_bytes < best.arena.arena_bytes:
+                best = trial
+            elif trial.arena.optimal or trial.arena.lower_bound_bytes >= best.arena.arena_bytes:
+                break  # no placement of this plan beats the best, so no round streams on from it
+            # a plan not smaller yet, whose placement is above a bound below the best, is streamed
+            # on from too: more placement work could still make it (or its successors) the best
+            basis, chosen = trial, trying
         placed, refinement, sched, arena, streaming = (
             best.graph,
             best.refinement,
@@ -420,7 +443,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         )
         seconds["schedule"] = sched.seconds
     if options.pools is not None:
-        arena = plan_pools(placed, arena, options.pools, budget.placement, refinement)
+        arena = plan_pools(placed, arena, options.pools, budget.placement, refinement, ledger.part())
     if note is None and not options.recomputing:  # faster kernels where the arena has room at their step
         placed, arena = with_wide_scratch(placed, arena)
     seconds["placement"] = arena.seconds
@@ -440,6 +463,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         interface,
         seconds,
         default_kernels,
+        tuple(s for s in ledger.shortfalls if s.bound_bytes < arena.arena_bytes),
     )
 
 
@@ -471,47 +495,45 @@ class _KernelPlan:
 class _KernelPlanner:
     """Plans one choice of streams with the in-place kernel variants that lower a step: a plan with
     every useful variant, then (if some lowered no peak) one without those, kept when no larger,
-    else one without those far below the peak (each plan a fixed third of the share)."""
+    else one without those far below the peak (the first plan a third of the budget, the others
+    what it left)."""
 
     base: Graph
     options: PlanOptions
-    budget: StageBudget
     generable: bool  # the code generator takes `base` (else: no kernel variants, no scratch)
 
-    def _plan(self, graph: Graph, share: float) -> tuple[Any, Schedule, ArenaPlan]:
+    def _plan(self, graph: Graph, budget: Budget) -> tuple[Any, Schedule, ArenaPlan]:
         refinement = memory_model(graph, self.options.planned_memory_model)
         sched, arena = plan_model(
             graph,
             alignment=self.options.alignment,
-            time_limit=self.budget.placement * share,
-            schedule_time_limit=self.budget.schedule * share,
             model=refinement,
+            budget=budget,
+            order_share=ORDERING_SHARE,
         )
         return refinement, sched, arena
 
-    def plan(self, streaming: RewriteResult, share: float) -> _KernelPlan:
+    def plan(self, streaming: RewriteResult, budget: Budget) -> _KernelPlan:
         from tinysched import codegen
 
         options, unvaried = self.options, streaming.graph
         if not self.generable:
-            return _KernelPlan(streaming, unvaried, *self._plan(unvaried, share))
+            return _KernelPlan(streaming, unvaried, *self._plan(unvaried, budget.part()))
         scratch = codegen.scratch_needs(unvaried)
         chosen = select_variants(unvaried, options.memory_model, options.prefer, options.alignment)
-        third = share * (1 / 3 if chosen else 1.0)
         placed = _with_kernel_variants(unvaried, scratch, chosen)
-        refinement, sched, arena = self._plan(placed, third)
+        refinement, sched, arena = self._plan(placed, budget.part(3 if chosen else 1))
         step_bytes = {st.op: st.live_bytes for st in profile(placed, sched.order, refinement).steps}
         gains = step_gains(unvaried, options.planned_memory_model, chosen)
         drop = unneeded_variants({v: step_bytes.get(v, 0) for v in chosen}, gains, sched.peak_bytes)
         # Without the variants whose step would stay under the peak; if the default kernels' drift
         # down the arena then costs bytes, without those whose step stays under half the peak.
         low = {v for v in drop if step_bytes.get(v, 0) + gains.get(v, 0) <= sched.peak_bytes // 2}
-        for dropped in (drop, low if low != drop else set()):
-            if not dropped:
-                continue
+        tries = [dropped for dropped in (drop, low if low != drop else set()) if dropped]
+        for k, dropped in enumerate(tries):
             kept = {v: c for v, c in chosen.items() if v not in dropped}
             trial = _with_kernel_variants(unvaried, scratch, kept)
-            trial_model, trial_sched, trial_arena = self._plan(trial, third)
+            trial_model, trial_sched, trial_arena = self._plan(trial, budget.part(len(tries) - k))
             if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
                 placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
                 break

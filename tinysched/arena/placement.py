@@ -23,6 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tinysched.budget import (
+    CPSAT_WORK_PER_SECOND,
+    WALL_FACTOR,
+    Budget,
+    Shortfall,
+    as_budget,
+    greedy_work,
+)
 from tinysched.errors import TinyschedError
 from tinysched.memory.tensor import check_sequence, instance_lifetimes, lifetimes, profile, sequence_profile
 from tinysched.model.graph import Graph
@@ -331,8 +339,9 @@ class Problem:
     blocks: tuple[Block, ...]
     target: int  # arena (units) the whole plan needs anyway: reaching it is as good as it gets
     start: tuple[int, ...] | None = None  # best offsets known so far (exact search hint and cap)
-    time_limit: float = 0.0
+    time_limit: float = 0.0  # work seconds the exact search may use (tinysched.budget)
     pairs: tuple[BlockPair, ...] = ()  # overlaps the refined memory model allows
+    wall_limit: float | None = None  # wall seconds left, the safety stop (None: WALL_FACTOR x time_limit)
 
 
 @dataclass(frozen=True)
@@ -340,6 +349,8 @@ class Solution:
     offsets: tuple[int, ...]  # one per block, in units
     arena: int  # max offset + size, in units
     lower_bound: int  # proven: no placement of these blocks fits in fewer units
+    work: float = 0.0  # work seconds the exact search used (tinysched.budget)
+    stopped: str | None = None  # "limit" or "wall": what stopped the exact search short of a proof
 
 
 def extent(blocks: Sequence[Block], offsets: Sequence[int]) -> int:
@@ -570,7 +581,10 @@ def _cp_sat(problem: Problem) -> Solution:
     """Minimise the arena with CP-SAT: fixed x = lifetime, variable y = offset, NoOverlap2D.
 
     The arena variable's domain starts at `problem.target` (what the whole plan needs anyway), so
-    the solver stops as soon as it reaches it; `problem.start` is the hint and caps the domain."""
+    the solver stops as soon as it reaches it; `problem.start` is the hint and caps the domain.
+    One worker, a fixed seed and a limit in deterministic time (`problem.time_limit` work seconds,
+    tinysched.budget) give the same answer however loaded the machine is; the wall-clock limit is
+    only the safety stop (`problem.wall_limit`)."""
     from ortools.sat.python import cp_model
 
     blocks = problem.blocks
@@ -615,22 +629,30 @@ def _cp_sat(problem: Problem) -> Solution:
     model.add_cumulative(x_intervals, sizes, arena)
     model.add_hint(arena, cap)
     model.minimize(arena)
+    work_limit = problem.time_limit * CPSAT_WORK_PER_SECOND
+    wall_limit = WALL_FACTOR * problem.time_limit if problem.wall_limit is None else problem.wall_limit
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(problem.time_limit, 0.01)
+    solver.parameters.max_deterministic_time = work_limit
+    solver.parameters.max_time_in_seconds = max(wall_limit, 0.01)
     solver.parameters.num_workers = 1  # deterministic, and the machines have 2 cores
     solver.parameters.random_seed = 0
     status = solver.solve(model)
+    work = solver.deterministic_time / CPSAT_WORK_PER_SECOND
+    stopped = None
+    if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+        stopped = "limit" if solver.deterministic_time >= 0.99 * work_limit else "wall"
     # The arena variable only bounds the extent from above, so an objective bound b above the
     # domain's floor (`target`) proves every placement needs >= b; at the floor it proves nothing.
     objective_bound = int(math.ceil(solver.best_objective_bound - 1e-9))
     proven = max(own_bound, objective_bound if objective_bound > problem.target else 0)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Solution(tuple(start), cap, proven if status == cp_model.UNKNOWN else own_bound)
+        bound = proven if status == cp_model.UNKNOWN else own_bound
+        return Solution(tuple(start), cap, bound, work, stopped)
     offsets = tuple(0 if y is None else int(solver.value(y)) for y in ys)
     found = extent(blocks, offsets)
     if found > cap:  # cannot happen (the domain caps it); keep the start rather than trust it
-        return Solution(tuple(start), cap, proven)
-    return Solution(offsets, found, proven)
+        return Solution(tuple(start), cap, proven, work, stopped)
+    return Solution(offsets, found, proven, work, stopped)
 
 
 @dataclass(frozen=True)
@@ -830,6 +852,7 @@ def plan_arena(
     time_limit: float = DEFAULT_TIME_LIMIT,
     methods: Sequence[str] | None = None,
     model: Refinement | None = None,
+    budget: Budget | None = None,
 ) -> ArenaPlan:
     """Place every activation tensor of `graph` under `order` (stored order by default).
 
@@ -839,8 +862,9 @@ def plan_arena(
 
     Every greedy placer in `methods` (default: the whole table) runs on each time component and the
     best per component is kept; components still above the aligned lower bound then go to the exact
-    placers in `methods`, sharing `time_limit` seconds, hardest first. The plan is `optimal` when the
-    arena equals the bound, or an exact search proved the minimum of a component that sets it.
+    placers in `methods`, sharing `budget` (default: `time_limit` work seconds of its own,
+    tinysched.budget), hardest first. The plan is `optimal` when the arena equals the bound, or an
+    exact search proved the minimum of a component that sets it.
 
     `order` may also be a recomputation sequence (operators repeated, `tinysched.order.recompute`): each
     execution instance of a tensor is then its own buffer, and placements carry their `instance`."""
@@ -853,7 +877,7 @@ def plan_arena(
     buffers = arena_buffers(graph, order, alignment, model)
     savings = step_savings(model, order, alignment)
     placed = place_buffers(
-        buffers, alignment, savings, _pair_shifts(model, order), greedy, exact, started, time_limit
+        buffers, alignment, savings, _pair_shifts(model, order), greedy, exact, as_budget(budget, time_limit)
     )
     return assemble_plan(
         graph,
@@ -888,13 +912,16 @@ def place_buffers(
     shifts: dict[int, int],
     greedy: Sequence[Placer],
     exact: Sequence[Placer],
-    started: float,
-    time_limit: float,
+    budget: Budget,
 ) -> Placed:
     """Place `buffers` in one arena of their own: the greedy placers per time component, then the
-    exact ones on components above the buffers' aligned lower bound, until `started + time_limit`.
-    `savings` / `shifts` are the refined model's overlaps by step (`step_savings`); pairs whose two
-    tensors are not both among `buffers` are ignored."""
+    exact ones on components above the buffers' aligned lower bound, within `budget`
+    (tinysched.budget). Greedy placers after the first run while their estimated work fits half of
+    the budget (each is O(blocks x live blocks); on wide graphs that is seconds), so the exact ones
+    keep the rest; those share what is left, hardest component first, and what one does not use is
+    there for the next. A component left above the bound by the budget is noted on it (a
+    `Shortfall`). `savings` / `shifts` are the refined model's overlaps by step (`step_savings`);
+    pairs whose two tensors are not both among `buffers` are ignored."""
     bound = aligned_lower_bound(buffers, savings) // alignment
 
     offsets: dict[tuple[int, int], int] = {}
@@ -902,17 +929,21 @@ def place_buffers(
     settled: list[Solution] = []
     greedy_units = 0
     hard: list[tuple[tuple[Block, ...], tuple[BlockPair, ...], Solution, str]] = []
-    # Greedy placers after the first stop starting at half the budget (each is O(blocks x live
-    # blocks); on wide graphs that is seconds), so the exact ones keep the other half.
-    greedy_deadline = started + 0.5 * time_limit
+    greedy_allowance = budget.left / 2
+    greedy_spent = 0.0
     for group in time_components(buffers):
         blocks = _blocks(group, alignment)
         pairs = _block_pairs(blocks, savings, shifts, alignment)
+        cost = greedy_work(len(blocks), bool(pairs))
         best, best_name = None, ""
-        for p in greedy:
-            if best is not None and time.perf_counter() > greedy_deadline:
+        skipped: tuple[str, ...] = ()
+        for k, p in enumerate(greedy):
+            if best is not None and greedy_spent + cost > greedy_allowance:
+                skipped = tuple(q.name for q in greedy[k:])
                 break
             solution = p.run(Problem(blocks, bound, pairs=pairs))
+            greedy_spent += cost
+            budget.spend(cost)
             if best is None or solution.arena < best.arena:
                 best, best_name = solution, p.name
             if best.arena <= bound:
@@ -922,6 +953,15 @@ def place_buffers(
         if best.arena > bound and exact and len(blocks) <= EXACT_MAX_BLOCKS:
             hard.append((blocks, pairs, best, best_name))
         else:
+            if best.arena > bound and skipped:
+                budget.fall_short(
+                    Shortfall(
+                        "greedy placers",
+                        f"{', '.join(skipped)} on a component of {len(blocks)} tensors placed in "
+                        f"{best.arena * alignment:,} B (bound {bound * alignment:,} B)",
+                        bound * alignment,
+                    )
+                )
             offsets.update({b.key: o for b, o in zip(blocks, best.offsets, strict=True)})
             used.append(best_name)
             settled.append(best)
@@ -929,17 +969,31 @@ def place_buffers(
     # Hardest first: whatever one component cannot get below becomes the target for the rest.
     hard.sort(key=lambda h: -h[2].arena)
     target = bound
-    deadline = started + time_limit
     for k, (blocks, pairs, best, name) in enumerate(hard):
         for p in exact:
-            budget = (deadline - time.perf_counter()) / (len(hard) - k)
-            if best.arena <= target or budget <= 0:
+            if best.arena <= target:
                 break
-            solution = p.run(Problem(blocks, target, best.offsets, budget, pairs))
-            if solution.arena < best.arena:
-                best, name = solution, p.name
-            elif solution.lower_bound > best.lower_bound:
-                best = replace(best, lower_bound=solution.lower_bound)
+            share, wall = budget.left / (len(hard) - k), budget.wall_left()
+            stopped = "limit" if share <= 0 else "wall" if wall <= 0 else None
+            if stopped is None:
+                solution = p.run(Problem(blocks, target, best.offsets, share, pairs, wall))
+                budget.spend(solution.work)
+                if solution.arena < best.arena:
+                    best, name = solution, p.name
+                elif solution.lower_bound > best.lower_bound:
+                    best = replace(best, lower_bound=solution.lower_bound)
+                stopped = solution.stopped
+            if stopped is not None and best.arena > max(target, best.lower_bound):
+                floor = max(target, best.lower_bound) * alignment
+                budget.fall_short(
+                    Shortfall(
+                        p.name,
+                        f"a component of {len(blocks)} tensors placed in {best.arena * alignment:,} B "
+                        f"(bound {floor:,} B)",
+                        floor,
+                        wall=stopped == "wall",
+                    )
+                )
         target = max(target, best.arena)
         offsets.update({b.key: o for b, o in zip(blocks, best.offsets, strict=True)})
         used.append(name)
@@ -958,32 +1012,68 @@ def plan_model(
     max_orders: int = 20,
     methods: Sequence[str] | None = None,
     model: Refinement | None = None,
+    budget: Budget | None = None,
+    order_share: float | None = None,
 ) -> tuple[Schedule, ArenaPlan]:
     """Schedule (lowest-peak order), then place it, both in `model`'s memory model (the tensor
     model by default).
 
     Order and placement interact: when a certified order's placement misses its bound, other orders
     with the same certified peak are placed too and the smallest arena wins. The returned schedule
-    carries the order actually placed (same peak, same certificate)."""
+    carries the order actually placed (same peak, same certificate).
+
+    Both draw on `budget` (default: `schedule_time_limit` + `time_limit` work seconds): the order
+    search gets `order_share` of it (default: the two limits' ratio) and is charged nothing when it
+    certifies its order (any longer search finds the same), so placement gets everything it leaves."""
     from tinysched.order import scheduler
 
-    sched = scheduler.schedule(graph, time_limit=schedule_time_limit, model=model)
-    deadline = time.perf_counter() + time_limit  # one placement budget, shared by every order tried
-    plan = plan_arena(graph, sched.order, alignment, time_limit, methods, model)
+    if budget is None:
+        budget = Budget(schedule_time_limit + time_limit)
+        order_share = schedule_time_limit / max(schedule_time_limit + time_limit, 1e-9)
+    allowance = budget.left * (1.0 if order_share is None else order_share)
+    limit = max(min(allowance, budget.wall_left()), 0.0)
+    sched = scheduler.schedule(graph, time_limit=limit, model=model)
+    if not sched.certified:
+        budget.spend(allowance)
+        budget.fall_short(
+            Shortfall(
+                "order search",
+                f"an order peaking at {sched.peak_bytes:,} B, none proven below {sched.lower_bound_bytes:,} B",
+                sched.lower_bound_bytes,
+                wall=limit < allowance,
+            )
+        )
+    plan = plan_arena(graph, sched.order, alignment, methods=methods, model=model, budget=budget.part())
     if plan.arena_bytes <= plan.lower_bound_bytes or not sched.certified:
         return sched, plan
     best = plan
-    remaining = deadline - time.perf_counter()
+    # one placement budget, shared by every order tried
+    started, limit = time.perf_counter(), max(min(budget.left, budget.wall_left()), 0.0)
     others = scheduler.optimal_orders(
-        graph, sched.peak_bytes, limit=max_orders, time_limit=max(remaining, 0.05), model=model
+        graph, sched.peak_bytes, limit=max_orders, time_limit=max(limit, 0.05), model=model
     )
-    for order in others:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
+    if time.perf_counter() - started >= limit:  # stopped by its limit, not by running out of orders
+        budget.spend(limit)
+    others = [
+        order
+        for order in others
+        if tuple(order) != best.order and order_peak_bytes(graph, order, model) == sched.peak_bytes
+    ]
+    for k, order in enumerate(others):
+        if budget.left <= 0 or budget.wall_left() <= 0:
+            budget.fall_short(
+                Shortfall(
+                    "orders of the same peak",
+                    f"{len(others) - k} order(s) not placed (the best placed in {best.arena_bytes:,} B, "
+                    f"bound {best.lower_bound_bytes:,} B)",
+                    best.lower_bound_bytes,
+                    wall=budget.left > 0,
+                )
+            )
             break
-        if tuple(order) == best.order or order_peak_bytes(graph, order, model) != sched.peak_bytes:
-            continue
-        candidate = plan_arena(graph, order, alignment, remaining, methods, model)
+        candidate = plan_arena(
+            graph, order, alignment, methods=methods, model=model, budget=budget.part(len(others) - k)
+        )
         if (candidate.arena_bytes, not candidate.optimal) < (best.arena_bytes, not best.optimal):
             best = candidate
         if best.arena_bytes <= best.lower_bound_bytes:

@@ -43,6 +43,7 @@ from tinysched.arena.placement import (
     place_buffers,
     step_savings,
 )
+from tinysched.budget import Budget, as_budget
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.model.graph import Graph
 from tinysched.text import quoted
@@ -349,10 +350,13 @@ def split_arena(
     alignment: int,
     time_limit: float,
     model: Refinement | None = None,
+    budget: Budget | None = None,
 ) -> ArenaPlan:
     """Place every activation tensor of `graph` under `order` in the regions of `request`, each
-    tensor inside one region (module docstring)."""
+    tensor inside one region (module docstring), within `budget` (default: `time_limit` work
+    seconds of its own, tinysched.budget)."""
     started = time.perf_counter()
+    budget = as_budget(budget, time_limit)
     buffers = arena_buffers(graph, order, alignment, model)
     savings = step_savings(model, order, alignment)
     shifts = (
@@ -365,7 +369,6 @@ def split_arena(
     budgets = {r.name: r.limit - r.limit % alignment for r in regions}
     greedy = [PLACERS[n] for n in GREEDY_PLACERS]
     exact = [p for p in PLACERS.values() if p.exact]
-    deadline = started + time_limit
     for _ in range(MAX_ROUNDS):
         assigned = _best_assignment(groups, regions, budgets)
         placed: dict[str, Any] = {}
@@ -381,10 +384,8 @@ def split_arena(
                 continue
             keys = {b.key for b in members}
             mine = {s: v for s, v in savings.items() if (v[0], 0) in keys and (v[1], 0) in keys}
-            share = max(deadline - time.perf_counter(), 0.0) / max(len(regions) - k, 1)
-            result = place_buffers(
-                members, alignment, mine, shifts, greedy, exact, time.perf_counter(), share
-            )
+            share = budget.part(max(len(regions) - k, 1))
+            result = place_buffers(members, alignment, mine, shifts, greedy, exact, share)
             placed[r.name] = (members, mine, result)
             if result.arena_units * alignment > r.limit:
                 budgets[r.name] -= result.arena_units * alignment - r.limit
@@ -462,6 +463,7 @@ def plan_pools(
     request: PoolRequest,
     time_limit: float,
     model: Refinement | None = None,
+    budget: Budget | None = None,
 ) -> ArenaPlan:
     """The single arena `single` when it fits the board's arena region and nothing asks for a split
     (byte for byte the plan without pools); otherwise the arena split over the regions. Unasked, a
@@ -474,7 +476,7 @@ def plan_pools(
     if not request.explicit and len(request.regions) < 2:
         return single
     try:
-        return split_arena(graph, single.order, request, single.alignment, time_limit, model)
+        return split_arena(graph, single.order, request, single.alignment, time_limit, model, budget)
     except RegionsTooSmall:
         if request.explicit:
             raise

@@ -254,6 +254,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["io"] = planned.interface.as_json()
     payload["kernel_variants"] = planned.variants_json()
     payload["streams"] = planned.streams_json()
+    payload["time_limit_shortfalls"] = planned.shortfalls_json()
     payload["wide_kernels"] = planned.wide_json()
     if folding is not None:
         payload["folded_operators"] = folding.count
@@ -315,6 +316,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    {edge.line()}")
     if planned.memory_model != "tensor":
         print(f"kernels      {planned.variants_summary()}")
+    if planned.shortfalls_summary() is not None:
+        print(f"time limit   {planned.shortfalls_summary()}")
     print()
     print(f"{'':22}{'bytes':>12}")
     label = "refined-model peak" if refined else "tensor-model peak"

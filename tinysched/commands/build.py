@@ -281,6 +281,7 @@ def build_record(
         "kernel_variants": planned.variants_json(),
         "streams": planned.streams_json(),
         "wide_kernels": planned.wide_json(),
+        "time_limit_shortfalls": planned.shortfalls_json(),
         "plan_options": {
             "io": options.io,
             "prefer": options.prefer,
@@ -356,6 +357,8 @@ def print_build(result: BuildResult) -> None:
         print(f"            {planned.variants_summary()}")
     if planned.streams_summary() is not None:
         print(f"streamed    {planned.streams_summary()}")
+    if planned.shortfalls_summary() is not None:
+        print(f"time limit  {planned.shortfalls_summary()}")
     if planned.options.io != "model":
         print(f"io          {planned.interface.summary()}")
         for edge in planned.interface.edges:
