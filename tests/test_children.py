@@ -4,6 +4,7 @@ forked workers stop at once and quietly when asked, wherever they are, and die w
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -173,3 +174,125 @@ def test_a_worker_stops_at_once_and_quietly_right_after_it_was_forked(capfd) -> 
         signal.signal(signal.SIGTERM, previous)
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+# ---- the order search's worker: the precedence tree beside the search ----------------------------
+
+
+@pytest.fixture(scope="module")
+def wired(tmp_path_factory) -> Path:
+    """A RandWire graph (Watts-Strogatz, 383 operators) whose precedence tree grows in C until its
+    deadline: nothing certifies it within seconds."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from stress_graphs import randwire_wiring
+
+    from tinysched.modelgen import wired_model
+
+    path = tmp_path_factory.mktemp("wired") / "ws_91_69_s7.tflite"
+    wiring = randwire_wiring([91, 69], "ws", seed=7, hard=True)
+    path.write_bytes(wired_model(wiring, hw=16, channels=4, order_seed=7))
+    return path
+
+
+def _native_tree() -> None:
+    from tinysched import native
+
+    if native.library() is None:
+        pytest.skip("no C compiler for the native tree")
+
+
+def test_the_tree_beside_the_search_stops_at_once_inside_native_code(wired: Path, capfd) -> None:
+    """Asked to stop while cuttree.c calls its ctypes stop callback, under the command line's
+    SIGTERM handler: the worker ends within the grace, quietly (it printed "Exception ignored on
+    calling ctypes callback function ... KeyboardInterrupt" and went on, outliving the join)."""
+    _native_tree()
+    from tinysched.cli import _terminated
+    from tinysched.reader import read_model
+    from tinysched.scheduler import HEURISTICS, _TreeBeside, ordering_problem
+
+    problem = ordering_problem(read_model(wired))
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        beside = _TreeBeside(problem, time.perf_counter() + 60)
+        beside.start(HEURISTICS["greedy_reverse"](problem))
+        worker = beside._process
+        assert worker is not None
+        time.sleep(1.0)  # the tree is in C from some 40 ms on
+        assert worker.is_alive() and not beside.proved()
+        started = time.perf_counter()
+        beside.stop()
+        assert time.perf_counter() - started < children.STOP_GRACE_SECONDS
+        assert not worker.is_alive() and worker.exitcode == -signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+def _schedule(model: Path, limit: float) -> tuple[subprocess.Popen, str]:
+    env, tag = tagged_env()
+    argv = [
+        sys.executable,
+        "-m",
+        "tinysched.cli",
+        "schedule",
+        str(model),
+        "--json",
+        "--time-limit",
+        str(limit),
+    ]
+    proc = subprocess.Popen(
+        argv,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc, tag
+
+
+def _worker_of(proc: subprocess.Popen, tag: str) -> int | None:
+    """The order search's forked worker: a child of `proc` running the same command."""
+    command = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    for pid in tagged(tag):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            same = Path(f"/proc/{pid}/cmdline").read_bytes() == command
+        except OSError:
+            continue
+        if same and int(stat[stat.rindex(")") + 2 :].split()[1]) == proc.pid:
+            return pid
+    return None
+
+
+def test_schedule_exits_right_after_its_answer_with_nothing_left(wired: Path) -> None:
+    """The tree grows in C when the limit strikes; the answer comes within the limit and a stated
+    margin (docs/pipeline.md), the process ends soon after it, quietly, and takes its worker along."""
+    _native_tree()
+    limit, margin = 4.0, 1.0
+    proc, tag = _schedule(wired, limit)
+    assert wait_for(lambda: _worker_of(proc, tag) is not None, 30.0), "no tree beside the search"
+    first = proc.stdout.readline()  # unbuffered: the answer arrives as it is printed
+    answered = time.monotonic()
+    answer = first + proc.stdout.read()
+    err = proc.stderr.read()
+    proc.wait(30)
+    exited = time.monotonic()
+    assert proc.returncode == 0 and err == ""
+    result = json.loads(answer)
+    assert not result["certified"] and result["seconds"] <= limit + margin
+    assert exited - answered < margin
+    assert gone(tag, 2.0) == {}
+
+
+def test_sigterm_while_the_tree_grows_ends_the_run_at_once(wired: Path) -> None:
+    _native_tree()
+    proc, tag = _schedule(wired, 60.0)
+    assert wait_for(lambda: _worker_of(proc, tag) is not None, 30.0), "no tree beside the search"
+    time.sleep(0.5)  # inside the C tree
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - started < 2.0
+    assert proc.returncode == 130 and out == "" and err == "tinysched: interrupted\n"
+    assert gone(tag, 2.0) == {}
