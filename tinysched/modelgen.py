@@ -33,6 +33,7 @@ __all__ = [
     "TensorHandle",
     "random_branching_model",
     "tiny_demo_model",
+    "wide_model",
     "wired_model",
 ]
 
@@ -1070,6 +1071,21 @@ def wired_model(
     pooled = b.mean(t, (1, 2), keepdims=False, name="head/mean")
     b.output(b.fully_connected(pooled, 10, name="head/fc"))
     return b.build(None if order_seed is None else b.random_order(order_seed))
+
+
+def wide_model(copies: int, shape: tuple[int, int, int, int] = (1, 4, 4, 4)) -> bytes:
+    """One operator copied `copies` times: `copies` ADDs of a stem conv's output to itself, side by
+    side, summed by a chain of `copies - 1` ADDs (2 * copies operators in all, no weights but the
+    stem's): a graph as wide as it is long, cheap to plan, with one step per operator."""
+    b = ModelBuilder(seed=0, description=f"tinysched wide_model copies={copies}")
+    t = b.conv2d(b.input("x", shape), shape[3], (1, 1), name="stem")
+    acc: TensorHandle | None = None
+    for i in range(copies):
+        copy = b.add(t, t, activation="RELU", name=f"copy{i}")
+        acc = copy if acc is None else b.add(acc, copy, name=f"sum{i}")
+    assert acc is not None
+    b.output(acc)
+    return b.build()
 
 
 def build_concat_slices(b: ModelBuilder) -> None:
