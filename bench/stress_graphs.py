@@ -202,6 +202,15 @@ def _stage_edges(n: int, wiring: str, rng: random.Random, hard: bool) -> list[li
     return preds
 
 
+def randwire_wiring(
+    nodes: Sequence[int], wiring: str = "ws", seed: int = 0, hard: bool = False
+) -> list[list[list[int]]]:
+    """Per stage, per node, the nodes it reads: the wiring `randwire` (or with `hard`,
+    `randwire_hard`) draws for the same arguments, for int8 models of it (modelgen.wired_model)."""
+    rng = random.Random(seed)
+    return [_stage_edges(n, wiring, rng, hard) for n in nodes]
+
+
 def randwire(
     nodes: Sequence[int], wiring: str = "ws", seed: int = 0, hw: int = 32, channels: int = 16
 ) -> Graph:

@@ -34,7 +34,7 @@ from tinysched.device.verify import compare_outputs
 from tinysched.errors import TinyschedError
 from tinysched.memory.overlap import refine
 from tinysched.memory.tensor import profile
-from tinysched.model.modelgen import ModelBuilder
+from tinysched.model.modelgen import ModelBuilder, wide_model
 from tinysched.model.reader import read_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,6 +168,59 @@ def test_golden_sources_unchanged(name: str) -> None:
     assert golden_sources(name) == expected, (
         f"generated sources for {name} changed; review and run python tests/regenerate_golden.py"
     )
+
+
+def _step_functions(text: str) -> list[list[int]]:
+    """The steps each generated step function runs (by its TS_STEP_DONE marks), in file order."""
+    bodies = re.findall(
+        r"^static TS_NOINLINE int \w+_steps_\d+\(void\)\n\{\n(.*?)^\}", text, flags=re.M | re.S
+    )
+    return [[int(n) for n in re.findall(r"TS_STEP_DONE\((\d+)u\)", body)] for body in bodies]
+
+
+def test_a_model_of_up_to_steps_per_function_steps_keeps_them_in_invoke(tmp_path: Path) -> None:
+    from tinysched.codegen.module import STEPS_PER_FUNCTION
+
+    model = tmp_path / "wide.tflite"
+    model.write_bytes(wide_model(STEPS_PER_FUNCTION // 2))  # exactly STEPS_PER_FUNCTION steps
+    module = generate_module(model)[3]
+    text = module.files[f"{module.prefix}.c"]
+    assert module.op_kernels and len(module.order) == STEPS_PER_FUNCTION
+    assert _step_functions(text) == [] and "_steps_" not in text
+
+
+@needs_gcc
+@pytest.mark.host
+def test_a_model_of_many_steps_runs_them_in_functions_of_bounded_size(tmp_path: Path) -> None:
+    """gcc's time on one function grows faster than its length (over 16 minutes on a 10,000-step
+    invoke): past STEPS_PER_FUNCTION steps each function holds at most that many, invoke walks a
+    table of them in order, and the code stays warning-free and bit-exact. The 10,000-operator
+    build is timed in bench/bench_build.py."""
+    from tinysched.codegen.module import STEPS_PER_FUNCTION
+
+    model = tmp_path / "wide.tflite"
+    model.write_bytes(wide_model(300))  # 600 steps
+    module = generate_module(model)[3]
+    text = module.files[f"{module.prefix}.c"]
+    functions = _step_functions(text)
+    assert [len(f) for f in functions] == [256, 256, 88] and STEPS_PER_FUNCTION == 256
+    assert [step for f in functions for step in f] == list(range(600))
+    invoke = text[text.index(f"int {module.prefix}_invoke(") :]
+    assert "TS_STEP_DONE" not in invoke and f"{module.prefix}_step_functions[k]()" in invoke
+    folder = tmp_path / "gen"
+    folder.mkdir()
+    for name, source in module.files.items():
+        (folder / name).write_text(source)
+    firmware = Path(__file__).resolve().parents[1] / "firmware" / "include"
+    flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{firmware}", f"-I{folder}"]
+    for name in (f"{module.prefix}.c", f"{module.prefix}_weights.c"):
+        done = subprocess.run(
+            ["gcc", *flags, "-c", str(folder / name), "-o", str(tmp_path / "m.o")],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert host_verify(model, n_inputs=2).outputs_match
 
 
 def test_unsupported_operator_refused_in_one_line_before_writing(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ LAYERS = (
         "tinysched.boards",
         "tinysched.exports",
         "tinysched.budget",
+        "tinysched.children",
     ),
     ("tinysched.model",),
     ("tinysched.memory",),

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from tiers import needs_gcc, require
 
-from tinysched.cli import main
-from tinysched.files import MARKER, STAGING_TAG
+from tinysched import files
+from tinysched.cli import _terminated, main
+from tinysched.files import MARKER, STAGING_TAG, output_folder, write_atomic
 from tinysched.model.modelgen import tiny_demo_model
 
 
@@ -143,6 +144,81 @@ def test_sigterm_cleans_up_like_ctrl_c(model: Path, tmp_path: Path) -> None:
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if STAGING_TAG in p.name]
+
+
+@pytest.fixture
+def sigterm_interrupts():
+    """SIGTERM raises KeyboardInterrupt in this process, as the command line sets it."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def _signal_after(monkeypatch, name: str, when) -> list[str]:
+    """`os.<name>` sends this process SIGTERM just after a call for which `when(path)` holds: the
+    interrupt lands exactly between the call and whatever comes next."""
+    real = getattr(os, name)
+    calls: list[str] = []
+
+    def call_then_signal(path, *args, **kwargs):
+        result = real(path, *args, **kwargs)
+        if when(os.fspath(path)):
+            calls.append(os.fspath(path))
+            signal.raise_signal(signal.SIGTERM)
+        return result
+
+    monkeypatch.setattr(os, name, call_then_signal)
+    return calls
+
+
+def test_sigterm_just_after_the_staging_folder_exists_removes_it(
+    tmp_path: Path, monkeypatch, sigterm_interrupts
+) -> None:
+    calls = _signal_after(monkeypatch, "mkdir", lambda path: STAGING_TAG in path)
+    with pytest.raises(KeyboardInterrupt), output_folder(tmp_path / "fw"):
+        pytest.fail("the folder's contents were written after the interrupt")
+    assert len(calls) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_just_after_a_temporary_file_exists_removes_it(
+    tmp_path: Path, monkeypatch, sigterm_interrupts
+) -> None:
+    calls = _signal_after(monkeypatch, "open", lambda path: path.endswith(".tmp"))
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "plan.json", "{}")
+    assert len(calls) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_while_the_new_folder_is_swapped_in_waits_for_the_swap(
+    tmp_path: Path, monkeypatch, sigterm_interrupts
+) -> None:
+    out = tmp_path / "fw"
+    with output_folder(out) as staging:
+        (staging / "old").write_text("old")
+    # the signal lands after the old folder has moved aside, before the new one takes its place
+    calls = _signal_after(monkeypatch, "replace", lambda path: path == str(out))
+    with pytest.raises(KeyboardInterrupt), output_folder(out) as staging:
+        (staging / "new").write_text("new")
+    assert len(calls) == 1
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "new"]
+    assert [p.name for p in tmp_path.iterdir()] == ["fw"]
+
+
+def test_a_second_signal_does_not_stop_the_clean_up(tmp_path: Path, monkeypatch, sigterm_interrupts) -> None:
+    real_rmtree = files.shutil.rmtree
+
+    def rmtree_interrupted(path, *args, **kwargs):
+        signal.raise_signal(signal.SIGTERM)  # held until the folder is gone
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(files.shutil, "rmtree", rmtree_interrupted)
+    with pytest.raises(KeyboardInterrupt), output_folder(tmp_path / "fw") as staging:
+        for i in range(50):
+            (staging / f"part{i}").write_text("x")
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
 
 
 @needs_gcc

@@ -5,6 +5,12 @@ and never replaces something tinysched did not write.
 whole folder beside its target and swaps it in only when everything in it succeeded; the folder is
 marked (`MARKER`) so that a later run may replace it, while a folder holding anything else is
 refused unless the user says `--force`. Files and folders follow the user's umask.
+
+Interrupts (Ctrl-C, and SIGTERM, which the command line turns into the same KeyboardInterrupt) may
+arrive at any point. A temporary file or staging folder is therefore created inside the block that
+removes it, under a name chosen beforehand: an interrupt right after it exists still removes it.
+Its removal, and the swap of a finished folder into place, run with interrupts held until they are
+done (`_interrupts_held`), so that a second signal cannot leave half a folder behind.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
+import signal
 import stat
-import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -25,10 +33,42 @@ MARKER = ".tinysched-output"  # a file in every folder tinysched wrote
 STAGING_TAG = ".tinysched-staging-"
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done, then act as they would have (in the main
+    thread, where Python runs signal handlers; elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in held}
+    for sig, handler in previous.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(sig, lambda signum, _frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)
+
+
+def _remove(path: Path) -> None:
+    """Remove a temporary file or folder of ours, whatever signal arrives meanwhile."""
+    with _interrupts_held():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _unique_part() -> str:
+    """The end of a temporary name, chosen before the file exists: this process's id (stale ones
+    are known by it) and 64 random bits (no other run picks the same)."""
+    return f"{os.getpid()}.{secrets.token_hex(8)}"
 
 
 def _refuse_os_error(path: Path, err: OSError, doing: str) -> TinyschedError:
@@ -50,19 +90,19 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
             raise TinyschedError(f"{path}: exists and is not a regular file; refusing to replace it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:
         raise _refuse_os_error(path, err, "write") from None
-    try:
+    tmp = path.parent / f".{path.name}.{_unique_part()}.tmp"
+    try:  # created inside the block that removes it: an interrupt right after still cleans up
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
-        os.chmod(tmp_name, 0o666 & ~_umask())
-        os.replace(tmp_name, path)
+        os.replace(tmp, path)
     except OSError as err:
-        Path(tmp_name).unlink(missing_ok=True)
+        _remove(tmp)
         raise _refuse_os_error(path, err, "write") from None
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        _remove(tmp)
         raise
     return path
 
@@ -122,30 +162,40 @@ def output_folder(target: str | Path, *, force: bool = False, keep: Sequence[Pat
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_staging(target.parent, target.name)
-        staging = Path(
-            tempfile.mkdtemp(prefix=f".{target.name}{STAGING_TAG}{os.getpid()}.", dir=target.parent)
-        )
-        os.chmod(staging, 0o777 & ~_umask())
     except OSError as err:
         raise _refuse_os_error(target, err, "create the output folder") from None
-    try:
+    staging = target.parent / f".{target.name}{STAGING_TAG}{_unique_part()}"
+    try:  # created inside the block that removes it: an interrupt right after still cleans up
+        try:
+            os.mkdir(staging, 0o777)  # the umask applies
+        except OSError as err:
+            raise _refuse_os_error(target, err, "create the output folder") from None
         yield staging
         (staging / MARKER).write_text(json.dumps({"written_by": "tinysched", "version": __version__}) + "\n")
         _replace_dir(staging, target)
     except OSError as err:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove(staging)
         raise _refuse_os_error(target, err, "write the output folder") from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove(staging)
         raise
 
 
 def _replace_dir(staging: Path, target: Path) -> None:
-    """Move `staging` to `target`, replacing an existing folder as close to atomically as POSIX allows."""
-    backup = None
-    if target.exists():
-        backup = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-        os.replace(target, backup / target.name)
-    os.replace(staging, target)
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
+    """Move `staging` to `target`, replacing an existing folder as close to atomically as POSIX
+    allows; an interrupt waits until the new folder is in place."""
+    with _interrupts_held():
+        backup = None
+        if target.exists():
+            backup = target.parent / f".{target.name}.old.{_unique_part()}"
+            os.mkdir(backup, 0o700)
+            os.replace(target, backup / target.name)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if backup is not None:  # put the old folder back
+                os.replace(backup / target.name, target)
+            raise
+        finally:
+            if backup is not None:
+                shutil.rmtree(backup, ignore_errors=True)

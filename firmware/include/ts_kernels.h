@@ -55,6 +55,14 @@ extern "C" {
 #define TS_ALIGNED(n)
 #endif
 
+/* Keeps a function out of its caller: a generated model's step functions stay the size they were
+ * written (a compiler's time on one function grows faster than its length). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_NOINLINE __attribute__((noinline))
+#else
+#define TS_NOINLINE
+#endif
+
 /* ---- CONV_2D ------------------------------------------------------------------------------------
  * out[b][y][x][o] = clamp(out_offset + requant_o(bias[o] + sum_{ky,kx,c} w[o][ky][kx][c] *
  *                        (in[b][iy][ix][c] + input_offset)), act_min, act_max)

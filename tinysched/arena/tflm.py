@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from tinysched import children
 from tinysched.arena.placement import ArenaPlan
 from tinysched.errors import TinyschedError
 from tinysched.model.reader import parse_model
@@ -100,12 +101,11 @@ def run_tflm(model_bytes: bytes, inputs: Sequence[np.ndarray], timeout: float = 
         (folder / "model.tflite").write_bytes(model_bytes)
         np.savez(folder / "inputs.npz", *inputs)
         try:
-            done = subprocess.run(
+            done = children.run(
                 [sys.executable, "-m", "tinysched.arena.tflm", str(folder)],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                check=False,
                 cwd=Path(__file__).resolve().parents[1],
             )
         except subprocess.TimeoutExpired:

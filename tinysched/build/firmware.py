@@ -21,6 +21,7 @@ from typing import Any
 
 import jinja2
 
+from tinysched import children
 from tinysched.boards import Board
 from tinysched.build.elfsize import DoesNotFit, SizeReport, model_constant_names, size_report
 from tinysched.build.sources import SourceSet
@@ -235,7 +236,7 @@ class FirmwareImage:
 
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = children.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise TinyschedError(f"{what} failed: {first_error_line(proc.stderr or proc.stdout)}")
     return proc
@@ -310,7 +311,7 @@ def build_firmware(
             str(elf),
             *extra,
         ]
-        return subprocess.run(cmd, capture_output=True, text=True)
+        return children.run(cmd, capture_output=True, text=True)
 
     proc = link(ld, [])
     constants = model_constant_names(model_objects)
@@ -351,7 +352,7 @@ def build_firmware(
 
 
 def toolchain_version() -> str:
-    proc = subprocess.run([require_toolchain(), "--version"], capture_output=True, text=True)
+    proc = children.run([require_toolchain(), "--version"], capture_output=True, text=True)
     return (proc.stdout.splitlines() or ["unknown"])[0].strip()
 
 

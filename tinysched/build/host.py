@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tinysched import __version__
+from tinysched import __version__, children
 from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
 from tinysched.text import first_error_line
@@ -81,7 +80,7 @@ def compile_runner(
         *sources.relative_c_files(),
         "-lm",
     ]
-    proc = subprocess.run(command, cwd=directory, capture_output=True, text=True, check=False)
+    proc = children.run(command, cwd=directory, capture_output=True, text=True)
     if proc.returncode != 0:
         output = proc.stderr or proc.stdout
         detail = first_error_line(output) if output.strip() else f"exit {proc.returncode}"
@@ -104,11 +103,10 @@ def run_runner(
                             f"input {k} has {len(raw)} bytes, the model expects {module.input_bytes[k]}"
                         )
                     f.write(raw)
-        proc = subprocess.run(
+        proc = children.run(
             [str(runner), "run", str(inputs_path), str(outputs_path), str(len(input_sets))],
             capture_output=True,
             text=True,
-            check=False,
         )
         if proc.returncode != 0:
             lines = (proc.stderr or "").strip().splitlines()
@@ -134,8 +132,8 @@ def bench_runner(runner: Path, module: Any, inputs: Sequence[np.ndarray], iterat
     with tempfile.TemporaryDirectory(prefix="tinysched-bench-") as tmp:
         path = Path(tmp) / "inputs.bin"
         path.write_bytes(b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
-        proc = subprocess.run(
-            [str(runner), "bench", str(path), str(iterations)], capture_output=True, text=True, check=False
+        proc = children.run(
+            [str(runner), "bench", str(path), str(iterations)], capture_output=True, text=True
         )
     if proc.returncode != 0:
         raise TinyschedError(f"generated code failed: {proc.stderr.strip()[:300]}")

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from tinysched import children
 from tinysched.errors import TinyschedError
 from tinysched.model.interface import IoEdge, model_inputs
 from tinysched.text import quoted
@@ -299,9 +300,7 @@ def _run_child(
     if preserve_all_tensors:
         command.append("--preserve-all-tensors")
     try:
-        proc = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        proc = children.run(command, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
         raise TinyschedError(f"reference interpreter ({resolver}) timed out after {timeout_s:g} s") from exc
     if proc.returncode == 0 and result_path.exists():

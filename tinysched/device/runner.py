@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tinysched import children
 from tinysched.boards import Board, get_board
 from tinysched.build.firmware import (
     IMAGE_ID_SYMBOL,
@@ -148,9 +149,7 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
         scratch = Path(tempfile.mkdtemp(prefix="tinysched-qemu-"))  # QEMU's log, opt-in semihosted inputs
         log_path = scratch / "qemu.log"
         with log_path.open("wb") as log_file:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, pass_fds=(listener.fileno(),)
-            )
+            proc = children.popen(cmd, stdout=log_file, stderr=log_file, pass_fds=(listener.fileno(),))
     finally:
         listener.close()  # QEMU holds its own copy
     session = QemuSession(board, elf, proc, f"socket://127.0.0.1:{port}", cmd, log_path)
@@ -163,13 +162,7 @@ def run_qemu(board: Board, elf: Path) -> Iterator[QemuSession]:
             )
         yield session
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        children.stop(proc, grace=5.0)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -308,7 +301,7 @@ def flash(
     cmd = flash_command(board, elf, flash_tool(board, tool), probe)
     log(f"flashing: {shlex.join(cmd)}")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = children.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise TinyschedError(
             f"flashing {board.name} took more than {timeout:.0f} s: $ {shlex.join(cmd)}"

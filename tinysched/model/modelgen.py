@@ -33,6 +33,8 @@ __all__ = [
     "TensorHandle",
     "random_branching_model",
     "tiny_demo_model",
+    "wide_model",
+    "wired_model",
 ]
 
 Activation = Literal["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
@@ -1061,6 +1063,58 @@ def tiny_demo_model() -> bytes:
     # QUANTIZE is needed: a first pass measures both ranges (weights do not depend on it).
     _, project, squeeze = build(None)
     b, _, _ = build(_quant_union(project, squeeze))
+    return b.build()
+
+
+def wired_model(
+    stages: Sequence[Sequence[Sequence[int]]],
+    hw: int = 32,
+    channels: int = 16,
+    seed: int = 0,
+    order_seed: int | None = None,
+) -> bytes:
+    """A randomly wired int8 network (RandWire-like) from its wiring: `stages[s][v]` lists the
+    nodes of stage `s` that node `v` reads (lower indices). A node without inputs reads the stage
+    input through a 1x1 ReLU conv of stride 2 (H and W halved, channels doubled: half the bytes);
+    any other node sums its inputs with a chain of ADDs and applies a 1x1 ReLU conv; the stage
+    output sums the nodes nobody reads (ADD chain). A stem conv before, MEAN and FULLY_CONNECTED
+    after. `order_seed`: operators stored in that random valid order instead of creation order."""
+    b = ModelBuilder(seed=seed, description=f"tinysched wired_model {len(stages)} stages seed={seed}")
+    t = b.conv2d(b.input("image", (1, hw, hw, 3)), channels, (3, 3), activation="RELU", name="stem")
+    for s, preds in enumerate(stages):
+        width = 2 * t.shape[3]
+        read = {u for ps in preds for u in ps}
+        out: list[TensorHandle] = []
+        for v, ps in enumerate(preds):
+            tag = f"s{s}/n{v}"
+            if not ps:
+                out.append(b.conv2d(t, width, (1, 1), (2, 2), activation="RELU", name=f"{tag}/conv"))
+                continue
+            acc = out[ps[0]]
+            for u in ps[1:]:
+                acc = b.add(acc, out[u], name=f"{tag}/add")
+            out.append(b.conv2d(acc, width, (1, 1), activation="RELU", name=f"{tag}/conv"))
+        sinks = [out[v] for v in range(len(preds)) if v not in read]
+        t = sinks[0]
+        for sink in sinks[1:]:
+            t = b.add(t, sink, name=f"s{s}/out")
+    pooled = b.mean(t, (1, 2), keepdims=False, name="head/mean")
+    b.output(b.fully_connected(pooled, 10, name="head/fc"))
+    return b.build(None if order_seed is None else b.random_order(order_seed))
+
+
+def wide_model(copies: int, shape: tuple[int, int, int, int] = (1, 4, 4, 4)) -> bytes:
+    """One operator copied `copies` times: `copies` ADDs of a stem conv's output to itself, side by
+    side, summed by a chain of `copies - 1` ADDs (2 * copies operators in all, no weights but the
+    stem's): a graph as wide as it is long, cheap to plan, with one step per operator."""
+    b = ModelBuilder(seed=0, description=f"tinysched wide_model copies={copies}")
+    t = b.conv2d(b.input("x", shape), shape[3], (1, 1), name="stem")
+    acc: TensorHandle | None = None
+    for i in range(copies):
+        copy = b.add(t, t, activation="RELU", name=f"copy{i}")
+        acc = copy if acc is None else b.add(acc, copy, name=f"sum{i}")
+    assert acc is not None
+    b.output(acc)
     return b.build()
 
 

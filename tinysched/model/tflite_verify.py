@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tinysched import children
 from tinysched.errors import TinyschedError
 from tinysched.text import printable
 
@@ -37,7 +38,7 @@ TIMEOUT_SECONDS = 60.0
 def check_flatbuffer(data: bytes, source: str) -> None:
     """Refuse, in one line, bytes that TFLite's flatbuffer verifier rejects or that crash it."""
     try:
-        proc = subprocess.run(
+        proc = children.run(
             [sys.executable, "-c", _SCRIPT], input=data, capture_output=True, timeout=TIMEOUT_SECONDS
         )
     except subprocess.TimeoutExpired:

@@ -26,6 +26,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tinysched import children
+
 __all__ = ["MAX_WORDS", "SOURCES", "Stage", "Tree", "TreeOut", "TREE_STOP", "library", "library_path"]
 
 SOURCES = (Path(__file__).parent / "csrc" / "downsets.c", Path(__file__).parent / "csrc" / "cuttree.c")
@@ -125,11 +127,10 @@ def _build(compiler: str, target: Path) -> bool:
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         built = Path(scratch) / target.name
         try:
-            done = subprocess.run(
+            done = children.run(
                 [compiler, *FLAGS, "-o", str(built), *map(str, SOURCES)],
                 capture_output=True,
                 timeout=COMPILE_SECONDS,
-                check=False,
             )
         except (OSError, subprocess.TimeoutExpired):
             return False

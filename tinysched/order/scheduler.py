@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
+from tinysched import children
 from tinysched.errors import TinyschedError
 from tinysched.model.graph import Graph
 from tinysched.order.bounds import (
@@ -88,6 +89,10 @@ LAYERED_MAX_STATES = 15_000_000
 SMALL_GRAPH_OPS = 200
 # CP-SAT's model building and presolve on larger graphs take longer than any budget it would get.
 CP_SAT_MAX_OPS = 2_000
+# Loading OR-Tools' CP-SAT module the first time in a process (it imports pandas): 0.95-1.35 s
+# measured on a loaded 2-core machine. CP-SAT starts only where the time left covers it: loaded
+# with 0.4 s left (a 10 s budget), it ended the schedule 0.7 s past its limit.
+CP_SAT_LOAD_SECONDS = 1.5
 # The precedence tree re-solves a few hundred cuts per split: beyond this size one split costs more
 # than its share of a usual budget.
 TREE_MAX_OPS = 3_000
@@ -989,12 +994,17 @@ def cp_sat_search(
     """CP-SAT: operator positions form a permutation respecting the DAG; each tensor is an interval
     from its producer's position to its last reader's (or the end for graph outputs) and a
     cumulative constraint with capacity `peak` bounds the live bytes of every step. The solve
-    gets whatever is left until `deadline` (time.perf_counter()) once the model is built."""
+    gets whatever is left until `deadline` (time.perf_counter()) once the model is built; none
+    left once OR-Tools is loaded (a second or more, the first time, on a busy machine) or the
+    model built: not solved ("NOT_RUN"), so that the stage ends near its deadline."""
     from ortools.sat.python import cp_model
 
     n = problem.n_ops
     if n == 0:
         return CpSatResult((), 0, "OPTIMAL", 0)
+    not_run = CpSatResult(None, None, "NOT_RUN", lower)
+    if time.perf_counter() >= deadline:
+        return not_run
     model = cp_model.CpModel()
     position = {v: i for i, v in enumerate(hint)}
     pos = [model.new_int_var(0, n - 1, f"pos{v}") for v in range(n)]
@@ -1055,6 +1065,8 @@ def cp_sat_search(
     for v in range(n):
         model.add_hint(pos[v], position[v])
     model.add_hint(peak, problem.peak_bytes(hint))
+    if time.perf_counter() >= deadline:
+        return not_run
 
     def new_solver() -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
@@ -1161,8 +1173,7 @@ class _TreeBeside:
         self._receive, send = self._context.Pipe(duplex=False)
         stage = peak_stage(self.problem, order)
         args = (send, self.problem, order, self._target, self.deadline, stage, self._stop)
-        self._process = self._context.Process(target=_grow_tree, args=args, daemon=True)
-        self._process.start()
+        self._process = children.start_worker(self._context, _grow_tree, args)
         send.close()
         self.started += 1
 
@@ -1201,9 +1212,7 @@ class _TreeBeside:
 
     def stop(self) -> None:
         if self._process is not None:
-            if self._process.is_alive():
-                self._process.terminate()
-            self._process.join(1.0)
+            children.stop_worker(self._process)
             self._process = None
         if self._receive is not None:
             self._receive.close()
@@ -1341,16 +1350,21 @@ def schedule(
         beside = _TreeBeside(problem, at(0.93))
         beside.start(best_order)
         search_end = at(0.88)
-    staged = staged_search(
-        problem,
-        best_order,
-        bound.bytes,
-        deadline=search_end,
-        give_up=tree_follows,
-        beam_deadline=(search_end if beside is not None else at(0.65)) if tree_follows else None,
-        on_better=beside.start if beside is not None else None,  # a tree for the better order
-        stop=beside.proved if beside is not None else None,  # the tree proved the order optimal
-    )
+    try:
+        staged = staged_search(
+            problem,
+            best_order,
+            bound.bytes,
+            deadline=search_end,
+            give_up=tree_follows,
+            beam_deadline=(search_end if beside is not None else at(0.65)) if tree_follows else None,
+            on_better=beside.start if beside is not None else None,  # a tree for the better order
+            stop=beside.proved if beside is not None else None,  # the tree proved the order optimal
+        )
+    except BaseException:  # an interrupt or an error: the tree's process ends with the search
+        if beside is not None:
+            beside.stop()
+        raise
     stats["search_states"] = staged.states
     stats["stages"] = staged.stages
     if problem.peak_bytes(staged.order) < best_peak:
@@ -1379,8 +1393,13 @@ def schedule(
     search = staged
     lower = max(bound.bytes, staged.frontier_bytes)
     remaining = at(0.97) - time.perf_counter()
+    loading = 0.0 if "ortools.sat.python.cp_model" in sys.modules else CP_SAT_LOAD_SECONDS
     if n > CP_SAT_MAX_OPS:
         stats["cp_sat_status"] = f"not run (over {CP_SAT_MAX_OPS:,} operators)"
+    elif 0.2 < remaining <= 0.2 + loading:
+        stats["cp_sat_status"] = (
+            f"not run ({remaining:.1f} s left; loading OR-Tools takes about {loading:.1f} s)"
+        )
     elif remaining > 0.2:
         say(
             f"search stopped after {search.states:,} states, peak in {lower:,}..{best_peak:,} B; "
