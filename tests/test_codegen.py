@@ -156,7 +156,7 @@ def test_same_model_gives_byte_identical_sources(hostile_model: Path, tmp_path: 
 def test_prefix_names_every_symbol(hostile_model: Path) -> None:
     module = generate_module(hostile_model, prefix="kws")[3]
     assert sorted(module.files) == ["kws.c", "kws.h", "kws_weights.c", "kws_weights.h"]
-    symbols = re.findall(r"^(?:static )?(?:const )?\w+ \**(\w+)[\[ ]", module.files["kws.c"], flags=re.M)
+    symbols = re.findall(r"^(?:static )?(?:const )?\w+ \**(\w+)[\[ (]", module.files["kws.c"], flags=re.M)
     assert symbols and all(s.startswith("kws_") for s in symbols)
     with pytest.raises(TinyschedError, match="not a valid C identifier"):
         generate_module(hostile_model, prefix="bad-prefix")

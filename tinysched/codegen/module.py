@@ -27,6 +27,7 @@ from tinysched.codegen.cgen import (
     float_lines,
 )
 from tinysched.codegen.context import ConstArray, LoweringContext
+from tinysched.codegen.edges import edge_lifetimes, input_note, output_note
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
 from tinysched.graph import Graph, Operator, Tensor
@@ -316,6 +317,24 @@ def arena_regions(plan: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _region_use(
+    regions: list[dict[str, Any]],
+    calls: Sequence[Any],
+    inputs: list[dict[str, Any]],
+    outputs: list[dict[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Per generated function of a split arena, the regions whose pointer its code names."""
+    import re
+
+    def used(texts: Sequence[str]) -> list[dict[str, Any]]:
+        text = "\n".join(texts)
+        return [r for r in regions if re.search(rf"\b{r['var']}\b", text)]
+
+    steps = [line for c in calls for line in (*c.pre, *c.args)]
+    ins, outs = [e["at"] for e in inputs], [e["at"] for e in outputs]
+    return {"steps": used(steps), "invoke": used(ins + outs), "input": used(ins), "output": used(outs)}
+
+
 def generate(
     graph: Graph,
     plan: Any,
@@ -415,6 +434,16 @@ def generate(
 
     inputs = edge("input", graph.inputs)
     outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
+    lifetimes = edge_lifetimes(
+        graph,
+        plan,
+        [(r["tensor"], r["offset"], r["bytes"]) for r in inputs],
+        [(r["tensor"], r["offset"], r["bytes"]) for r in outputs],
+    )
+    for r, reuse in zip(inputs, lifetimes.inputs, strict=True):
+        r["in_place"] = input_note(prefix, r["position"], reuse)
+    for r, shared in zip(outputs, lifetimes.outputs, strict=True):
+        r["in_place"] = output_note(prefix, r["position"], shared)
     run = [part for c in calls for part in c.emitted]  # every kernel call, fused operators' parts too
     kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in run if c.kernel}))
     header_guard = c_identifier(prefix).upper() + "_H"
@@ -446,6 +475,8 @@ def generate(
         "state_bytes": state_bytes,
         "state_tensors": state_init(graph, state_offsets),
         "regions": regions,  # a split arena's regions (tinysched.pools); empty: one arena
+        # the regions' pointers each function of a split arena uses (it declares only those)
+        "region_use": _region_use(regions, calls, inputs, outputs),
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),
