@@ -77,7 +77,7 @@ class FlashUse:
         if not self.compiled:
             return f"{head}; code not measured ({self.note})"
         levels = ", ".join(f"{n:,} B at {level}" for level, n in self.compiled.items())
-        return f"{head}; with code and parameter structs {levels} ({self.note})"
+        return f"{head}; in all, code and parameter structs included, {levels} ({self.note})"
 
 
 @dataclass(frozen=True)
