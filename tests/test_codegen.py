@@ -156,7 +156,7 @@ def test_same_model_gives_byte_identical_sources(hostile_model: Path, tmp_path: 
 def test_prefix_names_every_symbol(hostile_model: Path) -> None:
     module = generate_module(hostile_model, prefix="kws")[3]
     assert sorted(module.files) == ["kws.c", "kws.h", "kws_weights.c", "kws_weights.h"]
-    symbols = re.findall(r"^(?:static )?(?:const )?\w+ \**(\w+)[\[ ]", module.files["kws.c"], flags=re.M)
+    symbols = re.findall(r"^(?:static )?(?:const )?\w+ \**(\w+)[\[ (]", module.files["kws.c"], flags=re.M)
     assert symbols and all(s.startswith("kws_") for s in symbols)
     with pytest.raises(TinyschedError, match="not a valid C identifier"):
         generate_module(hostile_model, prefix="bad-prefix")
@@ -173,12 +173,14 @@ def test_golden_sources_unchanged(name: str) -> None:
 def _step_functions(text: str) -> list[list[int]]:
     """The steps each generated step function runs (by its TS_STEP_DONE marks), in file order."""
     bodies = re.findall(
-        r"^static TS_NOINLINE int \w+_steps_\d+\(void\)\n\{\n(.*?)^\}", text, flags=re.M | re.S
+        r"^static TS_NOINLINE int \w+_steps_\d+\((?:void|uint8_t \*const arena)\)\n\{\n(.*?)^\}",
+        text,
+        flags=re.M | re.S,
     )
     return [[int(n) for n in re.findall(r"TS_STEP_DONE\((\d+)u\)", body)] for body in bodies]
 
 
-def test_a_model_of_up_to_steps_per_function_steps_keeps_them_in_invoke(tmp_path: Path) -> None:
+def test_a_model_of_up_to_steps_per_function_steps_keeps_them_in_one_function(tmp_path: Path) -> None:
     from tinysched.codegen.module import STEPS_PER_FUNCTION
 
     model = tmp_path / "wide.tflite"
@@ -193,9 +195,9 @@ def test_a_model_of_up_to_steps_per_function_steps_keeps_them_in_invoke(tmp_path
 @pytest.mark.host
 def test_a_model_of_many_steps_runs_them_in_functions_of_bounded_size(tmp_path: Path) -> None:
     """gcc's time on one function grows faster than its length (over 16 minutes on a 10,000-step
-    invoke): past STEPS_PER_FUNCTION steps each function holds at most that many, invoke walks a
-    table of them in order, and the code stays warning-free and bit-exact. The 10,000-operator
-    build is timed in bench/bench_build.py."""
+    invoke): past STEPS_PER_FUNCTION steps each function holds at most that many, `<prefix>_steps`
+    (which both invokes call) walks a table of them in order, and the code stays warning-free and
+    bit-exact. The 10,000-operator build is timed in bench/bench_build.py."""
     from tinysched.codegen.module import STEPS_PER_FUNCTION
 
     model = tmp_path / "wide.tflite"
@@ -205,8 +207,9 @@ def test_a_model_of_many_steps_runs_them_in_functions_of_bounded_size(tmp_path: 
     functions = _step_functions(text)
     assert [len(f) for f in functions] == [256, 256, 88] and STEPS_PER_FUNCTION == 256
     assert [step for f in functions for step in f] == list(range(600))
-    invoke = text[text.index(f"int {module.prefix}_invoke(") :]
-    assert "TS_STEP_DONE" not in invoke and f"{module.prefix}_step_functions[k]()" in invoke
+    steps = text[text.index(f"static int {module.prefix}_steps(") :]
+    steps = steps[: steps.index("\n}\n")]  # the function both invokes call walks the table
+    assert "TS_STEP_DONE" not in steps and f"{module.prefix}_step_functions[k](arena)" in steps
     folder = tmp_path / "gen"
     folder.mkdir()
     for name, source in module.files.items():

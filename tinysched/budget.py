@@ -33,7 +33,7 @@ CPSAT_WORK_PER_SECOND = 0.03
 # pairs make each placement a Python loop over the placed blocks.
 GREEDY_SECONDS_PER_BLOCK = 1.5e-4
 GREEDY_SECONDS_PER_PAIRED_BLOCK_PAIR = 2.5e-7
-WALL_FACTOR = 2.0  # the wall clock stops planning at WALL_FACTOR x the limit, whatever work is left
+WALL_FACTOR = 1.0  # the wall clock stops planning at WALL_FACTOR x the limit, whatever work is left
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from tinysched.text import one_line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tinysched.commands import analysis, build, device, report
+    from tinysched.commands import analysis, build, device, export, report
 
     parser = argparse.ArgumentParser(
         prog="tinysched",
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     analysis.register(sub)  # analyze, schedule, plan
     build.register(sub)  # build, verify
+    export.register(sub)  # export
     device.register(sub)  # boards, flash, measure
     report.register(sub)  # report
     return parser

@@ -37,9 +37,17 @@ static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w
      * (the four accumulators, four pointers, the bound and the offset leave three temporaries, so
      * each word is loaded twice, once per lane pair: still 26 instructions per 16 MACs). */
     if (len >= 4) {
-        const uint32_t off2 = ts_pack2x16(input_offset);
-        const int8_t *const end4 = in0 + (len & ~3);
-        uint32_t t0, t1, t2;
+        /* Every operand in a register named here (TS_REG, ts_simd.h: GCC's unoptimised allocator
+         * finds no 13 registers for the block by itself); set just before the block, nothing called
+         * in between. */
+        const uint32_t off2v = ts_pack2x16(input_offset);
+        register int32_t r00 TS_REG("r0") = a00, r01 TS_REG("r1") = a01;
+        register int32_t r10 TS_REG("r2") = a10, r11 TS_REG("r3") = a11;
+        register const int8_t *p0 TS_REG("r4") = in0, *p1 TS_REG("r5") = in1;
+        register const int8_t *q0 TS_REG("r6") = w0, *q1 TS_REG("r8") = w1;
+        register const int8_t *const end4 TS_REG("r12") = in0 + (len & ~3);
+        register const uint32_t off2 TS_REG("lr") = off2v;
+        register uint32_t t0 TS_REG("r9"), t1 TS_REG("r10"), t2 TS_REG("r11");
         __asm__ volatile(
             "1:\n\t"
             "ldr     %[t0], [%[in0]]\n\t"
@@ -68,11 +76,19 @@ static inline void dot_2x2(const int8_t *in0, const int8_t *in1, const int8_t *w
             "smlad   %[a11], %[t1], %[t2], %[a11]\n\t"
             "cmp     %[in0], %[end]\n\t"
             "bne     1b\n\t"
-            : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [in0] "+r"(in0),
-              [in1] "+r"(in1), [w0] "+r"(w0), [w1] "+r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1),
+            : [a00] "+r"(r00), [a01] "+r"(r01), [a10] "+r"(r10), [a11] "+r"(r11), [in0] "+r"(p0),
+              [in1] "+r"(p1), [w0] "+r"(q0), [w1] "+r"(q1), [t0] "=&r"(t0), [t1] "=&r"(t1),
               [t2] "=&r"(t2)
             : [end] "r"(end4), [off2] "r"(off2)
             : "cc", "memory");
+        a00 = r00;
+        a01 = r01;
+        a10 = r10;
+        a11 = r11;
+        in0 = p0;
+        in1 = p1;
+        w0 = q0;
+        w1 = q1;
         len &= 3;
     }
 #elif TS_DSP
@@ -662,12 +678,15 @@ static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t
 /* acc[q] += the dot product of `groups` groups of the block scratch xs (pixel q) and filter w. */
 static inline void wide_dot(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
 {
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5];
-    const int8_t *const end = w + 4 * groups;
-    uint32_t we, wo, xe, xo;
     if (groups <= 0) {
         return;
     }
+    /* the 13 operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1], a2 TS_REG("r2") = acc[2];
+    register int32_t a3 TS_REG("r3") = acc[3], a4 TS_REG("r4") = acc[4], a5 TS_REG("r5") = acc[5];
+    register const int8_t *wp TS_REG("r6") = w, *const end TS_REG("r8") = w + 4 * groups;
+    register const uint32_t *xp TS_REG("r9") = xs;
+    register uint32_t we TS_REG("r10"), wo TS_REG("r11"), xe TS_REG("r12"), xo TS_REG("lr");
 #define TS_WIDE_PIXEL(a, off)                                                                          \
     "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                       \
     "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
@@ -685,7 +704,7 @@ static inline void wide_dot(const uint32_t *xs, const int8_t *w, int32_t groups,
         "cmp     %[w], %[end]\n\t"
         "bne     1b\n\t"
         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
-          [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+          [w] "+r"(wp), [xs] "+r"(xp), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
         : [end] "r"(end)
         : "cc", "memory");
 #undef TS_WIDE_PIXEL
@@ -714,7 +733,11 @@ static TS_NOINLINE void wide_tail(const uint32_t *xb, const int8_t *w, int32_t w
 static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t v1, int32_t v2, int32_t v3,
                                uint32_t lo4, uint32_t hi4)
 {
-    uint32_t t;
+    /* the operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t r0 TS_REG("r0") = v0, r1 TS_REG("r1") = v1, r2 TS_REG("r2") = v2, r3 TS_REG("r3") = v3;
+    register uint32_t lo TS_REG("r4") = lo4, hi TS_REG("r5") = hi4, t TS_REG("r12");
+    register int8_t *o TS_REG("r6") = out;
+    register int32_t s TS_REG("r8") = stride;
     __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
                      "bfi     %[v0], %[v2], #16, #8\n\t"
                      "bfi     %[v0], %[v3], #24, #8\n\t"
@@ -730,9 +753,9 @@ static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t 
                      "strb    %[v0], [%[t]]\n\t"
                      "lsr     %[v0], %[v0], #8\n\t"
                      "strb    %[v0], [%[t], %[s]]"
-                     : [v0] "+&r"(v0), [t] "=&r"(t)
-                     : [v1] "r"(v1), [v2] "r"(v2), [v3] "r"(v3), [lo] "r"(lo4), [hi] "r"(hi4), [out] "r"(out),
-                       [s] "r"(stride)
+                     : [v0] "+&r"(r0), [t] "=&r"(t)
+                     : [v1] "r"(r1), [v2] "r"(r2), [v3] "r"(r3), [lo] "r"(lo), [hi] "r"(hi), [out] "r"(o),
+                       [s] "r"(s)
                      : "cc", "memory");
 }
 

@@ -131,7 +131,7 @@ static void dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in, c
 #define DW_OPERANDS                                                                                     \
     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),            \
       [t1] "=&r"(t1), [t2] "=&r"(t2)                                                                     \
-    : [p] "r"(in), [f] "r"(flt), [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2)                            \
+    : [p] "r"(pp), [f] "r"(ff), [c1] "r"(c1r), [c2] "r"(c2), [off2] "r"(off2r)                           \
     : "memory"
 
 /* acc[0..3] += channels c..c+3 over taps_h x taps_w taps (in, flt at channel c of the first tap;
@@ -140,9 +140,14 @@ static void dw_pixel(const ts_depthwise_conv2d_s8_params *p, const int8_t *in, c
 static TS_NOINLINE void dw_taps4(const int8_t *in, const int8_t *flt, int32_t taps_h, int32_t taps_w,
                                  int32_t in_row, int32_t w_row, int32_t c1, uint32_t off2, int32_t *acc)
 {
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    const int32_t c2 = 2 * c1;
-    uint32_t x, w, t1, t2;
+    /* the blocks' 13 register operands in registers named here (TS_REG, ts_simd.h); nothing below
+     * calls a function */
+    register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1];
+    register int32_t a2 TS_REG("r2") = acc[2], a3 TS_REG("r3") = acc[3];
+    register const int8_t *pp TS_REG("r4") = in, *ff TS_REG("r5") = flt;
+    register const int32_t c1r TS_REG("r6") = c1, c2 TS_REG("r8") = 2 * c1;
+    register const uint32_t off2r TS_REG("r9") = off2;
+    register uint32_t x TS_REG("r10"), w TS_REG("r11"), t1 TS_REG("r12"), t2 TS_REG("lr");
     int32_t rows = taps_h, kx;
 #define DW_ROWS(body)                                                                                   \
     __asm__("1:\n\t" body                                                                                \
@@ -155,8 +160,8 @@ static TS_NOINLINE void dw_taps4(const int8_t *in, const int8_t *flt, int32_t ta
             "str     %[t1], %[rows]\n\t"                                                                 \
             "bne     1b\n\t"                                                                             \
             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [w] "=&r"(w),    \
-              [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(in), [f] "+r"(flt), [rows] "+m"(rows)             \
-            : [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row)     \
+              [t1] "=&r"(t1), [t2] "=&r"(t2), [p] "+r"(pp), [f] "+r"(ff), [rows] "+m"(rows)              \
+            : [c1] "r"(c1r), [c2] "r"(c2), [off2] "r"(off2r), [in_row] "m"(in_row), [w_row] "m"(w_row)   \
             : "cc", "memory")
     if (taps_h > 0) {
         if (taps_w == 3) {
@@ -167,14 +172,14 @@ static TS_NOINLINE void dw_taps4(const int8_t *in, const int8_t *flt, int32_t ta
             DW_ROWS(DW_TAP(""));
         } else {
             for (; rows > 0; --rows) {
-                const int8_t *const in0 = in, *const flt0 = flt;
+                const int8_t *const in0 = pp, *const flt0 = ff;
                 for (kx = 0; kx < taps_w; ++kx) {
                     __asm__(DW_TAP("") DW_OPERANDS);
-                    in += c1;
-                    flt += c1;
+                    pp += c1r;
+                    ff += c1r;
                 }
-                in = in0 + in_row;
-                flt = flt0 + w_row;
+                pp = in0 + in_row;
+                ff = flt0 + w_row;
             }
         }
     }
@@ -203,14 +208,17 @@ typedef struct {
  * advanced inside it), then ts_rq4_store. */
 static TS_NOINLINE void dw_run3x3(const int8_t *in, const int8_t *flt, int8_t *out, int32_t n, const dw_run *r)
 {
-    const int32_t c1 = r->c1, c2 = 2 * r->c1;
-    const int32_t in_row = r->in_row - c2, w_row = r->w_row - c2;
-    const uint32_t off2 = r->off2;
-    uint32_t x, w, t1, t2;
+    const int32_t in_row = r->in_row - 2 * r->c1, w_row = r->w_row - 2 * r->c1;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h); those kept
+     * across the loop in callee-saved ones */
+    register const int32_t c1 TS_REG("r6") = r->c1, c2 TS_REG("r8") = 2 * r->c1;
+    register const uint32_t off2 TS_REG("r9") = r->off2;
+    register uint32_t x TS_REG("r10"), w TS_REG("r11"), t1 TS_REG("r12"), t2 TS_REG("lr");
 #define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c2]")
     for (; n > 0; --n) {
-        int32_t a0 = r->bias4[0], a1 = r->bias4[1], a2 = r->bias4[2], a3 = r->bias4[3];
-        const int8_t *pp = in, *ff = flt;
+        register int32_t a0 TS_REG("r0") = r->bias4[0], a1 TS_REG("r1") = r->bias4[1];
+        register int32_t a2 TS_REG("r2") = r->bias4[2], a3 TS_REG("r3") = r->bias4[3];
+        register const int8_t *pp TS_REG("r4") = in, *ff TS_REG("r5") = flt;
         __asm__(DW_ROW "add     %[p], %[p], %[c2]\n\t"
                        "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW "add     %[p], %[p], %[c2]\n\t"
                        "add     %[f], %[f], %[c2]\n\t" DW_NEXT_ROW DW_ROW
@@ -441,14 +449,17 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t *out, int32_t groups,
                                      const int32_t *b4, int32_t b_step, const ts_rq *q, const dw_run *r)
 {
-    const int32_t c1 = r->c1; /* the third tap at c1, lsl #1: one register fewer than dw_run3x3 (M55) */
-    const int32_t in_row = r->in_row - 2 * c1, w_row = r->w_row - 2 * c1;
-    const uint32_t off2 = r->off2;
-    uint32_t x, w, t1, t2;
+    const int32_t in_row = r->in_row - 2 * r->c1, w_row = r->w_row - 2 * r->c1;
+    /* the block's 12 register operands in registers named here (TS_REG, ts_simd.h); the third tap
+     * at c1, lsl #1: one register fewer than dw_run3x3 (M55) */
+    register const int32_t c1 TS_REG("r6") = r->c1;
+    register const uint32_t off2 TS_REG("r8") = r->off2;
+    register uint32_t x TS_REG("r9"), w TS_REG("r10"), t1 TS_REG("r11"), t2 TS_REG("r12");
 #define DW_ROW DW_TAP("") DW_TAP(", %[c1]") DW_TAP(", %[c1], lsl #1")
     for (; groups > 0; --groups) {
-        int32_t a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
-        const int8_t *pp = in, *ff = flt;
+        register int32_t a0 TS_REG("r0") = b4[0], a1 TS_REG("r1") = b4[1];
+        register int32_t a2 TS_REG("r2") = b4[2], a3 TS_REG("r3") = b4[3];
+        register const int8_t *pp TS_REG("r4") = in, *ff TS_REG("r5") = flt;
         __asm__(DW_ROW "add     %[p], %[p], %[c1], lsl #1\n\t"
                        "add     %[f], %[f], %[c1], lsl #1\n\t" DW_NEXT_ROW DW_ROW
                        "add     %[p], %[p], %[c1], lsl #1\n\t"

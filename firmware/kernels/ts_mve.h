@@ -101,11 +101,15 @@ typedef struct {
     int32_t in_row, in_run, w_row, w_run;
 } ts_mve_runs;
 
-/* Whole 16-byte vectors of one run, then its len % 16 tail under the predicate pt (two pixels). */
-#define TS_MVE_RUN2(LOAD, ...)                                                                          \
+/* Whole 16-byte vectors of one run, then its len % 16 tail under the predicate pt (two pixels).
+ * LOAD(p) is TS_MVE_LOAD (16 bytes) or TS_MVE_LOAD_TAIL (the tail: under pt, the rest zero); a
+ * one-argument macro rather than a variadic one, which ISO C99 (-pedantic) refuses empty. */
+#define TS_MVE_LOAD(p) vldrbq_s8(p)
+#define TS_MVE_LOAD_TAIL(p) vldrbq_z_s8(p, pt)
+#define TS_MVE_RUN2(LOAD)                                                                               \
     do {                                                                                                \
-        const int8x16_t v0 = LOAD(x0, ##__VA_ARGS__), v1 = LOAD(x1, ##__VA_ARGS__);                     \
-        const int8x16_t fa = LOAD(wa, ##__VA_ARGS__), fb = LOAD(wb, ##__VA_ARGS__);                     \
+        const int8x16_t v0 = LOAD(x0), v1 = LOAD(x1);                                                   \
+        const int8x16_t fa = LOAD(wa), fb = LOAD(wb);                                                   \
         a00 = vmladavaq_s8(a00, v0, fa);                                                                \
         a10 = vmladavaq_s8(a10, v1, fa);                                                                \
         a01 = vmladavaq_s8(a01, v0, fb);                                                                \
@@ -113,10 +117,10 @@ typedef struct {
         s0 = vaddvaq_s8(s0, fa);                                                                        \
         s1 = vaddvaq_s8(s1, fb);                                                                        \
     } while (0)
-#define TS_MVE_RUN1(LOAD, ...)                                                                          \
+#define TS_MVE_RUN1(LOAD)                                                                               \
     do {                                                                                                \
-        const int8x16_t v0 = LOAD(x0, ##__VA_ARGS__);                                                   \
-        const int8x16_t fa = LOAD(wa, ##__VA_ARGS__), fb = LOAD(wb, ##__VA_ARGS__);                     \
+        const int8x16_t v0 = LOAD(x0);                                                                  \
+        const int8x16_t fa = LOAD(wa), fb = LOAD(wb);                                                   \
         a00 = vmladavaq_s8(a00, v0, fa);                                                                \
         a01 = vmladavaq_s8(a01, v0, fb);                                                                \
         s0 = vaddvaq_s8(s0, fa);                                                                        \
@@ -142,25 +146,25 @@ TS_MVE_HOT void ts_mve_block(const ts_mve_runs *r, const int8_t *in0, const int8
             if (in1 != NULL) {
                 const int8_t *x1 = in1;
                 for (i = whole; i > 0; --i) {
-                    TS_MVE_RUN2(vldrbq_s8);
+                    TS_MVE_RUN2(TS_MVE_LOAD);
                     x0 += 16;
                     x1 += 16;
                     wa += 16;
                     wb += 16;
                 }
                 if (tail) {
-                    TS_MVE_RUN2(vldrbq_z_s8, pt);
+                    TS_MVE_RUN2(TS_MVE_LOAD_TAIL);
                 }
                 in1 += in_run;
             } else {
                 for (i = whole; i > 0; --i) {
-                    TS_MVE_RUN1(vldrbq_s8);
+                    TS_MVE_RUN1(TS_MVE_LOAD);
                     x0 += 16;
                     wa += 16;
                     wb += 16;
                 }
                 if (tail) {
-                    TS_MVE_RUN1(vldrbq_z_s8, pt);
+                    TS_MVE_RUN1(TS_MVE_LOAD_TAIL);
                 }
             }
             in0 += in_run;

@@ -32,6 +32,24 @@ static inline uint32_t ts_load4(const int8_t *p)
     return v;
 }
 
+/* TS_REG("rN") puts a local register variable, an operand of an asm block, in register rN in
+ * unoptimised builds. The hot asm blocks of ts_conv2d_s8.c and ts_depthwise_conv2d_s8.c take 9-13
+ * core registers; GCC 12 at -O0 (an IDE's Debug build) on a core with an FPU finds no more than 7
+ * for an asm block's inputs by itself and stops with "'asm' operand has impossible constraints",
+ * and named registers are accepted. Optimised builds let the allocator choose, so -Os/-O2 compile
+ * exactly the code the blocks were tuned with (naming them there cost 0.2-0.4% more instructions
+ * per KWS and VWW inference on the M7).
+ * -O1 on an FPU core fails the same way in ts_conv2d_s8.c: define TS_ASM_FIXED_REGISTERS to name
+ * the registers at every level. r7 is never named (the frame pointer of unoptimised Thumb code,
+ * which addresses the blocks' memory operands), nor sp and pc; lr is (the function then saves it).
+ * Nothing may be called between setting such a variable and its block: a call clobbers r0-r3,
+ * r12 and lr. */
+#if (defined(__GNUC__) || defined(__clang__)) && (!defined(__OPTIMIZE__) || defined(TS_ASM_FIXED_REGISTERS))
+#define TS_REG(r) __asm__(r)
+#else
+#define TS_REG(r)
+#endif
+
 /* Keeps a hot loop in a function of its own, so the register allocator sees only that loop's values. */
 #if defined(__GNUC__) || defined(__clang__)
 #define TS_NOINLINE __attribute__((noinline))

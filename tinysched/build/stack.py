@@ -113,3 +113,21 @@ def stack_reservation(
         f"measured {measured:,} B (deepest kernel {deepest} {table.kernels.get(deepest, 0):,} B + harness "
         f"{table.harness_bytes:,} B) + {MARGIN_PERCENT}% + {MARGIN_BYTES} B",
     )
+
+
+def invoke_stack(kernels: Iterable[str], table: KernelStackTable | None = None) -> StackReservation | None:
+    """The stack one invoke of a model calling `kernels` (file stems) needs in the application's own
+    firmware: the deepest kernel's measured bytes (its frames and the generated invoke's, GCC -O2 on
+    the table's QEMU boards), without the harness and without margin; None when one is unmeasured."""
+    table = table or kernel_stack_table()
+    used = sorted(set(kernels))
+    if not used or any(k not in table.kernels for k in used):
+        return None
+    deepest = max(used, key=lambda k: table.kernels[k])
+    measured = table.kernels[deepest]
+    return StackReservation(
+        measured,
+        measured,
+        f"measured: deepest kernel {deepest} {measured:,} B (GCC -O2, {', '.join(table.measured_on)}; "
+        "more at -O0)",
+    )

@@ -29,6 +29,7 @@ from tinysched.codegen.cgen import (
     float_lines,
 )
 from tinysched.codegen.context import ConstArray, LoweringContext
+from tinysched.codegen.edges import edge_lifetimes, input_note, output_note
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
 from tinysched.memory.stream import STREAM_OPCODE, operator_type, stream_of
@@ -303,34 +304,63 @@ def arena_regions(plan: Any) -> list[dict[str, Any]]:
 
 # Steps per generated function, where a model has more: gcc -O2 took 0.9 s on one function of 500
 # steps, 2.1 s on 1,000, 6.2 s on 2,000 and more than 16 minutes on 10,000. Models of up to this
-# many steps keep every call in `invoke`.
+# many steps keep every call in `<prefix>_steps`.
 STEPS_PER_FUNCTION = 256
 
 
+def _names(name: str, lines: Sequence[str]) -> bool:
+    return re.search(rf"\b{name}\b", "\n".join(lines)) is not None
+
+
 def _pointers_used(names: Sequence[dict[str, str]], lines: Sequence[str]) -> list[dict[str, str]]:
-    """The arena and state pointers (`arena`, a region's, `state`) that `lines` of C name."""
-    text = "\n".join(lines)
-    return [v for v in names if re.search(rf"\b{v['name']}\b", text)]
+    """The region and state pointers (a region's, `state`) that `lines` of C name."""
+    return [v for v in names if _names(v["name"], lines)]
+
+
+def _step_lines(calls: Sequence[Any]) -> list[str]:
+    return [line for c in calls for line in (*c.args, *c.pre)]
 
 
 def step_functions(calls: Sequence[Any], pointers: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
     """The steps in functions of at most STEPS_PER_FUNCTION steps, each declaring the pointers its
-    calls name; none (every call in `invoke`) when there are no more steps than that."""
+    calls name; none (every call in `<prefix>_steps`) when there are no more steps than that."""
     if len(calls) <= STEPS_PER_FUNCTION:
         return []
     functions = []
     for first in range(0, len(calls), STEPS_PER_FUNCTION):
         part = calls[first : first + STEPS_PER_FUNCTION]
-        lines = [line for c in part for line in (*c.args, *c.pre)]
+        lines = _step_lines(part)
         functions.append(
             {
                 "first": part[0].step,
                 "last": part[-1].step,
                 "calls": part,
                 "pointers": _pointers_used(pointers, lines),
+                "names_arena": _names("arena", lines),
             }
         )
     return functions
+
+
+def _region_use(
+    regions: list[dict[str, Any]],
+    calls: Sequence[Any],
+    inputs: list[dict[str, Any]],
+    outputs: list[dict[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Per generated function of a split arena, the regions whose pointer its code names."""
+    named = [{**r, "name": r["var"], "region": r["name"]} for r in regions]
+
+    def used(lines: Sequence[str]) -> list[dict[str, Any]]:
+        return [{**r, "name": r["region"]} for r in _pointers_used(named, lines)]
+
+    ins, outs = [e["at"] for e in inputs], [e["at"] for e in outputs]
+    return {
+        "steps": used(_step_lines(calls)),
+        "invoke": used(ins + outs),
+        "input": used(ins),
+        "output": used(outs),
+    }
 
 
 def generate(
@@ -432,13 +462,21 @@ def generate(
 
     inputs = edge("input", graph.inputs)
     outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
+    lifetimes = edge_lifetimes(
+        graph,
+        plan,
+        [(r["tensor"], r["offset"], r["bytes"]) for r in inputs],
+        [(r["tensor"], r["offset"], r["bytes"]) for r in outputs],
+    )
+    for r, reuse in zip(inputs, lifetimes.inputs, strict=True):
+        r["in_place"] = input_note(prefix, r["position"], reuse)
+    for r, shared in zip(outputs, lifetimes.outputs, strict=True):
+        r["in_place"] = output_note(prefix, r["position"], shared)
     run = [part for c in calls for part in c.emitted]  # every kernel call, fused operators' parts too
     kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in run if c.kernel}))
     header_guard = c_identifier(prefix).upper() + "_H"
-    if regions:
-        pointers = [{"name": r["var"], "value": f"{prefix}_arena_{r['name']}"} for r in regions]
-    else:
-        pointers = [{"name": "arena", "value": f"{prefix}_arena"}]
+    # what a function of many steps declares; the arena itself is its parameter (one arena)
+    pointers = [{"name": r["var"], "value": f"{prefix}_arena_{r['name']}"} for r in regions]
     if state_bytes:
         pointers.append({"name": "state", "value": f"{prefix}_state"})
     functions = step_functions(calls, pointers)
@@ -470,9 +508,10 @@ def generate(
         "state_bytes": state_bytes,
         "state_tensors": state_init(graph, state_offsets),
         "regions": regions,  # a split arena's regions (tinysched.arena.pools); empty: one arena
-        "step_functions": functions,  # the steps in functions (many steps); empty: all in `invoke`
+        # the regions' pointers each function of a split arena uses (it declares only those)
+        "region_use": _region_use(regions, calls, inputs, outputs),
+        "step_functions": functions,  # the steps in functions (many steps); empty: all in `_steps`
         "steps_per_function": STEPS_PER_FUNCTION,
-        "invoke_pointers": _pointers_used(pointers, [e["at"] for e in (*inputs, *outputs)]),
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),

@@ -340,6 +340,9 @@ def print_build(result: BuildResult) -> None:
         reservation = result.record.get("stack_reservation")
         if reservation:
             print(f"stack       {reservation['bytes']:,} B reserved: {reservation['basis']}")
+    ram = doc["summary"].get("application_ram")
+    if ram:
+        print(f"app ram     {application_ram_line(ram)}")
     print(
         f"weights     {format_bytes(module.weights_bytes + module.parameter_bytes)} in flash: "
         f"{module.weights_bytes:,} B of the model's constant tensors + {module.parameter_bytes:,} B of "
@@ -380,6 +383,16 @@ def print_build(result: BuildResult) -> None:
     if result.runner is not None:
         print(f"runner      {shown(result.runner)}  (run INPUTS OUTPUTS COUNT | bench INPUTS N)")
     print(f"metadata    {shown(result.metadata)}  (and the report beside it)")
+
+
+def application_ram_line(ram: dict[str, Any]) -> str:
+    """The RAM an application pays for the model both ways (summary.application_ram), one line."""
+    stack = ram["invoke_stack_bytes"]
+    return (
+        f"{ram['zero_copy_bytes']:,} B in place (arena + state), {ram['copying_bytes']:,} B with the copying "
+        f"invoke (+ {ram['input_bytes'] + ram['output_bytes']:,} B input and output buffers); stack of one "
+        f"invoke {f'{stack:,} B' if stack is not None else 'not measured'}"
+    )
 
 
 def estimated_fit(result: BuildResult) -> dict[str, Any] | None:

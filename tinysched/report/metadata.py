@@ -202,6 +202,37 @@ def per_type(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["count"])
 
 
+# ---- the RAM an application pays --------------------------------------------------------------------
+
+
+def application_ram(planned: Any, kernels: dict[int, str] | None) -> dict[str, Any]:
+    """The RAM the generated module costs the application, both ways it can run it (the generated
+    header's API): in place (`<prefix>_invoke_in_place`, inputs written and outputs read in the
+    arena) the arena and the persistent state; copying (`<prefix>_invoke`) also the application's own
+    input and output buffers. Plus the stack of one invoke, measured per kernel (None: a kernel of
+    the model was never measured, or no kernels are known)."""
+    from tinysched.build.stack import invoke_stack
+    from tinysched.codegen import KERNEL_SOURCE, state_layout
+
+    graph, arena = planned.graph, planned.arena
+    inputs = sum(graph.tensors[t].nbytes for t in graph.inputs)
+    outputs = sum(graph.tensors[t].nbytes for t in graph.outputs)
+    state = state_layout(graph, arena.alignment)[1]
+    functions = {f for k in (kernels or {}).values() if k for f in k.split("+")}
+    stack = invoke_stack({KERNEL_SOURCE.get(f, f) for f in functions}) if functions else None
+    return {
+        "arena_bytes": arena.arena_bytes,
+        "alignment": arena.alignment,
+        "state_bytes": state,
+        "input_bytes": inputs,
+        "output_bytes": outputs,
+        "zero_copy_bytes": arena.arena_bytes + state,
+        "copying_bytes": arena.arena_bytes + inputs + outputs + state,
+        "invoke_stack_bytes": stack.bytes if stack is not None else None,
+        "invoke_stack_basis": stack.basis if stack is not None else "not measured for this model's kernels",
+    }
+
+
 # ---- the metadata document -------------------------------------------------------------------------
 
 
@@ -365,6 +396,8 @@ def collect_metadata(
         "certificate_kind": cert.kind if cert else None,
         "stock_tflm_arena_bytes": stock.get("arena_bytes") if stock.get("available") else None,
         "fit_verdict": fit["verdict"] if fit else None,
+        # what the application pays: in place (arena + state) and copying (+ its input/output buffers)
+        "application_ram": application_ram(planned, kernels) if codegen_note is None else None,
     }
     doc: dict[str, Any] = {
         "schema": SCHEMA,

@@ -15,7 +15,14 @@
 #include "hostile_names.h"
 #include "hostile_names_weights.h"
 
-static uint8_t hostile_names_arena[HOSTILE_NAMES_ARENA_BYTES > 0 ? HOSTILE_NAMES_ARENA_BYTES : 1] TS_ALIGNED(16);
+#ifndef HOSTILE_NAMES_ARENA_EXTERNAL
+/* The static arena, unless the application passes one to hostile_names_init() (HOSTILE_NAMES_ARENA_EXTERNAL);
+ * HOSTILE_NAMES_ARENA_ATTRIBUTES (empty by default) places it (hostile_names.h). */
+static uint8_t hostile_names_arena[HOSTILE_NAMES_ARENA_BYTES > 0 ? HOSTILE_NAMES_ARENA_BYTES : 1] TS_ALIGNED(16) HOSTILE_NAMES_ARENA_ATTRIBUTES;
+static uint8_t *hostile_names_base = hostile_names_arena; /* the arena in use */
+#else
+static uint8_t *hostile_names_base = NULL; /* the arena in use: set by hostile_names_init() */
+#endif
 
 /* ---- operator parameters (constant, in flash) ---- */
 
@@ -103,13 +110,9 @@ static const ts_softmax_s8_params hostile_names_op4 = {
     .diff_min = -15872,
 };
 
-int hostile_names_invoke(const void *const *inputs, void *const *outputs)
+/* The kernel calls of one inference in the planned order, on the inputs already in the arena. */
+static int hostile_names_steps(uint8_t *const arena)
 {
-    uint8_t *const arena = hostile_names_arena;
-
-    /* input 0: tensor 0 "in* / "quoted" \\ back\nslash ? ?/" -> arena+64 */
-    memcpy(arena + 64, inputs[0], 32u);
-
     /* step 0: operator 0 CONV_2D
      *   in  t0 in* / "quoted" \\ back\nslash ? ?/ int8[1, 4, 4, 2] @arena+64
      *   in  t1 conv * / / * nested ? ?= \u00e9/filter int8[4, 3, 3, 2] @const
@@ -154,10 +157,109 @@ int hostile_names_invoke(const void *const *inputs, void *const *outputs)
         return 5;
     }
     TS_STEP_DONE(4u);
+    return HOSTILE_NAMES_OK;
+}
 
+int hostile_names_invoke(const void *const *inputs, void *const *outputs)
+{
+    int rc;
+    uint8_t *const arena = hostile_names_base;
+
+    if (arena == NULL) {
+        return HOSTILE_NAMES_ERROR_NO_ARENA;
+    }
+    if (inputs == NULL || outputs == NULL) {
+        return HOSTILE_NAMES_ERROR_NULL_POINTER;
+    }
+    /* input 0: tensor 0 "in* / "quoted" \\ back\nslash ? ?/" -> arena+64 */
+    memcpy(arena + 64, inputs[0], 32u);
+    rc = hostile_names_steps(arena);
+    if (rc != HOSTILE_NAMES_OK) {
+        return rc;
+    }
     /* output 0: tensor 10 "probs * /" <- arena+0 */
     memcpy(outputs[0], arena + 0, 3u);
-    return 0;
+    return HOSTILE_NAMES_OK;
+}
+
+int hostile_names_invoke_in_place(void)
+{
+    if (hostile_names_base == NULL) {
+        return HOSTILE_NAMES_ERROR_NO_ARENA;
+    }
+    return hostile_names_steps(hostile_names_base);
+}
+
+void *hostile_names_input(size_t i)
+{
+    uint8_t *const arena = hostile_names_base;
+
+    if (arena == NULL) {
+        return NULL;
+    }
+    switch (i) {
+    case 0u:
+        return arena + 64;
+    default:
+        return NULL;
+    }
+}
+
+void *hostile_names_output(size_t i)
+{
+    uint8_t *const arena = hostile_names_base;
+
+    if (arena == NULL) {
+        return NULL;
+    }
+    switch (i) {
+    case 0u:
+        return arena + 0;
+    default:
+        return NULL;
+    }
+}
+
+int hostile_names_init(uint8_t *arena, size_t bytes)
+{
+    if (arena == NULL) {
+#ifndef HOSTILE_NAMES_ARENA_EXTERNAL
+        arena = hostile_names_arena;
+        bytes = sizeof hostile_names_arena;
+#else
+        return HOSTILE_NAMES_ERROR_ARENA_NULL;
+#endif
+    }
+    if (bytes < HOSTILE_NAMES_ARENA_BYTES) {
+        return HOSTILE_NAMES_ERROR_ARENA_TOO_SMALL;
+    }
+    if ((uintptr_t)arena % HOSTILE_NAMES_ARENA_ALIGNMENT != 0u) {
+        return HOSTILE_NAMES_ERROR_ARENA_MISALIGNED;
+    }
+    hostile_names_base = arena;
+    return HOSTILE_NAMES_OK;
+}
+
+const char *hostile_names_error_string(int code)
+{
+    switch (code) {
+    case HOSTILE_NAMES_OK:
+        return "ok";
+    case HOSTILE_NAMES_ERROR_ARENA_NULL:
+        return "no arena given, and none built in (HOSTILE_NAMES_ARENA_EXTERNAL)";
+    case HOSTILE_NAMES_ERROR_ARENA_TOO_SMALL:
+        return "arena smaller than HOSTILE_NAMES_ARENA_BYTES";
+    case HOSTILE_NAMES_ERROR_ARENA_MISALIGNED:
+        return "arena not aligned to HOSTILE_NAMES_ARENA_ALIGNMENT";
+    case HOSTILE_NAMES_ERROR_ARENA_SPLIT:
+        return "this model's arena is split over memory regions: it takes no buffer";
+    case HOSTILE_NAMES_ERROR_NO_ARENA:
+        return "no arena: call hostile_names_init() first";
+    case HOSTILE_NAMES_ERROR_NULL_POINTER:
+        return "inputs or outputs is NULL";
+    default:
+        return code >= 1 && code <= (int)HOSTILE_NAMES_NUM_STEPS ? "a kernel refused its parameters" : "unknown error";
+    }
 }
 
 static const uint32_t hostile_names_input_bytes[1] = { 32u };
@@ -166,7 +268,11 @@ static const uint32_t hostile_names_output_bytes[1] = { 3u };
 const ts_model_info hostile_names_info = {
     .name = "hostile_names",
     .build_id = "0.1.0-6ef5c68f8553b8e2",
+#ifndef HOSTILE_NAMES_ARENA_EXTERNAL
     .arena = hostile_names_arena,
+#else
+    .arena = NULL, /* the application's: hostile_names_init() */
+#endif
     .arena_bytes = HOSTILE_NAMES_ARENA_BYTES,
     .arena_alignment = HOSTILE_NAMES_ARENA_ALIGNMENT,
     .state = NULL,
@@ -176,6 +282,6 @@ const ts_model_info hostile_names_info = {
     .num_outputs = HOSTILE_NAMES_NUM_OUTPUTS,
     .output_bytes = hostile_names_output_bytes,
     .invoke = hostile_names_invoke,
-    .num_steps = 5u,
+    .num_steps = HOSTILE_NAMES_NUM_STEPS,
     .reset = NULL,
 };

@@ -4,11 +4,19 @@
  * sha256: 6ef5c68f8553b8e207335e4c7315045425602eb0c5dc29701403093d04807dd7
  *
  * The public interface of the generated model: sizes, the shapes, types and quantisation of its
- * inputs and outputs, the invoke function and the ts_model_info record (firmware/include/ts_model.h).
+ * inputs and outputs, where they live in the arena, the functions that run it and the ts_model_info
+ * record (firmware/include/ts_model.h). Usable from C and C++; docs/integration.md shows how.
+ *
+ * Two ways to run it, one inference at a time per arena:
+ *   copying:  hostile_names_invoke(inputs, outputs) copies each input into the arena and each output
+ *             out of it: the application keeps its own input and output buffers besides the arena.
+ *   in place: write each input at hostile_names_input(i), call hostile_names_invoke_in_place(), read each
+ *             output at hostile_names_output(i): nothing is copied, the arena is all the RAM it needs.
  */
 #ifndef HOSTILE_NAMES_H
 #define HOSTILE_NAMES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ts_model.h"
@@ -17,31 +25,74 @@
 extern "C" {
 #endif
 
-/* All activation memory: one static arena of exactly this many bytes, aligned to 16. */
+/* All activation memory: one arena of exactly this many bytes, aligned to 16. */
 #define HOSTILE_NAMES_ARENA_BYTES 96u
 #define HOSTILE_NAMES_ARENA_ALIGNMENT 16u
 
+/* Where the arena is. By default a static array in hostile_names.c (in .bss). Defined when compiling
+ * hostile_names.c, HOSTILE_NAMES_ARENA_ATTRIBUTES goes on its definition, e.g. to put it in a linker
+ * section: -D'HOSTILE_NAMES_ARENA_ATTRIBUTES=__attribute__((section(".dtcm_arena")))'. Defined instead,
+ * HOSTILE_NAMES_ARENA_EXTERNAL builds no array: the application passes one to hostile_names_init(). */
+#ifndef HOSTILE_NAMES_ARENA_ATTRIBUTES
+#define HOSTILE_NAMES_ARENA_ATTRIBUTES
+#endif
+
 #define HOSTILE_NAMES_NUM_INPUTS 1
 #define HOSTILE_NAMES_NUM_OUTPUTS 1
+#define HOSTILE_NAMES_NUM_STEPS 5u
 
 /* input 0: tensor 0 "in* / "quoted" \\ back\nslash ? ?/", int8 [1, 4, 4, 2] */
+/* In place: write it at hostile_names_input(0) (HOSTILE_NAMES_INPUT0_OFFSET bytes into the arena),
+ * then call hostile_names_invoke_in_place(); valid until step 1 (operator 1, AVERAGE_POOL_2D)
+ * writes tensor 4 over it: write it again before every invoke. */
 typedef int8_t hostile_names_input0_t;
 #define HOSTILE_NAMES_INPUT0_BYTES 32u
+#define HOSTILE_NAMES_INPUT0_OFFSET 64u
 #define HOSTILE_NAMES_INPUT0_RANK 4
 #define HOSTILE_NAMES_INPUT0_DIMS { 1, 4, 4, 2 }
 #define HOSTILE_NAMES_INPUT0_SCALE 0.015625f
 #define HOSTILE_NAMES_INPUT0_ZERO_POINT 0
 
 /* output 0: tensor 10 "probs * /", int8 [1, 3] */
+/* In place: read it at hostile_names_output(0) (HOSTILE_NAMES_OUTPUT0_OFFSET bytes into the arena)
+ * after an invoke, until the next invoke or until another model runs in the same arena. */
 typedef int8_t hostile_names_output0_t;
 #define HOSTILE_NAMES_OUTPUT0_BYTES 3u
+#define HOSTILE_NAMES_OUTPUT0_OFFSET 0u
 #define HOSTILE_NAMES_OUTPUT0_RANK 2
 #define HOSTILE_NAMES_OUTPUT0_DIMS { 1, 3 }
 #define HOSTILE_NAMES_OUTPUT0_SCALE 0.00390625f
 #define HOSTILE_NAMES_OUTPUT0_ZERO_POINT -128
 
+/* What the functions below return: HOSTILE_NAMES_OK, a negative HOSTILE_NAMES_ERROR_*, or 1 + the step
+ * (1 .. HOSTILE_NAMES_NUM_STEPS) whose kernel refused its parameters; hostile_names_error_string() names it. */
+#define HOSTILE_NAMES_OK 0
+#define HOSTILE_NAMES_ERROR_ARENA_NULL (-1)       /* init: no arena given and none built in */
+#define HOSTILE_NAMES_ERROR_ARENA_TOO_SMALL (-2)  /* init: fewer than HOSTILE_NAMES_ARENA_BYTES bytes */
+#define HOSTILE_NAMES_ERROR_ARENA_MISALIGNED (-3) /* init: not aligned to HOSTILE_NAMES_ARENA_ALIGNMENT */
+#define HOSTILE_NAMES_ERROR_ARENA_SPLIT (-4)      /* init: a split arena takes no buffer */
+#define HOSTILE_NAMES_ERROR_NO_ARENA (-5)         /* invoke: no arena yet (HOSTILE_NAMES_ARENA_EXTERNAL, no init) */
+#define HOSTILE_NAMES_ERROR_NULL_POINTER (-6)     /* invoke: inputs or outputs NULL */
+
+/* A short English text for any code above ("ok", "arena smaller than ...", ...); never NULL. */
+const char *hostile_names_error_string(int code);
+
+/* Selects the arena: `arena` (at least HOSTILE_NAMES_ARENA_BYTES bytes aligned to
+ * HOSTILE_NAMES_ARENA_ALIGNMENT, e.g. one buffer that models run one after the other share), or NULL
+ * for the static one. Optional with the static arena. Returns HOSTILE_NAMES_OK or an error, and then
+ * keeps the arena it had. */
+int hostile_names_init(uint8_t *arena, size_t bytes);
+
+/* Where input i / output i are in the arena (NULL: no such edge, or no arena yet). */
+void *hostile_names_input(size_t i);
+void *hostile_names_output(size_t i);
+
+/* Runs one inference on the inputs already written at hostile_names_input(i); the outputs are then at
+ * hostile_names_output(i). Copies nothing. */
+int hostile_names_invoke_in_place(void);
+
 /* Runs one inference: inputs[i] points to HOSTILE_NAMES_INPUTi_BYTES bytes, outputs[i] to
- * HOSTILE_NAMES_OUTPUTi_BYTES bytes. Returns 0, or 1 + the step whose kernel refused its parameters. */
+ * HOSTILE_NAMES_OUTPUTi_BYTES bytes (copied into and out of the arena). */
 int hostile_names_invoke(const void *const *inputs, void *const *outputs);
 
 /* The same model described for a generic runner or device harness. */

@@ -15,7 +15,14 @@
 #include "mean_logistic_softmax.h"
 #include "mean_logistic_softmax_weights.h"
 
-static uint8_t mean_logistic_softmax_arena[MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES > 0 ? MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES : 1] TS_ALIGNED(16);
+#ifndef MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL
+/* The static arena, unless the application passes one to mean_logistic_softmax_init() (MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL);
+ * MEAN_LOGISTIC_SOFTMAX_ARENA_ATTRIBUTES (empty by default) places it (mean_logistic_softmax.h). */
+static uint8_t mean_logistic_softmax_arena[MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES > 0 ? MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES : 1] TS_ALIGNED(16) MEAN_LOGISTIC_SOFTMAX_ARENA_ATTRIBUTES;
+static uint8_t *mean_logistic_softmax_base = mean_logistic_softmax_arena; /* the arena in use */
+#else
+static uint8_t *mean_logistic_softmax_base = NULL; /* the arena in use: set by mean_logistic_softmax_init() */
+#endif
 
 /* ---- operator parameters (constant, in flash) ---- */
 
@@ -107,13 +114,9 @@ static const ts_softmax_s8_params mean_logistic_softmax_op4 = {
     .diff_min = -3968,
 };
 
-int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs)
+/* The kernel calls of one inference in the planned order, on the inputs already in the arena. */
+static int mean_logistic_softmax_steps(uint8_t *const arena)
 {
-    uint8_t *const arena = mean_logistic_softmax_arena;
-
-    /* input 0: tensor 0 "x" -> arena+0 */
-    memcpy(arena + 0, inputs[0], 240u);
-
     /* step 0: operator 0 MEAN
      *   in  t0 x int8[1, 6, 5, 8] @arena+0
      *   in  t1 mean_hw/axes int32[2] @const
@@ -156,14 +159,117 @@ int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs
         return 5;
     }
     TS_STEP_DONE(4u);
+    return MEAN_LOGISTIC_SOFTMAX_OK;
+}
 
+int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs)
+{
+    int rc;
+    uint8_t *const arena = mean_logistic_softmax_base;
+
+    if (arena == NULL) {
+        return MEAN_LOGISTIC_SOFTMAX_ERROR_NO_ARENA;
+    }
+    if (inputs == NULL || outputs == NULL) {
+        return MEAN_LOGISTIC_SOFTMAX_ERROR_NULL_POINTER;
+    }
+    /* input 0: tensor 0 "x" -> arena+0 */
+    memcpy(arena + 0, inputs[0], 240u);
+    rc = mean_logistic_softmax_steps(arena);
+    if (rc != MEAN_LOGISTIC_SOFTMAX_OK) {
+        return rc;
+    }
     /* output 0: tensor 7 "logistic" <- arena+32 */
     memcpy(outputs[0], arena + 32, 8u);
     /* output 1: tensor 8 "softmax_beta" <- arena+0 */
     memcpy(outputs[1], arena + 0, 30u);
     /* output 2: tensor 6 "mean_h_negative_axis" <- arena+240 */
     memcpy(outputs[2], arena + 240, 40u);
-    return 0;
+    return MEAN_LOGISTIC_SOFTMAX_OK;
+}
+
+int mean_logistic_softmax_invoke_in_place(void)
+{
+    if (mean_logistic_softmax_base == NULL) {
+        return MEAN_LOGISTIC_SOFTMAX_ERROR_NO_ARENA;
+    }
+    return mean_logistic_softmax_steps(mean_logistic_softmax_base);
+}
+
+void *mean_logistic_softmax_input(size_t i)
+{
+    uint8_t *const arena = mean_logistic_softmax_base;
+
+    if (arena == NULL) {
+        return NULL;
+    }
+    switch (i) {
+    case 0u:
+        return arena + 0;
+    default:
+        return NULL;
+    }
+}
+
+void *mean_logistic_softmax_output(size_t i)
+{
+    uint8_t *const arena = mean_logistic_softmax_base;
+
+    if (arena == NULL) {
+        return NULL;
+    }
+    switch (i) {
+    case 0u:
+        return arena + 32;
+    case 1u:
+        return arena + 0;
+    case 2u:
+        return arena + 240;
+    default:
+        return NULL;
+    }
+}
+
+int mean_logistic_softmax_init(uint8_t *arena, size_t bytes)
+{
+    if (arena == NULL) {
+#ifndef MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL
+        arena = mean_logistic_softmax_arena;
+        bytes = sizeof mean_logistic_softmax_arena;
+#else
+        return MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_NULL;
+#endif
+    }
+    if (bytes < MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES) {
+        return MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_TOO_SMALL;
+    }
+    if ((uintptr_t)arena % MEAN_LOGISTIC_SOFTMAX_ARENA_ALIGNMENT != 0u) {
+        return MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_MISALIGNED;
+    }
+    mean_logistic_softmax_base = arena;
+    return MEAN_LOGISTIC_SOFTMAX_OK;
+}
+
+const char *mean_logistic_softmax_error_string(int code)
+{
+    switch (code) {
+    case MEAN_LOGISTIC_SOFTMAX_OK:
+        return "ok";
+    case MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_NULL:
+        return "no arena given, and none built in (MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL)";
+    case MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_TOO_SMALL:
+        return "arena smaller than MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES";
+    case MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_MISALIGNED:
+        return "arena not aligned to MEAN_LOGISTIC_SOFTMAX_ARENA_ALIGNMENT";
+    case MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_SPLIT:
+        return "this model's arena is split over memory regions: it takes no buffer";
+    case MEAN_LOGISTIC_SOFTMAX_ERROR_NO_ARENA:
+        return "no arena: call mean_logistic_softmax_init() first";
+    case MEAN_LOGISTIC_SOFTMAX_ERROR_NULL_POINTER:
+        return "inputs or outputs is NULL";
+    default:
+        return code >= 1 && code <= (int)MEAN_LOGISTIC_SOFTMAX_NUM_STEPS ? "a kernel refused its parameters" : "unknown error";
+    }
 }
 
 static const uint32_t mean_logistic_softmax_input_bytes[1] = { 240u };
@@ -172,7 +278,11 @@ static const uint32_t mean_logistic_softmax_output_bytes[3] = { 8u, 30u, 40u };
 const ts_model_info mean_logistic_softmax_info = {
     .name = "mean_logistic_softmax",
     .build_id = "0.1.0-c87d3ef0bd303750",
+#ifndef MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL
     .arena = mean_logistic_softmax_arena,
+#else
+    .arena = NULL, /* the application's: mean_logistic_softmax_init() */
+#endif
     .arena_bytes = MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES,
     .arena_alignment = MEAN_LOGISTIC_SOFTMAX_ARENA_ALIGNMENT,
     .state = NULL,
@@ -182,6 +292,6 @@ const ts_model_info mean_logistic_softmax_info = {
     .num_outputs = MEAN_LOGISTIC_SOFTMAX_NUM_OUTPUTS,
     .output_bytes = mean_logistic_softmax_output_bytes,
     .invoke = mean_logistic_softmax_invoke,
-    .num_steps = 5u,
+    .num_steps = MEAN_LOGISTIC_SOFTMAX_NUM_STEPS,
     .reset = NULL,
 };

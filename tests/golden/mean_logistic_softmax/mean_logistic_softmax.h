@@ -4,11 +4,19 @@
  * sha256: c87d3ef0bd30375076b414657d695805864b2896898114544132e2680e4431c6
  *
  * The public interface of the generated model: sizes, the shapes, types and quantisation of its
- * inputs and outputs, the invoke function and the ts_model_info record (firmware/include/ts_model.h).
+ * inputs and outputs, where they live in the arena, the functions that run it and the ts_model_info
+ * record (firmware/include/ts_model.h). Usable from C and C++; docs/integration.md shows how.
+ *
+ * Two ways to run it, one inference at a time per arena:
+ *   copying:  mean_logistic_softmax_invoke(inputs, outputs) copies each input into the arena and each output
+ *             out of it: the application keeps its own input and output buffers besides the arena.
+ *   in place: write each input at mean_logistic_softmax_input(i), call mean_logistic_softmax_invoke_in_place(), read each
+ *             output at mean_logistic_softmax_output(i): nothing is copied, the arena is all the RAM it needs.
  */
 #ifndef MEAN_LOGISTIC_SOFTMAX_H
 #define MEAN_LOGISTIC_SOFTMAX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ts_model.h"
@@ -17,47 +25,99 @@
 extern "C" {
 #endif
 
-/* All activation memory: one static arena of exactly this many bytes, aligned to 16. */
+/* All activation memory: one arena of exactly this many bytes, aligned to 16. */
 #define MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES 336u
 #define MEAN_LOGISTIC_SOFTMAX_ARENA_ALIGNMENT 16u
 
+/* Where the arena is. By default a static array in mean_logistic_softmax.c (in .bss). Defined when compiling
+ * mean_logistic_softmax.c, MEAN_LOGISTIC_SOFTMAX_ARENA_ATTRIBUTES goes on its definition, e.g. to put it in a linker
+ * section: -D'MEAN_LOGISTIC_SOFTMAX_ARENA_ATTRIBUTES=__attribute__((section(".dtcm_arena")))'. Defined instead,
+ * MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL builds no array: the application passes one to mean_logistic_softmax_init(). */
+#ifndef MEAN_LOGISTIC_SOFTMAX_ARENA_ATTRIBUTES
+#define MEAN_LOGISTIC_SOFTMAX_ARENA_ATTRIBUTES
+#endif
+
 #define MEAN_LOGISTIC_SOFTMAX_NUM_INPUTS 1
 #define MEAN_LOGISTIC_SOFTMAX_NUM_OUTPUTS 3
+#define MEAN_LOGISTIC_SOFTMAX_NUM_STEPS 5u
 
 /* input 0: tensor 0 "x", int8 [1, 6, 5, 8] */
+/* In place: write it at mean_logistic_softmax_input(0) (MEAN_LOGISTIC_SOFTMAX_INPUT0_OFFSET bytes
+ * into the arena), then call mean_logistic_softmax_invoke_in_place(); valid until step 3 (operator
+ * 3, LOGISTIC) writes tensor 7 over it: write it again before every invoke. */
 typedef int8_t mean_logistic_softmax_input0_t;
 #define MEAN_LOGISTIC_SOFTMAX_INPUT0_BYTES 240u
+#define MEAN_LOGISTIC_SOFTMAX_INPUT0_OFFSET 0u
 #define MEAN_LOGISTIC_SOFTMAX_INPUT0_RANK 4
 #define MEAN_LOGISTIC_SOFTMAX_INPUT0_DIMS { 1, 6, 5, 8 }
 #define MEAN_LOGISTIC_SOFTMAX_INPUT0_SCALE 0.015625f
 #define MEAN_LOGISTIC_SOFTMAX_INPUT0_ZERO_POINT 0
 
 /* output 0: tensor 7 "logistic", int8 [1, 1, 1, 8] */
+/* In place: read it at mean_logistic_softmax_output(0) (MEAN_LOGISTIC_SOFTMAX_OUTPUT0_OFFSET bytes
+ * into the arena) after an invoke, until the next invoke or until another model runs in the same
+ * arena; it shares bytes with input 0: read it before writing the next input in place. */
 typedef int8_t mean_logistic_softmax_output0_t;
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT0_BYTES 8u
+#define MEAN_LOGISTIC_SOFTMAX_OUTPUT0_OFFSET 32u
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT0_RANK 4
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT0_DIMS { 1, 1, 1, 8 }
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT0_SCALE 0.00390625f
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT0_ZERO_POINT -128
 
 /* output 1: tensor 8 "softmax_beta", int8 [1, 6, 5] */
+/* In place: read it at mean_logistic_softmax_output(1) (MEAN_LOGISTIC_SOFTMAX_OUTPUT1_OFFSET bytes
+ * into the arena) after an invoke, until the next invoke or until another model runs in the same
+ * arena; it shares bytes with input 0: read it before writing the next input in place. */
 typedef int8_t mean_logistic_softmax_output1_t;
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT1_BYTES 30u
+#define MEAN_LOGISTIC_SOFTMAX_OUTPUT1_OFFSET 0u
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT1_RANK 3
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT1_DIMS { 1, 6, 5 }
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT1_SCALE 0.00390625f
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT1_ZERO_POINT -128
 
 /* output 2: tensor 6 "mean_h_negative_axis", int8 [1, 1, 5, 8] */
+/* In place: read it at mean_logistic_softmax_output(2) (MEAN_LOGISTIC_SOFTMAX_OUTPUT2_OFFSET bytes
+ * into the arena) after an invoke, until the next invoke or until another model runs in the same
+ * arena. */
 typedef int8_t mean_logistic_softmax_output2_t;
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT2_BYTES 40u
+#define MEAN_LOGISTIC_SOFTMAX_OUTPUT2_OFFSET 240u
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT2_RANK 4
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT2_DIMS { 1, 1, 5, 8 }
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT2_SCALE 0.011143791f
 #define MEAN_LOGISTIC_SOFTMAX_OUTPUT2_ZERO_POINT -2
 
+/* What the functions below return: MEAN_LOGISTIC_SOFTMAX_OK, a negative MEAN_LOGISTIC_SOFTMAX_ERROR_*, or 1 + the step
+ * (1 .. MEAN_LOGISTIC_SOFTMAX_NUM_STEPS) whose kernel refused its parameters; mean_logistic_softmax_error_string() names it. */
+#define MEAN_LOGISTIC_SOFTMAX_OK 0
+#define MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_NULL (-1)       /* init: no arena given and none built in */
+#define MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_TOO_SMALL (-2)  /* init: fewer than MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES bytes */
+#define MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_MISALIGNED (-3) /* init: not aligned to MEAN_LOGISTIC_SOFTMAX_ARENA_ALIGNMENT */
+#define MEAN_LOGISTIC_SOFTMAX_ERROR_ARENA_SPLIT (-4)      /* init: a split arena takes no buffer */
+#define MEAN_LOGISTIC_SOFTMAX_ERROR_NO_ARENA (-5)         /* invoke: no arena yet (MEAN_LOGISTIC_SOFTMAX_ARENA_EXTERNAL, no init) */
+#define MEAN_LOGISTIC_SOFTMAX_ERROR_NULL_POINTER (-6)     /* invoke: inputs or outputs NULL */
+
+/* A short English text for any code above ("ok", "arena smaller than ...", ...); never NULL. */
+const char *mean_logistic_softmax_error_string(int code);
+
+/* Selects the arena: `arena` (at least MEAN_LOGISTIC_SOFTMAX_ARENA_BYTES bytes aligned to
+ * MEAN_LOGISTIC_SOFTMAX_ARENA_ALIGNMENT, e.g. one buffer that models run one after the other share), or NULL
+ * for the static one. Optional with the static arena. Returns MEAN_LOGISTIC_SOFTMAX_OK or an error, and then
+ * keeps the arena it had. */
+int mean_logistic_softmax_init(uint8_t *arena, size_t bytes);
+
+/* Where input i / output i are in the arena (NULL: no such edge, or no arena yet). */
+void *mean_logistic_softmax_input(size_t i);
+void *mean_logistic_softmax_output(size_t i);
+
+/* Runs one inference on the inputs already written at mean_logistic_softmax_input(i); the outputs are then at
+ * mean_logistic_softmax_output(i). Copies nothing. */
+int mean_logistic_softmax_invoke_in_place(void);
+
 /* Runs one inference: inputs[i] points to MEAN_LOGISTIC_SOFTMAX_INPUTi_BYTES bytes, outputs[i] to
- * MEAN_LOGISTIC_SOFTMAX_OUTPUTi_BYTES bytes. Returns 0, or 1 + the step whose kernel refused its parameters. */
+ * MEAN_LOGISTIC_SOFTMAX_OUTPUTi_BYTES bytes (copied into and out of the arena). */
 int mean_logistic_softmax_invoke(const void *const *inputs, void *const *outputs);
 
 /* The same model described for a generic runner or device harness. */

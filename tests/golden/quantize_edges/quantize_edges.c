@@ -15,7 +15,14 @@
 #include "quantize_edges.h"
 #include "quantize_edges_weights.h"
 
-static uint8_t quantize_edges_arena[QUANTIZE_EDGES_ARENA_BYTES > 0 ? QUANTIZE_EDGES_ARENA_BYTES : 1] TS_ALIGNED(16);
+#ifndef QUANTIZE_EDGES_ARENA_EXTERNAL
+/* The static arena, unless the application passes one to quantize_edges_init() (QUANTIZE_EDGES_ARENA_EXTERNAL);
+ * QUANTIZE_EDGES_ARENA_ATTRIBUTES (empty by default) places it (quantize_edges.h). */
+static uint8_t quantize_edges_arena[QUANTIZE_EDGES_ARENA_BYTES > 0 ? QUANTIZE_EDGES_ARENA_BYTES : 1] TS_ALIGNED(16) QUANTIZE_EDGES_ARENA_ATTRIBUTES;
+static uint8_t *quantize_edges_base = quantize_edges_arena; /* the arena in use */
+#else
+static uint8_t *quantize_edges_base = NULL; /* the arena in use: set by quantize_edges_init() */
+#endif
 
 /* ---- operator parameters (constant, in flash) ---- */
 
@@ -72,15 +79,9 @@ static const ts_dequantize_s8_f32_params quantize_edges_op4 = {
     .zero_point = 2,
 };
 
-int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
+/* The kernel calls of one inference in the planned order, on the inputs already in the arena. */
+static int quantize_edges_steps(uint8_t *const arena)
 {
-    uint8_t *const arena = quantize_edges_arena;
-
-    /* input 0: tensor 0 "f" -> arena+0 */
-    memcpy(arena + 0, inputs[0], 200u);
-    /* input 1: tensor 1 "u" -> arena+272 */
-    memcpy(arena + 272, inputs[1], 50u);
-
     /* step 0: operator 0 QUANTIZE
      *   in  t0 f float32[1, 5, 5, 2] @arena+0
      *   out t2 quantize_float int8[1, 5, 5, 2] @arena+208 */
@@ -121,12 +122,117 @@ int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
         return 5;
     }
     TS_STEP_DONE(4u);
+    return QUANTIZE_EDGES_OK;
+}
 
+int quantize_edges_invoke(const void *const *inputs, void *const *outputs)
+{
+    int rc;
+    uint8_t *const arena = quantize_edges_base;
+
+    if (arena == NULL) {
+        return QUANTIZE_EDGES_ERROR_NO_ARENA;
+    }
+    if (inputs == NULL || outputs == NULL) {
+        return QUANTIZE_EDGES_ERROR_NULL_POINTER;
+    }
+    /* input 0: tensor 0 "f" -> arena+0 */
+    memcpy(arena + 0, inputs[0], 200u);
+    /* input 1: tensor 1 "u" -> arena+272 */
+    memcpy(arena + 272, inputs[1], 50u);
+    rc = quantize_edges_steps(arena);
+    if (rc != QUANTIZE_EDGES_OK) {
+        return rc;
+    }
     /* output 0: tensor 6 "dequantize" <- arena+0 */
     memcpy(outputs[0], arena + 0, 200u);
     /* output 1: tensor 5 "int8_to_uint8" <- arena+208 */
     memcpy(outputs[1], arena + 208, 50u);
-    return 0;
+    return QUANTIZE_EDGES_OK;
+}
+
+int quantize_edges_invoke_in_place(void)
+{
+    if (quantize_edges_base == NULL) {
+        return QUANTIZE_EDGES_ERROR_NO_ARENA;
+    }
+    return quantize_edges_steps(quantize_edges_base);
+}
+
+void *quantize_edges_input(size_t i)
+{
+    uint8_t *const arena = quantize_edges_base;
+
+    if (arena == NULL) {
+        return NULL;
+    }
+    switch (i) {
+    case 0u:
+        return arena + 0;
+    case 1u:
+        return arena + 272;
+    default:
+        return NULL;
+    }
+}
+
+void *quantize_edges_output(size_t i)
+{
+    uint8_t *const arena = quantize_edges_base;
+
+    if (arena == NULL) {
+        return NULL;
+    }
+    switch (i) {
+    case 0u:
+        return arena + 0;
+    case 1u:
+        return arena + 208;
+    default:
+        return NULL;
+    }
+}
+
+int quantize_edges_init(uint8_t *arena, size_t bytes)
+{
+    if (arena == NULL) {
+#ifndef QUANTIZE_EDGES_ARENA_EXTERNAL
+        arena = quantize_edges_arena;
+        bytes = sizeof quantize_edges_arena;
+#else
+        return QUANTIZE_EDGES_ERROR_ARENA_NULL;
+#endif
+    }
+    if (bytes < QUANTIZE_EDGES_ARENA_BYTES) {
+        return QUANTIZE_EDGES_ERROR_ARENA_TOO_SMALL;
+    }
+    if ((uintptr_t)arena % QUANTIZE_EDGES_ARENA_ALIGNMENT != 0u) {
+        return QUANTIZE_EDGES_ERROR_ARENA_MISALIGNED;
+    }
+    quantize_edges_base = arena;
+    return QUANTIZE_EDGES_OK;
+}
+
+const char *quantize_edges_error_string(int code)
+{
+    switch (code) {
+    case QUANTIZE_EDGES_OK:
+        return "ok";
+    case QUANTIZE_EDGES_ERROR_ARENA_NULL:
+        return "no arena given, and none built in (QUANTIZE_EDGES_ARENA_EXTERNAL)";
+    case QUANTIZE_EDGES_ERROR_ARENA_TOO_SMALL:
+        return "arena smaller than QUANTIZE_EDGES_ARENA_BYTES";
+    case QUANTIZE_EDGES_ERROR_ARENA_MISALIGNED:
+        return "arena not aligned to QUANTIZE_EDGES_ARENA_ALIGNMENT";
+    case QUANTIZE_EDGES_ERROR_ARENA_SPLIT:
+        return "this model's arena is split over memory regions: it takes no buffer";
+    case QUANTIZE_EDGES_ERROR_NO_ARENA:
+        return "no arena: call quantize_edges_init() first";
+    case QUANTIZE_EDGES_ERROR_NULL_POINTER:
+        return "inputs or outputs is NULL";
+    default:
+        return code >= 1 && code <= (int)QUANTIZE_EDGES_NUM_STEPS ? "a kernel refused its parameters" : "unknown error";
+    }
 }
 
 static const uint32_t quantize_edges_input_bytes[2] = { 200u, 50u };
@@ -135,7 +241,11 @@ static const uint32_t quantize_edges_output_bytes[2] = { 200u, 50u };
 const ts_model_info quantize_edges_info = {
     .name = "quantize_edges",
     .build_id = "0.1.0-812c6c1facadcbb8",
+#ifndef QUANTIZE_EDGES_ARENA_EXTERNAL
     .arena = quantize_edges_arena,
+#else
+    .arena = NULL, /* the application's: quantize_edges_init() */
+#endif
     .arena_bytes = QUANTIZE_EDGES_ARENA_BYTES,
     .arena_alignment = QUANTIZE_EDGES_ARENA_ALIGNMENT,
     .state = NULL,
@@ -145,6 +255,6 @@ const ts_model_info quantize_edges_info = {
     .num_outputs = QUANTIZE_EDGES_NUM_OUTPUTS,
     .output_bytes = quantize_edges_output_bytes,
     .invoke = quantize_edges_invoke,
-    .num_steps = 5u,
+    .num_steps = QUANTIZE_EDGES_NUM_STEPS,
     .reset = NULL,
 };

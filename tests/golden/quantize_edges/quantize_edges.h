@@ -4,11 +4,19 @@
  * sha256: 812c6c1facadcbb801752d0bc787ba6259a16a3ad7d10f5fea10ae6ab4b72784
  *
  * The public interface of the generated model: sizes, the shapes, types and quantisation of its
- * inputs and outputs, the invoke function and the ts_model_info record (firmware/include/ts_model.h).
+ * inputs and outputs, where they live in the arena, the functions that run it and the ts_model_info
+ * record (firmware/include/ts_model.h). Usable from C and C++; docs/integration.md shows how.
+ *
+ * Two ways to run it, one inference at a time per arena:
+ *   copying:  quantize_edges_invoke(inputs, outputs) copies each input into the arena and each output
+ *             out of it: the application keeps its own input and output buffers besides the arena.
+ *   in place: write each input at quantize_edges_input(i), call quantize_edges_invoke_in_place(), read each
+ *             output at quantize_edges_output(i): nothing is copied, the arena is all the RAM it needs.
  */
 #ifndef QUANTIZE_EDGES_H
 #define QUANTIZE_EDGES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ts_model.h"
@@ -17,43 +25,94 @@
 extern "C" {
 #endif
 
-/* All activation memory: one static arena of exactly this many bytes, aligned to 16. */
+/* All activation memory: one arena of exactly this many bytes, aligned to 16. */
 #define QUANTIZE_EDGES_ARENA_BYTES 336u
 #define QUANTIZE_EDGES_ARENA_ALIGNMENT 16u
 
+/* Where the arena is. By default a static array in quantize_edges.c (in .bss). Defined when compiling
+ * quantize_edges.c, QUANTIZE_EDGES_ARENA_ATTRIBUTES goes on its definition, e.g. to put it in a linker
+ * section: -D'QUANTIZE_EDGES_ARENA_ATTRIBUTES=__attribute__((section(".dtcm_arena")))'. Defined instead,
+ * QUANTIZE_EDGES_ARENA_EXTERNAL builds no array: the application passes one to quantize_edges_init(). */
+#ifndef QUANTIZE_EDGES_ARENA_ATTRIBUTES
+#define QUANTIZE_EDGES_ARENA_ATTRIBUTES
+#endif
+
 #define QUANTIZE_EDGES_NUM_INPUTS 2
 #define QUANTIZE_EDGES_NUM_OUTPUTS 2
+#define QUANTIZE_EDGES_NUM_STEPS 5u
 
 /* input 0: tensor 0 "f", float32 [1, 5, 5, 2] */
+/* In place: write it at quantize_edges_input(0) (QUANTIZE_EDGES_INPUT0_OFFSET bytes into the
+ * arena), then call quantize_edges_invoke_in_place(); valid until step 1 (operator 1, QUANTIZE)
+ * writes tensor 3 over it: write it again before every invoke. */
 typedef float quantize_edges_input0_t;
 #define QUANTIZE_EDGES_INPUT0_BYTES 200u
+#define QUANTIZE_EDGES_INPUT0_OFFSET 0u
 #define QUANTIZE_EDGES_INPUT0_RANK 4
 #define QUANTIZE_EDGES_INPUT0_DIMS { 1, 5, 5, 2 }
 
 /* input 1: tensor 1 "u", uint8 [1, 5, 5, 2] */
+/* In place: write it at quantize_edges_input(1) (QUANTIZE_EDGES_INPUT1_OFFSET bytes into the
+ * arena), then call quantize_edges_invoke_in_place(); valid until step 2 (operator 2, ADD) writes
+ * tensor 4 over it: write it again before every invoke. */
 typedef uint8_t quantize_edges_input1_t;
 #define QUANTIZE_EDGES_INPUT1_BYTES 50u
+#define QUANTIZE_EDGES_INPUT1_OFFSET 272u
 #define QUANTIZE_EDGES_INPUT1_RANK 4
 #define QUANTIZE_EDGES_INPUT1_DIMS { 1, 5, 5, 2 }
 #define QUANTIZE_EDGES_INPUT1_SCALE 0.02f
 #define QUANTIZE_EDGES_INPUT1_ZERO_POINT 128
 
 /* output 0: tensor 6 "dequantize", float32 [1, 5, 5, 2] */
+/* In place: read it at quantize_edges_output(0) (QUANTIZE_EDGES_OUTPUT0_OFFSET bytes into the
+ * arena) after an invoke, until the next invoke or until another model runs in the same arena; it
+ * shares bytes with input 0: read it before writing the next input in place. */
 typedef float quantize_edges_output0_t;
 #define QUANTIZE_EDGES_OUTPUT0_BYTES 200u
+#define QUANTIZE_EDGES_OUTPUT0_OFFSET 0u
 #define QUANTIZE_EDGES_OUTPUT0_RANK 4
 #define QUANTIZE_EDGES_OUTPUT0_DIMS { 1, 5, 5, 2 }
 
 /* output 1: tensor 5 "int8_to_uint8", uint8 [1, 5, 5, 2] */
+/* In place: read it at quantize_edges_output(1) (QUANTIZE_EDGES_OUTPUT1_OFFSET bytes into the
+ * arena) after an invoke, until the next invoke or until another model runs in the same arena. */
 typedef uint8_t quantize_edges_output1_t;
 #define QUANTIZE_EDGES_OUTPUT1_BYTES 50u
+#define QUANTIZE_EDGES_OUTPUT1_OFFSET 208u
 #define QUANTIZE_EDGES_OUTPUT1_RANK 4
 #define QUANTIZE_EDGES_OUTPUT1_DIMS { 1, 5, 5, 2 }
 #define QUANTIZE_EDGES_OUTPUT1_SCALE 0.033333335f
 #define QUANTIZE_EDGES_OUTPUT1_ZERO_POINT 120
 
+/* What the functions below return: QUANTIZE_EDGES_OK, a negative QUANTIZE_EDGES_ERROR_*, or 1 + the step
+ * (1 .. QUANTIZE_EDGES_NUM_STEPS) whose kernel refused its parameters; quantize_edges_error_string() names it. */
+#define QUANTIZE_EDGES_OK 0
+#define QUANTIZE_EDGES_ERROR_ARENA_NULL (-1)       /* init: no arena given and none built in */
+#define QUANTIZE_EDGES_ERROR_ARENA_TOO_SMALL (-2)  /* init: fewer than QUANTIZE_EDGES_ARENA_BYTES bytes */
+#define QUANTIZE_EDGES_ERROR_ARENA_MISALIGNED (-3) /* init: not aligned to QUANTIZE_EDGES_ARENA_ALIGNMENT */
+#define QUANTIZE_EDGES_ERROR_ARENA_SPLIT (-4)      /* init: a split arena takes no buffer */
+#define QUANTIZE_EDGES_ERROR_NO_ARENA (-5)         /* invoke: no arena yet (QUANTIZE_EDGES_ARENA_EXTERNAL, no init) */
+#define QUANTIZE_EDGES_ERROR_NULL_POINTER (-6)     /* invoke: inputs or outputs NULL */
+
+/* A short English text for any code above ("ok", "arena smaller than ...", ...); never NULL. */
+const char *quantize_edges_error_string(int code);
+
+/* Selects the arena: `arena` (at least QUANTIZE_EDGES_ARENA_BYTES bytes aligned to
+ * QUANTIZE_EDGES_ARENA_ALIGNMENT, e.g. one buffer that models run one after the other share), or NULL
+ * for the static one. Optional with the static arena. Returns QUANTIZE_EDGES_OK or an error, and then
+ * keeps the arena it had. */
+int quantize_edges_init(uint8_t *arena, size_t bytes);
+
+/* Where input i / output i are in the arena (NULL: no such edge, or no arena yet). */
+void *quantize_edges_input(size_t i);
+void *quantize_edges_output(size_t i);
+
+/* Runs one inference on the inputs already written at quantize_edges_input(i); the outputs are then at
+ * quantize_edges_output(i). Copies nothing. */
+int quantize_edges_invoke_in_place(void);
+
 /* Runs one inference: inputs[i] points to QUANTIZE_EDGES_INPUTi_BYTES bytes, outputs[i] to
- * QUANTIZE_EDGES_OUTPUTi_BYTES bytes. Returns 0, or 1 + the step whose kernel refused its parameters. */
+ * QUANTIZE_EDGES_OUTPUTi_BYTES bytes (copied into and out of the arena). */
 int quantize_edges_invoke(const void *const *inputs, void *const *outputs);
 
 /* The same model described for a generic runner or device harness. */
