@@ -116,7 +116,8 @@ def section(rows: list[str], misses: list[str], seconds: float) -> str:
             "|" + "---|" * HEADER.count(" | ") + "---|",
             *rows,
             "",
-            "Every default arena equals the long limit's."
+            "Every default arena equals the long limit's, or its plan lists what a longer limit would try "
+            "(a shortfall: on a loaded machine the wall clock can stop a step the work budget allowed)."
             if not misses
             else "Default arenas above the long limit's with no shortfall listed: " + ", ".join(misses) + ".",
             "",

@@ -134,6 +134,16 @@ class _Op:
             return None
         return [int(v) for v in np.asarray(data).reshape(-1).tolist()]
 
+    def const_magnitude(self, k: int) -> int | None:
+        """The largest |value| of input k's integer constant, or None when it is computed at run time or
+        empty: in numpy, since a filter can hold millions of values."""
+        t = self.tensor(k)
+        data = t.data if t.data is not None else self.values.get(t.index)
+        if data is None or t.dtype not in ("int32", "int64", "int16", "int8", "uint8"):
+            return None
+        values = np.asarray(data).reshape(-1).astype(np.int64)
+        return int(np.abs(values).max()) if values.size else None
+
     def need_const(self, k: int, what: str) -> list[int] | None:
         values = self.const(k)
         if values is None and self.tensor(k).is_constant:
@@ -214,8 +224,8 @@ def _largest_product(o: _Op) -> int:
     x = o.tensor(data)
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
     span = max(127 - zp, zp + 128)
-    weights = o.const(1) if o.present(1) else None
-    return span * (max((abs(v) for v in weights), default=0) if weights else 128)
+    weights = o.const_magnitude(1) if o.present(1) else None
+    return span * (128 if weights is None else weights)
 
 
 def _bias(o: _Op, k: int, channels: int, products: int | None = None) -> None:
@@ -229,12 +239,12 @@ def _bias(o: _Op, k: int, channels: int, products: int | None = None) -> None:
         return  # more products than an accumulator holds: the generator refuses the operator itself
     if o.tensor(k).dtype != "int32" or o.tensor(0 if o.op.opcode != "TRANSPOSE_CONV" else 2).dtype != "int8":
         return
-    values = o.const(k)
-    if values:
-        worst = max(abs(v) for v in values) + products * _largest_product(o)
+    largest = o.const_magnitude(k)
+    if largest is not None:
+        worst = largest + products * _largest_product(o)
         if worst > INT32_MAX:
             raise _Invalid(
-                f"bias (input {k}) of up to {max(abs(v) for v in values):,} plus {products:,} products "
+                f"bias (input {k}) of up to {largest:,} plus {products:,} products "
                 "per output can overflow the int32 accumulator"
             )
 
