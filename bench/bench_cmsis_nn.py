@@ -244,9 +244,10 @@ def check_source(pieces: Sequence[Step | str], arena_bytes: int, outputs: dict[i
 
     text = _assemble(pieces, render)
     steps = sum(isinstance(p, Step) for p in pieces)
-    end = "    return 0;\n}\n"
-    at = text.rfind(end, 0, text.find("_info = {"))
-    assert at >= 0, "the invoke's final return was not found"
+    # the steps' function (`<prefix>_steps`, which both invokes call) ends just before the first invoke
+    invoke = re.search(r"^int \w+_invoke\(", text, flags=re.M)
+    at = text.rfind("\n    return ", 0, invoke.start() if invoke else 0) + 1
+    assert at > 0, "the steps' final return was not found"
     text = text[:at] + f"    tsb_check_report({steps}u);\n" + text[at:]
     return _with_include(text)
 
