@@ -1,6 +1,6 @@
 """The long equivalence sweeps the suite samples, run whole: C against numpy stage decisions.
 
-tests/test_native.py runs seeds 0-32 of the C-vs-numpy decision sweep; this runs every seed asked
+tests/test_native.py runs seeds 0-31 of the C-vs-numpy decision sweep; this runs every seed asked
 (default 0-39: the 30 small random DAGs and the ten chains with dead ends of 70-250 operators) and
 prints a table: operators, decisions compared (caps x dominance x direction), time. A disagreement
 stops the run with the seed, cap and mode that differ.

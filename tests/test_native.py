@@ -71,9 +71,9 @@ def check_c_decision_matches_numpy(seed: int) -> int:
     return compared
 
 
-# The suite samples the sweep: every small graph and the three shortest chains (70-110 operators);
-# the longer chains (130-250 operators, about 6 minutes) run in bench/bench_equivalence.py.
-@pytest.mark.parametrize("seed", [*range(30), 30, 31, 32])
+# The suite samples the sweep: every small graph and the two shortest chains (70 and 90 operators);
+# the longer chains (110-250 operators, about 3 minutes) run in bench/bench_equivalence.py.
+@pytest.mark.parametrize("seed", [*range(30), 30, 31])
 def test_c_decision_matches_numpy_on_random_graphs(seed):
     require("host")
     assert native.library() is not None
