@@ -102,7 +102,7 @@ def section(rows: list[str], misses: list[str], seconds: float) -> str:
             f"The default `--time-limit` ({DEFAULT_TIME_LIMIT:g} s) against `--time-limit {LONG_LIMIT:g}`, "
             "default options otherwise (refined memory model, `--prefer memory`), on every shared model "
             "with its own interface and with `--io int8`, and on generated models "
-            "(`tinysched.modelgen.random_branching_model`). The budget is counted in work, not wall "
+            "(`tinysched.model.modelgen.random_branching_model`). The budget is counted in work, not wall "
             'time (docs/pipeline.md, "The time budget"), so the arenas do not depend on the machine\'s '
             f"load; the planning times do (this run: {os.cpu_count()} cores, load average {load:.1f} at "
             f"the end, {seconds:.0f} s in all). Command: `{COMMAND}`.",

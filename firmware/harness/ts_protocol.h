@@ -1,5 +1,5 @@
 /*
- * ts_protocol.h - the frame protocol between the device harness and the host (tinysched/link.py).
+ * ts_protocol.h - the frame protocol between the device harness and the host (tinysched/device/link.py).
  * Documented in docs/firmware.md; every number here has its twin in link.py.
  *
  * Frame:  'T' 'S' | type u8 | seq u8 | length u32 | header check u16 | payload[length] | crc u32

@@ -763,7 +763,7 @@ typedef struct {
 int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_state, int16_t *cell_state,
                int8_t *output);
 
-/* ---- Streamed pairs (tinysched/stream.py) -------------------------------------------------------
+/* ---- Streamed pairs (tinysched/memory/stream.py) -------------------------------------------------------
  * A windowed producer (CONV_2D, DEPTHWISE_CONV_2D, AVERAGE/MAX_POOL_2D) and its only consumer (one
  * of those, reading the producer's output as its first input, or ADD/SUB/MUL on equal shapes) run as
  * one loop over the consumer's output rows r = 0, 1, ...: the rows [lo, hi) of the streamed tensor T
@@ -780,7 +780,7 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * Read/write order: consumer row r is written after the producer has read the input rows every T
  * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
  * top on; the consumer's other operand is read row by row as its output is written
- * (tinysched/overlap.py `_streamed`, tinysched/stream.py `chain_shift`). */
+ * (tinysched/memory/overlap.py `_streamed`, tinysched/memory/stream.py `chain_shift`). */
 
 /* Point a windowed kernel's row fields at output rows [first, first + count): the input is held
  * from row `base` on (`avail` rows of `row_bytes`) at `buf`, and output row `first` reads from input

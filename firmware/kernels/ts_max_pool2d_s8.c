@@ -6,7 +6,7 @@ int ts_max_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
 {
     int32_t b, y, x, c, ky, kx;
     if (p->stride_h < 1 || p->stride_w < 1 || p->filter_h < 1 || p->filter_w < 1) {
-        return TS_ERR_PARAMS; /* the generator refuses these too (tinysched/shapes.py) */
+        return TS_ERR_PARAMS; /* the generator refuses these too (tinysched/model/shapes.py) */
     }
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->channels;

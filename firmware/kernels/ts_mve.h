@@ -23,7 +23,7 @@
  * lanes when right > 0 (saturating, so INT32_MIN stays exact). No accumulator bound is needed.
  *
  * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
- * order"), so tinysched/overlap.py's D covers it unchanged.
+ * order"), so tinysched/memory/overlap.py's D covers it unchanged.
  *
  * Four hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
  * even core registers, and GCC 12 spills the loop state from the same intrinsics (the staged

@@ -9,7 +9,7 @@
  * long inference still gets a 64-bit count. On silicon that is core cycles. Under QEMU, which has
  * no cycle model, the SysTick follows QEMU's virtual clock, and with `-icount shift=N` that clock
  * advances 2^N ns per executed instruction: the host converts ticks to instructions (see
- * tinysched/device.py). Builds for emulated boards define TS_COUNTER_SYSTICK and never try the DWT.
+ * tinysched/device/runner.py). Builds for emulated boards define TS_COUNTER_SYSTICK and never try the DWT.
  */
 #include <stdint.h>
 
