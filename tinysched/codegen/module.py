@@ -312,9 +312,11 @@ def _names(name: str, lines: Sequence[str]) -> bool:
     return re.search(rf"\b{name}\b", "\n".join(lines)) is not None
 
 
-def _pointers_used(names: Sequence[dict[str, str]], lines: Sequence[str]) -> list[dict[str, str]]:
-    """The region and state pointers (a region's, `state`) that `lines` of C name."""
-    return [v for v in names if _names(v["name"], lines)]
+def _pointers_used(
+    pointers: Sequence[dict[str, Any]], lines: Sequence[str], key: str = "name"
+) -> list[dict[str, Any]]:
+    """The pointers (a region's, `state`; their C name under `key`) that `lines` of C name."""
+    return [v for v in pointers if _names(v[key], lines)]
 
 
 def _step_lines(calls: Sequence[Any]) -> list[str]:
@@ -349,10 +351,9 @@ def _region_use(
     outputs: list[dict[str, Any]],
 ) -> dict[str, list[dict[str, Any]]]:
     """Per generated function of a split arena, the regions whose pointer its code names."""
-    named = [{**r, "name": r["var"], "region": r["name"]} for r in regions]
 
     def used(lines: Sequence[str]) -> list[dict[str, Any]]:
-        return [{**r, "name": r["region"]} for r in _pointers_used(named, lines)]
+        return _pointers_used(regions, lines, key="var")
 
     ins, outs = [e["at"] for e in inputs], [e["at"] for e in outputs]
     return {
