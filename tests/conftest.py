@@ -25,6 +25,21 @@ def native_cache(tmp_path_factory):
         os.environ["TINYSCHED_CACHE"] = before
 
 
+@pytest.fixture(autouse=True, scope="session")
+def object_cache(tmp_path_factory):
+    """Builds reuse identical kernel compiles (tinysched.build.objects), shared by the xdist workers
+    of one run (their base folders sit side by side) and by the commands the tests start."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "object-cache"
+    before = os.environ.get("TINYSCHED_OBJECT_CACHE")
+    os.environ["TINYSCHED_OBJECT_CACHE"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("TINYSCHED_OBJECT_CACHE", None)
+    else:
+        os.environ["TINYSCHED_OBJECT_CACHE"] = before
+
+
 def shared_model_paths() -> list[Path]:
     return sorted(SHARED_MODELS.glob("*.tflite")) if SHARED_MODELS.is_dir() else []
 

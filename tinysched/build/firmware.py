@@ -24,6 +24,7 @@ import jinja2
 from tinysched import children
 from tinysched.boards import Board
 from tinysched.build.elfsize import DoesNotFit, SizeReport, model_constant_names, size_report
+from tinysched.build.objects import compile_object
 from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
@@ -267,7 +268,8 @@ def build_firmware(
     model_sources = list(sources.c_files)
     identity = image_id(sources, board, defines)
     defines = [*defines, image_id_define(identity)]
-    all_sources = target_sources(board) + (harness_sources() if with_harness else []) + model_sources
+    harness = harness_sources() if with_harness else []  # names the model: never shared
+    all_sources = target_sources(board) + harness + model_sources
     cflags = [
         *board.cflags,
         *COMMON_CFLAGS,
@@ -280,10 +282,13 @@ def build_firmware(
         *[f"-I{p}" for p in [*base_include_dirs(), *sources.include_dirs]],
     ]
 
+    own_files = set(sources.module_files)
+
     def compile_one(item: tuple[int, Path]) -> Path:
         index, src = item
         obj = obj_dir / f"{index:02d}_{src.stem}.o"
-        _run([gcc, *cflags, "-c", str(src), "-o", str(obj)], f"compiling {src.name} for {board.name}")
+        shared = src not in own_files and src not in harness
+        compile_object(gcc, cflags, src, obj, what=f"compiling {src.name} for {board.name}", reuse=shared)
         return obj
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

@@ -11,12 +11,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tinysched import __version__, children
+from tinysched.build.objects import compile_object
 from tinysched.build.sources import SourceSet
 from tinysched.errors import TinyschedError
 from tinysched.text import first_error_line
@@ -67,20 +69,27 @@ def compile_runner(
     if shutil.which(compiler) is None:
         raise TinyschedError(f"host C compiler {compiler!r} not found")
     directory = sources.directory
-    command = [
-        compiler,
+    flags = [
         *HOST_CFLAGS,
         opt,
         *(SANITIZE_FLAGS if sanitize else ()),
         *extra_flags,
         *(f"-I{d}" for d in sources.relative_include_dirs()),
-        "-o",
-        "runner",
-        "runner.c",
-        *sources.relative_c_files(),
-        "-lm",
     ]
-    proc = children.run(command, cwd=directory, capture_output=True, text=True)
+    own = [str(p.relative_to(directory)) for p in sources.module_files]
+    with tempfile.TemporaryDirectory(prefix="tinysched-host-") as objects:
+
+        def compile_kernel(src: Path) -> str:
+            obj = str(Path(objects, f"{src.stem}.o"))
+            compile_object(
+                compiler, flags, src.relative_to(directory), obj, what="host compiler", cwd=directory
+            )
+            return obj
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            kernel_objects = list(pool.map(compile_kernel, sources.kernel_files))
+        command = [compiler, *flags, "-o", "runner", "runner.c", *own, *kernel_objects, "-lm"]
+        proc = children.run(command, cwd=directory, capture_output=True, text=True)
     if proc.returncode != 0:
         output = proc.stderr or proc.stdout
         detail = first_error_line(output) if output.strip() else f"exit {proc.returncode}"

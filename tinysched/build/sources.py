@@ -26,6 +26,12 @@ class SourceSet:
     c_files: tuple[Path, ...]  # absolute
     include_dirs: tuple[Path, ...]  # absolute
     model_info_symbol: str  # the module's `const ts_model_info`
+    kernel_files: tuple[Path, ...] = ()  # those of c_files every module calling them shares
+
+    @property
+    def module_files(self) -> tuple[Path, ...]:
+        """The C files this module alone has (its steps and weights)."""
+        return tuple(p for p in self.c_files if p not in self.kernel_files)
 
     def relative_c_files(self) -> list[str]:
         return [str(p.relative_to(self.directory)) for p in self.c_files]
@@ -38,15 +44,13 @@ def module_source_set(directory: Path, prefix: str, kernels: tuple[str, ...]) ->
     """Where `write_sources` puts a module with symbol prefix `prefix` calling `kernels`."""
     directory = Path(directory).resolve()
     kernel_dir = directory / "tinysched" / "kernels"
+    kernel_files = tuple(kernel_dir / f"{k}.c" for k in kernels)
     return SourceSet(
         directory=directory,
-        c_files=(
-            directory / f"{prefix}.c",
-            directory / f"{prefix}_weights.c",
-            *(kernel_dir / f"{k}.c" for k in kernels),
-        ),
+        c_files=(directory / f"{prefix}.c", directory / f"{prefix}_weights.c", *kernel_files),
         include_dirs=(directory, directory / "tinysched" / "include", kernel_dir),
         model_info_symbol=f"{prefix}_info",
+        kernel_files=kernel_files,
     )
 
 
