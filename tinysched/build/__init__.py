@@ -5,6 +5,7 @@ Every function here takes a generated module (`codegen.GeneratedModule`) and nev
     sources.py    the module's files on disk and the one list of C files and include folders
     host.py       the host runner (gcc), running inputs through it
     firmware.py   arm-none-eabi-gcc, the linker script from boards.yaml, .elf/.bin/.hex
+    objects.py    one C file to an object, reusing identical compiles ($TINYSCHED_OBJECT_CACHE)
     elfsize.py    flash and RAM per role and region, read from the ELF
 """
 
