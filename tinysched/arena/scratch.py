@@ -57,17 +57,20 @@ def _wants_wide(graph: Graph, op: Operator) -> bool:
     )
 
 
-def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
+def _gaps(arena: ArenaPlan, step: int, ceiling: int | None = None) -> list[tuple[int, int]]:
     """Free [start, end) byte ranges of the arena at `step` (aligned starts), below its high-water
-    (so that does not move either) and, in a split arena, inside one region each."""
+    (so that does not move either; with `ceiling`, below that instead) and, in a split arena, inside
+    one region each."""
     used = sorted(
         (p.offset, p.offset + align_up(p.bytes, arena.alignment))
         for p in arena.buffers
         if p.first_step <= step <= p.last_step and p.bytes > 0
     )
     top = max((p.offset + p.bytes for p in arena.buffers), default=0)
+    if ceiling is not None and not arena.pools:
+        top = max(top, ceiling)
     regions = [(q.base, min(q.base + q.bytes, top)) for q in arena.pools] or [
-        (0, min(arena.arena_bytes, top))
+        (0, top if ceiling is not None else min(arena.arena_bytes, top))
     ]
     gaps = []
     for base, end in regions:
@@ -110,11 +113,15 @@ def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[
     return None
 
 
-def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]:
+def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None) -> tuple[Graph, ArenaPlan]:
     """`graph` and `arena` with the ``wide`` CONV_2D variant on every operator whose strip scratch
     fits in a gap of the arena at its step, the scratch placed there; unchanged when none fits or
     the plan runs operators more than once or is in the tensor memory model (the model `--tflm`
-    writes for stock TFLM, whose tensors are the model's own)."""
+    writes for stock TFLM, whose tensors are the model's own).
+
+    With `ceiling` (`--arena-budget`: bytes the arena may grow to), a strip may also take bytes above
+    the high-water up to the ceiling and raise its step above the lower bound: the arena grows (to
+    at most `ceiling`) and is then no longer claimed optimal, its bound the widened graph's."""
     order = tuple(arena.order)
     if len(set(order)) != len(order) or arena.memory_model == "tensor":
         return graph, arena
@@ -126,7 +133,9 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]
             continue
         # below the peak (strictly: the peak step the reports name stays the same one)
         most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
-        room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step)]
+        if ceiling is not None and not arena.pools:
+            most = ceiling
+        room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step, ceiling)]
         fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
         if fit is not None:
             blocks, need, offset = fit
@@ -153,4 +162,17 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]
         replace(q, tensors=q.tensors + sum(q.base <= p.offset < q.base + q.bytes for p in added))
         for q in arena.pools
     )
-    return widened, replace(arena, buffers=arena.buffers + added, lower_bound_bytes=bound, pools=pools)
+    grown = max([arena.arena_bytes, *(align_up(p.offset + p.bytes, arena.alignment) for p in added)])
+    if grown == arena.arena_bytes:
+        return widened, replace(arena, buffers=arena.buffers + added, lower_bound_bytes=bound, pools=pools)
+    peak = max(s.live_bytes for s in profile(widened, order, refined).steps)
+    return widened, replace(
+        arena,
+        buffers=arena.buffers + added,
+        lower_bound_bytes=bound,
+        pools=pools,
+        arena_bytes=grown,
+        optimal=grown <= bound,
+        peak_bytes=max(arena.peak_bytes, peak),
+        method=f"{arena.method}+wide scratch",
+    )

@@ -1,0 +1,143 @@
+"""Estimated instructions per inference of a planned graph, from a table of measured kernel costs.
+
+`--arena-budget` chooses among plans that fit (tinysched.pipeline) by this estimate, so it has to
+rank the kernels a plan can run: an in-place ``staged`` variant, the ``wide`` CONV_2D kernel with its
+scratch, a streamed chain, the default kernels. Each (core family, opcode, kernel) has a line of
+`kernel_costs.json`: instructions = per_mac x MACs + per_output x output elements + per_call (MACs
+as `tinysched.order.recompute.macs` counts them); a streamed chain costs `factor` x what its
+operators cost with their default kernels, unstreamed. The table is fitted to measured per-operator
+instruction counts (`measure --json`'s `per_operator`, QEMU -icount) by
+`bench/bench_arena_budget.py --refresh-costs`, which rewrites the file; `measure` prints the
+estimate against what it measured. An (opcode, kernel) the table lacks takes the opcode's default
+line, then the family's `*` line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tinysched.memory.stream import stream_of
+from tinysched.memory.variants import variant_of
+from tinysched.model.graph import Graph, Operator
+from tinysched.order.recompute import macs, operator_macs
+
+__all__ = [
+    "COST_TABLE",
+    "DEFAULT_CORE",
+    "KernelCost",
+    "core_family",
+    "kernel_name",
+    "operator_estimate",
+    "order_estimate",
+    "step_features",
+]
+
+COST_TABLE = Path(__file__).with_name("kernel_costs.json")
+DEFAULT_CORE = "cortex-m7"  # mps2-an500, the default stand-in that the table is measured on first
+
+# boards.yaml `core` -> the family whose kernels share fast paths (ts_kernels.h: DSP = SMLAD/SXTB16)
+CORE_FAMILIES = {
+    "cortex-m4": "dsp",
+    "cortex-m7": "dsp",
+    "cortex-m33": "dsp",
+    "cortex-m55": "mve",
+}
+FALLBACK_FAMILY = "dsp"  # a core without its own lines (the table says which were measured)
+STREAMED = "streamed"
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """One line of the table: instructions = per_mac * MACs + per_output * outputs + per_call."""
+
+    per_mac: float = 0.0
+    per_output: float = 0.0
+    per_call: float = 0.0
+    factor: float = 1.0  # streamed chains only: their cost over their operators' unstreamed
+
+    def instructions(self, mac_count: int, outputs: int) -> float:
+        return self.per_mac * mac_count + self.per_output * outputs + self.per_call
+
+
+@cache
+def _table(path: Path = COST_TABLE) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def core_family(core: str) -> str:
+    """The family of a boards.yaml core whose lines the estimate reads (a family the table has)."""
+    family = CORE_FAMILIES.get(core, FALLBACK_FAMILY)
+    return family if family in _table()["families"] else FALLBACK_FAMILY
+
+
+def _line(family: str, opcode: str, kernel: str) -> KernelCost:
+    lines = _table()["families"][family]
+    for key in (f"{opcode}/{kernel}", f"{opcode}/default", "*"):
+        if key in lines:
+            return KernelCost(**lines[key])
+    return KernelCost()
+
+
+def kernel_name(graph: Graph, op: Operator) -> str:
+    """The kernel an operator of a planned graph runs, as the table names it: ``streamed`` for a
+    fused chain, its variant's name (``staged``, ``wide``), else ``default``."""
+    if stream_of(op) is not None:
+        return STREAMED
+    variant = variant_of(graph, op)
+    return "default" if variant is None else variant.name
+
+
+def _outputs(graph: Graph, op: Operator) -> int:
+    if not op.outputs:
+        return 0
+    n = 1
+    for d in graph.tensors[op.outputs[0]].shape:
+        n *= int(d)
+    return n
+
+
+def step_features(graph: Graph, v: int) -> dict[str, Any]:
+    """What the table is indexed and fitted by, for operator `v` of a planned graph (the build
+    record's steps carry it, so measured counts can be fitted without planning again)."""
+    op = graph.operators[v]
+    return {"kernel": kernel_name(graph, op), "macs": macs(graph, v), "outputs": _outputs(graph, op)}
+
+
+def _member_estimate(graph: Graph, op: Operator, family: str) -> float:
+    """A streamed chain's operator as if it ran unstreamed, with its default kernel."""
+    return _line(family, op.opcode, "default").instructions(operator_macs(graph, op), _outputs(graph, op))
+
+
+def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE) -> int:
+    """Estimated instructions of one execution of operator `v` of a planned graph on `core`."""
+    family = core_family(core)
+    op = graph.operators[v]
+    chain = stream_of(op)
+    if chain is not None:
+        factor = _line(family, "STREAM", STREAMED).factor
+        return round(factor * sum(_member_estimate(graph, m, family) for m in chain.operators))
+    features = step_features(graph, v)
+    return round(
+        _line(family, op.opcode, features["kernel"]).instructions(features["macs"], features["outputs"])
+    )
+
+
+def order_estimate(graph: Graph, order: Sequence[int], core: str = DEFAULT_CORE) -> int:
+    """Estimated instructions per inference of running `order` (repeats counted each time)."""
+    return sum(operator_estimate(graph, v, core) for v in order)
+
+
+def table_note(core: str = DEFAULT_CORE) -> str:
+    """Where the estimate's lines come from, in words (which board's counts, which commit)."""
+    family = core_family(core)
+    measured = _table().get("measured", {}).get(family, {})
+    board = measured.get("board", "?")
+    source = f"kernel cost table ({family} family, fitted to per-operator counts measured on {board})"
+    if CORE_FAMILIES.get(core, FALLBACK_FAMILY) != family:
+        source += f"; {core} has no lines of its own"
+    return source
