@@ -596,7 +596,7 @@ def _fit_budget(
     if least.arena.arena_bytes > budget:
         raise BudgetTooSmall(
             f"--arena-budget {budget:,} B is below the least arena tinysched plans for this model: "
-            f"{least.arena.arena_bytes:,} B (its certified lower bound {least.arena.lower_bound_bytes:,} B)"
+            f"{least.arena.arena_bytes:,} B (its lower bound {least.arena.lower_bound_bytes:,} B)"
         )
     rows: list[tuple[BudgetCandidate, _KernelPlan, int | None]] = []
     seen: set[tuple[int, int, int, int, int]] = set()

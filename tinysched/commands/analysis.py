@@ -256,6 +256,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["streams"] = planned.streams_json()
     payload["time_limit_shortfalls"] = planned.shortfalls_json()
     payload["wide_kernels"] = planned.wide_json()
+    if planned.recompute is None and planned.codegen_note is None:
+        payload["instructions_estimate"] = planned.instructions_estimate
+    payload["arena_budget"] = planned.budget.as_json() if planned.budget is not None else None
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)
@@ -316,6 +319,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    {edge.line()}")
     if planned.memory_model != "tensor":
         print(f"kernels      {planned.variants_summary()}")
+    if planned.budget is not None:
+        print(f"budget       {planned.budget.summary()}")
     if planned.shortfalls_summary() is not None:
         print(f"time limit   {planned.shortfalls_summary()}")
     print()
