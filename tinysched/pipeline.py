@@ -176,6 +176,7 @@ class BudgetCandidate:
     wide: int  # CONV_2D operators running the widened kernel
     fits: bool
     chosen: bool = False
+    default: bool = False  # the plan without a budget (the least memory)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -187,6 +188,7 @@ class BudgetCandidate:
             "wide": self.wide,
             "fits": self.fits,
             "chosen": self.chosen,
+            "default": self.default,
         }
 
 
@@ -207,7 +209,8 @@ class BudgetChoice:
 
     @property
     def least_memory(self) -> BudgetCandidate:
-        return min(self.candidates, key=lambda c: (c.arena_bytes, c.instructions_estimate))
+        """The plan without a budget (--prefer memory: the least arena)."""
+        return next(c for c in self.candidates if c.default)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -600,7 +603,7 @@ def _fit_budget(
         )
     rows: list[tuple[BudgetCandidate, _KernelPlan, int | None]] = []
     seen: set[tuple[int, int, int, int, int]] = set()
-    for kernel_plan in considered:
+    for kernel_plan in [least, *(p for p in considered if p is not least)]:  # the default first
         for ceiling in (None, budget):
             graph, arena = kernel_plan.graph, kernel_plan.arena
             if arena.memory_model != "tensor":
@@ -618,7 +621,14 @@ def _fit_budget(
                 " (arena grown for their scratch)" if ceiling is not None else ""
             )
             candidate = BudgetCandidate(
-                label, arena.arena_bytes, estimate, chains, variants, wide, arena.arena_bytes <= budget
+                label,
+                arena.arena_bytes,
+                estimate,
+                chains,
+                variants,
+                wide,
+                arena.arena_bytes <= budget,
+                default=kernel_plan is least and ceiling is None,
             )
             rows.append((candidate, kernel_plan, ceiling))
     best = min((r for r in rows if r[0].fits), key=lambda r: (r[0].instructions_estimate, r[0].arena_bytes))

@@ -105,7 +105,18 @@ def step_features(graph: Graph, v: int) -> dict[str, Any]:
     """What the table is indexed and fitted by, for operator `v` of a planned graph (the build
     record's steps carry it, so measured counts can be fitted without planning again)."""
     op = graph.operators[v]
-    return {"kernel": kernel_name(graph, op), "macs": macs(graph, v), "outputs": _outputs(graph, op)}
+    features: dict[str, Any] = {
+        "kernel": kernel_name(graph, op),
+        "macs": macs(graph, v),
+        "outputs": _outputs(graph, op),
+    }
+    chain = stream_of(op)
+    if chain is not None:  # what the chain's operators would cost unstreamed is fitted from these
+        features["members"] = [
+            {"opcode": m.opcode, "macs": operator_macs(graph, m), "outputs": _outputs(graph, m)}
+            for m in chain.operators
+        ]
+    return features
 
 
 def _member_estimate(graph: Graph, op: Operator, family: str) -> float:
