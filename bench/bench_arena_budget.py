@@ -139,10 +139,10 @@ def _solve(rows: list[tuple[float, float, float, float]], use: tuple[int, ...]) 
 
 def fit_line(rows: list[tuple[float, float, float, float]]) -> dict[str, float]:
     """The line with the most features the rows support, none negative (rows: macs, outputs, 1,
-    count)."""
-    present = [i for i in range(3) if any(r[i] for r in rows)]
-    sets = [tuple(present[:k]) for k in range(len(present), 0, -1)]
-    sets += [(i,) for i in present]
+    count). An operator that computes (MACs) gets no per-call constant: fitted over a few shapes it
+    would swallow what differs between them and dwarf a small operator of the same kind."""
+    present = [i for i in ((0, 1) if any(r[0] for r in rows) else (1, 2)) if any(r[i] for r in rows)]
+    sets = [tuple(present), *((i,) for i in present)] if len(present) > 1 else [tuple(present)]
     for use in sets:
         if len(use) > len(rows):
             continue
@@ -159,16 +159,34 @@ def _estimate(line: dict[str, float], macs: int, outputs: int) -> float:
     return line.get("per_mac", 0) * macs + line.get("per_output", 0) * outputs + line.get("per_call", 0)
 
 
-def refresh(models: Path, board: str) -> int:
+def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
+    """tinysched.arena.cost's estimate of one measured step, from `lines` (the refitted table)."""
+
+    def line(opcode: str, kernel: str) -> dict[str, float]:
+        return lines.get(f"{opcode}/{kernel}") or lines.get(f"{opcode}/default") or lines["*"]
+
+    if step.get("kernel") == "streamed":
+        whole = sum(_estimate(line(m["opcode"], "default"), m["macs"], m["outputs"]) for m in step["members"])
+        return lines["STREAM/streamed"]["factor"] * whole
+    return _estimate(line(step["type"], step["kernel"]), step["macs"], step["outputs"])
+
+
+def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> int:
     family = CORE_FAMILIES.get(get_board(board).core, FALLBACK_FAMILY)
-    jobs = [(models / f"{m}.tflite", flags) for m in REFRESH_MODELS for flags in REFRESH_FLAGS]
-    jobs = [(p, f) for p, f in jobs if p.exists()]
-    if not jobs:
-        print(f"skipped: none of {', '.join(REFRESH_MODELS)} is in {models}")
-        return 0
     started = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda j: (j, measure(j[0], board, j[1])), jobs))
+    if refit:  # the measurements a previous --runs FILE saved
+        assert runs_file is not None
+        results = [((Path(p), tuple(f)), r) for p, f, r in json.loads(runs_file.read_text())]
+    else:
+        jobs = [(models / f"{m}.tflite", flags) for m in REFRESH_MODELS for flags in REFRESH_FLAGS]
+        jobs = [(p, f) for p, f in jobs if p.exists()]
+        if not jobs:
+            print(f"skipped: none of {', '.join(REFRESH_MODELS)} is in {models}")
+            return 0
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda j: (j, measure(j[0], board, j[1])), jobs))
+        if runs_file is not None:
+            runs_file.write_text(json.dumps([[str(p), list(f), r] for (p, f), r in results]))
     seconds = time.perf_counter() - started
     steps: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
     chains: list[tuple[list[dict[str, Any]], int]] = []
@@ -202,6 +220,15 @@ def refresh(models: Path, board: str) -> int:
         measured = sum(c for _, c in chains)
         lines["STREAM/streamed"] = {"factor": round(measured / unstreamed, 4)}
         print(f"  {'STREAM/streamed':<32} {len(chains):3} chains     factor {measured / unstreamed:.3f}")
+    print("per run, the refitted estimate against the measured count:")
+    for (path, flags), r in results:
+        if not r.get("ok"):
+            continue
+        est = sum(_step_estimate(lines, s) for s in r.get("per_operator") or [])
+        print(
+            f"  {path.stem:<30} {' '.join(flags) or '(default)':<20} arena {r['arena_bytes_planned']:>9,} B "
+            f"measured {r['instructions']:>12,} estimate {round(est):>12,} ({est / r['instructions']:.3f})"
+        )
     table["families"][family] = dict(sorted(lines.items()))
     names = sorted({p.stem for (p, _), _ in results})
     table.setdefault("measured", {})[family] = {
@@ -220,9 +247,15 @@ def main() -> int:
     parser.add_argument("--models", help="folder of the shared models (default ../shared/models)")
     parser.add_argument("--board", default="mps2-an500")
     parser.add_argument("--refresh-costs", action="store_true", help="measure and refit the cost table")
+    parser.add_argument("--runs", type=Path, help="with --refresh-costs: save the measurements to this file")
+    parser.add_argument(
+        "--refit", action="store_true", help="with --runs FILE: fit the table to the measurements saved there"
+    )
     args = parser.parse_args()
     models = models_dir(args.models)
-    return refresh(models, args.board) if args.refresh_costs else compare(models, args.board)
+    if args.refresh_costs:
+        return refresh(models, args.board, args.runs, args.refit)
+    return compare(models, args.board)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tinysched.arena.check import check_plan
-from tinysched.arena.cost import DEFAULT_CORE, order_estimate, table_note
+from tinysched.arena.cost import DEFAULT_CORE, order_estimate, stream_overhead, table_note
 from tinysched.arena.placement import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
 from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
 from tinysched.arena.scratch import with_wide_scratch
@@ -195,7 +195,8 @@ class BudgetCandidate:
 @dataclass(frozen=True)
 class BudgetChoice:
     """What `--arena-budget` chose: among the considered plans that fit, the fewest estimated
-    instructions (ties: the smaller arena)."""
+    instructions (ties: the smaller arena), if that is at least BUDGET_MIN_SAVING below the
+    least-memory plan's estimate (else the least-memory plan)."""
 
     budget_bytes: int
     least_bytes: int  # the least arena tinysched plans (the default, --prefer memory)
@@ -229,7 +230,7 @@ class BudgetChoice:
             return (
                 f"--arena-budget {self.budget_bytes:,} B: {c.label}, arena {c.arena_bytes:,} B, est. "
                 f"{c.instructions_estimate:,} instructions per inference; no plan of the "
-                f"{len(self.candidates)} considered that fits is estimated faster"
+                f"{len(self.candidates)} considered that fits is estimated {BUDGET_MIN_SAVING:.0%} faster"
             )
         saved = (
             1 - c.instructions_estimate / least.instructions_estimate if least.instructions_estimate else 0
@@ -397,10 +398,32 @@ class Planned:
             f"{r['window_bytes']:,} B)"
             for r in rows
         )
-        return (
+        text = (
             f"{len(rows)} chain(s) of operators run row by row, the tensors between them never whole; "
             f"`--prefer speed` keeps whole tensors: model operators {chains}"
         )
+        costs = self.stream_costs_summary()
+        return text if costs is None else f"{text}; {costs}"
+
+    def stream_costs_summary(self) -> str | None:
+        """The streamed chains estimated over STREAM_COST_LIMIT times their operators run whole
+        (issue 34: a chain should cost at most 3% more), in words (None: none is)."""
+        costly = [
+            (r, over)
+            for r in self.streams_json()
+            if (over := stream_overhead(self.graph, r["operator"], self.options.core)) is not None
+            and over[0] > STREAM_COST_LIMIT * over[1]
+        ]
+        if not costly:
+            return None
+        text = "; ".join(
+            f"chain {' -> '.join(map(str, r['model_ops']))} est. {streamed:,} instructions, "
+            f"{100 * (streamed / whole - 1):.0f}% over the same operators whole (est. {whole:,})"
+            for r, (streamed, whole) in costly
+        )
+        if self.budget is None:
+            text += ": `--arena-budget BYTES` chooses the fastest plan that fits"
+        return text
 
     @property
     def run_order(self) -> tuple[int, ...]:
@@ -592,8 +615,9 @@ def _fit_budget(
     options: PlanOptions, considered: list[_KernelPlan], least: _KernelPlan
 ) -> tuple[BudgetChoice, _KernelPlan, int | None]:
     """Among the considered plans, each as placed and with the wide kernels' scratch grown up to the
-    budget, the one that fits with the fewest estimated instructions: the choice, the plan, and the
-    ceiling its wide scratch was given (None: only the bytes the arena leaves free)."""
+    budget, the one that fits with the fewest estimated instructions (the least-memory plan unless
+    that is BUDGET_MIN_SAVING fewer): the choice, the plan, and the ceiling its wide scratch was
+    given (None: only the bytes the arena leaves free)."""
     budget = options.arena_budget
     assert budget is not None
     if least.arena.arena_bytes > budget:
@@ -632,10 +656,17 @@ def _fit_budget(
             )
             rows.append((candidate, kernel_plan, ceiling))
     best = min((r for r in rows if r[0].fits), key=lambda r: (r[0].instructions_estimate, r[0].arena_bytes))
+    if best[0].instructions_estimate > (1 - BUDGET_MIN_SAVING) * rows[0][0].instructions_estimate:
+        best = rows[0]  # not clearly faster than the least memory: keep the least memory
     candidates = tuple(replace(c, chosen=c is best[0]) for c, _, _ in rows)
     choice = BudgetChoice(budget, least.arena.arena_bytes, options.core, table_note(options.core), candidates)
     return choice, best[1], best[2]
 
+
+# --arena-budget spends bytes over the least arena only on a plan estimated at least this much faster:
+# the estimate is within a few percent of the measured count per model (docs/BENCHMARKS.md)
+BUDGET_MIN_SAVING = 0.03
+STREAM_COST_LIMIT = 1.03  # issue 34: a chain estimated dearer than this over its operators whole is named
 
 STREAM_ROUNDS = (
     3  # plans that stream chains through the peak step's operators, each kept if it lowers the arena

@@ -35,6 +35,7 @@ __all__ = [
     "operator_estimate",
     "order_estimate",
     "step_features",
+    "stream_overhead",
 ]
 
 COST_TABLE = Path(__file__).with_name("kernel_costs.json")
@@ -85,11 +86,20 @@ def _line(family: str, opcode: str, kernel: str) -> KernelCost:
 
 def kernel_name(graph: Graph, op: Operator) -> str:
     """The kernel an operator of a planned graph runs, as the table names it: ``streamed`` for a
-    fused chain, its variant's name (``staged``, ``wide``), else ``default``."""
+    fused chain, its variant's name (``staged``, ``wide``), else ``default``; a staged pointwise
+    CONV_2D whose chunk holds three pixels' widened inputs is ``staged-widened`` (its DSP path,
+    `staged_wide3` in ts_conv2d_s8.c: in_c a multiple of 4, in_c <= out_c, chunk * out_c >= 6 * in_c)."""
     if stream_of(op) is not None:
         return STREAMED
     variant = variant_of(graph, op)
-    return "default" if variant is None else variant.name
+    if variant is None:
+        return "default"
+    if op.opcode == "CONV_2D" and variant.name == "staged":
+        in_c = int(graph.tensors[op.inputs[0]].shape[-1])
+        out_c = variant.out_channels
+        if in_c % 4 == 0 and in_c <= out_c and variant.param * out_c >= 6 * in_c:
+            return "staged-widened"
+    return variant.name
 
 
 def _outputs(graph: Graph, op: Operator) -> int:
@@ -122,6 +132,24 @@ def step_features(graph: Graph, v: int) -> dict[str, Any]:
 def _member_estimate(graph: Graph, op: Operator, family: str) -> float:
     """A streamed chain's operator as if it ran unstreamed, with its default kernel."""
     return _line(family, op.opcode, "default").instructions(operator_macs(graph, op), _outputs(graph, op))
+
+
+def stream_overhead(graph: Graph, v: int, core: str = DEFAULT_CORE) -> tuple[int, int] | None:
+    """(streamed, unstreamed): the estimate of streamed chain `v` against its operators run whole,
+    each with its fastest kernel (``wide`` where a CONV_2D can take it: a whole tensor leaves it
+    the room it lacks in a window); None for an operator that is not a chain."""
+    from tinysched.arena.scratch import wide_eligible
+
+    chain = stream_of(graph.operators[v])
+    if chain is None:
+        return None
+    family = core_family(core)
+    whole = 0.0
+    for m in chain.operators:
+        kernels = ["default", "wide"] if wide_eligible(graph, m) else ["default"]
+        mac_count, outputs = operator_macs(graph, m), _outputs(graph, m)
+        whole += min(_line(family, m.opcode, k).instructions(mac_count, outputs) for k in kernels)
+    return operator_estimate(graph, v, core), round(whole)
 
 
 def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE) -> int:

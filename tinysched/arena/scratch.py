@@ -33,7 +33,7 @@ from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, scratch_bytes, variant_of, with_scratch, with_variants
 from tinysched.model.graph import Graph, Operator
 
-__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_worth", "with_wide_scratch"]
+__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_eligible", "wide_worth", "with_wide_scratch"]
 
 WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
 WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
@@ -47,8 +47,14 @@ def wide_worth(pixels: int) -> bool:
     return pixels > 0 and 10 * slots <= 16 * pixels
 
 
-def _wants_wide(graph: Graph, op: Operator) -> bool:
-    if op.opcode != "CONV_2D" or variant_of(graph, op) is not None or len(op.inputs) < 2:
+def wide_eligible(graph: Graph, op: Operator) -> bool:
+    """Whether `op` could run the ``wide`` kernel given its scratch (an int8 CONV_2D with constant
+    filters and enough output pixels), whatever it runs now."""
+    return _wants_wide(graph, op, any_kernel=True)
+
+
+def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False) -> bool:
+    if op.opcode != "CONV_2D" or (variant_of(graph, op) is not None and not any_kernel) or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
