@@ -13,8 +13,8 @@ markdown table of docs/BENCHMARKS.md, "RAM budget (issue 34, part 3)".
 `--refresh-costs` measures the models of REFRESH_MODELS under the default flags, `--prefer speed`
 and a generous budget (so every kernel the budget chooses among runs somewhere), fits each
 (opcode, kernel) line of tinysched/arena/kernel_costs.json to the per-operator counts by least
-squares (instructions = per_mac x MACs + per_output x outputs + per_call, no coefficient
-negative) and a streamed chain's factor over its operators' unstreamed estimate, and rewrites the
+squares (instructions = per_mac x MACs + per_output x outputs + per_pixel x output pixels +
+per_call, no coefficient negative; of the feature sets of one size, the best fit) and a streamed chain's factor over its operators' unstreamed estimate, and rewrites the
 board's core family in that file, printing each line's fit error.
 """
 
@@ -121,42 +121,59 @@ def compare(models: Path, board: str) -> int:
 
 # ---- the cost table -----------------------------------------------------------------------------
 
-FEATURES = ("per_mac", "per_output", "per_call")
+FEATURES = ("per_mac", "per_output", "per_pixel", "per_call")
+COUNT = len(FEATURES)  # where a row holds the measured count
 
 
-def _solve(rows: list[tuple[float, float, float, float]], use: tuple[int, ...]) -> list[float] | None:
-    """Least squares of count on the features `use` (indices into macs, outputs, 1); None when a
+Row = tuple[float, float, float, float, float]  # macs, outputs, pixels, 1, measured count
+
+
+def _solve(rows: list[Row], use: tuple[int, ...]) -> list[float] | None:
+    """Least squares of count on the features `use` (indices into FEATURES); None when a
     coefficient comes out negative or the rows cannot tell the features apart."""
     import numpy as np
 
     a = np.array([[r[i] for i in use] for r in rows], dtype=float)
-    b = np.array([r[3] for r in rows], dtype=float)
+    b = np.array([r[COUNT] for r in rows], dtype=float)
     if np.linalg.matrix_rank(a) < len(use):
         return None
     x, *_ = np.linalg.lstsq(a, b, rcond=None)
     return None if (x < 0).any() else [float(v) for v in x]
 
 
-def fit_line(rows: list[tuple[float, float, float, float]]) -> dict[str, float]:
-    """The line with the most features the rows support, none negative (rows: macs, outputs, 1,
-    count). An operator that computes (MACs) gets no per-call constant: fitted over a few shapes it
-    would swallow what differs between them and dwarf a small operator of the same kind."""
-    present = [i for i in ((0, 1) if any(r[0] for r in rows) else (1, 2)) if any(r[i] for r in rows)]
-    sets = [tuple(present), *((i,) for i in present)] if len(present) > 1 else [tuple(present)]
-    for use in sets:
-        if len(use) > len(rows):
-            continue
-        x = _solve(rows, use)
-        if x is not None:
+def fit_line(rows: list[Row]) -> dict[str, float]:
+    """The line with the most features the rows support, none negative. An operator that computes
+    (MACs) gets no per-call constant: fitted over a few shapes it would swallow what differs between
+    them and dwarf a small operator of the same kind."""
+    from itertools import combinations
+
+    candidates = (0, 1, 2) if any(r[0] for r in rows) else (1, 2, 3)
+    present = [i for i in candidates if any(r[i] for r in rows)]
+    for k in range(len(present), 0, -1):
+        best: tuple[float, list[float], tuple[int, ...]] | None = None
+        for use in combinations(present, k):
+            if len(use) > len(rows):
+                continue
+            x = _solve(rows, use)
+            if x is not None:
+                err = sum((sum(v * r[i] for i, v in zip(use, x, strict=True)) - r[COUNT]) ** 2 for r in rows)
+                if best is None or err < best[0]:
+                    best = (err, x, use)
+        if best is not None:
             line = {name: 0.0 for name in FEATURES}
-            for i, v in zip(use, x, strict=True):
+            for i, v in zip(best[2], best[1], strict=True):
                 line[FEATURES[i]] = round(v, 4)
             return line
-    return {"per_mac": 0.0, "per_output": 0.0, "per_call": round(sum(r[3] for r in rows) / len(rows), 1)}
+    return {**{name: 0.0 for name in FEATURES}, "per_call": round(sum(r[COUNT] for r in rows) / len(rows), 1)}
 
 
-def _estimate(line: dict[str, float], macs: int, outputs: int) -> float:
-    return line.get("per_mac", 0) * macs + line.get("per_output", 0) * outputs + line.get("per_call", 0)
+def _estimate(line: dict[str, float], macs: int, outputs: int, pixels: int) -> float:
+    return (
+        line.get("per_mac", 0) * macs
+        + line.get("per_output", 0) * outputs
+        + line.get("per_pixel", 0) * pixels
+        + line.get("per_call", 0)
+    )
 
 
 def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
@@ -166,9 +183,12 @@ def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
         return lines.get(f"{opcode}/{kernel}") or lines.get(f"{opcode}/default") or lines["*"]
 
     if step.get("kernel") == "streamed":
-        whole = sum(_estimate(line(m["opcode"], "default"), m["macs"], m["outputs"]) for m in step["members"])
+        whole = sum(
+            _estimate(line(m["opcode"], "default"), m["macs"], m["outputs"], m["pixels"])
+            for m in step["members"]
+        )
         return lines["STREAM/streamed"]["factor"] * whole
-    return _estimate(line(step["type"], step["kernel"]), step["macs"], step["outputs"])
+    return _estimate(line(step["type"], step["kernel"]), step["macs"], step["outputs"], step["pixels"])
 
 
 def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> int:
@@ -188,7 +208,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
         if runs_file is not None:
             runs_file.write_text(json.dumps([[str(p), list(f), r] for (p, f), r in results]))
     seconds = time.perf_counter() - started
-    steps: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
+    steps: dict[str, list[Row]] = defaultdict(list)
     chains: list[tuple[list[dict[str, Any]], int]] = []
     for (path, flags), r in results:
         if not r.get("ok"):
@@ -201,19 +221,19 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
                 chains.append((s["members"], s["count"]))
                 continue
             opcode = s["type"]
-            steps[f"{opcode}/{s['kernel']}"].append((s["macs"], s["outputs"], 1, s["count"]))
+            steps[f"{opcode}/{s['kernel']}"].append((s["macs"], s["outputs"], s["pixels"], 1, s["count"]))
     table = json.loads(COST_TABLE.read_text())
     lines = dict(table["families"].get(family, {}))
     print(f"fitted to {sum(map(len, steps.values()))} operators of {len(results)} runs ({seconds:.0f} s):")
     for key in sorted(steps):
         rows = steps[key]
         lines[key] = fit_line(rows)
-        got = sum(r[3] for r in rows)
-        est = sum(_estimate(lines[key], int(r[0]), int(r[1])) for r in rows)
+        got = sum(r[COUNT] for r in rows)
+        est = sum(_estimate(lines[key], int(r[0]), int(r[1]), int(r[2])) for r in rows)
         print(f"  {key:<32} {len(rows):3} operators  {lines[key]}  estimate/measured {est / got:.3f}")
     if chains:
         unstreamed = sum(
-            _estimate(lines.get(f"{m['opcode']}/default", lines["*"]), m["macs"], m["outputs"])
+            _estimate(lines.get(f"{m['opcode']}/default", lines["*"]), m["macs"], m["outputs"], m["pixels"])
             for members, _ in chains
             for m in members
         )

@@ -172,7 +172,7 @@ def test_estimate_reads_the_table(graph, generous):
         op = g.operators[v]
         line = lines.get(f"{op.opcode}/{f['kernel']}") or lines.get(f"{op.opcode}/default") or lines["*"]
         want = line.get("per_mac", 0) * f["macs"] + line.get("per_output", 0) * f["outputs"]
-        want += line.get("per_call", 0)
+        want += line.get("per_pixel", 0) * f["pixels"] + line.get("per_call", 0)
         assert cost.operator_estimate(g, v) == round(want)
         total += round(want)
     assert generous.instructions_estimate == total
@@ -187,6 +187,7 @@ def test_estimate_reads_the_table(graph, generous):
     unstreamed = sum(
         lines[f"{m['opcode']}/default"]["per_mac"] * m["macs"]
         + lines[f"{m['opcode']}/default"]["per_output"] * m["outputs"]
+        + lines[f"{m['opcode']}/default"].get("per_pixel", 0) * m["pixels"]
         + lines[f"{m['opcode']}/default"].get("per_call", 0)
         for m in members
     )
@@ -196,17 +197,20 @@ def test_estimate_reads_the_table(graph, generous):
 
 
 def test_cost_fit_recovers_a_line():
-    rows = [(m, o, 1, 1.25 * m + 40 * o) for m, o in [(1000, 10), (5000, 20), (800, 300), (40, 2)]]
-    assert bench_arena_budget.fit_line(rows) == {"per_mac": 1.25, "per_output": 40.0, "per_call": 0.0}
-    # no MACs (data movement, LUT activations): per output and per call
-    rows = [(0, o, 1, 3 * o + 300) for o in (10, 200, 4000)]
-    assert bench_arena_budget.fit_line(rows) == {"per_mac": 0.0, "per_output": 3.0, "per_call": 300.0}
-    # one operator: the one feature it has, never a negative coefficient
-    assert bench_arena_budget.fit_line([(0, 12, 1, 120)]) == {
-        "per_mac": 0.0,
-        "per_output": 10.0,
-        "per_call": 0.0,
+    zero = {"per_mac": 0.0, "per_output": 0.0, "per_pixel": 0.0, "per_call": 0.0}
+    shapes = [(1000, 10, 5), (5000, 20, 1), (800, 300, 30), (40, 2, 2), (900, 90, 45)]
+    rows = [(m, o, p, 1, 1.25 * m + 40 * o + 7 * p) for m, o, p in shapes]
+    assert bench_arena_budget.fit_line(rows) == {
+        **zero,
+        "per_mac": 1.25,
+        "per_output": 40.0,
+        "per_pixel": 7.0,
     }
+    # no MACs (data movement, LUT activations): per output, per pixel and per call
+    rows = [(0, o, o, 1, 3 * o + 300) for o in (10, 200, 4000)]
+    assert bench_arena_budget.fit_line(rows) == {**zero, "per_output": 3.0, "per_call": 300.0}
+    # one operator: the one feature it has, never a negative coefficient
+    assert bench_arena_budget.fit_line([(0, 12, 0, 1, 120)]) == {**zero, "per_output": 10.0}
 
 
 def test_report_draws_the_trade_off(model_path, generous, tmp_path):
@@ -268,3 +272,21 @@ def test_measured_on_qemu_fewer_instructions_within_the_budget(model_path, capsy
     assert budget["instructions"] < default["instructions"]
     for r in runs.values():
         assert r["instructions_estimate"] == sum(s["estimate"] for s in r["per_operator"])
+
+
+def test_a_dear_stream_is_named(graph, model_path, capsys):
+    """Issue 34, part 4: a chain estimated more than 3% over its operators run whole (each with its
+    fastest kernel) says so in `plan`, with both estimates, and points at --arena-budget."""
+    default = plan(graph)
+    [row] = default.streams_json()
+    streamed, whole = cost.stream_overhead(default.graph, row["operator"])
+    assert streamed == cost.operator_estimate(default.graph, row["operator"])
+    assert main(["plan", str(model_path), "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["streams"]
+    assert (entry["instructions_estimate"], entry["unstreamed_estimate"]) == (streamed, whole)
+    assert main(["plan", str(model_path)]) == 0
+    text = capsys.readouterr().out
+    named = f"chain 0 -> 1 est. {streamed:,} instructions, {100 * (streamed / whole - 1):.0f}% over"
+    assert (named in text) == (streamed > 1.03 * whole)
+    if streamed > 1.03 * whole:
+        assert "`--arena-budget BYTES` chooses the fastest plan that fits" in text

@@ -3,7 +3,8 @@
 `--arena-budget` chooses among plans that fit (tinysched.pipeline) by this estimate, so it has to
 rank the kernels a plan can run: an in-place ``staged`` variant, the ``wide`` CONV_2D kernel with its
 scratch, a streamed chain, the default kernels. Each (core family, opcode, kernel) has a line of
-`kernel_costs.json`: instructions = per_mac x MACs + per_output x output elements + per_call (MACs
+`kernel_costs.json`: instructions = per_mac x MACs + per_output x output elements + per_pixel x
+output pixels + per_call (MACs
 as `tinysched.order.recompute.macs` counts them); a streamed chain costs `factor` x what its
 operators cost with their default kernels, unstreamed. The table is fitted to measured per-operator
 instruction counts (`measure --json`'s `per_operator`, QEMU -icount) by
@@ -58,11 +59,12 @@ class KernelCost:
 
     per_mac: float = 0.0
     per_output: float = 0.0
+    per_pixel: float = 0.0  # per output pixel (outputs over the last axis): loop and border overhead
     per_call: float = 0.0
     factor: float = 1.0  # streamed chains only: their cost over their operators' unstreamed
 
-    def instructions(self, mac_count: int, outputs: int) -> float:
-        return self.per_mac * mac_count + self.per_output * outputs + self.per_call
+    def instructions(self, mac_count: int, outputs: int, pixels: int = 0) -> float:
+        return self.per_mac * mac_count + self.per_output * outputs + self.per_pixel * pixels + self.per_call
 
 
 @cache
@@ -111,6 +113,12 @@ def _outputs(graph: Graph, op: Operator) -> int:
     return n
 
 
+def _pixels(graph: Graph, op: Operator) -> int:
+    """Output elements over the output's last axis (its pixels, for NHWC)."""
+    shape = graph.tensors[op.outputs[0]].shape if op.outputs else ()
+    return _outputs(graph, op) // max(int(shape[-1]), 1) if shape else _outputs(graph, op)
+
+
 def step_features(graph: Graph, v: int) -> dict[str, Any]:
     """What the table is indexed and fitted by, for operator `v` of a planned graph (the build
     record's steps carry it, so measured counts can be fitted without planning again)."""
@@ -119,11 +127,17 @@ def step_features(graph: Graph, v: int) -> dict[str, Any]:
         "kernel": kernel_name(graph, op),
         "macs": macs(graph, v),
         "outputs": _outputs(graph, op),
+        "pixels": _pixels(graph, op),
     }
     chain = stream_of(op)
     if chain is not None:  # what the chain's operators would cost unstreamed is fitted from these
         features["members"] = [
-            {"opcode": m.opcode, "macs": operator_macs(graph, m), "outputs": _outputs(graph, m)}
+            {
+                "opcode": m.opcode,
+                "macs": operator_macs(graph, m),
+                "outputs": _outputs(graph, m),
+                "pixels": _pixels(graph, m),
+            }
             for m in chain.operators
         ]
     return features
@@ -131,7 +145,8 @@ def step_features(graph: Graph, v: int) -> dict[str, Any]:
 
 def _member_estimate(graph: Graph, op: Operator, family: str) -> float:
     """A streamed chain's operator as if it ran unstreamed, with its default kernel."""
-    return _line(family, op.opcode, "default").instructions(operator_macs(graph, op), _outputs(graph, op))
+    line = _line(family, op.opcode, "default")
+    return line.instructions(operator_macs(graph, op), _outputs(graph, op), _pixels(graph, op))
 
 
 def stream_overhead(graph: Graph, v: int, core: str = DEFAULT_CORE) -> tuple[int, int] | None:
@@ -147,8 +162,8 @@ def stream_overhead(graph: Graph, v: int, core: str = DEFAULT_CORE) -> tuple[int
     whole = 0.0
     for m in chain.operators:
         kernels = ["default", "wide"] if wide_eligible(graph, m) else ["default"]
-        mac_count, outputs = operator_macs(graph, m), _outputs(graph, m)
-        whole += min(_line(family, m.opcode, k).instructions(mac_count, outputs) for k in kernels)
+        mac_count, outputs, pixels = operator_macs(graph, m), _outputs(graph, m), _pixels(graph, m)
+        whole += min(_line(family, m.opcode, k).instructions(mac_count, outputs, pixels) for k in kernels)
     return operator_estimate(graph, v, core), round(whole)
 
 
@@ -161,9 +176,8 @@ def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE) -> int:
         factor = _line(family, "STREAM", STREAMED).factor
         return round(factor * sum(_member_estimate(graph, m, family) for m in chain.operators))
     features = step_features(graph, v)
-    return round(
-        _line(family, op.opcode, features["kernel"]).instructions(features["macs"], features["outputs"])
-    )
+    line = _line(family, op.opcode, features["kernel"])
+    return round(line.instructions(features["macs"], features["outputs"], features["pixels"]))
 
 
 def order_estimate(graph: Graph, order: Sequence[int], core: str = DEFAULT_CORE) -> int:
