@@ -22,8 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tinysched.arena.placement import ArenaPlan
 from tinysched.memory.stream import stream_of
-from tinysched.memory.variants import variant_of
+from tinysched.memory.variants import scratch_bytes, variant_of
 from tinysched.model.graph import Graph, Operator
 from tinysched.order.recompute import macs, operator_macs
 
@@ -119,7 +120,28 @@ def _pixels(graph: Graph, op: Operator) -> int:
     return _outputs(graph, op) // max(int(shape[-1]), 1) if shape else _outputs(graph, op)
 
 
-def step_features(graph: Graph, v: int) -> dict[str, Any]:
+def own_strip_share(graph: Graph, op: Operator, arena: ArenaPlan | None) -> float:
+    """The share of a default-kernel CONV_2D's output that takes the widened path with its strip in
+    the operator's own output (ts_kernels.h "CONV_2D wide": the leading rows whose outputs end
+    before a strip that fits in the part of the output holding no input bytes), from the placed
+    offsets: 0 without an arena, for another kernel, or where no strip fits."""
+    from tinysched.arena.scratch import wide_eligible
+
+    if arena is None or kernel_name(graph, op) != "default" or not wide_eligible(graph, op):
+        return 0.0
+    where = {p.index: p for p in arena.buffers if p.instance == 0}
+    x, y = where.get(op.inputs[0]), where.get(op.outputs[0])
+    if x is None or y is None or y.bytes <= 0:
+        return 0.0
+    if x.offset >= y.offset + y.bytes or y.offset >= x.offset + x.bytes:
+        free = y.bytes
+    else:
+        free = max(x.offset - y.offset, y.offset + y.bytes - (x.offset + x.bytes), 0)
+    strip = scratch_bytes(graph, op, "wide", 1)
+    return max(0.0, min(1.0, (free - strip) / y.bytes))
+
+
+def step_features(graph: Graph, v: int, arena: ArenaPlan | None = None) -> dict[str, Any]:
     """What the table is indexed and fitted by, for operator `v` of a planned graph (the build
     record's steps carry it, so measured counts can be fitted without planning again)."""
     op = graph.operators[v]
@@ -128,6 +150,7 @@ def step_features(graph: Graph, v: int) -> dict[str, Any]:
         "macs": macs(graph, v),
         "outputs": _outputs(graph, op),
         "pixels": _pixels(graph, op),
+        "own_strip": round(own_strip_share(graph, op, arena), 4),
     }
     chain = stream_of(op)
     if chain is not None:  # what the chain's operators would cost unstreamed is fitted from these
@@ -167,22 +190,29 @@ def stream_overhead(graph: Graph, v: int, core: str = DEFAULT_CORE) -> tuple[int
     return operator_estimate(graph, v, core), round(whole)
 
 
-def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE) -> int:
-    """Estimated instructions of one execution of operator `v` of a planned graph on `core`."""
+def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE, arena: ArenaPlan | None = None) -> int:
+    """Estimated instructions of one execution of operator `v` of a planned graph on `core` (with
+    `arena`, the placed plan: a default CONV_2D's rows that widen in its own output cost as wide)."""
     family = core_family(core)
     op = graph.operators[v]
     chain = stream_of(op)
     if chain is not None:
         factor = _line(family, "STREAM", STREAMED).factor
         return round(factor * sum(_member_estimate(graph, m, family) for m in chain.operators))
-    features = step_features(graph, v)
-    line = _line(family, op.opcode, features["kernel"])
-    return round(line.instructions(features["macs"], features["outputs"], features["pixels"]))
+    features = step_features(graph, v, arena)
+    sizes = (features["macs"], features["outputs"], features["pixels"])
+    cost = _line(family, op.opcode, features["kernel"]).instructions(*sizes)
+    share = features["own_strip"]
+    if share:
+        cost += share * (_line(family, op.opcode, "wide").instructions(*sizes) - cost)
+    return round(cost)
 
 
-def order_estimate(graph: Graph, order: Sequence[int], core: str = DEFAULT_CORE) -> int:
+def order_estimate(
+    graph: Graph, order: Sequence[int], core: str = DEFAULT_CORE, arena: ArenaPlan | None = None
+) -> int:
     """Estimated instructions per inference of running `order` (repeats counted each time)."""
-    return sum(operator_estimate(graph, v, core) for v in order)
+    return sum(operator_estimate(graph, v, core, arena) for v in order)
 
 
 def table_note(core: str = DEFAULT_CORE) -> str:

@@ -267,8 +267,8 @@ def build_record(
                 "op": v,
                 "model_op": planned.source_operator(v),
                 "type": operator_type(planned.graph.operators[v]),
-                **step_features(planned.graph, v),
-                "estimate": operator_estimate(planned.graph, v, options.core),
+                **step_features(planned.graph, v, planned.arena),
+                "estimate": operator_estimate(planned.graph, v, options.core, planned.arena),
             }
             for v in planned.run_order
         ],
