@@ -127,6 +127,7 @@ COUNT = len(FEATURES)  # where a row holds the measured count
 # for one that does not. per_pixel stays 0 (cost.py reads it): on the models measured it fitted the
 # seen shapes better and the unseen ones worse (a small-K first layer, the streamed chains' operators)
 FIT_MACS = (0, 1)
+OWN_STRIP_MOST = 0.1  # a default CONV_2D widening more of its rows in its own output is not fitted
 FIT_NO_MACS = (1, 3)
 
 
@@ -228,7 +229,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
                 chains.append((s["members"], s["count"]))
                 continue
             opcode = s["type"]
-            if s.get("own_strip"):  # partly the widened path: no row of either line
+            if (s.get("own_strip") or 0) > OWN_STRIP_MOST:  # largely the widened path: neither line's
                 continue
             steps[f"{opcode}/{s['kernel']}"].append((s["macs"], s["outputs"], s["pixels"], 1, s["count"]))
     table = json.loads(COST_TABLE.read_text())
