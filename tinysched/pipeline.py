@@ -19,11 +19,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tinysched.arena.check import check_plan
+from tinysched.arena.cost import DEFAULT_CORE, order_estimate, stream_overhead, table_note
 from tinysched.arena.placement import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
 from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
 from tinysched.arena.scratch import with_wide_scratch
 from tinysched.budget import Budget, Shortfall, shortfalls_line
-from tinysched.errors import TinyschedError
+from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.memory.inplace import (
     DEFAULT_PREFERENCE,
     PREFERENCES,
@@ -63,9 +64,19 @@ class PlanOptions:
         DEFAULT_PREFERENCE  # "memory": in-place kernel variants where they lower a step; "speed": none
     )
     pools: PoolRequest | None = None  # the board's RAM regions, --pool limits, --pin (tinysched.arena.pools)
+    # --arena-budget: the plan with the fewest estimated instructions whose arena fits these bytes,
+    # among the plans `plan` considers (tinysched.pipeline.BudgetChoice); None: the least memory
+    arena_budget: int | None = None
+    core: str = (
+        DEFAULT_CORE  # the core (boards.yaml) whose kernel cost lines rank them (tinysched.arena.cost)
+    )
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
+        if self.arena_budget is not None and not 0 < self.arena_budget < 1 << 40:
+            raise TinyschedError(
+                f"--arena-budget must be a positive number of bytes, got {self.arena_budget}"
+            )
         if self.alignment & (self.alignment - 1):
             raise TinyschedError(f"--alignment must be a power of two, got {self.alignment}")
         if self.memory_model not in MODELS:
@@ -78,6 +89,10 @@ class PlanOptions:
             raise TinyschedError(f"--prefer must be one of {', '.join(PREFERENCES)}, got {self.prefer!r}")
         if self.alignment > MAX_ALIGNMENT:
             raise TinyschedError(f"--alignment must be at most {MAX_ALIGNMENT} bytes, got {self.alignment}")
+        if self.arena_budget is not None and self.recomputing:
+            raise TinyschedError(
+                "--arena-budget does not combine with --recompute (--ram-budget is recomputation's budget)"
+            )
         if not 0 <= self.time_limit < math.inf:
             raise TinyschedError(
                 f"--time-limit must be a non-negative number of seconds, got {self.time_limit}"
@@ -141,6 +156,93 @@ def stage_budget(options: PlanOptions) -> StageBudget:
     )
 
 
+class BudgetTooSmall(TinyschedError):
+    """--arena-budget below the least arena tinysched plans: exit code 3, as a model too big for
+    its board."""
+
+    exit_code = EXIT_DOES_NOT_FIT
+
+
+@dataclass(frozen=True)
+class BudgetCandidate:
+    """One plan `--arena-budget` considered: its arena, its estimated instructions per inference and
+    what it runs."""
+
+    label: str  # what distinguishes it, in words
+    arena_bytes: int
+    instructions_estimate: int
+    streams: int  # chains run row by row
+    variants: int  # operators running an in-place variant
+    wide: int  # CONV_2D operators running the widened kernel
+    fits: bool
+    chosen: bool = False
+    default: bool = False  # the plan without a budget (the least memory)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "arena_bytes": self.arena_bytes,
+            "instructions_estimate": self.instructions_estimate,
+            "streams": self.streams,
+            "variants": self.variants,
+            "wide": self.wide,
+            "fits": self.fits,
+            "chosen": self.chosen,
+            "default": self.default,
+        }
+
+
+@dataclass(frozen=True)
+class BudgetChoice:
+    """What `--arena-budget` chose: among the considered plans that fit, the fewest estimated
+    instructions (ties: the smaller arena), if that is at least BUDGET_MIN_SAVING below the
+    least-memory plan's estimate (else the least-memory plan)."""
+
+    budget_bytes: int
+    least_bytes: int  # the least arena tinysched plans (the default, --prefer memory)
+    core: str
+    estimate_source: str  # the cost table's lines, in words (tinysched.arena.cost.table_note)
+    candidates: tuple[BudgetCandidate, ...]
+
+    @property
+    def chosen(self) -> BudgetCandidate:
+        return next(c for c in self.candidates if c.chosen)
+
+    @property
+    def least_memory(self) -> BudgetCandidate:
+        """The plan without a budget (--prefer memory: the least arena)."""
+        return next(c for c in self.candidates if c.default)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "budget_bytes": self.budget_bytes,
+            "least_arena_bytes": self.least_bytes,
+            "core": self.core,
+            "estimate_source": self.estimate_source,
+            "chosen": self.chosen.label,
+            "candidates": [c.as_json() for c in self.candidates],
+        }
+
+    def summary(self) -> str:
+        """One line: which plan, its arena and estimate, against the least-memory plan's."""
+        c, least = self.chosen, self.least_memory
+        if c is least:
+            return (
+                f"--arena-budget {self.budget_bytes:,} B: {c.label}, arena {c.arena_bytes:,} B, est. "
+                f"{c.instructions_estimate:,} instructions per inference; no plan of the "
+                f"{len(self.candidates)} considered that fits is estimated {BUDGET_MIN_SAVING:.0%} faster"
+            )
+        saved = (
+            1 - c.instructions_estimate / least.instructions_estimate if least.instructions_estimate else 0
+        )
+        return (
+            f"--arena-budget {self.budget_bytes:,} B: {c.label}, arena {c.arena_bytes:,} B, est. "
+            f"{c.instructions_estimate:,} instructions per inference, {100 * saved:.1f}% fewer than the "
+            f"least-memory plan ({least.arena_bytes:,} B, est. {least.instructions_estimate:,}); "
+            f"{len(self.candidates)} plans considered"
+        )
+
+
 @dataclass(frozen=True)
 class Planned:
     """A model planned for code generation: everything later stages read, nothing they recompute."""
@@ -162,6 +264,12 @@ class Planned:
     # steps the time limit stopped that could have given a smaller arena (tinysched.budget): what a
     # longer --time-limit would try
     shortfalls: tuple[Shortfall, ...] = field(default=(), compare=False)
+    budget: BudgetChoice | None = field(default=None, compare=False)  # what --arena-budget chose
+
+    @property
+    def instructions_estimate(self) -> int:
+        """Estimated instructions per inference on `options.core` (tinysched.arena.cost)."""
+        return order_estimate(self.graph, self.run_order, self.options.core, self.arena)
 
     @property
     def memory_model(self) -> str:
@@ -290,10 +398,32 @@ class Planned:
             f"{r['window_bytes']:,} B)"
             for r in rows
         )
-        return (
+        text = (
             f"{len(rows)} chain(s) of operators run row by row, the tensors between them never whole; "
             f"`--prefer speed` keeps whole tensors: model operators {chains}"
         )
+        costs = self.stream_costs_summary()
+        return text if costs is None else f"{text}; {costs}"
+
+    def stream_costs_summary(self) -> str | None:
+        """The streamed chains estimated over STREAM_COST_LIMIT times their operators run whole
+        (issue 34: a chain should cost at most 3% more), in words (None: none is)."""
+        costly = [
+            (r, over)
+            for r in self.streams_json()
+            if (over := stream_overhead(self.graph, r["operator"], self.options.core)) is not None
+            and over[0] > STREAM_COST_LIMIT * over[1]
+        ]
+        if not costly:
+            return None
+        text = "; ".join(
+            f"chain {' -> '.join(map(str, r['model_ops']))} est. {streamed:,} instructions, "
+            f"{100 * (streamed / whole - 1):.0f}% over the same operators whole (est. {whole:,})"
+            for r, (streamed, whole) in costly
+        )
+        if self.budget is None:
+            text += ": `--arena-budget BYTES` chooses the fastest plan that fits"
+        return text
 
     @property
     def run_order(self) -> tuple[int, ...]:
@@ -394,6 +524,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     clock = time.perf_counter()
     rplan = None
     streaming = no_rewrites(base)
+    choice: BudgetChoice | None = None
+    ceiling: int | None = None  # --arena-budget: bytes the wide kernels' scratch may grow the arena to
     ledger = Budget(options.time_limit)  # what every stage below draws on (tinysched.budget)
     if options.recomputing:
         assert options.recompute is not None
@@ -414,6 +546,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         # machine's load, and what a plan does not use is there for the next.
         kernels = _KernelPlanner(base, options, note is None)
         best = kernels.plan(no_rewrites(base), ledger.part(2 if streams else 1))
+        considered = [best]  # every plan made, for --arena-budget
         basis, chosen = best, []  # the plan the next round streams from, and its streams
         rounds = STREAM_ROUNDS if streams else 0
         for done in range(rounds):
@@ -427,6 +560,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             except TinyschedError:
                 break
             trial = kernels.plan(fused, ledger.part(rounds - done))
+            considered.append(trial)
             if trial.arena.arena_bytes < best.arena.arena_bytes:
                 best = trial
             elif trial.arena.optimal or trial.arena.lower_bound_bytes >= best.arena.arena_bytes:
@@ -434,6 +568,15 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             # a plan not smaller yet, whose placement is above a bound below the best, is streamed
             # on from too: more placement work could still make it (or its successors) the best
             basis, chosen = trial, trying
+        if options.arena_budget is not None:
+            if note is None:  # the plans with the default kernels: no variants, streams as chosen
+                fast = _KernelPlanner(base, replace(options, prefer="speed"), True)
+                considered.append(
+                    fast.plan(no_rewrites(base), ledger.part(2 if best.streaming.rewrites else 1))
+                )
+                if best.streaming.rewrites:
+                    considered.append(fast.plan(best.streaming, ledger.part()))
+            choice, best, ceiling = _fit_budget(options, considered, best)
         placed, refinement, sched, arena, streaming = (
             best.graph,
             best.refinement,
@@ -445,7 +588,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement, ledger.part())
     if note is None and not options.recomputing:  # faster kernels where the arena has room at their step
-        placed, arena = with_wide_scratch(placed, arena)
+        placed, arena = with_wide_scratch(placed, arena, ceiling)
     seconds["placement"] = arena.seconds
     clock = time.perf_counter()
     check_plan(placed, arena)
@@ -464,8 +607,67 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         seconds,
         default_kernels,
         tuple(s for s in ledger.shortfalls if s.bound_bytes < arena.arena_bytes),
+        choice,
     )
 
+
+def _fit_budget(
+    options: PlanOptions, considered: list[_KernelPlan], least: _KernelPlan
+) -> tuple[BudgetChoice, _KernelPlan, int | None]:
+    """Among the considered plans, each as placed and with the wide kernels' scratch grown up to the
+    budget, the one that fits with the fewest estimated instructions (the least-memory plan unless
+    that is BUDGET_MIN_SAVING fewer): the choice, the plan, and the ceiling its wide scratch was
+    given (None: only the bytes the arena leaves free)."""
+    budget = options.arena_budget
+    assert budget is not None
+    if least.arena.arena_bytes > budget:
+        raise BudgetTooSmall(
+            f"--arena-budget {budget:,} B is below the least arena tinysched plans for this model: "
+            f"{least.arena.arena_bytes:,} B (its lower bound {least.arena.lower_bound_bytes:,} B)"
+        )
+    rows: list[tuple[BudgetCandidate, _KernelPlan, int | None]] = []
+    seen: set[tuple[int, int, int, int, int]] = set()
+    for kernel_plan in [least, *(p for p in considered if p is not least)]:  # the default first
+        for ceiling in (None, budget):
+            graph, arena = kernel_plan.graph, kernel_plan.arena
+            if arena.memory_model != "tensor":
+                graph, arena = with_wide_scratch(graph, arena, ceiling)
+            chosen = [variant_of(graph, op) for op in graph.operators]
+            wide = sum(1 for v in chosen if v is not None and v.name == "wide")
+            variants = sum(1 for v in chosen if v is not None and v.name != "wide")
+            chains = sum(1 for r in kernel_plan.streaming.rewrites if r.kind == "stream")
+            estimate = order_estimate(graph, arena.order, options.core, arena)
+            key = (arena.arena_bytes, estimate, chains, variants, wide)
+            if key in seen:
+                continue
+            seen.add(key)
+            label = f"{chains} chain(s) streamed, {variants} operator(s) in place, {wide} CONV_2D wide" + (
+                " (arena grown for their scratch)" if ceiling is not None else ""
+            )
+            candidate = BudgetCandidate(
+                label,
+                arena.arena_bytes,
+                estimate,
+                chains,
+                variants,
+                wide,
+                arena.arena_bytes <= budget,
+                default=kernel_plan is least and ceiling is None,
+            )
+            rows.append((candidate, kernel_plan, ceiling))
+    best = min((r for r in rows if r[0].fits), key=lambda r: (r[0].instructions_estimate, r[0].arena_bytes))
+    if best[0].instructions_estimate > (1 - BUDGET_MIN_SAVING) * rows[0][0].instructions_estimate:
+        best = rows[0]  # not clearly faster than the least memory: keep the least memory
+    candidates = tuple(replace(c, chosen=c is best[0]) for c, _, _ in rows)
+    choice = BudgetChoice(budget, least.arena.arena_bytes, options.core, table_note(options.core), candidates)
+    return choice, best[1], best[2]
+
+
+# --arena-budget spends bytes over the least arena only on a plan estimated at least this much faster:
+# on the models measured the estimate of a plan is within 0.89-1.05 of its count, and of two plans
+# of one model their ratio within about 7% of the measured one (docs/BENCHMARKS.md, "RAM budget")
+BUDGET_MIN_SAVING = 0.06
+STREAM_COST_LIMIT = 1.03  # issue 34: a chain estimated dearer than this over its operators whole is named
 
 STREAM_ROUNDS = (
     3  # plans that stream chains through the peak step's operators, each kept if it lowers the arena
@@ -613,6 +815,15 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             f"(default {DEFAULT_PREFERENCE})",
         )
         parser.add_argument(
+            "--arena-budget",
+            type=_byte_count,
+            metavar="BYTES",
+            help="the plan with the fewest estimated instructions per inference whose arena fits BYTES "
+            "(65536, 64K), among the least-memory plan, plans with fewer streamed chains or in-place "
+            "variants and plans whose arena grows for the widened CONV_2D kernel's scratch; "
+            "says which it chose and its estimate (default: the least memory)",
+        )
+        parser.add_argument(
             "--no-rewrite",
             action="store_true",
             help="plan the graph as converted: no dilated-convolution rewrite, no PAD fusion",
@@ -679,7 +890,31 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         memory_model=getattr(args, "memory_model", None) or DEFAULT_MEMORY_MODEL,
         io=getattr(args, "io", DEFAULT_IO),
         prefer=getattr(args, "prefer", DEFAULT_PREFERENCE),
+        arena_budget=getattr(args, "arena_budget", None),
+        core=core_of_args(args),
     )
+
+
+def core_of_args(args: Any) -> str:
+    """The core of --board (the cost table's lines the estimate reads); the default without one."""
+    from tinysched.boards import get_board
+
+    board = getattr(args, "board", None)
+    if board in (None, "host", "selftest"):
+        return DEFAULT_CORE
+    return get_board(board).core
+
+
+def _byte_count(text: str) -> int:
+    """--arena-budget's value: bytes, with an optional K or M (1024s), as --pool takes them."""
+    import argparse
+
+    from tinysched.arena.pools import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a byte count (69296, 64K, 1M), got {text!r}") from None
 
 
 def pools_from_args(args: Any) -> PoolRequest | None:

@@ -33,7 +33,7 @@ from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, scratch_bytes, variant_of, with_scratch, with_variants
 from tinysched.model.graph import Graph, Operator
 
-__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_worth", "with_wide_scratch"]
+__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_eligible", "wide_worth", "with_wide_scratch"]
 
 WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
 WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
@@ -47,8 +47,14 @@ def wide_worth(pixels: int) -> bool:
     return pixels > 0 and 10 * slots <= 16 * pixels
 
 
-def _wants_wide(graph: Graph, op: Operator) -> bool:
-    if op.opcode != "CONV_2D" or variant_of(graph, op) is not None or len(op.inputs) < 2:
+def wide_eligible(graph: Graph, op: Operator) -> bool:
+    """Whether `op` could run the ``wide`` kernel given its scratch (an int8 CONV_2D with constant
+    filters and enough output pixels), whatever it runs now."""
+    return _wants_wide(graph, op, any_kernel=True)
+
+
+def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False) -> bool:
+    if op.opcode != "CONV_2D" or (variant_of(graph, op) is not None and not any_kernel) or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
@@ -57,17 +63,20 @@ def _wants_wide(graph: Graph, op: Operator) -> bool:
     )
 
 
-def _gaps(arena: ArenaPlan, step: int) -> list[tuple[int, int]]:
+def _gaps(arena: ArenaPlan, step: int, ceiling: int | None = None) -> list[tuple[int, int]]:
     """Free [start, end) byte ranges of the arena at `step` (aligned starts), below its high-water
-    (so that does not move either) and, in a split arena, inside one region each."""
+    (so that does not move either; with `ceiling`, below that instead) and, in a split arena, inside
+    one region each."""
     used = sorted(
         (p.offset, p.offset + align_up(p.bytes, arena.alignment))
         for p in arena.buffers
         if p.first_step <= step <= p.last_step and p.bytes > 0
     )
     top = max((p.offset + p.bytes for p in arena.buffers), default=0)
+    if ceiling is not None and not arena.pools:
+        top = max(top, ceiling)
     regions = [(q.base, min(q.base + q.bytes, top)) for q in arena.pools] or [
-        (0, min(arena.arena_bytes, top))
+        (0, top if ceiling is not None else min(arena.arena_bytes, top))
     ]
     gaps = []
     for base, end in regions:
@@ -110,11 +119,15 @@ def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[
     return None
 
 
-def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]:
+def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None) -> tuple[Graph, ArenaPlan]:
     """`graph` and `arena` with the ``wide`` CONV_2D variant on every operator whose strip scratch
     fits in a gap of the arena at its step, the scratch placed there; unchanged when none fits or
     the plan runs operators more than once or is in the tensor memory model (the model `--tflm`
-    writes for stock TFLM, whose tensors are the model's own)."""
+    writes for stock TFLM, whose tensors are the model's own).
+
+    With `ceiling` (`--arena-budget`: bytes the arena may grow to), a strip may also take bytes above
+    the high-water up to the ceiling and raise its step above the lower bound: the arena grows (to
+    at most `ceiling`) and is then no longer claimed optimal, its bound the widened graph's."""
     order = tuple(arena.order)
     if len(set(order)) != len(order) or arena.memory_model == "tensor":
         return graph, arena
@@ -126,7 +139,9 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]
             continue
         # below the peak (strictly: the peak step the reports name stays the same one)
         most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
-        room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step)]
+        if ceiling is not None and not arena.pools:
+            most = ceiling
+        room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step, ceiling)]
         fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
         if fit is not None:
             blocks, need, offset = fit
@@ -153,4 +168,17 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan) -> tuple[Graph, ArenaPlan]
         replace(q, tensors=q.tensors + sum(q.base <= p.offset < q.base + q.bytes for p in added))
         for q in arena.pools
     )
-    return widened, replace(arena, buffers=arena.buffers + added, lower_bound_bytes=bound, pools=pools)
+    grown = max([arena.arena_bytes, *(align_up(p.offset + p.bytes, arena.alignment) for p in added)])
+    if grown == arena.arena_bytes:
+        return widened, replace(arena, buffers=arena.buffers + added, lower_bound_bytes=bound, pools=pools)
+    peak = max(s.live_bytes for s in profile(widened, order, refined).steps)
+    return widened, replace(
+        arena,
+        buffers=arena.buffers + added,
+        lower_bound_bytes=bound,
+        pools=pools,
+        arena_bytes=grown,
+        optimal=grown <= bound,
+        peak_bytes=max(arena.peak_bytes, peak),
+        method=f"{arena.method}+wide scratch",
+    )

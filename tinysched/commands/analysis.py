@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tinysched.arena.cost import stream_overhead
 from tinysched.arena.placement import STOCK_TFLM_PLACER, greedy_plan
 from tinysched.commands.common import (
     TerminalProgress,
@@ -256,6 +257,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["streams"] = planned.streams_json()
     payload["time_limit_shortfalls"] = planned.shortfalls_json()
     payload["wide_kernels"] = planned.wide_json()
+    if planned.recompute is None and planned.codegen_note is None:
+        payload["instructions_estimate"] = planned.instructions_estimate
+    payload["arena_budget"] = planned.budget.as_json() if planned.budget is not None else None
+    if planned.recompute is None and planned.codegen_note is None:
+        for r in payload["streams"]:  # the chain's estimate against its operators whole
+            streamed, unstreamed = stream_overhead(planned.graph, r["operator"], options.core) or (0, 0)
+            r["instructions_estimate"], r["unstreamed_estimate"] = streamed, unstreamed
     if folding is not None:
         payload["folded_operators"] = folding.count
         payload["folded_operator_indices"] = list(folding.folded)
@@ -316,6 +324,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    {edge.line()}")
     if planned.memory_model != "tensor":
         print(f"kernels      {planned.variants_summary()}")
+    if planned.stream_costs_summary() is not None:
+        print(f"stream cost  {planned.stream_costs_summary()}")
+    if planned.budget is not None:
+        print(f"budget       {planned.budget.summary()}")
     if planned.shortfalls_summary() is not None:
         print(f"time limit   {planned.shortfalls_summary()}")
     print()

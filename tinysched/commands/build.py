@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinysched.arena.cost import operator_estimate, step_features
 from tinysched.arena.pools import certificate as pool_certificate
 from tinysched.boards import Board, get_board
 from tinysched.build import DEFAULT_BUILD_OPTIONS, BuildOptions, build_board, build_host
@@ -259,14 +260,20 @@ def build_record(
         "model_info_symbol": f"{module.prefix}_info",
         "macs": total_macs(planned.graph),
         # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
+        # (and the kernel it calls, its MACs and outputs, and its estimated instructions on
+        # `plan_options.core`: what measure compares and bench_arena_budget fits the cost table to)
         "steps": [
             {
                 "op": v,
                 "model_op": planned.source_operator(v),
                 "type": operator_type(planned.graph.operators[v]),
+                **step_features(planned.graph, v, planned.arena),
+                "estimate": operator_estimate(planned.graph, v, options.core, planned.arena),
             }
             for v in planned.run_order
         ],
+        "instructions_estimate": planned.instructions_estimate,
+        "arena_budget": planned.budget.as_json() if planned.budget is not None else None,
         "arena_bytes": int(planned.arena.arena_bytes),
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
@@ -288,6 +295,8 @@ def build_record(
             "memory_model": planned.memory_model,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
+            "arena_budget": options.arena_budget,
+            "core": options.core,
             "recompute": None
             if options.recompute is None
             else {
@@ -360,6 +369,8 @@ def print_build(result: BuildResult) -> None:
         print(f"            {planned.variants_summary()}")
     if planned.streams_summary() is not None:
         print(f"streamed    {planned.streams_summary()}")
+    if planned.budget is not None:
+        print(f"budget      {planned.budget.summary()}")
     if planned.shortfalls_summary() is not None:
         print(f"time limit  {planned.shortfalls_summary()}")
     if planned.options.io != "model":

@@ -320,6 +320,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if recomputed is not None:
             payload["recompute"] = recomputed
         payload["per_operator"] = rows
+        payload["instructions_estimate"] = (record or {}).get("instructions_estimate")
+        payload["arena_budget"] = (record or {}).get("arena_budget")
         print_json(payload)
     else:
         if record is not None:
@@ -340,6 +342,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
             print(f"latency     {estimate}")
         if rows:
             print("\n".join(per_type_lines(rows, result.count_unit)))
+        line = estimate_line(record, result.instructions if result.cycles is None else None)
+        if line is not None:
+            print(line)
         if record is not None and record.get("stack_reserved_bytes"):
             reserved = int(record["stack_reserved_bytes"])
             print(
@@ -371,6 +376,27 @@ def per_operator(result: MeasureResult, record: dict[str, Any] | None) -> list[d
     return [
         {"step": k, **s, "count": c} for k, (s, c) in enumerate(zip(steps, result.step_counts, strict=True))
     ]
+
+
+def estimate_line(record: dict[str, Any] | None, instructions: int | None) -> str | None:
+    """The plan's estimated instructions per inference (tinysched.arena.cost) against the measured
+    count, and what --arena-budget chose (None: no estimate, or no instruction count measured)."""
+    estimate = (record or {}).get("instructions_estimate")
+    if not estimate or not instructions:
+        return None
+    core = ((record or {}).get("plan_options") or {}).get("core", "?")
+    off = 100.0 * (estimate - instructions) / instructions
+    line = (
+        f"estimate    {estimate:,} instructions per inference (kernel cost table, {core}) against "
+        f"{instructions:,} measured ({off:+.1f}%)"
+    )
+    budget = (record or {}).get("arena_budget")
+    if budget:
+        line += (
+            f"; --arena-budget {budget['budget_bytes']:,} B chose: {budget['chosen']} "
+            f"(least arena {budget['least_arena_bytes']:,} B)"
+        )
+    return line
 
 
 def per_type_lines(rows: list[dict[str, Any]], count_unit: str) -> list[str]:

@@ -36,6 +36,7 @@ __all__ = [
     "RecomputeRequest",
     "cannot_gain",
     "macs",
+    "operator_macs",
     "plan_recompute",
     "recomputable",
     "request_from_values",
@@ -114,6 +115,11 @@ def macs(graph: Graph, op: int) -> int:
     per output element; operators that only move bytes (RESHAPE, CONCATENATION, PAD, ...) zero.
     """
     return _operator_macs(graph, graph.operators[op])
+
+
+def operator_macs(graph: Graph, o: Operator) -> int:
+    """`macs` of an operator given itself (a streamed chain's member is in no graph's list)."""
+    return _operator_macs(graph, o)
 
 
 def _operator_macs(graph: Graph, o: Operator) -> int:

@@ -187,6 +187,26 @@ def measured_section(measured: dict[str, Any], arena_bytes: int) -> dict[str, An
     return out
 
 
+def budget_section(planned: Any, measured: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What --arena-budget considered and chose, with the measured point when `measured` ran this
+    very plan (same arena bytes planned) and counted instructions."""
+    if planned.budget is None:
+        return None
+    out = planned.budget.as_json()
+    point = None
+    if (
+        measured
+        and measured.get("arena_bytes_planned") == planned.arena.arena_bytes
+        and measured.get("instructions")
+    ):
+        point = {
+            "arena_bytes": int(measured["arena_bytes_measured"]),
+            "instructions": int(measured["instructions"]),
+        }
+    out["measured"] = point
+    return out
+
+
 def per_type(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The timed invoke's count per operator type, largest first (from measure's per_operator)."""
     totals: dict[str, list[int]] = {}
@@ -510,6 +530,8 @@ def collect_metadata(
         },
         "operators": operators,
         "recompute_tradeoff": tradeoff,
+        # --arena-budget: the plans considered (arena, estimated instructions), the chosen one
+        "arena_budget": budget_section(planned, measured),
         "measured": measured_section(measured, plan.arena_bytes) if measured else None,
         "build": extra or None,
         "seconds": round(time.perf_counter() - started, 3),

@@ -20,7 +20,7 @@ from tinysched.report.format import (
     witness_text,
 )
 from tinysched.report.metadata import FORMATS, check_metadata, metadata_json
-from tinysched.report.svg import sparkline, svg_arena_map, svg_bar, svg_timeline
+from tinysched.report.svg import sparkline, svg_arena_map, svg_bar, svg_budget, svg_timeline
 
 
 @cache
@@ -230,6 +230,11 @@ def render_html(doc: dict[str, Any]) -> str:
                 timeline["steps"],
                 lower_bound=doc["arena"]["lower_bound_bytes"],
             )
+        ),
+        "budget": markupsafe.Markup(
+            svg_budget(budget["candidates"], budget["budget_bytes"], budget.get("measured"))
+            if (budget := doc.get("arena_budget"))
+            else ""
         ),
         "bars": {
             r["name"]: markupsafe.Markup(svg_bar(r["percent_used"], r["status"]))

@@ -262,3 +262,81 @@ def sparkline(values: Sequence[int], width: int = 60) -> str:
         values = [max(values[int(i * per) : max(int((i + 1) * per), int(i * per) + 1)]) for i in range(width)]
     top = max(values) or 1
     return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] for v in values)
+
+
+def svg_budget(
+    candidates: Sequence[dict[str, Any]],
+    budget_bytes: int,
+    measured: dict[str, int] | None = None,
+    width: int = 640,
+    height: int = 260,
+) -> str:
+    """`--arena-budget`'s trade-off: each plan it considered at (arena bytes, estimated instructions
+    per inference), the chosen one ringed, the budget as a dashed rule, and the measured point
+    (arena high-water, instructions) where `measure` ran the chosen plan."""
+    left, right, top, bottom = 80, 20, 24, 40
+    pw, ph = width - left - right, height - top - bottom
+    xs = (
+        [c["arena_bytes"] for c in candidates]
+        + [budget_bytes]
+        + ([measured["arena_bytes"]] if measured else [])
+    )
+    ys = [c["instructions_estimate"] for c in candidates] + ([measured["instructions"]] if measured else [])
+    xstep, ystep = _byte_step(max(xs)), _nice_step(max(ys + [1]))
+    xtop, ytop = math.ceil(max(xs) * 1.05 / xstep) * xstep, math.ceil(max(ys + [1]) * 1.05 / ystep) * ystep
+    out = _svg_open(width, height, "arena bytes against estimated instructions per inference")
+
+    def x(v: float) -> float:
+        return left + pw * v / xtop
+
+    def y(v: float) -> float:
+        return top + ph - ph * v / ytop
+
+    v = 0.0
+    while v <= ytop + 1e-9:
+        label = f"{v / 1e6:g} M" if v else "0"
+        out.append(
+            f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" fill="#444">{label}</text>'
+        )
+        v += ystep
+    v = 0.0
+    while v <= xtop + 1e-9:
+        out.append(
+            f'<line x1="{x(v):.1f}" y1="{top + ph}" x2="{x(v):.1f}" y2="{top + ph + 4}" stroke="#444"/>'
+            f'<text x="{x(v):.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#444">{esc(_axis_label(v, xstep))}</text>'
+        )
+        v += xstep
+    out.append(
+        f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" fill="#222">arena</text>'
+        f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#222" '
+        f'transform="rotate(-90 14 {top + ph / 2:.1f})">instructions per inference</text>'
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>'
+        f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#444"/>'
+        f'<line x1="{x(budget_bytes):.1f}" y1="{top}" x2="{x(budget_bytes):.1f}" y2="{top + ph}" stroke="#000" '
+        f'stroke-dasharray="4 3"><title>budget {budget_bytes:,} B</title></line>'
+        f'<text x="{x(budget_bytes) - 4:.1f}" y="{top + 10}" text-anchor="end" fill="#222">budget {budget_bytes:,} B</text>'
+    )
+    for c in sorted(candidates, key=lambda c: c["chosen"]):
+        colour = SERIES_STYLE["certified"][0] if c["fits"] else "#8c8c8c"
+        cx, cy = x(c["arena_bytes"]), y(c["instructions_estimate"])
+        tip = f"{c['label']}: {c['arena_bytes']:,} B, est. {c['instructions_estimate']:,} instructions"
+        out.append(
+            f'<circle class="plan" cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{colour}"><title>{esc(tip)}</title></circle>'
+        )
+        if c["chosen"]:
+            out.append(
+                f'<circle class="chosen" cx="{cx:.1f}" cy="{cy:.1f}" r="8" fill="none" stroke="{PEAK_COLOUR}" '
+                f'stroke-width="2"/><text x="{cx + 10:.1f}" y="{cy - 8:.1f}" fill="{PEAK_COLOUR}" '
+                f'font-weight="bold">chosen</text>'
+            )
+    if measured:
+        mx, my = x(measured["arena_bytes"]), y(measured["instructions"])
+        tip = f"measured: {measured['arena_bytes']:,} B high-water, {measured['instructions']:,} instructions"
+        out.append(
+            f'<path class="measured" d="M{mx - 5:.1f},{my - 5:.1f} L{mx + 5:.1f},{my + 5:.1f} '
+            f'M{mx - 5:.1f},{my + 5:.1f} L{mx + 5:.1f},{my - 5:.1f}" stroke="#222" stroke-width="2">'
+            f"<title>{esc(tip)}</title></path>"
+        )
+    out.append("</svg>")
+    return "\n".join(out)
