@@ -32,7 +32,7 @@ from tinysched.memory.inplace import (
     unneeded_variants,
 )
 from tinysched.memory.overlap import MODELS, memory_model
-from tinysched.memory.stream import Stream, candidates, choose, fuse, input_chains, stream_of
+from tinysched.memory.stream import Stream, candidates, choose, fuse, input_chains, members, stream_of
 from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, variant_of, with_variants
 from tinysched.model.fold import FoldResult, fold_constants, no_folding
@@ -519,7 +519,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
         best = _stream_rounds(base, kernels, streams, best, [], whole_ledger)
         if options.stream_input:
-            streamed = _streamed_input_plan(base, kernels, streams, heads, ledger) if heads else None
+            streamed = _streamed_input_plan(base, kernels, streams, heads, best, ledger) if heads else None
             if streamed is not None and streamed.arena.arena_bytes >= best.arena.arena_bytes:
                 input_note = (
                     f"streaming it gives an arena of {streamed.arena.arena_bytes:,} B, no smaller than the "
@@ -608,20 +608,28 @@ def _stream_rounds(
 
 
 def _streamed_input_plan(
-    base: Graph, kernels: _KernelPlanner, streams: Sequence[Stream], heads: Sequence[Stream], ledger: Budget
+    base: Graph,
+    kernels: _KernelPlanner,
+    streams: Sequence[Stream],
+    heads: Sequence[Stream],
+    whole: _KernelPlan,
+    ledger: Budget,
 ) -> _KernelPlan | None:
     """The smallest arena with the input streamed (--stream-input): each chain headed by the input
-    planned alone (half of `ledger`, shared), then rounds streaming more chains on top of the best."""
+    planned with the chains of the whole-input plan `whole` it does not touch (half of `ledger`,
+    shared), then rounds streaming more chains on top of the best."""
+    kept = [s for op in whole.graph.operators if (s := stream_of(op)) is not None]
     seeds = ledger.part(2)
-    best, head = None, None
-    runnable = [h for h in heads if _fusable(fuse(base, [h]))]
-    for k, h in enumerate(runnable):
-        trial = kernels.plan(fuse(base, [h]), seeds.part(len(runnable) - k))
+    tries = [[h, *(c for c in kept if not members(c) & members(h))] for h in heads]
+    tries = [t for t in tries if _fusable(fuse(base, t))]
+    best, chosen = None, None
+    for k, trying in enumerate(tries):
+        trial = kernels.plan(fuse(base, trying), seeds.part(len(tries) - k))
         if best is None or trial.arena.arena_bytes < best.arena.arena_bytes:
-            best, head = trial, h
-    if best is None or head is None:
+            best, chosen = trial, trying
+    if best is None or chosen is None:
         return None
-    return _stream_rounds(base, kernels, [*streams, *heads], best, [head], ledger)
+    return _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger)
 
 
 STREAM_ROUNDS = (
