@@ -62,10 +62,11 @@ class Exported:
         return self.result.directory
 
 
-def export(model: Path, out: Path, prefix: str, *, compile: bool = False, seed: int = 0) -> Exported:
-    result = export_model(
-        model, out, "nucleo-f767", options=PlanOptions(time_limit=4.0), prefix=prefix, compile=compile
-    )
+def export(
+    model: Path, out: Path, prefix: str, *, compile: bool = False, seed: int = 0, stream_input: bool = False
+) -> Exported:
+    options = PlanOptions(time_limit=4.0, stream_input=stream_input)
+    result = export_model(model, out, "nucleo-f767", options=options, prefix=prefix, compile=compile)
     inputs = random_inputs(model, seed, 1)[0]
     ref = run_reference_many(model, [inputs])[0]
     return Exported(result, model, inputs, [np.asarray(o).tobytes() for o in ref.outputs])
@@ -517,10 +518,13 @@ def write_app_config(folder: Path, models: list[Exported], runs: list[int], shar
         c.append(
             f"static const size_t {n}_output_bytes[] = {{ {', '.join(f'{N}_OUTPUT{k}_BYTES' for k in range(outs))} }};"
         )
+        streamed = m.result.module.streamed  # exported with --stream-input: <name>_invoke_streamed
+        offset = "0" if streamed and not streamed["whole"] else f"{N}_INPUT0_OFFSET"
+        entry = f"{n}_invoke_streamed, {N}_INPUT0_ROW_BYTES" if streamed else "NULL, 0"
         rows.append(
             f'    {{ "{n}", {n}_init, {n}_input, {n}_output, {n}_invoke_in_place, {n}_invoke, {n}_error_string, '
-            f"{N}_ARENA_BYTES, {N}_INPUT0_OFFSET, {N}_NUM_INPUTS, {N}_NUM_OUTPUTS, {n}_inputs, {n}_input_bytes, "
-            f"{n}_output_bytes }},"
+            f"{N}_ARENA_BYTES, {offset}, {N}_OUTPUT0_OFFSET, {entry}, {N}_NUM_INPUTS, {N}_NUM_OUTPUTS, "
+            f"{n}_inputs, {n}_input_bytes, {n}_output_bytes }},"
         )
     c += ["const app_model app_models[] = {", *rows, "};", f"const size_t app_num_models = {len(models)};"]
     c.append(f"const size_t app_runs[] = {{ {', '.join(map(str, runs))} }};")
@@ -565,12 +569,20 @@ def check_run(
     assert [s[1] for s in seen] == [models[r].name for r in runs]
     for fields in seen:
         m = next(x for x in models if x.name == fields[1])
-        arena, input0 = int(fields[2].split("=")[1], 16), int(fields[3].split("=")[1], 16)
+        arena = int(fields[2].split("=")[1], 16)
         assert fields[4] == "rc=0"
         assert start <= arena and arena + m.result.module.arena_bytes <= start + size
         header = (m.directory / "include" / f"{m.name}.h").read_text()
-        offset = int(re.search(rf"#define {m.name.upper()}_INPUT0_OFFSET (\d+)u", header).group(1))
-        assert input0 == arena + offset
+        if fields[3] == "input0=streamed":  # through _invoke_streamed: every row asked for, in order
+            rows = m.result.module.streamed["rows"]
+            assert f"ROWS {m.name} {rows}" in {" ".join(line.split()[:3]) for line in lines}
+            assert not any(line.startswith(f"ROWS {m.name} ") and "out-of-order" in line for line in lines)
+            assert f"#define {m.name.upper()}_INPUT0_OFFSET" not in header
+            assert "IN_PLACE -8 input0=NULL" in lines  # _invoke_in_place refused, no input pointer
+        else:
+            input0 = int(fields[3].split("=")[1], 16)
+            offset = int(re.search(rf"#define {m.name.upper()}_INPUT0_OFFSET (\d+)u", header).group(1))
+            assert input0 == arena + offset
         if shared:
             assert arena == syms["shared_arena"]
         else:

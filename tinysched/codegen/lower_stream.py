@@ -180,7 +180,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:
         tail = [
-            f"while (next0 < {heights[0]}) {{ /* rows below {read}, which no output row reads: requested all the same */",
+            f"while (next0 < {heights[0]}) {{ /* rows {read} to {heights[0] - 1}, which no output row reads: requested all the same */",
             f"    const int32_t count = {heights[0]} - next0 < {s.rows[0]} ? {heights[0]} - next0 : {s.rows[0]};",
             *(f"    {line}" for line in read_rows("next0", "count", "w0")),
             "    next0 += count;",

@@ -65,6 +65,9 @@ class GeneratedModule:
     weights_bytes: int  # the model's constant tensors (filters, biases, tables of the model)
     parameter_bytes: int  # per-operator arrays the generator adds: multipliers, shifts, lookup tables
     op_kernels: tuple[tuple[int, str], ...] = ()  # (operator, C kernel function), each operator once
+    # <prefix>_invoke_streamed (--stream-input): rows, row_bytes, whole (the input stays whole in the
+    # arena), window_rows, window_bytes; None: no such entry
+    streamed: dict[str, Any] | None = None
 
 
 # Bytes per element of the C types arrays are declared with (a ConstArray's values may be wider).
@@ -587,4 +590,5 @@ def generate(
         op_kernels=tuple(
             (c.op, "+".join(part.kernel for part in c.emitted)) for c in calls if c.first_run and c.emitted
         ),
+        streamed=streamed,
     )

@@ -251,12 +251,11 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
     if _nhwc1(graph, x) is None:
         return [], f"input 0 ({shape}) is not an image of batch 1 (1 x rows x columns x channels)"
     readers = graph.consumers.get(x, ())
-    if x in graph.outputs or len(readers) != 1:
+    if x in graph.outputs:
+        return [], "input 0 is also an output of the model"
+    if len(readers) != 1:
         who = ", ".join(f"{v} ({graph.operators[v].opcode})" for v in readers)
-        return (
-            [],
-            f"input 0 is read by {len(readers)} operators ({who}) or is an output; rows stream into one",
-        )
+        return [], f"input 0 is read by {len(readers)} operators ({who}); its rows stream into one"
     first = graph.operators[readers[0]]
     window = row_window(graph, first) if first.opcode in WINDOWED else None
     if window is None or first.inputs[0] != x or x in first.inputs[1:] or len(first.outputs) != 1:
