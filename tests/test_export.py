@@ -92,6 +92,16 @@ def branching(tmp_path_factory) -> Exported:
 
 
 @pytest.fixture(scope="module")
+def camera(tmp_path_factory) -> Exported:
+    """A camera's first layers exported with --stream-input: the input only ever a window of rows."""
+    from helpers import saved_model
+    from stream_input_models import camera_head
+
+    path = saved_model(tmp_path_factory.mktemp("models") / "camera.tflite", camera_head, seed=4)
+    return export(path, tmp_path_factory.mktemp("export") / "camera", "camera", stream_input=True)
+
+
+@pytest.fixture(scope="module")
 def quantize_edges(tmp_path_factory) -> Exported:
     return export(GOLDEN_QUANTIZE, tmp_path_factory.mktemp("export") / "qe", "qe")
 
@@ -662,6 +672,55 @@ def test_make_project_links_two_exports_with_each_kernel_once(
     assert shared_kernels  # the .mk files must name those once between them
     elf, map_file = make_build(tmp_path, [demo, branching], [0, 1], "-Os")
     check_run(run_qemu(elf), [demo, branching], [0, 1], elf, map_file, shared=False)
+
+
+@pytest.mark.qemu
+def test_cmake_project_runs_a_streamed_input_export_bit_exact(
+    demo: Exported, camera: Exported, tmp_path: Path
+) -> None:
+    """The user's project pulls the camera model's rows through camera_invoke_streamed with its own
+    row source (every row asked for, in order, once; outputs left in the arena), then through the
+    copying invoke, beside a model run in place: both bit-exact; the README and example say so."""
+    streamed = camera.result.module.streamed
+    assert streamed is not None and not streamed["whole"] and streamed["window_rows"] == 3
+    readme = (camera.directory / "README.md").read_text()
+    assert (
+        "camera_invoke_streamed(read_rows, ctx, outputs)" in readme
+        and "**streamed** (`_invoke_streamed`)" in readme
+    )
+    assert (
+        "camera_invoke_streamed(read_rows, NULL, NULL)"
+        in (camera.directory / "example" / "main.c").read_text()
+    )
+    elf, map_file = cmake_build(tmp_path, [demo, camera], [0, 1], "Release", shared=False)
+    lines = run_qemu(elf)
+    check_run(lines, [demo, camera], [0, 1], elf, map_file, shared=False)
+    assert "ROWS camera 24 calls=12 in-order" in lines  # rows 0-2, then two new rows per output row
+    d = camera.directory  # its own module, example and header strict (the kernels: the matrix above)
+    includes = [f"-I{d}/include", f"-I{d}/src", f"-I{d}/src/kernels"]
+    for core in ("m7", "m55"):
+        for level in ("-O0", "-O2"):
+            for f in (d / "src" / "camera.c", d / "example" / "main.c"):
+                cmd = [
+                    "arm-none-eabi-gcc",
+                    *CORES[core],
+                    level,
+                    *STRICT,
+                    *includes,
+                    "-c",
+                    str(f),
+                    "-o",
+                    "/dev/null",
+                ]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                assert proc.returncode == 0, (core, level, f.name, proc.stderr[:600])
+    cxx = tmp_path / "use.cpp"
+    cxx.write_text(
+        '#include "camera.h"\nint use() { return camera_invoke_streamed(nullptr, nullptr, nullptr); }\n'
+    )
+    cmd = ["arm-none-eabi-g++", *CORES["m7"], "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic",
+           f"-I{d}/include", "-c", str(cxx), "-o", "/dev/null"]  # fmt: skip
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
 
 
 @pytest.mark.qemu
