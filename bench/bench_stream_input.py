@@ -53,8 +53,10 @@ def measured(path: Path, io: str, stream_input: bool, work: Path, n_inputs: int)
 def one(path: Path, io: str, target: int, work: Path, n_inputs: int) -> dict[str, Any]:
     w = measured(path, io, False, work / "whole", n_inputs)
     s = measured(path, io, True, work / "streamed", n_inputs)
-    record = _record(work / "streamed")
+    doc = _document(work / "streamed")
+    record = doc["build"]
     info = record["input_streaming"]
+    peak = record["steps"][int(doc["timeline"]["peak_step"])]
     return {
         "model": path.stem,
         "io": io,
@@ -74,14 +76,14 @@ def one(path: Path, io: str, target: int, work: Path, n_inputs: int) -> dict[str
         "exact": bool(w.outputs_match and s.outputs_match),
         "ok": w.ok and s.ok,
         "fed_by_harness": bool(s.hello.get("streamed_input")),
+        "peak": f"model operator {peak['model_op']} ({peak['type']})",
     }
 
 
-def _record(build_dir: Path) -> dict[str, Any]:
+def _document(build_dir: Path) -> dict[str, Any]:
     import json
 
-    meta = next(build_dir.glob("*_metadata.json"))
-    return json.loads(meta.read_text())["build"]
+    return json.loads(next(build_dir.glob("*_metadata.json")).read_text())
 
 
 def table(rows: list[dict[str, Any]], seconds: float, n_inputs: int) -> str:
@@ -99,8 +101,9 @@ def table(rows: list[dict[str, Any]], seconds: float, n_inputs: int) -> str:
         "aligned lower bound (its order certified).",
         "",
         "| model | --io | arena, whole input | arena, input streamed | bound | input rows in the arena | "
-        "target | instructions whole | instructions streamed | change | high-water planned = measured | outputs |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "target | instructions whole | instructions streamed | change | high-water planned = measured | outputs | "
+        "streamed plan's peak step |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     misses = []
     for r in rows:
@@ -113,7 +116,7 @@ def table(rows: list[dict[str, Any]], seconds: float, n_inputs: int) -> str:
         out.append(
             f"| {r['model']} | {r['io']} | {r['arena_whole']:,} | {r['arena_streamed']:,} | {r['bound']:,} | "
             f"{rows_text} | <= {r['target']:,}: {met} | {r['instr_whole']:,} | {r['instr_streamed']:,} | "
-            f"{100 * change:+.2f}% | {hw} | {'bit-exact' if r['exact'] else '**differ**'} |"
+            f"{100 * change:+.2f}% | {hw} | {'bit-exact' if r['exact'] else '**differ**'} | {r['peak']} |"
         )
         if r["arena_streamed"] > r["target"]:
             misses.append(
