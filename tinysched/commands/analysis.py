@@ -222,6 +222,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise TinyschedError("--tflm cannot carry --recompute: TFLM runs each operator once")
     if args.tflm and options.io != "model":
         raise TinyschedError("--tflm cannot carry --io int8: TFLM runs the model's own interface")
+    if args.tflm and options.stream_input:
+        raise TinyschedError("--tflm cannot carry --stream-input: TFLM takes the whole input")
     if args.tflm:
         options = tflm_options(options, explicit=getattr(args, "memory_model", None))
     original = read_checked_model(args.model)
