@@ -205,3 +205,31 @@ def test_measured_on_qemu_through_the_streamed_entry(tmp_path: Path) -> None:
     assert result.outputs_match is True and result.ok, result.mismatches
     assert result.arena_bytes_measured == planned.arena.high_water_bytes == 1040
     assert any(line.startswith("input streamed  the harness fed") for line in result.lines())
+
+
+def test_the_report_gives_the_arena_both_ways() -> None:
+    from tinysched.report import CompareOptions, collect_metadata, run_comparisons
+    from tinysched.report.render import render
+
+    planned = _plan(camera_head)
+    comparisons = run_comparisons(planned, None, CompareOptions(stock_tflm=False, recompute_ks=()))
+    doc = collect_metadata(
+        planned, board=None, kernels=dict(generate(planned).op_kernels), comparisons=comparisons
+    )
+    record = doc["summary"]["input_streaming"]
+    assert (record["arena_bytes_whole_input"], record["arena_bytes_streamed_input"]) == (1944, 1040)
+    # the copying invoke takes the whole input from the application, though the arena never holds it
+    assert doc["summary"]["application_ram"]["input_bytes"] == 1920
+    md = render(doc, "md")
+    assert "| arena with the whole input (--stream-input) | 1,944 B" in md
+    assert "| arena with the input streamed | 1,040 B" in md
+    whole = _plan(input_read_twice)
+    doc = collect_metadata(
+        whole,
+        board=None,
+        kernels=None,
+        comparisons=run_comparisons(whole, None, CompareOptions(stock_tflm=False, recompute_ks=())),
+    )
+    assert "| arena with the input streamed | input whole: input 0 is read by 2 operators" in render(
+        doc, "md"
+    )
