@@ -62,10 +62,11 @@ class Exported:
         return self.result.directory
 
 
-def export(model: Path, out: Path, prefix: str, *, compile: bool = False, seed: int = 0) -> Exported:
-    result = export_model(
-        model, out, "nucleo-f767", options=PlanOptions(time_limit=4.0), prefix=prefix, compile=compile
-    )
+def export(
+    model: Path, out: Path, prefix: str, *, compile: bool = False, seed: int = 0, stream_input: bool = False
+) -> Exported:
+    options = PlanOptions(time_limit=4.0, stream_input=stream_input)
+    result = export_model(model, out, "nucleo-f767", options=options, prefix=prefix, compile=compile)
     inputs = random_inputs(model, seed, 1)[0]
     ref = run_reference_many(model, [inputs])[0]
     return Exported(result, model, inputs, [np.asarray(o).tobytes() for o in ref.outputs])
@@ -88,6 +89,16 @@ def branching(tmp_path_factory) -> Exported:
     path = tmp_path_factory.mktemp("models") / "branching.tflite"
     path.write_bytes(random_branching_model(3))
     return export(path, tmp_path_factory.mktemp("export") / "branching", "branching")
+
+
+@pytest.fixture(scope="module")
+def camera(tmp_path_factory) -> Exported:
+    """A camera's first layers exported with --stream-input: the input only ever a window of rows."""
+    from helpers import saved_model
+    from stream_input_models import camera_head
+
+    path = saved_model(tmp_path_factory.mktemp("models") / "camera.tflite", camera_head, seed=4)
+    return export(path, tmp_path_factory.mktemp("export") / "camera", "camera", stream_input=True)
 
 
 @pytest.fixture(scope="module")
@@ -517,10 +528,13 @@ def write_app_config(folder: Path, models: list[Exported], runs: list[int], shar
         c.append(
             f"static const size_t {n}_output_bytes[] = {{ {', '.join(f'{N}_OUTPUT{k}_BYTES' for k in range(outs))} }};"
         )
+        streamed = m.result.module.streamed  # exported with --stream-input: <name>_invoke_streamed
+        offset = "0" if streamed and not streamed["whole"] else f"{N}_INPUT0_OFFSET"
+        entry = f"{n}_invoke_streamed, {N}_INPUT0_ROW_BYTES" if streamed else "NULL, 0"
         rows.append(
             f'    {{ "{n}", {n}_init, {n}_input, {n}_output, {n}_invoke_in_place, {n}_invoke, {n}_error_string, '
-            f"{N}_ARENA_BYTES, {N}_INPUT0_OFFSET, {N}_NUM_INPUTS, {N}_NUM_OUTPUTS, {n}_inputs, {n}_input_bytes, "
-            f"{n}_output_bytes }},"
+            f"{N}_ARENA_BYTES, {offset}, {N}_OUTPUT0_OFFSET, {entry}, {N}_NUM_INPUTS, {N}_NUM_OUTPUTS, "
+            f"{n}_inputs, {n}_input_bytes, {n}_output_bytes }},"
         )
     c += ["const app_model app_models[] = {", *rows, "};", f"const size_t app_num_models = {len(models)};"]
     c.append(f"const size_t app_runs[] = {{ {', '.join(map(str, runs))} }};")
@@ -565,12 +579,20 @@ def check_run(
     assert [s[1] for s in seen] == [models[r].name for r in runs]
     for fields in seen:
         m = next(x for x in models if x.name == fields[1])
-        arena, input0 = int(fields[2].split("=")[1], 16), int(fields[3].split("=")[1], 16)
+        arena = int(fields[2].split("=")[1], 16)
         assert fields[4] == "rc=0"
         assert start <= arena and arena + m.result.module.arena_bytes <= start + size
         header = (m.directory / "include" / f"{m.name}.h").read_text()
-        offset = int(re.search(rf"#define {m.name.upper()}_INPUT0_OFFSET (\d+)u", header).group(1))
-        assert input0 == arena + offset
+        if fields[3] == "input0=streamed":  # through _invoke_streamed: every row asked for, in order
+            rows = m.result.module.streamed["rows"]
+            assert f"ROWS {m.name} {rows}" in {" ".join(line.split()[:3]) for line in lines}
+            assert not any(line.startswith(f"ROWS {m.name} ") and "out-of-order" in line for line in lines)
+            assert f"#define {m.name.upper()}_INPUT0_OFFSET" not in header
+            assert "IN_PLACE -8 input0=NULL" in lines  # _invoke_in_place refused, no input pointer
+        else:
+            input0 = int(fields[3].split("=")[1], 16)
+            offset = int(re.search(rf"#define {m.name.upper()}_INPUT0_OFFSET (\d+)u", header).group(1))
+            assert input0 == arena + offset
         if shared:
             assert arena == syms["shared_arena"]
         else:
@@ -650,6 +672,55 @@ def test_make_project_links_two_exports_with_each_kernel_once(
     assert shared_kernels  # the .mk files must name those once between them
     elf, map_file = make_build(tmp_path, [demo, branching], [0, 1], "-Os")
     check_run(run_qemu(elf), [demo, branching], [0, 1], elf, map_file, shared=False)
+
+
+@pytest.mark.qemu
+def test_cmake_project_runs_a_streamed_input_export_bit_exact(
+    demo: Exported, camera: Exported, tmp_path: Path
+) -> None:
+    """The user's project pulls the camera model's rows through camera_invoke_streamed with its own
+    row source (every row asked for, in order, once; outputs left in the arena), then through the
+    copying invoke, beside a model run in place: both bit-exact; the README and example say so."""
+    streamed = camera.result.module.streamed
+    assert streamed is not None and not streamed["whole"] and streamed["window_rows"] == 3
+    readme = (camera.directory / "README.md").read_text()
+    assert (
+        "camera_invoke_streamed(read_rows, ctx, outputs)" in readme
+        and "**streamed** (`_invoke_streamed`)" in readme
+    )
+    assert (
+        "camera_invoke_streamed(read_rows, NULL, NULL)"
+        in (camera.directory / "example" / "main.c").read_text()
+    )
+    elf, map_file = cmake_build(tmp_path, [demo, camera], [0, 1], "Release", shared=False)
+    lines = run_qemu(elf)
+    check_run(lines, [demo, camera], [0, 1], elf, map_file, shared=False)
+    assert "ROWS camera 24 calls=12 in-order" in lines  # rows 0-2, then two new rows per output row
+    d = camera.directory  # its own module, example and header strict (the kernels: the matrix above)
+    includes = [f"-I{d}/include", f"-I{d}/src", f"-I{d}/src/kernels"]
+    for core in ("m7", "m55"):
+        for level in ("-O0", "-O2"):
+            for f in (d / "src" / "camera.c", d / "example" / "main.c"):
+                cmd = [
+                    "arm-none-eabi-gcc",
+                    *CORES[core],
+                    level,
+                    *STRICT,
+                    *includes,
+                    "-c",
+                    str(f),
+                    "-o",
+                    "/dev/null",
+                ]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                assert proc.returncode == 0, (core, level, f.name, proc.stderr[:600])
+    cxx = tmp_path / "use.cpp"
+    cxx.write_text(
+        '#include "camera.h"\nint use() { return camera_invoke_streamed(nullptr, nullptr, nullptr); }\n'
+    )
+    cmd = ["arm-none-eabi-g++", *CORES["m7"], "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic",
+           f"-I{d}/include", "-c", str(cxx), "-o", "/dev/null"]  # fmt: skip
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
 
 
 @pytest.mark.qemu

@@ -205,6 +205,7 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
             "operator": 0,
             "model_ops": [0, 1, 2],
             "opcodes": ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"],
+            "input_rows": False,  # not headed by the input's rows (--stream-input)
             "tensors": [streamed[0], streamed[1]],
             "tensor_bytes": 2880 + 720,
             "window_rows": [3, 1],

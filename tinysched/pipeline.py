@@ -33,7 +33,7 @@ from tinysched.memory.inplace import (
     unneeded_variants,
 )
 from tinysched.memory.overlap import MODELS, memory_model
-from tinysched.memory.stream import Stream, candidates, choose, fuse, stream_of
+from tinysched.memory.stream import Stream, candidates, choose, fuse, input_chains, members, stream_of
 from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, variant_of, with_variants
 from tinysched.model.fold import FoldResult, fold_constants, no_folding
@@ -70,6 +70,9 @@ class PlanOptions:
     core: str = (
         DEFAULT_CORE  # the core (boards.yaml) whose kernel cost lines rank them (tinysched.arena.cost)
     )
+    # --stream-input: the application hands the input's rows to `<prefix>_invoke_streamed` and the
+    # first operators take them through a window (tinysched.memory.stream.input_chains)
+    stream_input: bool = False
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
@@ -96,6 +99,18 @@ class PlanOptions:
         if not 0 <= self.time_limit < math.inf:
             raise TinyschedError(
                 f"--time-limit must be a non-negative number of seconds, got {self.time_limit}"
+            )
+        if self.stream_input and not self.streams_allowed:
+            asked = (
+                "--recompute"
+                if self.recomputing
+                else f"--memory-model {self.memory_model}"
+                if self.memory_model != "refined"
+                else f"--prefer {self.prefer}"
+            )
+            raise TinyschedError(
+                "--stream-input streams the input's rows into the first operators, which the refined "
+                f"memory model with --prefer memory does, not {asked}"
             )
 
     @property
@@ -244,6 +259,72 @@ class BudgetChoice:
 
 
 @dataclass(frozen=True)
+class InputStreaming:
+    """What --stream-input gave: the input streamed or not (`note`: why not), and the arena both
+    ways (the plan with the whole input in the arena, and the one with its window)."""
+
+    tensor: int  # the model's input (a tensor index of the planned graph)
+    streamed: bool  # its rows pass through a window; False: it is whole in the arena
+    rows: int  # the rows the application delivers (dimension 1; 1 for a rank-1 input)
+    row_bytes: int
+    window_rows: int  # rows of it the arena holds at once (all of them when whole)
+    whole_input_arena_bytes: int
+    whole_input_lower_bound_bytes: int
+    streamed_arena_bytes: int | None  # None: no plan streams it (`note`)
+    streamed_lower_bound_bytes: int | None
+    note: str | None  # why the input stays whole (None: it streams)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "tensor": self.tensor,
+            "streamed": self.streamed,
+            "rows": self.rows,
+            "row_bytes": self.row_bytes,
+            "window_rows": self.window_rows,
+            "arena_bytes_whole_input": self.whole_input_arena_bytes,
+            "lower_bound_bytes_whole_input": self.whole_input_lower_bound_bytes,
+            "arena_bytes_streamed_input": self.streamed_arena_bytes,
+            "lower_bound_bytes_streamed_input": self.streamed_lower_bound_bytes,
+            "note": self.note,
+        }
+
+    def summary(self) -> str:
+        """One line: the arena both ways, or why the input stays whole."""
+        whole = f"{self.whole_input_arena_bytes:,} B with the whole input"
+        if not self.streamed:
+            return f"input whole: {self.note}; arena {whole}; <prefix>_invoke_streamed reads its rows into it"
+        return (
+            f"input streamed: {self.window_rows} of its {self.rows} rows of {self.row_bytes:,} B in the arena "
+            f"at once; arena {self.streamed_arena_bytes:,} B streamed, {whole}"
+        )
+
+
+def _input_streaming(
+    graph: Graph, whole: _KernelPlan, streamed: _KernelPlan | None, note: str | None
+) -> InputStreaming:
+    x = graph.inputs[0]
+    shape = graph.tensors[x].shape
+    rows = int(shape[1]) if len(shape) > 1 else 1
+    chain = (
+        None
+        if streamed is None
+        else next(s for op in streamed.graph.operators if (s := stream_of(op)) is not None and s.source)
+    )
+    return InputStreaming(
+        x,
+        streamed is not None and note is None,
+        rows,
+        graph.tensors[x].nbytes // max(rows, 1),
+        rows if chain is None or note is not None else chain.rows[0],
+        whole.arena.arena_bytes,
+        whole.arena.lower_bound_bytes,
+        None if streamed is None else streamed.arena.arena_bytes,
+        None if streamed is None else streamed.arena.lower_bound_bytes,
+        note,
+    )
+
+
+@dataclass(frozen=True)
 class Planned:
     """A model planned for code generation: everything later stages read, nothing they recompute."""
 
@@ -270,6 +351,9 @@ class Planned:
     def instructions_estimate(self) -> int:
         """Estimated instructions per inference on `options.core` (tinysched.arena.cost)."""
         return order_estimate(self.graph, self.run_order, self.options.core, self.arena)
+
+    # --stream-input: the input streamed or why not, and the arena both ways (None: not asked)
+    input_streaming: InputStreaming | None = field(default=None, compare=False)
 
     @property
     def memory_model(self) -> str:
@@ -375,6 +459,7 @@ class Planned:
                         "operator": r.operator,
                         "model_ops": self._stream_model_ops(r),
                         "opcodes": [op.opcode for op in chain.operators],
+                        "input_rows": chain.source,  # the first tensor is the input, rows from the application
                         "tensors": list(chain.tensors),  # never whole: their windows hold them
                         "tensor_bytes": sum(chain.tensor_bytes),
                         "window_rows": list(chain.rows),
@@ -394,7 +479,7 @@ class Planned:
         if not rows:
             return None
         chains = ", ".join(
-            f"{' -> '.join(map(str, r['model_ops']))} ({r['tensor_bytes']:,} B as windows of "
+            f"{'input rows -> ' * r['input_rows']}{' -> '.join(map(str, r['model_ops']))} ({r['tensor_bytes']:,} B as windows of "
             f"{r['window_bytes']:,} B)"
             for r in rows
         )
@@ -453,6 +538,9 @@ class Planned:
             f"{v} ({member.opcode})"
             for v, member in zip(self._stream_model_ops(rewrite), chain.operators[:-1], strict=False)
         )
+        if chain.source:
+            through = f" through operator(s) {feeders}" if feeders else ""
+            return f"{chain.consumer.opcode} streamed from the input's rows{through}"
         return f"{chain.consumer.opcode} streamed from operator(s) {feeders}"
 
     def model_order(self, order: Sequence[int]) -> list[int]:
@@ -509,6 +597,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     base = placed  # the graph before streamed fusion, kernel variants and scratch
     default_kernels = placed  # replaced below by the graph with the default kernels' scratch
     streams: list[Stream] = []
+    heads: list[Stream] = []  # --stream-input: chains headed by the input (input_note: why none)
+    input_note: str | None = None
     try:
         codegen.check_supported(placed)
         default_kernels = codegen.with_scratch(placed, codegen.scratch_needs(placed))
@@ -517,8 +607,18 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             named = {tensor for tensor, _ in options.pools.pins} if options.pools is not None else set()
             pinned = {t for t in base.activation_tensors if base.tensors[t].name in named or str(t) in named}
             streams = [c for c in candidates(base) if not pinned & set(c.tensors)]
+            if options.stream_input:
+                heads, input_note = input_chains(base)
+                heads = [c for c in heads if not pinned & set(c.tensors)]
+                if input_note is None and not heads:
+                    input_note = "input 0 is pinned to a region"
     except TinyschedError as err:
-        note, streams = str(err), []
+        note, streams, heads = str(err), [], []
+    if options.stream_input and len(base.inputs) != 1:
+        raise TinyschedError(
+            f"--stream-input: the model has {len(base.inputs)} inputs; the streamed entry takes the rows "
+            "of a model's only input"
+        )
     seconds["fold"] = time.perf_counter() - clock  # folding, rewrites and the code generator's check
 
     clock = time.perf_counter()
@@ -527,6 +627,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     choice: BudgetChoice | None = None
     ceiling: int | None = None  # --arena-budget: bytes the wide kernels' scratch may grow the arena to
     ledger = Budget(options.time_limit)  # what every stage below draws on (tinysched.budget)
+    input_streaming = None
     if options.recomputing:
         assert options.recompute is not None
         placed = default_kernels if note is None else base
@@ -543,37 +644,41 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         # turn); with them, half of it goes to the plan without streams and the rounds that stream
         # the chains at the peak share the rest, each what is left over the rounds to come. Every
         # plan's allowance is work (tinysched.budget), so what is chosen does not depend on the
-        # machine's load, and what a plan does not use is there for the next.
+        # machine's load, and what a plan does not use is there for the next. With --stream-input
+        # and chains headed by the input, the whole-input plan has half of the budget and the plans
+        # with the input streamed the rest.
         kernels = _KernelPlanner(base, options, note is None)
-        best = kernels.plan(no_rewrites(base), ledger.part(2 if streams else 1))
+        whole_ledger = ledger.part(2) if heads else ledger
+        best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
         considered = [best]  # every plan made, for --arena-budget
-        basis, chosen = best, []  # the plan the next round streams from, and its streams
-        rounds = STREAM_ROUNDS if streams else 0
-        for done in range(rounds):
-            # the chains with the fewest own bytes through the operators at the peak step
-            trying = choose(base, streams, chosen, basis.peak_operators())
-            if trying == chosen:
-                break
-            fused = fuse(base, trying)
-            try:  # a chain the code generator cannot run as one loop is not tried again
-                codegen.check_supported(codegen.with_scratch(fused.graph, codegen.scratch_needs(fused.graph)))
-            except TinyschedError:
-                break
-            trial = kernels.plan(fused, ledger.part(rounds - done))
-            considered.append(trial)
-            if trial.arena.arena_bytes < best.arena.arena_bytes:
-                best = trial
-            elif trial.arena.optimal or trial.arena.lower_bound_bytes >= best.arena.arena_bytes:
-                break  # no placement of this plan beats the best, so no round streams on from it
-            # a plan not smaller yet, whose placement is above a bound below the best, is streamed
-            # on from too: more placement work could still make it (or its successors) the best
-            basis, chosen = trial, trying
-        if options.arena_budget is not None:
-            if note is None:  # the plans with the default kernels: no variants, streams as chosen
-                fast = _KernelPlanner(base, replace(options, prefer="speed"), True)
-                considered.append(
-                    fast.plan(no_rewrites(base), ledger.part(2 if best.streaming.rewrites else 1))
+        best = _stream_rounds(base, kernels, streams, best, [], whole_ledger, considered)
+        if options.stream_input:
+            streamed = (
+                _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered)
+                if heads
+                else None
+            )
+            if streamed is not None and streamed.arena.arena_bytes >= best.arena.arena_bytes:
+                input_note = (
+                    f"streaming it gives an arena of {streamed.arena.arena_bytes:,} B, no smaller than the "
+                    f"{best.arena.arena_bytes:,} B with the whole input"
                 )
+            elif streamed is None and input_note is None:
+                input_note = "the code generator runs no chain headed by the input"
+            if note is not None:
+                input_note = "the code generator cannot take this model"
+            input_streaming = _input_streaming(base, best, streamed, input_note)
+            if input_note is None and streamed is not None:
+                best = streamed
+        if options.arena_budget is not None:
+            # the budget chooses among plans that take the input as `best` does (whole or streamed)
+            considered = [p for p in considered if _streams_input(p) == _streams_input(best)]
+            if note is None:  # the plans with the default kernels: no variants, streams as chosen
+                fast = _KernelPlanner(base, replace(options, prefer="speed", stream_input=False), True)
+                if not _streams_input(best):
+                    considered.append(
+                        fast.plan(no_rewrites(base), ledger.part(2 if best.streaming.rewrites else 1))
+                    )
                 if best.streaming.rewrites:
                     considered.append(fast.plan(best.streaming, ledger.part()))
             choice, best, ceiling = _fit_budget(options, considered, best)
@@ -608,6 +713,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         default_kernels,
         tuple(s for s in ledger.shortfalls if s.bound_bytes < arena.arena_bytes),
         choice,
+        input_streaming,
     )
 
 
@@ -668,6 +774,82 @@ def _fit_budget(
 # of one model their ratio within about 7% of the measured one (docs/BENCHMARKS.md, "RAM budget")
 BUDGET_MIN_SAVING = 0.06
 STREAM_COST_LIMIT = 1.03  # issue 34: a chain estimated dearer than this over its operators whole is named
+
+
+def _fusable(fused: RewriteResult) -> bool:
+    """The code generator runs every chain of `fused` as one loop."""
+    from tinysched import codegen
+
+    try:
+        codegen.check_supported(codegen.with_scratch(fused.graph, codegen.scratch_needs(fused.graph)))
+    except TinyschedError:
+        return False
+    return True
+
+
+def _stream_rounds(
+    base: Graph,
+    kernels: _KernelPlanner,
+    found: Sequence[Stream],
+    best: _KernelPlan,
+    chosen: list[Stream],
+    ledger: Budget,
+    considered: list[_KernelPlan],
+) -> _KernelPlan:
+    """Up to STREAM_ROUNDS plans that stream, on top of `chosen` (the streams of `best`), the chains
+    of `found` with the fewest own bytes through the operators at the peak step; the smallest arena."""
+    basis = best  # the plan the next round streams from, and its streams
+    rounds = STREAM_ROUNDS if found else 0
+    for done in range(rounds):
+        trying = choose(base, found, chosen, basis.peak_operators())
+        if trying == chosen:
+            break
+        fused = fuse(base, trying)
+        if not _fusable(fused):  # a chain the code generator cannot run as one loop is not tried again
+            break
+        trial = kernels.plan(fused, ledger.part(rounds - done))
+        considered.append(trial)  # every plan made, for --arena-budget
+        if trial.arena.arena_bytes < best.arena.arena_bytes:
+            best = trial
+        elif trial.arena.optimal or trial.arena.lower_bound_bytes >= best.arena.arena_bytes:
+            break  # no placement of this plan beats the best, so no round streams on from it
+        # a plan not smaller yet, whose placement is above a bound below the best, is streamed
+        # on from too: more placement work could still make it (or its successors) the best
+        basis, chosen = trial, trying
+    return best
+
+
+def _streamed_input_plan(
+    base: Graph,
+    kernels: _KernelPlanner,
+    streams: Sequence[Stream],
+    heads: Sequence[Stream],
+    whole: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+) -> _KernelPlan | None:
+    """The smallest arena with the input streamed (--stream-input): each chain headed by the input
+    planned with the chains of the whole-input plan `whole` it does not touch (half of `ledger`,
+    shared), then rounds streaming more chains on top of the best."""
+    kept = [s for op in whole.graph.operators if (s := stream_of(op)) is not None]
+    seeds = ledger.part(2)
+    tries = [[h, *(c for c in kept if not members(c) & members(h))] for h in heads]
+    tries = [t for t in tries if _fusable(fuse(base, t))]
+    best, chosen = None, None
+    for k, trying in enumerate(tries):
+        trial = kernels.plan(fuse(base, trying), seeds.part(len(tries) - k))
+        considered.append(trial)
+        if best is None or trial.arena.arena_bytes < best.arena.arena_bytes:
+            best, chosen = trial, trying
+    if best is None or chosen is None:
+        return None
+    return _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+
+
+def _streams_input(plan: _KernelPlan) -> bool:
+    """The plan's input is streamed (a chain headed by it, --stream-input)."""
+    return any((s := stream_of(op)) is not None and s.source for op in plan.graph.operators)
+
 
 STREAM_ROUNDS = (
     3  # plans that stream chains through the peak step's operators, each kept if it lowers the arena
@@ -770,7 +952,12 @@ def generate(planned: Planned, prefix: str | None = None) -> Any:
         raise TinyschedError(planned.codegen_note)
     notes = {e.tensor: e.header_note() for e in planned.interface.edges}
     return codegen.generate(
-        planned.graph, planned.arena, prefix=prefix, schedule=planned.schedule, edge_notes=notes
+        planned.graph,
+        planned.arena,
+        prefix=prefix,
+        schedule=planned.schedule,
+        edge_notes=notes,
+        stream_entry=planned.options.stream_input,
     )
 
 
@@ -822,6 +1009,14 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             "(65536, 64K), among the least-memory plan, plans with fewer streamed chains or in-place "
             "variants and plans whose arena grows for the widened CONV_2D kernel's scratch; "
             "says which it chose and its estimate (default: the least memory)",
+        )
+        parser.add_argument(
+            "--stream-input",
+            action="store_true",
+            help="the application hands the input's rows to <prefix>_invoke_streamed() as they arrive "
+            "(a read_rows callback, rows in order, each once) and the first operators take them through "
+            "a window, so the input is never whole in the arena; the plan gives the arena both ways, and "
+            "says why when the input must stay whole (docs/integration.md)",
         )
         parser.add_argument(
             "--no-rewrite",
@@ -892,6 +1087,7 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         prefer=getattr(args, "prefer", DEFAULT_PREFERENCE),
         arena_budget=getattr(args, "arena_budget", None),
         core=core_of_args(args),
+        stream_input=getattr(args, "stream_input", False),
     )
 
 

@@ -250,7 +250,8 @@ static void send_hello(uint8_t seq)
     uint32_t n = 4u + 4u * 8u + 8u + 4u * (model->num_inputs + model->num_outputs) +
                  str_field(TS_BOARD_NAME) + str_field(model->build_id) + str_field(model->name) + str_field(ts_image_id) +
                  4u + 8u * n_regions;
-    uint16_t flags = (uint16_t)((touched_map ? TS_HELLO_TOUCHED_EXACT : 0u) | (buffers_ok ? TS_HELLO_BUFFERS_OK : 0u));
+    uint16_t flags = (uint16_t)((touched_map ? TS_HELLO_TOUCHED_EXACT : 0u) | (buffers_ok ? TS_HELLO_BUFFERS_OK : 0u) |
+                                (model->invoke_streamed ? TS_HELLO_STREAMED_INPUT : 0u));
 #ifdef TS_SEMIHOSTING
     flags |= TS_HELLO_SEMIHOSTING;
 #endif
@@ -370,13 +371,53 @@ __attribute__((naked, noinline)) static void stack_paint(__attribute__((unused))
                    "bx lr\n\t");
 }
 
+/* ---- the streamed input (tinysched --stream-input) ---------------------------------------------
+ * A model generated with invoke_streamed runs through it, the harness being the application's row
+ * source: it copies the rows asked for from its own input buffer (rx_buf, on the heap, outside the
+ * arena, so the painted high-water counts only the window the model keeps) and checks the order the
+ * header promises: rows ascending, each exactly once, every row asked for. A run that breaks it
+ * returns TS_STATUS_INPUT_ROW_ORDER. */
+typedef struct {
+    const uint8_t *input;
+    uint32_t row_bytes;
+    uint32_t rows;
+    uint32_t next; /* the row the next call must start at */
+    int out_of_order;
+} row_feed;
+
+static int feed_rows(int32_t first_row, int32_t rows, void *dst, void *ctx)
+{
+    row_feed *feed = (row_feed *)ctx;
+    if (rows < 1 || first_row != (int32_t)feed->next || (uint32_t)rows > feed->rows - feed->next) {
+        feed->out_of_order = 1;
+        return 1;
+    }
+    memcpy(dst, feed->input + (size_t)first_row * feed->row_bytes, (size_t)rows * feed->row_bytes);
+    feed->next += (uint32_t)rows;
+    return 0;
+}
+
+/* One inference on the received inputs, through invoke_streamed when the model has it. */
+static int run_model(void *const *outputs)
+{
+    if (model->invoke_streamed == NULL) {
+        return model->invoke(input_ptrs, outputs);
+    }
+    row_feed feed = {(const uint8_t *)input_ptrs[0], model->streamed_row_bytes, model->streamed_rows, 0u, 0};
+    int rc = model->invoke_streamed(feed_rows, &feed, outputs);
+    if (feed.out_of_order || (rc == 0 && feed.next != feed.rows)) {
+        return (int)TS_STATUS_INPUT_ROW_ORDER;
+    }
+    return rc;
+}
+
 /* Paints the free stack, runs the model, and gives back the SP it was called with. */
 __attribute__((noinline)) static int invoke_on_painted_stack(uint32_t pattern, void *const *outputs, uint32_t *sp_out)
 {
     uint32_t sp;
     __asm volatile("mov %0, sp" : "=r"(sp));
     stack_paint(__stack_limit, pattern);
-    int rc = model->invoke(input_ptrs, outputs);
+    int rc = run_model(outputs);
     *sp_out = sp;
     return rc;
 }
@@ -443,7 +484,7 @@ static void handle_run(uint8_t seq)
     step_last = 0;
     profiling = 1;
     ts_counter_start();
-    int rc = model->invoke(input_ptrs, output_ptrs_b);
+    int rc = run_model(output_ptrs_b);
     uint64_t ticks = ts_counter_stop();
     profiling = 0;
     if (rc && !status) {

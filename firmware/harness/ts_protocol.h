@@ -51,6 +51,10 @@
 #define TS_HELLO_TOUCHED_EXACT 1u /* the touched-byte bitmap fits in free RAM */
 #define TS_HELLO_BUFFERS_OK 2u    /* input/output buffers fit in free RAM */
 #define TS_HELLO_SEMIHOSTING 4u   /* accepts TS_RUN_INPUTS_SEMIHOSTED (emulated boards) */
+#define TS_HELLO_STREAMED_INPUT 8u /* runs the model's invoke_streamed, the harness feeding the input's rows */
+
+/* result status of a streamed-input run whose rows were not asked for in order, each row once */
+#define TS_STATUS_INPUT_ROW_ORDER 0x524F5753u /* 'SWOR' */
 
 #define TS_RESULT_OUTPUTS_AGREE 1u /* the three runs gave the same outputs */
 #define TS_RESULT_TOUCHED_EXACT 2u /* arena_touched is the union over both patterns */

@@ -777,6 +777,10 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * A chain (expand -> depthwise -> project, up to four operators) runs the same way with a window per
  * inner tensor: a row of one is computed, one row per call, when the next operator first needs it,
  * and only the first operator computes several rows per call from its whole input.
+ * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
+ * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
+ * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
+ * is never whole.
  * Read/write order: consumer row r is written after the producer has read the input rows every T
  * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
  * top on; the consumer's other operand is read row by row as its output is written

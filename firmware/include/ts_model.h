@@ -25,6 +25,13 @@ typedef struct {
     uint32_t bytes;
 } ts_arena_region;
 
+/* The application's row source of a streamed input (tinysched --stream-input): writes rows
+ * [first_row, first_row + rows) of the model's input (row_bytes each, contiguous) at `dst`; returns 0,
+ * or non-zero to stop the invoke. The generated code asks for the rows in ascending order, each row
+ * exactly once, and returns only after the call: the callback may block (e.g. until a camera's DMA
+ * has delivered them). `ctx` is what the application passed with it. */
+typedef int (*ts_read_rows_fn)(int32_t first_row, int32_t rows, void *dst, void *ctx);
+
 typedef struct {
     const char *name;            /* model name (file stem), for messages */
     const char *build_id;        /* "<tinysched version>-<first 16 hex digits of the model's sha256>" */
@@ -47,6 +54,12 @@ typedef struct {
     /* A split arena: its regions, laid end to end they are the arena_bytes (0 / NULL: one arena). */
     uint32_t num_regions;
     const ts_arena_region *regions;
+    /* --stream-input: runs one inference asking read_rows for input 0's streamed_rows rows of
+     * streamed_row_bytes, in order, each once (outputs as invoke's; NULL: left in the arena). NULL
+     * when the model was generated without it. */
+    int (*invoke_streamed)(ts_read_rows_fn read_rows, void *ctx, void *const *outputs);
+    uint32_t streamed_rows;
+    uint32_t streamed_row_bytes;
 } ts_model_info;
 
 /* Per-step profiling: a firmware build defines TS_PROFILE_STEPS and the harness provides

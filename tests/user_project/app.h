@@ -15,7 +15,12 @@ typedef struct {
     int (*invoke)(const void *const *inputs, void *const *outputs);
     const char *(*error_string)(int code);
     size_t arena_bytes;
-    size_t input0_offset; /* <NAME>_INPUT0_OFFSET: where input 0 is in the arena */
+    size_t input0_offset; /* <NAME>_INPUT0_OFFSET: where input 0 is in the arena (0: streamed) */
+    size_t output0_offset; /* <NAME>_OUTPUT0_OFFSET */
+    /* <name>_invoke_streamed (exported with --stream-input; NULL: none) and the input's row bytes */
+    int (*invoke_streamed)(int (*read_rows)(int32_t first_row, int32_t rows, void *dst, void *ctx), void *ctx,
+                           void *const *outputs);
+    size_t input0_row_bytes;
     size_t num_inputs, num_outputs;
     const uint8_t *const *inputs; /* the test's input bytes */
     const size_t *input_bytes;

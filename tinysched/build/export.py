@@ -225,6 +225,7 @@ def write_library(
         "needs_libm": needs_libm,
         "alignment": module.alignment,
         "folder": folder_hint,
+        "streamed": module.streamed,  # <name>_invoke_streamed (--stream-input); None: none
     }
     written["CMakeLists.txt"] = _render("CMakeLists.txt.j2", **context)
     written[f"{prefix}.mk"] = _render("model.mk.j2", **context)

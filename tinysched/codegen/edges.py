@@ -114,3 +114,20 @@ def output_note(prefix: str, position: int, shared_inputs: Sequence[int]) -> lis
         names = ", ".join(str(k) for k in shared_inputs)
         text += f"; it shares bytes with input {names}: read it before writing the next input in place"
     return _wrapped(text + ".")
+
+
+def stream_note(prefix: str, position: int, streamed: dict[str, Any]) -> list[str]:
+    """The header comment on input `position` with `<prefix>_invoke_streamed` (--stream-input)."""
+    rows, row_bytes = streamed["rows"], streamed["row_bytes"]
+    asked = (
+        f"Streamed: {prefix}_invoke_streamed() asks read_rows for its {rows} rows of {row_bytes} B, rows "
+        "ascending, each once"
+    )
+    if streamed["whole"]:
+        return _wrapped(
+            f"{asked}, all in one call, into its bytes in the arena above (the input stays whole)."
+        )
+    return _wrapped(
+        f"{asked}, at most {streamed['window_rows']} at a time: it is never whole in the arena (no offset; "
+        f"{prefix}_input({position}) is NULL); {prefix}_invoke() asks them of inputs[{position}]."
+    )

@@ -29,10 +29,10 @@ from tinysched.codegen.cgen import (
     float_lines,
 )
 from tinysched.codegen.context import ConstArray, LoweringContext
-from tinysched.codegen.edges import edge_lifetimes, input_note, output_note
+from tinysched.codegen.edges import edge_lifetimes, input_note, output_note, stream_note
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
-from tinysched.memory.stream import STREAM_OPCODE, operator_type, stream_of
+from tinysched.memory.stream import STREAM_OPCODE, operator_type, stream_of, streamed_input
 from tinysched.model.graph import Graph, Operator, Tensor
 from tinysched.text import quoted
 
@@ -65,6 +65,9 @@ class GeneratedModule:
     weights_bytes: int  # the model's constant tensors (filters, biases, tables of the model)
     parameter_bytes: int  # per-operator arrays the generator adds: multipliers, shifts, lookup tables
     op_kernels: tuple[tuple[int, str], ...] = ()  # (operator, C kernel function), each operator once
+    # <prefix>_invoke_streamed (--stream-input): rows, row_bytes, whole (the input stays whole in the
+    # arena), window_rows, window_bytes; None: no such entry
+    streamed: dict[str, Any] | None = None
 
 
 # Bytes per element of the C types arrays are declared with (a ConstArray's values may be wider).
@@ -145,7 +148,8 @@ def _checking_context(graph: Graph, prefix: str, state_offsets: dict[int, int]) 
 def check_supported(graph: Graph) -> None:
     """Refuse, in one line naming the operator, anything the generator cannot lower."""
     refuse_known_gaps(graph)  # legacy uint8 models: one clear line
-    for role, tensors in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+    inputs = _model_inputs(graph)
+    for role, tensors in (("inputs", inputs), ("outputs", graph.outputs)):
         if not tensors:
             raise TinyschedError(
                 f"the model has no {role}: the generated code would have nothing to {'read' if role == 'inputs' else 'return'}"
@@ -167,12 +171,36 @@ def check_supported(graph: Graph) -> None:
     ctx = _checking_context(graph, "check", state_layout(graph, DEFAULT_ALIGNMENT)[0])
     for op in graph.operators:
         lower(ctx, op, 0)
-    for t in (*graph.inputs, *graph.outputs):
+    for t in (*inputs, *graph.outputs):
         tensor = graph.tensors[t]
         if tensor.dtype not in C_TYPES or not tensor.is_activation:
             raise TinyschedError(
                 f"graph input/output tensor {t} ({tensor.dtype}) is not supported by the code generator"
             )
+
+
+def _model_inputs(graph: Graph) -> tuple[int, ...]:
+    """The model's inputs: the graph's, or the one a streamed chain takes row by row from the
+    application (--stream-input: the planned graph no longer lists it, the arena never holds it)."""
+    x = streamed_input(graph)
+    return graph.inputs if x is None else (*graph.inputs, x)
+
+
+def _streamed_entry(graph: Graph, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the header and the module say about `<prefix>_invoke_streamed` (--stream-input): the
+    rows of input 0 and, when a chain takes them, the rows its window holds (else the input is whole
+    in the arena and the entry reads every row into it)."""
+    e = inputs[0]
+    shape = e["shape"]
+    rows = int(shape[1]) if len(shape) > 1 else 1
+    chain = next((s for op in graph.operators if (s := stream_of(op)) is not None and s.source), None)
+    return {
+        "rows": rows,
+        "row_bytes": e["bytes"] // max(rows, 1),
+        "whole": chain is None,
+        "window_rows": rows if chain is None else chain.rows[0],
+        "window_bytes": e["bytes"] if chain is None else chain.rows[0] * chain.row_bytes[0],
+    }
 
 
 def kernels_by_op(graph: Graph) -> dict[int, str | None]:
@@ -355,7 +383,8 @@ def _region_use(
     def used(lines: Sequence[str]) -> list[dict[str, Any]]:
         return _pointers_used(regions, lines, key="var")
 
-    ins, outs = [e["at"] for e in inputs], [e["at"] for e in outputs]
+    ins = [e["at"] for e in inputs if e["at"] is not None]  # a streamed input is not in the arena
+    outs = [e["at"] for e in outputs]
     return {
         "steps": used(_step_lines(calls)),
         "invoke": used(ins + outs),
@@ -370,11 +399,14 @@ def generate(
     prefix: str | None = None,
     schedule: Any = None,
     edge_notes: dict[int, str] | None = None,
+    stream_entry: bool = False,
 ) -> GeneratedModule:
     """C sources for `graph` run in `plan.order` with tensors at `plan`'s offsets.
 
     `graph` must already hold any scratch tensors the plan was made with (see `with_scratch`);
-    `edge_notes` (edge tensor -> text) go into the header above that input's or output's constants."""
+    `edge_notes` (edge tensor -> text) go into the header above that input's or output's constants.
+    `stream_entry` (--stream-input) adds `<prefix>_invoke_streamed`, which a graph whose input a chain
+    takes row by row (tinysched.memory.stream) needs; a model of one input only."""
     check_supported(graph)
     prefix = check_prefix(prefix) if prefix is not None else default_prefix(graph)
     name = model_name(graph)
@@ -440,6 +472,7 @@ def generate(
         for k, t in enumerate(tensors):
             tensor = graph.tensors[t]
             q = tensor.quantization
+            placed = t in offsets  # not: an input streamed row by row, never whole in the arena
             rows.append(
                 {
                     "role": role,
@@ -451,9 +484,10 @@ def generate(
                     "shape": list(tensor.shape),
                     "rank": len(tensor.shape),
                     "bytes": tensor.nbytes,
-                    "offset": offsets[t],
-                    "at": ctx.place(offsets[t]),  # arena + offset (in a split arena: its region's pointer)
-                    "at_note": ctx.place(offsets[t], "+"),
+                    "offset": offsets[t] if placed else None,
+                    # arena + offset (in a split arena: its region's pointer); None: streamed
+                    "at": ctx.place(offsets[t]) if placed else None,
+                    "at_note": ctx.place(offsets[t], "+") if placed else None,
                     "scale": c_float32(q.scale[0]) if q is not None and not q.per_channel else None,
                     "zero_point": q.zero_point[0] if q is not None and not q.per_channel else None,
                     "note": c_comment((edge_notes or {}).get(t, ""), 200),
@@ -461,16 +495,27 @@ def generate(
             )
         return rows
 
-    inputs = edge("input", graph.inputs)
+    inputs = edge("input", _model_inputs(graph))
     outputs = edge("output", graph.outputs, final_offsets)  # the final instance of each
+    entry = stream_entry or streamed_input(graph) is not None
+    if entry and len(inputs) != 1:
+        raise TinyschedError(
+            f"--stream-input: the model has {len(inputs)} inputs; the streamed entry takes the rows "
+            "of a model's only input"
+        )
+    streamed = _streamed_entry(graph, inputs) if entry else None
+    in_arena = [r for r in inputs if r["offset"] is not None]
     lifetimes = edge_lifetimes(
         graph,
         plan,
-        [(r["tensor"], r["offset"], r["bytes"]) for r in inputs],
+        [(r["tensor"], r["offset"], r["bytes"]) for r in in_arena],
         [(r["tensor"], r["offset"], r["bytes"]) for r in outputs],
     )
-    for r, reuse in zip(inputs, lifetimes.inputs, strict=True):
+    for r, reuse in zip(in_arena, lifetimes.inputs, strict=True):
         r["in_place"] = input_note(prefix, r["position"], reuse)
+    for r in inputs:
+        if streamed is not None:
+            r["in_place"] = r.get("in_place", []) + stream_note(prefix, r["position"], streamed)
     for r, shared in zip(outputs, lifetimes.outputs, strict=True):
         r["in_place"] = output_note(prefix, r["position"], shared)
     run = [part for c in calls for part in c.emitted]  # every kernel call, fused operators' parts too
@@ -513,6 +558,7 @@ def generate(
         "region_use": _region_use(regions, calls, inputs, outputs),
         "step_functions": functions,  # the steps in functions (many steps); empty: all in `_steps`
         "steps_per_function": STEPS_PER_FUNCTION,
+        "streamed": streamed,  # <prefix>_invoke_streamed (--stream-input); None: no such entry
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),
@@ -544,4 +590,5 @@ def generate(
         op_kernels=tuple(
             (c.op, "+".join(part.kernel for part in c.emitted)) for c in calls if c.first_run and c.emitted
         ),
+        streamed=streamed,
     )

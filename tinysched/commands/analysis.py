@@ -223,6 +223,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise TinyschedError("--tflm cannot carry --recompute: TFLM runs each operator once")
     if args.tflm and options.io != "model":
         raise TinyschedError("--tflm cannot carry --io int8: TFLM runs the model's own interface")
+    if args.tflm and options.stream_input:
+        raise TinyschedError("--tflm cannot carry --stream-input: TFLM takes the whole input")
     if args.tflm:
         options = tflm_options(options, explicit=getattr(args, "memory_model", None))
     original = read_checked_model(args.model)
@@ -255,6 +257,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["io"] = planned.interface.as_json()
     payload["kernel_variants"] = planned.variants_json()
     payload["streams"] = planned.streams_json()
+    # --stream-input: the arena both ways, and why the input stays whole when it does (else absent)
+    if planned.input_streaming is not None:
+        payload["input_streaming"] = planned.input_streaming.as_json()
     payload["time_limit_shortfalls"] = planned.shortfalls_json()
     payload["wide_kernels"] = planned.wide_json()
     if planned.recompute is None and planned.codegen_note is None:
@@ -328,6 +333,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"stream cost  {planned.stream_costs_summary()}")
     if planned.budget is not None:
         print(f"budget       {planned.budget.summary()}")
+    if planned.input_streaming is not None:
+        print(f"input        {planned.input_streaming.summary()}")
     if planned.shortfalls_summary() is not None:
         print(f"time limit   {planned.shortfalls_summary()}")
     print()
@@ -345,6 +352,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"{plan.alignment} B"
     )
     print(f"{'tinysched arena':22}{plan.arena_bytes:>12,}  {proof} ({plan.method}, {plan.seconds:.3f} s)")
+    streaming = planned.input_streaming
+    if streaming is not None:
+        print(
+            f"{'  with whole input':22}{streaming.whole_input_arena_bytes:>12,}  the same flags without "
+            f"--stream-input (lower bound {streaming.whole_input_lower_bound_bytes:,} B)"
+        )
+        if streaming.streamed_arena_bytes is not None:
+            print(
+                f"{'  with input streamed':22}{streaming.streamed_arena_bytes:>12,}  the input's rows through a "
+                f"window (lower bound {streaming.streamed_lower_bound_bytes:,} B)"
+            )
     print(f"{'stock-TFLM-like':22}{stock.arena_bytes:>12,}  stored order, TFLM greedy-by-size placement")
     if stock.arena_bytes:
         saved = stock.arena_bytes - plan.arena_bytes

@@ -287,11 +287,14 @@ def build_record(
         "io": planned.interface.as_json(),
         "kernel_variants": planned.variants_json(),
         "streams": planned.streams_json(),
+        # --stream-input: the arena both ways, and why the input stays whole when it does (None: not asked)
+        "input_streaming": None if planned.input_streaming is None else planned.input_streaming.as_json(),
         "wide_kernels": planned.wide_json(),
         "time_limit_shortfalls": planned.shortfalls_json(),
         "plan_options": {
             "io": options.io,
             "prefer": options.prefer,
+            "stream_input": options.stream_input,
             "memory_model": planned.memory_model,
             "alignment": options.alignment,
             "time_limit": options.time_limit,
@@ -371,6 +374,8 @@ def print_build(result: BuildResult) -> None:
         print(f"streamed    {planned.streams_summary()}")
     if planned.budget is not None:
         print(f"budget      {planned.budget.summary()}")
+    if planned.input_streaming is not None:
+        print(f"input       {planned.input_streaming.summary()}")
     if planned.shortfalls_summary() is not None:
         print(f"time limit  {planned.shortfalls_summary()}")
     if planned.options.io != "model":

@@ -317,6 +317,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             payload["stack_reservation"] = record.get("stack_reservation")
             payload["build_dir"] = record["build_dir"] if args.output or target.is_dir() else None
             payload["io"] = record.get("io")
+            payload["input_streaming"] = record.get("input_streaming")
         if recomputed is not None:
             payload["recompute"] = recomputed
         payload["per_operator"] = rows
@@ -365,6 +366,16 @@ def cmd_measure(args: argparse.Namespace) -> int:
             )
         if recomputed is not None:
             print(f"recompute   k={recomputed['k']}: the build runs a recomputation sequence")
+        streaming = (record or {}).get("input_streaming")
+        if streaming:
+            print(
+                f"arena       {int(streaming['arena_bytes_whole_input']):,} B with the whole input, "
+                + (
+                    f"{int(streaming['arena_bytes_streamed_input']):,} B with it streamed (this image)"
+                    if streaming["streamed"]
+                    else f"the input whole in this image: {streaming['note']}"
+                )
+            )
     return 0 if result.ok else 1
 
 

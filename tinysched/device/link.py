@@ -57,6 +57,8 @@ NAK_REASONS = {1: "bad CRC", 2: "bad length", 3: "unknown frame type", 4: "bad h
 HELLO_TOUCHED_EXACT = 1
 HELLO_BUFFERS_OK = 2
 HELLO_SEMIHOSTING = 4
+HELLO_STREAMED_INPUT = 8  # the harness runs invoke_streamed, feeding the input's rows (--stream-input)
+STATUS_INPUT_ROW_ORDER = 0x524F5753  # a streamed run's rows not asked for in order, each once
 RESULT_OUTPUTS_AGREE = 1
 RESULT_TOUCHED_EXACT = 2
 
@@ -185,6 +187,7 @@ class Hello:
     semihosting: bool = False  # accepts inputs by semihosting (a harness built for QEMU)
     image_id: str = ""  # the firmware image's id (TS_IMAGE_ID), checked against the image flashed
     regions: tuple[tuple[int, int], ...] = ()  # a split arena's regions: (address, bytes) each (protocol 4)
+    streamed_input: bool = False  # the harness feeds the input's rows to invoke_streamed (--stream-input)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -265,6 +268,7 @@ def parse_hello(payload: bytes) -> Hello:
         buffers_ok=bool(flags & HELLO_BUFFERS_OK),
         semihosting=bool(flags & HELLO_SEMIHOSTING),
         image_id=image_id,
+        streamed_input=bool(flags & HELLO_STREAMED_INPUT),
         regions=tuple(zip(flat[0::2], flat[1::2], strict=True)),
     )
 
@@ -274,6 +278,7 @@ def encode_hello(h: Hello) -> bytes:
     counter = {v: k for k, v in COUNTER_KINDS.items()}.get(h.counter, 0)
     flags = (HELLO_TOUCHED_EXACT if h.touched_exact else 0) | (HELLO_BUFFERS_OK if h.buffers_ok else 0)
     flags |= HELLO_SEMIHOSTING if h.semihosting else 0
+    flags |= HELLO_STREAMED_INPUT if h.streamed_input else 0
     out = struct.pack("<BBH", h.protocol, counter, flags)
     out += struct.pack(
         "<10I",

@@ -40,6 +40,7 @@ from tinysched.build.firmware import (
 )
 from tinysched.build.sources import SourceSet
 from tinysched.device.link import (
+    STATUS_INPUT_ROW_ORDER,
     DeviceLink,
     Hello,
     LinkError,
@@ -417,6 +418,11 @@ class MeasureResult:
                 f"clock           the device runs at {running_hz / 1e6:,.1f} MHz, not the board's "
                 f"{self.board_cpu_hz / 1e6:,.1f} MHz (its clock set-up failed: see the device's message)"
             )
+        if self.hello.get("streamed_input"):
+            out.append(
+                "input streamed  the harness fed the input's rows to invoke_streamed from its own input "
+                "buffer (outside the arena, not in the high-water), checking rows ascending, each once"
+            )
         if self.inputs_semihosted:
             out.append(
                 "inputs sent     by SEMIHOSTING (--semihost-inputs, QEMU only): the serial input path "
@@ -630,7 +636,10 @@ def measure_image(
                     diff = sum(1 for a, b in zip(g, w, strict=False) if a != b) + abs(len(g) - len(w))
                     mismatches.append(f"input {i} output {j}: {diff} of {len(w)} bytes differ")
     for i, r in enumerate(results):
-        if r.status != 0:
+        if r.status == STATUS_INPUT_ROW_ORDER:
+            mismatches.append(f"input {i}: the streamed input's rows were not asked for in order, each once")
+            outputs_match = False if expected is not None else outputs_match
+        elif r.status != 0:
             mismatches.append(f"input {i}: invoke returned {r.status}")
             outputs_match = False if expected is not None else outputs_match
     measured = max((r.arena_high_water for r in results), default=0)

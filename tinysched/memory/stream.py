@@ -18,12 +18,20 @@ for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by 
 holds the windows. The pipeline (tinysched.pipeline) streams round by round, keeping a round only
 when it lowers the arena, and only in the refined memory model with `--prefer memory`: the tensor
 model stays the whole-tensor, black-box-kernel model it is compared with.
+
+The application can be a chain's head too (`--stream-input`, `input_chains`): when the model's only
+input is an int8 image read only by a windowed operator, the chain starts at the input, whose
+window is filled by the application's row source (the generated `<prefix>_invoke_streamed` calls
+its `read_rows` callback for the rows not there yet, rows ascending, each once) exactly where a
+windowed producer would have computed them. The input is then never whole: it is one of the
+chain's streamed tensors (`Stream.source`), and the fused graph no longer lists it among its inputs
+(`fuse`), so no stage gives it bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tinysched.model.graph import Graph, Operator
 from tinysched.model.rewrite import Match, RewriteResult, apply_matches, no_rewrites, window_pads
@@ -40,11 +48,13 @@ __all__ = [
     "chain_shift",
     "choose",
     "fuse",
+    "input_chains",
     "local_bytes",
     "members",
     "operator_type",
     "row_window",
     "stream_of",
+    "streamed_input",
     "whole_bytes_saved",
 ]
 
@@ -67,18 +77,26 @@ class RowWindow:
 @dataclass(frozen=True)
 class Stream:
     """A chain of operators run row by row (as in the graph before fusion): `operators[k]` writes
-    `tensors[k]`, read only by `operators[k + 1]`; all but the last are windowed."""
+    `tensors[k]`, read only by `operators[k + 1]`; all but the last are windowed. With `source`, the
+    chain's head is the application: `tensors[0]` is the graph input it delivers row by row (no
+    operator writes it), and `operators[k]` reads `tensors[k]` and writes `tensors[k + 1]`."""
 
     operators: tuple[Operator, ...]
-    tensors: tuple[int, ...]  # the streamed tensors, one fewer than the operators
+    tensors: tuple[int, ...]  # the streamed tensors: one fewer than the operators (with source: as many)
     position: int  # where the last streamed tensor enters the last operator
     rows: tuple[int, ...]  # rows of each streamed tensor its window holds
     row_bytes: tuple[int, ...]
     tensor_bytes: tuple[int, ...]
+    source: bool = False  # tensors[0] is the graph input, its rows from the application (--stream-input)
 
     @property
     def producer(self) -> Operator:
+        """The first operator (with `source`: the one that reads the input's rows)."""
         return self.operators[0]
+
+    def reader(self, k: int) -> Operator:
+        """The operator that reads streamed tensor k (its first input, or an elementwise operand)."""
+        return self.operators[k if self.source else k + 1]
 
     @property
     def consumer(self) -> Operator:
@@ -171,10 +189,12 @@ def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
     return None
 
 
-def _chain(graph: Graph, ops: Sequence[Operator], rows: Sequence[int], position: int) -> Stream | None:
-    tensors = tuple(op.outputs[0] for op in ops[:-1])
+def _chain(
+    graph: Graph, ops: Sequence[Operator], rows: Sequence[int], position: int, source: bool = False
+) -> Stream | None:
+    tensors = (ops[0].inputs[0],) * source + tuple(op.outputs[0] for op in ops[:-1])
     activations = {u for op in ops for u in op.input_tensors if graph.tensors[u].is_activation}
-    if ops[0].inputs[0] in ops[-1].inputs:
+    if not source and ops[0].inputs[0] in ops[-1].inputs:
         return None  # one tensor read at both ends: its overlap would need both orders
     if len(activations - set(tensors)) > 2:
         return None  # the first operator's input and an elementwise last operator's other operand
@@ -182,7 +202,13 @@ def _chain(graph: Graph, ops: Sequence[Operator], rows: Sequence[int], position:
         return None  # an inner operator reads only the chain
     row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
     stream = Stream(
-        tuple(ops), tensors, position, tuple(rows), row_bytes, tuple(graph.tensors[t].nbytes for t in tensors)
+        tuple(ops),
+        tensors,
+        position,
+        tuple(rows),
+        row_bytes,
+        tuple(graph.tensors[t].nbytes for t in tensors),
+        source,
     )
     return stream if stream.saving > 0 else None
 
@@ -190,23 +216,65 @@ def _chain(graph: Graph, ops: Sequence[Operator], rows: Sequence[int], position:
 def candidates(graph: Graph) -> list[Stream]:
     """Every chain that can stream (2 to MAX_CHAIN operators; they may share operators), in the
     stored order of their last operator, shorter first."""
-    found = []
-    for op in graph.operators:
-        ops, rows = [op], []
-        while len(ops) < MAX_CHAIN and (link := _link(graph, ops[-1])) is not None:
-            consumer, position, window_rows = link
-            ops.append(consumer)
-            rows.append(window_rows)
-            stream = _chain(graph, ops, rows, position)
-            if stream is not None:
-                found.append(stream)
-            if consumer.opcode not in WINDOWED:
-                break
+    found = [s for op in graph.operators for s in _extend(graph, [op], [], source=False)]
     return sorted(found, key=lambda s: (s.consumer.index, len(s.operators)))
 
 
+def _extend(graph: Graph, ops: list[Operator], rows: list[int], source: bool) -> list[Stream]:
+    """The chains that continue `ops` (already `rows` of windows) link by link, up to MAX_CHAIN."""
+    found = []
+    while len(ops) < MAX_CHAIN and (link := _link(graph, ops[-1])) is not None:
+        consumer, position, window_rows = link
+        ops.append(consumer)
+        rows.append(window_rows)
+        stream = _chain(graph, ops, rows, position, source)
+        if stream is not None:
+            found.append(stream)
+        if consumer.opcode not in WINDOWED:
+            break
+    return found
+
+
+def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
+    """The chains headed by the model's input, its rows delivered by the application (--stream-input):
+    the input read alone by a windowed operator, then as many links as `candidates` would take (1 to
+    MAX_CHAIN operators), shortest first; or none and the one line that says why."""
+    if len(graph.inputs) != 1:
+        return [], f"the model has {len(graph.inputs)} inputs; the rows streamed are a model's only input's"
+    x = graph.inputs[0]
+    tensor = graph.tensors[x]
+    shape = "x".join(map(str, tensor.shape))
+    if tensor.dtype != "int8":
+        readers = [graph.operators[v].opcode for v in graph.consumers.get(x, ())]
+        fix = " (--io int8 removes its QUANTIZE and takes int8 rows)" if readers == ["QUANTIZE"] else ""
+        return [], f"input 0 is {tensor.dtype}; the rows streamed are int8{fix}"
+    if _nhwc1(graph, x) is None:
+        return [], f"input 0 ({shape}) is not an image of batch 1 (1 x rows x columns x channels)"
+    readers = graph.consumers.get(x, ())
+    if x in graph.outputs:
+        return [], "input 0 is also an output of the model"
+    if len(readers) != 1:
+        who = ", ".join(f"{v} ({graph.operators[v].opcode})" for v in readers)
+        return [], f"input 0 is read by {len(readers)} operators ({who}); its rows stream into one"
+    first = graph.operators[readers[0]]
+    window = row_window(graph, first) if first.opcode in WINDOWED else None
+    if window is None or first.inputs[0] != x or x in first.inputs[1:] or len(first.outputs) != 1:
+        return [], (
+            f"input 0's reader, operator {first.index} ({first.opcode}), does not read it row by row "
+            "(CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D and MAX_POOL_2D do)"
+        )
+    head = min(window.span, int(tensor.shape[1]))
+    alone = _chain(graph, [first], [head], 0, source=True)  # the input's reader alone
+    found = ([alone] if alone is not None else []) + _extend(graph, [first], [head], source=True)
+    if not found:
+        return [], f"input 0's window of {head} row(s) is no smaller than the input"
+    return found, None
+
+
 def members(stream: Stream) -> frozenset[int]:
-    return frozenset(op.index for op in stream.operators)
+    """The operators a chain runs, and -1 for the application's rows: no chain without the input as
+    its head contains one with it."""
+    return frozenset(op.index for op in stream.operators) | ({-1} if stream.source else frozenset())
 
 
 def chain_shift(graph: Graph, stream: Stream) -> int | None:
@@ -214,8 +282,8 @@ def chain_shift(graph: Graph, stream: Stream) -> int | None:
     written once the first operator has computed every row of its output that row needs (rows
     below hi_1(r), composed down the chain) and before it reads the input rows of row hi_1(r)."""
     windows = [row_window(graph, op) for op in stream.operators]
-    if any(w is None for w in windows):
-        return None
+    if stream.source or any(w is None for w in windows):
+        return None  # an input streamed from the application shares no bytes with the output
     x, y = graph.tensors[stream.producer.inputs[0]], graph.tensors[stream.consumer.outputs[0]]
     if len(x.shape) != 4 or len(y.shape) != 4:
         return None
@@ -251,7 +319,7 @@ def local_bytes(graph: Graph, stream: Stream) -> int:
     in_bytes = sum(graph.tensors[u].nbytes for u in outer)
     x, y = graph.tensors[stream.producer.inputs[0]].nbytes, graph.tensors[stream.consumer.outputs[0]].nbytes
     shift = chain_shift(graph, stream)
-    shared = 0 if shift is None else max(0, min(x, y, y + shift))
+    shared = 0 if shift is None else max(0, min(x, y, y + shift))  # None with `source`: nothing shared
     return in_bytes + stream.window_bytes + y - shared
 
 
@@ -272,6 +340,12 @@ def choose(graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak
     return sorted(result, key=lambda s: s.consumer.index)
 
 
+def streamed_input(graph: Graph) -> int | None:
+    """The graph input a fused operator takes row by row from the application (None: none)."""
+    heads = [s.tensors[0] for op in graph.operators if (s := stream_of(op)) is not None and s.source]
+    return heads[0] if heads else None
+
+
 def stream_of(op: Operator) -> Stream | None:
     """The pair a fused operator runs (None: not a fused operator)."""
     stream = op.options.get(STREAM_OPTION) if op.opcode == STREAM_OPCODE else None
@@ -285,7 +359,8 @@ def operator_type(op: Operator) -> str:
     stream = stream_of(op)
     if stream is None:
         return op.opcode
-    return "+".join(member.opcode for member in stream.operators) + " (streamed)"
+    head = "input rows+" if stream.source else ""
+    return head + "+".join(member.opcode for member in stream.operators) + " (streamed)"
 
 
 def whole_bytes_saved(op: Operator) -> int:
@@ -311,7 +386,7 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
         )
         c = s.consumer
         op = Operator(c.index, STREAM_OPCODE, inputs, c.outputs, {STREAM_OPTION: s}, 1)
-        names = " -> ".join(op.opcode for op in s.operators)
+        names = "input rows -> " * s.source + " -> ".join(op.opcode for op in s.operators)
         shapes = ", ".join(_shape_text(graph, t) for t in s.tensors)
         detail = (
             f"{names} streamed row by row: the {shapes} tensor(s) between them ({sum(s.tensor_bytes):,} B) "
@@ -320,4 +395,15 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
         )
         removed = tuple(op.index for op in s.operators[:-1])
         matches.append(Match("stream", c.index, op, removed, s.tensors, detail))
-    return apply_matches(graph, matches)
+    fused = apply_matches(graph, matches)
+    heads = {s.tensors[0] for s in streams if s.source}
+    if not heads:
+        return fused
+    g = fused.graph  # the input streamed from the application is no longer one the arena holds
+    inputs = tuple(t for t in g.inputs if t not in heads)
+    return replace(
+        fused,
+        graph=Graph(
+            g.tensors, g.operators, inputs, g.outputs, g.name, g.description, g.metadata, g.source, g.sha256
+        ),
+    )

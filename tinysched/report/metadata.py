@@ -225,6 +225,15 @@ def per_type(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---- the RAM an application pays --------------------------------------------------------------------
 
 
+def _model_inputs(graph: Any) -> tuple[int, ...]:
+    """The model's inputs: the planned graph's and the one it streams row by row (--stream-input),
+    which the planned graph no longer lists."""
+    from tinysched.memory.stream import streamed_input
+
+    x = streamed_input(graph)
+    return tuple(graph.inputs) if x is None else (*graph.inputs, x)
+
+
 def application_ram(planned: Any, kernels: dict[int, str] | None) -> dict[str, Any]:
     """The RAM the generated module costs the application, both ways it can run it (the generated
     header's API): in place (`<prefix>_invoke_in_place`, inputs written and outputs read in the
@@ -235,7 +244,8 @@ def application_ram(planned: Any, kernels: dict[int, str] | None) -> dict[str, A
     from tinysched.codegen import KERNEL_SOURCE, state_layout
 
     graph, arena = planned.graph, planned.arena
-    inputs = sum(graph.tensors[t].nbytes for t in graph.inputs)
+    inputs = sum(graph.tensors[t].nbytes for t in _model_inputs(graph))  # a streamed input too: copying
+    # invoke takes it whole from the application
     outputs = sum(graph.tensors[t].nbytes for t in graph.outputs)
     state = state_layout(graph, arena.alignment)[1]
     functions = {f for k in (kernels or {}).values() if k for f in k.split("+")}
@@ -418,6 +428,8 @@ def collect_metadata(
         "fit_verdict": fit["verdict"] if fit else None,
         # what the application pays: in place (arena + state) and copying (+ its input/output buffers)
         "application_ram": application_ram(planned, kernels) if codegen_note is None else None,
+        # --stream-input: the arena with the whole input and with it streamed (None: not asked)
+        "input_streaming": None if planned.input_streaming is None else planned.input_streaming.as_json(),
     }
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -430,7 +442,7 @@ def collect_metadata(
             "description": graph.description,
             "operators": len(graph.operators),
             "op_types": graph.op_types,
-            "inputs": [_tensor_brief(graph.tensors[t]) for t in graph.inputs],
+            "inputs": [_tensor_brief(graph.tensors[t]) for t in _model_inputs(graph)],
             "outputs": [_tensor_brief(graph.tensors[t]) for t in graph.outputs],
             "weights_bytes": weights,
             "state_bytes": state,

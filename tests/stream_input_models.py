@@ -1,0 +1,41 @@
+"""Models for --stream-input (tests/test_stream_input.py, tests/test_export.py): a camera's first
+layers, whose input the application delivers row by row, and models that must keep it whole."""
+
+from __future__ import annotations
+
+from tinysched.model.modelgen import ModelBuilder
+
+
+def camera_head(b: ModelBuilder) -> None:
+    """A 24x20x4 frame (1,920 B, rows of 80 B) into an inverted-residual head, then a global pool:
+    the input is the largest tensor, and its only reader is a 3x3 stride-2 convolution."""
+    x = b.input("frame", (1, 24, 20, 4))
+    t = b.conv2d(x, 8, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="conv1")  # 12x10x8
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU6", name="dw1")  # 12x10x8
+    t = b.conv2d(t, 4, (1, 1), activation="RELU6", name="pw1")  # 12x10x4: 480 B
+    b.output(b.average_pool2d(t, (12, 10), (1, 1), name="gap"))
+
+
+def skipping_head(b: ModelBuilder) -> None:
+    """A 1x1 stride-2 convolution reads every other row and a VALID 3x3 stride-2 one leaves the last
+    row unread: the rows no output reads are asked for all the same (each row once, in order)."""
+    x = b.input("frame", (1, 22, 9, 3))
+    t = b.conv2d(x, 6, (1, 1), stride=(2, 2), activation="RELU", name="sub")  # 11x5x6, reads rows 0, 2, ..
+    t = b.conv2d(t, 5, (3, 3), stride=(2, 2), padding="VALID", name="valid")  # 5x2x5, row 10 unread
+    b.output(t)
+
+
+def input_read_twice(b: ModelBuilder) -> None:
+    """The input read by a convolution and by a pooling: its rows cannot stream into one operator."""
+    x = b.input("x", (1, 12, 10, 8))
+    a = b.conv2d(x, 8, (1, 1), name="a")
+    p = b.average_pool2d(x, (3, 3), (1, 1), padding="SAME", name="p")
+    b.output(b.add(a, p, name="sum"))
+
+
+def float_input(b: ModelBuilder) -> None:
+    """A float32 input read by a QUANTIZE (the converter's default interface), then a convolution."""
+    x = b.input("x", (1, 16, 12, 3), dtype="float32")
+    q = b.quantize(x, 1 / 64, 0, name="q")
+    t = b.conv2d(q, 4, (3, 3), stride=(2, 2), padding="SAME", name="conv")
+    b.output(b.average_pool2d(t, (8, 6), (1, 1), name="gap"))
