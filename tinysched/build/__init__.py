@@ -18,7 +18,7 @@ from typing import Any
 
 from tinysched.boards import Board
 from tinysched.build.elfsize import DoesNotFit, SizeReport
-from tinysched.build.firmware import FirmwareImage, build_firmware
+from tinysched.build.firmware import FirmwareImage, build_firmware, module_stack_bytes
 from tinysched.build.host import compile_runner, write_runner
 from tinysched.build.sources import SourceSet, write_sources
 from tinysched.errors import TinyschedError
@@ -35,6 +35,7 @@ __all__ = [
     "build_board",
     "build_host",
     "file_sha256",
+    "module_stack_bytes",
 ]
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from tinysched import __version__
 from tinysched.boards import Board
+from tinysched.build.firmware import module_stack_bytes
 from tinysched.build.sources import KERNEL_HEADERS
 from tinysched.codegen.cgen import c_comment
 from tinysched.errors import TinyschedError
@@ -255,6 +256,10 @@ def write_library(
             f"every object compiled for {board.core} with arm-none-eabi-gcc, before --gc-sections drops unused functions",
         )
     stack = ram.get("invoke_stack_bytes")
+    if (
+        stack is not None and flash.compiled is not None
+    ):  # the generated steps' own frames on top (build.stack)
+        stack += module_stack_bytes(module, board)
     readme = _render(
         "README.md.j2",
         **context,

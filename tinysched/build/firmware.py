@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -25,7 +26,8 @@ from tinysched import children
 from tinysched.boards import Board
 from tinysched.build.elfsize import DoesNotFit, SizeReport, model_constant_names, size_report
 from tinysched.build.objects import compile_object
-from tinysched.build.sources import SourceSet
+from tinysched.build.sources import SourceSet, write_sources
+from tinysched.build.stack import module_frame_bytes
 from tinysched.errors import TinyschedError
 from tinysched.files import write_atomic
 from tinysched.resources import resource
@@ -354,6 +356,31 @@ def build_firmware(
         sha256=hashlib.sha256(elf.read_bytes()).hexdigest(),
         image_id=identity,
     )
+
+
+def module_stack_usage(sources: SourceSet, board: Board) -> str:
+    """GCC's -fstack-usage lines for the module's steps file compiled as `build_firmware` compiles it
+    for `board` (tinysched.build.stack.module_frame_bytes reads them)."""
+    gcc = require_toolchain()
+    steps = sources.module_files[0]
+    flags = [
+        *board.cflags,
+        *COMMON_CFLAGS,
+        *board_defines(board),
+        f"-DTS_MODEL_INFO={sources.model_info_symbol}",
+    ]
+    flags += [f"-I{p}" for p in [*base_include_dirs(), *sources.include_dirs]]
+    with tempfile.TemporaryDirectory(prefix="tinysched-stack-") as work:
+        obj = Path(work, f"{steps.stem}.o")
+        _run([gcc, *flags, "-fstack-usage", "-c", str(steps), "-o", str(obj)], f"compiling {steps.name}")
+        return obj.with_suffix(".su").read_text()
+
+
+def module_stack_bytes(module: Any, board: Board) -> int:
+    """The deepest the generated module's own functions go on `board` (GCC -fstack-usage of its
+    steps file; tinysched.build.stack.module_frame_bytes), for the stack reservation."""
+    with tempfile.TemporaryDirectory(prefix="tinysched-frames-") as work:
+        return module_frame_bytes(module_stack_usage(write_sources(module, Path(work)), board))
 
 
 def toolchain_version() -> str:

@@ -10,6 +10,7 @@ over both. The reservation and how it was chosen go into the build's metadata.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -82,21 +83,46 @@ def with_margin(measured: int) -> int:
     return -(-raw // ROUND_TO) * ROUND_TO
 
 
+_STEP_FUNCTION = re.compile(r"_steps_\d+$")
+
+
+def module_frame_bytes(stack_usage: str) -> int:
+    """The deepest the generated module's own functions go, from GCC's -fstack-usage lines
+    (`file:line:col:name<TAB>bytes<TAB>kind`) of its C file: every function but the step functions,
+    plus the largest step function (the invoke calls them one after another). A bound, not a
+    measurement: the table's kernel figures hold the frames of the invokes they were measured with
+    too, so a model's own frames are counted twice rather than missed (a streamed chain's step
+    keeps each stage's parameters in its frame: hundreds of bytes the table's models did not have)."""
+    steps, others = [0], 0
+    for line in stack_usage.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 2 or not fields[1].strip().isdigit():
+            continue
+        name, frame = fields[0].rsplit(":", 1)[-1], int(fields[1])
+        if _STEP_FUNCTION.search(name):
+            steps.append(frame)
+        else:
+            others += frame
+    return others + max(steps)
+
+
 def stack_reservation(
     board: Board,
     kernels: Iterable[str],
     requested: int | None = None,
     table: KernelStackTable | None = None,
+    module_bytes: int = 0,
 ) -> StackReservation:
     """How much stack a build of a model calling `kernels` (file stems, GeneratedModule.kernels)
-    reserves on `board`: `requested` (--stack) when given, else the measured need plus margin, else
-    (a kernel never measured) the board's stack_bytes."""
+    reserves on `board`: `requested` (--stack) when given, else the measured need (with the
+    module's own frames, `module_frame_bytes`) plus margin, else (a kernel never measured) the
+    board's stack_bytes."""
     table = table or kernel_stack_table()
     used = sorted(set(kernels))
     unmeasured = tuple(k for k in used if k not in table.kernels)
     measured = None
     if not unmeasured:
-        measured = max((table.kernels[k] for k in used), default=0) + table.harness_bytes
+        measured = max((table.kernels[k] for k in used), default=0) + table.harness_bytes + module_bytes
     if requested is not None:
         return StackReservation(int(requested), measured, "--stack", unmeasured)
     if measured is None:
@@ -111,7 +137,9 @@ def stack_reservation(
         with_margin(measured),
         measured,
         f"measured {measured:,} B (deepest kernel {deepest} {table.kernels.get(deepest, 0):,} B + harness "
-        f"{table.harness_bytes:,} B) + {MARGIN_PERCENT}% + {MARGIN_BYTES} B",
+        f"{table.harness_bytes:,} B"
+        + (f" + the model's own frames {module_bytes:,} B" if module_bytes else "")
+        + f") + {MARGIN_PERCENT}% + {MARGIN_BYTES} B",
     )
 
 

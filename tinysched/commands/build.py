@@ -18,7 +18,7 @@ from typing import Any
 from tinysched.arena.cost import operator_estimate, step_features
 from tinysched.arena.pools import certificate as pool_certificate
 from tinysched.boards import Board, get_board
-from tinysched.build import DEFAULT_BUILD_OPTIONS, BuildOptions, build_board, build_host
+from tinysched.build import DEFAULT_BUILD_OPTIONS, BuildOptions, build_board, build_host, module_stack_bytes
 from tinysched.build.firmware import FirmwareImage, firmware_metadata, toolchain_version
 from tinysched.build.sources import write_sources
 from tinysched.build.stack import stack_reservation
@@ -160,9 +160,10 @@ def build_model(
     clock.lap("generate")
     image, runner, size = None, None, None
     stand_ins: tuple[Any, ...] = ()
-    stack = (
-        None if target_board is None else stack_reservation(target_board, module.kernels, build.stack_bytes)
-    )
+    stack = None
+    if target_board is not None:
+        frames = module_stack_bytes(module, target_board) if compile and build.stack_bytes is None else 0
+        stack = stack_reservation(target_board, module.kernels, build.stack_bytes, module_bytes=frames)
     with output_folder(out_dir, force=force, keep=[model_path]) as staging:
         if target_board is None:
             host = build_host(
