@@ -2,7 +2,8 @@
 
 targets/kernel_stack.yaml (written by bench/kernel_stack.py on QEMU) gives, per C kernel, the deepest
 stack a model calling it reached, and the deepest the device harness went around an invoke. A build
-reserves max over the model's kernels + the harness's, plus MARGIN_PERCENT and MARGIN_BYTES (other
+reserves max over the model's kernels + the harness's + the model's own frames (GCC -fstack-usage of
+the generated steps, `module_frame_bytes`), plus MARGIN_PERCENT and MARGIN_BYTES (other
 cores and compilers lay frames out a little differently; an interrupt frame needs room too). A model
 that calls a kernel the table does not know gets the board's `stack_bytes`, and `--stack BYTES` wins
 over both. The reservation and how it was chosen go into the build's metadata.
