@@ -210,6 +210,7 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
             "tensor_bytes": 2880 + 720,
             "window_rows": [3, 1],
             "window_bytes": 720 + 120,
+            "bytes_saved_at_its_steps": 2880 + 720 - (720 + 120),
         }
     ]
     speed = tmp_path / "speed"

@@ -261,3 +261,43 @@ def test_an_arena_budget_chooses_among_plans_that_stream_the_input_too() -> None
     assert streamed_input(planned.graph) == x and x not in planned.graph.activation_tensors
     assert all(c.streams >= 1 for c in planned.budget.candidates)  # the input's chain in every one
     assert planned.arena.arena_bytes <= 1 << 20
+
+
+def test_the_certificate_says_what_it_covers_and_the_report_what_each_stream_saved() -> None:
+    """Issue 33, part 3: the certificate covers orders with the chosen chains fixed, and the report
+    gives the arena with no chain streamed beside each chain's bytes."""
+    from tinysched.report import CompareOptions, collect_metadata, run_comparisons
+    from tinysched.report.render import render
+
+    planned = _plan(camera_head)
+    (op,) = [op for op in planned.graph.operators if stream_of(op) is not None]
+    chain = stream_of(op)
+    scope = planned.certificate_scope()
+    ops = " -> ".join(map(str, planned.streams_json()[0]["model_ops"]))
+    # nothing in the fused graph overlaps, so its schedule is stated in the tensor model
+    assert scope.startswith(f"orders of the operators in the {planned.memory_model} memory model")
+    assert f"with the streamed chains fixed, each run as one operator: model operators {ops}" in scope
+    assert "headed by the input's rows" in scope and scope.endswith("another choice of chains is not covered")
+    comparisons = run_comparisons(planned, None, CompareOptions(stock_tflm=False, recompute_ks=()))
+    doc = collect_metadata(
+        planned, board=None, kernels=dict(generate(planned).op_kernels), comparisons=comparisons
+    )
+    assert doc["schedule"]["certificate_scope"] == scope
+    streams = doc["summary"]["streams"]
+    # the same plan with no chain streamed keeps the whole input: 1,944 B (see the first test)
+    assert (streams["arena_without_streams_bytes"], streams["arena_bytes"], streams["saved_bytes"]) == (
+        1944,
+        1040,
+        904,
+    )
+    (row,) = streams["chains"]
+    assert row["input_rows"] and row["window_bytes"] == 560
+    assert row["bytes_saved_at_its_steps"] == sum(chain.tensor_bytes) - 560 == row["tensor_bytes"] - 560
+    md = render(doc, "md")
+    assert "| arena with no chain streamed | 1,944 B" in md
+    assert f"B) less at its steps ({row['tensor_bytes']:,} B" in md and "560 B as windows)" in md
+    assert (
+        "(it covers orders of the operators in the" in md and "another choice of chains is not covered)" in md
+    )
+    whole = plan(built_graph(camera_head), PlanOptions(alignment=1, time_limit=2.0, memory_model="tensor"))
+    assert whole.certificate_scope().startswith("orders of the operators in the tensor memory model")

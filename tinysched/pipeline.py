@@ -354,6 +354,8 @@ class Planned:
 
     # --stream-input: the input streamed or why not, and the arena both ways (None: not asked)
     input_streaming: InputStreaming | None = field(default=None, compare=False)
+    # the arena of the same plan with no chain streamed (None: no chain was tried)
+    unstreamed_arena_bytes: int | None = field(default=None, compare=False)
 
     @property
     def memory_model(self) -> str:
@@ -464,6 +466,8 @@ class Planned:
                         "tensor_bytes": sum(chain.tensor_bytes),
                         "window_rows": list(chain.rows),
                         "window_bytes": chain.window_bytes,
+                        # what its steps hold less: its tensors whole against their windows
+                        "bytes_saved_at_its_steps": chain.saving,
                     }
                 )
         return rows
@@ -472,6 +476,29 @@ class Planned:
         """The model operators of a stream rewrite in chain order (its sources keep the last first)."""
         fold = self.folding.operator_map
         return [*(fold[v] for v in rewrite.sources[1:]), fold[rewrite.sources[0]]]
+
+    def certificate_scope(self) -> str:
+        """What the order's certificate covers: its memory model, and the streamed chains it holds
+        fixed (the order is optimal among orders of the graph with those chains fused, not of
+        every choice of chains)."""
+        rows = self.streams_json()
+        if self.memory_model == "tensor":
+            scope = "orders of the operators in the tensor memory model (each tensor in bytes of its own" + (
+                "; a streamed chain's tensors as its windows)" if rows else ")"
+            )
+        else:
+            scope = (
+                "orders of the operators in the refined memory model (views and slices share their buffer, "
+                "outputs overlap dying inputs as far as the kernels allow)"
+            )
+        if not rows:
+            return scope
+        chains = "; ".join(" -> ".join(map(str, r["model_ops"])) for r in rows)
+        input_note = " (one headed by the input's rows)" if any(r.get("input_rows") for r in rows) else ""
+        return (
+            f"{scope}, with the streamed chains fixed, each run as one operator: model operators {chains}"
+            f"{input_note}; another choice of chains is not covered"
+        )
 
     def streams_summary(self) -> str | None:
         """One line: which chains run row by row and what their tensors cost instead (None: none)."""
@@ -628,6 +655,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     ceiling: int | None = None  # --arena-budget: bytes the wide kernels' scratch may grow the arena to
     ledger = Budget(options.time_limit)  # what every stage below draws on (tinysched.budget)
     input_streaming = None
+    unstreamed: int | None = None
     if options.recomputing:
         assert options.recompute is not None
         placed = default_kernels if note is None else base
@@ -651,6 +679,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         whole_ledger = ledger.part(2) if heads else ledger
         best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
         considered = [best]  # every plan made, for --arena-budget
+        unstreamed = best.arena.arena_bytes if streams or heads else None
         best = _stream_rounds(base, kernels, streams, best, [], whole_ledger, considered)
         if options.stream_input:
             streamed = (
@@ -714,6 +743,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         tuple(s for s in ledger.shortfalls if s.bound_bytes < arena.arena_bytes),
         choice,
         input_streaming,
+        unstreamed,
     )
 
 

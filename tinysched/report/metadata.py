@@ -234,6 +234,30 @@ def _model_inputs(graph: Any) -> tuple[int, ...]:
     return tuple(graph.inputs) if x is None else (*graph.inputs, x)
 
 
+def _streams_summary(planned: Any, arena_bytes: int) -> dict[str, Any] | None:
+    """What the streamed chains saved: the arena of the same plan with none streamed against this
+    one, and per chain the bytes its steps hold less (its tensors whole against their windows);
+    None when no chain was tried."""
+    if planned.unstreamed_arena_bytes is None:
+        return None
+    return {
+        "arena_without_streams_bytes": planned.unstreamed_arena_bytes,
+        "arena_bytes": arena_bytes,
+        "saved_bytes": planned.unstreamed_arena_bytes - arena_bytes,
+        "chains": [
+            {
+                "model_ops": r["model_ops"],
+                "opcodes": r["opcodes"],
+                "input_rows": r.get("input_rows", False),
+                "tensor_bytes": r["tensor_bytes"],
+                "window_bytes": r["window_bytes"],
+                "bytes_saved_at_its_steps": r["bytes_saved_at_its_steps"],
+            }
+            for r in planned.streams_json()
+        ],
+    }
+
+
 def application_ram(planned: Any, kernels: dict[int, str] | None) -> dict[str, Any]:
     """The RAM the generated module costs the application, both ways it can run it (the generated
     header's API): in place (`<prefix>_invoke_in_place`, inputs written and outputs read in the
@@ -430,6 +454,7 @@ def collect_metadata(
         "application_ram": application_ram(planned, kernels) if codegen_note is None else None,
         # --stream-input: the arena with the whole input and with it streamed (None: not asked)
         "input_streaming": None if planned.input_streaming is None else planned.input_streaming.as_json(),
+        "streams": _streams_summary(planned, plan.arena_bytes),
     }
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -470,6 +495,7 @@ def collect_metadata(
             "memory_model": sched.memory_model,
             "memory_model_asked": planned.options.memory_model,
             "memory_model_note": planned.options.memory_model_note,
+            "certificate_scope": planned.certificate_scope(),
             "certificate": (
                 {
                     "kind": cert.kind,

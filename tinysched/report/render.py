@@ -67,7 +67,9 @@ def _view(doc: dict[str, Any]) -> dict[str, Any]:
     )
     refined = sched.get("memory_model", "tensor") != "tensor"
     whole = sched.get("tensor_model_optimum")
-    if refined:
+    if sched.get("certificate_scope"):
+        certificate_text += f" (it covers {sched['certificate_scope']})"
+    elif refined:
         certificate_text += (
             " (in the refined memory model: views and slices share their buffer, outputs overlap dying inputs as "
             "far as the kernels allow)"
