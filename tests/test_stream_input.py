@@ -301,3 +301,16 @@ def test_the_certificate_says_what_it_covers_and_the_report_what_each_stream_sav
     )
     whole = plan(built_graph(camera_head), PlanOptions(alignment=1, time_limit=2.0, memory_model="tensor"))
     assert whole.certificate_scope().startswith("orders of the operators in the tensor memory model")
+
+
+def test_plan_prints_what_the_certificate_covers_and_what_the_streams_save(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "camera.tflite"
+    saved_model(path, camera_head, seed=0)
+    assert main(["plan", str(path), "--stream-input", "--alignment", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "    it covers orders of the operators in the" in text and "with the streamed chains fixed" in text
+    assert "    the streams save 904 B" in text and "1,944 B (1.9 KiB) with no chain streamed" in text
+    assert main(["plan", str(path), "--stream-input", "--alignment", "1", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["arena_without_streams_bytes"] == 1944 and payload["arena_bytes"] == 1040
+    assert payload["certificate_scope"].endswith("another choice of chains is not covered")

@@ -257,6 +257,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["io"] = planned.interface.as_json()
     payload["kernel_variants"] = planned.variants_json()
     payload["streams"] = planned.streams_json()
+    payload["certificate_scope"] = planned.certificate_scope()
+    payload["arena_without_streams_bytes"] = planned.unstreamed_arena_bytes
     # --stream-input: the arena both ways, and why the input stays whole when it does (else absent)
     if planned.input_streaming is not None:
         payload["input_streaming"] = planned.input_streaming.as_json()
@@ -311,6 +313,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     if planned.recompute is None:
         print(f"certificate  {certificate_line(sched, graph, planned)}")
+        if planned.streams_json():  # what it covers: the chains are fixed (issue 33)
+            print(f"    it covers {planned.certificate_scope()}")
+            saved = (planned.unstreamed_arena_bytes or plan.arena_bytes) - plan.arena_bytes
+            print(
+                f"    the streams save {format_bytes(saved)}: {format_bytes(planned.unstreamed_arena_bytes or 0)} "
+                "with no chain streamed"
+            )
     print(f"stored order peak {format_bytes(sched.stored_order_peak_bytes)}")
     if request is not None:
         print("\n".join(recompute_summary(request, format_bytes)))
