@@ -34,7 +34,7 @@ from tinysched.commands.common import (
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
 from tinysched.memory.stream import operator_type
-from tinysched.order.recompute import summary_lines, total_macs
+from tinysched.order.recompute import macs, summary_lines, total_macs
 from tinysched.pipeline import (
     DEFAULT_PLAN_OPTIONS,
     Planned,
@@ -239,6 +239,27 @@ def build_model(
     )
 
 
+def step_record(planned: Planned, op: int) -> dict[str, Any]:
+    """One step of the firmware's invoke: its operator, type, MACs (from shapes, as the planned
+    graph runs it), the shapes it reads and writes, and the kernel variant the plan gave it (None:
+    the type's default kernel, which picks its fast path itself)."""
+    graph = planned.graph
+    o = graph.operators[op]
+    variant = planned.wide_variants.get(op) or planned.variants.get(op)
+    return {
+        "op": op,
+        "model_op": planned.source_operator(op),
+        "type": operator_type(o),
+        "macs": macs(graph, op),
+        "input_shape": list(graph.tensors[o.inputs[0]].shape) if o.inputs and o.inputs[0] >= 0 else None,
+        "filter_shape": list(graph.tensors[o.inputs[1]].shape)
+        if o.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(o.inputs) > 1
+        else None,
+        "output_shape": list(graph.tensors[o.outputs[0]].shape) if o.outputs else None,
+        "kernel": variant.kernel if variant is not None else None,
+    }
+
+
 def build_record(
     planned: Planned,
     module: Any,
@@ -259,14 +280,7 @@ def build_record(
         "model_info_symbol": f"{module.prefix}_info",
         "macs": total_macs(planned.graph),
         # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
-        "steps": [
-            {
-                "op": v,
-                "model_op": planned.source_operator(v),
-                "type": operator_type(planned.graph.operators[v]),
-            }
-            for v in planned.run_order
-        ],
+        "steps": [step_record(planned, v) for v in planned.run_order],
         "arena_bytes": int(planned.arena.arena_bytes),
         "arena_high_water_bytes": int(planned.arena.high_water_bytes),
         "arena_alignment": int(planned.arena.alignment),
