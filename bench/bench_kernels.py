@@ -111,8 +111,12 @@ def report_lines(m: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help=f"model names in --models (default: {', '.join(MODELS)})")
-    ap.add_argument("--models", default=os.environ.get("TINYSCHED_MODELS", str(REPO.parent / "shared" / "models")))
-    ap.add_argument("--board", default="mps2-an500", help="a QEMU board with a DSP core (default mps2-an500, M7)")
+    ap.add_argument(
+        "--models", default=os.environ.get("TINYSCHED_MODELS", str(REPO.parent / "shared" / "models"))
+    )
+    ap.add_argument(
+        "--board", default="mps2-an500", help="a QEMU board with a DSP core (default mps2-an500, M7)"
+    )
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args(argv)
     folder = Path(args.models)

@@ -356,10 +356,16 @@ typedef struct {
  * Fast path: when neither input broadcasts (both strides row-major over dims) and no multiplier is
  * INT32_MIN, one flat loop over the elements with the same arithmetic; on Helium cores (TS_MVE, see
  * CONV_2D) that loop four elements at a time (the formula's steps on four lanes, VQRDMULH and VRSHL,
- * the last n % 4 predicated). Read/write order (all paths): element k of the output is written
- * after reading element k (or its broadcast source) of each input, in increasing k (Helium: elements
- * k..k+3 written after reading k..k+3 of both inputs, and nothing past k+3 read before); nothing
- * else is read. */
+ * the last n % 4 predicated). On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
+ * (left_shift 20, input shifts in [-31, 0], output shift in [-22, -1], multipliers >= 0, offsets
+ * within [-255, 255]) also four elements at a time: one word of each input read, each of the three
+ * rescales as SMMLAR(v << (left + 1), m, t) >> r with t = 2^(r-1) - [v < 0] (+ output_offset * 2^r
+ * for the output; SMMULR when r == 0), which is the formula's value (ts_simd.h's ts_rq derivation;
+ * firmware/kernels/ts_add_s8.c has the bounds), then SSAT and, unless the activation range is all
+ * of int8, the bytewise clamp; one word of output written; the last n % 4 one at a time. Read/write
+ * order (all paths): element k of the output is written after reading element k (or its broadcast
+ * source) of each input, in increasing k (Helium and DSP: elements k..k+3 written after reading
+ * k..k+3 of both inputs, and nothing past k+3 read before); nothing else is read. */
 typedef struct {
     ts_broadcast_shape shape;
     int32_t input1_offset, input2_offset, output_offset;
