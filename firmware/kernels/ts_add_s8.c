@@ -41,11 +41,11 @@ static void add_flat(const ts_add_s8_params *p, size_t n, const int8_t *input1, 
     }
 }
 
-#if TS_RQ_ASM
-/* The DSP cores' flat ADD (add_flat's arithmetic in fewer instructions; see ts_kernels.h, ADD) for
- * TFLite's int8 parameters: left_shift 20, input shifts in [-31, 0] (input multipliers are at most
- * 1/2: shift 0 for the input of the larger scale, multiplier 2^30 when the scales are equal), the
- * output's shift in [-22, -1]. Each of the three rescales is then
+#if TS_RQ_ASM && !TS_MVE
+/* The flat ADD of the DSP cores other than Helium's (add_flat's arithmetic in fewer instructions;
+ * see ts_kernels.h, ADD) for TFLite's int8 parameters: left_shift 20, input shifts in [-31, 0]
+ * (input multipliers are at most 1/2: shift 0 for the input of the larger scale, multiplier 2^30
+ * when the scales are equal), the output's shift in [-22, -1]. Each of the three rescales is then
  *   rdivpot(srdhm(v << left, m), r) (+ out_off) = SMMLAR(v << (left + 1), m, t) >> r,
  *   t = 2^(r-1) - [v < 0] (+ out_off * 2^r) for r >= 1; SMMULR(v << (left + 1), m) for r == 0,
  * ts_simd.h's ts_rq derivation: SMMLAR's rounding is srdhm's once v << (left + 1) is exact, and
