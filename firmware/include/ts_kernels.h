@@ -86,7 +86,15 @@ extern "C" {
  *    adds w * 0, exactly what skipping it adds); every output channel pair is then one dot product
  *    of K bytes per pixel. On DSP cores K is rounded up to whole words (more zero-point bytes in the
  *    patch) wherever the extra filter bytes read are still inside the filter array (not for the
- *    last channel pair when that would pass its end).
+ *    last channel pair when that would pass its end). On DSP cores (GCC/Clang) with the SMMLAR
+ *    requantisation below and K rounded up to at most 40 bytes, output pixels go in quads of four
+ *    consecutive pixels of the flat order instead (rows and batches wrap as for pointwise): the
+ *    quad's four patches are widened on the stack to int16 (input_offset added; the zero-point
+ *    bytes become 0) in the "CONV_2D wide" block layout with four pixels a group, then each output
+ *    channel is one pass over its filter, four bytes widened by SXTB16 per group serving the four
+ *    pixels through LDRD + SMLAD (17 instructions per 16 products; the last channel's bytes past
+ *    the last whole word one at a time), the four results requantised and stored. A window lying
+ *    inside the input (dilation_w 1) is copied a word at a time, row by row.
  *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
@@ -123,7 +131,9 @@ extern "C" {
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
  * the chunk's pixel quads in turn, each channel by channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
- * (plus filter, bias, params), so once a byte of output pixel q is written, every input byte read
+ * (plus filter, bias, params; the quads of the small-field DSP path: four consecutive flat pixels,
+ * all four fields read before any of their outputs is written, like a widened strip), so once a
+ * byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
  * receptive field once per pair, before writing the pair; the others read it once per channel
  * pair. The reference loop is the same with groups of one pixel. On DSP cores the leading output

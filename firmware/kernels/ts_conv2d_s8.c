@@ -360,6 +360,27 @@ static void build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fw = p->filter_w;
     int32_t ky, kx, c;
+    if (p->dilation_w == 1 && x0 >= 0 && x0 + fw <= in_w && y0 >= 0 &&
+        y0 + (p->filter_h - 1) * p->dilation_h < in_h) {
+        /* the whole window inside the input: each filter row is one run of fw * in_c bytes, copied
+         * a word at a time (unaligned loads and stores), its last len % 4 bytes one by one */
+        const int32_t len = fw * in_c;
+        const size_t row = (size_t)p->dilation_h * in_w * in_c;
+        const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+        for (ky = 0; ky < p->filter_h; ++ky, src += row) {
+            for (c = 0; c + 4 <= len; c += 4) {
+                ts_store4(patch + c, ts_load4(src + c));
+            }
+            for (; c < len; ++c) {
+                patch[c] = src[c];
+            }
+            patch += len;
+        }
+        for (c = 0; c < round_up && c < 3; ++c) { /* 0..3 (a word's round-up): no memset call */
+            patch[c] = pad;
+        }
+        return;
+    }
     for (ky = 0; ky < p->filter_h; ++ky) {
         const int32_t iy = y0 + ky * p->dilation_h;
         if (iy < 0 || iy >= in_h) {
@@ -882,6 +903,124 @@ static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, cons
     wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, rows * p->out_w, strip, NULL);
     return rows;
 }
+
+/* Small receptive fields on DSP cores (ts_kernels.h, CONV_2D "small receptive fields", DSP):
+ * output pixels of the flat order in quads; a quad's patches (build_patch) widened to int16 on the
+ * stack as a block of the widened path lays one out, four pixels a group (pixel q's words of group
+ * g at word 2 * (4 g + q)), then each output channel one pass over its filter for the four pixels:
+ * 17 instructions per 16 products. */
+#define TS_QUAD_PX 4
+#define TS_QUAD_K4 40 /* the largest rounded K: 4 * 40 * 2 = 320 bytes of stack */
+
+/* acc[0..3] += the dot products of `groups` groups of the quad block xs and filter w. */
+static inline void quad_dot(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    if (groups <= 0) {
+        return;
+    }
+    /* the 11 operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1], a2 TS_REG("r2") = acc[2];
+    register int32_t a3 TS_REG("r3") = acc[3];
+    register const int8_t *wp TS_REG("r4") = w, *const end TS_REG("r5") = w + 4 * groups;
+    register const uint32_t *xp TS_REG("r6") = xs;
+    register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11");
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[wo], [%[w]], #4\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs]], #32\n\t"
+                     "sxtb16  %[we], %[wo]\n\t"
+                     "sxtb16  %[wo], %[wo], ror #8\n\t"
+                     "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+                     "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-24]\n\t"
+                     "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
+                     "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+                     "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
+                     "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+                     "smlad   %[a3], %[xe], %[we], %[a3]\n\t"
+                     "smlad   %[a3], %[xo], %[wo], %[a3]\n\t"
+                     "cmp     %[w], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(wp), [xs] "+r"(xp),
+                       [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+                     : [end] "r"(end)
+                     : "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* Value j of pixel q in the quad block xs. */
+static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
+{
+    const int16_t *h = (const int16_t *)(const void *)(xs + 8 * (j >> 2) + 2 * q + (j & 1));
+    return h[(j >> 1) & 1];
+}
+
+/* The small-field layers on DSP cores with ts_rq requantisation, K rounded up to k4 <= TS_QUAD_K4
+ * (the caller checks): every quad's receptive fields are read (into the stack block) before any of
+ * its outputs is written. */
+static void conv_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output)
+{
+    const int32_t out_w = p->out_w, out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
+    const int32_t k4 = (k + 3) & ~3, pixels = p->out_h * out_w, lo = p->act_min, hi = p->act_max;
+    const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi), off2 = ts_pack2x16(p->input_offset);
+    const int8_t pad = (int8_t)-p->input_offset;
+    uint32_t xs[TS_QUAD_K4 / 4 * 2 * TS_QUAD_PX];
+    int8_t patch[TS_QUAD_K4 + 4];
+    int32_t b, i, q, j, o;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        for (i = 0; i < pixels; i += TS_QUAD_PX) {
+            const int32_t n = pixels - i < TS_QUAD_PX ? pixels - i : TS_QUAD_PX;
+            for (q = 0; q < TS_QUAD_PX; ++q) {
+                uint32_t *slot = xs + 2 * q;
+                if (q < n) {
+                    const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
+                    build_patch(p, in_b, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, pad, k4 - k,
+                                patch);
+                    for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+                        const uint32_t v = ts_load4(patch + j);
+                        slot[0] = ts_even_off(v, off2);
+                        slot[1] = ts_odd_off(v, off2);
+                    }
+                } else { /* a last quad's missing pixels: computed from zeros, not stored */
+                    for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+                        slot[0] = 0;
+                        slot[1] = 0;
+                    }
+                }
+            }
+            for (o = 0; o < out_c; ++o) {
+                const int8_t *w = filter + (size_t)o * k;
+                /* k4 filter bytes from channel o's start still inside [out_c][k]? else the tail */
+                const int32_t whole = (int32_t)((size_t)(out_c - o) * k >= (size_t)k4 ? k4 : (k & ~3));
+                const int32_t b0 = bias != NULL ? bias[o] : 0;
+                int32_t acc[TS_QUAD_PX] = {b0, b0, b0, b0};
+                ts_rq r;
+                quad_dot(xs, w, whole >> 2, acc);
+                for (j = whole; j < k; ++j) {
+                    for (q = 0; q < TS_QUAD_PX; ++q) {
+                        acc[q] += (int32_t)w[j] * quad_get(xs, q, j);
+                    }
+                }
+                ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &r);
+                if (n == TS_QUAD_PX) {
+                    wide_store4(output + o, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r),
+                                ts_rq_apply(acc[2], &r), ts_rq_apply(acc[3], &r), lo4, hi4);
+                } else {
+                    for (q = 0; q < n; ++q) {
+                        output[(size_t)q * out_c + o] = rq_clamp(acc[q], &r, lo, hi);
+                    }
+                }
+            }
+            output += (size_t)n * out_c;
+        }
+    }
+}
 #else
 #define TS_CONV_WIDE 0
 #endif
@@ -1006,6 +1145,12 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
         conv_pointwise(p, input, filter, bias, output, rq);
     } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
+#if TS_CONV_WIDE
+        if (rq && ((p->filter_h * p->filter_w * p->in_c + 3) & ~3) <= TS_QUAD_K4) {
+            conv_quads(p, input, filter, bias, output);
+            return TS_OK;
+        }
+#endif
         conv_patches(p, input, filter, bias, output, rq);
     } else {
         conv_fast(p, input, filter, bias, output, rq);
