@@ -74,6 +74,9 @@ def measure_model(path: Path, board: str) -> dict[str, Any]:
         "instructions": result.instructions,
         "outputs_match": result.outputs_match,
         "arena_matches_plan": result.arena_matches_plan,
+        "arena_bytes": result.arena_bytes_measured,
+        "stack_bytes": result.stack_bytes_total,
+        "stack_reserved_bytes": record.get("stack_reserved_bytes"),
         "per_operator": rows,
     }
 
@@ -81,7 +84,10 @@ def measure_model(path: Path, board: str) -> dict[str, Any]:
 def report_lines(m: dict[str, Any]) -> list[str]:
     lines = [
         f"### {m['model']} on {m['board']}: {m['instructions']:,} instructions per inference, outputs "
-        + ("bit-exact" if m["outputs_match"] else "DIFFER"),
+        + ("bit-exact" if m["outputs_match"] else "DIFFER")
+        + f"; arena {m.get('arena_bytes') or 0:,} B (plan: "
+        + ("equal" if m.get("arena_matches_plan") else "DIFFERS")
+        + f"), stack {m.get('stack_bytes') or 0:,} B of {m.get('stack_reserved_bytes') or 0:,} B reserved",
         "",
         "| step | type | shape | MACs | instructions | instr/MAC | target | kernel |",
         "| ---: | --- | --- | ---: | ---: | ---: | --- | --- |",

@@ -413,7 +413,7 @@ static void build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_
  * every output channel pair is one dot_2x2 of K = fh * fw * in_c bytes, whatever the padding. On DSP
  * cores K is rounded up to a whole number of words (pad bytes in the patch, so the extra filter
  * bytes multiply 0) wherever those filter bytes are still inside the filter array. */
-static void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+static TS_NOINLINE void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int rq)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c, out_w = p->out_w;
@@ -962,7 +962,7 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
 /* The small-field layers on DSP cores with ts_rq requantisation, K rounded up to k4 <= TS_QUAD_K4
  * (the caller checks): every quad's receptive fields are read (into the stack block) before any of
  * its outputs is written. */
-static void conv_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output)
 {
     const int32_t out_w = p->out_w, out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
