@@ -230,6 +230,23 @@ def conv_widened() -> bytes:
     return b.build()
 
 
+def conv_pairs_widened() -> bytes:
+    """k x k CONV_2D pixel pairs widened once on the stack (DSP cores: whole filter rows of whole
+    words, K <= 144): 3x3 over 16 channels SAME at the plan's peak (the default kernel; clipped top
+    and bottom rows still pair, the edge columns do not), stride 2 into an odd out_c (the last
+    channel alone), 3x3 over 4 channels on two batches (K = 36), 1x3 over 8 channels."""
+    b = ModelBuilder(seed=34)
+    x = b.input("x", (1, 15, 17, 16), zero_point=-128)
+    t = b.conv2d(x, 16, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_16_peak")
+    t = b.conv2d(t, 13, (3, 3), (2, 2), "SAME", activation="RELU6", name="k3_s2_16_to_13")
+    y = b.input("y", (2, 6, 7, 4), zero_point=9)
+    u = b.conv2d(y, 6, (3, 3), (1, 1), "VALID", name="k3_4_batches")
+    z = b.input("z", (1, 5, 9, 8), zero_point=-1)
+    v = b.conv2d(z, 5, (1, 3), (1, 1), "SAME", per_channel=False, name="k1x3_8")
+    b.output(t, u, v)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -245,4 +262,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_channel_counts": depthwise_channel_counts,
     "helium_shapes": helium_shapes,
     "conv_widened": conv_widened,
+    "conv_pairs_widened": conv_pairs_widened,
 }

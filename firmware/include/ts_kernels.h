@@ -99,6 +99,13 @@ extern "C" {
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
  *    The portable build (host, M0, M3) does the same loops with one product per step.
+ *  - pairs widened once (DSP cores, GCC/Clang, the SMMLAR requantisation below): a pixel pair of
+ *    the run path whose runs are whole filter rows (every filter column inside the input,
+ *    dilation_w 1) of a multiple of 4 bytes, K = rows * run <= 144, has both receptive fields
+ *    widened once to int16 on the stack (input_offset added; 576 bytes at most), then each output
+ *    channel pair is one pass over its K filter bytes: per four bytes, each filter word widened by
+ *    SXTB16 serves both pixels' LDRD'd lanes (19 instructions per 16 products against 26), the four
+ *    results requantised, clamped bytewise and stored as two halfwords. Same pairs, same order.
  *  - requantisation on DSP cores (GCC/Clang): when every multiplier is >= 0, every shift in
  *    [-22, 29] and the largest possible accumulator B = K * max|q + input_offset| * 128 + max|bias|
  *    satisfies B * 2^(max(shift, 0) + 1) < 2^31 (checked once per call), each output is

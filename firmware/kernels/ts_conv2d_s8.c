@@ -258,6 +258,105 @@ static inline void store_block(const ts_conv2d_s8_params *p, const int32_t *acc,
     }
 }
 
+#if TS_RQ_ASM && !TS_MVE
+/* A pixel pair whose windows have every filter column inside the input (DSP cores, ts_rq
+ * requantisation; ts_kernels.h CONV_2D, "pairs widened once"): both receptive fields, K <=
+ * TS_PAIR_K4 bytes in whole words, widened once on the stack (input_offset added), group g of four
+ * k-indices as words (x0 even, x0 odd, x1 even, x1 odd) at word 4 g; then each output channel pair
+ * one pass over its K filter bytes (19 instructions per 16 products against the run loop's 26). */
+#define TS_PAIR_K4 144 /* 2 * 144 * 2 = 576 bytes of stack: 3x3 filters over up to 16 channels */
+
+/* acc[0..3] += (pixel 0, w0), (pixel 0, w1), (pixel 1, w0), (pixel 1, w1) over `groups` groups. */
+static inline void pair_dot(const uint32_t *xs, const int8_t *w0, const int8_t *w1, int32_t groups, int32_t *acc)
+{
+    /* the 12 operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a00 TS_REG("r0") = acc[0], a01 TS_REG("r1") = acc[1];
+    register int32_t a10 TS_REG("r2") = acc[2], a11 TS_REG("r3") = acc[3];
+    register const int8_t *p0 TS_REG("r4") = w0, *p1 TS_REG("r5") = w1;
+    register const uint32_t *xp TS_REG("r6") = xs, *const end TS_REG("r8") = xs + 4 * groups;
+    register uint32_t we TS_REG("r9"), wo TS_REG("r10"), xe TS_REG("r11"), xo TS_REG("r12");
+    __asm__ volatile("1:\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs]], #16\n\t"
+                     "ldr     %[we], [%[w0]], #4\n\t"
+                     "sxtb16  %[wo], %[we], ror #8\n\t"
+                     "sxtb16  %[we], %[we]\n\t"
+                     "smlad   %[a00], %[xe], %[we], %[a00]\n\t"
+                     "smlad   %[a00], %[xo], %[wo], %[a00]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+                     "smlad   %[a10], %[xe], %[we], %[a10]\n\t"
+                     "smlad   %[a10], %[xo], %[wo], %[a10]\n\t"
+                     "ldr     %[we], [%[w1]], #4\n\t"
+                     "sxtb16  %[wo], %[we], ror #8\n\t"
+                     "sxtb16  %[we], %[we]\n\t"
+                     "smlad   %[a11], %[xe], %[we], %[a11]\n\t"
+                     "smlad   %[a11], %[xo], %[wo], %[a11]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+                     "smlad   %[a01], %[xe], %[we], %[a01]\n\t"
+                     "smlad   %[a01], %[xo], %[wo], %[a01]\n\t"
+                     "cmp     %[xs], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w0] "+r"(p0),
+                       [w1] "+r"(p1), [xs] "+r"(xp), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe),
+                       [xo] "=&r"(xo)
+                     : [end] "r"(end)
+                     : "cc", "memory");
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+static void store_block_rq(const ts_conv2d_s8_params *p, const int32_t *acc, int32_t o, int32_t o1, int8_t *out0,
+                           int8_t *out1);
+
+/* The pair (in0, in1: their first runs) with runs of whole filter rows (r->run_len == fw * in_c, a
+ * multiple of 4; rows * run_len <= TS_PAIR_K4): both fields read into the stack block first. */
+static TS_NOINLINE void pair_widened(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
+                                     const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
+                                     int8_t *out1)
+{
+    const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
+    const int32_t len = r->run_len, rows = r->ky1 - r->ky0, groups = rows * len / 4;
+    const uint32_t off2 = ts_pack2x16(p->input_offset), lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
+    uint32_t xs[TS_PAIR_K4];
+    uint32_t *x = xs;
+    int32_t ky, c, o;
+    for (ky = 0; ky < rows; ++ky) {
+        const int8_t *a = in0 + (size_t)ky * r->in_row_step, *b = in1 + (size_t)ky * r->in_row_step;
+        for (c = 0; c < len; c += 4, x += 4) {
+            const uint32_t v0 = ts_load4(a + c), v1 = ts_load4(b + c);
+            x[0] = ts_even_off(v0, off2);
+            x[1] = ts_odd_off(v0, off2);
+            x[2] = ts_even_off(v1, off2);
+            x[3] = ts_odd_off(v1, off2);
+        }
+    }
+    for (o = 0; o < out_c; o += 2) {
+        const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+        const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
+        int32_t acc[4];
+        acc[0] = b0;
+        acc[1] = b1;
+        acc[2] = b0;
+        acc[3] = b1;
+        pair_dot(xs, filter + (size_t)o * filter_size + r->w_first, filter + (size_t)o1 * filter_size + r->w_first,
+                 groups, acc);
+        if (o1 == o + 1) { /* channels o, o + 1 of both pixels: two adjacent bytes each */
+            ts_rq q0, q1;
+            uint32_t v;
+            ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0);
+            ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1);
+            v = ts_pack4_clamp(ts_rq_apply(acc[0], &q0), ts_rq_apply(acc[1], &q1), ts_rq_apply(acc[2], &q0),
+                               ts_rq_apply(acc[3], &q1), lo4, hi4);
+            ts_store2(out0 + o, v);
+            ts_store2(out1 + o, v >> 16);
+        } else {
+            store_block_rq(p, acc, o, o1, out0, out1);
+        }
+    }
+}
+#endif
+
 /* All output channels of one or two pixels (out1 NULL: one pixel). */
 static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
                         const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
@@ -271,6 +370,13 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
     (void)rq;
     ts_mve_conv_group(p, &mr, in0, in1, filter + r->w_first, bias, out0, out1);
     return;
+#endif
+#if TS_RQ_ASM && !TS_MVE
+    if (rq && in1 != NULL && r->runs_per_row == 1 && r->run_len == p->filter_w * p->in_c && (r->run_len & 3) == 0 &&
+        (r->ky1 - r->ky0) * r->run_len <= TS_PAIR_K4) {
+        pair_widened(p, r, in0, in1, filter, bias, out0, out1);
+        return;
+    }
 #endif
     for (o = 0; o < out_c; o += 2) {
         const int32_t o1 = o + 1 < out_c ? o + 1 : o;
