@@ -116,6 +116,26 @@ def add_shapes() -> bytes:
     return b.build()
 
 
+def add_scales() -> bytes:
+    """ADD on equal shapes (the DSP path: four elements a word, SMMLAR rescaling) over scales that
+    move every shift: inputs 1:1, 8:1 and 1:60 apart, outputs coarser and finer than the inputs
+    (output shifts from about -21 to -14), zero points at both ends, RELU6 and RELU (the bytewise
+    clamp), element counts with 0..3 tail elements (a chain of three reads the last one's output)."""
+    b = ModelBuilder(seed=29)
+    x = b.input("x", (1, 9, 13, 5), scale=0.02, zero_point=-128)
+    y = b.input("y", (1, 9, 13, 5), scale=0.16, zero_point=127)
+    s = b.add(x, y, activation="RELU6", output_quant=(0.05, -20), name="add_8_to_1")
+    t = b.add(s, x, output_quant=(0.5, 3), name="add_coarse_out")
+    u = b.add(t, y, activation="RELU", output_quant=(0.004, -128), name="add_fine_out")
+    p = b.input("p", (1, 2, 3, 7), scale=0.001, zero_point=0)
+    q = b.input("q", (1, 2, 3, 7), scale=0.06, zero_point=-1)
+    v = b.add(p, q, output_quant=(0.03, 5), name="add_1_to_60_n42")
+    w = b.input("w", (2, 11), scale=0.1, zero_point=-5)
+    z = b.add(w, w, name="add_same_tensor_n22")
+    b.output(u, v, z)
+    return b.build()
+
+
 def conv_patch_shapes() -> bytes:
     """Small receptive fields (in_c < 8): the KWS first layer exactly (49x10x1, 10x4, stride 2, SAME:
     windows clipped on every side), 3-channel 3x3 layers (stride 1 and 2, K = 27: words plus a
@@ -210,6 +230,23 @@ def conv_widened() -> bytes:
     return b.build()
 
 
+def conv_pairs_widened() -> bytes:
+    """k x k CONV_2D pixel pairs widened once on the stack (DSP cores: whole filter rows of whole
+    words, K <= 144): 3x3 over 16 channels SAME at the plan's peak (the default kernel; clipped top
+    and bottom rows still pair, the edge columns do not), stride 2 into an odd out_c (the last
+    channel alone), 3x3 over 4 channels on two batches (K = 36), 1x3 over 8 channels."""
+    b = ModelBuilder(seed=34)
+    x = b.input("x", (1, 15, 17, 16), zero_point=-128)
+    t = b.conv2d(x, 16, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_16_peak")
+    t = b.conv2d(t, 13, (3, 3), (2, 2), "SAME", activation="RELU6", name="k3_s2_16_to_13")
+    y = b.input("y", (2, 6, 7, 4), zero_point=9)
+    u = b.conv2d(y, 6, (3, 3), (1, 1), "VALID", name="k3_4_batches")
+    z = b.input("z", (1, 5, 9, 8), zero_point=-1)
+    v = b.conv2d(z, 5, (1, 3), (1, 1), "SAME", per_channel=False, name="k1x3_8")
+    b.output(t, u, v)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -219,9 +256,11 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_shapes": depthwise_shapes,
     "fully_connected_shapes": fully_connected_shapes,
     "add_shapes": add_shapes,
+    "add_scales": add_scales,
     "conv_patch_shapes": conv_patch_shapes,
     "pointwise_strided": pointwise_strided,
     "depthwise_channel_counts": depthwise_channel_counts,
     "helium_shapes": helium_shapes,
     "conv_widened": conv_widened,
+    "conv_pairs_widened": conv_pairs_widened,
 }

@@ -164,6 +164,8 @@ def test_fast_paths_bit_exact_on_cortex_m4_and_m33(board: str, tmp_path: Path) -
         "depthwise_channel_counts",
         "pointwise_strided",
         "conv_widened",
+        "add_scales",
+        "conv_pairs_widened",
     ):
         gen = generate_for_measure(_model(tmp_path, name), tmp_path / name / "gen", 1)
         result = measure_sources(

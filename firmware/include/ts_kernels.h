@@ -86,11 +86,26 @@ extern "C" {
  *    adds w * 0, exactly what skipping it adds); every output channel pair is then one dot product
  *    of K bytes per pixel. On DSP cores K is rounded up to whole words (more zero-point bytes in the
  *    patch) wherever the extra filter bytes read are still inside the filter array (not for the
- *    last channel pair when that would pass its end).
+ *    last channel pair when that would pass its end). On DSP cores (GCC/Clang) with the SMMLAR
+ *    requantisation below and K rounded up to at most 40 bytes, output pixels go in quads of four
+ *    consecutive pixels of the flat order instead (rows and batches wrap as for pointwise): the
+ *    quad's four patches are widened on the stack to int16 (input_offset added; the zero-point
+ *    bytes become 0) in the "CONV_2D wide" block layout with four pixels a group, then each output
+ *    channel is one pass over its filter, four bytes widened by SXTB16 per group serving the four
+ *    pixels through LDRD + SMLAD (17 instructions per 16 products; the last channel's bytes past
+ *    the last whole word one at a time), the four results requantised and stored. A window lying
+ *    inside the input (dilation_w 1) is copied a word at a time, row by row.
  *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
  *    The portable build (host, M0, M3) does the same loops with one product per step.
+ *  - pairs widened once (DSP cores, GCC/Clang, the SMMLAR requantisation below): a pixel pair of
+ *    the run path whose runs are whole filter rows (every filter column inside the input,
+ *    dilation_w 1) of a multiple of 4 bytes, K = rows * run <= 144, has both receptive fields
+ *    widened once to int16 on the stack (input_offset added; 576 bytes at most), then each output
+ *    channel pair is one pass over its K filter bytes: per four bytes, each filter word widened by
+ *    SXTB16 serves both pixels' LDRD'd lanes (19 instructions per 16 products against 26), the four
+ *    results requantised, clamped bytewise and stored as two halfwords. Same pairs, same order.
  *  - requantisation on DSP cores (GCC/Clang): when every multiplier is >= 0, every shift in
  *    [-22, 29] and the largest possible accumulator B = K * max|q + input_offset| * 128 + max|bias|
  *    satisfies B * 2^(max(shift, 0) + 1) < 2^31 (checked once per call), each output is
@@ -123,7 +138,9 @@ extern "C" {
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
  * the chunk's pixel quads in turn, each channel by channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
- * (plus filter, bias, params), so once a byte of output pixel q is written, every input byte read
+ * (plus filter, bias, params; the quads of the small-field DSP path: four consecutive flat pixels,
+ * all four fields read before any of their outputs is written, like a widened strip), so once a
+ * byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
  * receptive field once per pair, before writing the pair; the others read it once per channel
  * pair. The reference loop is the same with groups of one pixel. On DSP cores the leading output
@@ -356,10 +373,16 @@ typedef struct {
  * Fast path: when neither input broadcasts (both strides row-major over dims) and no multiplier is
  * INT32_MIN, one flat loop over the elements with the same arithmetic; on Helium cores (TS_MVE, see
  * CONV_2D) that loop four elements at a time (the formula's steps on four lanes, VQRDMULH and VRSHL,
- * the last n % 4 predicated). Read/write order (all paths): element k of the output is written
- * after reading element k (or its broadcast source) of each input, in increasing k (Helium: elements
- * k..k+3 written after reading k..k+3 of both inputs, and nothing past k+3 read before); nothing
- * else is read. */
+ * the last n % 4 predicated). On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
+ * (left_shift 20, input shifts in [-31, 0], output shift in [-22, -1], multipliers >= 0, offsets
+ * within [-255, 255]) also four elements at a time: one word of each input read, each of the three
+ * rescales as SMMLAR(v << (left + 1), m, t) >> r with t = 2^(r-1) - [v < 0] (+ output_offset * 2^r
+ * for the output; SMMULR when r == 0), which is the formula's value (ts_simd.h's ts_rq derivation;
+ * firmware/kernels/ts_add_s8.c has the bounds), then SSAT and, unless the activation range is all
+ * of int8, the bytewise clamp; one word of output written; the last n % 4 one at a time. Read/write
+ * order (all paths): element k of the output is written after reading element k (or its broadcast
+ * source) of each input, in increasing k (Helium and DSP: elements k..k+3 written after reading
+ * k..k+3 of both inputs, and nothing past k+3 read before); nothing else is read. */
 typedef struct {
     ts_broadcast_shape shape;
     int32_t input1_offset, input2_offset, output_offset;

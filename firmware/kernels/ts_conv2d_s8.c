@@ -258,6 +258,105 @@ static inline void store_block(const ts_conv2d_s8_params *p, const int32_t *acc,
     }
 }
 
+#if TS_RQ_ASM && !TS_MVE
+/* A pixel pair whose windows have every filter column inside the input (DSP cores, ts_rq
+ * requantisation; ts_kernels.h CONV_2D, "pairs widened once"): both receptive fields, K <=
+ * TS_PAIR_K4 bytes in whole words, widened once on the stack (input_offset added), group g of four
+ * k-indices as words (x0 even, x0 odd, x1 even, x1 odd) at word 4 g; then each output channel pair
+ * one pass over its K filter bytes (19 instructions per 16 products against the run loop's 26). */
+#define TS_PAIR_K4 144 /* 2 * 144 * 2 = 576 bytes of stack: 3x3 filters over up to 16 channels */
+
+/* acc[0..3] += (pixel 0, w0), (pixel 0, w1), (pixel 1, w0), (pixel 1, w1) over `groups` groups. */
+static inline void pair_dot(const uint32_t *xs, const int8_t *w0, const int8_t *w1, int32_t groups, int32_t *acc)
+{
+    /* the 12 operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a00 TS_REG("r0") = acc[0], a01 TS_REG("r1") = acc[1];
+    register int32_t a10 TS_REG("r2") = acc[2], a11 TS_REG("r3") = acc[3];
+    register const int8_t *p0 TS_REG("r4") = w0, *p1 TS_REG("r5") = w1;
+    register const uint32_t *xp TS_REG("r6") = xs, *const end TS_REG("r8") = xs + 4 * groups;
+    register uint32_t we TS_REG("r9"), wo TS_REG("r10"), xe TS_REG("r11"), xo TS_REG("r12");
+    __asm__ volatile("1:\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs]], #16\n\t"
+                     "ldr     %[we], [%[w0]], #4\n\t"
+                     "sxtb16  %[wo], %[we], ror #8\n\t"
+                     "sxtb16  %[we], %[we]\n\t"
+                     "smlad   %[a00], %[xe], %[we], %[a00]\n\t"
+                     "smlad   %[a00], %[xo], %[wo], %[a00]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+                     "smlad   %[a10], %[xe], %[we], %[a10]\n\t"
+                     "smlad   %[a10], %[xo], %[wo], %[a10]\n\t"
+                     "ldr     %[we], [%[w1]], #4\n\t"
+                     "sxtb16  %[wo], %[we], ror #8\n\t"
+                     "sxtb16  %[we], %[we]\n\t"
+                     "smlad   %[a11], %[xe], %[we], %[a11]\n\t"
+                     "smlad   %[a11], %[xo], %[wo], %[a11]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+                     "smlad   %[a01], %[xe], %[we], %[a01]\n\t"
+                     "smlad   %[a01], %[xo], %[wo], %[a01]\n\t"
+                     "cmp     %[xs], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w0] "+r"(p0),
+                       [w1] "+r"(p1), [xs] "+r"(xp), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe),
+                       [xo] "=&r"(xo)
+                     : [end] "r"(end)
+                     : "cc", "memory");
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+static void store_block_rq(const ts_conv2d_s8_params *p, const int32_t *acc, int32_t o, int32_t o1, int8_t *out0,
+                           int8_t *out1);
+
+/* The pair (in0, in1: their first runs) with runs of whole filter rows (r->run_len == fw * in_c, a
+ * multiple of 4; rows * run_len <= TS_PAIR_K4): both fields read into the stack block first. */
+static TS_NOINLINE void pair_widened(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
+                                     const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
+                                     int8_t *out1)
+{
+    const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
+    const int32_t len = r->run_len, rows = r->ky1 - r->ky0, groups = rows * len / 4;
+    const uint32_t off2 = ts_pack2x16(p->input_offset), lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
+    uint32_t xs[TS_PAIR_K4];
+    uint32_t *x = xs;
+    int32_t ky, c, o;
+    for (ky = 0; ky < rows; ++ky) {
+        const int8_t *a = in0 + (size_t)ky * r->in_row_step, *b = in1 + (size_t)ky * r->in_row_step;
+        for (c = 0; c < len; c += 4, x += 4) {
+            const uint32_t v0 = ts_load4(a + c), v1 = ts_load4(b + c);
+            x[0] = ts_even_off(v0, off2);
+            x[1] = ts_odd_off(v0, off2);
+            x[2] = ts_even_off(v1, off2);
+            x[3] = ts_odd_off(v1, off2);
+        }
+    }
+    for (o = 0; o < out_c; o += 2) {
+        const int32_t o1 = o + 1 < out_c ? o + 1 : o;
+        const int32_t b0 = bias != NULL ? bias[o] : 0, b1 = bias != NULL ? bias[o1] : 0;
+        int32_t acc[4];
+        acc[0] = b0;
+        acc[1] = b1;
+        acc[2] = b0;
+        acc[3] = b1;
+        pair_dot(xs, filter + (size_t)o * filter_size + r->w_first, filter + (size_t)o1 * filter_size + r->w_first,
+                 groups, acc);
+        if (o1 == o + 1) { /* channels o, o + 1 of both pixels: two adjacent bytes each */
+            ts_rq q0, q1;
+            uint32_t v;
+            ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &q0);
+            ts_rq_prepare(p->multiplier[o1], p->shift[o1], p->output_offset, &q1);
+            v = ts_pack4_clamp(ts_rq_apply(acc[0], &q0), ts_rq_apply(acc[1], &q1), ts_rq_apply(acc[2], &q0),
+                               ts_rq_apply(acc[3], &q1), lo4, hi4);
+            ts_store2(out0 + o, v);
+            ts_store2(out1 + o, v >> 16);
+        } else {
+            store_block_rq(p, acc, o, o1, out0, out1);
+        }
+    }
+}
+#endif
+
 /* All output channels of one or two pixels (out1 NULL: one pixel). */
 static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
                         const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
@@ -271,6 +370,13 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
     (void)rq;
     ts_mve_conv_group(p, &mr, in0, in1, filter + r->w_first, bias, out0, out1);
     return;
+#endif
+#if TS_RQ_ASM && !TS_MVE
+    if (rq && in1 != NULL && r->runs_per_row == 1 && r->run_len == p->filter_w * p->in_c && (r->run_len & 3) == 0 &&
+        (r->ky1 - r->ky0) * r->run_len <= TS_PAIR_K4) {
+        pair_widened(p, r, in0, in1, filter, bias, out0, out1);
+        return;
+    }
 #endif
     for (o = 0; o < out_c; o += 2) {
         const int32_t o1 = o + 1 < out_c ? o + 1 : o;
@@ -360,6 +466,27 @@ static void build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fw = p->filter_w;
     int32_t ky, kx, c;
+    if (p->dilation_w == 1 && x0 >= 0 && x0 + fw <= in_w && y0 >= 0 &&
+        y0 + (p->filter_h - 1) * p->dilation_h < in_h) {
+        /* the whole window inside the input: each filter row is one run of fw * in_c bytes, copied
+         * a word at a time (unaligned loads and stores), its last len % 4 bytes one by one */
+        const int32_t len = fw * in_c;
+        const size_t row = (size_t)p->dilation_h * in_w * in_c;
+        const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+        for (ky = 0; ky < p->filter_h; ++ky, src += row) {
+            for (c = 0; c + 4 <= len; c += 4) {
+                ts_store4(patch + c, ts_load4(src + c));
+            }
+            for (; c < len; ++c) {
+                patch[c] = src[c];
+            }
+            patch += len;
+        }
+        for (c = 0; c < round_up && c < 3; ++c) { /* 0..3 (a word's round-up): no memset call */
+            patch[c] = pad;
+        }
+        return;
+    }
     for (ky = 0; ky < p->filter_h; ++ky) {
         const int32_t iy = y0 + ky * p->dilation_h;
         if (iy < 0 || iy >= in_h) {
@@ -392,7 +519,7 @@ static void build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_
  * every output channel pair is one dot_2x2 of K = fh * fw * in_c bytes, whatever the padding. On DSP
  * cores K is rounded up to a whole number of words (pad bytes in the patch, so the extra filter
  * bytes multiply 0) wherever those filter bytes are still inside the filter array. */
-static void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+static TS_NOINLINE void conv_patches(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int rq)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c, out_w = p->out_w;
@@ -882,6 +1009,124 @@ static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, cons
     wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, rows * p->out_w, strip, NULL);
     return rows;
 }
+
+/* Small receptive fields on DSP cores (ts_kernels.h, CONV_2D "small receptive fields", DSP):
+ * output pixels of the flat order in quads; a quad's patches (build_patch) widened to int16 on the
+ * stack as a block of the widened path lays one out, four pixels a group (pixel q's words of group
+ * g at word 2 * (4 g + q)), then each output channel one pass over its filter for the four pixels:
+ * 17 instructions per 16 products. */
+#define TS_QUAD_PX 4
+#define TS_QUAD_K4 40 /* the largest rounded K: 4 * 40 * 2 = 320 bytes of stack */
+
+/* acc[0..3] += the dot products of `groups` groups of the quad block xs and filter w. */
+static inline void quad_dot(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    if (groups <= 0) {
+        return;
+    }
+    /* the 11 operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1], a2 TS_REG("r2") = acc[2];
+    register int32_t a3 TS_REG("r3") = acc[3];
+    register const int8_t *wp TS_REG("r4") = w, *const end TS_REG("r5") = w + 4 * groups;
+    register const uint32_t *xp TS_REG("r6") = xs;
+    register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11");
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[wo], [%[w]], #4\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs]], #32\n\t"
+                     "sxtb16  %[we], %[wo]\n\t"
+                     "sxtb16  %[wo], %[wo], ror #8\n\t"
+                     "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+                     "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-24]\n\t"
+                     "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
+                     "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+                     "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
+                     "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
+                     "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+                     "smlad   %[a3], %[xe], %[we], %[a3]\n\t"
+                     "smlad   %[a3], %[xo], %[wo], %[a3]\n\t"
+                     "cmp     %[w], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(wp), [xs] "+r"(xp),
+                       [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+                     : [end] "r"(end)
+                     : "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* Value j of pixel q in the quad block xs. */
+static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
+{
+    const int16_t *h = (const int16_t *)(const void *)(xs + 8 * (j >> 2) + 2 * q + (j & 1));
+    return h[(j >> 1) & 1];
+}
+
+/* The small-field layers on DSP cores with ts_rq requantisation, K rounded up to k4 <= TS_QUAD_K4
+ * (the caller checks): every quad's receptive fields are read (into the stack block) before any of
+ * its outputs is written. */
+static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output)
+{
+    const int32_t out_w = p->out_w, out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
+    const int32_t k4 = (k + 3) & ~3, pixels = p->out_h * out_w, lo = p->act_min, hi = p->act_max;
+    const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi), off2 = ts_pack2x16(p->input_offset);
+    const int8_t pad = (int8_t)-p->input_offset;
+    uint32_t xs[TS_QUAD_K4 / 4 * 2 * TS_QUAD_PX];
+    int8_t patch[TS_QUAD_K4 + 4];
+    int32_t b, i, q, j, o;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        for (i = 0; i < pixels; i += TS_QUAD_PX) {
+            const int32_t n = pixels - i < TS_QUAD_PX ? pixels - i : TS_QUAD_PX;
+            for (q = 0; q < TS_QUAD_PX; ++q) {
+                uint32_t *slot = xs + 2 * q;
+                if (q < n) {
+                    const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
+                    build_patch(p, in_b, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, pad, k4 - k,
+                                patch);
+                    for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+                        const uint32_t v = ts_load4(patch + j);
+                        slot[0] = ts_even_off(v, off2);
+                        slot[1] = ts_odd_off(v, off2);
+                    }
+                } else { /* a last quad's missing pixels: computed from zeros, not stored */
+                    for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+                        slot[0] = 0;
+                        slot[1] = 0;
+                    }
+                }
+            }
+            for (o = 0; o < out_c; ++o) {
+                const int8_t *w = filter + (size_t)o * k;
+                /* k4 filter bytes from channel o's start still inside [out_c][k]? else the tail */
+                const int32_t whole = (int32_t)((size_t)(out_c - o) * k >= (size_t)k4 ? k4 : (k & ~3));
+                const int32_t b0 = bias != NULL ? bias[o] : 0;
+                int32_t acc[TS_QUAD_PX] = {b0, b0, b0, b0};
+                ts_rq r;
+                quad_dot(xs, w, whole >> 2, acc);
+                for (j = whole; j < k; ++j) {
+                    for (q = 0; q < TS_QUAD_PX; ++q) {
+                        acc[q] += (int32_t)w[j] * quad_get(xs, q, j);
+                    }
+                }
+                ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &r);
+                if (n == TS_QUAD_PX) {
+                    wide_store4(output + o, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r),
+                                ts_rq_apply(acc[2], &r), ts_rq_apply(acc[3], &r), lo4, hi4);
+                } else {
+                    for (q = 0; q < n; ++q) {
+                        output[(size_t)q * out_c + o] = rq_clamp(acc[q], &r, lo, hi);
+                    }
+                }
+            }
+            output += (size_t)n * out_c;
+        }
+    }
+}
 #else
 #define TS_CONV_WIDE 0
 #endif
@@ -1006,6 +1251,12 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
         conv_pointwise(p, input, filter, bias, output, rq);
     } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
+#if TS_CONV_WIDE
+        if (rq && ((p->filter_h * p->filter_w * p->in_c + 3) & ~3) <= TS_QUAD_K4) {
+            conv_quads(p, input, filter, bias, output);
+            return TS_OK;
+        }
+#endif
         conv_patches(p, input, filter, bias, output, rq);
     } else {
         conv_fast(p, input, filter, bias, output, rq);

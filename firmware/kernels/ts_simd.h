@@ -228,6 +228,13 @@ static inline uint32_t ts_bytes4(int32_t v) { return ((uint32_t)v & 0xFFu) * 0x0
 
 static inline void ts_store4(int8_t *p, uint32_t v) { memcpy(p, &v, sizeof v); }
 
+/* The low two bytes of v at p (one unaligned STRH on Armv7-M/v8-M). */
+static inline void ts_store2(int8_t *p, uint32_t v)
+{
+    const uint16_t h = (uint16_t)v;
+    memcpy(p, &h, sizeof h);
+}
+
 /* n bytes from src to dst (disjoint). newlib-nano's memcpy goes byte by byte (4 instructions a
  * byte); on DSP cores with both pointers and n word-aligned, eight bytes per LDRD/STRD pair. */
 static inline void ts_copy_bytes(int8_t *dst, const int8_t *src, size_t n)

@@ -35,7 +35,7 @@ from tinysched.commands.common import (
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
 from tinysched.memory.stream import operator_type
-from tinysched.order.recompute import summary_lines, total_macs
+from tinysched.order.recompute import macs, summary_lines, total_macs
 from tinysched.pipeline import (
     DEFAULT_PLAN_OPTIONS,
     Planned,
@@ -241,6 +241,28 @@ def build_model(
     )
 
 
+def step_record(planned: Planned, op: int) -> dict[str, Any]:
+    """One step of the firmware's invoke: its operator, type, MACs (from shapes, as the planned
+    graph runs it), the shapes it reads and writes, and the kernel variant the plan gave it (None:
+    the type's default kernel, which picks its fast path itself; `kernel` is the cost table's name
+    for it, tinysched.arena.cost.step_features)."""
+    graph = planned.graph
+    o = graph.operators[op]
+    variant = planned.wide_variants.get(op) or planned.variants.get(op)
+    return {
+        "op": op,
+        "model_op": planned.source_operator(op),
+        "type": operator_type(o),
+        "macs": macs(graph, op),
+        "input_shape": list(graph.tensors[o.inputs[0]].shape) if o.inputs and o.inputs[0] >= 0 else None,
+        "filter_shape": list(graph.tensors[o.inputs[1]].shape)
+        if o.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(o.inputs) > 1
+        else None,
+        "output_shape": list(graph.tensors[o.outputs[0]].shape) if o.outputs else None,
+        "kernel_function": variant.kernel if variant is not None else None,
+    }
+
+
 def build_record(
     planned: Planned,
     module: Any,
@@ -261,13 +283,11 @@ def build_record(
         "model_info_symbol": f"{module.prefix}_info",
         "macs": total_macs(planned.graph),
         # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
-        # (and the kernel it calls, its MACs and outputs, and its estimated instructions on
+        # (and the kernel it calls, its MACs, shapes and outputs, and its estimated instructions on
         # `plan_options.core`: what measure compares and bench_arena_budget fits the cost table to)
         "steps": [
             {
-                "op": v,
-                "model_op": planned.source_operator(v),
-                "type": operator_type(planned.graph.operators[v]),
+                **step_record(planned, v),
                 **step_features(planned.graph, v, planned.arena),
                 "estimate": operator_estimate(planned.graph, v, options.core, planned.arena),
             }

@@ -385,7 +385,8 @@ def per_operator(result: MeasureResult, record: dict[str, Any] | None) -> list[d
     if len(steps) != len(result.step_counts):
         return []
     return [
-        {"step": k, **s, "count": c} for k, (s, c) in enumerate(zip(steps, result.step_counts, strict=True))
+        {"step": k, **s, "count": c, "instructions_per_mac": _per_mac(c, s.get("macs"))}
+        for k, (s, c) in enumerate(zip(steps, result.step_counts, strict=True))
     ]
 
 
@@ -408,6 +409,11 @@ def estimate_line(record: dict[str, Any] | None, instructions: int | None) -> st
             f"(least arena {budget['least_arena_bytes']:,} B)"
         )
     return line
+
+
+def _per_mac(count: int, macs: int | None) -> float | None:
+    """A step's count per multiply-accumulate (None where the build record has no MACs or none)."""
+    return round(count / macs, 3) if macs else None
 
 
 def per_type_lines(rows: list[dict[str, Any]], count_unit: str) -> list[str]:
