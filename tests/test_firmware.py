@@ -462,15 +462,35 @@ def test_large_input_goes_over_the_uart_by_default(qemu_tools, tmp_path):
 # test_large_input_goes_over_the_uart_by_default exercise over the UART.
 
 SHARED_QEMU_BOARDS = ("mps2-an500", "mps3-an547")
+# The suite samples the sweep: models of more MACs than this (mbv2 301 M, mcunetv2_large 219 M, about
+# 40 s of CPU between them on QEMU) run on the emulated M7 in bench/bench_device.py (the Device
+# table in docs/BENCHMARKS.md, bit-exact and arena = plan), and on the host in test_codegen's
+# test_shared_model_verifies_or_is_refused.
+SHARED_QEMU_MAX_MACS = 100_000_000
 SHARED_SEMIHOST_ABOVE = 32 * 1024  # input bytes per set above which the shared test opts in to semihosting
 
 
 def _measure_shared(path, work):
     from helpers import generate_for_measure
 
+    from tinysched.codegen import check_supported
     from tinysched.device.runner import measure_sources
     from tinysched.errors import TinyschedError
+    from tinysched.model.reader import read_model
+    from tinysched.order.recompute import macs
 
+    graph = read_model(path)
+    total = sum(macs(graph, v) for v in range(len(graph.operators)))
+    try:  # a model the code generator refuses is skipped below, with its own reason
+        check_supported(graph)
+        supported = True
+    except TinyschedError:
+        supported = False
+    if supported and total > SHARED_QEMU_MAX_MACS:
+        return (
+            "skip",
+            f"{total:,} MACs: measured on QEMU by bench/bench_device.py, bit-exact on the host in the suite",
+        )
     try:
         gen = generate_for_measure(path, work / "gen", 1)
     except TinyschedError as err:
