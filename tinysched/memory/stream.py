@@ -503,14 +503,20 @@ def local_bytes(graph: Graph, stream: Stream) -> int:
     return sum(graph.tensors[u].nbytes for u in outer) + stream.window_bytes + y - shared
 
 
-def choose(graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak: set[int]) -> list[Stream]:
+def choose(
+    graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak: set[int], by: str = "bytes"
+) -> list[Stream]:
     """`chosen` plus, for the operators at the peak, the chains with the fewest own bytes that
-    touch them; a new chain replaces the chosen ones it contains and must not cut into others."""
+    touch them (`by` "saving": the chains removing the most bytes of whole tensors, which leave no
+    whole tensor next to the peak: a block's conv -> conv without its ADD leaves the ADD's operand
+    whole); a new chain replaces the chosen ones it contains and must not cut into others."""
     score = {members(s): local_bytes(graph, s) for s in (*found, *chosen)}  # a chain is its operators
     result = list(chosen)
-    for s in sorted(
-        (s for s in found if members(s) & peak), key=lambda s: (score[members(s)], s.consumer.index)
-    ):
+
+    def key(s: Stream) -> tuple[int, int]:
+        return (score[members(s)] if by == "bytes" else -s.saving, s.consumer.index)
+
+    for s in sorted((s for s in found if members(s) & peak), key=key):
         inside = [c for c in result if members(c) <= members(s)]
         if any(members(c) & members(s) for c in result if c not in inside) or s in result:
             continue
