@@ -233,3 +233,18 @@ def test_the_report_gives_the_arena_both_ways() -> None:
     assert "| arena with the input streamed | input whole: input 0 is read by 2 operators" in render(
         doc, "md"
     )
+
+
+@needs_gcc
+def test_build_prints_and_records_the_arena_both_ways(tmp_path: Path, capsys) -> None:
+    path = saved_model(tmp_path / "camera.tflite", camera_head)
+    out = tmp_path / "out"
+    argv = ["build", str(path), "--board", "host", "-o", str(out), "--no-report", "--stream-input"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "input       input streamed: 3 of its 24 rows of 80 B in the arena at once" in printed
+    assert "model operators input rows -> 0 -> 1 -> 2 (3,840 B as windows of 560 B)" in printed
+    record = json.loads((out / "camera_metadata.json").read_text())["build"]
+    assert record["plan_options"]["stream_input"] is True
+    assert record["input_streaming"]["arena_bytes_streamed_input"] == record["arena_bytes"]
+    assert record["streams"][0]["input_rows"] is True and record["streams"][0]["tensors"][0] == 0
