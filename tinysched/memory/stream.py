@@ -12,6 +12,11 @@ each intermediate tensor in its own window, each row computed when the next oper
 it. This is what TinyEngine and MCUNetV2 gain by patch- and row-based execution, here derived from
 the same kernels called on row ranges (firmware/include/ts_kernels.h, "Streamed pairs").
 
+A chain may be a small DAG (a *stage*, `_stages`): a residual block with its input on the skip path,
+a tensor read by two members keeping the rows from the lowest either still reads to the highest asked
+for; `row_schedule` is the generated loop's twin that sizes the windows and gives the fused operator's
+D against each outer input.
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
