@@ -22,7 +22,14 @@ from tiers import needs_gcc, require
 from tinysched.arena.check import check_plan
 from tinysched.errors import TinyschedError
 from tinysched.memory.overlap import max_shift, memory_model
-from tinysched.memory.stream import STREAM_OPCODE, candidates, chain_shift, stream_of
+from tinysched.memory.stream import (
+    STREAM_OPCODE,
+    candidates,
+    chain_shift,
+    row_schedule,
+    stream_of,
+    stream_shift,
+)
 from tinysched.model.modelgen import ModelBuilder
 from tinysched.model.reader import parse_model
 from tinysched.pipeline import PlanOptions, generate, plan
@@ -87,7 +94,8 @@ def test_candidates_name_the_chains_and_their_windows() -> None:
     adds = sorted(
         (s.producer.opcode, s.position, s.rows) for s in candidates(g2) if s.consumer.opcode == "ADD"
     )
-    assert adds == [("CONV_2D", 1, (1,)), ("DEPTHWISE_CONV_2D", 0, (1,))]  # either ADD operand streams
+    # either ADD operand streams, or both: a stage of the two branches, each a window of one row
+    assert adds == [("CONV_2D", 0, (1, 1)), ("CONV_2D", 1, (1,)), ("DEPTHWISE_CONV_2D", 0, (1,))]
 
 
 def test_streamed_shift_against_the_first_operators_input() -> None:
@@ -344,3 +352,78 @@ def test_a_compiler_failure_says_the_compilers_first_error_line(tmp_path: Path) 
         TinyschedError, match=rf"^compiling {model_c.name} for nucleo-f767 failed: [^\n]*{expected}"
     ):
         build_firmware(sources, get_board("nucleo-f767"), tmp_path / "fw")
+
+
+# ---- streams through residual stages (issue 33, part 2) --------------------------------------------
+
+
+def _residual_stage(b: ModelBuilder) -> None:
+    """resnet8 in small: a head conv, a residual block (its input on the skip path), a downsampling
+    block (3x3 stride 2 -> 3x3 on the main path, a 1x1 stride-2 projection on the skip path)."""
+    x = b.input("x", (1, 12, 8, 3))
+    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")  # 12x8x8: 768 B, read by main1 and sum
+    t = b.conv2d(h, 8, (3, 3), activation="RELU", name="main1")
+    t = b.conv2d(t, 8, (3, 3), name="main2")
+    s = b.add(h, t, activation="RELU", name="sum")  # read by down1 and project
+    d = b.conv2d(s, 16, (3, 3), stride=(2, 2), activation="RELU", name="down1")  # 6x4x16: 384 B
+    d = b.conv2d(d, 16, (3, 3), name="down2")
+    p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
+    b.output(b.add(p, d, activation="RELU", name="sum2"))
+
+
+def test_a_residual_blocks_input_keeps_the_rows_both_paths_still_read() -> None:
+    g = built_graph(_residual_stage)
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    # the block with its input whole: windows of 3 rows (main1's output, read by a 3x3) and 1 (main2's,
+    # read by the ADD); the ADD writes its row r over the input's row r: after it, main1 next reads
+    # the input from row r + 1 (for its row r + 2) and the ADD reads row r + 1, so D = 0 (in place)
+    block = found[(1, 2, 3)]
+    assert block.rows == (3, 1) and stream_shift(g, block, g.operators[0].outputs[0]) == 0
+    # with the head: the head's output is read by main1 (3 rows, r - 1 .. r + 1) and the ADD (row r),
+    # whose window keeps from the ADD's row to main1's highest: 3 rows, computed once each
+    with_head = found[(0, 1, 2, 3)]
+    assert with_head.rows == (3, 3, 1) and with_head.tensors[0] == g.operators[0].outputs[0]
+    # the downsampling block: the sum read by down1 (3x3 stride 2) and the projection (1x1 stride 2)
+    down = found[(4, 5, 6, 7)]
+    assert down.rows == (3, 1, 1)
+    whole = found[tuple(range(8))]  # the whole stage: the sum in a window of 3 rows too
+    assert whole.rows == (3, 3, 1, 3, 3, 1, 1) and whole.window_bytes == 960
+    sched = row_schedule(g, whole.operators)
+    assert sched is not None and sched.ends == (12, 12, 12, 12, 6, 6, 6)  # every row computed, once
+
+
+def test_residual_stage_plans_below_its_whole_tensors() -> None:
+    g = built_graph(_residual_stage)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    speed = plan(g, PlanOptions(alignment=1, time_limit=2.0, prefer="speed"))
+    # the whole stage is one operator: the input (288 B), its windows (960 B) and the output (384 B),
+    # which may start 96 B below the input (its rows of 64 B against the input's of 24 B): 1,344 B
+    assert [[op.index for op in s.operators] for s in _streams(planned)] == [list(range(8))]
+    assert (speed.arena.arena_bytes, planned.arena.arena_bytes) == (1632, 288 + 960 + 384 - 288)
+    assert planned.schedule.certified
+    fused = planned.graph.operators[0]
+    assert max_shift(planned.graph, fused, 0) == -96
+
+
+@needs_gcc
+@pytest.mark.host
+def test_residual_streams_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = tmp_path / "model.tflite"
+    saved_model(path, _residual_stage, seed=7)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [8]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_row_low(" in c_source  # a tensor read by two members
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_residual_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _residual_stage, seed=3)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    assert "ts_row_low(" in model_c_text(gen)
+    assert gen.arena_bytes_planned == 1344  # as with alignment 1 (test_residual_stage_plans_below_...)
+    measured_equal_on_qemu(gen, tmp_path / "qemu")

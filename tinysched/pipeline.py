@@ -831,7 +831,8 @@ def _stream_rounds(
     basis = best  # the plan the next round streams from, and its streams
     rounds = STREAM_ROUNDS if found else 0
     for done in range(rounds):
-        trying = choose(base, found, chosen, basis.peak_operators())
+        peak = basis.peak_operators()
+        trying = choose(base, found, chosen, peak)
         if trying == chosen:
             break
         fused = fuse(base, trying)
@@ -839,6 +840,16 @@ def _stream_rounds(
             break
         trial = kernels.plan(fused, ledger.part(rounds - done))
         considered.append(trial)  # every plan made, for --arena-budget
+        wider = choose(base, found, chosen, peak, by="saving")
+        if trial.arena.arena_bytes >= best.arena.arena_bytes and wider not in (trying, chosen):
+            # the chains with the fewest own bytes left a whole tensor at the peak: those removing
+            # the most bytes instead (a residual block's whole stage), on what this round has left
+            fused = fuse(base, wider)
+            if _fusable(fused):
+                other = kernels.plan(fused, ledger.part(rounds - done))
+                considered.append(other)
+                if other.arena.arena_bytes < trial.arena.arena_bytes:
+                    trial, trying = other, wider
         if trial.arena.arena_bytes < best.arena.arena_bytes:
             best = trial
         elif trial.arena.optimal or trial.arena.lower_bound_bytes >= best.arena.arena_bytes:

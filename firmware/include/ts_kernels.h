@@ -797,9 +797,16 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * so that output row 0 of the call is row `first` of the whole and the input it is given starts at
  * a later row; the elementwise consumer gets dims[3] (the rows of [1, H, W, C]) = 1 and its operands'
  * row pointers.
- * A chain (expand -> depthwise -> project, up to four operators) runs the same way with a window per
- * inner tensor: a row of one is computed, one row per call, when the next operator first needs it,
- * and only the first operator computes several rows per call from its whole input.
+ * A chain (expand -> depthwise -> project) runs the same way with a window per inner tensor: a row
+ * of one is computed, one row per call, when the next operator first needs it, and only an operator
+ * reading whole tensors alone computes several rows per call.
+ * A stage (a residual block: conv -> conv -> ADD with the block input on the skip path, perhaps a
+ * 1x1 stride-2 projection there) is the same loop over a small DAG: a tensor read by two members
+ * keeps its window from the lowest row either still reads (`ts_row_low` of each reader's next
+ * output row) to the highest asked for, so the skip path holds the rows the ADD still needs while
+ * the main path runs ahead; each row is computed once, when first needed (no MACs are added), and
+ * dropped when its last reader has passed it. tinysched/memory/stream.py `row_schedule` is the
+ * loop's twin that sizes the windows.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
@@ -827,6 +834,20 @@ static inline const int8_t *ts_rows_at(const int8_t *buf, int32_t base, int32_t 
 #define TS_ROWS(p, whole, buf, base, avail, row_bytes, first, count)                                         \
     ts_rows_at((buf), (base), (avail), (row_bytes), (first) * (whole).stride_h - (whole).pad_top, (count), \
                &(p).in_h, &(p).out_h, &(p).pad_top)
+
+/* The lowest row of a tensor that a reader (stride, pad_top over it) still reads when its next
+ * output row is `row` of `out_h`: `height` (nothing) once it has written them all. */
+static inline int32_t ts_row_low(int32_t row, int32_t out_h, int32_t stride, int32_t pad_top, int32_t height)
+{
+    const int32_t top = row * stride - pad_top;
+    return row >= out_h ? height : top > 0 ? top : 0;
+}
+
+/* The smaller of two rows (the lowest row any of a tensor's readers still reads). */
+static inline int32_t ts_rows_min(int32_t a, int32_t b)
+{
+    return a < b ? a : b;
+}
 
 /* Drop the rows below `lo` from a window of `rows` rows holding rows [*first, *next) (at most
  * `rows` of them): the rows kept move down to its start (memmove: they may overlap). A window of

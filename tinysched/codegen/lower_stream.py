@@ -6,7 +6,16 @@ from __future__ import annotations
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.table import lower, lowering
-from tinysched.memory.stream import STREAM_OPCODE, WINDOWED, RowWindow, row_window, stream_of
+from tinysched.memory.stream import (
+    STREAM_OPCODE,
+    WINDOWED,
+    RowSchedule,
+    RowWindow,
+    row_inputs,
+    row_schedule,
+    row_window,
+    stream_of,
+)
 from tinysched.model.graph import Operator
 
 
@@ -25,24 +34,25 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
 
 
 def _geometry(graph, s) -> list[RowWindow]:
-    """Each operator's row window over the tensor it streams from (elementwise last: one row)."""
+    """Each operator's row window over the tensors it reads by rows (elementwise: one row)."""
     windows = [row_window(graph, op) for op in s.operators]
     if any(w is None for w in windows):
         raise Unsupported("the row geometry of a streamed chain")
     return windows  # type: ignore[return-value]
 
 
+def _schedule(graph, s) -> RowSchedule:
+    sched = row_schedule(graph, s.operators, s.source)
+    if sched is None or sched.rows != s.rows:
+        raise Unsupported("a streamed stage whose windows are not its loop's")
+    return sched
+
+
 def source_rows_read(graph, s) -> int:
     """How many of the input's rows from the top a chain headed by the input reads in all (the rows
     below them, which no output row reads, the generated code requests after its loop all the same:
     each row once)."""
-    windows = _geometry(graph, s)
-    heights = [int(graph.tensors[t].shape[1]) for t in s.tensors]
-    need = int(graph.tensors[s.consumer.outputs[0]].shape[1])  # rows of the output, all of them
-    for k in range(len(s.tensors) - 1, -1, -1):
-        w = windows[k]  # the operator reading tensor k
-        need = min(heights[k], (need - 1) * w.stride - w.pad_top + w.span)
-    return need
+    return _schedule(graph, s).ends[0]
 
 
 ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's read_rows failed
@@ -50,9 +60,11 @@ ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's 
 
 @lowering(STREAM_OPCODE, internal=True)
 def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    """Stage j of the loop writes streamed tensor j (the last: the output) and reads tensor j - 1: the
-    chain's operators, or with an input streamed from the application (`Stream.source`) the
-    application's rows as stage 0 and the operators after it."""
+    """Stage j of the loop writes streamed tensor j (the last: the output): the stage's operators in
+    order, or with an input streamed from the application (`Stream.source`) the application's rows
+    as stage 0 and the operators after it. Each output row ensures the rows its sink reads of each
+    streamed operand (`ensure`, recursively up the stage), then computes that row; the loop is
+    `stream.row_schedule`'s twin, which sized the windows."""
     s = stream_of(op)
     if s is None:
         raise Unsupported("a fused operator that records no chain")
@@ -60,6 +72,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < s.window_bytes:
         raise Unsupported(f"a streamed chain needs its {s.window_bytes}-byte windows as its last output")
     graph, n = ctx.graph, len(s.tensors)
+    _schedule(graph, s)
     base = ctx.offsets[scratch]
     inner = ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}})
     lowered = [
@@ -78,13 +91,29 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ):
             raise Unsupported(f"the {part.opcode}'s padding differs from its row geometry")
     parts: list[KernelCall | None] = [None] * s.source + lowered  # stage j's call (None: the application)
-    windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows over tensor j - 1
+    members: list[Operator | None] = [None] * s.source + list(s.operators)
+    windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
+    index = {t: k for k, t in enumerate(s.tensors)}
+    reads = [() if m is None else row_inputs(graph, m) for m in members]  # stage j's row operands
+    readers = [[j for j in range(n + 1) if t in reads[j]] for t in s.tensors]
+    heads = [m is not None and all(u not in index for u in reads[j]) for j, m in enumerate(members)]
     y = s.consumer.outputs[0]
-    heights = [int(graph.tensors[t].shape[1]) for t in s.tensors]
-    out_h = int(graph.tensors[y].shape[1])
-    out_row = graph.tensors[y].nbytes // out_h
+
+    def height(t: int) -> int:
+        return int(graph.tensors[t].shape[1])
+
+    def row_bytes(t: int) -> int:
+        return graph.tensors[t].nbytes // height(t)
+
+    heights = [height(t) for t in s.tensors]
+    out_h = height(y)
     fail = f"return {call.step + 1};"
     whole = [f"{ctx.prefix}_{part.symbol}" if part is not None else "" for part in parts]
+    outer = [u for j in range(len(members)) for u in reads[j] if u not in index]
+    names = {u: f"x{u}" for u in dict.fromkeys(outer)}
+
+    def cur(j: int) -> str:
+        return "row" if j == n else f"next{j}"
 
     def kernel_call(k: int, args: list[str]) -> list[str]:
         part = parts[k]
@@ -96,15 +125,33 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         assert part is not None
         return _with_args(part, replacements)
 
-    def bounds(k: int, row: str) -> list[str]:
-        """lo{k}, hi{k}: the rows of tensor k that row `row` of stage k + 1 reads."""
-        w = windows[k + 1]
+    def bounds(j: int, k: int, row: str) -> list[str]:
+        """lo{k}, hi{k}: the rows of tensor k that row `row` of stage j reads."""
+        w = windows[j]
         assert w is not None
+        lowest = [f"const int32_t lo{k} = top{k} > 0 ? top{k} : 0;"] if len(readers[k]) == 1 else []
         return [
             f"const int32_t top{k} = {row} * {w.stride} - {w.pad_top};",
-            f"const int32_t lo{k} = top{k} > 0 ? top{k} : 0;",
+            *lowest,  # with two readers or more, the lowest row either still reads: `low`
             f"const int32_t hi{k} = top{k} + {w.span} < {heights[k]} ? top{k} + {w.span} : {heights[k]};",
         ]
+
+    def low(k: int) -> str:
+        """The lowest row of tensor k any of its readers still reads (ts_row_low: none once done)."""
+        if len(readers[k]) == 1:
+            return f"lo{k}"  # its one reader's, now
+        terms = []
+        for j in readers[k]:
+            w = windows[j]
+            assert w is not None
+            member = members[j]
+            assert member is not None
+            done = height(member.outputs[0])
+            terms.append(f"ts_row_low({cur(j)}, {done}, {w.stride}, {w.pad_top}, {heights[k]})")
+        text = terms[0]
+        for term in terms[1:]:
+            text = f"ts_rows_min({text}, {term})"
+        return text
 
     def read_rows(first: str, count: str, at: str) -> list[str]:
         return [
@@ -113,11 +160,39 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             "}",
         ]
 
+    def operand(u: int, row: str) -> str:
+        """Row `row` of tensor u: in its window, or in the whole outer input."""
+        if u in index:
+            k = index[u]
+            return f"w{k} + (size_t)({row} - first{k}) * {s.row_bytes[k]}u"
+        return f"{names[u]} + (size_t){row} * {row_bytes(u)}u"
+
+    def compute(j: int, row: str, count: str, out_at: str) -> list[str]:
+        """Stage j's kernel on its output rows [row, row + count), written at out_at."""
+        member = members[j]
+        assert member is not None
+        if member.opcode in WINDOWED:
+            u = member.inputs[0]
+            if u in index:
+                k = index[u]
+                source = f"w{k}, first{k}, next{k} - first{k}, {s.row_bytes[k]}u"
+            else:
+                source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
+            return [
+                f"rows = TS_ROWS(p{j}, {whole[j]}, {source}, {row}, {count});",
+                *kernel_call(j, with_args(j, {0: "rows", -1: out_at})),
+            ]
+        # ADD / SUB / MUL on equal shapes: rows [row, row + count) of each operand
+        args = {position: operand(u, row) for position, u in enumerate(member.inputs[:2])}
+        set_rows = [] if count == "1" else [f"p{j}.shape.dims[3] = {count}; /* rows of [1, H, W, C] */"]
+        return set_rows + kernel_call(j, with_args(j, {**args, -1: out_at}))
+
     def ensure(k: int) -> list[str]:
-        """Rows [lo{k}, hi{k}) of tensor k in its window: the lower ones dropped, the new computed."""
+        """Rows [lo{k}, hi{k}) of tensor k in its window: the rows no reader still needs dropped, the
+        new ones computed (each operand of their stage ensured first)."""
         rb = f"{s.row_bytes[k]}u"
         out_at = f"w{k} + (size_t)(next{k} - first{k}) * {rb}"
-        lines = [f"ts_window_slide(w{k}, {rb}, {s.rows[k]}, &first{k}, &next{k}, lo{k});"]
+        lines = [f"ts_window_slide(w{k}, {rb}, {s.rows[k]}, &first{k}, &next{k}, {low(k)});"]
         if k == 0 and s.source:  # the application's rows, requested in order, each once
             skips = any(w is not None and w.stride > w.span for w in windows)
             skipped = (
@@ -140,43 +215,36 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 "    next0 = hi0;",
                 "}",
             ]
-        if k == 0:  # the first operator computes all new rows from its whole input in one call
-            x = s.producer.inputs[0]
-            in_h = int(graph.tensors[x].shape[1])
-            in_row = graph.tensors[x].nbytes // in_h
+        if heads[k]:  # reading whole inputs only: all new rows in one call
             return lines + [
-                f"if (next0 < hi0) {{ /* rows [next0, hi0) of t{s.tensors[0]} */",
-                f"    rows = TS_ROWS(p0, {whole[0]}, input, 0, {in_h}, {in_row}u, next0, hi0 - next0);",
-                *(f"    {line}" for line in kernel_call(0, with_args(0, {0: "rows", -1: out_at}))),
-                "    next0 = hi0;",
+                f"if (next{k} < hi{k}) {{ /* rows [next{k}, hi{k}) of t{s.tensors[k]} */",
+                *(f"    {line}" for line in compute(k, f"next{k}", f"hi{k} - next{k}", out_at)),
+                f"    next{k} = hi{k};",
                 "}",
             ]
-        below = f"next{k - 1} - first{k - 1}"
         return lines + [
             f"for (; next{k} < hi{k}; ++next{k}) {{ /* row next{k} of t{s.tensors[k]} */",
-            *(f"    {line}" for line in bounds(k - 1, f"next{k}")),
-            *(f"    {line}" for line in ensure(k - 1)),
-            f"    rows = TS_ROWS(p{k}, {whole[k]}, w{k - 1}, first{k - 1}, {below}, {s.row_bytes[k - 1]}u, next{k}, 1);",
-            *(f"    {line}" for line in kernel_call(k, with_args(k, {0: "rows", -1: out_at}))),
+            *(f"    {line}" for line in operands(k, f"next{k}")),
+            *(f"    {line}" for line in compute(k, f"next{k}", "1", out_at)),
             "}",
         ]
 
-    last = n
-    out_at = f"output + (size_t)row * {out_row}u"
-    if s.consumer.opcode in WINDOWED:
-        below = f"next{n - 1} - first{n - 1}"
-        consume = [
-            f"rows = TS_ROWS(p{last}, {whole[last]}, w{n - 1}, first{n - 1}, {below}, {s.row_bytes[-1]}u, row, 1);",
-            *kernel_call(last, with_args(last, {0: "rows", -1: out_at})),
-        ]
-        setup = []
-    else:  # ADD / SUB / MUL on equal shapes: row `row` of each operand
-        other = s.consumer.inputs[1 - s.position]
-        other_at = f"{inner.ptr(other)} + (size_t)row * {s.row_bytes[-1]}u"
-        consume = kernel_call(
-            last, with_args(last, {s.position: f"w{n - 1}", 1 - s.position: other_at, -1: out_at})
-        )
-        setup = [f"p{last}.shape.dims[3] = 1; /* one row of [1, H, W, C] per call */"]
+    def operands(j: int, row: str) -> list[str]:
+        """Each streamed operand of stage j made present for its row `row`, each in its own block."""
+        lines = []
+        for u in reads[j]:
+            if u in index:
+                k = index[u]
+                block = [*bounds(j, k, row), *ensure(k)]
+                lines += ["{", *(f"    {line}" for line in block), "}"]
+        return lines
+
+    out_at = f"output + (size_t)row * {graph.tensors[y].nbytes // out_h}u"
+    setup = [
+        f"p{j}.shape.dims[3] = 1; /* one row of [1, H, W, C] per call */"
+        for j, m in enumerate(members)
+        if m is not None and m.opcode not in WINDOWED and not heads[j]
+    ]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:
         tail = [
@@ -193,25 +261,24 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             f"[first{k}, next{k}) of t{t}, at most {s.rows[k]} of {s.row_bytes[k]} B */"
             for k, t in enumerate(s.tensors)
         ),
-        *([] if s.source else [f"const int8_t *const input = {inner.ptr(s.producer.inputs[0])};"]),
+        *(f"const int8_t *const {name} = {inner.ptr(u)};" for u, name in names.items()),
         f"int8_t *const output = {inner.ptr(y, const=False)};",
-        "const int8_t *rows;",
+        *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
         *setup,
         f"for (row = 0; row < {out_h}; ++row) {{",
-        *(f"    {line}" for line in bounds(n - 1, "row")),
-        *(f"    {line}" for line in ensure(n - 1)),
-        *(f"    {line}" for line in consume),
+        *(f"    {line}" for line in operands(n, "row")),
+        *(f"    {line}" for line in compute(n, "row", "1", out_at)),
         "}",
         *tail,
     ]
     call.pre = ["{", *(f"    {line}" for line in body), "}"]
     call.parts = lowered
-    names = "input rows -> " * s.source + " -> ".join(member.opcode for member in s.operators)
+    names_text = "input rows -> " * s.source + " -> ".join(member.opcode for member in s.operators)
     tensors = ", ".join(f"t{t} {list(graph.tensors[t].shape)}" for t in s.tensors)
     whose = " (the input, its rows from the application's read_rows)" if s.source else ""
     call.comment.append(
-        f"streamed chain: {names} row by row; {tensors}{whose} ({sum(s.tensor_bytes)} B) never whole: windows "
+        f"streamed chain: {names_text} row by row; {tensors}{whose} ({sum(s.tensor_bytes)} B) never whole: windows "
         f"of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes} B) at t{scratch} hold the rows the next "
         "operator still reads (ts_kernels.h)"
     )

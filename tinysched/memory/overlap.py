@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tinysched.errors import TinyschedError
-from tinysched.memory.stream import STREAM_OPCODE, chain_shift, stream_of, whole_bytes_saved
+from tinysched.memory.stream import STREAM_OPCODE, WINDOWED, stream_of, stream_shift, whole_bytes_saved
 from tinysched.memory.tensor import Lifetime, lifetimes, profile
 from tinysched.memory.variants import variant_of
 from tinysched.model.fold import NotFoldable, strided_slice_index
@@ -288,23 +288,22 @@ def _quantize(graph: Graph, op: Operator, position: int, out: int) -> int | None
 
 
 def _streamed(graph: Graph, op: Operator, position: int, out: int) -> int | None:
-    """A streamed chain (tinysched.memory.stream; ts_kernels.h "Streamed pairs"): one group per output row
-    r of its last operator, whose bytes are written after the first operator has computed every row
-    of its output that row needs (rows below hi(r), composed down the chain) and before it reads its
-    input for the rows from hi(r) on: against the first operator's input, R(r) is the start of the
-    first input row its row hi(r) reads (`stream.chain_shift`). Against the last operator's other
-    operand (ADD, SUB, MUL) the rows go in increasing order as in the elementwise loop, whose D
-    holds."""
+    """A streamed stage (tinysched.memory.stream; ts_kernels.h "Streamed pairs"): one group per output
+    row r of its sink, whose bytes are written after every read its loop iteration makes (the rows
+    its members compute for it) and before those of the iterations after it: against an outer
+    input, R(r) is the lowest row any member reads in a later iteration (`stream.stream_shift`). An
+    elementwise sink reading that input too reads its row as it writes its own, in increasing
+    order as in the elementwise loop, whose D holds as well."""
     s = stream_of(op)
     if s is None or out != 0:
         return None
     t = op.inputs[position]
-    if t in s.consumer.inputs:
+    shift = stream_shift(graph, s, t)
+    if shift is not None and t in s.consumer.inputs and s.consumer.opcode not in WINDOWED:
         fn = OVERLAP.get(s.consumer.opcode)
-        return None if fn is None else fn(graph, s.consumer, s.consumer.inputs.index(t), 0)
-    if s.producer.inputs[0] != t:
-        return None
-    return chain_shift(graph, s)
+        own = None if fn is None else fn(graph, s.consumer, s.consumer.inputs.index(t), 0)
+        shift = None if own is None else min(shift, own)
+    return shift
 
 
 ShiftFunction = Callable[[Graph, Operator, int, int], "int | None"]

@@ -12,6 +12,11 @@ each intermediate tensor in its own window, each row computed when the next oper
 it. This is what TinyEngine and MCUNetV2 gain by patch- and row-based execution, here derived from
 the same kernels called on row ranges (firmware/include/ts_kernels.h, "Streamed pairs").
 
+A chain may be a small DAG (a *stage*, `_stages`): a residual block with its input on the skip path,
+a tensor read by two members keeping the rows from the lowest either still reads to the highest asked
+for; `row_schedule` is the generated loop's twin that sizes the windows and gives the fused operator's
+D against each outer input.
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
@@ -41,12 +46,17 @@ __all__ = [
     "STREAM_OPCODE",
     "STREAM_OPTION",
     "WINDOWED",
+    "RowSchedule",
     "RowWindow",
     "Stream",
     "MAX_CHAIN",
     "candidates",
     "chain_shift",
     "choose",
+    "outer_inputs",
+    "row_inputs",
+    "row_schedule",
+    "stream_shift",
     "fuse",
     "input_chains",
     "local_bytes",
@@ -164,7 +174,7 @@ def _elementwise_rows(graph: Graph, op: Operator, t: int) -> bool:
     )
 
 
-MAX_CHAIN = 4  # operators in one stream at most
+MAX_CHAIN = 8  # operators in one stream at most: a residual stage with its downsampling, and its head
 
 
 def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
@@ -200,12 +210,16 @@ def _chain(
         return None  # the first operator's input and an elementwise last operator's other operand
     if any(u not in tensors for op in ops[1:-1] for u in op.input_tensors if graph.tensors[u].is_activation):
         return None  # an inner operator reads only the chain
+    sched = row_schedule(graph, ops, source)
+    if sched is None:
+        return None
+    # the windows are the loop's (`row_schedule`); for a chain, `rows` (its readers' spans) agree
     row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
     stream = Stream(
         tuple(ops),
         tensors,
         position,
-        tuple(rows),
+        sched.rows,
         row_bytes,
         tuple(graph.tensors[t].nbytes for t in tensors),
         source,
@@ -213,10 +227,192 @@ def _chain(
     return stream if stream.saving > 0 else None
 
 
+# ---- stages: streams through a small DAG (issue 33, part 2) -------------------------------------------
+
+
+def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
+    """The activations a streamable operator reads row by row: a windowed one's first input, an
+    elementwise one's two operands."""
+    return (op.inputs[0],) if op.opcode in WINDOWED else tuple(op.inputs[:2])
+
+
+def _streamable(graph: Graph, op: Operator) -> bool:
+    """An operator a stage can run row by row: windowed over an int8 image (its other inputs
+    constants), or elementwise on equal shapes, one int8 NHWC output either way."""
+    if len(op.outputs) != 1 or _nhwc1(graph, op.outputs[0]) is None or not op.inputs:
+        return False
+    if op.opcode in WINDOWED:
+        return (
+            row_window(graph, op) is not None
+            and _nhwc1(graph, op.inputs[0]) is not None
+            and not any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:])
+        )
+    return op.inputs[:1] != op.inputs[1:2] and _elementwise_rows(graph, op, op.inputs[0])
+
+
+@dataclass(frozen=True)
+class RowSchedule:
+    """What running a stage's loop does (`row_schedule`, the generated loop's twin): each streamed
+    tensor's window is as many rows as it ever holds at once, and for each outer input the lowest
+    row any member still reads once output row r is written (its height: none)."""
+
+    rows: tuple[int, ...]  # per streamed tensor: the most rows its window holds at once
+    ends: tuple[int, ...]  # per streamed tensor: its rows [0, end) were computed (or read) in all
+    later: tuple[tuple[int, tuple[int, ...]], ...]  # (outer input, per output row r: lowest row read after r)
+
+
+def row_schedule(graph: Graph, ops: Sequence[Operator], source: bool = False) -> RowSchedule | None:
+    """Simulate the loop `lower_stream` generates (ts_kernels.h, "Streamed stages") over the stage
+    `ops` (topological, the last the sink): per output row, each streamed operand's rows are made
+    present (`ensure`: rows below the lowest any reader still needs dropped, then the missing ones
+    computed, each operand of a member ensured first), a member reading only outer (whole) inputs
+    computing all its new rows in one call, any other one row per call. None: a member's geometry."""
+    last = len(ops) - 1
+    tensors = (ops[0].inputs[0],) * source + tuple(op.outputs[0] for op in ops[:-1])
+    index = {t: k for k, t in enumerate(tensors)}
+    windows = [row_window(graph, op) for op in ops]
+    if any(w is None for w in windows):
+        return None
+    inputs = [row_inputs(graph, op) for op in ops]
+    height = {
+        u: int(graph.tensors[u].shape[1]) for j, op in enumerate(ops) for u in (*inputs[j], op.outputs[0])
+    }
+    out_h = [height[op.outputs[0]] for op in ops]
+    readers = [[j for j in range(len(ops)) if t in inputs[j]] for t in tensors]
+    producer = [None if source and k == 0 else k - source for k in range(len(tensors))]
+    heads = [all(u not in index for u in inputs[j]) for j in range(len(ops))]
+    first, nxt, cap = [0] * len(tensors), [0] * len(tensors), [0] * len(tensors)
+    reads: dict[int, list[tuple[int, int]]] = {}
+    row = 0
+
+    def top(j: int, m: int) -> int:
+        w = windows[j]
+        assert w is not None
+        return max(m * w.stride - w.pad_top, 0)
+
+    def end(j: int, m: int, u: int) -> int:
+        w = windows[j]
+        assert w is not None
+        return min(m * w.stride - w.pad_top + w.span, height[u])
+
+    def cur(j: int) -> int:
+        return row if j == last else nxt[j + source]
+
+    def read(j: int, m: int) -> None:
+        for u in inputs[j]:
+            if u not in index:
+                reads.setdefault(u, []).append((row, top(j, m)))
+
+    def ensure(k: int, hi: int) -> None:
+        lo = min(top(j, cur(j)) if cur(j) < out_h[j] else height[tensors[k]] for j in readers[k])
+        if lo > first[k]:  # ts_window_slide
+            nxt[k] = max(nxt[k], lo)
+            first[k] = lo
+        j = producer[k]
+        if nxt[k] < hi and (j is None or heads[j]):
+            if j is not None:
+                read(j, nxt[k])
+            nxt[k] = hi
+        while nxt[k] < hi:
+            assert j is not None
+            for u in inputs[j]:
+                if u in index:
+                    ensure(index[u], end(j, nxt[k], u))
+            read(j, nxt[k])
+            nxt[k] += 1
+        cap[k] = max(cap[k], nxt[k] - first[k])
+
+    for row in range(out_h[last]):
+        for u in inputs[last]:
+            if u in index:
+                ensure(index[u], end(last, row, u))
+        read(last, row)
+    later = []
+    for u, found in reads.items():
+        lows = [height[u]] * out_h[last]
+        for it, lo in found:
+            for r in range(it):
+                lows[r] = min(lows[r], lo)
+        later.append((u, tuple(lows)))
+    return RowSchedule(tuple(cap), tuple(nxt), tuple(later))
+
+
+def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
+    """D of the fused operator's output against outer input x (not counting an elementwise sink's
+    own reads of x in the row it writes: tinysched.memory.overlap adds its operator's D): output row
+    r is written after every read of the rows its loop iteration makes and before those of the
+    iterations after it, which start at the lowest row `row_schedule` names."""
+    sched = row_schedule(graph, stream.operators, stream.source)
+    later = None if sched is None else dict(sched.later).get(x)
+    y = graph.tensors[stream.consumer.outputs[0]]
+    if later is None or len(y.shape) != 4:
+        return None
+    in_row = graph.tensors[x].nbytes // int(graph.tensors[x].shape[1])
+    out_row = y.nbytes // int(y.shape[1])
+    return min(low * in_row - (r + 1) * out_row for r, low in enumerate(later))
+
+
+def _stage(graph: Graph, ops: Sequence[Operator]) -> Stream | None:
+    """The Stream running `ops` (topological, the last the sink), or None when it saves nothing."""
+    tensors = tuple(op.outputs[0] for op in ops[:-1])
+    sched = row_schedule(graph, ops)
+    if sched is None:
+        return None
+    sink = ops[-1]
+    position = next((p for p, u in enumerate(sink.inputs) if tensors and u == tensors[-1]), 0)
+    row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
+    stream = Stream(
+        tuple(ops), tensors, position, sched.rows, row_bytes, tuple(graph.tensors[t].nbytes for t in tensors)
+    )
+    return stream if stream.saving > 0 else None
+
+
+def _stages(graph: Graph, sink: Operator) -> list[Stream]:
+    """The stages ending at `sink`, grown backwards: a member's row input joins (its producer with
+    it) when the producer is streamable and every reader of it is a member, up to MAX_CHAIN."""
+    if not _streamable(graph, sink):
+        return []
+    start = frozenset([sink.index])
+    seen, todo, found = {start}, [start], []
+    while todo:
+        group = todo.pop()
+        for v in group:
+            for u in row_inputs(graph, graph.operators[v]):
+                p = graph.producer.get(u)
+                if p is None or p in group or len(group) >= MAX_CHAIN or u in graph.outputs:
+                    continue
+                if not _streamable(graph, graph.operators[p]):
+                    continue
+                if not set(graph.consumers.get(u, ())) <= group:
+                    continue
+                grown = group | {p}
+                if grown not in seen:
+                    seen.add(grown)
+                    todo.append(grown)
+                    stream = _stage(graph, _topological(graph, grown))
+                    if stream is not None:
+                        found.append(stream)
+    return found
+
+
+def _topological(graph: Graph, group: frozenset[int]) -> list[Operator]:
+    """The members in an order in which every member comes after the members it reads from."""
+    order: list[Operator] = []
+    placed: set[int] = set()
+    while len(order) < len(group):
+        for v in sorted(group - placed):
+            op = graph.operators[v]
+            if all(graph.producer.get(u) not in group - placed for u in op.inputs if u >= 0):
+                order.append(op)
+                placed.add(v)
+                break
+    return order
+
+
 def candidates(graph: Graph) -> list[Stream]:
-    """Every chain that can stream (2 to MAX_CHAIN operators; they may share operators), in the
-    stored order of their last operator, shorter first."""
-    found = [s for op in graph.operators for s in _extend(graph, [op], [], source=False)]
+    """Every stage that can stream (2 to MAX_CHAIN operators; they may share operators), in the
+    stored order of their last operator, smaller first."""
+    found = [s for op in graph.operators for s in _stages(graph, op)]
     return sorted(found, key=lambda s: (s.consumer.index, len(s.operators)))
 
 
@@ -278,59 +474,54 @@ def members(stream: Stream) -> frozenset[int]:
 
 
 def chain_shift(graph: Graph, stream: Stream) -> int | None:
-    """D of the fused operator's output against its first operator's data input: output row r is
-    written once the first operator has computed every row of its output that row needs (rows
-    below hi_1(r), composed down the chain) and before it reads the input rows of row hi_1(r)."""
-    windows = [row_window(graph, op) for op in stream.operators]
-    if stream.source or any(w is None for w in windows):
-        return None  # an input streamed from the application shares no bytes with the output
-    x, y = graph.tensors[stream.producer.inputs[0]], graph.tensors[stream.consumer.outputs[0]]
-    if len(x.shape) != 4 or len(y.shape) != 4:
-        return None
-    in_h, out_h = int(x.shape[1]), int(y.shape[1])
-    in_row, out_row = x.nbytes // in_h, y.nbytes // out_h
-    heights = [int(graph.tensors[t].shape[1]) for t in stream.tensors]
-    best = None
-    for r in range(out_h):
-        need = r + 1  # rows below `need` of the next tensor up must be there
-        for k in range(len(stream.tensors) - 1, -1, -1):
-            w = windows[k + 1]
-            assert w is not None
-            need = min(heights[k], (need - 1) * w.stride - w.pad_top + w.span)
-        first = windows[0]
-        assert first is not None
-        low = (
-            x.nbytes
-            if need >= heights[0]
-            else min(max(need * first.stride - first.pad_top, 0), in_h - 1) * in_row
+    """D of the fused operator's output against its first operator's data input (`stream_shift`):
+    output row r is written once every row its iteration needs is computed and before the reads of
+    the next iterations (None with the input streamed from the application: nothing shared)."""
+    return None if stream.source else stream_shift(graph, stream, stream.producer.inputs[0])
+
+
+def outer_inputs(graph: Graph, stream: Stream) -> tuple[int, ...]:
+    """The activations the stage reads whole: read by members, written by none (and not streamed)."""
+    tensors = set(stream.tensors)
+    return tuple(
+        dict.fromkeys(
+            u
+            for op in stream.operators
+            for u in op.input_tensors
+            if graph.tensors[u].is_activation and u not in tensors
         )
-        shift = low - (r + 1) * out_row
-        best = shift if best is None else min(best, shift)
-    return best
+    )
 
 
 def local_bytes(graph: Graph, stream: Stream) -> int:
-    """The fused step's own bytes: the chain's outer inputs and output, its windows, less the most
-    its output can share with the first operator's input (a rough score for choosing chains)."""
-    tensors = set(stream.tensors)
-    outer = {
-        u for op in stream.operators for u in op.input_tensors if graph.tensors[u].is_activation
-    } - tensors
-    in_bytes = sum(graph.tensors[u].nbytes for u in outer)
-    x, y = graph.tensors[stream.producer.inputs[0]].nbytes, graph.tensors[stream.consumer.outputs[0]].nbytes
-    shift = chain_shift(graph, stream)
-    shared = 0 if shift is None else max(0, min(x, y, y + shift))  # None with `source`: nothing shared
-    return in_bytes + stream.window_bytes + y - shared
+    """The fused step's own bytes: the stage's outer inputs and output, its windows, less the most
+    its output can share with one outer input (a rough score for choosing stages)."""
+    outer = outer_inputs(graph, stream)
+    y = graph.tensors[stream.consumer.outputs[0]].nbytes
+    shared = 0
+    for x in outer:
+        shift = stream_shift(graph, stream, x)
+        if shift is not None and x in stream.consumer.inputs:
+            shift = min(shift, 0)  # an elementwise sink reads x's row as it writes its own
+        if shift is not None:
+            shared = max(shared, min(graph.tensors[x].nbytes, y, y + shift))
+    return sum(graph.tensors[u].nbytes for u in outer) + stream.window_bytes + y - shared
 
 
-def choose(graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak: set[int]) -> list[Stream]:
+def choose(
+    graph: Graph, found: Sequence[Stream], chosen: Sequence[Stream], peak: set[int], by: str = "bytes"
+) -> list[Stream]:
     """`chosen` plus, for the operators at the peak, the chains with the fewest own bytes that
-    touch them; a new chain replaces the chosen ones it contains and must not cut into others."""
+    touch them (`by` "saving": the chains removing the most bytes of whole tensors, which leave no
+    whole tensor next to the peak: a block's conv -> conv without its ADD leaves the ADD's operand
+    whole); a new chain replaces the chosen ones it contains and must not cut into others."""
     score = {members(s): local_bytes(graph, s) for s in (*found, *chosen)}  # a chain is its operators
     result = list(chosen)
-    for s in sorted(
-        (s for s in found if members(s) & peak), key=lambda s: (score[members(s)], s.consumer.index)
-    ):
+
+    def key(s: Stream) -> tuple[int, int]:
+        return (score[members(s)] if by == "bytes" else -s.saving, s.consumer.index)
+
+    for s in sorted((s for s in found if members(s) & peak), key=key):
         inside = [c for c in result if members(c) <= members(s)]
         if any(members(c) & members(s) for c in result if c not in inside) or s in result:
             continue
