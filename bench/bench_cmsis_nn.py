@@ -166,7 +166,9 @@ def _swap_stream(step: Step, structs: dict[str, dict[str, int]]) -> None:
     body = step.body
     stage_params = dict(re.findall(r"ts_\w+_params p(\d+) = (\w+);", body))
     stages = re.findall(r"\b(ts_\w+)\(&p(\d+), rows, (\w+), (\w+), ", body)
-    source = re.search(r"const int8_t \*const input = \(const int8_t \*\)\(arena \+ (\d+)\);", body)
+    # the stage's one outer input (a stage reading several, a residual block, is kept)
+    outer = re.findall(r"const int8_t \*const (?:input|x\d+) = \(const int8_t \*\)\(arena \+ (\d+)\);", body)
+    source = re.search(r"const int8_t \*const (?:input|x\d+) = \(const int8_t \*\)\(arena \+ (\d+)\);", body)
     sink = re.search(r"int8_t \*const output = \(int8_t \*\)\(arena \+ (\d+)\);", body)
     code = re.search(r"return (\d+);", body)
     if (
@@ -174,6 +176,7 @@ def _swap_stream(step: Step, structs: dict[str, dict[str, int]]) -> None:
         or any(k not in STREAM_KERNELS for k, *_ in stages)
         or [int(s) for _, s, *_ in stages] != list(range(len(stages)))
         or not (source and sink and code)
+        or len(outer) != 1
     ):
         step.note = "kept: a streamed chain with operators the wrapper does not run"
         return
