@@ -24,7 +24,9 @@ def main() -> int:
                 result = measure_fast_path_model(name, board, Path(tmp))
             exact = result.outputs_match is True
             failed += not exact
-            print(f"| {name} | {board} | {'bit-exact' if exact else 'DIFFER'} | {result.instructions or 0:,} |")
+            print(
+                f"| {name} | {board} | {'bit-exact' if exact else 'DIFFER'} | {result.instructions or 0:,} |"
+            )
     return 1 if failed else 0
 
 
