@@ -110,10 +110,11 @@ def qemu_version() -> str:
         return "unknown"
 
 
-def write_section(doc: Path, section: str) -> None:
+def write_section(doc: Path, section: str, heading: str = SECTION) -> None:
+    """Replace the section under `heading` (its `## ` line) in `doc` with `section`, or append it."""
     text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == heading), None)
     if start is None:
         doc.write_text(text.rstrip("\n") + "\n\n" + section)
         return

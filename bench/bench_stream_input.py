@@ -29,6 +29,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_device import write_section  # noqa: E402
+
 from tinysched.commands.build import build_model  # noqa: E402
 from tinysched.commands.device import measure_build  # noqa: E402
 from tinysched.pipeline import PlanOptions  # noqa: E402
@@ -137,18 +139,6 @@ def table(rows: list[dict[str, Any]], seconds: float, n_inputs: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_section(doc: Path, section: str) -> None:
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        doc.write_text(text.rstrip("\n") + "\n\n" + section)
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    tail = "".join(lines[end:])
-    doc.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -169,7 +159,7 @@ def main() -> int:
     section = table(rows, time.monotonic() - t0, args.inputs)
     print(section)
     if args.write:
-        write_section(REPO / "docs" / "BENCHMARKS.md", section)
+        write_section(REPO / "docs" / "BENCHMARKS.md", section, SECTION)
     return 0 if rows and all(r["ok"] and r["exact"] and r["fed_by_harness"] for r in rows) else 1
 
 
