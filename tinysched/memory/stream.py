@@ -35,6 +35,7 @@ chain's streamed tensors (`Stream.source`), and the fused graph no longer lists 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -261,7 +262,24 @@ class RowSchedule:
     later: tuple[tuple[int, tuple[int, ...]], ...]  # (outer input, per output row r: lowest row read after r)
 
 
+# Per graph, the schedules already simulated, keyed by the stage's operator objects (kept alive
+# beside the result, so their ids stay theirs): planning asks for the same stage's schedule once per
+# outer input, per candidate and per round, and the simulation is the planner's costliest step.
+_SCHEDULES: weakref.WeakKeyDictionary[
+    Graph, dict[tuple[tuple[int, ...], bool], tuple[tuple[Operator, ...], RowSchedule | None]]
+] = weakref.WeakKeyDictionary()
+
+
 def row_schedule(graph: Graph, ops: Sequence[Operator], source: bool = False) -> RowSchedule | None:
+    """`_simulate_rows`, once per graph and stage (a graph and its operators are never changed)."""
+    known = _SCHEDULES.setdefault(graph, {})
+    key = (tuple(map(id, ops)), source)
+    if key not in known:
+        known[key] = (tuple(ops), _simulate_rows(graph, ops, source))
+    return known[key][1]
+
+
+def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSchedule | None:
     """Simulate the loop `lower_stream` generates (ts_kernels.h, "Streamed stages") over the stage
     `ops` (topological, the last the sink): per output row, each streamed operand's rows are made
     present (`ensure`: rows below the lowest any reader still needs dropped, then the missing ones
@@ -515,19 +533,23 @@ def choose(
     touch them (`by` "saving": the chains removing the most bytes of whole tensors, which leave no
     whole tensor next to the peak: a block's conv -> conv without its ADD leaves the ADD's operand
     whole); a new chain replaces the chosen ones it contains and must not cut into others."""
-    score = {members(s): local_bytes(graph, s) for s in (*found, *chosen)}  # a chain is its operators
+    group = {id(s): members(s) for s in (*found, *chosen)}  # a chain is its operators
+    touching = [s for s in found if group[id(s)] & peak]
+    score = {group[id(s)]: local_bytes(graph, s) for s in (*touching, *chosen)}
     result = list(chosen)
 
     def key(s: Stream) -> tuple[int, int]:
-        return (score[members(s)] if by == "bytes" else -s.saving, s.consumer.index)
+        return (score[group[id(s)]] if by == "bytes" else -s.saving, s.consumer.index)
 
-    for s in sorted((s for s in found if members(s) & peak), key=key):
-        inside = [c for c in result if members(c) <= members(s)]
-        if any(members(c) & members(s) for c in result if c not in inside) or s in result:
+    for s in sorted(touching, key=key):
+        mine = group[id(s)]
+        inside = [c for c in result if group[id(c)] <= mine]
+        outside = [c for c in result if not group[id(c)] <= mine]
+        if any(group[id(c)] & mine for c in outside) or s in result:
             continue
-        if inside and all(score[members(c)] <= score[members(s)] for c in inside):
+        if inside and all(score[group[id(c)]] <= score[mine] for c in inside):
             continue
-        result = [c for c in result if c not in inside] + [s]
+        result = [*outside, s]
     return sorted(result, key=lambda s: s.consumer.index)
 
 
