@@ -40,8 +40,8 @@ from tinysched.memory.stream import (
     choose,
     fuse,
     input_chains,
-    local_bytes,
     members,
+    pass_bytes,
     stream_of,
     two_pass,
 )
@@ -477,11 +477,52 @@ class Planned:
             f"keeps the default kernels: model operators {ops}{more}"
         )
 
+    def _chains(self) -> list[tuple[Any, Stream]]:
+        """(rewrite, chain) of every streamed chain, in the planned operators' order."""
+        found = []
+        for r in self.rewriting.rewrites:
+            chain = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
+            if chain is not None:
+                found.append((r, chain))
+        return found
+
+    def stream_macs(self) -> tuple[int, int]:
+        """(MACs the streams add, MACs of one inference without them): a two-pass stream's second
+        pass computes its feature map's rows again (tinysched.memory.stream.TwoPass)."""
+        added = sum(stream_macs_added([c for _, c in self._chains()], self.graph))
+        return added, total_macs(self.graph) - added
+
+    def stream_macs_json(self) -> dict[str, Any]:
+        added, whole = self.stream_macs()
+        budget = self.options.stream_mac_budget
+        return {
+            "macs_added": added,
+            "macs_without_streams": whole,
+            "macs_added_percent": round(100 * added / whole, 3) if whole else 0.0,
+            "mac_budget_percent": DEFAULT_STREAM_MAC_BUDGET if budget is None else budget,
+        }
+
+    def stream_macs_summary(self) -> str | None:
+        """One line on the MACs two-pass streams add (None: they add none)."""
+        added, whole = self.stream_macs()
+        if not added:
+            return None
+        twice = [r for r, c in self._chains() if c in stream_macs_pairs([c for _, c in self._chains()])]
+        blocks = "; ".join(" -> ".join(map(str, self._stream_model_ops(r))) for r in twice)
+        budget = self.stream_macs_json()["mac_budget_percent"]
+        return (
+            f"{added:,} MACs added ({100 * added / whole:.1f}% of {whole:,}; --mac-budget {budget:g}%): "
+            f"squeeze-excitation blocks streamed by two passes, their feature map's rows computed twice: "
+            f"model operators {blocks}"
+        )
+
     def streams_json(self) -> list[dict[str, Any]]:
         """The streamed chains (tinysched.memory.stream), by planned operator, for JSON."""
         rows = []
-        for r in self.rewriting.rewrites:
-            chain = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
+        chains = [c for _, c in self._chains()]
+        added = dict(zip(map(id, chains), stream_macs_added(chains, self.graph), strict=True))
+        twice = {id(c) for c in stream_macs_pairs(chains)}
+        for r, chain in self._chains():
             if chain is not None:
                 rows.append(
                     {
@@ -495,6 +536,9 @@ class Planned:
                         "window_bytes": chain.window_bytes,
                         # what its steps hold less: its tensors whole against their windows
                         "bytes_saved_at_its_steps": chain.saving,
+                        # a pass of a two-pass stream; the second's MACs of the rows it computes again
+                        "two_pass": id(chain) in twice,
+                        "macs_added": added[id(chain)],
                     }
                 )
         return rows
@@ -917,7 +961,7 @@ def _two_pass_rounds(
     """Up to TWO_PASS_ROUNDS plans that stream, on top of `best`'s chains, the squeeze-excitation
     blocks at the peak by two passes (replacing the chains they cut into), within the MACs
     --mac-budget allows: per block, of the pairs whose MACs fit, the one with the fewest own bytes
-    (both passes' `local_bytes`) and then the fewest MACs; a round is kept when it lowers the arena."""
+    (both passes' `pass_bytes`) and then the fewest MACs; a round is kept when it lowers the arena."""
     percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
     cap = math.floor(total_macs(base) * percent / 100)
     chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
@@ -929,7 +973,11 @@ def _two_pass_rounds(
         trying = list(chosen)
         for pair in _pairs_by_cost(base, pairs):
             both = members(pair.first) | members(pair.second)
-            if not both & peak or both & paired or {members(pair.first), members(pair.second)} & taken:
+            if (
+                not (both | pair.between) & peak
+                or both & paired
+                or {members(pair.first), members(pair.second)} & taken
+            ):
                 continue
             extra = sum(operator_macs(base, op) for op in pair.recomputed)
             if spent + extra > cap or any(members(c) & both for c in trying if c not in chosen):
@@ -956,11 +1004,11 @@ def stream_macs_pairs(streams: Sequence[Stream]) -> list[Stream]:
 
 
 def _pairs_by_cost(graph: Graph, pairs: Sequence[TwoPass]) -> list[TwoPass]:
-    """The pairs by the bytes they leave at their steps (`local_bytes` of both passes), then by the
+    """The pairs by the bytes they leave at their steps (`pass_bytes` of both passes), then by the
     MACs they add: the arena they save against the MACs they cost."""
 
     def key(p: TwoPass) -> tuple[int, int, int]:
-        own = max(local_bytes(graph, p.first), local_bytes(graph, p.second))
+        own = max(pass_bytes(graph, p.first), pass_bytes(graph, p.second))
         return own, sum(operator_macs(graph, op) for op in p.recomputed), p.second.consumer.index
 
     return sorted(pairs, key=key)

@@ -48,6 +48,7 @@ __all__ = [
     "broadcast_gate",
     "row_mean",
     "two_pass",
+    "pass_bytes",
     "STREAM_OPCODE",
     "STREAM_OPTION",
     "WINDOWED",
@@ -671,6 +672,7 @@ class TwoPass:
     first: Stream
     second: Stream
     tensor: int
+    between: frozenset[int] = frozenset()  # the operators that make the gate from the MEAN's rows
 
     @property
     def recomputed(self) -> tuple[Operator, ...]:
@@ -717,6 +719,7 @@ def two_pass(graph: Graph) -> list[TwoPass]:
         if not row_mean(graph, r) or r.index not in _ancestors(graph, gate):
             continue
         upstream = _ancestors(graph, t)
+        between = frozenset(_ancestors(graph, gate) - upstream - {r.index})
         firsts = {
             frozenset(op.index for op in s.operators[:-1]): s
             for s in _stages(graph, r, frozenset({t}))
@@ -726,5 +729,23 @@ def two_pass(graph: Graph) -> list[TwoPass]:
             for s in _stages(graph, sink, frozenset({t})):
                 above = frozenset(op.index for op in s.operators if op.index in upstream)
                 if t in s.tensors and m in s.operators and above in firsts:
-                    found.append(TwoPass(firsts[above], s, t))
+                    found.append(TwoPass(firsts[above], s, t, between))
     return found
+
+
+def pass_bytes(graph: Graph, stream: Stream) -> int:
+    """`local_bytes` of one pass of a two-pass stream, its output sharing bytes only with an outer
+    input that dies there (every reader of it a member): the other pass reads the block's input too."""
+    outer = outer_inputs(graph, stream)
+    y = graph.tensors[stream.consumer.outputs[0]].nbytes
+    inside = {op.index for op in stream.operators}
+    shared = 0
+    for x in outer:
+        if not set(graph.consumers.get(x, ())) <= inside or x in graph.outputs:
+            continue
+        shift = stream_shift(graph, stream, x)
+        if shift is not None and x in stream.consumer.inputs:
+            shift = min(shift, 0)
+        if shift is not None:
+            shared = max(shared, min(graph.tensors[x].nbytes, y, y + shift))
+    return sum(graph.tensors[u].nbytes for u in outer) + stream.window_bytes + y - shared
