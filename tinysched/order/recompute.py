@@ -819,7 +819,7 @@ def request_from_values(
         raise TinyschedError(f"--mac-budget must be a non-negative percentage, got {mac_budget}")
     if k == 0:
         if ram_budget is not None:
-            raise TinyschedError("--ram-budget need --recompute K (K >= 1) (it is recomputation's peak)")
+            raise TinyschedError("--ram-budget needs --recompute K (K >= 1)")
         return None  # --mac-budget alone caps the MACs two-pass streams add (tinysched.pipeline)
     if time_limit is None or not 0 < time_limit < math.inf:
         time_limit = 5.0
