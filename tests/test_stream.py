@@ -220,6 +220,8 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
             "window_rows": [3, 1],
             "window_bytes": 720 + 120,
             "bytes_saved_at_its_steps": 2880 + 720 - (720 + 120),
+            "two_pass": False,  # one pass: every row computed once
+            "macs_added": 0,
         }
     ]
     speed = tmp_path / "speed"

@@ -1028,7 +1028,7 @@ def _streamed_input_plan(
     shared), then rounds streaming more chains on top of the best."""
     kept = [s for op in whole.graph.operators if (s := stream_of(op)) is not None]
     seeds = ledger.part(2)
-    tries = [[h, *(c for c in kept if not members(c) & members(h))] for h in heads]
+    tries = [[h, *_untouched(kept, h)] for h in heads]
     tries = [t for t in tries if _fusable(fuse(base, t))]
     best, chosen = None, None
     for k, trying in enumerate(tries):
@@ -1039,6 +1039,15 @@ def _streamed_input_plan(
     if best is None or chosen is None:
         return None
     return _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+
+
+def _untouched(kept: Sequence[Stream], head: Stream) -> list[Stream]:
+    """The chains of `kept` that share no operator with `head`, a two-pass stream's passes kept or
+    dropped together (one pass alone would leave its feature map computed by no operator)."""
+    dropped = [c for c in kept if members(c) & members(head)]
+    while more := [c for c in kept if c not in dropped and any(members(c) & members(d) for d in dropped)]:
+        dropped += more
+    return [c for c in kept if c not in dropped]
 
 
 def _streams_input(plan: _KernelPlan) -> bool:
