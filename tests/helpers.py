@@ -23,9 +23,14 @@ def options(
     time_limit: float = 6.0,
     recompute: RecomputeRequest | None = None,
     memory_model: str = PlanOptions.memory_model,
+    stream_mac_budget: float | None = None,
 ) -> PlanOptions:
     return PlanOptions(
-        alignment=alignment, time_limit=time_limit, recompute=recompute, memory_model=memory_model
+        alignment=alignment,
+        time_limit=time_limit,
+        recompute=recompute,
+        memory_model=memory_model,
+        stream_mac_budget=stream_mac_budget,
     )
 
 
@@ -119,8 +124,11 @@ def generate_for_measure(
     seed: int = 0,
     recompute: RecomputeRequest | None = None,
     memory_model: str = PlanOptions.memory_model,
+    stream_mac_budget: float | None = None,
 ) -> MeasureInputs:
-    planned = planned_model(model, recompute=recompute, memory_model=memory_model)
+    planned = planned_model(
+        model, recompute=recompute, memory_model=memory_model, stream_mac_budget=stream_mac_budget
+    )
     sources = write_sources(generate(planned), Path(out_dir))
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
     results = reference.run_reference_many(model, input_sets)

@@ -240,3 +240,34 @@ def test_refined_certificate_rechecks_in_the_refined_model_only(build) -> None:
         t.lower_bound_bytes, t.witness["bound"], {k: v for k, v in t.witness.items() if k != "bound"}
     )
     assert recheck(g, tensor_bound) and not recheck(g, tensor_bound, refine(g))
+
+
+def _squeeze_excite(b: ModelBuilder) -> None:
+    """A squeeze-excitation block on the input: the global pool reads the feature map first, the
+    broadcast MUL scales it last."""
+    x = b.input("x", (1, 8, 8, 16))  # 1,024 B, read by the MEAN and the MUL
+    m = b.mean(x, (1, 2), keepdims=True, name="pool")  # 16 B
+    g = b.logistic(b.conv2d(m, 16, (1, 1), name="fc"), name="gate")  # 16 B each
+    y = b.mul(x, g, name="scale")  # 1,024 B
+    b.output(b.conv2d(y, 4, (1, 1), name="project"))  # 256 B
+
+
+def test_a_broadcast_mul_scales_in_place_after_the_global_pool() -> None:
+    g = built_graph(_squeeze_excite)
+    mul = first_op(g, "MUL")
+    # the MEAN also reads x, but it is an ancestor of the MUL, so x dies at the MUL in every order
+    pair = refine(g).pairs[mul.index]
+    assert (pair.input, max_shift(g, mul, 0)) == (mul.inputs[0], 0)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    # x (1,024) with the pool's 16 B and the fc's 16 B (steps fc and gate: 1,056 B), the MUL's output
+    # over x (1,024 + the gate's 16 = 1,040 B); before, the MUL held x, its output and the gate: 2,064 B
+    assert planned.schedule.peak_bytes == planned.arena.arena_bytes == 1024 + 16 + 16
+    assert planned.schedule.certified
+
+
+@needs_gcc
+@pytest.mark.host
+def test_squeeze_excite_in_place_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "se.tflite", _squeeze_excite, seed=4)
+    result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match

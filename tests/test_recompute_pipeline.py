@@ -239,7 +239,7 @@ def test_cli_json_reports_recomputed_operators(tmp_path: Path, capsys) -> None:
     assert main(["schedule", str(path), "--recompute", "1", "--ram-budget", budget, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["recomputed"] == []
     assert main(["schedule", str(path), "--ram-budget", budget]) == 2
-    assert "need --recompute" in capsys.readouterr().err
+    assert "needs --recompute" in capsys.readouterr().err
     assert main(["schedule", str(path), "--recompute", "1", "-o", str(tmp_path / "x.tflite"), *limit]) == 2
     assert main(["plan", str(path), "--recompute", "1", "--tflm", "-o", str(tmp_path / "x.tflite")]) == 2
 

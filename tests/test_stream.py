@@ -29,6 +29,7 @@ from tinysched.memory.stream import (
     row_schedule,
     stream_of,
     stream_shift,
+    two_pass,
 )
 from tinysched.model.modelgen import ModelBuilder
 from tinysched.model.reader import parse_model
@@ -219,6 +220,8 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
             "window_rows": [3, 1],
             "window_bytes": 720 + 120,
             "bytes_saved_at_its_steps": 2880 + 720 - (720 + 120),
+            "two_pass": False,  # one pass: every row computed once
+            "macs_added": 0,
         }
     ]
     speed = tmp_path / "speed"
@@ -426,4 +429,64 @@ def test_residual_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
     gen = generate_for_measure(path, tmp_path / "gen", 2)
     assert "ts_row_low(" in model_c_text(gen)
     assert gen.arena_bytes_planned == 1344  # as with alignment 1 (test_residual_stage_plans_below_...)
+    measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+# ---- squeeze-excitation blocks by two passes (issue 33, part 2) -------------------------------------
+
+
+def _squeeze_excite_block(b: ModelBuilder) -> None:
+    """mcunetv2's squeeze-excitation block in small: expand 1x1 -> depthwise 3x3 -> the feature map t
+    (8x6x16, 768 B), read by a MEAN over the width then one over the rows (the gate's source) and by
+    the MUL by the gate; project 1x1 and the ADD with the block's input x (8x6x4, 192 B)."""
+    x = b.input("x", (1, 8, 6, 4))
+    t = b.conv2d(x, 16, (1, 1), activation="RELU6", name="expand")  # 3,072 MACs
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU6", name="dw")  # 6,912 MACs
+    m = b.mean(b.mean(t, (2,), keepdims=True, name="pool_w"), (1,), keepdims=True, name="pool_h")
+    g = b.logistic(b.conv2d(m, 16, (1, 1), name="fc"), name="gate")
+    y = b.conv2d(b.mul(t, g, name="scale"), 4, (1, 1), name="project")
+    b.output(b.add(y, x, name="sum"))
+
+
+def test_two_pass_streams_a_squeeze_excitation_block_within_the_mac_budget() -> None:
+    g = built_graph(_squeeze_excite_block)  # 15,184 MACs in all
+    passes = [p for p in two_pass(g) if len(p.second.operators) == 5]
+    assert [[op.index for op in p.first.operators] for p in passes] == [[0, 1, 2]]
+    assert [op.index for op in passes[0].second.operators] == [0, 1, 6, 7, 8]
+    # a budget under the 9,984 MACs of expand and dw run again (65%: 9,869) declines the two passes:
+    # the pool over the rows holds x (192), t (768), the width means (128) and their mean (16)
+    declined = plan(g, PlanOptions(alignment=1, time_limit=2.0, stream_mac_budget=65.0))
+    assert declined.arena.arena_bytes == 192 + 768 + 128 + 16 and declined.stream_macs() == (0, 15184)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0, stream_mac_budget=66.0))  # 10,021
+    # pass 1: x, windows of 3 expanded rows and 1 depthwise row (288 + 96 B), the 128 B of width
+    # means: 704 B; pass 2: x and the gate (16 B), windows of 3 + 1 + 1 rows of 96 B and one projected
+    # row (24 B), the ADD's output over x (in place): 192 + 16 + 504 = 712 B, the arena
+    assert planned.arena.arena_bytes == planned.schedule.peak_bytes == 712 and planned.schedule.certified
+    assert planned.stream_macs() == (3072 + 6912, 15184)
+    rows = planned.streams_json()
+    assert [(r["model_ops"], r["two_pass"], r["macs_added"]) for r in rows] == [
+        ([0, 1, 2], True, 0),
+        ([0, 1, 6, 7, 8], True, 9984),
+    ]
+
+
+@needs_gcc
+@pytest.mark.host
+def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "se.tflite", _squeeze_excite_block, seed=3)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, stream_mac_budget=66.0))
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "out_dims[4] = 1" in c_source and "/* the gate, whole */" in c_source  # MEAN and MUL by rows
+    result = host_verify(
+        path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1, stream_mac_budget=66.0
+    )
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_two_pass_stream_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = saved_model(tmp_path / "se.tflite", _squeeze_excite_block, seed=1)
+    gen = generate_for_measure(path, tmp_path / "gen", 2, stream_mac_budget=66.0)
+    assert gen.arena_bytes_planned == 720  # 712 B with every offset aligned to 16 B
     measured_equal_on_qemu(gen, tmp_path / "qemu")

@@ -33,7 +33,18 @@ from tinysched.memory.inplace import (
     unneeded_variants,
 )
 from tinysched.memory.overlap import MODELS, memory_model
-from tinysched.memory.stream import Stream, candidates, choose, fuse, input_chains, members, stream_of
+from tinysched.memory.stream import (
+    Stream,
+    TwoPass,
+    candidates,
+    choose,
+    fuse,
+    input_chains,
+    members,
+    pass_bytes,
+    stream_of,
+    two_pass,
+)
 from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, variant_of, with_variants
 from tinysched.model.fold import FoldResult, fold_constants, no_folding
@@ -41,11 +52,20 @@ from tinysched.model.graph import Graph
 from tinysched.model.interface import DEFAULT_IO, IO_MODES, Interface, choose_interface
 from tinysched.model.rewrite import RewriteResult, compose, no_rewrites, rewrite_graph
 from tinysched.model.shapes import check_graph
-from tinysched.order.recompute import RecomputePlan, RecomputeRequest, request_from_values
+from tinysched.order.recompute import (
+    RecomputePlan,
+    RecomputeRequest,
+    operator_macs,
+    request_from_values,
+    total_macs,
+)
 from tinysched.order.scheduler import Schedule, schedule
 
 DEFAULT_TIME_LIMIT = 6.0  # seconds for all of planning (see stage_budget)
 DEFAULT_MEMORY_MODEL = "refined"  # --memory-model tensor gives the tensor model's plan
+# the share (%) of one inference's MACs the two-pass streams (tinysched.memory.stream.TwoPass) may
+# add by computing a squeeze-excitation block's rows twice, unless --mac-budget says otherwise
+DEFAULT_STREAM_MAC_BUDGET = 10.0
 MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
 
 
@@ -73,9 +93,16 @@ class PlanOptions:
     # --stream-input: the application hands the input's rows to `<prefix>_invoke_streamed` and the
     # first operators take them through a window (tinysched.memory.stream.input_chains)
     stream_input: bool = False
+    # --mac-budget without --recompute: the share (%) of one inference's MACs that two-pass streams
+    # may add (None: DEFAULT_STREAM_MAC_BUDGET; 0: none streams)
+    stream_mac_budget: float | None = None
 
     def __post_init__(self) -> None:
         check_alignment(self.alignment)
+        if self.stream_mac_budget is not None and not 0 <= self.stream_mac_budget < math.inf:
+            raise TinyschedError(
+                f"--mac-budget must be a non-negative percentage, got {self.stream_mac_budget}"
+            )
         if self.arena_budget is not None and not 0 < self.arena_budget < 1 << 40:
             raise TinyschedError(
                 f"--arena-budget must be a positive number of bytes, got {self.arena_budget}"
@@ -450,11 +477,52 @@ class Planned:
             f"keeps the default kernels: model operators {ops}{more}"
         )
 
+    def _chains(self) -> list[tuple[Any, Stream]]:
+        """(rewrite, chain) of every streamed chain, in the planned operators' order."""
+        found = []
+        for r in self.rewriting.rewrites:
+            chain = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
+            if chain is not None:
+                found.append((r, chain))
+        return found
+
+    def stream_macs(self) -> tuple[int, int]:
+        """(MACs the streams add, MACs of one inference without them): a two-pass stream's second
+        pass computes its feature map's rows again (tinysched.memory.stream.TwoPass)."""
+        added = sum(stream_macs_added([c for _, c in self._chains()], self.graph))
+        return added, total_macs(self.graph) - added
+
+    def stream_macs_json(self) -> dict[str, Any]:
+        added, whole = self.stream_macs()
+        budget = self.options.stream_mac_budget
+        return {
+            "macs_added": added,
+            "macs_without_streams": whole,
+            "macs_added_percent": round(100 * added / whole, 3) if whole else 0.0,
+            "mac_budget_percent": DEFAULT_STREAM_MAC_BUDGET if budget is None else budget,
+        }
+
+    def stream_macs_summary(self) -> str | None:
+        """One line on the MACs two-pass streams add (None: they add none)."""
+        added, whole = self.stream_macs()
+        if not added:
+            return None
+        twice = [r for r, c in self._chains() if c in stream_macs_pairs([c for _, c in self._chains()])]
+        blocks = "; ".join(" -> ".join(map(str, self._stream_model_ops(r))) for r in twice)
+        budget = self.stream_macs_json()["mac_budget_percent"]
+        return (
+            f"{added:,} MACs added ({100 * added / whole:.1f}% of {whole:,}; --mac-budget {budget:g}%): "
+            f"squeeze-excitation blocks streamed by two passes, their feature map's rows computed twice: "
+            f"model operators {blocks}"
+        )
+
     def streams_json(self) -> list[dict[str, Any]]:
         """The streamed chains (tinysched.memory.stream), by planned operator, for JSON."""
         rows = []
-        for r in self.rewriting.rewrites:
-            chain = stream_of(self.graph.operators[r.operator]) if r.kind == "stream" else None
+        chains = [c for _, c in self._chains()]
+        added = dict(zip(map(id, chains), stream_macs_added(chains, self.graph), strict=True))
+        twice = {id(c) for c in stream_macs_pairs(chains)}
+        for r, chain in self._chains():
             if chain is not None:
                 rows.append(
                     {
@@ -468,6 +536,9 @@ class Planned:
                         "window_bytes": chain.window_bytes,
                         # what its steps hold less: its tensors whole against their windows
                         "bytes_saved_at_its_steps": chain.saving,
+                        # a pass of a two-pass stream; the second's MACs of the rows it computes again
+                        "two_pass": id(chain) in twice,
+                        "macs_added": added[id(chain)],
                     }
                 )
         return rows
@@ -624,6 +695,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     base = placed  # the graph before streamed fusion, kernel variants and scratch
     default_kernels = placed  # replaced below by the graph with the default kernels' scratch
     streams: list[Stream] = []
+    pairs: list[TwoPass] = []  # squeeze-excitation blocks that can stream by two passes
     heads: list[Stream] = []  # --stream-input: chains headed by the input (input_note: why none)
     input_note: str | None = None
     try:
@@ -634,13 +706,14 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             named = {tensor for tensor, _ in options.pools.pins} if options.pools is not None else set()
             pinned = {t for t in base.activation_tensors if base.tensors[t].name in named or str(t) in named}
             streams = [c for c in candidates(base) if not pinned & set(c.tensors)]
+            pairs = [p for p in two_pass(base) if not pinned & {*p.first.tensors, *p.second.tensors}]
             if options.stream_input:
                 heads, input_note = input_chains(base)
                 heads = [c for c in heads if not pinned & set(c.tensors)]
                 if input_note is None and not heads:
                     input_note = "input 0 is pinned to a region"
     except TinyschedError as err:
-        note, streams, heads = str(err), [], []
+        note, streams, heads, pairs = str(err), [], [], []
     if options.stream_input and len(base.inputs) != 1:
         raise TinyschedError(
             f"--stream-input: the model has {len(base.inputs)} inputs; the streamed entry takes the rows "
@@ -681,6 +754,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         considered = [best]  # every plan made, for --arena-budget
         unstreamed = best.arena.arena_bytes if streams or heads else None
         best = _stream_rounds(base, kernels, streams, best, [], whole_ledger, considered)
+        if pairs:
+            best = _two_pass_rounds(base, kernels, pairs, best, whole_ledger, considered, options)
         if options.stream_input:
             streamed = (
                 _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered)
@@ -860,6 +935,85 @@ def _stream_rounds(
     return best
 
 
+TWO_PASS_ROUNDS = 4  # plans that add two-pass streams at the peak, each on top of the last kept
+
+
+def stream_macs_added(streams: Sequence[Stream], graph: Graph) -> list[int]:
+    """Per chain (in `streams`' order), the MACs of its operators an earlier chain runs too: a
+    two-pass stream's second pass computing the feature map's rows again."""
+    seen: set[int] = set()
+    added = []
+    for s in streams:
+        added.append(sum(operator_macs(graph, op) for op in s.operators if op.index in seen))
+        seen |= {op.index for op in s.operators}
+    return added
+
+
+def _two_pass_rounds(
+    base: Graph,
+    kernels: _KernelPlanner,
+    pairs: Sequence[TwoPass],
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+    options: PlanOptions,
+) -> _KernelPlan:
+    """Up to TWO_PASS_ROUNDS plans that stream, on top of `best`'s chains, the squeeze-excitation
+    blocks at the peak by two passes (replacing the chains they cut into), within the MACs
+    --mac-budget allows: per block, of the pairs whose MACs fit, the one with the fewest own bytes
+    (both passes' `pass_bytes`) and then the fewest MACs; a round is kept when it lowers the arena."""
+    percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
+    cap = math.floor(total_macs(base) * percent / 100)
+    chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+    paired: set[int] = set()  # the operators of the pairs kept: no later pair cuts into them
+    for done in range(TWO_PASS_ROUNDS):
+        spent = sum(stream_macs_added(chosen, base))
+        peak = best.peak_operators()
+        taken = {members(s) for s in chosen}
+        trying = list(chosen)
+        for pair in _pairs_by_cost(base, pairs):
+            both = members(pair.first) | members(pair.second)
+            if (
+                not (both | pair.between) & peak
+                or both & paired
+                or {members(pair.first), members(pair.second)} & taken
+            ):
+                continue
+            extra = sum(operator_macs(base, op) for op in pair.recomputed)
+            if spent + extra > cap or any(members(c) & both for c in trying if c not in chosen):
+                continue  # over the budget, or cutting into a pair this round already adds
+            trying = [c for c in trying if not members(c) & both] + [pair.first, pair.second]
+            spent += extra
+        if trying == chosen:
+            break
+        fused = fuse(base, sorted(trying, key=lambda s: s.consumer.index))
+        if not _fusable(fused):
+            break
+        trial = kernels.plan(fused, ledger.part(TWO_PASS_ROUNDS - done))
+        considered.append(trial)
+        if trial.arena.arena_bytes >= best.arena.arena_bytes:
+            break
+        best, chosen = trial, trying
+        paired = {v for s in stream_macs_pairs(chosen) for v in members(s)}
+    return best
+
+
+def stream_macs_pairs(streams: Sequence[Stream]) -> list[Stream]:
+    """The chains that share an operator with another: the two passes of two-pass streams."""
+    return [s for s in streams if any(members(s) & members(o) for o in streams if o is not s)]
+
+
+def _pairs_by_cost(graph: Graph, pairs: Sequence[TwoPass]) -> list[TwoPass]:
+    """The pairs by the bytes they leave at their steps (`pass_bytes` of both passes), then by the
+    MACs they add: the arena they save against the MACs they cost."""
+
+    def key(p: TwoPass) -> tuple[int, int, int]:
+        own = max(pass_bytes(graph, p.first), pass_bytes(graph, p.second))
+        return own, sum(operator_macs(graph, op) for op in p.recomputed), p.second.consumer.index
+
+    return sorted(pairs, key=key)
+
+
 def _streamed_input_plan(
     base: Graph,
     kernels: _KernelPlanner,
@@ -874,7 +1028,7 @@ def _streamed_input_plan(
     shared), then rounds streaming more chains on top of the best."""
     kept = [s for op in whole.graph.operators if (s := stream_of(op)) is not None]
     seeds = ledger.part(2)
-    tries = [[h, *(c for c in kept if not members(c) & members(h))] for h in heads]
+    tries = [[h, *_untouched(kept, h)] for h in heads]
     tries = [t for t in tries if _fusable(fuse(base, t))]
     best, chosen = None, None
     for k, trying in enumerate(tries):
@@ -885,6 +1039,15 @@ def _streamed_input_plan(
     if best is None or chosen is None:
         return None
     return _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+
+
+def _untouched(kept: Sequence[Stream], head: Stream) -> list[Stream]:
+    """The chains of `kept` that share no operator with `head`, a two-pass stream's passes kept or
+    dropped together (one pass alone would leave its feature map computed by no operator)."""
+    dropped = [c for c in kept if members(c) & members(head)]
+    while more := [c for c in kept if c not in dropped and any(members(c) & members(d) for d in dropped)]:
+        dropped += more
+    return [c for c in kept if c not in dropped]
 
 
 def _streams_input(plan: _KernelPlan) -> bool:
@@ -1103,7 +1266,9 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
         "--mac-budget",
         type=float,
         metavar="PERCENT",
-        help="with --recompute: cap the extra MACs at this share of one inference",
+        help="cap the extra MACs at this share of one inference: with --recompute, of the "
+        "recomputed operators; else of the squeeze-excitation blocks streamed by two passes, which "
+        f"compute their feature map's rows twice (default {DEFAULT_STREAM_MAC_BUDGET:g}; 0: none)",
     )
 
 
@@ -1129,6 +1294,7 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         arena_budget=getattr(args, "arena_budget", None),
         core=core_of_args(args),
         stream_input=getattr(args, "stream_input", False),
+        stream_mac_budget=getattr(args, "mac_budget", None) if request is None else None,
     )
 
 

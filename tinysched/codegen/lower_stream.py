@@ -7,10 +7,12 @@ from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
+    ROW_REDUCTIONS,
     STREAM_OPCODE,
     WINDOWED,
     RowSchedule,
     RowWindow,
+    broadcast_gate,
     row_inputs,
     row_schedule,
     row_window,
@@ -22,7 +24,7 @@ from tinysched.model.graph import Operator
 def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
     """`call.args` with the arguments at the given positions (negative: from the end) replaced. The
     windowed lowerings pass (input, [filter, bias,] output), the elementwise ones (a, b, output)."""
-    expected = {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 4, "AVERAGE_POOL_2D": 2, "MAX_POOL_2D": 2}.get(
+    expected = {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 4, "AVERAGE_POOL_2D": 2, "MAX_POOL_2D": 2, "MEAN": 2}.get(
         call.opcode, 3
     )
     if len(call.args) != expected:
@@ -31,6 +33,17 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
     for position, text in replacements.items():
         args[position] = text
     return args
+
+
+# the field of a row-by-row member's parameters that holds how many rows one call computes: the
+# elementwise kernels' broadcast shape [1, 1, 1, H, W, C] (dims[3]); a row-wise MEAN's kept
+# dimensions [1, 1, 1, 1, H, C] (out_dims[4]) (two-pass stages, tinysched.memory.stream.TwoPass)
+ROWS_FIELD = {"MEAN": "out_dims[4]"}
+ELEMENTWISE_ROWS_FIELD = "shape.dims[3]"
+
+
+def _rows_field(member: Operator) -> str:
+    return ROWS_FIELD.get(member.opcode, ELEMENTWISE_ROWS_FIELD)
 
 
 def _geometry(graph, s) -> list[RowWindow]:
@@ -111,6 +124,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     whole = [f"{ctx.prefix}_{part.symbol}" if part is not None else "" for part in parts]
     outer = [u for j in range(len(members)) for u in reads[j] if u not in index]
     names = {u: f"x{u}" for u in dict.fromkeys(outer)}
+    # a squeeze-excitation gate a member's MUL reads whole (1x1x1xC), the same for every row
+    gates = {g: f"g{g}" for m in members if m is not None and (g := broadcast_gate(graph, m)) is not None}
 
     def cur(j: int) -> str:
         return "row" if j == n else f"next{j}"
@@ -182,9 +197,15 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 f"rows = TS_ROWS(p{j}, {whole[j]}, {source}, {row}, {count});",
                 *kernel_call(j, with_args(j, {0: "rows", -1: out_at})),
             ]
-        # ADD / SUB / MUL on equal shapes: rows [row, row + count) of each operand
-        args = {position: operand(u, row) for position, u in enumerate(member.inputs[:2])}
-        set_rows = [] if count == "1" else [f"p{j}.shape.dims[3] = {count}; /* rows of [1, H, W, C] */"]
+        # ADD / SUB / MUL on equal shapes (or a MUL by a gate, read whole), a row-wise MEAN: rows
+        # [row, row + count) of each operand
+        operands_of = member.inputs[:1] if member.opcode in ROW_REDUCTIONS else member.inputs[:2]
+        args = {
+            position: gates[u] if u in gates else operand(u, row) for position, u in enumerate(operands_of)
+        }
+        set_rows = (
+            [] if count == "1" else [f"p{j}.{_rows_field(member)} = {count}; /* rows of [1, H, W, C] */"]
+        )
         return set_rows + kernel_call(j, with_args(j, {**args, -1: out_at}))
 
     def ensure(k: int) -> list[str]:
@@ -241,7 +262,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
     out_at = f"output + (size_t)row * {graph.tensors[y].nbytes // out_h}u"
     setup = [
-        f"p{j}.shape.dims[3] = 1; /* one row of [1, H, W, C] per call */"
+        f"p{j}.{_rows_field(m)} = 1; /* one row of [1, H, W, C] per call */"
         for j, m in enumerate(members)
         if m is not None and m.opcode not in WINDOWED and not heads[j]
     ]
@@ -262,6 +283,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             for k, t in enumerate(s.tensors)
         ),
         *(f"const int8_t *const {name} = {inner.ptr(u)};" for u, name in names.items()),
+        *(f"const int8_t *const {name} = {inner.ptr(u)}; /* the gate, whole */" for u, name in gates.items()),
         f"int8_t *const output = {inner.ptr(y, const=False)};",
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",

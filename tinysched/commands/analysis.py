@@ -257,6 +257,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["io"] = planned.interface.as_json()
     payload["kernel_variants"] = planned.variants_json()
     payload["streams"] = planned.streams_json()
+    payload["stream_macs"] = planned.stream_macs_json()
     payload["certificate_scope"] = planned.certificate_scope()
     payload["arena_without_streams_bytes"] = planned.unstreamed_arena_bytes
     # --stream-input: the arena both ways, and why the input stays whole when it does (else absent)
@@ -338,6 +339,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    {edge.line()}")
     if planned.memory_model != "tensor":
         print(f"kernels      {planned.variants_summary()}")
+    if planned.stream_macs_summary() is not None:
+        print(f"stream MACs  {planned.stream_macs_summary()}")
     if planned.stream_costs_summary() is not None:
         print(f"stream cost  {planned.stream_costs_summary()}")
     if planned.budget is not None:

@@ -858,20 +858,17 @@ def _storage_graph(
     return storage, buffers
 
 
-def _dies_at(
-    storage: Graph, free: frozenset[int], writers: Mapping[int, set[int]], buffer: int, v: int
-) -> bool:
-    """Whether storage tensor `buffer` dies at operator `v` in every order: every other reader reads
-    none of its bytes (an operator that runs no code, or a producer of one of its slices, which
-    reads it only to come after its birth) and must run before `v`."""
+def _dies_at(storage: Graph, buffer: int, v: int) -> bool:
+    """Whether storage tensor `buffer` dies at operator `v` in every order: every other reader must
+    run before `v` (an ancestor of it), so none reads the buffer once `v` starts writing over it.
+    Such readers may read its bytes (a squeeze-excitation block's global pool reads the feature
+    map its broadcast MUL then scales in place), run no code, or produce one of its slices."""
     readers = storage.consumers.get(buffer, ())
     if v not in readers:
         return False
     others = [c for c in readers if c != v]
     if not others:
         return True
-    if any(c not in free and c not in writers.get(buffer, ()) for c in others):
-        return False
     ancestors: set[int] = set()
     stack = list(storage.predecessors[v])
     while stack:
@@ -884,18 +881,12 @@ def _dies_at(
 
 def refine(graph: Graph) -> Refinement:
     """The refined model: aliases (views, split ranges, in-place concatenation slices) share their
-    root's buffer; each operator whose input buffer dies there in every order (it is that buffer's
-    only reader) may overlap it with its output as far as `OVERLAP` allows. Of several candidate
+    root's buffer; each operator whose input buffer dies there in every order (its other readers all
+    run before it) may overlap it with its output as far as `OVERLAP` allows. Of several candidate
     inputs the one saving most is taken (ties: lowest position)."""
     aliases, free, concat_roots = _aliases(graph)
     storage, buffers = _storage_graph(graph, aliases, free, concat_roots)
     model = Refinement("refined", graph, storage, aliases, {}, buffers, free)
-    writers: dict[int, set[int]] = {}
-    for op in graph.operators:
-        if op.index not in free:
-            for t in op.outputs:
-                if t in aliases:
-                    writers.setdefault(model.buffer(t), set()).add(op.index)
     activation = set(graph.activation_tensors)
     outputs = set(storage.outputs)
     pairs: dict[int, Pair] = {}
@@ -911,11 +902,7 @@ def refine(graph: Graph) -> Refinement:
                 continue
             buffer = model.buffer(t)
             others = [model.buffer(u) for k, u in enumerate(op.inputs) if k != position and u >= 0]
-            if (
-                buffer in others
-                or buffer in outputs
-                or not _dies_at(storage, free, writers, buffer, op.index)
-            ):
+            if buffer in others or buffer in outputs or not _dies_at(storage, buffer, op.index):
                 continue
             if storage.tensors[buffer].nbytes == 0:
                 continue

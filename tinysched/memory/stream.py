@@ -44,6 +44,12 @@ from tinysched.model.rewrite import Match, RewriteResult, apply_matches, no_rewr
 
 __all__ = [
     "ELEMENTWISE",
+    "ROW_REDUCTIONS",
+    "TwoPass",
+    "broadcast_gate",
+    "row_mean",
+    "two_pass",
+    "pass_bytes",
     "STREAM_OPCODE",
     "STREAM_OPTION",
     "WINDOWED",
@@ -146,7 +152,7 @@ def _kernel_hw(graph: Graph, op: Operator) -> tuple[int, int] | None:
 
 def row_window(graph: Graph, op: Operator) -> RowWindow | None:
     """The row geometry of a windowed operator over its first input (elementwise: one row each)."""
-    if op.opcode in ELEMENTWISE:
+    if op.opcode in ELEMENTWISE or row_mean(graph, op):
         return RowWindow(1, 1, 0)
     if op.opcode not in WINDOWED or not op.inputs or not op.outputs:
         return None
@@ -234,7 +240,10 @@ def _chain(
 def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
     """The activations a streamable operator reads row by row: a windowed one's first input, an
     elementwise one's two operands."""
-    return (op.inputs[0],) if op.opcode in WINDOWED else tuple(op.inputs[:2])
+    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS:
+        return (op.inputs[0],)
+    gate = broadcast_gate(graph, op)
+    return tuple(u for u in op.inputs[:2] if u != gate)
 
 
 def _streamable(graph: Graph, op: Operator) -> bool:
@@ -248,6 +257,8 @@ def _streamable(graph: Graph, op: Operator) -> bool:
             and _nhwc1(graph, op.inputs[0]) is not None
             and not any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:])
         )
+    if row_mean(graph, op) or broadcast_gate(graph, op) is not None:
+        return True  # two-pass stages (below): a row-wise MEAN, a MUL by a squeeze-excitation gate
     return op.inputs[:1] != op.inputs[1:2] and _elementwise_rows(graph, op, op.inputs[0])
 
 
@@ -385,9 +396,10 @@ def _stage(graph: Graph, ops: Sequence[Operator]) -> Stream | None:
     return stream if stream.saving > 0 else None
 
 
-def _stages(graph: Graph, sink: Operator) -> list[Stream]:
+def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) -> list[Stream]:
     """The stages ending at `sink`, grown backwards: a member's row input joins (its producer with
-    it) when the producer is streamable and every reader of it is a member, up to MAX_CHAIN."""
+    it) when the producer is streamable and every reader of it is a member (or it is `shared`: a
+    two-pass stage's feature map, which the other pass computes again), up to MAX_CHAIN."""
     if not _streamable(graph, sink):
         return []
     start = frozenset([sink.index])
@@ -401,7 +413,7 @@ def _stages(graph: Graph, sink: Operator) -> list[Stream]:
                     continue
                 if not _streamable(graph, graph.operators[p]):
                     continue
-                if not set(graph.consumers.get(u, ())) <= group:
+                if not set(graph.consumers.get(u, ())) <= group and u not in shared:
                     continue
                 grown = group | {p}
                 if grown not in seen:
@@ -620,3 +632,142 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
             g.tensors, g.operators, inputs, g.outputs, g.name, g.description, g.metadata, g.source, g.sha256
         ),
     )
+
+
+# ---- squeeze-excitation blocks by two passes (issue 33, part 2) ----------------------------------
+#
+# A squeeze-excitation block reads its feature map T twice: a global pool (MEAN over the width, then
+# over the rows; or over both) whose result, through small layers, becomes a per-channel gate, and a
+# broadcast MUL scaling T by that gate. The MUL cannot start before the pool has seen every row, so
+# one stage cannot stream T. Two can: the first pass (`TwoPass.first`) computes T's rows from the
+# block's input and feeds them to a row-wise MEAN (each row reduced over its width as it arrives,
+# the rows dropped), the second (`TwoPass.second`) computes them again and runs the MUL and what
+# follows it row by row. T is never whole; the producers of T run twice (`TwoPass.recomputed`),
+# which the pipeline counts as added MACs and limits by --mac-budget. The row-wise MEAN is TFLite's
+# MEAN of one row at a time: its int32 sum over the width and the requantisation are per output
+# element, so the result is the same bytes.
+
+ROW_REDUCTIONS = ("MEAN",)  # reductions a stage runs row by row: over the width only
+
+
+def row_mean(graph: Graph, op: Operator) -> bool:
+    """A MEAN over the width alone (axis 2, dims kept) of an int8 NHWC image: output row r is the
+    mean of input row r over its columns."""
+    if op.opcode != "MEAN" or len(op.inputs) != 2 or len(op.outputs) != 1 or not op.options.get("keep_dims"):
+        return False
+    x, y, axes = op.inputs[0], op.outputs[0], graph.tensors[op.inputs[1]]
+    if _nhwc1(graph, x) is None or _nhwc1(graph, y) is None or axes.data is None:
+        return False
+    rank = 4
+    wanted = sorted({int(a) % rank for a in list(axes.data.reshape(-1))})
+    hx, hy = graph.tensors[x].shape, graph.tensors[y].shape
+    return wanted == [2] and (hy[1], hy[2], hy[3]) == (hx[1], 1, hx[3])
+
+
+def broadcast_gate(graph: Graph, op: Operator) -> int | None:
+    """The gate of a MUL scaling an int8 NHWC image by a per-channel vector (1x1x1xC, an activation:
+    a squeeze-excitation gate), which it reads whole; None for any other operator."""
+    if op.opcode != "MUL" or len(op.inputs) != 2 or len(op.outputs) != 1 or op.inputs[0] == op.inputs[1]:
+        return None
+    y = op.outputs[0]
+    if _nhwc1(graph, y) is None:
+        return None
+    for x, g in (op.inputs, op.inputs[::-1]):
+        gate = graph.tensors[g]
+        if (
+            graph.tensors[x].shape == graph.tensors[y].shape
+            and _nhwc1(graph, x) is not None
+            and gate.is_activation
+            and gate.dtype == "int8"
+            and tuple(gate.shape) == (1, 1, 1, int(graph.tensors[y].shape[3]))
+        ):
+            return g
+    return None
+
+
+@dataclass(frozen=True)
+class TwoPass:
+    """A squeeze-excitation block streamed by two passes over the rows of `tensor`: `first` ends at
+    the row-wise MEAN reading it, `second` recomputes its rows and runs the MUL by the gate (and what
+    follows); the operators `first` runs before its MEAN run in both."""
+
+    first: Stream
+    second: Stream
+    tensor: int
+    between: frozenset[int] = frozenset()  # the operators that make the gate from the MEAN's rows
+
+    @property
+    def recomputed(self) -> tuple[Operator, ...]:
+        return self.first.operators[:-1]
+
+
+def _ancestors(graph: Graph, t: int) -> set[int]:
+    """The operators tensor t depends on."""
+    found: set[int] = set()
+    todo = [t]
+    while todo:
+        p = graph.producer.get(todo.pop())
+        if p is not None and p not in found:
+            found.add(p)
+            todo.extend(u for u in graph.operators[p].inputs if u >= 0)
+    return found
+
+
+def _downstream(graph: Graph, op: Operator, depth: int = 4) -> list[Operator]:
+    """`op` and the operators reading its output, theirs, ... up to `depth` links down."""
+    found, frontier = [op], [op]
+    for _ in range(depth):
+        frontier = [
+            graph.operators[v] for o in frontier for t in o.outputs for v in graph.consumers.get(t, ())
+        ]
+        found += [o for o in frontier if o not in found]
+    return found
+
+
+def two_pass(graph: Graph) -> list[TwoPass]:
+    """Every squeeze-excitation block that can stream by two passes: a feature map T read by a
+    row-wise MEAN and by a MUL whose gate depends on that MEAN; the first pass a stage ending at the
+    MEAN, the second a stage through the MUL whose operators above T are exactly the first's."""
+    found = []
+    for m in graph.operators:
+        gate = broadcast_gate(graph, m)
+        if gate is None:
+            continue
+        t = row_inputs(graph, m)[0]
+        readers = graph.consumers.get(t, ())
+        if len(readers) != 2 or t in graph.outputs or graph.producer.get(t) is None:
+            continue
+        r = graph.operators[next(v for v in readers if v != m.index)]
+        if not row_mean(graph, r) or r.index not in _ancestors(graph, gate):
+            continue
+        upstream = _ancestors(graph, t)
+        between = frozenset(_ancestors(graph, gate) - upstream - {r.index})
+        firsts = {
+            frozenset(op.index for op in s.operators[:-1]): s
+            for s in _stages(graph, r, frozenset({t}))
+            if t in s.tensors
+        }
+        for sink in _downstream(graph, m):
+            for s in _stages(graph, sink, frozenset({t})):
+                above = frozenset(op.index for op in s.operators if op.index in upstream)
+                if t in s.tensors and m in s.operators and above in firsts:
+                    found.append(TwoPass(firsts[above], s, t, between))
+    return found
+
+
+def pass_bytes(graph: Graph, stream: Stream) -> int:
+    """`local_bytes` of one pass of a two-pass stream, its output sharing bytes only with an outer
+    input that dies there (every reader of it a member): the other pass reads the block's input too."""
+    outer = outer_inputs(graph, stream)
+    y = graph.tensors[stream.consumer.outputs[0]].nbytes
+    inside = {op.index for op in stream.operators}
+    shared = 0
+    for x in outer:
+        if not set(graph.consumers.get(x, ())) <= inside or x in graph.outputs:
+            continue
+        shift = stream_shift(graph, stream, x)
+        if shift is not None and x in stream.consumer.inputs:
+            shift = min(shift, 0)
+        if shift is not None:
+            shared = max(shared, min(graph.tensors[x].nbytes, y, y + shift))
+    return sum(graph.tensors[u].nbytes for u in outer) + stream.window_bytes + y - shared

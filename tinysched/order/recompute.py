@@ -818,9 +818,9 @@ def request_from_values(
     if mac_budget is not None and not mac_budget >= 0:
         raise TinyschedError(f"--mac-budget must be a non-negative percentage, got {mac_budget}")
     if k == 0:
-        if ram_budget is not None or mac_budget is not None:
-            raise TinyschedError("--ram-budget and --mac-budget need --recompute K (K >= 1)")
-        return None
+        if ram_budget is not None:
+            raise TinyschedError("--ram-budget needs --recompute K (K >= 1)")
+        return None  # --mac-budget alone caps the MACs two-pass streams add (tinysched.pipeline)
     if time_limit is None or not 0 < time_limit < math.inf:
         time_limit = 5.0
     return RecomputeRequest(k, ram_budget, mac_budget, time_limit)

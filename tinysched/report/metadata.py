@@ -252,6 +252,7 @@ def _streams_summary(planned: Any, arena_bytes: int) -> dict[str, Any] | None:
                 "tensor_bytes": r["tensor_bytes"],
                 "window_bytes": r["window_bytes"],
                 "bytes_saved_at_its_steps": r["bytes_saved_at_its_steps"],
+                "macs_added": r["macs_added"],
             }
             for r in planned.streams_json()
         ],
