@@ -843,6 +843,14 @@ static inline int32_t ts_row_low(int32_t row, int32_t out_h, int32_t stride, int
     return row >= out_h ? height : top > 0 ? top : 0;
 }
 
+/* Blocks of `block` bytes a strip scratch of `room` bytes holds, at most `most` (0: none fits; the
+ * widened kernel then runs ts_conv2d_s8). */
+static inline int32_t ts_strip_blocks(int32_t room, int32_t block, int32_t most)
+{
+    const int32_t n = room > 0 ? room / block : 0;
+    return n < most ? n : most;
+}
+
 /* The smaller of two rows (the lowest row any of a tensor's readers still reads). */
 static inline int32_t ts_rows_min(int32_t a, int32_t b)
 {

@@ -29,15 +29,53 @@ from tinysched.arena.placement import (
     step_savings,
 )
 from tinysched.memory.overlap import memory_model
+from tinysched.memory.stream import stream_of
 from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, scratch_bytes, variant_of, with_scratch, with_variants
 from tinysched.model.graph import Graph, Operator
 
-__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_eligible", "wide_worth", "with_wide_scratch"]
+__all__ = [
+    "STREAM_STRIP_OPTION",
+    "WIDE_MAX_BLOCKS",
+    "WIDE_STRIP_BYTES",
+    "stage_strip",
+    "strip_blocks",
+    "wide_eligible",
+    "wide_worth",
+    "with_wide_scratch",
+]
 
 WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
 WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
 WIDE_BLOCK_PIXELS = 6  # TS_WIDE_PX there
+
+
+STREAM_STRIP_OPTION = "stream_strip"  # a streamed stage's option: bytes of its strip tensor (its last output)
+
+
+def strip_blocks(graph: Graph, member: Operator) -> tuple[int, int]:
+    """(bytes of one block of the widened path's strip, the most blocks a strip takes) for a
+    CONV_2D (WIDE_MAX_BLOCKS, at most WIDE_STRIP_BYTES unless one block is more)."""
+    block = scratch_bytes(graph, member, "wide", 1)
+    return block, max(1, min(WIDE_MAX_BLOCKS, WIDE_STRIP_BYTES // block))
+
+
+def _stage_convs(graph: Graph, op: Operator) -> list[Operator]:
+    """The CONV_2D members of a streamed stage that could run the ``wide`` kernel on their rows."""
+    stream = stream_of(op)
+    if stream is None:
+        return []
+    return [m for m in stream.operators if _wants_wide(graph, m, any_kernel=True, rows=True)]
+
+
+def stage_strip(graph: Graph, op: Operator, room: int) -> int:
+    """Bytes of the strip scratch a streamed stage's CONV_2D members share (they run one at a time)
+    within `room` bytes: the most blocks each member whose one block fits takes (0: none fits)."""
+    need = 0
+    for member in _stage_convs(graph, op):
+        block, most = strip_blocks(graph, member)
+        need = max(need, min(most, room // block) * block)
+    return need
 
 
 def wide_worth(pixels: int) -> bool:
@@ -53,11 +91,13 @@ def wide_eligible(graph: Graph, op: Operator) -> bool:
     return _wants_wide(graph, op, any_kernel=True)
 
 
-def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False) -> bool:
+def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False, rows: bool = False) -> bool:
+    """(`rows`: the operator runs row by row in a stage, so per call its output's one row is what
+    `wide_worth` judges.)"""
     if op.opcode != "CONV_2D" or (variant_of(graph, op) is not None and not any_kernel) or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
-    pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
+    pixels = int(y.shape[1] if not rows else 1) * int(y.shape[2]) if len(y.shape) == 4 else 0
     return (
         x.dtype == w.dtype == y.dtype == "int8" and len(w.shape) == 4 and w.is_constant and wide_worth(pixels)
     )
@@ -133,21 +173,29 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
         return graph, arena
     live, plain = _step_live(graph, arena)
     chosen: dict[int, tuple[KernelVariant, int]] = {}
+    strips: dict[int, tuple[int, int]] = {}  # streamed stage -> (strip bytes, offset)
     for step, v in enumerate(order):
         op = graph.operators[v]
-        if not _wants_wide(graph, op):
+        stage = bool(_stage_convs(graph, op)) and not arena.pools  # the strip beside the output
+        if not _wants_wide(graph, op) and not stage:
             continue
         # below the peak (strictly: the peak step the reports name stays the same one)
         most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
         if ceiling is not None and not arena.pools:
             most = ceiling
         room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step, ceiling)]
+        if stage:
+            widest = max(((hi - lo, lo) for lo, hi in room if hi > lo), default=(0, 0))
+            need = stage_strip(graph, op, widest[0])
+            if need:
+                strips[v] = (need, widest[1])
+            continue
         fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
         if fit is not None:
             blocks, need, offset = fit
             y = graph.tensors[op.outputs[0]]
             chosen[v] = (KernelVariant(op.opcode, "wide", blocks, need, int(y.shape[-1])), offset)
-    if not chosen:
+    if not chosen and not strips:
         return graph, arena
     base = len(graph.tensors)
     widened = with_scratch(
@@ -159,6 +207,18 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
         Placement(base + i, widened.tensors[base + i].name, offset, variant.scratch_bytes, steps[v], steps[v])
         for i, (v, (variant, offset)) in enumerate(sorted(chosen.items()))
     )
+    if strips:  # each stage's strip: its last output, its bytes in the stage's options
+        first = len(widened.tensors)
+        operators = list(widened.operators)
+        for v, (need, _) in strips.items():
+            operators[v] = replace(operators[v], options={**operators[v].options, STREAM_STRIP_OPTION: need})
+        widened = with_scratch(
+            widened.derived(widened.tensors, tuple(operators)), {v: c[0] for v, c in strips.items()}, "strip"
+        )
+        added += tuple(
+            Placement(first + i, widened.tensors[first + i].name, offset, need, steps[v], steps[v])
+            for i, (v, (need, offset)) in enumerate(sorted(strips.items()))
+        )
     model = memory_model(widened, arena.memory_model)
     refined = model if model.refined else None
     bound = aligned_lower_bound(
