@@ -180,11 +180,12 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
         if not _wants_wide(graph, op) and not stage:
             continue
         # below the peak (strictly: the peak step the reports name stays the same one)
-        most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
+        most = free = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
         if ceiling is not None and not arena.pools:
             most = ceiling
         room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step, ceiling)]
-        if stage:
+        if stage:  # in the bytes free at its step only: the estimate does not see a stage's strip
+            room = [(lo, min(hi, lo + free)) for lo, hi in _gaps(arena, step)]
             widest = max(((hi - lo, lo) for lo, hi in room if hi > lo), default=(0, 0))
             need = stage_strip(graph, op, widest[0])
             if need:
