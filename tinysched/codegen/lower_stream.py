@@ -3,7 +3,7 @@ calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h,
 
 from __future__ import annotations
 
-from tinysched.arena.scratch import STREAM_STRIP_OPTION, strip_blocks
+from tinysched.arena.scratch import STREAM_STRIP_OPTION, stage_member_wide, strip_blocks
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.lower_conv import rq_fields
@@ -139,6 +139,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     for j, part in enumerate(parts):
         member = None if part is None else s.operators[j - s.source]
         if part is None or member is None or part.kernel != "ts_conv2d_s8" or not room:
+            continue
+        if not stage_member_wide(graph, member):
             continue
         block, most = strip_blocks(graph, member)
         if max(b for _, b in room) < block:
