@@ -165,6 +165,13 @@ typedef struct {
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output);
 
+/* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
+ * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
+ * p's only in their row fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_conv2d_s8's. */
+int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
+int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, int32_t checks);
+
 /* CONV_2D staged (the in-place variant the refined memory model may choose; tinysched.variants):
  * pointwise only (1x1, stride 1, no padding, out_h/out_w == in_h/in_w; TS_ERR_PARAMS otherwise).
  * Arithmetic: exactly ts_conv2d_s8's (the same path, chosen once per call by the same conditions,

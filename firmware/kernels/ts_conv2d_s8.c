@@ -1185,26 +1185,50 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 #endif
 
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                      const int32_t *bias, int8_t *output, int wide);
+                      const int32_t *bias, int8_t *output, int wide, int32_t checks);
 
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {
-    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE);
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, ts_conv2d_s8_checks(p, bias));
 }
 
-/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves). */
+/* What ts_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0, the fast
+ * paths may run (shapes, input offset, multipliers); bit 1, the ts_rq requantisation's bound holds. */
+int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias)
+{
+    int32_t checks = 0;
+    if (!TS_CONV_GENERIC_ONLY && p->in_c >= 1 && p->out_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
+        p->input_offset >= -255 && p->input_offset <= 255 && /* 16-bit lanes: int8 zero points give [-127, 128] */
+        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        checks = 1;
+#if TS_RQ_ASM
+        if (ts_rq_ok(p->multiplier, p->shift, p->out_c,
+                     ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c))) {
+            checks |= 2;
+        }
+#endif
+    }
+    return checks;
+}
+
+int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, int32_t checks)
+{
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks);
+}
+
+/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves), with
+ * its checks (ts_conv2d_s8_checks) made. */
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                      const int32_t *bias, int8_t *output, int wide)
+                      const int32_t *bias, int8_t *output, int wide, int32_t checks)
 {
     int rq = 0;
     (void)wide;
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
-    if (TS_CONV_GENERIC_ONLY || p->in_c < 1 || p->out_c < 1 || p->filter_h < 1 || p->filter_w < 1 ||
-        p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
-        !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+    if ((checks & 1) == 0) {
         conv_generic(p, input, filter, bias, output);
         return TS_OK;
     }
@@ -1216,8 +1240,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
     }
 #endif
 #if TS_RQ_ASM
-    rq = ts_rq_ok(p->multiplier, p->shift, p->out_c,
-                  ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));
+    rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
     if (wide) {
         const int32_t rows = conv_wide(p, input, filter, bias, output, rq);
@@ -1236,7 +1259,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
             } else {
                 rest.pad_top = -y0;
             }
-            return conv_paths(&rest, input, filter, bias, output + (size_t)rows * p->out_w * p->out_c, 0);
+            return conv_paths(&rest, input, filter, bias, output + (size_t)rows * p->out_w * p->out_c, 0, checks);
         }
     }
 #endif

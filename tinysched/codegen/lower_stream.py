@@ -169,6 +169,12 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         room_bytes = ctx.array(
             sink, "room_bytes", "int32_t", [b for _, b in room], "strip scratch per output row: its bytes"
         )
+    # the other CONV_2D members: ts_conv2d_s8's per-call checks made once, before the loop
+    checked = [j for j, part in enumerate(parts) if part is not None and part.kernel == "ts_conv2d_s8"]
+    for j in checked:
+        part = parts[j]
+        assert part is not None
+        part.kernel = "ts_conv2d_s8_checked"
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
@@ -257,6 +263,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
             args = with_args(j, {0: "rows", -1: out_at})
+            if j in checked:
+                args.append(f"checks{j}")
             if j in wide:  # the strip this iteration's room holds (0 blocks: the default kernel)
                 block, most, rq = wide[j]
                 args += ["strip", f"ts_strip_blocks(room, {block}, {most})", rq]
@@ -347,6 +355,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         f"int8_t *const output = {inner.ptr(y, const=False)};",
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
+        *(f"const int32_t checks{j} = ts_conv2d_s8_checks(&p{j}, {with_args(j, {})[2]});" for j in checked),
         *setup,
         f"for (row = 0; row < {out_h}; ++row) {{",
         *(
