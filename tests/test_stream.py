@@ -466,6 +466,7 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     # the head (blocks of 6 x 28 x 2 = 336 B) and the projection run the wide kernel on as many
     # blocks as the row's strip holds; main1 (864 B a block) keeps the default kernel
     assert "ts_strip_blocks(room, 336, 3)" in loop and "ts_strip_blocks(room, 96, 8)" in loop
-    assert "ts_conv2d_s8(&p1, " in loop and "ts_conv2d_s8_wide(&p1, " not in loop
+    assert "ts_conv2d_s8_checked(&p1, " in loop and "ts_conv2d_s8_wide_checked(&p1, " not in loop
+    assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match

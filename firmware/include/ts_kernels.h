@@ -225,6 +225,11 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
 int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table);
+/* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
+ * member, called row by row; its fallback ts_conv2d_s8_checked). */
+int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                              const int32_t *rq_table, int32_t checks);
 
 /* ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
  * Output channel o = c * depth_multiplier + m reads only input channel c:

@@ -1209,6 +1209,7 @@ int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias)
         }
 #endif
     }
+    (void)bias; /* read only for the ts_rq bound */
     return checks;
 }
 
@@ -1468,14 +1469,19 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table)
 {
+    return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table,
+                                     ts_conv2d_s8_checks(p, bias));
+}
+
+/* ts_conv2d_s8_wide with ts_conv2d_s8's checks made once (ts_kernels.h). */
+int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                              const int32_t *rq_table, int32_t checks)
+{
 #if TS_CONV_WIDE
-    const int32_t k = p->filter_h * p->filter_w * p->in_c;
-    if (!TS_CONV_GENERIC_ONLY && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 &&
-        wide_worth(p->out_h * p->out_w) && p->stride_h >= 1 &&
-        p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1 && p->in_c >= 1 && p->out_c >= 1 &&
-        p->filter_h >= 1 && p->filter_w >= 1 && p->input_offset >= -255 && p->input_offset <= 255 &&
-        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
-        const int rq = ts_rq_ok(p->multiplier, p->shift, p->out_c, ts_acc_bound(k, p->input_offset, bias, p->out_c));
+    if ((checks & 1) != 0 && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 && wide_worth(p->out_h * p->out_w) &&
+        p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+        const int rq = (checks & 2) != 0;
         const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)p->out_h * p->out_w * p->out_c;
         int32_t b;
         for (b = 0; b < p->batches; ++b) {
@@ -1488,5 +1494,5 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
     (void)scratch;
     (void)blocks;
     (void)rq_table;
-    return ts_conv2d_s8(p, input, filter, bias, output);
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
 }

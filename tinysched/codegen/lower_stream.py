@@ -170,11 +170,15 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             sink, "room_bytes", "int32_t", [b for _, b in room], "strip scratch per output row: its bytes"
         )
     # the other CONV_2D members: ts_conv2d_s8's per-call checks made once, before the loop
-    checked = [j for j, part in enumerate(parts) if part is not None and part.kernel == "ts_conv2d_s8"]
+    checked = [
+        j
+        for j, part in enumerate(parts)
+        if part is not None and part.kernel in ("ts_conv2d_s8", "ts_conv2d_s8_wide")
+    ]
     for j in checked:
         part = parts[j]
         assert part is not None
-        part.kernel = "ts_conv2d_s8_checked"
+        part.kernel += "_checked"
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
@@ -263,11 +267,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
             args = with_args(j, {0: "rows", -1: out_at})
-            if j in checked:
-                args.append(f"checks{j}")
             if j in wide:  # the strip this iteration's room holds (0 blocks: the default kernel)
                 block, most, rq = wide[j]
                 args += ["strip", f"ts_strip_blocks(room, {block}, {most})", rq]
+            if j in checked:
+                args.append(f"checks{j}")
             return [
                 f"rows = TS_ROWS(p{j}, {whole[j]}, {source}, {row}, {count});",
                 *kernel_call(j, args),
