@@ -823,6 +823,13 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
  * is never whole.
+ * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_wide(_checked) with
+ * its strip in the bytes iteration r (of the sink's rows) may use: the planned strip tensor of the
+ * stage (a gap of the arena at its step), or the stage's own output past row r below the lowest row
+ * of any outer input that an iteration from r on reads (an outer input overlaps the output only
+ * where it dies there), whichever is larger (tinysched/codegen/lower_stream.py `output_room`, one
+ * (offset, bytes) pair per row); those bytes are written again before anything reads them, so the
+ * order below is unchanged. Its ts_conv2d_s8 checks (ts_conv2d_s8_checks) are made once before the loop.
  * Read/write order: consumer row r is written after the producer has read the input rows every T
  * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
  * top on; the consumer's other operand is read row by row as its output is written
