@@ -463,10 +463,15 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     assert planned.arena.lower_bound_bytes == planned.arena.arena_bytes  # the arena did not grow
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
     loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u)")]
-    # the head (blocks of 6 x 28 x 2 = 336 B) and the projection run the wide kernel on as many
-    # blocks as the row's strip holds; main1 (864 B a block) keeps the default kernel
-    assert "ts_strip_blocks(room, 336, 3)" in loop and "ts_strip_blocks(room, 96, 8)" in loop
-    assert "ts_conv2d_s8_checked(&p1, " in loop and "ts_conv2d_s8_wide_checked(&p1, " not in loop
+    # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
+    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1 (864 B a block, its pair fields on the
+    # stack) keeps the default kernel
+    for j in (0, 6):
+        assert (
+            f"ts_conv2d_s8_strip(&p{j}, rows, " in loop
+            and f"strip, room, bytes_op0_stage{j}_rq, checks{j})" in loop
+        )
+    assert "ts_conv2d_s8_checked(&p1, " in loop and "ts_conv2d_s8_strip(&p1, " not in loop
     assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match

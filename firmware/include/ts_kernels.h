@@ -225,6 +225,15 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
 int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table);
+/* A streamed stage's CONV_2D member on its rows, given `room` bytes of strip scratch: the wide path
+ * with as many blocks as fit (at most 8, and 1,024 bytes unless one block is more), else (DSP cores,
+ * ts_rq path) the pair path with the two fields of a pixel pair widened into the scratch (4 *
+ * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block, else
+ * ts_conv2d_s8_checked. Arithmetic and read/write order: those paths' (each group's fields read
+ * before its outputs are written). scratch word-aligned, disjoint from input and output. */
+int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                       const int32_t *rq_table, int32_t checks);
 /* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
  * member, called row by row; its fallback ts_conv2d_s8_checked). */
 int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -823,8 +832,9 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
  * is never whole.
- * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_wide(_checked) with
- * its strip in the bytes iteration r (of the sink's rows) may use: the planned strip tensor of the
+ * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_strip (the wide
+ * path, else the pair path with its fields in the strip) with its strip in the bytes iteration r
+ * (of the sink's rows) may use: the planned strip tensor of the
  * stage (a gap of the arena at its step), or the stage's own output past row r below the lowest row
  * of any outer input that an iteration from r on reads (an outer input overlaps the output only
  * where it dies there), whichever is larger (tinysched/codegen/lower_stream.py `output_room`, one
@@ -860,14 +870,6 @@ static inline int32_t ts_row_low(int32_t row, int32_t out_h, int32_t stride, int
 {
     const int32_t top = row * stride - pad_top;
     return row >= out_h ? height : top > 0 ? top : 0;
-}
-
-/* Blocks of `block` bytes a strip scratch of `room` bytes holds, at most `most` (0: none fits; the
- * widened kernel then runs ts_conv2d_s8). */
-static inline int32_t ts_strip_blocks(int32_t room, int32_t block, int32_t most)
-{
-    const int32_t n = room > 0 ? room / block : 0;
-    return n < most ? n : most;
 }
 
 /* The smaller of two rows (the lowest row any of a tensor's readers still reads). */

@@ -38,6 +38,7 @@ __all__ = [
     "STREAM_STRIP_OPTION",
     "WIDE_MAX_BLOCKS",
     "WIDE_STRIP_BYTES",
+    "member_strip",
     "stage_member_wide",
     "stage_strip",
     "strip_blocks",
@@ -81,14 +82,34 @@ def _stage_convs(graph: Graph, op: Operator) -> list[Operator]:
     return [m for m in stream.operators if stage_member_wide(graph, m)]
 
 
+PAIR_STACK_K4 = 144  # TS_PAIR_K4 in firmware/kernels/ts_conv2d_s8.c: the pair path's fields on the stack
+
+
+def pair_strip_bytes(graph: Graph, member: Operator) -> int:
+    """Scratch for the pair path's two widened fields (`ts_conv2d_s8_strip`: 4 * roundup(K, 4) bytes)
+    where they exceed its stack block and its runs are whole words (fw * in_c a multiple of 4); 0:
+    the stack holds them, or the path does not take the member."""
+    w = graph.tensors[member.inputs[1]]
+    fh, fw, in_c = (int(d) for d in w.shape[1:])
+    k4 = (fh * fw * in_c + 3) // 4 * 4
+    dilated = int(member.options.get("dilation_w_factor", 1) or 1) != 1
+    return 4 * k4 if k4 > PAIR_STACK_K4 and (fw * in_c) % 4 == 0 and not dilated else 0
+
+
+def member_strip(graph: Graph, member: Operator, room: int) -> int:
+    """Bytes of `room` a stage's CONV_2D member uses (`ts_conv2d_s8_strip`): the most wide blocks that
+    fit, else the pair path's fields, else 0."""
+    block, most = strip_blocks(graph, member)
+    if block <= room:
+        return min(most, room // block) * block
+    pair = pair_strip_bytes(graph, member)
+    return pair if 0 < pair <= room else 0
+
+
 def stage_strip(graph: Graph, op: Operator, room: int) -> int:
     """Bytes of the strip scratch a streamed stage's CONV_2D members share (they run one at a time)
-    within `room` bytes: the most blocks each member whose one block fits takes (0: none fits)."""
-    need = 0
-    for member in _stage_convs(graph, op):
-        block, most = strip_blocks(graph, member)
-        need = max(need, min(most, room // block) * block)
-    return need
+    within `room` bytes: the most any member uses (`member_strip`; 0: none fits)."""
+    return max((member_strip(graph, m, room) for m in _stage_convs(graph, op)), default=0)
 
 
 def wide_worth(pixels: int) -> bool:

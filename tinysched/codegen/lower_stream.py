@@ -3,7 +3,7 @@ calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h,
 
 from __future__ import annotations
 
-from tinysched.arena.scratch import STREAM_STRIP_OPTION, stage_member_wide, strip_blocks
+from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.lower_conv import rq_fields
@@ -135,15 +135,14 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         room = [(at, strip_bytes) if strip_bytes > b else (a, b) for a, b in room] or [
             (at, strip_bytes)
         ] * int(graph.tensors[y].shape[1])
-    wide: dict[int, tuple[int, int, str]] = {}  # stage j -> (block bytes, most blocks, its ts_rq table)
+    wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
     for j, part in enumerate(parts):
         member = None if part is None else s.operators[j - s.source]
         if part is None or member is None or part.kernel != "ts_conv2d_s8" or not room:
             continue
         if not stage_member_wide(graph, member):
             continue
-        block, most = strip_blocks(graph, member)
-        if max(b for _, b in room) < block:
+        if not member_strip(graph, member, max(b for _, b in room)):
             continue
         arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
         zp = int(dict(part.params)["output_offset"])
@@ -155,8 +154,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         name = ctx.array(
             part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
         )
-        part.kernel = "ts_conv2d_s8_wide"
-        wide[j] = (block, most, name)
+        part.kernel = "ts_conv2d_s8_strip"
+        wide[j] = name
     if wide:
         sink = lowered[-1]
         room_at = ctx.array(
@@ -173,12 +172,12 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     checked = [
         j
         for j, part in enumerate(parts)
-        if part is not None and part.kernel in ("ts_conv2d_s8", "ts_conv2d_s8_wide")
+        if part is not None and part.kernel in ("ts_conv2d_s8", "ts_conv2d_s8_strip")
     ]
     for j in checked:
         part = parts[j]
         assert part is not None
-        part.kernel += "_checked"
+        part.kernel += "_checked" if part.kernel == "ts_conv2d_s8" else ""
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
@@ -267,9 +266,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
             args = with_args(j, {0: "rows", -1: out_at})
-            if j in wide:  # the strip this iteration's room holds (0 blocks: the default kernel)
-                block, most, rq = wide[j]
-                args += ["strip", f"ts_strip_blocks(room, {block}, {most})", rq]
+            if j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
+                args += ["strip", "room", wide[j]]
             if j in checked:
                 args.append(f"checks{j}")
             return [
