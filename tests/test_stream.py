@@ -470,6 +470,22 @@ def test_two_pass_streams_a_squeeze_excitation_block_within_the_mac_budget() -> 
     ]
 
 
+def _stage_then_tail(b: ModelBuilder) -> None:
+    """A residual stage (as `_residual_stage`, 16x12) whose step leaves bytes free once it streams:
+    the tail convolution's step is the peak then."""
+    x = b.input("x", (1, 16, 12, 3))
+    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")
+    t = b.conv2d(h, 8, (3, 3), activation="RELU", name="main1")
+    t = b.conv2d(t, 8, (3, 3), name="main2")
+    s = b.add(h, t, activation="RELU", name="sum")
+    d = b.conv2d(s, 16, (3, 3), stride=(2, 2), activation="RELU", name="down1")
+    d = b.conv2d(d, 16, (3, 3), name="down2")
+    p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
+    y = b.add(p, d, activation="RELU", name="sum2")
+    y = b.conv2d(y, 56, (3, 3), name="tail")  # 8x6x56: the peak after the stage streams
+    b.output(b.average_pool2d(y, (8, 6), (1, 1), name="avg"))
+
+
 @needs_gcc
 @pytest.mark.host
 def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:
@@ -490,3 +506,35 @@ def test_two_pass_stream_measured_equal_on_qemu(tmp_path: Path) -> None:
     gen = generate_for_measure(path, tmp_path / "gen", 2, stream_mac_budget=66.0)
     assert gen.arena_bytes_planned == 720  # 712 B with every offset aligned to 16 B
     measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+@needs_gcc
+@pytest.mark.host
+def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) -> None:
+    from tinysched.arena.scratch import STREAM_STRIP_OPTION
+
+    path = tmp_path / "model.tflite"
+    saved_model(path, _stage_then_tail, seed=5)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    fused = planned.graph.operators[0]
+    assert [len(s.operators) for s in _streams(planned)] == [8]
+    # the tail's step is the peak (2,848 B); the stage's leaves 640 B free, where its strip goes: six
+    # blocks of the projection's (6 pixels x 8 bytes of filter x 2), more than one of the head's (336 B)
+    strip = planned.graph.tensors[fused.outputs[-1]]
+    assert planned.arena.arena_bytes == 2848 and fused.options[STREAM_STRIP_OPTION] == 576 == strip.nbytes
+    check_plan(planned.graph, planned.arena)
+    assert planned.arena.lower_bound_bytes == planned.arena.arena_bytes  # the arena did not grow
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u)")]
+    # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
+    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1 (864 B a block, its pair fields on the
+    # stack) keeps the default kernel
+    for j in (0, 6):
+        assert (
+            f"ts_conv2d_s8_strip(&p{j}, rows, " in loop
+            and f"strip, room, bytes_op0_stage{j}_rq, checks{j})" in loop
+        )
+    assert "ts_conv2d_s8_checked(&p1, " in loop and "ts_conv2d_s8_strip(&p1, " not in loop
+    assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
+    result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match

@@ -165,6 +165,13 @@ typedef struct {
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output);
 
+/* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
+ * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
+ * p's only in their row fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_conv2d_s8's. */
+int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
+int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, int32_t checks);
+
 /* CONV_2D staged (the in-place variant the refined memory model may choose; tinysched.variants):
  * pointwise only (1x1, stride 1, no padding, out_h/out_w == in_h/in_w; TS_ERR_PARAMS otherwise).
  * Arithmetic: exactly ts_conv2d_s8's (the same path, chosen once per call by the same conditions,
@@ -218,6 +225,20 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
 int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table);
+/* A streamed stage's CONV_2D member on its rows, given `room` bytes of strip scratch: the wide path
+ * with as many blocks as fit (at most 8, and 1,024 bytes unless one block is more), else (DSP cores,
+ * ts_rq path) the pair path with the two fields of a pixel pair widened into the scratch (4 *
+ * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block, else
+ * ts_conv2d_s8_checked. Arithmetic and read/write order: those paths' (each group's fields read
+ * before its outputs are written). scratch word-aligned, disjoint from input and output. */
+int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                       const int32_t *rq_table, int32_t checks);
+/* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
+ * member, called row by row; its fallback ts_conv2d_s8_checked). */
+int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                              const int32_t *rq_table, int32_t checks);
 
 /* ---- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
  * Output channel o = c * depth_multiplier + m reads only input channel c:
@@ -811,6 +832,14 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
  * is never whole.
+ * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_strip (the wide
+ * path, else the pair path with its fields in the strip) with its strip in the bytes iteration r
+ * (of the sink's rows) may use: the planned strip tensor of the
+ * stage (a gap of the arena at its step), or the stage's own output past row r below the lowest row
+ * of any outer input that an iteration from r on reads (an outer input overlaps the output only
+ * where it dies there), whichever is larger (tinysched/codegen/lower_stream.py `output_room`, one
+ * (offset, bytes) pair per row); those bytes are written again before anything reads them, so the
+ * order below is unchanged. Its ts_conv2d_s8 checks (ts_conv2d_s8_checks) are made once before the loop.
  * Read/write order: consumer row r is written after the producer has read the input rows every T
  * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
  * top on; the consumer's other operand is read row by row as its output is written

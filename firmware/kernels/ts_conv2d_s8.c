@@ -310,15 +310,17 @@ static void store_block_rq(const ts_conv2d_s8_params *p, const int32_t *acc, int
                            int8_t *out1);
 
 /* The pair (in0, in1: their first runs) with runs of whole filter rows (r->run_len == fw * in_c, a
- * multiple of 4; rows * run_len <= TS_PAIR_K4): both fields read into the stack block first. */
+ * multiple of 4; rows * run_len <= TS_PAIR_K4, or any with `big`): both fields read into the stack
+ * block first (or into `big`, planned scratch of rows * run_len words at least: ts_conv2d_s8_strip). */
 static TS_NOINLINE void pair_widened(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
                                      const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
-                                     int8_t *out1)
+                                     int8_t *out1, uint32_t *big)
 {
     const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
     const int32_t len = r->run_len, rows = r->ky1 - r->ky0, groups = rows * len / 4;
     const uint32_t off2 = ts_pack2x16(p->input_offset), lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
-    uint32_t xs[TS_PAIR_K4];
+    uint32_t stack[TS_PAIR_K4];
+    uint32_t *const xs = big != NULL ? big : stack;
     uint32_t *x = xs;
     int32_t ky, c, o;
     for (ky = 0; ky < rows; ++ky) {
@@ -360,10 +362,11 @@ static TS_NOINLINE void pair_widened(const ts_conv2d_s8_params *p, const conv_ru
 /* All output channels of one or two pixels (out1 NULL: one pixel). */
 static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const int8_t *in0,
                         const int8_t *in1, const int8_t *filter, const int32_t *bias, int8_t *out0,
-                        int8_t *out1, int rq)
+                        int8_t *out1, int rq, uint32_t *big)
 {
     const int32_t out_c = p->out_c, filter_size = p->filter_h * p->filter_w * p->in_c;
     int32_t o;
+    (void)big;
 #if TS_MVE
     const ts_mve_runs mr = {r->ky1 - r->ky0, r->runs_per_row, r->run_len, r->in_row_step, r->in_run_step,
                             p->filter_w * p->in_c, p->in_c};
@@ -373,8 +376,8 @@ static void conv_pixels(const ts_conv2d_s8_params *p, const conv_runs *r, const 
 #endif
 #if TS_RQ_ASM && !TS_MVE
     if (rq && in1 != NULL && r->runs_per_row == 1 && r->run_len == p->filter_w * p->in_c && (r->run_len & 3) == 0 &&
-        (r->ky1 - r->ky0) * r->run_len <= TS_PAIR_K4) {
-        pair_widened(p, r, in0, in1, filter, bias, out0, out1);
+        ((r->ky1 - r->ky0) * r->run_len <= TS_PAIR_K4 || big != NULL)) {
+        pair_widened(p, r, in0, in1, filter, bias, out0, out1, (r->ky1 - r->ky0) * r->run_len <= TS_PAIR_K4 ? NULL : big);
         return;
     }
 #endif
@@ -414,7 +417,7 @@ static void runs_for(const ts_conv2d_s8_params *p, int32_t x0, int32_t ky0, int3
 }
 
 static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                      const int32_t *bias, int8_t *output, int rq)
+                      const int32_t *bias, int8_t *output, int rq, uint32_t *big)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
     const int32_t out_w = p->out_w, stride_w = p->stride_w;
@@ -441,13 +444,13 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                     if (kx0_next == kx0 && r1.run_len == r0.run_len && r1.runs_per_row == r0.runs_per_row) {
                         /* Same taps for both pixels: the second window is the first moved by stride_w. */
                         conv_pixels(p, &r0, in0, in0 + (size_t)stride_w * in_c, filter, bias, output,
-                                    output + out_c, rq);
+                                    output + out_c, rq, big);
                         output += 2 * out_c;
                         x += 2;
                         continue;
                     }
                 }
-                conv_pixels(p, &r0, in0, NULL, filter, bias, output, NULL, rq);
+                conv_pixels(p, &r0, in0, NULL, filter, bias, output, NULL, rq, big);
                 output += out_c;
                 x += 1;
             }
@@ -1185,26 +1188,51 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 #endif
 
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                      const int32_t *bias, int8_t *output, int wide);
+                      const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big);
 
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {
-    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE);
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, ts_conv2d_s8_checks(p, bias), NULL);
 }
 
-/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves). */
+/* What ts_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0, the fast
+ * paths may run (shapes, input offset, multipliers); bit 1, the ts_rq requantisation's bound holds. */
+int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias)
+{
+    int32_t checks = 0;
+    if (!TS_CONV_GENERIC_ONLY && p->in_c >= 1 && p->out_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
+        p->input_offset >= -255 && p->input_offset <= 255 && /* 16-bit lanes: int8 zero points give [-127, 128] */
+        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        checks = 1;
+#if TS_RQ_ASM
+        if (ts_rq_ok(p->multiplier, p->shift, p->out_c,
+                     ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c))) {
+            checks |= 2;
+        }
+#endif
+    }
+    (void)bias; /* read only for the ts_rq bound */
+    return checks;
+}
+
+int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, int32_t checks)
+{
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
+}
+
+/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves), with
+ * its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or NULL). */
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                      const int32_t *bias, int8_t *output, int wide)
+                      const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big)
 {
     int rq = 0;
     (void)wide;
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
-    if (TS_CONV_GENERIC_ONLY || p->in_c < 1 || p->out_c < 1 || p->filter_h < 1 || p->filter_w < 1 ||
-        p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
-        !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+    if ((checks & 1) == 0) {
         conv_generic(p, input, filter, bias, output);
         return TS_OK;
     }
@@ -1216,8 +1244,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
     }
 #endif
 #if TS_RQ_ASM
-    rq = ts_rq_ok(p->multiplier, p->shift, p->out_c,
-                  ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c));
+    rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
     if (wide) {
         const int32_t rows = conv_wide(p, input, filter, bias, output, rq);
@@ -1236,7 +1263,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
             } else {
                 rest.pad_top = -y0;
             }
-            return conv_paths(&rest, input, filter, bias, output + (size_t)rows * p->out_w * p->out_c, 0);
+            return conv_paths(&rest, input, filter, bias, output + (size_t)rows * p->out_w * p->out_c, 0, checks, big);
         }
     }
 #endif
@@ -1259,7 +1286,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #endif
         conv_patches(p, input, filter, bias, output, rq);
     } else {
-        conv_fast(p, input, filter, bias, output, rq);
+        conv_fast(p, input, filter, bias, output, rq, big);
     }
     return TS_OK;
 }
@@ -1445,14 +1472,19 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table)
 {
+    return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table,
+                                     ts_conv2d_s8_checks(p, bias));
+}
+
+/* ts_conv2d_s8_wide with ts_conv2d_s8's checks made once (ts_kernels.h). */
+int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
+                              const int32_t *rq_table, int32_t checks)
+{
 #if TS_CONV_WIDE
-    const int32_t k = p->filter_h * p->filter_w * p->in_c;
-    if (!TS_CONV_GENERIC_ONLY && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 &&
-        wide_worth(p->out_h * p->out_w) && p->stride_h >= 1 &&
-        p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1 && p->in_c >= 1 && p->out_c >= 1 &&
-        p->filter_h >= 1 && p->filter_w >= 1 && p->input_offset >= -255 && p->input_offset <= 255 &&
-        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
-        const int rq = ts_rq_ok(p->multiplier, p->shift, p->out_c, ts_acc_bound(k, p->input_offset, bias, p->out_c));
+    if ((checks & 1) != 0 && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 && wide_worth(p->out_h * p->out_w) &&
+        p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+        const int rq = (checks & 2) != 0;
         const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)p->out_h * p->out_w * p->out_c;
         int32_t b;
         for (b = 0; b < p->batches; ++b) {
@@ -1465,5 +1497,36 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
     (void)scratch;
     (void)blocks;
     (void)rq_table;
-    return ts_conv2d_s8(p, input, filter, bias, output);
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
+
+/* A streamed stage's CONV_2D member on its rows with `room` bytes of strip scratch (ts_kernels.h,
+ * "Streamed pairs"): the widened path with as many blocks as fit (at most TS_WIDE_STRIP, and
+ * TS_WIDE_STRIP_BYTES unless one block is more), else the pair path with its two fields in the
+ * scratch where they exceed the stack block, else ts_conv2d_s8_checked. */
+int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                       const int32_t *rq_table, int32_t checks)
+{
+    const int32_t k4 = (p->filter_h * p->filter_w * p->in_c + 3) & ~3;
+    uint32_t *big = NULL;
+#if TS_CONV_WIDE
+    const int32_t block = (int32_t)wide_block_bytes(k4);
+    if (room >= block) {
+        int32_t blocks = TS_WIDE_STRIP_BYTES / block;
+        blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
+        blocks = room / block < blocks ? room / block : blocks;
+        return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
+    }
+#endif
+#if TS_RQ_ASM && !TS_MVE
+    if (k4 > TS_PAIR_K4 && room >= 4 * k4 && ((uintptr_t)scratch & 3u) == 0) {
+        big = (uint32_t *)(void *)scratch;
+    }
+#endif
+    (void)k4;
+    (void)scratch;
+    (void)room;
+    (void)rq_table;
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, big);
 }

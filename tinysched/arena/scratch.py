@@ -29,15 +29,87 @@ from tinysched.arena.placement import (
     step_savings,
 )
 from tinysched.memory.overlap import memory_model
+from tinysched.memory.stream import stream_of
 from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, scratch_bytes, variant_of, with_scratch, with_variants
 from tinysched.model.graph import Graph, Operator
 
-__all__ = ["WIDE_MAX_BLOCKS", "WIDE_STRIP_BYTES", "wide_eligible", "wide_worth", "with_wide_scratch"]
+__all__ = [
+    "STREAM_STRIP_OPTION",
+    "WIDE_MAX_BLOCKS",
+    "WIDE_STRIP_BYTES",
+    "member_strip",
+    "stage_member_wide",
+    "stage_strip",
+    "strip_blocks",
+    "wide_eligible",
+    "wide_worth",
+    "with_wide_scratch",
+]
 
 WIDE_MAX_BLOCKS = 8  # TS_WIDE_STRIP in firmware/kernels/ts_conv2d_s8.c
 WIDE_STRIP_BYTES = 1024  # TS_WIDE_STRIP_BYTES there
 WIDE_BLOCK_PIXELS = 6  # TS_WIDE_PX there
+
+
+STREAM_STRIP_OPTION = "stream_strip"  # a streamed stage's option: bytes of its strip tensor (its last output)
+
+
+def strip_blocks(graph: Graph, member: Operator) -> tuple[int, int]:
+    """(bytes of one block of the widened path's strip, the most blocks a strip takes) for a
+    CONV_2D (WIDE_MAX_BLOCKS, at most WIDE_STRIP_BYTES unless one block is more)."""
+    block = scratch_bytes(graph, member, "wide", 1)
+    return block, max(1, min(WIDE_MAX_BLOCKS, WIDE_STRIP_BYTES // block))
+
+
+def stage_member_wide(graph: Graph, member: Operator) -> bool:
+    """Whether a streamed stage's member runs the ``wide`` kernel on its rows given a strip: a
+    CONV_2D whose output row fills a block of pixels at least (HAR's rows of 2 pixels, a block of 6
+    computing 2 more, measured 0.75 M instructions dearer than the default kernel's small-field path)."""
+    y = graph.tensors[member.outputs[0]]
+    return (
+        _wants_wide(graph, member, any_kernel=True, rows=True)
+        and len(y.shape) == 4
+        and int(y.shape[2]) >= WIDE_BLOCK_PIXELS
+    )
+
+
+def _stage_convs(graph: Graph, op: Operator) -> list[Operator]:
+    """The CONV_2D members of a streamed stage that could run the ``wide`` kernel on their rows."""
+    stream = stream_of(op)
+    if stream is None:
+        return []
+    return [m for m in stream.operators if stage_member_wide(graph, m)]
+
+
+PAIR_STACK_K4 = 144  # TS_PAIR_K4 in firmware/kernels/ts_conv2d_s8.c: the pair path's fields on the stack
+
+
+def pair_strip_bytes(graph: Graph, member: Operator) -> int:
+    """Scratch for the pair path's two widened fields (`ts_conv2d_s8_strip`: 4 * roundup(K, 4) bytes)
+    where they exceed its stack block and its runs are whole words (fw * in_c a multiple of 4); 0:
+    the stack holds them, or the path does not take the member."""
+    w = graph.tensors[member.inputs[1]]
+    fh, fw, in_c = (int(d) for d in w.shape[1:])
+    k4 = (fh * fw * in_c + 3) // 4 * 4
+    dilated = int(member.options.get("dilation_w_factor", 1) or 1) != 1
+    return 4 * k4 if k4 > PAIR_STACK_K4 and (fw * in_c) % 4 == 0 and not dilated else 0
+
+
+def member_strip(graph: Graph, member: Operator, room: int) -> int:
+    """Bytes of `room` a stage's CONV_2D member uses (`ts_conv2d_s8_strip`): the most wide blocks that
+    fit, else the pair path's fields, else 0."""
+    block, most = strip_blocks(graph, member)
+    if block <= room:
+        return min(most, room // block) * block
+    pair = pair_strip_bytes(graph, member)
+    return pair if 0 < pair <= room else 0
+
+
+def stage_strip(graph: Graph, op: Operator, room: int) -> int:
+    """Bytes of the strip scratch a streamed stage's CONV_2D members share (they run one at a time)
+    within `room` bytes: the most any member uses (`member_strip`; 0: none fits)."""
+    return max((member_strip(graph, m, room) for m in _stage_convs(graph, op)), default=0)
 
 
 def wide_worth(pixels: int) -> bool:
@@ -53,11 +125,13 @@ def wide_eligible(graph: Graph, op: Operator) -> bool:
     return _wants_wide(graph, op, any_kernel=True)
 
 
-def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False) -> bool:
+def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False, rows: bool = False) -> bool:
+    """(`rows`: the operator runs row by row in a stage, so per call its output's one row is what
+    `wide_worth` judges.)"""
     if op.opcode != "CONV_2D" or (variant_of(graph, op) is not None and not any_kernel) or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
-    pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else 0
+    pixels = int(y.shape[1] if not rows else 1) * int(y.shape[2]) if len(y.shape) == 4 else 0
     return (
         x.dtype == w.dtype == y.dtype == "int8" and len(w.shape) == 4 and w.is_constant and wide_worth(pixels)
     )
@@ -133,21 +207,30 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
         return graph, arena
     live, plain = _step_live(graph, arena)
     chosen: dict[int, tuple[KernelVariant, int]] = {}
+    strips: dict[int, tuple[int, int]] = {}  # streamed stage -> (strip bytes, offset)
     for step, v in enumerate(order):
         op = graph.operators[v]
-        if not _wants_wide(graph, op):
+        stage = bool(_stage_convs(graph, op)) and not arena.pools  # the strip beside the output
+        if not _wants_wide(graph, op) and not stage:
             continue
         # below the peak (strictly: the peak step the reports name stays the same one)
-        most = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
+        most = free = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
         if ceiling is not None and not arena.pools:
             most = ceiling
         room = [(lo, min(hi, lo + most)) for lo, hi in _gaps(arena, step, ceiling)]
+        if stage:  # in the bytes free at its step only: the estimate does not see a stage's strip
+            room = [(lo, min(hi, lo + free)) for lo, hi in _gaps(arena, step)]
+            widest = max(((hi - lo, lo) for lo, hi in room if hi > lo), default=(0, 0))
+            need = stage_strip(graph, op, widest[0])
+            if need:
+                strips[v] = (need, widest[1])
+            continue
         fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
         if fit is not None:
             blocks, need, offset = fit
             y = graph.tensors[op.outputs[0]]
             chosen[v] = (KernelVariant(op.opcode, "wide", blocks, need, int(y.shape[-1])), offset)
-    if not chosen:
+    if not chosen and not strips:
         return graph, arena
     base = len(graph.tensors)
     widened = with_scratch(
@@ -159,6 +242,18 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
         Placement(base + i, widened.tensors[base + i].name, offset, variant.scratch_bytes, steps[v], steps[v])
         for i, (v, (variant, offset)) in enumerate(sorted(chosen.items()))
     )
+    if strips:  # each stage's strip: its last output, its bytes in the stage's options
+        first = len(widened.tensors)
+        operators = list(widened.operators)
+        for v, (need, _) in strips.items():
+            operators[v] = replace(operators[v], options={**operators[v].options, STREAM_STRIP_OPTION: need})
+        widened = with_scratch(
+            widened.derived(widened.tensors, tuple(operators)), {v: c[0] for v, c in strips.items()}, "strip"
+        )
+        added += tuple(
+            Placement(first + i, widened.tensors[first + i].name, offset, need, steps[v], steps[v])
+            for i, (v, (need, offset)) in enumerate(sorted(strips.items()))
+        )
     model = memory_model(widened, arena.memory_model)
     refined = model if model.refined else None
     bound = aligned_lower_bound(

@@ -3,8 +3,10 @@ calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h,
 
 from __future__ import annotations
 
+from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
+from tinysched.codegen.lower_conv import rq_fields
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -18,7 +20,7 @@ from tinysched.memory.stream import (
     row_window,
     stream_of,
 )
-from tinysched.model.graph import Operator
+from tinysched.model.graph import Graph, Operator
 
 
 def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
@@ -68,6 +70,36 @@ def source_rows_read(graph, s) -> int:
     return _schedule(graph, s).ends[0]
 
 
+def output_room(graph: Graph, s, offsets, sched: RowSchedule) -> list[tuple[int, int]]:
+    """Per output row r of a stage: (offset from the output's start, bytes) of the largest
+    word-aligned part of the stage's own output that iteration r may use as strip scratch (ts_kernels.h,
+    "Streamed stages": the rows after r, not written yet, less every outer input's rows from the
+    lowest any iteration from r on reads; an outer input overlaps the output only where it dies
+    there, and no other tensor live at the step does)."""
+    y = s.consumer.outputs[0]
+    base, total = offsets[y], graph.tensors[y].nbytes
+    out_rows = int(graph.tensors[y].shape[1])
+    per_row = total // out_rows
+    later = dict(sched.later)
+    room = []
+    for r in range(out_rows):
+        busy = []
+        for u, lows in later.items():
+            rows = int(graph.tensors[u].shape[1])
+            live = 0 if r == 0 else lows[r - 1]
+            at = offsets[u] + live * (graph.tensors[u].nbytes // rows)
+            busy.append((at, offsets[u] + graph.tensors[u].nbytes))
+        best, at = (0, 0), base + (r + 1) * per_row
+        for lo, hi in sorted(busy) + [(base + total, base + total)]:
+            start = -(-at // 4) * 4
+            end = min(lo, base + total)
+            if end - start > best[1]:
+                best = (start - base, end - start)
+            at = max(at, hi)
+        room.append(best)
+    return room
+
+
 ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's read_rows failed
 
 
@@ -81,11 +113,14 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     s = stream_of(op)
     if s is None:
         raise Unsupported("a fused operator that records no chain")
-    scratch = op.outputs[-1]
+    scratch = op.outputs[1] if len(op.outputs) > 1 else -1  # the windows (then a stage's strip, if any)
+    strip_bytes = int(op.options.get(STREAM_STRIP_OPTION, 0))
+    if strip_bytes and (len(op.outputs) < 3 or ctx.tensor(op.outputs[-1]).nbytes < strip_bytes):
+        raise Unsupported(f"a streamed stage needs its {strip_bytes}-byte strip as its last output")
     if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < s.window_bytes:
         raise Unsupported(f"a streamed chain needs its {s.window_bytes}-byte windows as its last output")
     graph, n = ctx.graph, len(s.tensors)
-    _schedule(graph, s)
+    sched = _schedule(graph, s)
     base = ctx.offsets[scratch]
     inner = ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}})
     lowered = [
@@ -104,6 +139,58 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ):
             raise Unsupported(f"the {part.opcode}'s padding differs from its row geometry")
     parts: list[KernelCall | None] = [None] * s.source + lowered  # stage j's call (None: the application)
+    # CONV_2D members take the widened path with a strip in the part of the stage's output that
+    # iteration `row` leaves free (`output_room`), where one block fits in some iteration
+    y = s.consumer.outputs[0]
+    room = output_room(graph, s, ctx.offsets, sched) if ctx.offsets[y] % 4 == 0 else []
+    if strip_bytes and ctx.offsets[op.outputs[-1]] % 4 == 0:  # the planned strip where it is more
+        at = ctx.offsets[op.outputs[-1]] - ctx.offsets[y]
+        room = [(at, strip_bytes) if strip_bytes > b else (a, b) for a, b in room] or [
+            (at, strip_bytes)
+        ] * int(graph.tensors[y].shape[1])
+    wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
+    for j, part in enumerate(parts):
+        member = None if part is None else s.operators[j - s.source]
+        if part is None or member is None or part.kernel != "ts_conv2d_s8" or not room:
+            continue
+        if not stage_member_wide(graph, member):
+            continue
+        if not member_strip(graph, member, max(b for _, b in room)):
+            continue
+        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        zp = int(dict(part.params)["output_offset"])
+        table = [
+            f
+            for m, sh in zip(arrays["multiplier"], arrays["shift"], strict=True)
+            for f in rq_fields(int(m), int(sh), zp)
+        ]
+        name = ctx.array(
+            part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
+        )
+        part.kernel = "ts_conv2d_s8_strip"
+        wide[j] = name
+    if wide:
+        sink = lowered[-1]
+        room_at = ctx.array(
+            sink,
+            "room_at",
+            "int32_t",
+            [a for a, _ in room],
+            "strip scratch per output row: where in the output",
+        )
+        room_bytes = ctx.array(
+            sink, "room_bytes", "int32_t", [b for _, b in room], "strip scratch per output row: its bytes"
+        )
+    # the other CONV_2D members: ts_conv2d_s8's per-call checks made once, before the loop
+    checked = [
+        j
+        for j, part in enumerate(parts)
+        if part is not None and part.kernel in ("ts_conv2d_s8", "ts_conv2d_s8_strip")
+    ]
+    for j in checked:
+        part = parts[j]
+        assert part is not None
+        part.kernel += "_checked" if part.kernel == "ts_conv2d_s8" else ""
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
@@ -193,9 +280,14 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 source = f"w{k}, first{k}, next{k} - first{k}, {s.row_bytes[k]}u"
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
+            args = with_args(j, {0: "rows", -1: out_at})
+            if j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
+                args += ["strip", "room", wide[j]]
+            if j in checked:
+                args.append(f"checks{j}")
             return [
                 f"rows = TS_ROWS(p{j}, {whole[j]}, {source}, {row}, {count});",
-                *kernel_call(j, with_args(j, {0: "rows", -1: out_at})),
+                *kernel_call(j, args),
             ]
         # ADD / SUB / MUL on equal shapes (or a MUL by a gate, read whole), a row-wise MEAN: rows
         # [row, row + count) of each operand
@@ -287,8 +379,17 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         f"int8_t *const output = {inner.ptr(y, const=False)};",
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
+        *(f"const int32_t checks{j} = ts_conv2d_s8_checks(&p{j}, {with_args(j, {})[2]});" for j in checked),
         *setup,
         f"for (row = 0; row < {out_h}; ++row) {{",
+        *(
+            [
+                f"    int8_t *const strip = output + {room_at}[row]; /* not written yet, no input there */",
+                f"    const int32_t room = {room_bytes}[row];",
+            ]
+            if wide
+            else []
+        ),
         *(f"    {line}" for line in operands(n, "row")),
         *(f"    {line}" for line in compute(n, "row", "1", out_at)),
         "}",

@@ -112,8 +112,9 @@ def with_variants(graph: Graph, chosen: Mapping[int, KernelVariant]) -> Graph:
     return graph.derived(graph.tensors, tuple(operators))
 
 
-def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
-    """`graph` plus one unread int8 output tensor of `scratch[op]` bytes on each listed operator."""
+def with_scratch(graph: Graph, scratch: dict[int, int], what: str = "scratch") -> Graph:
+    """`graph` plus one unread int8 output tensor of `scratch[op]` bytes on each listed operator
+    (named `<owner>_<op>/<what>`)."""
     if not scratch:
         return graph
     tensors = list(graph.tensors)
@@ -123,7 +124,7 @@ def with_scratch(graph: Graph, scratch: dict[int, int]) -> Graph:
             continue
         op = operators[op_index]
         owner = "streamed" if op.opcode == STREAM_OPCODE else op.opcode.lower()  # a chain's windows
-        t = Tensor(len(tensors), f"{owner}_{op_index}/scratch", "int8", (int(nbytes),), int(nbytes))
+        t = Tensor(len(tensors), f"{owner}_{op_index}/{what}", "int8", (int(nbytes),), int(nbytes))
         tensors.append(t)
         operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
     return graph.derived(tuple(tensors), tuple(operators))
