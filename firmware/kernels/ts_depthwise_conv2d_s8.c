@@ -16,6 +16,13 @@
 #include "ts_mve.h"
 #include "ts_simd.h"
 
+/* The planar path (dw_planar) on DSP cores, and in portable C on hosts (where the tests run it). */
+#if TS_RQ_ASM || !defined(__arm__)
+#define TS_DW_PLANAR 1
+#else
+#define TS_DW_PLANAR 0
+#endif
+
 static inline int8_t dw_out(const ts_depthwise_conv2d_s8_params *p, int32_t acc, int32_t o)
 {
     acc = ts_requantize_nonsat(acc, p->multiplier[o], p->shift[o]) + p->output_offset;
@@ -240,7 +247,7 @@ static TS_NOINLINE void dw_run3x3(const int8_t *in, const int8_t *flt, int8_t *o
  * constants prepared once per chunk): runs of pixels whose whole 3x3 window is inside the input
  * (3x3 filters) through dw_run3x3, the others one by one through dw_taps4; then the in_c % 4 tail
  * channels of each pixel one at a time. */
-static void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+static TS_NOINLINE void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, c_n = p->in_c, out_w = p->out_w;
@@ -318,6 +325,266 @@ static void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *inp
                             }
                             in_r += r.in_row;
                             w_r += r.w_row;
+                        }
+                        output[(size_t)i * c_n + c] = dw_out(p, acc, c);
+                    }
+                }
+                output += (size_t)n * c_n;
+            }
+        }
+    }
+}
+#endif
+
+#if TS_DW_PLANAR
+/* ---- The planar path: 3x3 filters, depth multiplier 1, dilation 1, stride_w 1 or 2 -------------
+ * Per output row, in chunks of up to 16 pixels (stride_w 1) or 8 (stride_w 2), and per block of
+ * four channels: the chunk's three input rows are staged on the stack as (x + input_offset) in
+ * 16-bit lanes, one plane per channel (column j of a row at halfword j), zero where the window
+ * leaves the input, so that every pixel, clipped or not, takes the same nine products; the filter
+ * as two words per channel and row, [w0 | w1] and [w1 | w2]. Four output pixels of one channel then
+ * take, per filter row, three staged words and eight SMLAD / SMLABT / SMLATB: pixels x and x + 1
+ * (stride 1) share [s0 | s1] and [s2 | s3], e.g. out_x += s0 w0 + s1 w1 (SMLAD) + s2 w2 (SMLABT)
+ * and out_{x+1} += s1 w0 (SMLATB) + s2 w1 + s3 w2 (SMLAD). The products and the bias are the same
+ * integers as dw_generic's (padded taps add 0), summed in another order within the accumulator
+ * bound; the four results of a channel are requantised with ts_rq (the constants prepared once per
+ * chunk and block), clamped bytewise and stored a byte each. */
+#define DWP_PITCH 18 /* halfwords per staged row: 4 groups of 4 pixels at stride 1 (16 + 2), 2 at stride 2 */
+#define DWP_ROWW (DWP_PITCH / 2)  /* the same in words */
+#define DWP_PLANE (3 * DWP_ROWW)  /* words per channel plane */
+
+#if TS_DSP
+static inline int32_t dwp_smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad(a, b, acc); }
+static inline int32_t dwp_smlabt(uint32_t a, uint32_t b, int32_t acc) { return __smlabt(a, b, acc); }
+static inline int32_t dwp_smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb(a, b, acc); }
+#else
+static inline int32_t dwp_lo(uint32_t a) { return (int32_t)(int16_t)(uint16_t)(a & 0xFFFFu); }
+static inline int32_t dwp_hi(uint32_t a) { return (int32_t)(int16_t)(uint16_t)(a >> 16); }
+static inline int32_t dwp_smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+    return acc + dwp_lo(a) * dwp_lo(b) + dwp_hi(a) * dwp_hi(b);
+}
+static inline int32_t dwp_smlabt(uint32_t a, uint32_t b, int32_t acc) { return acc + dwp_lo(a) * dwp_hi(b); }
+static inline int32_t dwp_smlatb(uint32_t a, uint32_t b, int32_t acc) { return acc + dwp_hi(a) * dwp_lo(b); }
+#endif
+
+/* Two 16-bit lanes [lo | hi] as one word. */
+static inline uint32_t dwp_pack(int32_t lo, int32_t hi) { return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16); }
+
+/* Halfword j of row r of channel k's plane in st (words). */
+static inline void dwp_put2(uint32_t *st, int32_t k, int32_t r, int32_t j, uint32_t v)
+{
+    memcpy((unsigned char *)st + 4 * (k * DWP_PLANE + r * DWP_ROWW) + 2 * j, &v, 4);
+}
+static inline void dwp_put1(uint32_t *st, int32_t k, int32_t r, int32_t j, int32_t v)
+{
+    const int16_t h = (int16_t)v;
+    memcpy((unsigned char *)st + 4 * (k * DWP_PLANE + r * DWP_ROWW) + 2 * j, &h, 2);
+}
+
+/* Stages channels c..c+3 (in_b at channel c of batch b) of input rows iy0..iy0+2, columns
+ * ix0 + j for j < cols (even), into st: (x + input_offset) for 0 <= j < need inside the input, 0
+ * elsewhere. Reads only those input bytes. */
+static TS_NOINLINE void dwp_stage(const int8_t *in_b, int32_t in_h, int32_t in_w, int32_t c_n, int32_t iy0,
+                                  int32_t ix0, int32_t need, int32_t cols, int32_t input_offset, uint32_t *st)
+{
+    int32_t r, k, j;
+#if TS_DSP
+    const uint32_t off2 = ts_pack2x16(input_offset);
+#endif
+    int32_t jl = ix0 < 0 ? -ix0 : 0, jh = in_w - ix0 < need ? in_w - ix0 : need;
+    if (jh < jl) {
+        jh = jl;
+    }
+    for (r = 0; r < 3; ++r) {
+        const int32_t iy = iy0 + r;
+        if (iy < 0 || iy >= in_h) {
+            for (k = 0; k < 4; ++k) {
+                for (j = 0; j < cols / 2; ++j) {
+                    st[k * DWP_PLANE + r * DWP_ROWW + j] = 0;
+                }
+            }
+            continue;
+        }
+        for (j = 0; j < jl; ++j) {
+            for (k = 0; k < 4; ++k) {
+                dwp_put1(st, k, r, j, 0);
+            }
+        }
+        {
+            const int8_t *src = in_b + ((size_t)iy * in_w + (size_t)(ix0 + jl)) * c_n;
+            for (j = jl; j + 1 < jh; j += 2) {
+#if TS_DSP
+                const uint32_t w0 = ts_load4(src), w1 = ts_load4(src + c_n);
+                const uint32_t e0 = ts_even_off(w0, off2), o0 = ts_odd_off(w0, off2);
+                const uint32_t e1 = ts_even_off(w1, off2), o1 = ts_odd_off(w1, off2);
+                dwp_put2(st, 0, r, j, (e0 & 0xFFFFu) | (e1 << 16));
+                dwp_put2(st, 1, r, j, (o0 & 0xFFFFu) | (o1 << 16));
+                dwp_put2(st, 2, r, j, (e0 >> 16) | (e1 & 0xFFFF0000u));
+                dwp_put2(st, 3, r, j, (o0 >> 16) | (o1 & 0xFFFF0000u));
+#else
+                for (k = 0; k < 4; ++k) {
+                    dwp_put2(st, k, r, j, dwp_pack(src[k] + input_offset, src[c_n + k] + input_offset));
+                }
+#endif
+                src += 2 * c_n;
+            }
+            if (j < jh) {
+                for (k = 0; k < 4; ++k) {
+                    dwp_put1(st, k, r, j, src[k] + input_offset);
+                }
+                ++j;
+            }
+        }
+        for (; j < cols; ++j) {
+            for (k = 0; k < 4; ++k) {
+                dwp_put1(st, k, r, j, 0);
+            }
+        }
+    }
+}
+
+/* The filter of channels c..c+3 (flt at channel c of tap 0), per channel six words: for each row
+ * [w0 | w1], [w1 | w2]. */
+static TS_NOINLINE void dwp_stage_filter(const int8_t *flt, int32_t c_n, uint32_t *fw)
+{
+    int32_t k, r;
+    for (k = 0; k < 4; ++k) {
+        const int8_t *f = flt + k;
+        for (r = 0; r < 3; ++r) {
+            const int32_t w0 = f[0], w1 = f[c_n], w2 = f[2 * c_n];
+            fw[k * 6 + 2 * r] = dwp_pack(w0, w1);
+            fw[k * 6 + 2 * r + 1] = dwp_pack(w1, w2);
+            f += 3 * c_n;
+        }
+    }
+}
+
+/* Four accumulators of one channel (pixels x..x+3) requantised with q, clamped to lim, the first n
+ * of them stored c_n bytes apart from out. */
+static inline void dwp_store(int8_t *out, int32_t c_n, int32_t n, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                             const ts_rq *q, const uint32_t *lim)
+{
+#if TS_RQ_ASM
+    const uint32_t w = ts_pack4_clamp(ts_rq_apply(a0, q), ts_rq_apply(a1, q), ts_rq_apply(a2, q),
+                                      ts_rq_apply(a3, q), lim[0], lim[1]);
+    out[0] = (int8_t)w;
+    if (n == 4) {
+        out[c_n] = (int8_t)(w >> 8);
+        out[2 * c_n] = (int8_t)(w >> 16);
+        out[3 * c_n] = (int8_t)(w >> 24);
+    } else {
+        if (n > 1) {
+            out[c_n] = (int8_t)(w >> 8);
+        }
+        if (n > 2) {
+            out[2 * c_n] = (int8_t)(w >> 16);
+        }
+    }
+#else
+    const int32_t lo = (int8_t)(lim[0] & 0xFFu), hi = (int8_t)(lim[1] & 0xFFu);
+    const int32_t v[4] = {a0, a1, a2, a3};
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        out[i * c_n] = (int8_t)ts_clamp_i32(ts_clamp_i32(ts_rq_emulated(v[i], q), -128, 127), lo, hi);
+    }
+#endif
+}
+
+/* n pixels (stride_w 1 or 2) of one channel from its plane pl and filter words f (six), into out
+ * (the channel's byte of the first pixel, pixels c_n bytes apart). */
+static TS_NOINLINE void dwp_channel(const uint32_t *pl, const uint32_t *f, int32_t bias, const ts_rq *q0,
+                                    const uint32_t *lim, int8_t *out, int32_t c_n, int32_t n, int32_t stride)
+{
+    const ts_rq q = *q0;
+    const uint32_t f0 = f[0], f1 = f[1], f2 = f[2], f3 = f[3], f4 = f[4], f5 = f[5];
+    const uint32_t l2[2] = {lim[0], lim[1]};
+    int32_t g;
+    if (stride == 1) {
+        for (g = 0; g < n; g += 4, pl += 2, out += 4 * c_n) {
+            int32_t a0, a1, a2, a3;
+            uint32_t p0 = pl[0], p2 = pl[1], p4 = pl[2];
+            a0 = dwp_smlabt(p2, f1, dwp_smlad(p0, f0, bias));
+            a1 = dwp_smlad(p2, f1, dwp_smlatb(p0, f0, bias));
+            a2 = dwp_smlabt(p4, f1, dwp_smlad(p2, f0, bias));
+            a3 = dwp_smlad(p4, f1, dwp_smlatb(p2, f0, bias));
+            p0 = pl[DWP_ROWW], p2 = pl[DWP_ROWW + 1], p4 = pl[DWP_ROWW + 2];
+            a0 = dwp_smlabt(p2, f3, dwp_smlad(p0, f2, a0));
+            a1 = dwp_smlad(p2, f3, dwp_smlatb(p0, f2, a1));
+            a2 = dwp_smlabt(p4, f3, dwp_smlad(p2, f2, a2));
+            a3 = dwp_smlad(p4, f3, dwp_smlatb(p2, f2, a3));
+            p0 = pl[2 * DWP_ROWW], p2 = pl[2 * DWP_ROWW + 1], p4 = pl[2 * DWP_ROWW + 2];
+            a0 = dwp_smlabt(p2, f5, dwp_smlad(p0, f4, a0));
+            a1 = dwp_smlad(p2, f5, dwp_smlatb(p0, f4, a1));
+            a2 = dwp_smlabt(p4, f5, dwp_smlad(p2, f4, a2));
+            a3 = dwp_smlad(p4, f5, dwp_smlatb(p2, f4, a3));
+            dwp_store(out, c_n, n - g < 4 ? n - g : 4, a0, a1, a2, a3, &q, l2);
+        }
+    } else {
+        for (g = 0; g < n; g += 4, pl += 4, out += 4 * c_n) {
+            int32_t a0, a1, a2, a3, r;
+            a0 = a1 = a2 = a3 = bias;
+            for (r = 0; r < 3; ++r) {
+                const uint32_t *row = pl + r * DWP_ROWW, fa = f[2 * r], fb = f[2 * r + 1];
+                const uint32_t p0 = row[0], p2 = row[1], p4 = row[2], p6 = row[3], p8 = row[4];
+                a0 = dwp_smlabt(p2, fb, dwp_smlad(p0, fa, a0));
+                a1 = dwp_smlabt(p4, fb, dwp_smlad(p2, fa, a1));
+                a2 = dwp_smlabt(p6, fb, dwp_smlad(p4, fa, a2));
+                a3 = dwp_smlabt(p8, fb, dwp_smlad(p6, fa, a3));
+            }
+            dwp_store(out, c_n, n - g < 4 ? n - g : 4, a0, a1, a2, a3, &q, l2);
+        }
+    }
+}
+
+/* ts_depthwise_conv2d_s8 through the planar path (see above): 3x3, depth multiplier 1, dilation 1,
+ * stride_w 1 or 2, accumulators within ts_rq's bound. Per output row, chunks of up to 16 / 8
+ * pixels; per chunk the channel blocks of four in turn (staged, then channel by channel over the
+ * chunk's pixels), then the in_c % 4 tail channels pixel by pixel. */
+static TS_NOINLINE void dw_planar(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                      const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, c_n = p->in_c, out_w = p->out_w, s = p->stride_w;
+    const int32_t c4 = c_n & ~3, chunk = s == 1 ? 16 : 8;
+    uint32_t st[4 * DWP_PLANE], fw[24], lim[2];
+    ts_rq q[4];
+    int32_t b, y, x, n, c, k, i;
+    lim[0] = ts_bytes4(p->act_min);
+    lim[1] = ts_bytes4(p->act_max);
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * c_n;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t iy0 = y * p->stride_h - p->pad_top;
+            for (x = 0; x < out_w; x += n) {
+                const int32_t ix0 = x * s - p->pad_left;
+                int32_t need, cols;
+                n = out_w - x < chunk ? out_w - x : chunk;
+                need = (n - 1) * s + 3;                        /* the chunk's columns */
+                cols = s == 1 ? ((n + 3) & ~3) + 2 : 2 * ((n + 3) & ~3) + 2; /* what its groups read */
+                for (c = 0; c < c4; c += 4) {
+                    dwp_stage(in_b + c, in_h, in_w, c_n, iy0, ix0, need, cols, p->input_offset, st);
+                    dwp_stage_filter(filter + c, c_n, fw);
+                    for (k = 0; k < 4; ++k) {
+                        ts_rq_prepare(p->multiplier[c + k], p->shift[c + k], p->output_offset, &q[k]);
+                    }
+                    for (k = 0; k < 4; ++k) {
+                        dwp_channel(st + k * DWP_PLANE, fw + 6 * k, bias != NULL ? bias[c + k] : 0, &q[k], lim,
+                                    output + c + k, c_n, n, s);
+                    }
+                }
+                for (i = 0; i < n && c4 < c_n; ++i) {
+                    const int32_t y0 = iy0, x0 = (x + i) * s - p->pad_left;
+                    int32_t ky0, ky1, kx0, kx1, ky, kx;
+                    ts_tap_range(y0, 1, 3, in_h, &ky0, &ky1);
+                    ts_tap_range(x0, 1, 3, in_w, &kx0, &kx1);
+                    for (c = c4; c < c_n; ++c) {
+                        int32_t acc = bias != NULL ? bias[c] : 0;
+                        for (ky = ky0; ky < ky1; ++ky) {
+                            for (kx = kx0; kx < kx1; ++kx) {
+                                acc += (int32_t)filter[(ky * 3 + kx) * c_n + c] *
+                                       ((int32_t)in_b[((size_t)(y0 + ky) * in_w + (size_t)(x0 + kx)) * c_n + c] +
+                                        p->input_offset);
+                            }
                         }
                         output[(size_t)i * c_n + c] = dw_out(p, acc, c);
                     }
@@ -429,6 +696,12 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 #if TS_MVE
     } else if (p->depth_multiplier == 1) {
         ts_mve_depthwise(p, input, filter, bias, output);
+#endif
+#if TS_DW_PLANAR
+    } else if (p->depth_multiplier == 1 && p->dilation_w == 1 && p->dilation_h == 1 && p->filter_h == 3 &&
+               p->filter_w == 3 && (p->stride_w == 1 || p->stride_w == 2) && p->in_c >= 4 &&
+               ts_rq_ok(p->multiplier, p->shift, p->out_c, ts_acc_bound(9, p->input_offset, bias, p->out_c))) {
+        dw_planar(p, input, filter, bias, output);
 #endif
 #if TS_RQ_ASM
     } else if (p->depth_multiplier == 1 && p->dilation_w == 1 &&
