@@ -444,162 +444,97 @@ static TS_NOINLINE void dwp_stage(const int8_t *in_b, int32_t in_h, int32_t in_w
     }
 }
 
-/* What one channel's pixels need besides the staged input (words, in the order dwp_channel's asm
- * loads them): its ts_rq constants, its filter as [w0 | w1], [w1 | w2] per row, its bias and the
- * activation bounds in every byte. */
-typedef struct {
-    ts_rq q;
-    uint32_t f[6];
-    int32_t bias;
-    uint32_t lim[2];
-} dwp_rec;
-
-/* The filter of channels c..c+3 (flt at channel c of tap 0) into rec[0..3].f. */
-static TS_NOINLINE void dwp_stage_filter(const int8_t *flt, int32_t c_n, dwp_rec *rec)
+/* The filter of channels c..c+3 (flt at channel c of tap 0), per channel six words: for each row
+ * [w0 | w1], [w1 | w2]. */
+static TS_NOINLINE void dwp_stage_filter(const int8_t *flt, int32_t c_n, uint32_t *fw)
 {
     int32_t k, r;
     for (k = 0; k < 4; ++k) {
         const int8_t *f = flt + k;
         for (r = 0; r < 3; ++r) {
             const int32_t w0 = f[0], w1 = f[c_n], w2 = f[2 * c_n];
-            rec[k].f[2 * r] = dwp_pack(w0, w1);
-            rec[k].f[2 * r + 1] = dwp_pack(w1, w2);
+            fw[k * 6 + 2 * r] = dwp_pack(w0, w1);
+            fw[k * 6 + 2 * r + 1] = dwp_pack(w1, w2);
             f += 3 * c_n;
         }
     }
 }
 
+/* Four accumulators of one channel (pixels x..x+3) requantised with q, clamped to lim, the first n
+ * of them stored c_n bytes apart from out. */
+static inline void dwp_store(int8_t *out, int32_t c_n, int32_t n, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                             const ts_rq *q, const uint32_t *lim)
+{
 #if TS_RQ_ASM
-/* The eight products of one filter row for four pixels: accumulators r0-r3, filter words r8
- * ([w0 | w1]) and r9 ([w1 | w2]); stride 1: staged words r4, r5, r6 = [s0 | s1], [s2 | s3],
- * [s4 | s5] (pixel i starts at s_i); "i0".."i3" the accumulators read (the bias register r12 on
- * the first row). */
-#define DWP_ROW_S1(i0, i1, i2, i3)                                                                      \
-    "smlad   r0, r4, r8, " i0 "\n\t"                                                                     \
-    "smlatb  r1, r4, r8, " i1 "\n\t"                                                                     \
-    "smlad   r2, r5, r8, " i2 "\n\t"                                                                     \
-    "smlatb  r3, r5, r8, " i3 "\n\t"                                                                     \
-    "smlabt  r0, r5, r9, r0\n\t"                                                                         \
-    "smlad   r1, r5, r9, r1\n\t"                                                                         \
-    "smlabt  r2, r6, r9, r2\n\t"                                                                         \
-    "smlad   r3, r6, r9, r3\n\t"
-/* Stride 2 (pixel i starts at s_2i): r4, r5, r6 = [s0 | s1], [s2 | s3], [s4 | s5] for pixels 0
- * and 1, then r4, r5 reloaded with [s6 | s7], [s8 | s9] for pixels 2 and 3. */
-#define DWP_ROW_S2(off, i0, i1, i2, i3)                                                                 \
-    "smlad   r0, r4, r8, " i0 "\n\t"                                                                     \
-    "smlad   r1, r5, r8, " i1 "\n\t"                                                                     \
-    "smlabt  r0, r5, r9, r0\n\t"                                                                         \
-    "smlabt  r1, r6, r9, r1\n\t"                                                                         \
-    "ldrd    r4, r5, [%[pl], #" off " + 12]\n\t"                                                         \
-    "smlad   r2, r6, r8, " i2 "\n\t"                                                                     \
-    "smlad   r3, r4, r8, " i3 "\n\t"                                                                     \
-    "smlabt  r2, r4, r9, r2\n\t"                                                                         \
-    "smlabt  r3, r5, r9, r3\n\t"
-/* ts_rq_apply of accumulator a with m, l1, base, rr in r4, r5, r6, r8 (r9, r12 scratch). */
-#define DWP_RQ(a)                                                                                       \
-    "lsl     r9, " a ", r5\n\t"                                                                          \
-    "and     r12, r8, r9, asr #31\n\t"                                                                   \
-    "sub     r12, r6, r12, lsr #8\n\t"                                                                   \
-    "smmlar  " a ", r9, r4, r12\n\t"                                                                     \
-    "asr     " a ", " a ", r8\n\t"                                                                       \
-    "ssat    " a ", #8, " a "\n\t"
-#define DWP_RQ_PACK                                                                                     \
-    "ldm     %[rec], {r4, r5, r6, r8}\n\t" DWP_RQ("r0") DWP_RQ("r1") DWP_RQ("r2") DWP_RQ("r3")            \
-    "bfi     r0, r1, #8, #8\n\t"                                                                         \
-    "bfi     r0, r2, #16, #8\n\t"                                                                        \
-    "bfi     r0, r3, #24, #8\n\t"                                                                        \
-    "ldrd    r1, r2, [%[rec], #44]\n\t"                                                                  \
-    "ssub8   r3, r0, r1\n\t"                                                                             \
-    "sel     r0, r0, r1\n\t"                                                                             \
-    "ssub8   r3, r2, r0\n\t"                                                                             \
-    "sel     r0, r0, r2\n\t"
-#define DWP_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r12", "cc", "memory"
-
-/* Pixels g..g+3 of one channel (pl at the group's first staged word, rec the channel's record):
- * their four results, requantised, clamped and packed (pixel g in the low byte). */
-static inline uint32_t dwp_group_s1(const uint32_t *pl, const dwp_rec *rec)
-{
-    register uint32_t w __asm__("r0");
-    __asm__("ldr     r12, [%[rec], #40]\n\t"
-            "ldm     %[pl], {r4, r5, r6}\n\t"
-            "ldrd    r8, r9, [%[rec], #16]\n\t" DWP_ROW_S1("r12", "r12", "r12", "r12")
-            "ldrd    r4, r5, [%[pl], #36]\n\t"
-            "ldr     r6, [%[pl], #44]\n\t"
-            "ldrd    r8, r9, [%[rec], #24]\n\t" DWP_ROW_S1("r0", "r1", "r2", "r3")
-            "ldrd    r4, r5, [%[pl], #72]\n\t"
-            "ldr     r6, [%[pl], #80]\n\t"
-            "ldrd    r8, r9, [%[rec], #32]\n\t" DWP_ROW_S1("r0", "r1", "r2", "r3") DWP_RQ_PACK
-            : "=&r"(w)
-            : [pl] "r"(pl), [rec] "r"(rec)
-            : DWP_CLOBBERS);
-    return w;
-}
-
-static inline uint32_t dwp_group_s2(const uint32_t *pl, const dwp_rec *rec)
-{
-    register uint32_t w __asm__("r0");
-    __asm__("ldr     r12, [%[rec], #40]\n\t"
-            "ldm     %[pl], {r4, r5, r6}\n\t"
-            "ldrd    r8, r9, [%[rec], #16]\n\t" DWP_ROW_S2("0", "r12", "r12", "r12", "r12")
-            "ldrd    r4, r5, [%[pl], #36]\n\t"
-            "ldr     r6, [%[pl], #44]\n\t"
-            "ldrd    r8, r9, [%[rec], #24]\n\t" DWP_ROW_S2("36", "r0", "r1", "r2", "r3")
-            "ldrd    r4, r5, [%[pl], #72]\n\t"
-            "ldr     r6, [%[pl], #80]\n\t"
-            "ldrd    r8, r9, [%[rec], #32]\n\t" DWP_ROW_S2("72", "r0", "r1", "r2", "r3") DWP_RQ_PACK
-            : "=&r"(w)
-            : [pl] "r"(pl), [rec] "r"(rec)
-            : DWP_CLOBBERS);
-    return w;
-}
-#endif
-
-/* n pixels (stride_w 1 or 2) of one channel from its plane pl and record rec, into out (the
- * channel's byte of the first pixel, pixels c_n bytes apart). */
-static TS_NOINLINE void dwp_channel(const uint32_t *pl, const dwp_rec *rec, int8_t *out, int32_t c_n, int32_t n,
-                                    int32_t stride)
-{
-    int32_t g;
-#if TS_RQ_ASM
-    const int32_t c2 = 2 * c_n, c3 = 3 * c_n;
-    for (g = n; g > 0; g -= 4, pl += 2 * stride, out += 4 * c_n) {
-        const uint32_t w = stride == 1 ? dwp_group_s1(pl, rec) : dwp_group_s2(pl, rec);
-        out[0] = (int8_t)w;
-        if (g > 1) {
+    const uint32_t w = ts_pack4_clamp(ts_rq_apply(a0, q), ts_rq_apply(a1, q), ts_rq_apply(a2, q),
+                                      ts_rq_apply(a3, q), lim[0], lim[1]);
+    out[0] = (int8_t)w;
+    if (n == 4) {
+        out[c_n] = (int8_t)(w >> 8);
+        out[2 * c_n] = (int8_t)(w >> 16);
+        out[3 * c_n] = (int8_t)(w >> 24);
+    } else {
+        if (n > 1) {
             out[c_n] = (int8_t)(w >> 8);
         }
-        if (g > 2) {
-            out[c2] = (int8_t)(w >> 16);
-        }
-        if (g > 3) {
-            out[c3] = (int8_t)(w >> 24);
+        if (n > 2) {
+            out[2 * c_n] = (int8_t)(w >> 16);
         }
     }
 #else
-    for (g = 0; g < n; g += 4, pl += 2 * stride, out += 4 * c_n) {
-        const int32_t lo = (int8_t)(rec->lim[0] & 0xFFu), hi = (int8_t)(rec->lim[1] & 0xFFu);
-        int32_t a[4], i, r;
-        for (i = 0; i < 4; ++i) {
-            a[i] = rec->bias;
-        }
-        for (r = 0; r < 3; ++r) {
-            const uint32_t *row = pl + r * DWP_ROWW, fa = rec->f[2 * r], fb = rec->f[2 * r + 1];
-            if (stride == 1) {
-                a[0] = dwp_smlabt(row[1], fb, dwp_smlad(row[0], fa, a[0]));
-                a[1] = dwp_smlad(row[1], fb, dwp_smlatb(row[0], fa, a[1]));
-                a[2] = dwp_smlabt(row[2], fb, dwp_smlad(row[1], fa, a[2]));
-                a[3] = dwp_smlad(row[2], fb, dwp_smlatb(row[1], fa, a[3]));
-            } else {
-                for (i = 0; i < 4; ++i) {
-                    a[i] = dwp_smlabt(row[i + 1], fb, dwp_smlad(row[i], fa, a[i]));
-                }
-            }
-        }
-        for (i = 0; i < 4 && i < n - g; ++i) {
-            out[i * c_n] = (int8_t)ts_clamp_i32(ts_clamp_i32(ts_rq_emulated(a[i], &rec->q), -128, 127), lo, hi);
-        }
+    const int32_t lo = (int8_t)(lim[0] & 0xFFu), hi = (int8_t)(lim[1] & 0xFFu);
+    const int32_t v[4] = {a0, a1, a2, a3};
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        out[i * c_n] = (int8_t)ts_clamp_i32(ts_clamp_i32(ts_rq_emulated(v[i], q), -128, 127), lo, hi);
     }
 #endif
+}
+
+/* n pixels (stride_w 1 or 2) of one channel from its plane pl and filter words f (six), into out
+ * (the channel's byte of the first pixel, pixels c_n bytes apart). */
+static TS_NOINLINE void dwp_channel(const uint32_t *pl, const uint32_t *f, int32_t bias, const ts_rq *q0,
+                                    const uint32_t *lim, int8_t *out, int32_t c_n, int32_t n, int32_t stride)
+{
+    const ts_rq q = *q0;
+    const uint32_t f0 = f[0], f1 = f[1], f2 = f[2], f3 = f[3], f4 = f[4], f5 = f[5];
+    const uint32_t l2[2] = {lim[0], lim[1]};
+    int32_t g;
+    if (stride == 1) {
+        for (g = 0; g < n; g += 4, pl += 2, out += 4 * c_n) {
+            int32_t a0, a1, a2, a3;
+            uint32_t p0 = pl[0], p2 = pl[1], p4 = pl[2];
+            a0 = dwp_smlabt(p2, f1, dwp_smlad(p0, f0, bias));
+            a1 = dwp_smlad(p2, f1, dwp_smlatb(p0, f0, bias));
+            a2 = dwp_smlabt(p4, f1, dwp_smlad(p2, f0, bias));
+            a3 = dwp_smlad(p4, f1, dwp_smlatb(p2, f0, bias));
+            p0 = pl[DWP_ROWW], p2 = pl[DWP_ROWW + 1], p4 = pl[DWP_ROWW + 2];
+            a0 = dwp_smlabt(p2, f3, dwp_smlad(p0, f2, a0));
+            a1 = dwp_smlad(p2, f3, dwp_smlatb(p0, f2, a1));
+            a2 = dwp_smlabt(p4, f3, dwp_smlad(p2, f2, a2));
+            a3 = dwp_smlad(p4, f3, dwp_smlatb(p2, f2, a3));
+            p0 = pl[2 * DWP_ROWW], p2 = pl[2 * DWP_ROWW + 1], p4 = pl[2 * DWP_ROWW + 2];
+            a0 = dwp_smlabt(p2, f5, dwp_smlad(p0, f4, a0));
+            a1 = dwp_smlad(p2, f5, dwp_smlatb(p0, f4, a1));
+            a2 = dwp_smlabt(p4, f5, dwp_smlad(p2, f4, a2));
+            a3 = dwp_smlad(p4, f5, dwp_smlatb(p2, f4, a3));
+            dwp_store(out, c_n, n - g < 4 ? n - g : 4, a0, a1, a2, a3, &q, l2);
+        }
+    } else {
+        for (g = 0; g < n; g += 4, pl += 4, out += 4 * c_n) {
+            int32_t a0, a1, a2, a3, r;
+            a0 = a1 = a2 = a3 = bias;
+            for (r = 0; r < 3; ++r) {
+                const uint32_t *row = pl + r * DWP_ROWW, fa = f[2 * r], fb = f[2 * r + 1];
+                const uint32_t p0 = row[0], p2 = row[1], p4 = row[2], p6 = row[3], p8 = row[4];
+                a0 = dwp_smlabt(p2, fb, dwp_smlad(p0, fa, a0));
+                a1 = dwp_smlabt(p4, fb, dwp_smlad(p2, fa, a1));
+                a2 = dwp_smlabt(p6, fb, dwp_smlad(p4, fa, a2));
+                a3 = dwp_smlabt(p8, fb, dwp_smlad(p6, fa, a3));
+            }
+            dwp_store(out, c_n, n - g < 4 ? n - g : 4, a0, a1, a2, a3, &q, l2);
+        }
+    }
 }
 
 /* ts_depthwise_conv2d_s8 through the planar path (see above): 3x3, depth multiplier 1, dilation 1,
@@ -611,13 +546,11 @@ static TS_NOINLINE void dw_planar(const ts_depthwise_conv2d_s8_params *p, const 
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, c_n = p->in_c, out_w = p->out_w, s = p->stride_w;
     const int32_t c4 = c_n & ~3, chunk = s == 1 ? 16 : 8;
-    uint32_t st[4 * DWP_PLANE];
-    dwp_rec rec[4];
+    uint32_t st[4 * DWP_PLANE], fw[24], lim[2];
+    ts_rq q[4];
     int32_t b, y, x, n, c, k, i;
-    for (k = 0; k < 4; ++k) {
-        rec[k].lim[0] = ts_bytes4(p->act_min);
-        rec[k].lim[1] = ts_bytes4(p->act_max);
-    }
+    lim[0] = ts_bytes4(p->act_min);
+    lim[1] = ts_bytes4(p->act_max);
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * c_n;
         for (y = 0; y < p->out_h; ++y) {
@@ -630,13 +563,13 @@ static TS_NOINLINE void dw_planar(const ts_depthwise_conv2d_s8_params *p, const 
                 cols = s == 1 ? ((n + 3) & ~3) + 2 : 2 * ((n + 3) & ~3) + 2; /* what its groups read */
                 for (c = 0; c < c4; c += 4) {
                     dwp_stage(in_b + c, in_h, in_w, c_n, iy0, ix0, need, cols, p->input_offset, st);
-                    dwp_stage_filter(filter + c, c_n, rec);
+                    dwp_stage_filter(filter + c, c_n, fw);
                     for (k = 0; k < 4; ++k) {
-                        ts_rq_prepare(p->multiplier[c + k], p->shift[c + k], p->output_offset, &rec[k].q);
-                        rec[k].bias = bias != NULL ? bias[c + k] : 0;
+                        ts_rq_prepare(p->multiplier[c + k], p->shift[c + k], p->output_offset, &q[k]);
                     }
                     for (k = 0; k < 4; ++k) {
-                        dwp_channel(st + k * DWP_PLANE, &rec[k], output + c + k, c_n, n, s);
+                        dwp_channel(st + k * DWP_PLANE, fw + 6 * k, bias != NULL ? bias[c + k] : 0, &q[k], lim,
+                                    output + c + k, c_n, n, s);
                     }
                 }
                 for (i = 0; i < n && c4 < c_n; ++i) {
