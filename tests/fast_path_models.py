@@ -185,6 +185,22 @@ def depthwise_channel_counts() -> bytes:
     return b.build()
 
 
+def depthwise_wide_runs() -> bytes:
+    """DEPTHWISE_CONV_2D 3x3 whose chunks hold 8 or more full-window pixels (the DSP path's widened
+    filter, dw_runw3x3) next to clipped edge pixels: 13 channels (three blocks and a tail), stride 2
+    across a 40-wide row (a 20-pixel chunk; SAME and VALID), dilation 2 in height, input zero points 5 and -128."""
+    b = ModelBuilder(seed=37)
+    x = b.input("x", (1, 4, 19, 13), zero_point=5)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU", name="dw13_runs")
+    y = b.input("y", (1, 5, 40, 12), zero_point=-128)
+    u = b.depthwise_conv2d(y, (3, 3), (2, 2), "SAME", activation="RELU6", name="dw12_s2_runs")
+    w = b.depthwise_conv2d(y, (3, 3), (2, 2), "VALID", name="dw12_s2_valid")  # y read twice: not in place
+    z = b.input("z", (1, 6, 10, 8), zero_point=-128)
+    v = b.depthwise_conv2d(z, (3, 3), (1, 1), "SAME", dilation=(2, 1), name="dw8_dil_h2")
+    b.output(t, u, v, w)
+    return b.build()
+
+
 def helium_shapes() -> bytes:
     """Shapes that pick between the Helium (MVE) paths' branches: a 3x3 patch of K = 63 (more than
     the 48 bytes kept in vector registers), in_c 16 with stride 2 (whole-vector rows for pairs and
@@ -260,6 +276,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_patch_shapes": conv_patch_shapes,
     "pointwise_strided": pointwise_strided,
     "depthwise_channel_counts": depthwise_channel_counts,
+    "depthwise_wide_runs": depthwise_wide_runs,
     "helium_shapes": helium_shapes,
     "conv_widened": conv_widened,
     "conv_pairs_widened": conv_pairs_widened,

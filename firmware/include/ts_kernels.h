@@ -6,7 +6,8 @@
  * they live in flash) and plain data pointers, and returns TS_OK or TS_ERR_PARAMS. No kernel
  * allocates, keeps state, or touches memory other than its arguments. The default kernels need no
  * scratch memory (the fast paths below keep their partial sums in registers and on the stack, at
- * most 248 bytes of CONV_2D patches and 96 bytes of DEPTHWISE_CONV_2D chunk geometry; CONV_2D's
+ * most 248 bytes of CONV_2D patches and 96 bytes of DEPTHWISE_CONV_2D chunk geometry plus its
+ * 72-byte widened filter; CONV_2D's
  * widened path may use the part of its own output not written yet, see "CONV_2D wide"); the
  * variants that do take a `scratch` argument, which the planner places in the arena as a tensor
  * live during that operator's step only.
@@ -256,8 +257,10 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
  * requantisation bound (K = fh * fw): each output row in chunks of up to 32 pixels; per chunk,
  * channels c..c+3 of every pixel of the chunk in turn (their SMMLAR requantisation constants
  * prepared once per chunk): a run of pixels whose whole 3x3 window lies inside the input goes
- * through one asm block of nine taps per pixel (3x3 filters), any other pixel through its tap
- * rectangle; the four results are saturated, packed and clamped bytewise (SSUB8/SEL) and stored
+ * through one asm block of nine taps per pixel (3x3 filters; when the chunk holds 8 or more such
+ * pixels, against the block's filter widened once per chunk to 16-bit lanes on the stack, 72
+ * bytes, eight instructions a tap instead of ten: the same products), any other pixel through its
+ * tap rectangle; the four results are saturated, packed and clamped bytewise (SSUB8/SEL) and stored
  * as one word. Then the in_c % 4 tail channels of each pixel of the chunk, one at a time.
  * Helium cores (TS_MVE, see CONV_2D), depth multiplier 1, any stride, dilation and padding: each
  * output row in chunks of up to 32 pixels; per chunk, channel blocks of eight in turn, the block's

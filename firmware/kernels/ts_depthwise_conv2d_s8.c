@@ -8,6 +8,10 @@
  *    added in the same step) and SMLABB/SMLATT into four accumulators where the DSP extension
  *    exists, four scalar products otherwise. Other multipliers, and the last in_c % 4 channels,
  *    take one output channel at a time over the same rectangle.
+ *    On the ts_rq path (dw_fast_rq), runs of whole 3x3 windows take the filter widened once per
+ *    chunk (dw_runw3x3: LDRD of two 16-bit-lane words per tap, no SXTB16 of the filter) when the
+ *    chunk holds DW_WIDE_RUNS such pixels or more; shorter runs keep the raw filter (dw_run3x3),
+ *    where widening would cost more than it saves.
  *  - dw_generic, the original loop nest, kept as the reference.
  */
 #include "ts_fixedpoint.h"
@@ -233,21 +237,82 @@ static TS_NOINLINE void dw_run3x3(const int8_t *in, const int8_t *flt, int8_t *o
 #undef DW_ROW
 }
 
-#define DW_CHUNK 32
+/* One tap of four channels against a widened filter: the input word at [p, xoff] (offset added in
+ * SXTAB16) times the filter's even / odd 16-bit lanes at [f, #foff] and [f, #foff + 4] (LDRD),
+ * into a0..a3; x, fe, fo, t1 scratch. Eight instructions where DW_TAP takes ten. */
+#define DWW_TAP(xoff, foff)                                                                             \
+    "ldr     %[x], [%[p]" xoff "]\n\t"                                                                   \
+    "ldrd    %[fe], %[fo], [%[f], #" foff "]\n\t"                                                        \
+    "sxtab16 %[t1], %[off2], %[x]\n\t"                                                                   \
+    "smlabb  %[a0], %[t1], %[fe], %[a0]\n\t"                                                             \
+    "smlatt  %[a2], %[t1], %[fe], %[a2]\n\t"                                                             \
+    "sxtab16 %[x], %[off2], %[x], ror #8\n\t"                                                            \
+    "smlabb  %[a1], %[x], %[fo], %[a1]\n\t"                                                              \
+    "smlatt  %[a3], %[x], %[fo], %[a3]\n\t"
 
+/* Channels c..c+3 of a 3x3 filter widened once per chunk (dw_fast_rq): for tap t = ky * 3 + kx,
+ * fw[2t] = SXTB16 of its four bytes ([c | c+2]), fw[2t + 1] = SXTB16 ROR 8 ([c+1 | c+3]). */
+static inline void dw_widen3x3(const int8_t *flt, int32_t c_n, uint32_t *fw)
+{
+    int32_t t;
+    for (t = 0; t < 9; ++t) {
+        const uint32_t w = ts_load4(flt + t * c_n);
+        fw[2 * t] = ts_even(w);
+        fw[2 * t + 1] = ts_odd(w);
+    }
+}
+
+/* dw_run3x3 against the filter widened once per chunk (dw_widen3x3): n consecutive output pixels
+ * of one row whose 3x3 windows lie inside the input, channels c..c+3 (in, out at channel c of the
+ * first pixel, pixels in_step / r->out_step bytes apart); per pixel the nine taps in one asm block
+ * of eight instructions a tap (DWW_TAP), then ts_rq4_store. */
+static TS_NOINLINE void dw_runw3x3(const int8_t *in, const uint32_t *fw, int8_t *out, int32_t n, int32_t in_step,
+                                   const dw_run *r)
+{
+    const int32_t in_row = r->in_row;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register const int32_t c1 TS_REG("r6") = r->c1, c2 TS_REG("r8") = 2 * r->c1;
+    register const uint32_t off2 TS_REG("r9") = r->off2;
+    register uint32_t x TS_REG("r10"), fe TS_REG("r11"), fo TS_REG("r12"), t1 TS_REG("lr");
+    for (; n > 0; --n) {
+        register int32_t a0 TS_REG("r0") = r->bias4[0], a1 TS_REG("r1") = r->bias4[1];
+        register int32_t a2 TS_REG("r2") = r->bias4[2], a3 TS_REG("r3") = r->bias4[3];
+        register const int8_t *pp TS_REG("r4") = in;
+        register const uint32_t *ff TS_REG("r5") = fw;
+        __asm__(DWW_TAP("", "0") DWW_TAP(", %[c1]", "8") DWW_TAP(", %[c2]", "16")
+                "ldr     %[t1], %[in_row]\n\t"
+                "add     %[p], %[p], %[t1]\n\t" DWW_TAP("", "24") DWW_TAP(", %[c1]", "32") DWW_TAP(", %[c2]", "40")
+                "ldr     %[t1], %[in_row]\n\t"
+                "add     %[p], %[p], %[t1]\n\t" DWW_TAP("", "48") DWW_TAP(", %[c1]", "56") DWW_TAP(", %[c2]", "64")
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [fe] "=&r"(fe),
+                  [fo] "=&r"(fo), [t1] "=&r"(t1), [p] "+r"(pp)
+                : [f] "r"(ff), [c1] "r"(c1), [c2] "r"(c2), [off2] "r"(off2), [in_row] "m"(in_row)
+                : "memory");
+        ts_rq4_store(out, a0, a1, a2, a3, r->q, r->lim);
+        in += in_step;
+        out += r->out_step;
+    }
+}
+
+#define DW_CHUNK 32
+#define DW_WIDE_RUNS 8
 /* Depth multiplier 1, dilation_w 1, accumulators within ts_rq's bound. Output rows go in chunks of
  * up to DW_CHUNK pixels; for each chunk, channels c..c+3 of every pixel of it (the requantisation
  * constants prepared once per chunk): runs of pixels whose whole 3x3 window is inside the input
- * (3x3 filters) through dw_run3x3, the others one by one through dw_taps4; then the in_c % 4 tail
- * channels of each pixel one at a time. */
-static void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output)
+ * (3x3 filters) through dw_runw3x3 or dw_run3x3, the others one by one through dw_taps4; then the
+ * in_c % 4 tail channels of each pixel one at a time. Inlined into ts_depthwise_conv2d_s8 (GCC
+ * stopped doing so by itself when fwide came: one frame instead of two, fewer spills). */
+__attribute__((always_inline)) static inline void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p,
+                                                             const int8_t *input, const int8_t *filter,
+                                                             const int32_t *bias, int8_t *output)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, c_n = p->in_c, out_w = p->out_w;
     const int32_t fh = p->filter_h, fw = p->filter_w, stride_w = p->stride_w;
     const int32_t c4 = c_n & ~3, input_offset = p->input_offset;
     const int is3x3 = fh == 3 && fw == 3;
     int8_t px_kx0[DW_CHUNK], px_tw[DW_CHUNK], px_run[DW_CHUNK]; /* run: pixels left in a full-window run */
+    uint32_t fwide[18]; /* the block's filter widened, for chunks with DW_WIDE_RUNS pixels in runs or more */
+    int32_t in_runs, wide;
     ts_rq q[4];
     dw_run r;
     int32_t b, y, x, n, i, c, k;
@@ -278,16 +343,26 @@ static void dw_fast_rq(const ts_depthwise_conv2d_s8_params *p, const int8_t *inp
                     px_tw[i] = (int8_t)(th > 0 && kx1 > kx0 ? kx1 - kx0 : 0);
                     px_run[i] = (int8_t)(is3x3 && th == 3 && px_tw[i] == 3 ? (i + 1 < n ? px_run[i + 1] : 0) + 1 : 0);
                 }
+                for (i = 0, in_runs = 0; i < n; ++i) {
+                    in_runs += px_run[i] > 0;
+                }
+                wide = in_runs >= DW_WIDE_RUNS; /* widening the filter (45 instructions) pays 2 per pixel */
                 for (c = 0; c < c4; c += 4) {
                     for (k = 0; k < 4; ++k) {
                         ts_rq_prepare(p->multiplier[c + k], p->shift[c + k], p->output_offset, &q[k]);
                         r.bias4[k] = bias != NULL ? bias[c + k] : 0;
                     }
+                    if (wide) {
+                        dw_widen3x3(filter + c, c_n, fwide);
+                    }
                     for (i = 0; i < n;) {
                         const int32_t x0 = (x + i) * stride_w - p->pad_left + px_kx0[i];
                         const int8_t *in = in_y + (size_t)x0 * c_n + c;
                         int8_t *out = output + (size_t)i * c_n + c;
-                        if (px_run[i] > 0) {
+                        if (px_run[i] > 0 && wide) {
+                            dw_runw3x3(in, fwide, out, px_run[i], r.in_step, &r);
+                            i += px_run[i];
+                        } else if (px_run[i] > 0) {
                             dw_run3x3(in, filter + c, out, px_run[i], &r);
                             i += px_run[i];
                         } else {
@@ -443,7 +518,7 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 }
 
 #if TS_RQ_ASM
-/* One pixel's channel blocks c = 0, 4, .. (`groups` of them) through dw_run3x3's nine-tap asm
+/* One pixel's channel blocks c = 0, 4, .. (`groups` of them) through a nine-tap asm
  * block: in, flt, out at channel 0 of the pixel's first tap / the filter / the output; biases b4
  * (b_step 4, or 0 for none) and requantisation constants q advance with the channels. */
 static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t *out, int32_t groups,
@@ -451,7 +526,7 @@ static TS_NOINLINE void dw_groups3x3(const int8_t *in, const int8_t *flt, int8_t
 {
     const int32_t in_row = r->in_row - 2 * r->c1, w_row = r->w_row - 2 * r->c1;
     /* the block's 12 register operands in registers named here (TS_REG, ts_simd.h); the third tap
-     * at c1, lsl #1: one register fewer than dw_run3x3 (M55) */
+     * at c1, lsl #1: one register fewer than three column registers (M55) */
     register const int32_t c1 TS_REG("r6") = r->c1;
     register const uint32_t off2 TS_REG("r8") = r->off2;
     register uint32_t x TS_REG("r9"), w TS_REG("r10"), t1 TS_REG("r11"), t2 TS_REG("r12");
