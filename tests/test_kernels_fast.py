@@ -165,6 +165,7 @@ DSP_ONLY_MODELS = (
     "conv_widened",
     "add_scales",
     "conv_pairs_widened",
+    "depthwise_wide_runs",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 
