@@ -78,6 +78,9 @@ WRAPPED = {
     "SOFTMAX": ("ts_softmax_s8",),
 }
 STREAM_KERNELS = ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")  # chain members the wrapper runs whole
+# a chain member's row call -> the kernel whose wrapper runs its layer whole (codegen.lower_stream
+# calls ts_conv2d_s8 with its checks made once, or with a strip for the widened path)
+STREAM_ROW_CALLS = {"ts_conv2d_s8_checked": "ts_conv2d_s8", "ts_conv2d_s8_strip": "ts_conv2d_s8"}
 SCRATCH_BYTES = 32768  # CMSIS-NN's ctx.buf; the models here need at most a few KiB
 
 WRAPPER_INCLUDE = (
@@ -165,7 +168,10 @@ def _swap_stream(step: Step, structs: dict[str, dict[str, int]]) -> None:
     """A streamed chain: its layers whole, one after the other, the tensors between them in tsb_mid."""
     body = step.body
     stage_params = dict(re.findall(r"ts_\w+_params p(\d+) = (\w+);", body))
-    stages = re.findall(r"\b(ts_\w+)\(&p(\d+), rows, (\w+), (\w+), ", body)
+    stages = [
+        (STREAM_ROW_CALLS.get(k, k), *rest)
+        for k, *rest in re.findall(r"\b(ts_\w+)\(&p(\d+), rows, (\w+), (\w+), ", body)
+    ]
     # the stage's one outer input (a stage reading several, a residual block, is kept)
     outer = re.findall(r"const int8_t \*const (?:input|x\d+) = \(const int8_t \*\)\(arena \+ (\d+)\);", body)
     source = re.search(r"const int8_t \*const (?:input|x\d+) = \(const int8_t \*\)\(arena \+ (\d+)\);", body)

@@ -31,7 +31,7 @@ def _offsets(planned) -> list[tuple[int, int, int]]:
 def test_default_limit_plans_the_long_limits_arena_on_a_generated_model() -> None:
     graph = parse_model(_branching(), source="branching")
     default, long = plan(graph), plan(graph, PlanOptions(time_limit=60.0))
-    assert default.arena.arena_bytes == long.arena.arena_bytes == 23_072
+    assert default.arena.arena_bytes == long.arena.arena_bytes == 23_040
     assert default.arena.optimal and default.shortfalls == ()
     assert _offsets(default) == _offsets(long) and default.run_order == long.run_order
 
@@ -100,15 +100,15 @@ def test_plan_says_what_a_longer_limit_would_try(tmp_path: Path, capsys: pytest.
     path = tmp_path / "branching.tflite"
     path.write_bytes(_branching())
     planned = plan(parse_model(path.read_bytes(), source=str(path)), PlanOptions(time_limit=0.0))
-    assert planned.arena.arena_bytes > 23_072
+    assert planned.arena.arena_bytes > 23_040
     assert {s.stage for s in planned.shortfalls} >= {"cp-sat"}
-    assert min(s.bound_bytes for s in planned.shortfalls) == 23_072
+    assert min(s.bound_bytes for s in planned.shortfalls) == 23_040
     assert main(["plan", str(path), "--time-limit", "0", "--json"]) == 0
     shortfalls = json.loads(capsys.readouterr().out)["time_limit_shortfalls"]
     assert shortfalls and all(s["bound_bytes"] < planned.arena.arena_bytes for s in shortfalls)
     assert main(["plan", str(path), "--time-limit", "0"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("time limit"))
     assert "a longer --time-limit (now 0 s) would run more cp-sat" in line
-    assert "an arena down to 23,072 B may exist" in line
+    assert "an arena down to 23,040 B may exist" in line
     assert main(["plan", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["time_limit_shortfalls"] == []

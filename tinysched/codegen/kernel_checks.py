@@ -246,6 +246,11 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_depthwise_conv2d_s8": _depthwise,
     "ts_conv2d_s8_staged": _conv,
     "ts_conv2d_s8_wide": _conv,
+    # a streamed stage's CONV_2D members (codegen.lower_stream): lowered and checked as ts_conv2d_s8,
+    # then renamed; the same parameters refused the same way
+    "ts_conv2d_s8_checked": _conv,
+    "ts_conv2d_s8_strip": _conv,
+    "ts_conv2d_s8_wide_checked": _conv,
     "ts_depthwise_conv2d_s8_staged": _depthwise,
     "ts_fully_connected_s8": _fully_connected,
     "ts_lstm_s8": _lstm,
