@@ -25,19 +25,31 @@ def native_cache(tmp_path_factory):
         os.environ["TINYSCHED_CACHE"] = before
 
 
-@pytest.fixture(autouse=True, scope="session")
-def object_cache(tmp_path_factory):
-    """Builds reuse identical kernel compiles (tinysched.build.objects), shared by the xdist workers
-    of one run (their base folders sit side by side) and by the commands the tests start."""
+def _run_wide_cache(tmp_path_factory, env: str, name: str):
+    """Point `$env` at one folder for the whole run, shared by its xdist workers (their base folders
+    sit side by side) and by the commands the tests start; restore it afterwards."""
     base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "object-cache"
-    before = os.environ.get("TINYSCHED_OBJECT_CACHE")
-    os.environ["TINYSCHED_OBJECT_CACHE"] = str(folder)
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    before = os.environ.get(env)
+    os.environ[env] = str(folder)
     yield folder
     if before is None:
-        os.environ.pop("TINYSCHED_OBJECT_CACHE", None)
+        os.environ.pop(env, None)
     else:
-        os.environ["TINYSCHED_OBJECT_CACHE"] = before
+        os.environ[env] = before
+
+
+@pytest.fixture(autouse=True, scope="session")
+def object_cache(tmp_path_factory):
+    """Builds reuse identical kernel compiles (tinysched.build.objects)."""
+    yield from _run_wide_cache(tmp_path_factory, "TINYSCHED_OBJECT_CACHE", "object-cache")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def reference_cache(tmp_path_factory):
+    """Identical reference-interpreter runs (same model, resolver, inputs) start one child per run
+    of the suite (tinysched.device.reference); a test of the child itself unsets it."""
+    yield from _run_wide_cache(tmp_path_factory, "TINYSCHED_REFERENCE_CACHE", "reference-cache")
 
 
 def shared_model_paths() -> list[Path]:

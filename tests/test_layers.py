@@ -22,6 +22,7 @@ LAYERS = (
         "tinysched.exports",
         "tinysched.budget",
         "tinysched.children",
+        "tinysched.caches",
     ),
     ("tinysched.model",),
     ("tinysched.memory",),

@@ -68,6 +68,35 @@ def _softmax_model(beta: float = 1.0, output_quant: tuple[float, int] | None = N
     return b.build()
 
 
+def test_an_identical_run_is_read_from_the_cache_without_a_child(
+    demo: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINYSCHED_REFERENCE_CACHE", str(tmp_path / "cache"))
+    first, other = random_inputs(demo, seed=7, count=2)
+    ran = run_reference(demo, first, preserve_all_tensors=True)
+    assert len(list((tmp_path / "cache").glob("*.pkl"))) == 1
+    # No interpreter can start now: the identical run still answers, from the cache, with the same
+    # arrays; another input set or another resolver is a miss and needs the child.
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    again = run_reference(demo, first, preserve_all_tensors=True)
+    assert again.resolver == ran.resolver == "BUILTIN_REF"
+    assert np.array_equal(again.outputs[0], ran.outputs[0])
+    assert again.tensors is not None and ran.tensors is not None
+    assert all(np.array_equal(again.tensors[i], ran.tensors[i]) for i in ran.tensors)
+    with pytest.raises(TinyschedError, match="reference interpreter failed"):
+        run_reference(demo, other)
+    with pytest.raises(TinyschedError, match="reference interpreter failed"):
+        run_reference(demo, first, resolvers=(FALLBACK,))
+
+
+def test_a_failed_run_is_never_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINYSCHED_REFERENCE_CACHE", str(tmp_path / "cache"))
+    data = _softmax_model(beta=1e-9)  # BUILTIN_REF aborts on it (below)
+    with pytest.raises(TinyschedError, match="BUILTIN_REF: killed by SIGABRT"):
+        run_reference(data, random_inputs(data, 0, 1)[0], resolvers=("BUILTIN_REF",))
+    assert not list((tmp_path / "cache").glob("*"))
+
+
 def test_falls_back_when_builtin_ref_aborts() -> None:
     # The reference SOFTMAX's Prepare aborts (TFLITE_CHECK in QuantizeMultiplierGreaterThanOne) when
     # beta * input_scale * 2^26 <= 1; the optimised kernel accepts the same valid model.
@@ -134,7 +163,8 @@ def test_inputs_are_checked_before_running(demo: bytes) -> None:
             run_reference(garbage, good)
 
 
-def test_timeout_is_an_error(demo: bytes) -> None:
+def test_timeout_is_an_error(demo: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TINYSCHED_REFERENCE_CACHE", raising=False)  # the child itself must run
     with pytest.raises(TinyschedError, match=r"timed out after 0.01 s"):
         run_reference(demo, random_inputs(demo, 0, 1)[0], timeout_s=0.01)
 

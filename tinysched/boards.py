@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from tinysched.errors import TinyschedError
-from tinysched.resources import resource
+from tinysched.resources import load_yaml, resource
 
 FAMILIES = ("stm32f7", "stm32f4", "stm32l4", "stm32h7", "cmsdk")
 PLACEMENT_KEYS = ("text", "rodata", "data", "arena")
@@ -243,7 +243,7 @@ def _board_from_entry(name: str, entry: dict[str, Any], source: Path) -> Board:
 def _load(path: str) -> tuple[dict[str, Board], dict[str, str]]:
     source = Path(path)
     try:
-        data = yaml.safe_load(source.read_text())
+        data = load_yaml(source.read_text())
     except OSError as err:
         raise TinyschedError(f"{source}: cannot read board database: {err.strerror or err}") from None
     except yaml.YAMLError as err:

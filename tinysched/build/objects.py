@@ -22,11 +22,10 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tinysched import children
+from tinysched import caches, children
 from tinysched.errors import TinyschedError
 from tinysched.text import first_error_line
 
@@ -41,8 +40,7 @@ _LINE_MARKER = re.compile(rb'^(# \d+ ")[^"]*/([^"/]*")', re.MULTILINE)
 
 def cache_folder() -> Path | None:
     """The folder `$TINYSCHED_OBJECT_CACHE` names, or None when objects are not cached."""
-    value = os.environ.get(CACHE_ENV, "").strip()
-    return Path(value) if value else None
+    return caches.folder(CACHE_ENV)
 
 
 @functools.cache
@@ -65,19 +63,6 @@ def _key(compiler: str, flags: Sequence[str], source: Path, cwd: Path | None) ->
     return digest.hexdigest()
 
 
-def _store(cache: Path, key: str, obj: Path) -> None:
-    """Put `obj` under `key` atomically: concurrent builds may store the same key at once."""
-    cache.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=cache, prefix=f".{key[:16]}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(obj.read_bytes())
-        os.replace(temporary, cache / f"{key}.o")
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def compile_object(
     compiler: str,
     flags: Sequence[str],
@@ -95,8 +80,8 @@ def compile_object(
     key = _key(compiler, flags, source, cwd) if cache is not None else None
     target = Path(cwd or ".", obj)
     if cache is not None and key is not None:
-        stored = cache / f"{key}.o"
-        if stored.is_file():
+        stored = caches.lookup(cache, f"{key}.o")
+        if stored is not None:
             shutil.copyfile(stored, target)
             return
     proc = children.run(
@@ -107,4 +92,4 @@ def compile_object(
         detail = first_error_line(output) if output.strip() else f"exit {proc.returncode}"
         raise TinyschedError(f"{what} failed: {detail}")
     if cache is not None and key is not None and not (proc.stderr or proc.stdout).strip():
-        _store(cache, key, target)
+        caches.store(cache, f"{key}.o", target.read_bytes())

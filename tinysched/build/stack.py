@@ -22,7 +22,7 @@ import yaml
 
 from tinysched.boards import Board
 from tinysched.errors import TinyschedError
-from tinysched.resources import resource
+from tinysched.resources import load_yaml, resource
 
 MARGIN_PERCENT = 25
 MARGIN_BYTES = 256
@@ -65,7 +65,7 @@ def kernel_stack_path() -> Path:
 def _load(path: str) -> KernelStackTable:
     source = Path(path)
     try:
-        doc = yaml.safe_load(source.read_text()) or {}
+        doc = load_yaml(source.read_text()) or {}
         kernels = {str(k): int(v["bytes"]) for k, v in (doc.get("kernels") or {}).items()}
         return KernelStackTable(kernels, int(doc["harness_bytes"]), tuple(doc.get("measured_on") or ()))
     except OSError as err:

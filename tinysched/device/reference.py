@@ -9,6 +9,11 @@ fails with BUILTIN_REF, the run is retried with the optimised builtin kernels
 (`BUILTIN_WITHOUT_DEFAULT_DELEGATES`, no XNNPACK) and the result says which resolver produced it.
 Several input sets go to one child, because start-up (importing the interpreter) dominates.
 
+With `$TINYSCHED_REFERENCE_CACHE` naming a folder, a child's successful result is stored there under
+a digest of the interpreter's version, the resolver, the model bytes and the input sets, and an
+identical run later reads it instead of starting a child (the test suite runs the same models on
+several boards). Failures are never stored: each run tries its resolvers again.
+
 BUILTIN_REF registers fewer operator versions than the optimised resolver. Where a version it lacks
 changes nothing for the element types in use (`REFERENCE_VERSION_LOWERING`: TILE v3 only declares
 int8 support, which the one TILE kernel both resolvers register already has), BUILTIN_REF runs a copy
@@ -18,6 +23,9 @@ of the model with that operator code's version lowered, and the result says so (
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import importlib.metadata
 import math
 import os
 import pickle
@@ -32,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from tinysched import children
+from tinysched import caches, children
 from tinysched.errors import TinyschedError
 from tinysched.model.interface import IoEdge, model_inputs
 from tinysched.text import quoted
@@ -53,6 +61,7 @@ __all__ = [
 ]
 
 DEFAULT_RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+CACHE_ENV = "TINYSCHED_REFERENCE_CACHE"
 
 # Reference kernels known to compute a wrong result, by (operator, input dtype): a model using one is
 # checked against the other resolver, and the result says why (evidence in docs/codegen.md).
@@ -319,6 +328,47 @@ def _run_child(
     return None, _one_line(f"{how} ({detail})" if detail and detail not in how else how)
 
 
+@functools.cache
+def _interpreter_version() -> str:
+    try:
+        return importlib.metadata.version("ai-edge-litert")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _cache_key(
+    model: bytes, resolver: str, preserve_all_tensors: bool, input_sets: Sequence[Sequence[Any]]
+) -> str:
+    digest = hashlib.sha256(f"{_interpreter_version()}\0{resolver}\0{preserve_all_tensors}\0".encode())
+    digest.update(hashlib.sha256(model).digest())
+    for inputs in input_sets:
+        digest.update(b"\0set")
+        for array in inputs:
+            value = np.ascontiguousarray(array)
+            digest.update(f"\0{value.dtype.str}{value.shape}\0".encode())
+            digest.update(value.tobytes())
+    return digest.hexdigest() + ".pkl"
+
+
+def _run_child_cached(
+    workdir: Path,
+    resolver: str,
+    preserve_all_tensors: bool,
+    timeout_s: float,
+    key: str,
+) -> tuple[dict[str, Any] | None, str]:
+    """`_run_child`, answered from `$TINYSCHED_REFERENCE_CACHE` when an identical run succeeded."""
+    cache = caches.folder(CACHE_ENV)
+    stored = caches.lookup(cache, key) if cache is not None else None
+    if stored is not None:
+        with stored.open("rb") as f:
+            return pickle.load(f), ""
+    result, failure = _run_child(workdir, resolver, preserve_all_tensors, timeout_s)
+    if cache is not None and result is not None:
+        caches.store(cache, key, (workdir / "result.pkl").read_bytes())
+    return result, failure
+
+
 def run_reference_many(
     model: bytes | str | os.PathLike[str],
     input_sets: Sequence[Sequence[np.ndarray]],
@@ -352,8 +402,10 @@ def run_reference_many(
         }
         np.savez(workdir / "inputs.npz", n_sets=np.int64(len(input_sets)), **arrays)
         for resolver in resolvers:
-            (workdir / "model.tflite").write_bytes(lowered if resolver == "BUILTIN_REF" else data)
-            result, failure = _run_child(workdir, resolver, preserve_all_tensors, timeout_s)
+            child_model = lowered if resolver == "BUILTIN_REF" else data
+            (workdir / "model.tflite").write_bytes(child_model)
+            key = _cache_key(child_model, resolver, preserve_all_tensors, input_sets)
+            result, failure = _run_child_cached(workdir, resolver, preserve_all_tensors, timeout_s, key)
             if result is None:
                 failures.append(f"{resolver}: {failure}")
                 continue
