@@ -27,6 +27,9 @@ void ts_target_init(void)
     TS_REG32(UART_BAUDDIV) = div < 16u ? 16u : div;
     TS_REG32(UART_STATE) = STATE_RX_OVERRUN;
     TS_REG32(UART_CTRL) = 0x3u; /* TX and RX enabled, no interrupts */
+    /* Drop a stale byte. Under QEMU this read also tells the character backend that the UART now
+     * takes input; without it the first byte from the host waited about a second. */
+    (void)TS_REG32(UART_DATA);
 }
 
 /* The FPGA's clock is the only one: it is always up. */
