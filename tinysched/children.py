@@ -10,8 +10,8 @@ where no Python code runs:
 - each command's first process gets a parent-death signal (Linux `prctl(PR_SET_PDEATHSIG,
   SIGKILL)`, armed between fork and exec; a parent gone before it was armed ends it at once);
 - one small reaper per tinysched process, in a session of its own, is told each group as it
-  starts and ends; when tinysched's end of the pipe closes, however tinysched ended, the reaper
-  kills the groups still running. The parent-death signal alone would leave a killed compiler
+  starts (by the group's first process, before it execs) and ends; when tinysched's end of the
+  pipe closes, however tinysched ended, the reaper kills the groups still running. The parent-death signal alone would leave a killed compiler
   driver's `cc1` running (it was seen compiling 19 minutes after its parent died).
 
 A forked worker starts with SIGINT and SIGTERM blocked (held across the fork) and sets both to
@@ -63,10 +63,16 @@ def _prctl() -> Any:
 _PRCTL = _prctl()  # looked up here: between fork and exec the child only calls it
 
 
-def _die_with(parent: int) -> None:
-    """In a new child: be killed when `parent` (the process that started it) dies."""
+def _die_with(parent: int, reaper_fd: int = -1) -> None:
+    """In a new child: be killed when `parent` (the process that started it) dies. A command's
+    first process (`reaper_fd` >= 0) also tells the reaper its group itself, before it execs: were
+    the parent to tell it after Popen returns, a parent killed in between would leave the group's
+    later processes running (seen on a loaded machine: a compiler driver's children)."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if reaper_fd >= 0:
+        with contextlib.suppress(OSError):  # one write under PIPE_BUF: atomic beside the parent's
+            os.write(reaper_fd, b"+%d\n" % os.getpid())
     if os.getppid() != parent:  # the parent died before the signal was armed
         os._exit(1)
 
@@ -118,6 +124,13 @@ class _Reaper:
             os.close(read)
         self._fd = write
 
+    def fd(self) -> int:
+        """The pipe's write end (started on first use), or -1 when there is no reaper."""
+        with self._lock:
+            if self._fd is None:
+                self._start()
+            return self._fd if self._fd is not None else -1
+
     def tell(self, sign: str, group: int) -> None:
         with self._lock:
             if self._fd is None:
@@ -141,11 +154,10 @@ def popen(args: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     """`subprocess.Popen(args, **kwargs)` in a process group of its own that dies with this
     process (stdin from /dev/null unless given). End it with `stop`."""
     kwargs.setdefault("stdin", subprocess.DEVNULL)
-    proc = subprocess.Popen(
-        args, process_group=0, preexec_fn=functools.partial(_die_with, os.getpid()), **kwargs
-    )
-    _reaper.tell("+", proc.pid)
-    return proc
+    # the child registers its group with the reaper before it execs (_die_with); close_fds closes
+    # the pipe only after that
+    starter = functools.partial(_die_with, os.getpid(), _reaper.fd())
+    return subprocess.Popen(args, process_group=0, preexec_fn=starter, **kwargs)
 
 
 def _signal_group(group: int, sig: int) -> None:
