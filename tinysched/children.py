@@ -11,8 +11,9 @@ where no Python code runs:
   SIGKILL)`, armed between fork and exec; a parent gone before it was armed ends it at once);
 - one small reaper per tinysched process, in a session of its own, is told each group as it
   starts (by the group's first process, before it execs) and ends; when tinysched's end of the
-  pipe closes, however tinysched ended, the reaper kills the groups still running. The parent-death signal alone would leave a killed compiler
-  driver's `cc1` running (it was seen compiling 19 minutes after its parent died).
+  pipe closes, however tinysched ended, the reaper kills the groups still running. The
+  parent-death signal alone would leave a killed compiler driver's `cc1` running (it was seen
+  compiling 19 minutes after its parent died).
 
 A forked worker starts with SIGINT and SIGTERM blocked (held across the fork) and sets both to
 their default action before it unblocks them: a stop request ends it at any point, inside native
