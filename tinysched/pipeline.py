@@ -1056,7 +1056,7 @@ def _streams_input(plan: _KernelPlan) -> bool:
 
 
 STREAM_ROUNDS = (
-    3  # plans that stream chains through the peak step's operators, each kept if it lowers the arena
+    8  # plans that stream chains through the peak step's operators, each kept if it lowers the arena
 )
 
 
