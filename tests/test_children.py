@@ -4,6 +4,7 @@ forked workers stop at once and quietly when asked, wherever they are, and die w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -127,6 +128,44 @@ def test_a_killed_parent_takes_its_workers_with_it() -> None:
         time.sleep(60)
     """
     assert _killed_parent(script, ready=2) == {}
+
+
+def test_commands_still_run_when_the_reaper_has_gone() -> None:
+    """A command's first process writes its group to the reaper's pipe before it execs; with the
+    reaper gone that write must fail quietly (EPIPE), not end the command by SIGPIPE."""
+    env, tag = tagged_env()
+    script = """
+        import os, signal, sys, time
+        from tinysched import children
+        children.run(["true"])  # starts the reaper
+        reaper = int(sys.stdin.readline())
+        os.kill(reaper, signal.SIGKILL)
+        while os.path.exists(f"/proc/{reaper}") and open(f"/proc/{reaper}/stat").read().split()[2] != "Z":
+            time.sleep(0.01)
+        print(children.run(["echo", "ran"], capture_output=True, text=True).stdout.strip())
+    """
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)], env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+    def reapers() -> list[int]:
+        found = []
+        for pid in tagged(tag):
+            with contextlib.suppress(OSError):
+                if b"groups = set()" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+        return found
+
+    try:
+        assert wait_for(reapers, 30.0), tagged(tag)
+        (reaper,) = reapers()
+        out, err = parent.communicate(f"{reaper}\n", timeout=30)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert parent.returncode == 0, err
+    assert out.strip() == "ran"
 
 
 @needs_gcc

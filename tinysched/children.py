@@ -72,8 +72,12 @@ def _die_with(parent: int, reaper_fd: int = -1) -> None:
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if reaper_fd >= 0:
+        # subprocess has restored SIGPIPE's default action by now: a reaper that has gone must
+        # give EPIPE here, not end the command before it starts
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         with contextlib.suppress(OSError):  # one write under PIPE_BUF: atomic beside the parent's
             os.write(reaper_fd, b"+%d\n" % os.getpid())
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if os.getppid() != parent:  # the parent died before the signal was armed
         os._exit(1)
 
@@ -125,18 +129,20 @@ class _Reaper:
             os.close(read)
         self._fd = write
 
+    def _started(self) -> int:
+        """The pipe's write end, the reaper started on first use; -1 when there is none. Call it
+        holding the lock."""
+        if self._fd is None:
+            self._start()
+        return self._fd if self._fd is not None else -1
+
     def fd(self) -> int:
-        """The pipe's write end (started on first use), or -1 when there is no reaper."""
         with self._lock:
-            if self._fd is None:
-                self._start()
-            return self._fd if self._fd is not None else -1
+            return self._started()
 
     def tell(self, sign: str, group: int) -> None:
         with self._lock:
-            if self._fd is None:
-                self._start()
-            if self._fd < 0:
+            if self._started() < 0:
                 return
             try:
                 os.write(self._fd, f"{sign}{group}\n".encode())
