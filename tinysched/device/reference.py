@@ -355,10 +355,10 @@ def _run_child_cached(
     resolver: str,
     preserve_all_tensors: bool,
     timeout_s: float,
+    cache: Path | None,
     key: str,
 ) -> tuple[dict[str, Any] | None, str]:
-    """`_run_child`, answered from `$TINYSCHED_REFERENCE_CACHE` when an identical run succeeded."""
-    cache = caches.folder(CACHE_ENV)
+    """`_run_child`, answered from `cache` (None: no cache) when an identical run succeeded."""
     stored = caches.lookup(cache, key) if cache is not None else None
     if stored is not None:
         with stored.open("rb") as f:
@@ -401,11 +401,15 @@ def run_reference_many(
             f"s{n}_i{k}": np.asarray(a) for n, inputs in enumerate(input_sets) for k, a in enumerate(inputs)
         }
         np.savez(workdir / "inputs.npz", n_sets=np.int64(len(input_sets)), **arrays)
+        cache = caches.folder(CACHE_ENV)
         for resolver in resolvers:
             child_model = lowered if resolver == "BUILTIN_REF" else data
             (workdir / "model.tflite").write_bytes(child_model)
-            key = _cache_key(child_model, resolver, preserve_all_tensors, input_sets)
-            result, failure = _run_child_cached(workdir, resolver, preserve_all_tensors, timeout_s, key)
+            # the key hashes the model and every input: only when the cache is on
+            key = _cache_key(child_model, resolver, preserve_all_tensors, input_sets) if cache else ""
+            result, failure = _run_child_cached(
+                workdir, resolver, preserve_all_tensors, timeout_s, cache, key
+            )
             if result is None:
                 failures.append(f"{resolver}: {failure}")
                 continue
