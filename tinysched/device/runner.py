@@ -574,8 +574,9 @@ def measure_image(
     def drive(link: DeviceLink) -> Hello:
         if link_hook:
             link_hook(link)
-        # Under QEMU the boot hello is all but certain (the CPU waits for the connection); should it
-        # not come, a QUERY after a few seconds asks the harness for another instead of waiting on.
+        # Under QEMU the CPU waits for the connection, but pyserial's open discards whatever has
+        # arrived by then, so on a loaded host the boot hello can lose its first bytes; a QUERY
+        # after a few seconds asks the harness for another instead of waiting on.
         hello = link.wait_hello(
             timeout=EMULATED_HELLO_TIMEOUT if run_board.emulated else BOARD_HELLO_TIMEOUT,
             first_query=EMULATED_FIRST_QUERY if run_board.emulated else 0.5,
