@@ -263,6 +263,24 @@ def conv_pairs_widened() -> bytes:
     return b.build()
 
 
+def conv_pruned_channels() -> bytes:
+    """CONV_2D layers with pruned channels, as trained models keep them (a filter scale near 0: shifts
+    down to -28, biases near 2^24-2^30): in the widened path's compile-time ts_rq table some are a
+    constant (the formula gives one value over the accumulators' whole range), others, whose range
+    crosses a rounding boundary, go through the formula channel by channel, the rest take ts_rq's
+    steps (ts_simd.h, ts_rq_form). A large first layer makes the peak, so both get planned scratch."""
+    b = ModelBuilder(seed=35)
+    z = b.input("z", (1, 24, 24, 3), zero_point=-128)
+    z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
+    z = b.average_pool2d(z, (24, 24), (24, 24), name="pool")
+    pruned = [1.0, 3e-5, 1e-5, 1.0, 3e-6, 1e-6, 2e-5, 1e-4, 5e-6, 1.0, 4e-5, 2e-6]
+    x = b.input("x", (1, 6, 7, 64), zero_point=-128)
+    t = b.conv2d(x, 12, (3, 3), (1, 1), "SAME", activation="RELU6", scale_factors=pruned, name="k3_pruned")
+    t = b.conv2d(t, 12, (1, 1), scale_factors=pruned[::-1], name="pw_pruned")
+    b.output(z, t)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -280,4 +298,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "helium_shapes": helium_shapes,
     "conv_widened": conv_widened,
     "conv_pairs_widened": conv_pairs_widened,
+    "conv_pruned_channels": conv_pruned_channels,
 }

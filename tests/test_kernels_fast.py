@@ -9,6 +9,7 @@ non-saturating requantisation the fast paths use) is checked against the referen
 
 from __future__ import annotations
 
+import random
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from fast_path_models import FAST_PATH_MODELS
 from helpers import generate_for_measure, host_verify
 from tiers import needs_gcc, require
 
+from tinysched.codegen.lower_conv import RQ_CONST, RQ_STEPS, acc_reach, rq_fields, rq_form
+from tinysched.codegen.quant import mbqm
 from tinysched.device.runner import measure_sources
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +66,7 @@ int main(void)
                                     1 << 30, -(1 << 30), (1 << 30) + 1, -(1 << 30) - 1, 1 << 15, -(1 << 15),
                                     12345, -12345, 1073741823, -1073741823};
     const int n_edges = (int)(sizeof edges / sizeof edges[0]);
-    long checked = 0, bad = 0;
+    long checked = 0, bad = 0, steps = 0, constants = 0, neither = 0;
     int i, j, s;
     for (i = 0; i < n_edges; ++i) {
         for (j = 0; j < n_edges; ++j) {
@@ -110,6 +113,40 @@ int main(void)
             ++checked;
         }
     }
+    /* Per channel forms (ts_rq_form): accumulators in [bias - reach, bias + reach]. A channel of
+     * TS_RQ_STEPS equals the formula through ts_rq_prepare; one of TS_RQ_CONST (a pruned channel:
+     * a tiny scale, a bias near 2^30) gives the formula's value everywhere in the range as the
+     * constant compile-time tables hold (m 0, l1 1, base the value + out_off, rr 0). */
+    for (i = 0; i < 60000; ++i) {
+        const int32_t s2 = -(int32_t)(next() % 32), off = (int32_t)(next() % 256) - 128;
+        const int64_t reach = (int64_t)(next() % (1u << (i % 3 ? 23 : 16)));
+        int32_t m = (int32_t)((1u << 30) | (next() >> 2)), bias = (int32_t)(next() >> (1 + next() % 8)), j, form;
+        ts_rq q;
+        if (i & 1) bias = -bias;
+        if (i % 5 == 0) m >>= next() % 24;
+        form = ts_rq_form(m, s2, bias, reach);
+        if (form == TS_RQ_STEPS) {
+            ts_rq_prepare(m, s2, off, &q);
+            ++steps;
+        } else if (form == TS_RQ_CONST) {
+            q.m = 0;
+            q.l1 = 1;
+            q.base = ts_requantize(bias, m, s2) + off;
+            q.rr = 0;
+            ++constants;
+        } else {
+            ++neither;
+            continue;
+        }
+        for (j = 0; j < 24; ++j) {
+            int32_t x = (int32_t)(bias + (int64_t)(next() % (2u * (uint32_t)reach + 1u)) - reach);
+            if (j < 2) x = (int32_t)(j == 0 ? bias - reach : bias + reach);
+            bad += ts_rq_emulated(x, &q) != ts_requantize(x, m, s2) + off;
+            ++checked;
+        }
+    }
+    printf("forms: steps %ld constant %ld neither %ld\n", steps, constants, neither);
+    bad += steps < 1000 || constants < 1000 || neither < 1000;
     printf("checked %ld bad %ld\n", checked, bad);
     return bad != 0;
 }
@@ -127,8 +164,41 @@ def test_branch_free_requantisation_equals_the_reference_formula(tmp_path: Path)
            "-o", str(exe)]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert out.stdout.split()[-1] == "0", out.stdout + out.stderr
-    assert int(out.stdout.split()[1]) > 5_000_000
+    last = out.stdout.splitlines()[-1].split()
+    assert last[0] == "checked" and last[-1] == "0", out.stdout + out.stderr
+    assert int(last[1]) > 5_000_000
+
+
+@needs_gcc
+@pytest.mark.host
+def test_compile_time_rq_fields_agree_with_the_kernels_check(tmp_path: Path) -> None:
+    """The code generator's rq_form/rq_fields (the tables the kernels read) and ts_simd.h's
+    ts_rq_form decide every channel the same way, pruned channels (shift down to -31, a bias near
+    2^30) included."""
+    rng = random.Random(5)
+    cases = []
+    for i in range(3000):
+        m = rng.randrange(1 << 30, 1 << 31) >> (rng.randrange(24) if i % 5 == 0 else 0)
+        shift = rng.randrange(-31, 30) if i % 4 else rng.randrange(-31, -22)
+        bias = rng.randrange(-(1 << 30) - 200, (1 << 30) + 200) >> rng.randrange(8)
+        reach = acc_reach(rng.choice([9, 27, 64, 128, 256, 1152]), rng.choice([128, 0, -5, 37]))
+        cases.append((m, shift, bias, reach))
+    rows = ",\n".join(f"{{{m}, {sh}, {b}, {r}LL}}" for m, sh, b, r in cases)
+    src = tmp_path / "forms.c"
+    src.write_text(
+        '#include <stdio.h>\n#include "ts_fixedpoint.h"\n#include "ts_simd.h"\n'
+        f"static const struct {{ int32_t m, s, b; long long r; }} c[] = {{\n{rows}\n}};\n"
+        "int main(void) { unsigned i; for (i = 0; i < sizeof c / sizeof c[0]; ++i) "
+        'printf("%d\\n", ts_rq_form(c[i].m, c[i].s, c[i].b, c[i].r)); return 0; }\n'
+    )
+    exe = tmp_path / "forms"
+    subprocess.run(["gcc", "-std=c99", "-O2", f"-I{KERNELS}", str(src), "-o", str(exe)], check=True)
+    forms = [int(v) for v in subprocess.run([str(exe)], capture_output=True, text=True).stdout.split()]
+    assert forms == [rq_form(*c) for c in cases]
+    assert {RQ_STEPS, RQ_CONST, 0} <= set(forms)
+    for (m, shift, bias, reach), form in zip(cases, forms, strict=True):
+        if form == RQ_CONST:  # the table's constant is the formula's value at both ends
+            assert rq_fields(m, shift, 3, bias, reach) == (0, 1, mbqm(bias - reach, m, shift) + 3, 0)
 
 
 def _qemu_ready() -> None:

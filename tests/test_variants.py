@@ -77,7 +77,10 @@ def test_rq_fields_match_ts_rq_prepare() -> None:
     # ts_simd.h: left = max(shift, 0), r = max(-shift, 0); base = 2^(r-1) + out_off * 2^r (r > 0)
     assert rq_fields(1 << 30, 2, -5) == (1 << 30, 3, -5, 0)
     assert rq_fields(1 << 30, -3, -5) == (1 << 30, 1, 4 - 40, 3 | 256)
-    assert rq_fields(1 << 30, -23, 7) == (0, 0, 0, 0)  # beyond what ts_rq takes: unused
+    # a pruned channel (shift -23): the formula's one value over the accumulators' range, as a constant
+    assert rq_fields(1 << 30, -23, 7, bias=1 << 29, reach=1 << 20) == (0, 1, 32 + 7, 0)
+    # where that range spans two values, neither form: zeros the kernel's check never lets it read
+    assert rq_fields(1 << 30, -23, 7, bias=1 << 29, reach=1 << 23) == (0, 0, 0, 0)
 
 
 # ---- which operators get one -----------------------------------------------------------------------

@@ -184,7 +184,11 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * out_c: fully in place). scratch: chunk * out_c bytes, disjoint from input and output.
  * rq_table: [out_c][4] int32 = ts_rq's fields (m, left + 1, base, rr; kernels/ts_simd.h) for each
  * channel with this layer's output_offset, prepared at compile time so small chunks cost no extra
- * preparation on DSP cores (used only where ts_conv2d_s8 takes its ts_rq path; may be NULL).
+ * preparation on DSP cores (may be NULL). A channel whose accumulators, bias +- K * max|q +
+ * input_offset| * 128, stay within ts_rq's bound has ts_rq_prepare's fields; one the formula maps
+ * to a single value over that whole range (a pruned channel: tiny scale, shift down to -31, bias
+ * near 2^30) has m = 0, left + 1 = 1, base = that value + output_offset, rr = 0; any other channel
+ * l1 = 0 (zeros). Used only where every channel is of the first two kinds (ts_rq_ok).
  * Widened in place (DSP cores, GCC/Clang, ts_rq path, in_c a multiple of 4, in_c <= out_c, scratch
  * word-aligned and chunk * out_c >= 6 * in_c): the flat pixels go in threes instead; each three's
  * input bytes are widened into scratch (int16 + input_offset, laid out as "CONV_2D wide" lays a
@@ -209,7 +213,8 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * of every pixel side by side); then output channel by channel, for each block of the strip one
  * SMLAD pair per pixel per four filter bytes (23 instructions per 24 products, against the pair
  * path's 26 per 16), the six results requantised (ts_rq, with rq_table's fields as the staged
- * variant's; or the formula's steps) and stored. Other cores, shapes the fast paths refuse and
+ * variant's, channel by channel: a channel whose l1 is 0 by the formula's steps; without a table,
+ * ts_rq where every channel's bound holds, else the formula's steps) and stored. Other cores, shapes the fast paths refuse and
  * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
  * scratch untouched.
  * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive

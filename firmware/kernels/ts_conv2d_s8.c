@@ -925,8 +925,10 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
             const int32_t m = p->multiplier[o], sh = p->shift[o];
             ts_rq r;
             int8_t *out = output + (size_t)i * out_c + o;
-            if (rq_table != NULL) { /* prepared at compile time: ts_rq_prepare's fields */
+            int rq_o = rq;
+            if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
                 r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+                rq_o = rq && r.l1 != 0;
             } else {
                 ts_rq_prepare(m, sh, p->output_offset, &r);
             }
@@ -938,12 +940,12 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                 if (whole < k) {
                     wide_tail(xb, w, whole, k, acc);
                 }
-                if (rq && n == TS_WIDE_PX) {
+                if (rq_o && n == TS_WIDE_PX) {
                     wide_store4(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
                                 ts_rq_apply(acc[3], &r), lo4, hi4);
                     out[4 * (size_t)out_c] = rq_clamp(acc[4], &r, lo, hi);
                     out[5 * (size_t)out_c] = rq_clamp(acc[5], &r, lo, hi);
-                } else if (rq) {
+                } else if (rq_o) {
                     for (q = 0; q < n; ++q) {
                         out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
                     }
@@ -1197,7 +1199,8 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 }
 
 /* What ts_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0, the fast
- * paths may run (shapes, input offset, multipliers); bit 1, the ts_rq requantisation's bound holds. */
+ * paths may run (shapes, input offset, multipliers); bit 1, every channel takes ts_rq's steps;
+ * bit 2, every channel takes them or is a constant (for the paths that read a compile-time table). */
 int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias)
 {
     int32_t checks = 0;
@@ -1206,9 +1209,11 @@ int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias)
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         checks = 1;
 #if TS_RQ_ASM
-        if (ts_rq_ok(p->multiplier, p->shift, p->out_c,
-                     ts_acc_bound(p->filter_h * p->filter_w * p->in_c, p->input_offset, bias, p->out_c))) {
-            checks |= 2;
+        const int64_t reach = ts_acc_reach(p->filter_h * p->filter_w * p->in_c, p->input_offset);
+        if (ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, reach, TS_RQ_STEPS)) {
+            checks |= 2 | 4;
+        } else if (ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, reach, TS_RQ_STEPS | TS_RQ_CONST)) {
+            checks |= 4;
         }
 #endif
     }
@@ -1418,7 +1423,8 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
 #if TS_RQ_ASM
-        if (ts_rq_ok(p->multiplier, p->shift, p->out_c, ts_acc_bound(p->in_c, p->input_offset, bias, p->out_c))) {
+        if (ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->in_c, p->input_offset),
+                     rq_table != NULL ? TS_RQ_STEPS | TS_RQ_CONST : TS_RQ_STEPS)) {
             mode = 2;
         }
 #endif
@@ -1484,12 +1490,14 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
 #if TS_CONV_WIDE
     if ((checks & 1) != 0 && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 && wide_worth(p->out_h * p->out_w) &&
         p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
-        const int rq = (checks & 2) != 0;
+        /* with a table, each channel as the table says (ts_rq's steps, a constant, or l1 0: the
+         * formula); without one, ts_rq_prepare's steps where every channel takes them */
+        const int rq = rq_table != NULL || (checks & 2) != 0;
         const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)p->out_h * p->out_w * p->out_c;
         int32_t b;
         for (b = 0; b < p->batches; ++b) {
             wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, rq, (uint32_t *)(void *)scratch,
-                        p->out_h * p->out_w, blocks, rq ? rq_table : NULL);
+                        p->out_h * p->out_w, blocks, rq_table);
         }
         return TS_OK;
     }

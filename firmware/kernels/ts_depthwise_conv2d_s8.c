@@ -507,8 +507,8 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 #endif
 #if TS_RQ_ASM
     } else if (p->depth_multiplier == 1 && p->dilation_w == 1 &&
-               ts_rq_ok(p->multiplier, p->shift, p->out_c,
-                        ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
+               ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
+                        TS_RQ_STEPS)) {
         dw_fast_rq(p, input, filter, bias, output);
 #endif
     } else {
@@ -709,8 +709,8 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
 #endif
 #if TS_RQ_ASM
         if (mode == 1 && rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
-            ts_rq_ok(p->multiplier, p->shift, p->out_c,
-                     ts_acc_bound(p->filter_h * p->filter_w, p->input_offset, bias, p->out_c))) {
+            ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
+                     TS_RQ_STEPS | TS_RQ_CONST)) {
             mode = 2;
             r.in_step = p->stride_w * p->in_c;
             r.out_step = p->in_c;

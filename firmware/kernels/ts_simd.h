@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ts_fixedpoint.h"
+
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #include <arm_acle.h>
 #define TS_DSP 1
@@ -101,7 +103,13 @@ static inline int32_t ts_smlatt(uint32_t a, uint32_t b, int32_t acc) { return __
  *   multiple of 2^r. [h < 0] equals [x < 0] except when x < 0 and h == 0 (x * m >= -2^30), where
  *   either value gives 0. So the result is SMMLAR(s2, m, A) >> r, A from a per-channel base minus
  *   [x < 0] when r >= 1. |h + A| < 2^30 + 2^21 + 2^29: no overflow. Checked against ts_requantize
- *   by tests/test_kernels_fast.py (ts_rq_emulated below is the same arithmetic in portable C). */
+ *   by tests/test_kernels_fast.py (ts_rq_emulated below is the same arithmetic in portable C).
+ * The bound is per channel: its accumulators lie in [bias - reach, bias + reach] (ts_acc_reach).
+ * A channel outside those limits (a pruned channel: a tiny scale, r up to 31, a bias near 2^30)
+ * can still be a constant: ts_requantize is monotone in x for m >= 0 (srdhm and rdivpot both round
+ * to nearest), so when it gives one value at both ends of the range it gives it everywhere, and
+ * ts_rq holds that value as m = 0, l1 = 1, base = value + out_off, rr = 0 (SMMLAR(s2, 0, base) =
+ * base). Only compile-time tables carry such channels (codegen/lower_conv.py, rq_fields). */
 typedef struct {
     int32_t m;    /* the multiplier */
     int32_t l1;   /* left + 1 */
@@ -118,31 +126,51 @@ static inline void ts_rq_prepare(int32_t m, int32_t shift, int32_t out_off, ts_r
     q->rr = r | (r > 0 ? 256 : 0);
 }
 
-/* 1 when ts_rq applies to every channel of a layer whose accumulators satisfy |acc| <= bound. */
-static inline int ts_rq_ok(const int32_t *multiplier, const int32_t *shift, int32_t n, int64_t bound)
+/* How far a channel's accumulators get from its bias: `products` products of |q + input_offset|
+ * times |w| <= 128. */
+static inline int64_t ts_acc_reach(int32_t products, int32_t input_offset)
+{
+    const int64_t lo = -128 + (int64_t)input_offset, hi = 127 + (int64_t)input_offset;
+    const int64_t x = lo < 0 ? (-lo > hi ? -lo : hi) : hi;
+    return (int64_t)products * x * 128;
+}
+
+#define TS_RQ_STEPS 1 /* ts_rq_prepare's SMMLAR steps */
+#define TS_RQ_CONST 2 /* one value for every accumulator the channel can meet */
+
+/* Which ts_rq form a channel (m, shift) takes when its accumulators lie in [bias - reach, bias +
+ * reach]: TS_RQ_STEPS, TS_RQ_CONST or 0 (neither: the formula's own steps). */
+static inline int ts_rq_form(int32_t m, int32_t shift, int32_t bias, int64_t reach)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int64_t b = bias < 0 ? -(int64_t)bias : bias;
+    if (m < 0 || shift < -31 || shift > 29 || reach < 0 || b + reach >= ((int64_t)1 << 31)) {
+        return 0;
+    }
+    if (shift >= -22 && ((b + reach) << (left + 1)) < ((int64_t)1 << 31)) {
+        return TS_RQ_STEPS;
+    }
+    if (shift <= 0) { /* no left shift: the formula's int32 steps cannot wrap */
+        const int32_t v = ts_requantize((int32_t)(bias - reach), m, shift);
+        if (v == ts_requantize((int32_t)(bias + reach), m, shift) && v > -(1 << 30) && v < (1 << 30)) {
+            return TS_RQ_CONST;
+        }
+    }
+    return 0;
+}
+
+/* 1 when every channel of a layer (bias NULL: all 0) has a ts_rq form among `forms`
+ * (TS_RQ_STEPS for ts_rq_prepare, TS_RQ_STEPS | TS_RQ_CONST where a compile-time table is used). */
+static inline int ts_rq_ok(const int32_t *multiplier, const int32_t *shift, const int32_t *bias, int32_t n,
+                           int64_t reach, int forms)
 {
     int32_t i;
     for (i = 0; i < n; ++i) {
-        const int32_t left = shift[i] > 0 ? shift[i] : 0;
-        if (multiplier[i] < 0 || shift[i] < -22 || shift[i] > 29 || (bound << (left + 1)) >= ((int64_t)1 << 31)) {
+        if ((ts_rq_form(multiplier[i], shift[i], bias != NULL ? bias[i] : 0, reach) & forms) == 0) {
             return 0;
         }
     }
     return 1;
-}
-
-/* The largest |acc| of `products` products (|q + input_offset| * 128 each) plus a bias of bias[0..n). */
-static inline int64_t ts_acc_bound(int32_t products, int32_t input_offset, const int32_t *bias, int32_t n)
-{
-    const int64_t lo = -128 + (int64_t)input_offset, hi = 127 + (int64_t)input_offset;
-    const int64_t x = lo < 0 ? (-lo > hi ? -lo : hi) : hi;
-    int64_t b = 0;
-    int32_t i;
-    for (i = 0; bias != NULL && i < n; ++i) {
-        const int64_t v = bias[i] < 0 ? -(int64_t)bias[i] : bias[i];
-        b = v > b ? v : b;
-    }
-    return (int64_t)products * x * 128 + b;
 }
 
 /* ts_rq's arithmetic in portable C (SMMLAR: (A * 2^32 + s2 * m + 2^31) >> 32), for the host check. */

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.quant import (
     MAX_ACCUMULATED_PRODUCTS,
     activation_range,
+    mbqm,
     quantize_multiplier,
 )
 from tinysched.codegen.table import lowering
 from tinysched.memory.variants import KernelVariant, variant_of
-from tinysched.model.graph import Operator
+from tinysched.model.graph import Graph, Operator
 from tinysched.model.rewrite import explicit_padding
 from tinysched.model.shapes import window_padding
 
@@ -121,11 +123,43 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         _staged(ctx, op, call, variant, mults, shifts, out_zp)
 
 
-def rq_fields(multiplier: int, shift: int, output_offset: int) -> tuple[int, int, int, int]:
-    """ts_rq_prepare's fields (firmware/kernels/ts_simd.h: m, left + 1, base, rr) as int32 values,
-    for the staged kernels' compile-time table (shifts ts_rq refuses, < -22, give unused zeros)."""
+RQ_STEPS, RQ_CONST = 1, 2  # ts_rq's forms (firmware/kernels/ts_simd.h, ts_rq_form)
+
+
+def acc_reach(products: int, input_offset: int) -> int:
+    """ts_acc_reach: how far a channel's accumulators get from its bias (|q + input_offset| * 128
+    per product)."""
+    lo, hi = -128 + input_offset, 127 + input_offset
+    return products * (max(-lo, hi) if lo < 0 else hi) * 128
+
+
+def rq_form(multiplier: int, shift: int, bias: int, reach: int) -> int:
+    """ts_rq_form: RQ_STEPS where the SMMLAR steps hold over [bias - reach, bias + reach], RQ_CONST
+    where the formula gives one value there (a pruned channel), 0 otherwise."""
+    b = abs(bias)
+    if multiplier < 0 or not -31 <= shift <= 29 or reach < 0 or b + reach >= 1 << 31:
+        return 0
+    if shift >= -22 and (b + reach) << (max(shift, 0) + 1) < 1 << 31:
+        return RQ_STEPS
+    if shift <= 0:
+        v = mbqm(bias - reach, multiplier, shift)
+        if v == mbqm(bias + reach, multiplier, shift) and -(1 << 30) < v < 1 << 30:
+            return RQ_CONST
+    return 0
+
+
+def rq_fields(
+    multiplier: int, shift: int, output_offset: int, bias: int = 0, reach: int = 0
+) -> tuple[int, int, int, int]:
+    """ts_rq's fields (firmware/kernels/ts_simd.h: m, left + 1, base, rr) as int32 values, for the
+    kernels' compile-time tables: ts_rq_prepare's for RQ_STEPS, the constant (m 0, base the value)
+    for RQ_CONST, otherwise zeros: l1 0 sends the channel to the formula's own steps in the widened
+    path, and the other kernels' checks refuse such a table."""
+    form = rq_form(multiplier, shift, bias, reach)
+    if form == RQ_CONST:
+        return (0, 1, mbqm(bias, multiplier, shift) + output_offset, 0)
     left, right = max(shift, 0), max(-shift, 0)
-    if right > 22:
+    if form == 0 or right > 22:
         return (0, 0, 0, 0)
     base = (
         ((1 << (right - 1)) + (output_offset & 0xFFFFFFFF) * (1 << right)) & 0xFFFFFFFF
@@ -134,6 +168,27 @@ def rq_fields(multiplier: int, shift: int, output_offset: int) -> tuple[int, int
     )
     base = base - (1 << 32) if base >= 1 << 31 else base
     return (multiplier, left + 1, base, right | (256 if right else 0))
+
+
+def rq_table(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+) -> list[int] | None:
+    """The ts_rq fields of every output channel of a CONV_2D or DEPTHWISE_CONV_2D, or None where the
+    bias is not a constant (a constant channel's value is the bias's)."""
+    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    if b >= 0 and graph.tensors[b].data is None:
+        return None
+    biases = [int(v) for v in graph.tensors[b].data] if b >= 0 else [0] * len(mults)  # type: ignore[union-attr]
+    fh, fw = w.shape[1], w.shape[2]
+    products = fh * fw * (1 if op.opcode == "DEPTHWISE_CONV_2D" else x.shape[3])
+    zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
+    reach = acc_reach(products, -int(zp))
+    return [
+        f
+        for m, sh, bias in zip(mults, shifts, biases, strict=True)
+        for f in rq_fields(int(m), int(sh), int(out_zp), bias, reach)
+    ]
 
 
 def _staged(
@@ -150,8 +205,12 @@ def _staged(
     scratch = op.outputs[-1]
     if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < variant.scratch_bytes:
         raise Unsupported(f"variant {variant.name} needs a scratch tensor of {variant.scratch_bytes} bytes")
-    table = [f for m, sh in zip(mults, shifts, strict=True) for f in rq_fields(int(m), int(sh), int(out_zp))]
-    name = ctx.array(call, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr")
+    table = rq_table(ctx.graph, op, mults, shifts, int(out_zp))
+    name = (
+        "NULL"
+        if table is None
+        else ctx.array(call, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr")
+    )
     call.kernel = variant.kernel
     call.args += [ctx.ptr(scratch, const=False), str(variant.param), name]
     call.comment.append(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import rq_fields
+from tinysched.codegen.lower_conv import rq_table
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -159,11 +159,9 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             continue
         arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
         zp = int(dict(part.params)["output_offset"])
-        table = [
-            f
-            for m, sh in zip(arrays["multiplier"], arrays["shift"], strict=True)
-            for f in rq_fields(int(m), int(sh), zp)
-        ]
+        table = rq_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
+        if table is None:
+            continue
         name = ctx.array(
             part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
         )

@@ -467,15 +467,22 @@ class ModelBuilder:
         activation: Activation = "NONE",
         per_channel: bool = True,
         output_quant: tuple[float, int] | None = None,
+        scale_factors: Sequence[float] | None = None,
         name: str = "conv2d",
     ) -> TensorHandle:
         """CONV_2D (v3): filter [O,H,W,I], per-channel scales on axis 0.
 
         Always has a bias: TFLite's quantised conv kernel rejects a conv without one.
+        `scale_factors` multiply the per-channel filter scales: a tiny factor makes the pruned
+        channel a trained model keeps (a scale near 0, its bias near the int32 limits).
         """
         self._check_int8(x)
         n, h, w, c = x.shape
         wq, ws = self._weights((filters, *kernel, c), kernel[0] * kernel[1] * c, 0, per_channel)
+        if scale_factors is not None:
+            if not per_channel or len(scale_factors) != filters:
+                raise ValueError(f"{name}: scale_factors needs one factor per output channel ({filters})")
+            ws = np.array([_f32(s * f) for s, f in zip(ws, scale_factors, strict=True)])
         weight = self._tensor(f"{name}/filter", wq.shape, "int8", data=wq, channel_scales=ws, channel_axis=0)
         real_w = wq * np.broadcast_to(ws, (filters,))[:, None, None, None]
         xs = _flat(self._sample(x), x.shape)
