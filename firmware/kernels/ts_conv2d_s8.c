@@ -889,6 +889,97 @@ static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t 
                      : "cc", "memory");
 }
 
+/* What wide_block_rq needs once its loop is done (by then its 13 registers are all taken). */
+typedef struct {
+    const ts_rq *q;    /* the channel's requantisation */
+    uint32_t lo4, hi4; /* act_min, act_max in every byte */
+    int8_t *out;       /* the block's first output byte of the channel */
+    int32_t stride;    /* bytes from one pixel's output to the next (out_c) */
+} wide_out;
+
+/* One whole block of one channel in one asm block: acc[q] = b0 + the dot product of `groups`
+ * groups (wide_dot's loop), then each ts_rq_apply's six steps, the six int8 results packed (BFI),
+ * clamped bytewise (SSUB8/SEL) and stored stride bytes apart: no accumulator leaves a register. */
+static inline void wide_block_rq(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t b0, const wide_out *o)
+{
+    /* the 13 operands in registers named here (TS_REG, ts_simd.h); `we` brings o in, kept on the
+     * stack during the loop */
+    register int32_t a0 TS_REG("r0") = b0, a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register int32_t a4 TS_REG("r4"), a5 TS_REG("r5");
+    register const int8_t *wp TS_REG("r6") = w, *end TS_REG("r8") = w + 4 * groups;
+    register const uint32_t *xp TS_REG("r9") = xs;
+    register uint32_t we TS_REG("r10") = (uint32_t)(uintptr_t)o, wo TS_REG("r11"), xe TS_REG("r12"),
+        xo TS_REG("lr");
+#define TS_WIDE_PIXEL(a, off)                                                                          \
+    "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                       \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+/* ts_rq_apply on a: m in we, l1 in wo, base in xe, rr in xo; end and xs are free */
+#define TS_WIDE_RQ(a)                                                                                   \
+    "lsl     %[end], %[" a "], %[wo]\n\t"                                                                \
+    "and     %[xs], %[xo], %[end], asr #31\n\t"                                                          \
+    "sub     %[xs], %[xe], %[xs], lsr #8\n\t"                                                            \
+    "smmlar  %[" a "], %[end], %[we], %[xs]\n\t"                                                         \
+    "asr     %[" a "], %[" a "], %[xo]\n\t"                                                              \
+    "ssat    %[" a "], #8, %[" a "]\n\t"
+    __asm__ volatile(
+        "str     %[we], [sp, #-8]!\n\t"
+        "mov     %[a1], %[a0]\n\t"
+        "mov     %[a2], %[a0]\n\t"
+        "mov     %[a3], %[a0]\n\t"
+        "mov     %[a4], %[a0]\n\t"
+        "mov     %[a5], %[a0]\n\t"
+        "1:\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t"
+        "ldrd    %[xe], %[xo], [%[xs]], #48\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        TS_WIDE_PIXEL("a1", "-40") TS_WIDE_PIXEL("a2", "-32") TS_WIDE_PIXEL("a3", "-24")
+        TS_WIDE_PIXEL("a4", "-16") TS_WIDE_PIXEL("a5", "-8")
+        "cmp     %[w], %[end]\n\t"
+        "bne     1b\n\t"
+        "ldr     %[w], [sp], #8\n\t" /* o */
+        "ldr     %[xs], [%[w]]\n\t"  /* o->q */
+        "ldrd    %[we], %[wo], [%[xs]]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #8]\n\t"
+        TS_WIDE_RQ("a0") TS_WIDE_RQ("a1") TS_WIDE_RQ("a2") TS_WIDE_RQ("a3") TS_WIDE_RQ("a4") TS_WIDE_RQ("a5")
+        "bfi     %[a0], %[a1], #8, #8\n\t"
+        "bfi     %[a0], %[a2], #16, #8\n\t"
+        "bfi     %[a0], %[a3], #24, #8\n\t"
+        "bfi     %[a4], %[a5], #8, #8\n\t"
+        "ldrd    %[we], %[wo], [%[w], #4]\n\t" /* lo4, hi4 */
+        "ssub8   %[xs], %[a0], %[we]\n\t"
+        "sel     %[a0], %[a0], %[we]\n\t"
+        "ssub8   %[xs], %[wo], %[a0]\n\t"
+        "sel     %[a0], %[a0], %[wo]\n\t"
+        "ssub8   %[xs], %[a4], %[we]\n\t"
+        "sel     %[a4], %[a4], %[we]\n\t"
+        "ssub8   %[xs], %[wo], %[a4]\n\t"
+        "sel     %[a4], %[a4], %[wo]\n\t"
+        "ldrd    %[xe], %[xo], [%[w], #12]\n\t" /* out, stride */
+        "strb    %[a0], [%[xe]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xe], %[xo]]\n\t"
+        "add     %[xe], %[xe], %[xo], lsl #1\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xe]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xe], %[xo]]\n\t"
+        "add     %[xe], %[xe], %[xo], lsl #1\n\t"
+        "strb    %[a4], [%[xe]]\n\t"
+        "lsr     %[a4], %[a4], #8\n\t"
+        "strb    %[a4], [%[xe], %[xo]]"
+        : [a0] "+&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [a4] "=&r"(a4), [a5] "=&r"(a5),
+          [w] "+&r"(wp), [xs] "+&r"(xp), [end] "+&r"(end), [we] "+&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe),
+          [xo] "=&r"(xo)
+        :
+        : "cc", "memory");
+#undef TS_WIDE_RQ
+#undef TS_WIDE_PIXEL
+}
+
 /* Bytes of block scratch one block of the widened path needs for filters of k bytes. */
 static inline size_t wide_block_bytes(int32_t k) { return (size_t)TS_WIDE_PX * (size_t)((k + 3) & ~3) * 2u; }
 
@@ -910,6 +1001,10 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
     const int32_t strip_px = strip * TS_WIDE_PX;
     int32_t i, q, o, b;
+    wide_out wo;
+    wo.lo4 = lo4;
+    wo.hi4 = hi4;
+    wo.stride = out_c;
     for (i = 0; i < pixels; i += strip_px) {
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
         for (q = 0; q < nb * TS_WIDE_PX; ++q) {
@@ -932,10 +1027,17 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
             } else {
                 ts_rq_prepare(m, sh, p->output_offset, &r);
             }
+            wo.q = &r;
             for (b = 0; b < nb; ++b) {
                 const uint32_t *xb = xs + (size_t)b * block_words;
                 const int32_t n = np - b * TS_WIDE_PX < TS_WIDE_PX ? np - b * TS_WIDE_PX : TS_WIDE_PX;
                 int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0, b0, b0};
+                if (rq_o && n == TS_WIDE_PX && whole >= k) { /* the whole block in registers */
+                    wo.out = out;
+                    wide_block_rq(xb, w, whole >> 2, b0, &wo);
+                    out += (size_t)TS_WIDE_PX * out_c;
+                    continue;
+                }
                 wide_dot(xb, w, whole >> 2, acc);
                 if (whole < k) {
                     wide_tail(xb, w, whole, k, acc);

@@ -181,10 +181,18 @@ def _step_live(graph: Graph, arena: ArenaPlan) -> tuple[list[int], list[int]]:
     return live, plain
 
 
-def _best_fit(graph: Graph, op: Operator, gaps: list[tuple[int, int]]) -> tuple[int, int, int] | None:
-    """(blocks, bytes, offset) of the largest strip that fits a gap (the smallest such gap)."""
+def _best_fit(
+    graph: Graph, op: Operator, gaps: list[tuple[int, int]], capped: bool
+) -> tuple[int, int, int] | None:
+    """(blocks, bytes, offset) of the largest strip that fits a gap (the smallest such gap): up to
+    WIDE_MAX_BLOCKS blocks and no more than the layer's pixels fill; `capped` (bytes that may grow
+    the arena), at most WIDE_STRIP_BYTES unless one block is more. More blocks a strip pay each
+    channel's set-up (bias, requantisation, filter pointer) once for more pixels."""
     one = scratch_bytes(graph, op, "wide", 1)
-    most = max(1, min(WIDE_MAX_BLOCKS, WIDE_STRIP_BYTES // one))
+    y = graph.tensors[op.outputs[0]]
+    pixels = int(y.shape[1]) * int(y.shape[2]) if len(y.shape) == 4 else WIDE_MAX_BLOCKS * WIDE_BLOCK_PIXELS
+    most = min(WIDE_MAX_BLOCKS, -(-pixels // WIDE_BLOCK_PIXELS))
+    most = max(1, min(most, WIDE_STRIP_BYTES // one) if capped else most)
     for blocks in range(most, 0, -1):
         need = blocks * one
         fits = [(hi - lo, lo) for lo, hi in gaps if hi - lo >= need]
@@ -225,7 +233,7 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
             if need:
                 strips[v] = (need, widest[1])
             continue
-        fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo])
+        fit = _best_fit(graph, op, [(lo, hi) for lo, hi in room if hi > lo], ceiling is not None)
         if fit is not None:
             blocks, need, offset = fit
             y = graph.tensors[op.outputs[0]]
