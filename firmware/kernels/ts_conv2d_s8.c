@@ -889,6 +889,15 @@ static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t 
                      : "cc", "memory");
 }
 
+/* ts_rq_apply's six steps on a (wide_block_rq, wide_block3_rq): m in we, l1 in wo, base in xe, rr in xo; end and xs are free */
+#define TS_WIDE_RQ(a)                                                                                   \
+    "lsl     %[end], %[" a "], %[wo]\n\t"                                                                \
+    "and     %[xs], %[xo], %[end], asr #31\n\t"                                                          \
+    "sub     %[xs], %[xe], %[xs], lsr #8\n\t"                                                            \
+    "smmlar  %[" a "], %[end], %[we], %[xs]\n\t"                                                         \
+    "asr     %[" a "], %[" a "], %[xo]\n\t"                                                              \
+    "ssat    %[" a "], #8, %[" a "]\n\t"
+
 /* What wide_block_rq needs once its loop is done (by then its 13 registers are all taken). */
 typedef struct {
     const ts_rq *q;    /* the channel's requantisation */
@@ -914,14 +923,6 @@ static inline void wide_block_rq(const uint32_t *xs, const int8_t *w, int32_t gr
     "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                       \
     "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
     "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
-/* ts_rq_apply on a: m in we, l1 in wo, base in xe, rr in xo; end and xs are free */
-#define TS_WIDE_RQ(a)                                                                                   \
-    "lsl     %[end], %[" a "], %[wo]\n\t"                                                                \
-    "and     %[xs], %[xo], %[end], asr #31\n\t"                                                          \
-    "sub     %[xs], %[xe], %[xs], lsr #8\n\t"                                                            \
-    "smmlar  %[" a "], %[end], %[we], %[xs]\n\t"                                                         \
-    "asr     %[" a "], %[" a "], %[xo]\n\t"                                                              \
-    "ssat    %[" a "], #8, %[" a "]\n\t"
     __asm__ volatile(
         "str     %[we], [sp, #-8]!\n\t"
         "mov     %[a1], %[a0]\n\t"
@@ -976,7 +977,6 @@ static inline void wide_block_rq(const uint32_t *xs, const int8_t *w, int32_t gr
           [xo] "=&r"(xo)
         :
         : "cc", "memory");
-#undef TS_WIDE_RQ
 #undef TS_WIDE_PIXEL
 }
 
@@ -1430,27 +1430,56 @@ static inline void wide_dot3(const uint32_t *xs, const int8_t *w, int32_t groups
     acc[2] = a2;
 }
 
-/* Three int8 results of one channel (saturated) for three consecutive pixels: packed, clamped
- * bytewise to [lo, hi] (SSUB8/SEL, the fourth byte unused), stored `stride` bytes apart. */
-static inline void wide_store3(int8_t *out, int32_t stride, int32_t v0, int32_t v1, int32_t v2, uint32_t lo4,
-                               uint32_t hi4)
+/* wide_block_rq for a three-pixel block (staged_wide3's layout: pixel q's words of group g at word
+ * 2 * (3 g + q)): the dot products, each ts_rq_apply, the three results packed, clamped bytewise
+ * and stored stride bytes apart, in one asm block. */
+static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t b0, const wide_out *o)
 {
-    uint32_t t;
-    __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
-                     "bfi     %[v0], %[v2], #16, #8\n\t"
-                     "ssub8   %[t], %[v0], %[lo]\n\t"
-                     "sel     %[v0], %[v0], %[lo]\n\t"
-                     "ssub8   %[t], %[hi], %[v0]\n\t"
-                     "sel     %[v0], %[v0], %[hi]\n\t"
-                     "strb    %[v0], [%[out]]\n\t"
-                     "lsr     %[v0], %[v0], #8\n\t"
-                     "strb    %[v0], [%[out], %[s]]\n\t"
-                     "lsr     %[v0], %[v0], #8\n\t"
-                     "add     %[t], %[out], %[s], lsl #1\n\t"
-                     "strb    %[v0], [%[t]]"
-                     : [v0] "+&r"(v0), [t] "=&r"(t)
-                     : [v1] "r"(v1), [v2] "r"(v2), [lo] "r"(lo4), [hi] "r"(hi4), [out] "r"(out), [s] "r"(stride)
-                     : "cc", "memory");
+    /* the 11 operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0") = b0, a1 TS_REG("r1"), a2 TS_REG("r2");
+    register const int8_t *wp TS_REG("r3") = w, *end TS_REG("r4") = w + 4 * groups;
+    register const uint32_t *xp TS_REG("r5") = xs;
+    register const wide_out *op TS_REG("r6") = o;
+    register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11");
+    __asm__ volatile(
+        "mov     %[a1], %[a0]\n\t"
+        "mov     %[a2], %[a0]\n\t"
+        "1:\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t"
+        "ldrd    %[xe], %[xo], [%[xs]], #24\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
+        "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
+        "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
+        "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
+        "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
+        "cmp     %[w], %[end]\n\t"
+        "bne     1b\n\t"
+        "ldr     %[xs], [%[o]]\n\t" /* o->q */
+        "ldrd    %[we], %[wo], [%[xs]]\n\t"
+        "ldrd    %[xe], %[xo], [%[xs], #8]\n\t"
+        TS_WIDE_RQ("a0") TS_WIDE_RQ("a1") TS_WIDE_RQ("a2")
+        "bfi     %[a0], %[a1], #8, #8\n\t"
+        "bfi     %[a0], %[a2], #16, #8\n\t"
+        "ldrd    %[we], %[wo], [%[o], #4]\n\t" /* lo4, hi4 */
+        "ssub8   %[xs], %[a0], %[we]\n\t"
+        "sel     %[a0], %[a0], %[we]\n\t"
+        "ssub8   %[xs], %[wo], %[a0]\n\t"
+        "sel     %[a0], %[a0], %[wo]\n\t"
+        "ldrd    %[xe], %[xo], [%[o], #12]\n\t" /* out, stride */
+        "strb    %[a0], [%[xe]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xe], %[xo]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xe], %[xo], lsl #1]"
+        : [a0] "+&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [w] "+&r"(wp), [xs] "+&r"(xp), [end] "+&r"(end),
+          [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
+        : [o] "r"(op)
+        : "cc", "memory");
 }
 
 /* The staged variant widened in place (1x1, stride 1, in_c a multiple of 4, in_c <= out_c, ts_rq):
@@ -1463,6 +1492,10 @@ static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, cons
     const int32_t in_c = p->in_c, out_c = p->out_c, groups = in_c / 4, lo = p->act_min, hi = p->act_max;
     const uint32_t off2 = ts_pack2x16(p->input_offset), lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
     int32_t i, q, o, c;
+    wide_out wo;
+    wo.lo4 = lo4;
+    wo.hi4 = hi4;
+    wo.stride = out_c;
     for (i = 0; i < pixels; i += 3) {
         const int32_t n = pixels - i < 3 ? pixels - i : 3;
         for (q = 0; q < 3; ++q) {
@@ -1491,14 +1524,15 @@ static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, cons
             } else {
                 ts_rq_prepare(p->multiplier[o], p->shift[o], p->output_offset, &r);
             }
-            wide_dot3(xs, filter + (size_t)o * in_c, groups, acc);
-            if (n == 3) {
-                wide_store3(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
-                            lo4, hi4);
-            } else {
-                for (q = 0; q < n; ++q) {
-                    out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
-                }
+            if (n == 3) { /* the whole block in registers */
+                wo.q = &r;
+                wo.out = out;
+                wide_block3_rq(xs, filter + (size_t)o * in_c, groups, b0, &wo);
+                continue;
+            }
+            wide_dot3(xs, filter + (size_t)o * in_c, groups, acc); /* the last one or two pixels */
+            for (q = 0; q < n; ++q) {
+                out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
             }
         }
     }
