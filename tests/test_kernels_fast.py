@@ -236,6 +236,7 @@ DSP_ONLY_MODELS = (
     "add_scales",
     "conv_pairs_widened",
     "depthwise_wide_runs",
+    "conv_pruned_channels",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -194,7 +194,7 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * input bytes are widened into scratch (int16 + input_offset, laid out as "CONV_2D wide" lays a
  * block, three pixels per group) before any of its outputs is written, then each channel is one
  * SMLAD pass over them (14 instructions per 12 products) and its three outputs are written straight
- * to their bytes. Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
+ * to their bytes (a full three in one asm block, from the products to the stores). Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
  * bound above is set by the last pixel whatever the chunk size, so every overlap `chunk` allows
  * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied. */
 int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -214,7 +214,8 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * SMLAD pair per pixel per four filter bytes (23 instructions per 24 products, against the pair
  * path's 26 per 16), the six results requantised (ts_rq, with rq_table's fields as the staged
  * variant's, channel by channel: a channel whose l1 is 0 by the formula's steps; without a table,
- * ts_rq where every channel's bound holds, else the formula's steps) and stored. Other cores, shapes the fast paths refuse and
+ * ts_rq where every channel's bound holds, else the formula's steps) and stored; a full block's
+ * six accumulators stay in registers from the first product to the last store (one asm block). Other cores, shapes the fast paths refuse and
  * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
  * scratch untouched.
  * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive
