@@ -281,6 +281,22 @@ def conv_pruned_channels() -> bytes:
     return b.build()
 
 
+def depthwise_blocks() -> bytes:
+    """DEPTHWISE_CONV_2D shapes the blocks path (compile-time tables, filter_w <= 3) takes beyond 3x3:
+    a 5x3 filter over 6 channels (one block and a two-channel tail), 2x2 VALID, 1x3 stride 2 and
+    3x1 with a window that clips every row and no bias; input zero points -128, 0 and 9."""
+    b = ModelBuilder(seed=41)
+    x = b.input("x", (1, 9, 7, 6), zero_point=-128)
+    t = b.depthwise_conv2d(x, (5, 3), (1, 1), "SAME", activation="RELU", name="dw6_5x3")
+    y = b.input("y", (1, 6, 8, 12), zero_point=0)
+    u = b.depthwise_conv2d(y, (2, 2), (1, 1), "VALID", activation="RELU6", name="dw12_2x2")
+    u = b.depthwise_conv2d(u, (1, 3), (2, 2), "SAME", name="dw12_1x3_s2")
+    z = b.input("z", (1, 2, 5, 8), zero_point=9)
+    v = b.depthwise_conv2d(z, (3, 1), (1, 1), "SAME", use_bias=False, name="dw8_3x1_nobias")
+    b.output(t, u, v)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -299,4 +315,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_widened": conv_widened,
     "conv_pairs_widened": conv_pairs_widened,
     "conv_pruned_channels": conv_pruned_channels,
+    "depthwise_blocks": depthwise_blocks,
 }

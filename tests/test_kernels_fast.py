@@ -237,6 +237,7 @@ DSP_ONLY_MODELS = (
     "conv_pairs_widened",
     "depthwise_wide_runs",
     "conv_pruned_channels",
+    "depthwise_blocks",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -22,7 +22,7 @@ from helpers import (
 from tiers import needs_gcc, require
 
 from tinysched.arena.check import check_plan
-from tinysched.codegen.lower_conv import rq_fields
+from tinysched.codegen.lower_conv import depthwise_blocks, rq_fields, rq_table
 from tinysched.errors import TinyschedError
 from tinysched.memory.inplace import candidate, select_variants
 from tinysched.memory.overlap import max_shift, memory_model, variant_shift
@@ -81,6 +81,38 @@ def test_rq_fields_match_ts_rq_prepare() -> None:
     assert rq_fields(1 << 30, -23, 7, bias=1 << 29, reach=1 << 20) == (0, 1, 32 + 7, 0)
     # where that range spans two values, neither form: zeros the kernel's check never lets it read
     assert rq_fields(1 << 30, -23, 7, bias=1 << 29, reach=1 << 23) == (0, 0, 0, 0)
+
+
+def test_depthwise_blocks_hold_biases_rq_fields_and_the_widened_filter() -> None:
+    """ts_kernels.h "Blocks": per four channels 4 biases, 4 x 4 ts_rq fields, then per tap the
+    filter as two words of 16-bit lanes [c | c+2], [c+1 | c+3]; tail channels are not in it."""
+
+    def dw(b: ModelBuilder, multiplier: int = 1, kernel: tuple[int, int] = (2, 3)) -> None:
+        x = b.input("x", (1, 5, 5, 6), zero_point=3)
+        b.output(b.depthwise_conv2d(x, kernel, depth_multiplier=multiplier, name="dw"))
+
+    g = built_graph(dw)
+    op = first_op(g, "DEPTHWISE_CONV_2D")
+    mults, shifts = [1 << 30] * 6, [-3] * 6
+    table = depthwise_blocks(g, op, mults, shifts, -7)
+    assert table is not None and len(table) == 20 + 2 * 2 * 3  # one block: 6 channels, 2x3 taps
+    bias = [int(v) for v in g.tensors[op.inputs[2]].data]
+    assert table[:4] == bias[:4]
+    assert table[4:20] == rq_table(g, op, mults, shifts, -7)[:16]
+    w = g.tensors[op.inputs[1]].data.reshape(6, 6)  # [tap][channel]
+
+    def lanes(word: int) -> list[int]:  # the low and the high signed 16-bit half
+        return [((word & 0xFFFF) ^ 0x8000) - 0x8000, word >> 16]
+
+    for tap in range(6):
+        assert lanes(table[20 + 2 * tap]) == [int(w[tap, 0]), int(w[tap, 2])]
+        assert lanes(table[21 + 2 * tap]) == [int(w[tap, 1]), int(w[tap, 3])]
+    # a depth multiplier, a filter wider than 3, a channel the formula must take: no blocks
+    g2 = built_graph(lambda b: dw(b, multiplier=2))
+    assert depthwise_blocks(g2, first_op(g2, "DEPTHWISE_CONV_2D"), [1 << 30] * 12, [-3] * 12, 0) is None
+    g5 = built_graph(lambda b: dw(b, kernel=(3, 5)))
+    assert depthwise_blocks(g5, first_op(g5, "DEPTHWISE_CONV_2D"), mults, shifts, 0) is None
+    assert depthwise_blocks(g, op, mults, [30] + shifts[1:], -7) is None  # shift 30: outside ts_rq
 
 
 # ---- which operators get one -----------------------------------------------------------------------

@@ -288,7 +288,18 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
  * written after reading input channel o / depth_multiplier over that pixel's receptive field;
  * while a group is being written only the receptive fields of its pixels are read, so after a
  * byte of pixel q is written, only receptive fields of q's group and of later pixels are read.
- * Every path reads each needed input byte once per output channel block. */
+ * Every path reads each needed input byte once per output channel block.
+ * Blocks (DSP cores, depth_multiplier 1, dilation_w 1, filter_w <= 3, when `blocks` is not NULL;
+ * Helium cores keep their path): the generator's table, (20 + 2 * filter_h * filter_w) words per
+ * block of four channels c = 0, 4, .. (in_c / 4 blocks): their biases (0 without a bias), their
+ * ts_rq fields (m, left + 1, base, rr each; every channel's accumulators within its bound, or a
+ * constant, see ts_simd.h; the generator emits no table otherwise), then per tap t = ky * filter_w
+ * + kx the filter widened to 16-bit lanes, [w_c | w_c+2] and [w_c+1 | w_c+3]. Output pixels go one
+ * at a time; per pixel each block in one asm block: biases, the taps of the window's rectangle
+ * inside the input (SXTAB16 adds input_offset to the input, SMLABB/SMLATT against the widened
+ * filter: eight instructions a tap for four channels), ts_rq, packing, the bytewise clamp and one
+ * word stored; then the in_c % 4 tail channels through the formula. The same int32 accumulators as
+ * the formula, so the same bytes. Read/write order: a group of one pixel, as above. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -303,6 +314,7 @@ typedef struct {
     int32_t act_min, act_max;
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
+    const int32_t *blocks;     /* the generator's blocks (see "Blocks" above), or NULL */
 } ts_depthwise_conv2d_s8_params;
 
 int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
@@ -320,7 +332,9 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
  * the input as long as output offset - input offset <= min_k (R(k+1) - (k - lag + 1) * out_c), with
  * R(k+1) the lowest input byte of pixels after k (tinysched.overlap picks the smallest lag for
  * which that is >= 0: fully in place). scratch: (lag + 1) * out_c bytes, disjoint from input and
- * output. rq_table: as CONV_2D staged's (may be NULL: then the fast path without ts_rq).
+ * output. rq_table: as CONV_2D staged's (may be NULL: then the fast path without ts_rq). Where
+ * p->blocks is set (the conditions above), each pixel is the blocks arithmetic instead, one pixel
+ * per step as here, and rq_table is not read.
  * On Helium cores (TS_MVE, see CONV_2D) with depth_multiplier 1 under the fast path's conditions,
  * each pixel (the same one per step, the same ring slot and copy-out order as above) is
  * ts_depthwise_conv2d_s8's Helium arithmetic for a clipped window: the bias, then for each tap inside

@@ -294,6 +294,265 @@ static TS_NOINLINE void dw_runw3x3(const int8_t *in, const uint32_t *fw, int8_t 
     }
 }
 
+/* ---- Blocks: the generator's table per four channels (ts_kernels.h, "Blocks") ---------------- */
+#define DWB_RQ_BYTES 16     /* where a block's four ts_rq start (after its four biases) */
+#define DWB_FILTER_WORDS 20 /* where its widened filter starts */
+
+/* What every pixel of a layer needs, one block of it so the pixel loop keeps few values. */
+typedef struct {
+    const int32_t *blocks; /* the table */
+    int32_t block_words;   /* its words per block of four channels: 20 + 2 * filter_h * filter_w */
+    int32_t groups;        /* in_c / 4 */
+    int32_t c1;            /* input bytes from one tap of a row to the next: in_c */
+    int32_t in_row;        /* input bytes from one filter row to the next */
+    uint32_t off2;         /* input_offset in both halves */
+    uint32_t lim[2];       /* act_min, act_max in every byte */
+} dw_blk;
+
+/* A block's four accumulators a0..a3 through its ts_rq at [f, #16..#76] (one channel: its fields by
+ * two LDRD, then ts_rq_apply's six steps with the accumulator shifted in place), x, fe, fo, t1
+ * scratch. */
+#define DWB_RQ_ONE(a, off)                                                                              \
+    "ldrd    %[x], %[fe], [%[f], #" off "]\n\t"                                                          \
+    "ldrd    %[fo], %[t1], [%[f], #" off " + 8]\n\t"                                                     \
+    "lsl     %[" a "], %[" a "], %[fe]\n\t"                                                              \
+    "and     %[fe], %[t1], %[" a "], asr #31\n\t"                                                        \
+    "sub     %[fe], %[fo], %[fe], lsr #8\n\t"                                                            \
+    "smmlar  %[" a "], %[" a "], %[x], %[fe]\n\t"                                                        \
+    "asr     %[" a "], %[" a "], %[t1]\n\t"                                                              \
+    "ssat    %[" a "], #8, %[" a "]\n\t"
+#define DWB_RQ4 DWB_RQ_ONE("a0", "16") DWB_RQ_ONE("a1", "32") DWB_RQ_ONE("a2", "48") DWB_RQ_ONE("a3", "64")
+/* The four results packed into a0, clamped bytewise to [lo4, hi4] (SSUB8 sets a GE flag per byte,
+ * SEL picks), x, fe, fo scratch. */
+#define DWB_PACK_CLAMP                                                                                  \
+    "bfi     %[a0], %[a1], #8, #8\n\t"                                                                   \
+    "bfi     %[a0], %[a2], #16, #8\n\t"                                                                  \
+    "bfi     %[a0], %[a3], #24, #8\n\t"                                                                  \
+    "ldr     %[x], %[lo4]\n\t"                                                                           \
+    "ldr     %[fe], %[hi4]\n\t"                                                                          \
+    "ssub8   %[fo], %[a0], %[x]\n\t"                                                                     \
+    "sel     %[a0], %[a0], %[x]\n\t"                                                                     \
+    "ssub8   %[fo], %[fe], %[a0]\n\t"                                                                    \
+    "sel     %[a0], %[a0], %[fe]\n\t"
+
+/* The words of a block of a 3x3 filter: 20 + 2 * 9. */
+#define DWB_WORDS_3X3 38
+
+/* One pixel whose whole 3x3 window lies inside the input (in, out at channel 0 of the window's
+ * first tap / of the pixel), every block in one asm loop: per block the biases, nine taps against
+ * the widened filter at [f, #80..#144], ts_rq, pack, clamp, one word stored. */
+static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_blk *k)
+{
+    const int32_t in_row = k->in_row, back = 2 * k->in_row - 4; /* p from the last row to the next block */
+    const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
+    int32_t groups = k->groups;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register const int8_t *pp TS_REG("r4") = in;
+    register const int32_t *ff TS_REG("r5") = k->blocks;
+    register const int32_t c1 TS_REG("r6") = k->c1;
+    register const uint32_t off2 TS_REG("r8") = k->off2;
+    register int8_t *oo TS_REG("r9") = out;
+    register uint32_t x TS_REG("r10"), fe TS_REG("r11"), fo TS_REG("r12"), t1 TS_REG("lr");
+    if (groups < 1) {
+        return;
+    }
+    __asm__ volatile("1:\n\t"
+                     "ldrd    %[a0], %[a1], [%[f]]\n\t"
+                     "ldrd    %[a2], %[a3], [%[f], #8]\n\t" DWW_TAP("", "80") DWW_TAP(", %[c1]", "88")
+                         DWW_TAP(", %[c1], lsl #1", "96") "ldr     %[t1], %[in_row]\n\t"
+                                                         "add     %[p], %[p], %[t1]\n\t" DWW_TAP("", "104")
+                             DWW_TAP(", %[c1]", "112") DWW_TAP(", %[c1], lsl #1", "120")
+                                 "ldr     %[t1], %[in_row]\n\t"
+                                 "add     %[p], %[p], %[t1]\n\t" DWW_TAP("", "128") DWW_TAP(", %[c1]", "136")
+                                     DWW_TAP(", %[c1], lsl #1", "144") DWB_RQ4 DWB_PACK_CLAMP
+                     "str     %[a0], [%[o]], #4\n\t"
+                     "ldr     %[t1], %[back]\n\t"
+                     "sub     %[p], %[p], %[t1]\n\t"
+                     "add     %[f], %[f], #152\n\t" /* 4 * DWB_WORDS_3X3 */
+                     "ldr     %[t1], %[groups]\n\t"
+                     "subs    %[t1], %[t1], #1\n\t"
+                     "str     %[t1], %[groups]\n\t"
+                     "bne     1b"
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x),
+                       [fe] "=&r"(fe), [fo] "=&r"(fo), [t1] "=&r"(t1), [p] "+r"(pp), [f] "+r"(ff), [o] "+r"(oo),
+                       [groups] "+m"(groups)
+                     : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [back] "m"(back), [lo4] "m"(lo4),
+                       [hi4] "m"(hi4)
+                     : "cc", "memory");
+}
+
+/* DWW_TAP against the filter pointer fp (which walks the window's rectangle) instead of f. */
+#define DWB_RECT_TAP(xoff, foff)                                                                        \
+    "ldr     %[x], [%[p]" xoff "]\n\t"                                                                   \
+    "ldrd    %[fe], %[fo], [%[fp], #" foff "]\n\t"                                                       \
+    "sxtab16 %[t1], %[off2], %[x]\n\t"                                                                   \
+    "smlabb  %[a0], %[t1], %[fe], %[a0]\n\t"                                                             \
+    "smlatt  %[a2], %[t1], %[fe], %[a2]\n\t"                                                             \
+    "sxtab16 %[x], %[off2], %[x], ror #8\n\t"                                                            \
+    "smlabb  %[a1], %[x], %[fo], %[a1]\n\t"                                                              \
+    "smlatt  %[a3], %[x], %[fo], %[a3]\n\t"
+
+/* One pixel over the rectangle of its window inside the input, th rows (>= 1) of tw taps (1..3), in
+ * at channel 0 of the rectangle's first tap, tap0 that tap's index in the filter: every block in
+ * one asm loop: per block the biases, a loop over the rows, ts_rq, pack, clamp, one word stored. */
+static TS_NOINLINE void dw_blocks_rect(const int8_t *in, int8_t *out, int32_t th, int32_t tw, int32_t tap0,
+                                       int32_t w_row, const dw_blk *k)
+{
+    const int32_t in_row = k->in_row, back = th * k->in_row - 4; /* p from past the last row to the next block */
+    const int32_t foff = 4 * DWB_FILTER_WORDS + 8 * tap0, bstride = 4 * k->block_words;
+    const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
+    int32_t groups = k->groups, rows;
+    int8_t *outp = out;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register const int8_t *pp TS_REG("r4") = in;
+    register const int32_t *ff TS_REG("r5") = k->blocks;
+    register const uint32_t *fp TS_REG("r6");
+    register const int32_t c1 TS_REG("r8") = k->c1;
+    register const uint32_t off2 TS_REG("r9") = k->off2;
+    register uint32_t x TS_REG("r10"), fe TS_REG("r11"), fo TS_REG("r12"), t1 TS_REG("lr");
+    if (groups < 1) {
+        return;
+    }
+#define DWB_RECT(body)                                                                                  \
+    __asm__ volatile("1:\n\t"                                                                            \
+                     "ldrd    %[a0], %[a1], [%[f]]\n\t"                                                  \
+                     "ldrd    %[a2], %[a3], [%[f], #8]\n\t"                                              \
+                     "ldr     %[t1], %[foff]\n\t"                                                        \
+                     "add     %[fp], %[f], %[t1]\n\t"                                                    \
+                     "ldr     %[t1], %[th]\n\t"                                                          \
+                     "str     %[t1], %[rows]\n\t"                                                        \
+                     "2:\n\t" body "ldr     %[t1], %[in_row]\n\t"                                        \
+                     "add     %[p], %[p], %[t1]\n\t"                                                     \
+                     "ldr     %[t1], %[w_row]\n\t"                                                       \
+                     "add     %[fp], %[fp], %[t1]\n\t"                                                   \
+                     "ldr     %[t1], %[rows]\n\t"                                                        \
+                     "subs    %[t1], %[t1], #1\n\t"                                                      \
+                     "str     %[t1], %[rows]\n\t"                                                        \
+                     "bne     2b\n\t" DWB_RQ4 DWB_PACK_CLAMP "ldr     %[x], %[outp]\n\t"                 \
+                     "str     %[a0], [%[x]], #4\n\t"                                                     \
+                     "str     %[x], %[outp]\n\t"                                                         \
+                     "ldr     %[t1], %[back]\n\t"                                                        \
+                     "sub     %[p], %[p], %[t1]\n\t"                                                     \
+                     "ldr     %[t1], %[bstride]\n\t"                                                     \
+                     "add     %[f], %[f], %[t1]\n\t"                                                     \
+                     "ldr     %[t1], %[groups]\n\t"                                                      \
+                     "subs    %[t1], %[t1], #1\n\t"                                                      \
+                     "str     %[t1], %[groups]\n\t"                                                      \
+                     "bne     1b"                                                                        \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x),     \
+                       [fe] "=&r"(fe), [fo] "=&r"(fo), [t1] "=&r"(t1), [p] "+r"(pp), [f] "+r"(ff),       \
+                       [fp] "=&r"(fp), [rows] "=m"(rows), [outp] "+m"(outp), [groups] "+m"(groups)       \
+                     : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [w_row] "m"(w_row),         \
+                       [foff] "m"(foff), [th] "m"(th), [back] "m"(back), [bstride] "m"(bstride),         \
+                       [lo4] "m"(lo4), [hi4] "m"(hi4)                                                    \
+                     : "cc", "memory")
+    if (tw == 3) {
+        DWB_RECT(DWB_RECT_TAP("", "0") DWB_RECT_TAP(", %[c1]", "8") DWB_RECT_TAP(", %[c1], lsl #1", "16"));
+    } else if (tw == 2) {
+        DWB_RECT(DWB_RECT_TAP("", "0") DWB_RECT_TAP(", %[c1]", "8"));
+    } else {
+        DWB_RECT(DWB_RECT_TAP("", "0"));
+    }
+#undef DWB_RECT
+}
+
+/* Output pixel (y, x) of batch base in_b, every channel, through the blocks (the in_c % 4 tail
+ * channels through the formula), into out. */
+static TS_NOINLINE void dw_blocks_pixel(const ts_depthwise_conv2d_s8_params *p, const dw_blk *k,
+                                        const int8_t *in_b, int32_t y, int32_t x, const int8_t *filter,
+                                        const int32_t *bias, int8_t *out)
+{
+    const int32_t c_n = p->in_c, fw = p->filter_w, c4 = 4 * k->groups;
+    const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+    int32_t ky0, ky1, kx0, kx1, th, tw, c, g;
+    const int8_t *in = in_b; /* not read when the window misses the input */
+    ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    ts_tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
+    th = ky1 - ky0;
+    tw = th > 0 && kx1 > kx0 ? kx1 - kx0 : 0;
+    if (tw > 0) {
+        in += ((size_t)(y0 + ky0 * p->dilation_h) * p->in_w + (size_t)(x0 + kx0)) * c_n;
+    }
+    if (th == 3 && tw == 3 && fw == 3 && p->filter_h == 3) {
+        dw_blocks_full(in, out, k);
+    } else if (tw > 0) {
+        dw_blocks_rect(in, out, th, tw, ky0 * fw + kx0, 8 * fw, k);
+    } else { /* no tap inside the input: the biases alone */
+        for (g = 0; g < k->groups; ++g) {
+            const int32_t *blk = k->blocks + (size_t)g * k->block_words;
+            ts_rq4_store(out + 4 * g, blk[0], blk[1], blk[2], blk[3],
+                         (const ts_rq *)(const void *)(blk + DWB_RQ_BYTES / 4), k->lim);
+        }
+    }
+    for (c = c4; c < c_n; ++c) {
+        const int8_t *in_r = in + c;
+        const int8_t *w_r = filter + (ky0 * fw + kx0) * c_n + c;
+        int32_t acc = bias != NULL ? bias[c] : 0, ky, kx;
+        for (ky = 0; ky < (tw > 0 ? th : 0); ++ky) {
+            for (kx = 0; kx < tw; ++kx) {
+                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + p->input_offset);
+            }
+            in_r += k->in_row;
+            w_r += fw * c_n;
+        }
+        out[c] = dw_out(p, acc, c);
+    }
+}
+
+/* Whether the blocks path takes p (ts_kernels.h, "Blocks"), and its per-layer values. */
+static int dw_blocks_setup(const ts_depthwise_conv2d_s8_params *p, dw_blk *k)
+{
+    if (p->blocks == NULL || p->depth_multiplier != 1 || p->dilation_w != 1 || p->filter_w > 3) {
+        return 0;
+    }
+    k->blocks = p->blocks;
+    k->block_words = DWB_FILTER_WORDS + 2 * p->filter_h * p->filter_w;
+    k->groups = p->in_c / 4;
+    k->c1 = p->in_c;
+    k->in_row = p->dilation_h * p->in_w * p->in_c;
+    k->off2 = ts_pack2x16(p->input_offset);
+    k->lim[0] = ts_bytes4(p->act_min);
+    k->lim[1] = ts_bytes4(p->act_max);
+    return 1;
+}
+
+/* Output row y of batch base in_b through the blocks, pixel by pixel (flat indices k0, k0 + 1, ..):
+ * each pixel straight to its output bytes (scratch NULL), or, for the staged variant, into ring
+ * slot k % (lag + 1) of scratch, then pixel k - lag (if any) copied out. A pixel whose whole 3x3
+ * window lies inside the input, with in_c a multiple of 4, goes to dw_blocks_full directly. */
+static TS_NOINLINE void dw_blocks_row(const ts_depthwise_conv2d_s8_params *p, const dw_blk *k, const int8_t *in_b,
+                                      int32_t y, int32_t k0, const int8_t *filter, const int32_t *bias,
+                                      int8_t *output, int8_t *scratch, int32_t lag)
+{
+    const int32_t c_n = p->in_c, out_w = p->out_w, in_w = p->in_w, stride_w = p->stride_w, slots = lag + 1;
+    const int32_t y0 = y * p->stride_h - p->pad_top;
+    int32_t ky0, ky1, x, j = k0, s = k0 % slots;
+    int full_rows;
+    const int8_t *in_y = in_b;
+    ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+    full_rows = p->filter_h == 3 && p->filter_w == 3 && ky1 - ky0 == 3 && 4 * k->groups == c_n;
+    if (full_rows) {
+        in_y += (size_t)y0 * in_w * c_n;
+    }
+    for (x = 0; x < out_w; ++x, ++j) {
+        const int32_t x0 = x * stride_w - p->pad_left;
+        int8_t *dst = scratch != NULL ? scratch + (size_t)s * c_n : output + (size_t)j * c_n;
+        if (full_rows && x0 >= 0 && x0 + 3 <= in_w) {
+            dw_blocks_full(in_y + (size_t)x0 * c_n, dst, k);
+        } else {
+            dw_blocks_pixel(p, k, in_b, y, x, filter, bias, dst);
+        }
+        if (scratch != NULL) {
+            s = s + 1 == slots ? 0 : s + 1; /* now the slot of pixel j + 1, which held pixel j - lag */
+            if (j >= lag) {
+                ts_copy_bytes(output + (size_t)(j - lag) * c_n, scratch + (size_t)s * c_n, (size_t)c_n);
+            }
+        }
+    }
+}
+
 #define DW_CHUNK 32
 #define DW_WIDE_RUNS 8
 /* Depth multiplier 1, dilation_w 1, accumulators within ts_rq's bound. Output rows go in chunks of
@@ -493,6 +752,9 @@ static void dw_generic(const ts_depthwise_conv2d_s8_params *p, const int8_t *inp
 int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                            const int8_t *filter, const int32_t *bias, int8_t *output)
 {
+#if TS_RQ_ASM
+    dw_blk blk;
+#endif
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
         p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier) {
         return TS_ERR_PARAMS;
@@ -506,6 +768,14 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
         ts_mve_depthwise(p, input, filter, bias, output);
 #endif
 #if TS_RQ_ASM
+    } else if (dw_blocks_setup(p, &blk)) {
+        int32_t b, y;
+        for (b = 0; b < p->batches; ++b) {
+            for (y = 0; y < p->out_h; ++y) {
+                dw_blocks_row(p, &blk, input + (size_t)b * p->in_h * p->in_w * p->in_c, y, y * p->out_w, filter,
+                              bias, output + (size_t)b * p->out_h * p->out_w * p->out_c, NULL, 0);
+            }
+        }
     } else if (p->depth_multiplier == 1 && p->dilation_w == 1 &&
                ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
                         TS_RQ_STEPS)) {
@@ -691,9 +961,10 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
     const size_t in_batch = (size_t)p->in_h * p->in_w * p->in_c;
     ts_depthwise_conv2d_s8_params sub = *p;
     int32_t k, j;
-    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq, 3 Helium */
+    int mode = 0; /* 0 reference loop, 1 fast, 2 fast with compile-time ts_rq, 3 Helium, 4 blocks */
 #if TS_RQ_ASM
     dw_run r;
+    dw_blk blk;
 #endif
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
         p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier || lag < 0) {
@@ -708,6 +979,9 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
         }
 #endif
 #if TS_RQ_ASM
+        if (mode == 1 && dw_blocks_setup(p, &blk)) {
+            mode = 4;
+        }
         if (mode == 1 && rq_table != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 &&
             ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
                      TS_RQ_STEPS | TS_RQ_CONST)) {
@@ -733,6 +1007,16 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
             for (y = 0; y < out_h; ++y) {
                 dw_row_rq(p, input + (size_t)b * in_batch, y, (b * out_h + y) * out_w, filter, bias, rq_table, &r,
                           output, scratch, lag);
+            }
+        }
+    }
+#endif
+#if TS_RQ_ASM
+    if (mode == 4) {
+        for (b = 0; b < p->batches; ++b) {
+            for (y = 0; y < out_h; ++y) {
+                dw_blocks_row(p, &blk, input + (size_t)b * in_batch, y, (b * out_h + y) * out_w, filter, bias, output,
+                              scratch, lag);
             }
         }
     }

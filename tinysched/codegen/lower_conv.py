@@ -117,10 +117,14 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     mult_name = ctx.array(call, "multiplier", "int32_t", mults, "per output channel")
     shift_name = ctx.array(call, "shift", "int32_t", shifts, "per output channel")
     call.params = [(k, str(v)) for k, v in params] + [("multiplier", mult_name), ("shift", shift_name)]
+    blocks = depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise else None
+    if blocks is not None:
+        comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
+        call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
     call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
     variant = variant_of(ctx.graph, op)
     if variant is not None:
-        _staged(ctx, op, call, variant, mults, shifts, out_zp)
+        _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=blocks is None)
 
 
 RQ_STEPS, RQ_CONST = 1, 2  # ts_rq's forms (firmware/kernels/ts_simd.h, ts_rq_form)
@@ -191,6 +195,39 @@ def rq_table(
     ]
 
 
+def _lanes(low: int, high: int) -> int:
+    """Two int8 values as the int32 of two signed 16-bit lanes [low | high] (SXTB16's result)."""
+    word = (low & 0xFFFF) | ((high & 0xFFFF) << 16)
+    return word - (1 << 32) if word >= 1 << 31 else word
+
+
+def depthwise_blocks(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+) -> list[int] | None:
+    """ts_depthwise_conv2d_s8's blocks (ts_kernels.h, "Blocks"): per four channels their biases,
+    ts_rq fields and filter widened to 16-bit lanes; None where the kernel would not take them (a
+    depth multiplier, dilation across, filters wider than 3, fewer than four channels) or could not
+    (a bias not constant, a channel that needs the formula's own steps)."""
+    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    channels, (fh, fw) = x.shape[3], w.shape[1:3]
+    dilation_w = int(op.options.get("dilation_wfactor", 1) or 1)
+    if w.shape[3] != channels or dilation_w != 1 or fw > 3 or channels < 4 or w.data is None:
+        return None
+    fields = rq_table(graph, op, mults, shifts, out_zp)
+    groups = channels // 4
+    if fields is None or any(fields[4 * c + 1] == 0 for c in range(4 * groups)):  # l1 0: the formula
+        return None
+    biases = [int(v) for v in graph.tensors[b].data] if b >= 0 else [0] * channels  # type: ignore[union-attr]
+    taps = [[int(v) for v in row] for row in w.data.reshape(fh * fw, channels)]
+    table: list[int] = []
+    for c in range(0, 4 * groups, 4):
+        table += biases[c : c + 4] + fields[4 * c : 4 * c + 16]
+        for tap in taps:
+            table += [_lanes(tap[c], tap[c + 2]), _lanes(tap[c + 1], tap[c + 3])]
+    return table
+
+
 def _staged(
     ctx: LoweringContext,
     op: Operator,
@@ -199,13 +236,15 @@ def _staged(
     mults: tuple[int, ...],
     shifts: tuple[int, ...],
     out_zp: int,
+    rq: bool = True,
 ) -> None:
     """The operator's recorded in-place variant (tinysched.memory.variants): its kernel, the scratch tensor
-    `with_scratch` added as its last output, its geometry number and the ts_rq table."""
+    `with_scratch` added as its last output, its geometry number and the ts_rq table (NULL without
+    `rq`: a depthwise layer's blocks hold its fields)."""
     scratch = op.outputs[-1]
     if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < variant.scratch_bytes:
         raise Unsupported(f"variant {variant.name} needs a scratch tensor of {variant.scratch_bytes} bytes")
-    table = rq_table(ctx.graph, op, mults, shifts, int(out_zp))
+    table = rq_table(ctx.graph, op, mults, shifts, int(out_zp)) if rq else None
     name = (
         "NULL"
         if table is None
