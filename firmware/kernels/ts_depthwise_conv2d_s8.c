@@ -12,6 +12,12 @@
  *    chunk (dw_runw3x3: LDRD of two 16-bit-lane words per tap, no SXTB16 of the filter) when the
  *    chunk holds DW_WIDE_RUNS such pixels or more; shorter runs keep the raw filter (dw_run3x3),
  *    where widening would cost more than it saves.
+ *  - dw_blocks_*: where the generator gave the layer its blocks (p->blocks: per four channels the
+ *    biases, ts_rq fields and the filter widened once, at compile time), pixel by pixel, every block
+ *    of a pixel in one asm loop: a whole 3x3 window in nine taps of eight instructions
+ *    (dw_blocks_full), a clipped one by rows of one to three taps (dw_blocks_rect), each block
+ *    requantised, packed, clamped and stored inside the same loop. Nothing is prepared at run
+ *    time, so a call on one row of a streamed chain costs no more per pixel than a whole layer.
  *  - dw_generic, the original loop nest, kept as the reference.
  */
 #include "ts_fixedpoint.h"
