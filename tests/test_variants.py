@@ -115,6 +115,25 @@ def test_depthwise_blocks_hold_biases_rq_fields_and_the_widened_filter() -> None
     assert depthwise_blocks(g, op, mults, [30] + shifts[1:], -7) is None  # shift 30: outside ts_rq
 
 
+def test_depthwise_blocks_only_where_the_core_reads_them() -> None:
+    """The DSP cores' kernels read the blocks; a Helium core's (mps3-an547) take their own path, so
+    its sources carry no blocks (flash they would never read) and the same arena."""
+
+    def dw(b: ModelBuilder) -> None:
+        x = b.input("x", (1, 6, 6, 8), zero_point=-128)
+        b.output(b.depthwise_conv2d(x, (3, 3), activation="RELU", name="dw"))
+
+    g = built_graph(dw)
+    texts = {}
+    for core in ("cortex-m7", "cortex-m55"):
+        planned = plan(g, PlanOptions(core=core, time_limit=2.0))
+        module = generate(planned)
+        texts[core] = "".join(module.files.values())
+        assert module.arena_bytes == planned.arena.arena_bytes
+    assert ".blocks = " in texts["cortex-m7"]
+    assert "blocks" not in texts["cortex-m55"]
+
+
 # ---- which operators get one -----------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tinysched.arena.check import check_plan
-from tinysched.arena.cost import DEFAULT_CORE, order_estimate, stream_overhead, table_note
+from tinysched.arena.cost import CORE_FAMILIES, DEFAULT_CORE, order_estimate, stream_overhead, table_note
 from tinysched.arena.placement import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
 from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
 from tinysched.arena.scratch import with_wide_scratch
@@ -1162,6 +1162,7 @@ def generate(planned: Planned, prefix: str | None = None) -> Any:
         schedule=planned.schedule,
         edge_notes=notes,
         stream_entry=planned.options.stream_input,
+        dsp_tables=CORE_FAMILIES.get(planned.options.core) != "mve",
     )
 
 

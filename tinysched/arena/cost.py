@@ -29,6 +29,7 @@ from tinysched.model.graph import Graph, Operator
 from tinysched.order.recompute import macs, operator_macs
 
 __all__ = [
+    "CORE_FAMILIES",
     "COST_TABLE",
     "DEFAULT_CORE",
     "KernelCost",

@@ -117,7 +117,9 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     mult_name = ctx.array(call, "multiplier", "int32_t", mults, "per output channel")
     shift_name = ctx.array(call, "shift", "int32_t", shifts, "per output channel")
     call.params = [(k, str(v)) for k, v in params] + [("multiplier", mult_name), ("shift", shift_name)]
-    blocks = depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise else None
+    blocks = (
+        depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
+    )
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))

@@ -403,13 +403,15 @@ def generate(
     schedule: Any = None,
     edge_notes: dict[int, str] | None = None,
     stream_entry: bool = False,
+    dsp_tables: bool = True,
 ) -> GeneratedModule:
     """C sources for `graph` run in `plan.order` with tensors at `plan`'s offsets.
 
     `graph` must already hold any scratch tensors the plan was made with (see `with_scratch`);
     `edge_notes` (edge tensor -> text) go into the header above that input's or output's constants.
     `stream_entry` (--stream-input) adds `<prefix>_invoke_streamed`, which a graph whose input a chain
-    takes row by row (tinysched.memory.stream) needs; a model of one input only."""
+    takes row by row (tinysched.memory.stream) needs; a model of one input only. `dsp_tables` False
+    (a core whose kernels take the Helium paths) leaves out the tables only the DSP paths read."""
     check_supported(graph)
     prefix = check_prefix(prefix) if prefix is not None else default_prefix(graph)
     name = model_name(graph)
@@ -452,6 +454,7 @@ def generate(
         const_names,
         state_offsets,
         tuple((r["var"], r["base"], r["bytes"]) for r in regions),
+        dsp_tables,
     )
     calls = []
     runs: dict[int, int] = {}
