@@ -297,6 +297,21 @@ def depthwise_blocks() -> bytes:
     return b.build()
 
 
+def conv_quads_tables() -> bytes:
+    """CONV_2D of small receptive fields through the quads with the generator's tables: 3x3x3
+    stride 2 over 9 output pixels (two whole quads and a last pixel), 10x4x1 with RELU
+    (K = 40, the largest), 2x2x7 VALID (K = 28); input zero points -128, 4 and 0."""
+    b = ModelBuilder(seed=43)
+    x = b.input("x", (1, 5, 6, 3), zero_point=-128)
+    t = b.conv2d(x, 6, (3, 3), (2, 2), "SAME", name="c3x3x3_s2")
+    y = b.input("y", (1, 12, 6, 1), zero_point=4)
+    u = b.conv2d(y, 12, (10, 4), (2, 2), "SAME", activation="RELU", name="c10x4")
+    z = b.input("z", (1, 5, 5, 7), zero_point=0)
+    v = b.conv2d(z, 9, (2, 2), (1, 1), "VALID", activation="RELU6", name="c2x2x7")
+    b.output(t, u, v)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -316,4 +331,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_pairs_widened": conv_pairs_widened,
     "conv_pruned_channels": conv_pruned_channels,
     "depthwise_blocks": depthwise_blocks,
+    "conv_quads_tables": conv_quads_tables,
 }

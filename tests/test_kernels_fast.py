@@ -238,6 +238,7 @@ DSP_ONLY_MODELS = (
     "depthwise_wide_runs",
     "conv_pruned_channels",
     "depthwise_blocks",
+    "conv_quads_tables",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

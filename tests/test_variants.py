@@ -22,7 +22,7 @@ from helpers import (
 from tiers import needs_gcc, require
 
 from tinysched.arena.check import check_plan
-from tinysched.codegen.lower_conv import depthwise_blocks, rq_fields, rq_table
+from tinysched.codegen.lower_conv import conv_quads_table, depthwise_blocks, rq_fields, rq_table
 from tinysched.errors import TinyschedError
 from tinysched.memory.inplace import candidate, select_variants
 from tinysched.memory.overlap import max_shift, memory_model, variant_shift
@@ -115,13 +115,50 @@ def test_depthwise_blocks_hold_biases_rq_fields_and_the_widened_filter() -> None
     assert depthwise_blocks(g, op, mults, [30] + shifts[1:], -7) is None  # shift 30: outside ts_rq
 
 
-def test_depthwise_blocks_only_where_the_core_reads_them() -> None:
-    """The DSP cores' kernels read the blocks; a Helium core's (mps3-an547) take their own path, so
-    its sources carry no blocks (flash they would never read) and the same arena."""
+def test_conv_quads_table_holds_bias_widened_filter_and_rq_fields() -> None:
+    """ts_kernels.h CONV_2D quads: per output channel its bias, its K bytes rounded up to words with
+    zeros as 16-bit lanes [w_4g | w_4g+2], [w_4g+1 | w_4g+3], then its four ts_rq fields."""
+
+    def conv(b: ModelBuilder, kernel: tuple[int, int] = (3, 3), channels: int = 3) -> None:
+        x = b.input("x", (1, 8, 8, channels), zero_point=-128)
+        b.output(b.conv2d(x, 5, kernel, (2, 2), "SAME", activation="RELU", name="c"))
+
+    g = built_graph(conv)
+    op = first_op(g, "CONV_2D")
+    mults, shifts = [1 << 30] * 5, [-4] * 5
+    table = conv_quads_table(g, op, mults, shifts, -128)
+    k4 = 28  # 3 x 3 x 3 = 27 bytes, one zero
+    assert table is not None and len(table) == 5 * (5 + k4 // 2)
+    bias = [int(v) for v in g.tensors[op.inputs[2]].data]
+    fields = rq_table(g, op, mults, shifts, -128)
+    w = [[int(v) for v in row] + [0] for row in g.tensors[op.inputs[1]].data.reshape(5, 27)]
+
+    def lanes(word: int) -> list[int]:
+        return [((word & 0xFFFF) ^ 0x8000) - 0x8000, word >> 16]
+
+    for o in range(5):
+        at = o * (5 + k4 // 2)
+        assert table[at] == bias[o]
+        for gr in range(k4 // 4):
+            assert lanes(table[at + 1 + 2 * gr]) == [w[o][4 * gr], w[o][4 * gr + 2]]
+            assert lanes(table[at + 2 + 2 * gr]) == [w[o][4 * gr + 1], w[o][4 * gr + 3]]
+        assert table[at + 1 + k4 // 2 : at + 5 + k4 // 2] == fields[4 * o : 4 * o + 4]
+    # a 1x1 filter (the pointwise paths), eight input channels, a channel the formula must take: none
+    for build in (lambda b: conv(b, kernel=(1, 1)), lambda b: conv(b, channels=8)):
+        other = built_graph(build)
+        assert conv_quads_table(other, first_op(other, "CONV_2D"), mults, shifts, -128) is None
+    assert conv_quads_table(g, op, mults, [30] + shifts[1:], -128) is None
+
+
+def test_dsp_tables_only_where_the_core_reads_them() -> None:
+    """The DSP cores' kernels read the depthwise blocks and the quads' tables; a Helium core's
+    (mps3-an547) take their own paths, so its sources carry neither (flash they would never read)
+    and the same arena."""
 
     def dw(b: ModelBuilder) -> None:
-        x = b.input("x", (1, 6, 6, 8), zero_point=-128)
-        b.output(b.depthwise_conv2d(x, (3, 3), activation="RELU", name="dw"))
+        x = b.input("x", (1, 6, 6, 3), zero_point=-128)
+        t = b.conv2d(x, 8, (3, 3), activation="RELU", name="c")
+        b.output(b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw"))
 
     g = built_graph(dw)
     texts = {}
@@ -130,8 +167,8 @@ def test_depthwise_blocks_only_where_the_core_reads_them() -> None:
         module = generate(planned)
         texts[core] = "".join(module.files.values())
         assert module.arena_bytes == planned.arena.arena_bytes
-    assert ".blocks = " in texts["cortex-m7"]
-    assert "blocks" not in texts["cortex-m55"]
+    assert ".blocks = " in texts["cortex-m7"] and ".quads = " in texts["cortex-m7"]
+    assert "blocks" not in texts["cortex-m55"] and "quads" not in texts["cortex-m55"]
 
 
 # ---- which operators get one -----------------------------------------------------------------------

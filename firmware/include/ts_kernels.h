@@ -95,7 +95,13 @@ extern "C" {
  *    channel is one pass over its filter, four bytes widened by SXTB16 per group serving the four
  *    pixels through LDRD + SMLAD (17 instructions per 16 products; the last channel's bytes past
  *    the last whole word one at a time), the four results requantised and stored. A window lying
- *    inside the input (dilation_w 1) is copied a word at a time, row by row.
+ *    inside the input (dilation_w 1) is copied a word at a time, row by row. Where `quads` is set
+ *    (the generator's table: per output channel its bias, its K bytes rounded up to whole words
+ *    with zeros and widened to 16-bit lanes, [w_4g | w_4g+2] and [w_4g+1 | w_4g+3] per group g,
+ *    then its ts_rq fields m, left + 1, base, rr, 5 + K4 / 2 words a channel; emitted only when
+ *    every channel's accumulators lie within ts_rq's bound or make it a constant), each whole quad
+ *    takes every channel in one asm loop against that table: 13 instructions per 16 products,
+ *    then ts_rq, pack, the bytewise clamp and the four bytes stored; same accumulators, same bytes.
  *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
@@ -161,6 +167,7 @@ typedef struct {
     int32_t act_min, act_max;
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
+    const int32_t *quads;      /* the generator's table for the quads (see above), or NULL */
 } ts_conv2d_s8_params;
 
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

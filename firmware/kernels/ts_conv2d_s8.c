@@ -1165,6 +1165,81 @@ static inline void quad_dot(const uint32_t *xs, const int8_t *w, int32_t groups,
     acc[3] = a3;
 }
 
+/* Every output channel of one whole quad from the generator's table (p->quads, ts_kernels.h): per
+ * channel in one asm loop its bias, `groups` groups of the quad block xs against its widened
+ * filter (LDRD of two filter words, then per pixel LDRD + two SMLAD: 13 instructions per 16
+ * products), ts_rq, pack, the bytewise clamp and the four bytes stored out_c apart. */
+static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, int32_t groups, int8_t *out,
+                                      int32_t out_c, uint32_t lo4, uint32_t hi4)
+{
+    const uint32_t *const xbase = xs;
+    int32_t channels = out_c;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register const int32_t *t TS_REG("r4") = table;
+    register const uint32_t *xp TS_REG("r5");
+    register const uint32_t *const xend TS_REG("r6") = xs + 8 * groups;
+    register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11");
+    register int8_t *o TS_REG("r12") = out;
+    register const int32_t oc TS_REG("lr") = out_c;
+#define QUAD_PIXEL(a)                                                                                   \
+    "ldrd    %[xe], %[xo], [%[xp]], #8\n\t"                                                              \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+/* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
+#define QUAD_RQ(a)                                                                                      \
+    "lsl     %[" a "], %[" a "], %[wo]\n\t"                                                              \
+    "and     %[xp], %[xo], %[" a "], asr #31\n\t"                                                        \
+    "sub     %[xp], %[xe], %[xp], lsr #8\n\t"                                                            \
+    "smmlar  %[" a "], %[" a "], %[we], %[xp]\n\t"                                                       \
+    "asr     %[" a "], %[" a "], %[xo]\n\t"                                                              \
+    "ssat    %[" a "], #8, %[" a "]\n\t"
+    if (groups < 1 || out_c < 1) {
+        return;
+    }
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[a0], [%[t]], #4\n\t"
+                     "mov     %[a1], %[a0]\n\t"
+                     "mov     %[a2], %[a0]\n\t"
+                     "mov     %[a3], %[a0]\n\t"
+                     "ldr     %[xp], %[xbase]\n\t"
+                     "2:\n\t"
+                     "ldrd    %[we], %[wo], [%[t]], #8\n\t" QUAD_PIXEL("a0") QUAD_PIXEL("a1") QUAD_PIXEL("a2")
+                         QUAD_PIXEL("a3") "cmp     %[xp], %[xend]\n\t"
+                                          "bne     2b\n\t"
+                                          "ldrd    %[we], %[wo], [%[t]], #8\n\t"
+                                          "ldrd    %[xe], %[xo], [%[t]], #8\n\t" QUAD_RQ("a0") QUAD_RQ("a1")
+                                              QUAD_RQ("a2") QUAD_RQ("a3") "bfi     %[a0], %[a1], #8, #8\n\t"
+                                                                          "bfi     %[a0], %[a2], #16, #8\n\t"
+                                                                          "bfi     %[a0], %[a3], #24, #8\n\t"
+                                                                          "ldr     %[we], %[lo4]\n\t"
+                                                                          "ldr     %[wo], %[hi4]\n\t"
+                                                                          "ssub8   %[xe], %[a0], %[we]\n\t"
+                                                                          "sel     %[a0], %[a0], %[we]\n\t"
+                                                                          "ssub8   %[xe], %[wo], %[a0]\n\t"
+                                                                          "sel     %[a0], %[a0], %[wo]\n\t"
+                                                                          "strb    %[a0], [%[o]]\n\t"
+                                                                          "lsr     %[a0], %[a0], #8\n\t"
+                                                                          "strb    %[a0], [%[o], %[oc]]\n\t"
+                                                                          "lsr     %[a0], %[a0], #8\n\t"
+                                                                          "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"
+                                                                          "lsr     %[a0], %[a0], #8\n\t"
+                                                                          "add     %[xp], %[o], %[oc], lsl #1\n\t"
+                                                                          "strb    %[a0], [%[xp], %[oc]]\n\t"
+                                                                          "add     %[o], %[o], #1\n\t"
+                                                                          "ldr     %[xp], %[channels]\n\t"
+                                                                          "subs    %[xp], %[xp], #1\n\t"
+                                                                          "str     %[xp], %[channels]\n\t"
+                                                                          "bne     1b"
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we),
+                       [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo), [xp] "=&r"(xp), [t] "+r"(t), [o] "+r"(o),
+                       [channels] "+m"(channels)
+                     : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [lo4] "m"(lo4), [hi4] "m"(hi4)
+                     : "cc", "memory");
+#undef QUAD_PIXEL
+#undef QUAD_RQ
+}
+
 /* Value j of pixel q in the quad block xs. */
 static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
 {
@@ -1206,6 +1281,11 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
                         slot[1] = 0;
                     }
                 }
+            }
+            if (p->quads != NULL && n == TS_QUAD_PX) {
+                quad_channels(xs, p->quads, k4 / 4, output, out_c, lo4, hi4);
+                output += (size_t)n * out_c;
+                continue;
             }
             for (o = 0; o < out_c; ++o) {
                 const int8_t *w = filter + (size_t)o * k;

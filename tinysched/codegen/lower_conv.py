@@ -120,6 +120,16 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     blocks = (
         depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
     )
+    quads = (
+        conv_quads_table(ctx.graph, op, mults, shifts, int(out_zp))
+        if not depthwise and ctx.dsp_tables
+        else None
+    )
+    if quads is not None:
+        comment = (
+            f"per output channel: its bias, {len(quads) // oc - 5} widened filter words, its ts_rq fields"
+        )
+        call.params.append(("quads", ctx.array(call, "quads", "int32_t", quads, comment)))
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
@@ -227,6 +237,39 @@ def depthwise_blocks(
         table += biases[c : c + 4] + fields[4 * c : 4 * c + 16]
         for tap in taps:
             table += [_lanes(tap[c], tap[c + 2]), _lanes(tap[c + 1], tap[c + 3])]
+    return table
+
+
+QUAD_K4 = 40  # ts_conv2d_s8.c TS_QUAD_K4: the largest K (rounded up to words) of the quads
+PATCH_BYTES = 124  # ts_conv2d_s8.c TS_CONV_PATCH_BYTES: the small receptive fields
+
+
+def conv_quads_table(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+) -> list[int] | None:
+    """ts_conv2d_s8's table for the quads of small receptive fields (ts_kernels.h, CONV_2D): per
+    output channel its bias, its filter rounded up to whole words with zeros and widened to 16-bit
+    lanes, its ts_rq fields; None where the kernel would not take the quads (a 1x1 filter, K over
+    QUAD_K4, eight input channels or more) or could not (a bias not constant, a channel that needs
+    the formula's own steps)."""
+    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    out_c, fh, fw, in_c = w.shape
+    k = fh * fw * in_c
+    k4 = (k + 3) & ~3
+    if fh * fw == 1 or k > PATCH_BYTES or in_c >= 8 or k4 > QUAD_K4 or w.data is None or x.shape[3] != in_c:
+        return None
+    fields = rq_table(graph, op, mults, shifts, out_zp)
+    if fields is None or any(fields[4 * o + 1] == 0 for o in range(out_c)):  # l1 0: the formula
+        return None
+    biases = [int(v) for v in graph.tensors[b].data] if b >= 0 else [0] * out_c  # type: ignore[union-attr]
+    rows = [[int(v) for v in row] + [0] * (k4 - k) for row in w.data.reshape(out_c, k)]
+    table: list[int] = []
+    for o, row in enumerate(rows):
+        table.append(biases[o])
+        for g in range(0, k4, 4):
+            table += [_lanes(row[g], row[g + 2]), _lanes(row[g + 1], row[g + 3])]
+        table += fields[4 * o : 4 * o + 4]
     return table
 
 

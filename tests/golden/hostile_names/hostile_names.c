@@ -33,6 +33,16 @@ static const int32_t hostile_names_op0_multiplier[4] = { /* per output channel *
 static const int32_t hostile_names_op0_shift[4] = { /* per output channel */
     -9, -8, -9, -9,
 };
+static const int32_t hostile_names_op0_quads[60] = { /* per output channel: its bias, 10 widened filter words, its ts_rq fields */
+    4913, 7798764, -3538850, 2883486, 4653082, 6946852, 6946871, 3670125,
+    7012444, 65412, 65415, 1539442755, 1, -65280, 265, 9201,
+    4128844, -196624, 2883686, -8192111, -3407962, 8061012, 7733209, -3080119,
+    122, 52, 1797128808, 1, -32640, 264, -434, 196728,
+    4063181, -327561, 4784072, -4784042, 8126588, 6291357, 6881378, 95,
+    53, 1554814959, 1, -65280, 265, -513, -7012331, 7077902,
+    1572971, -2097257, 1441854, -393189, 6553501, -5111733, 65527, 65424,
+    1784124463, 1, -65280, 265,
+};
 static const ts_conv2d_s8_params hostile_names_op0 = {
     .batches = 1,
     .in_h = 4,
@@ -55,6 +65,7 @@ static const ts_conv2d_s8_params hostile_names_op0 = {
     .act_max = 127,
     .multiplier = hostile_names_op0_multiplier,
     .shift = hostile_names_op0_shift,
+    .quads = hostile_names_op0_quads,
 };
 
 /* step 1: operator 1 AVERAGE_POOL_2D */
