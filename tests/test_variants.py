@@ -327,12 +327,27 @@ def _kws_25x5(b: ModelBuilder) -> None:
     b.output(b.fully_connected(t, 5, name="fc"))
 
 
+def _pointwise_channels(b: ModelBuilder) -> None:
+    """Staged pointwise layers of whole words of channels, 16 -> 16 -> 24 -> 8 -> 16 over 8x4
+    pixels, chunks of one or two: the DSP path that widens one pixel into the scratch and writes
+    its output straight over the input (staged_wide1) where each output pixel ends before the next
+    input pixel, the chunked path where an output shifted past its input would not."""
+    x = b.input("x", (1, 8, 4, 16), zero_point=-3)
+    t = b.conv2d(x, 16, (1, 1), activation="RELU", name="pw_16_16")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw0")
+    t = b.conv2d(t, 24, (1, 1), activation="RELU6", name="pw_16_24")
+    t = b.conv2d(t, 8, (1, 1), name="pw_24_8")
+    t = b.conv2d(t, 16, (1, 1), activation="RELU", name="pw_8_16")
+    t = b.average_pool2d(t, (8, 4), (8, 4), name="pool")
+    b.output(b.fully_connected(b.reshape(t, (1, 16), name="flat"), 3, name="fc"))
+
+
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an500", "mps3-an547"])  # DSP loops; Helium (ts_mve.h)
 @pytest.mark.parametrize(
     "build",
-    [_kws_like_32, _odd_shapes, _kws_25x5, _kws_like_29],
-    ids=["kws_like", "odd_shapes", "kws_25x5", "kws_like_29"],
+    [_kws_like_32, _odd_shapes, _kws_25x5, _kws_like_29, _pointwise_channels],
+    ids=["kws_like", "odd_shapes", "kws_25x5", "kws_like_29", "pointwise_channels"],
 )
 def test_staged_variants_measured_equal_on_qemu(build, board: str, tmp_path: Path) -> None:
     require("qemu")

@@ -203,7 +203,14 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * SMLAD pass over them (14 instructions per 12 products) and its three outputs are written straight
  * to their bytes (a full three in one asm block, from the products to the stores). Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
  * bound above is set by the last pixel whatever the chunk size, so every overlap `chunk` allows
- * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied. */
+ * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied.
+ * Widened one pixel at a time (DSP cores, GCC/Clang, ts_rq path with rq_table, in_c a multiple of
+ * 4, scratch word-aligned, chunk * out_c >= 2 * in_c but short of three pixels, and each output
+ * pixel ending at or before the next input pixel starts, or the output apart from the input,
+ * checked at run time): pixel k's input bytes are widened into scratch, then its outputs are
+ * written straight to their bytes, four channels a pass over the widened pixel (22 instructions per
+ * 16 products; ts_rq, clamp and one word stored per four channels). Same arithmetic. Order: pixel k
+ * read whole, then written; the check keeps every later input byte unwritten. */
 int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table);

@@ -1619,6 +1619,115 @@ static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, cons
 }
 #endif
 
+#if TS_CONV_WIDE
+/* Whether output pixel k may be written right after input pixel k is read, for every k: the output
+ * lies apart from the input, or each output pixel ends at or before the next input pixel starts
+ * (linear in k, so the first and the last pixel decide). */
+static int staged_one_by_one(const int8_t *input, const int8_t *output, int32_t pixels, int32_t in_c, int32_t out_c)
+{
+    const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
+    const uintptr_t i1 = i0 + (size_t)pixels * in_c, o1 = o0 + (size_t)pixels * out_c;
+    if (o1 <= i0 || i1 <= o0 || pixels < 2) {
+        return 1;
+    }
+    /* output pixel m - 1 ends at o0 + m * out_c, input pixel m starts at i0 + m * in_c, m = 1 .. pixels - 1 */
+    return o0 + (size_t)out_c <= i0 + (size_t)in_c &&
+           o0 + (size_t)(pixels - 1) * out_c <= i0 + (size_t)(pixels - 1) * in_c;
+}
+
+/* acc[0..3] += the dot products of channels o..o+3 (w at channel o's filter, rows k bytes apart) with
+ * the one widened pixel xs (`groups` groups of four: [x_4g | x_4g+2], [x_4g+1 | x_4g+3]): per group
+ * one LDRD of the pixel, then per channel LDR + two SXTB16 + two SMLAD; two groups a loop turn,
+ * 22 instructions per 16 products. */
+static TS_NOINLINE void wide_dot1x4(const uint32_t *xs, const int8_t *w, int32_t k, int32_t groups, int32_t *acc)
+{
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1], a2 TS_REG("r2") = acc[2];
+    register int32_t a3 TS_REG("r3") = acc[3];
+    register const uint32_t *xp TS_REG("r4") = xs;
+    register const uint32_t *end TS_REG("r5") = xs + 2 * (groups & ~1);
+    register const int8_t *w0 TS_REG("r6") = w, *w2 TS_REG("r8") = w + 2 * k;
+    register const int32_t kk TS_REG("r9") = k;
+    register uint32_t xe TS_REG("r10"), xo TS_REG("r11"), t TS_REG("r12"), u TS_REG("lr");
+#define DOT1_CHANNEL(a, load)                                                                          \
+    load "sxtb16  %[t], %[u]\n\t"                                                                        \
+         "smlad   %[" a "], %[xe], %[t], %[" a "]\n\t"                                                   \
+         "sxtb16  %[u], %[u], ror #8\n\t"                                                                \
+         "smlad   %[" a "], %[xo], %[u], %[" a "]\n\t"
+#define DOT1_GROUP                                                                                      \
+    "ldrd    %[xe], %[xo], [%[xp]], #8\n\t" DOT1_CHANNEL("a1", "ldr     %[u], [%[w0], %[kk]]\n\t")           \
+        DOT1_CHANNEL("a0", "ldr     %[u], [%[w0]], #4\n\t") DOT1_CHANNEL("a3", "ldr     %[u], [%[w2], %[kk]]\n\t") \
+            DOT1_CHANNEL("a2", "ldr     %[u], [%[w2]], #4\n\t")
+#define DOT1_OPERANDS                                                                                   \
+    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xp] "+r"(xp), [w0] "+r"(w0), [w2] "+r"(w2), \
+      [xe] "=&r"(xe), [xo] "=&r"(xo), [t] "=&r"(t), [u] "=&r"(u)                                          \
+    : [end] "r"(end), [kk] "r"(kk)                                                                       \
+    : "cc", "memory"
+    if (groups >= 2) {
+        __asm__ volatile("1:\n\t" DOT1_GROUP DOT1_GROUP "cmp     %[xp], %[end]\n\t"
+                                                        "bne     1b" DOT1_OPERANDS);
+    }
+    if ((groups & 1) != 0) {
+        __asm__ volatile(DOT1_GROUP DOT1_OPERANDS);
+    }
+#undef DOT1_CHANNEL
+#undef DOT1_GROUP
+#undef DOT1_OPERANDS
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* The staged pointwise variant one pixel at a time where the scratch holds one widened pixel and
+ * no more (in_c a multiple of 4, the ts_rq table given): pixel k widened into xs, then its output
+ * written straight to its bytes, channels four at a time (wide_dot1x4, ts_rq4_store), the last
+ * out_c % 4 one at a time. The caller checks that output pixel k ends at or before input pixel
+ * k + 1 starts (or the two tensors are apart), so writing it before reading that pixel is safe. */
+static void staged_wide1(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                         const int32_t *bias, int8_t *output, uint32_t *xs, int32_t pixels, const int32_t *rq_table)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c, groups = in_c / 4, o4 = out_c & ~3;
+    const uint32_t off2 = ts_pack2x16(p->input_offset);
+    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
+    uint32_t lim[2];
+    int32_t i, o, c;
+    lim[0] = ts_bytes4(p->act_min);
+    lim[1] = ts_bytes4(p->act_max);
+    for (i = 0; i < pixels; ++i) {
+        const int8_t *src = input + (size_t)i * in_c;
+        int8_t *out = output + (size_t)i * out_c;
+        for (c = 0; c < in_c; c += 4) {
+            const uint32_t x = ts_load4(src + c);
+            xs[c / 2] = ts_even_off(x, off2);
+            xs[c / 2 + 1] = ts_odd_off(x, off2);
+        }
+        for (o = 0; o < o4; o += 4) {
+            int32_t acc[4] = {0, 0, 0, 0};
+            if (bias != NULL) {
+                acc[0] = bias[o];
+                acc[1] = bias[o + 1];
+                acc[2] = bias[o + 2];
+                acc[3] = bias[o + 3];
+            }
+            wide_dot1x4(xs, filter + (size_t)o * in_c, in_c, groups, acc);
+            ts_rq4_store(out + o, acc[0], acc[1], acc[2], acc[3], q + o, lim);
+        }
+        for (; o < out_c; ++o) {
+            const int8_t *w = filter + (size_t)o * in_c;
+            int32_t acc = bias != NULL ? bias[o] : 0;
+            for (c = 0; c < in_c; c += 4) {
+                const uint32_t v = ts_load4(w + c);
+                acc = ts_smlad(xs[c / 2], ts_even(v), acc);
+                acc = ts_smlad(xs[c / 2 + 1], ts_odd(v), acc);
+            }
+            out[o] = rq_clamp(acc, &q[o], p->act_min, p->act_max);
+        }
+    }
+}
+
+#endif
+
 /* The staged in-place pointwise variant (see ts_kernels.h, "CONV_2D staged"): chunks of `chunk`
  * pixels of the flat order, each computed into `scratch` by the path ts_conv2d_s8 takes for the
  * whole layer, then copied to the output. */
@@ -1652,6 +1761,11 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
     if (mode == 2 && (in_c & 3) == 0 && in_c <= out_c && (size_t)chunk * out_c >= (size_t)6 * in_c &&
         ((uintptr_t)scratch & 3u) == 0) {
         staged_wide3(p, input, filter, bias, output, (uint32_t *)(void *)scratch, pixels, rq_table);
+        return TS_OK;
+    }
+    if (mode == 2 && rq_table != NULL && (in_c & 3) == 0 && (size_t)chunk * out_c >= (size_t)2 * in_c &&
+        ((uintptr_t)scratch & 3u) == 0 && staged_one_by_one(input, output, pixels, in_c, out_c)) {
+        staged_wide1(p, input, filter, bias, output, (uint32_t *)(void *)scratch, pixels, rq_table);
         return TS_OK;
     }
 #endif
