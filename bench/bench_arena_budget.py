@@ -10,7 +10,7 @@ memory) and with `--arena-budget 69296` on the board's QEMU stand-in (`tinysched
 issue 34's target (>= 15% fewer instructions within the budget, bit-exact). It prints the
 markdown table of docs/BENCHMARKS.md, "RAM budget (issue 34, part 3)".
 
-`--refresh-costs` measures the models of REFRESH_MODELS (and one built here, `generated_model`) under the default flags, `--prefer speed`
+`--refresh-costs` measures the models of REFRESH_MODELS (and one built here, `kws_like_model`) under the default flags, `--prefer speed`
 and a generous budget (so every kernel the budget chooses among runs somewhere), fits each
 (opcode, kernel) line of tinysched/arena/kernel_costs.json to the per-operator counts by least
 squares (instructions = per_mac x MACs + per_output x outputs + per_pixel x output pixels +
@@ -52,13 +52,14 @@ REFRESH_MODELS = (
 REFRESH_FLAGS = ((), ("--prefer", "speed"), ("--arena-budget", "1M"))
 
 
-def generated_model(folder: Path) -> Path:
-    """A model built here (modelgen) for shapes the shared models lack: in-place 1x1 layers of 32
-    channels (the staged pointwise of short K, where each output's requantisation weighs more than
-    over KWS-L's 276), behind a small-field first layer and strided depthwise."""
+def kws_like_model() -> bytes:
+    """A model built here (modelgen) for shapes the shared models lack: a wide first layer streamed
+    into a strided depthwise, then in-place 1x1 layers of 32 channels (the staged pointwise of short
+    K, where each output's requantisation weighs more than over KWS-L's 276). tests/test_arena_budget.py
+    plans the same model."""
     from tinysched.model.modelgen import ModelBuilder
 
-    b = ModelBuilder(seed=34, description="kws-like, 32 channels: staged pointwise of K = 32")
+    b = ModelBuilder(seed=34, description="kws-like: a wide first layer streamed into a strided depthwise")
     x = b.input("features", (1, 20, 10, 1))
     t = b.conv2d(x, 32, (5, 4), activation="RELU", name="first")
     t = b.depthwise_conv2d(t, (3, 3), stride=(2, 2), activation="RELU", name="dw1")
@@ -68,9 +69,7 @@ def generated_model(folder: Path) -> Path:
     t = b.average_pool2d(t, (10, 5), (10, 5), "VALID", name="pool")
     t = b.reshape(t, (1, -1), name="flat")
     b.output(b.fully_connected(t, 8, name="fc"))
-    path = folder / "generated_kws_like_32.tflite"
-    path.write_bytes(b.build())
-    return path
+    return b.build()
 
 
 COMMAND = "PYTHONPATH=. python bench/bench_arena_budget.py"
@@ -235,7 +234,8 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
         if not jobs:
             print(f"skipped: none of {', '.join(REFRESH_MODELS)} is in {models}")
             return 0
-        generated = generated_model(Path(tempfile.mkdtemp(prefix="tinysched-costs-")))
+        generated = Path(tempfile.mkdtemp(prefix="tinysched-costs-")) / "generated_kws_like_32.tflite"
+        generated.write_bytes(kws_like_model())
         jobs += [(generated, flags) for flags in REFRESH_FLAGS]
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(lambda j: (j, measure(j[0], board, j[1])), jobs))

@@ -871,10 +871,7 @@ static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t 
     __asm__ volatile("bfi     %[v0], %[v1], #8, #8\n\t"
                      "bfi     %[v0], %[v2], #16, #8\n\t"
                      "bfi     %[v0], %[v3], #24, #8\n\t"
-                     "ssub8   %[t], %[v0], %[lo]\n\t"
-                     "sel     %[v0], %[v0], %[lo]\n\t"
-                     "ssub8   %[t], %[hi], %[v0]\n\t"
-                     "sel     %[v0], %[v0], %[hi]\n\t"
+                     TS_CLAMP4_ASM("v0", "lo", "hi", "t")
                      "strb    %[v0], [%[out]]\n\t"
                      "lsr     %[v0], %[v0], #8\n\t"
                      "strb    %[v0], [%[out], %[s]]\n\t"
@@ -890,13 +887,7 @@ static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t 
 }
 
 /* ts_rq_apply's six steps on a (wide_block_rq, wide_block3_rq): m in we, l1 in wo, base in xe, rr in xo; end and xs are free */
-#define TS_WIDE_RQ(a)                                                                                   \
-    "lsl     %[end], %[" a "], %[wo]\n\t"                                                                \
-    "and     %[xs], %[xo], %[end], asr #31\n\t"                                                          \
-    "sub     %[xs], %[xe], %[xs], lsr #8\n\t"                                                            \
-    "smmlar  %[" a "], %[end], %[we], %[xs]\n\t"                                                         \
-    "asr     %[" a "], %[" a "], %[xo]\n\t"                                                              \
-    "ssat    %[" a "], #8, %[" a "]\n\t"
+#define TS_WIDE_RQ(a) TS_RQ_STEPS_ASM(a, "end", a, "we", "wo", "xe", "xo", "xs")
 
 /* What wide_block_rq needs once its loop is done (by then its 13 registers are all taken). */
 typedef struct {
@@ -951,14 +942,8 @@ static inline void wide_block_rq(const uint32_t *xs, const int8_t *w, int32_t gr
         "bfi     %[a0], %[a3], #24, #8\n\t"
         "bfi     %[a4], %[a5], #8, #8\n\t"
         "ldrd    %[we], %[wo], [%[w], #4]\n\t" /* lo4, hi4 */
-        "ssub8   %[xs], %[a0], %[we]\n\t"
-        "sel     %[a0], %[a0], %[we]\n\t"
-        "ssub8   %[xs], %[wo], %[a0]\n\t"
-        "sel     %[a0], %[a0], %[wo]\n\t"
-        "ssub8   %[xs], %[a4], %[we]\n\t"
-        "sel     %[a4], %[a4], %[we]\n\t"
-        "ssub8   %[xs], %[wo], %[a4]\n\t"
-        "sel     %[a4], %[a4], %[wo]\n\t"
+        TS_CLAMP4_ASM("a0", "we", "wo", "xs")
+        TS_CLAMP4_ASM("a4", "we", "wo", "xs")
         "ldrd    %[xe], %[xo], [%[w], #12]\n\t" /* out, stride */
         "strb    %[a0], [%[xe]]\n\t"
         "lsr     %[a0], %[a0], #8\n\t"
@@ -992,41 +977,46 @@ static inline size_t wide_block_bytes(int32_t k) { return (size_t)TS_WIDE_PX * (
  * blocks: a strip's blocks widened into xs (word-aligned, strip * wide_block_bytes(k), disjoint
  * from the input and from those pixels' output bytes), then each output channel over the strip's
  * blocks. Every input byte a strip reads is read before any of its outputs is written. */
-/* acc[0..2] += the dot products of `groups` groups of the first three pixels of a six-pixel block
- * (pixel q's words of group g at word 2 * (6 g + q)) with filter w: a last block of one to three
- * pixels, 14 instructions per 12 products where the whole block takes 23 per 24. */
-static inline void wide_dot3_of6(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
-{
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2];
-    const int8_t *const end = w + 4 * groups;
-    uint32_t we, wo, xe, xo;
-    if (groups < 1) {
-        return;
+/* acc[0..2] += the dot products of `groups` groups of three pixels with filter w, pixel q's two words
+ * of group g at byte group_bytes * g + 8 q of xs (back1, back2: pixels 1 and 2 from past the group):
+ * 14 instructions per 12 products. */
+#define TS_WIDE_DOT3(name, group_bytes, back1, back2)                                                   \
+    static inline void name(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)          \
+    {                                                                                                   \
+        int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2];                                                  \
+        const int8_t *const end = w + 4 * groups;                                                       \
+        uint32_t we, wo, xe, xo;                                                                        \
+        if (groups < 1) {                                                                               \
+            return;                                                                                     \
+        }                                                                                               \
+        __asm__ volatile("1:\n\t"                                                                       \
+                         "ldr     %[wo], [%[w]], #4\n\t"                                                \
+                         "ldrd    %[xe], %[xo], [%[xs]], #" group_bytes "\n\t"                          \
+                         "sxtb16  %[we], %[wo]\n\t"                                                     \
+                         "sxtb16  %[wo], %[wo], ror #8\n\t"                                             \
+                         "smlad   %[a0], %[xe], %[we], %[a0]\n\t"                                       \
+                         "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"                                       \
+                         "ldrd    %[xe], %[xo], [%[xs], #" back1 "]\n\t"                                \
+                         "smlad   %[a1], %[xe], %[we], %[a1]\n\t"                                       \
+                         "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"                                       \
+                         "ldrd    %[xe], %[xo], [%[xs], #" back2 "]\n\t"                                \
+                         "smlad   %[a2], %[xe], %[we], %[a2]\n\t"                                       \
+                         "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"                                       \
+                         "cmp     %[w], %[end]\n\t"                                                     \
+                         "bne     1b\n\t"                                                               \
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [w] "+r"(w), [xs] "+r"(xs),       \
+                           [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)                 \
+                         : [end] "r"(end)                                                               \
+                         : "cc", "memory");                                                             \
+        acc[0] = a0;                                                                                    \
+        acc[1] = a1;                                                                                    \
+        acc[2] = a2;                                                                                    \
     }
-    __asm__ volatile(
-        "1:\n\t"
-        "ldr     %[wo], [%[w]], #4\n\t"
-        "ldrd    %[xe], %[xo], [%[xs]], #48\n\t"
-        "sxtb16  %[we], %[wo]\n\t"
-        "sxtb16  %[wo], %[wo], ror #8\n\t"
-        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
-        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-40]\n\t"
-        "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
-        "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-32]\n\t"
-        "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
-        "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
-        "cmp     %[w], %[end]\n\t"
-        "bne     1b\n\t"
-        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we),
-          [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
-        : [end] "r"(end)
-        : "cc", "memory");
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-}
+/* the first three pixels of a six-pixel block (pixel q of group g at word 2 * (6 g + q)): a last
+ * block of one to three pixels, where the whole block would take 23 instructions per 24 products */
+TS_WIDE_DOT3(wide_dot3_of6, "48", "-40", "-32")
+/* staged_wide3's blocks of three (pixel q of group g at word 2 * (3 g + q)) */
+TS_WIDE_DOT3(wide_dot3, "24", "-16", "-8")
 
 static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t pixels, int32_t strip,
@@ -1227,55 +1217,48 @@ static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, 
     "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
     "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
-#define QUAD_RQ(a)                                                                                      \
-    "lsl     %[" a "], %[" a "], %[wo]\n\t"                                                              \
-    "and     %[xp], %[xo], %[" a "], asr #31\n\t"                                                        \
-    "sub     %[xp], %[xe], %[xp], lsr #8\n\t"                                                            \
-    "smmlar  %[" a "], %[" a "], %[we], %[xp]\n\t"                                                       \
-    "asr     %[" a "], %[" a "], %[xo]\n\t"                                                              \
-    "ssat    %[" a "], #8, %[" a "]\n\t"
+#define QUAD_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
     if (groups < 1 || out_c < 1) {
         return;
     }
-    __asm__ volatile("1:\n\t"
-                     "ldr     %[a0], [%[t]], #4\n\t"
-                     "mov     %[a1], %[a0]\n\t"
-                     "mov     %[a2], %[a0]\n\t"
-                     "mov     %[a3], %[a0]\n\t"
-                     "ldr     %[xp], %[xbase]\n\t"
-                     "2:\n\t"
-                     "ldrd    %[we], %[wo], [%[t]], #8\n\t" QUAD_PIXEL("a0") QUAD_PIXEL("a1") QUAD_PIXEL("a2")
-                         QUAD_PIXEL("a3") "cmp     %[xp], %[xend]\n\t"
-                                          "bne     2b\n\t"
-                                          "ldrd    %[we], %[wo], [%[t]], #8\n\t"
-                                          "ldrd    %[xe], %[xo], [%[t]], #8\n\t" QUAD_RQ("a0") QUAD_RQ("a1")
-                                              QUAD_RQ("a2") QUAD_RQ("a3") "bfi     %[a0], %[a1], #8, #8\n\t"
-                                                                          "bfi     %[a0], %[a2], #16, #8\n\t"
-                                                                          "bfi     %[a0], %[a3], #24, #8\n\t"
-                                                                          "ldr     %[we], %[lo4]\n\t"
-                                                                          "ldr     %[wo], %[hi4]\n\t"
-                                                                          "ssub8   %[xe], %[a0], %[we]\n\t"
-                                                                          "sel     %[a0], %[a0], %[we]\n\t"
-                                                                          "ssub8   %[xe], %[wo], %[a0]\n\t"
-                                                                          "sel     %[a0], %[a0], %[wo]\n\t"
-                                                                          "strb    %[a0], [%[o]]\n\t"
-                                                                          "lsr     %[a0], %[a0], #8\n\t"
-                                                                          "strb    %[a0], [%[o], %[oc]]\n\t"
-                                                                          "lsr     %[a0], %[a0], #8\n\t"
-                                                                          "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"
-                                                                          "lsr     %[a0], %[a0], #8\n\t"
-                                                                          "add     %[xp], %[o], %[oc], lsl #1\n\t"
-                                                                          "strb    %[a0], [%[xp], %[oc]]\n\t"
-                                                                          "add     %[o], %[o], #1\n\t"
-                                                                          "ldr     %[xp], %[channels]\n\t"
-                                                                          "subs    %[xp], %[xp], #1\n\t"
-                                                                          "str     %[xp], %[channels]\n\t"
-                                                                          "bne     1b"
-                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we),
-                       [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo), [xp] "=&r"(xp), [t] "+r"(t), [o] "+r"(o),
-                       [channels] "+m"(channels)
-                     : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [lo4] "m"(lo4), [hi4] "m"(hi4)
-                     : "cc", "memory");
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr     %[a0], [%[t]], #4\n\t"
+        "mov     %[a1], %[a0]\n\t"
+        "mov     %[a2], %[a0]\n\t"
+        "mov     %[a3], %[a0]\n\t"
+        "ldr     %[xp], %[xbase]\n\t"
+        "2:\n\t"
+        "ldrd    %[we], %[wo], [%[t]], #8\n\t"
+        QUAD_PIXEL("a0") QUAD_PIXEL("a1") QUAD_PIXEL("a2") QUAD_PIXEL("a3")
+        "cmp     %[xp], %[xend]\n\t"
+        "bne     2b\n\t"
+        "ldrd    %[we], %[wo], [%[t]], #8\n\t"
+        "ldrd    %[xe], %[xo], [%[t]], #8\n\t"
+        QUAD_RQ("a0") QUAD_RQ("a1") QUAD_RQ("a2") QUAD_RQ("a3")
+        "bfi     %[a0], %[a1], #8, #8\n\t"
+        "bfi     %[a0], %[a2], #16, #8\n\t"
+        "bfi     %[a0], %[a3], #24, #8\n\t"
+        "ldr     %[we], %[lo4]\n\t"
+        "ldr     %[wo], %[hi4]\n\t"
+        TS_CLAMP4_ASM("a0", "we", "wo", "xe")
+        "strb    %[a0], [%[o]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[o], %[oc]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "add     %[xp], %[o], %[oc], lsl #1\n\t"
+        "strb    %[a0], [%[xp], %[oc]]\n\t"
+        "add     %[o], %[o], #1\n\t"
+        "ldr     %[xp], %[channels]\n\t"
+        "subs    %[xp], %[xp], #1\n\t"
+        "str     %[xp], %[channels]\n\t"
+        "bne     1b"
+        : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we), [wo] "=&r"(wo),
+          [xe] "=&r"(xe), [xo] "=&r"(xo), [xp] "=&r"(xp), [t] "+r"(t), [o] "+r"(o), [channels] "+m"(channels)
+        : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [lo4] "m"(lo4), [hi4] "m"(hi4)
+        : "cc", "memory");
 #undef QUAD_PIXEL
 #undef QUAD_RQ
 }
@@ -1519,37 +1502,6 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 }
 
 #if TS_CONV_WIDE
-/* acc[q] += the dot product of `groups` groups of a three-pixel block scratch xs and filter w. */
-static inline void wide_dot3(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
-{
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2];
-    const int8_t *const end = w + 4 * groups;
-    uint32_t we, wo, xe, xo;
-    __asm__ volatile(
-        "1:\n\t"
-        "ldr     %[wo], [%[w]], #4\n\t"
-        "ldrd    %[xe], %[xo], [%[xs]], #24\n\t"
-        "sxtb16  %[we], %[wo]\n\t"
-        "sxtb16  %[wo], %[wo], ror #8\n\t"
-        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
-        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-16]\n\t"
-        "smlad   %[a1], %[xe], %[we], %[a1]\n\t"
-        "smlad   %[a1], %[xo], %[wo], %[a1]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #-8]\n\t"
-        "smlad   %[a2], %[xe], %[we], %[a2]\n\t"
-        "smlad   %[a2], %[xo], %[wo], %[a2]\n\t"
-        "cmp     %[w], %[end]\n\t"
-        "bne     1b\n\t"
-        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [w] "+r"(w), [xs] "+r"(xs), [we] "=&r"(we),
-          [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo)
-        : [end] "r"(end)
-        : "cc", "memory");
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-}
-
 /* wide_block_rq for a three-pixel block (staged_wide3's layout: pixel q's words of group g at word
  * 2 * (3 g + q)): the dot products, each ts_rq_apply, the three results packed, clamped bytewise
  * and stored stride bytes apart, in one asm block. */
@@ -1586,10 +1538,7 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
         "bfi     %[a0], %[a1], #8, #8\n\t"
         "bfi     %[a0], %[a2], #16, #8\n\t"
         "ldrd    %[we], %[wo], [%[o], #4]\n\t" /* lo4, hi4 */
-        "ssub8   %[xs], %[a0], %[we]\n\t"
-        "sel     %[a0], %[a0], %[we]\n\t"
-        "ssub8   %[xs], %[wo], %[a0]\n\t"
-        "sel     %[a0], %[a0], %[wo]\n\t"
+        TS_CLAMP4_ASM("a0", "we", "wo", "xs")
         "ldrd    %[xe], %[xo], [%[o], #12]\n\t" /* out, stride */
         "strb    %[a0], [%[xe]]\n\t"
         "lsr     %[a0], %[a0], #8\n\t"

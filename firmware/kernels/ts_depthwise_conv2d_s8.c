@@ -300,6 +300,28 @@ static TS_NOINLINE void dw_runw3x3(const int8_t *in, const uint32_t *fw, int8_t 
     }
 }
 
+/* Channels c0 .. in_c - 1 of one pixel (depth multiplier 1) through the formula over the rectangle
+ * of its window inside the input: th rows of tw taps (none when tw is 0), in and w at channel 0 of
+ * the rectangle's first tap, rows in_row / w_row bytes apart: the tail after the blocks of four. */
+static void dw_tail(const ts_depthwise_conv2d_s8_params *p, const int8_t *in, const int8_t *w, int32_t c0,
+                    int32_t th, int32_t tw, int32_t in_row, int32_t w_row, const int32_t *bias, int8_t *out)
+{
+    const int32_t c_n = p->in_c;
+    int32_t c, ky, kx;
+    for (c = c0; c < c_n; ++c) {
+        const int8_t *in_r = in + c, *w_r = w + c;
+        int32_t acc = bias != NULL ? bias[c] : 0;
+        for (ky = 0; ky < (tw > 0 ? th : 0); ++ky) {
+            for (kx = 0; kx < tw; ++kx) {
+                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + p->input_offset);
+            }
+            in_r += in_row;
+            w_r += w_row;
+        }
+        out[c] = dw_out(p, acc, c);
+    }
+}
+
 /* ---- Blocks: the generator's table per four channels (ts_kernels.h, "Blocks") ---------------- */
 #define DWB_RQ_BYTES 16     /* where a block's four ts_rq start (after its four biases) */
 #define DWB_FILTER_WORDS 20 /* where its widened filter starts */
@@ -320,13 +342,7 @@ typedef struct {
  * scratch. */
 #define DWB_RQ_ONE(a, off)                                                                              \
     "ldrd    %[x], %[fe], [%[f], #" off "]\n\t"                                                          \
-    "ldrd    %[fo], %[t1], [%[f], #" off " + 8]\n\t"                                                     \
-    "lsl     %[" a "], %[" a "], %[fe]\n\t"                                                              \
-    "and     %[fe], %[t1], %[" a "], asr #31\n\t"                                                        \
-    "sub     %[fe], %[fo], %[fe], lsr #8\n\t"                                                            \
-    "smmlar  %[" a "], %[" a "], %[x], %[fe]\n\t"                                                        \
-    "asr     %[" a "], %[" a "], %[t1]\n\t"                                                              \
-    "ssat    %[" a "], #8, %[" a "]\n\t"
+    "ldrd    %[fo], %[t1], [%[f], #" off " + 8]\n\t" TS_RQ_STEPS_ASM(a, a, a, "x", "fe", "fo", "t1", "fe")
 #define DWB_RQ4 DWB_RQ_ONE("a0", "16") DWB_RQ_ONE("a1", "32") DWB_RQ_ONE("a2", "48") DWB_RQ_ONE("a3", "64")
 /* The four results packed into a0, clamped bytewise to [lo4, hi4] (SSUB8 sets a GE flag per byte,
  * SEL picks), x, fe, fo scratch. */
@@ -335,14 +351,7 @@ typedef struct {
     "bfi     %[a0], %[a2], #16, #8\n\t"                                                                  \
     "bfi     %[a0], %[a3], #24, #8\n\t"                                                                  \
     "ldr     %[x], %[lo4]\n\t"                                                                           \
-    "ldr     %[fe], %[hi4]\n\t"                                                                          \
-    "ssub8   %[fo], %[a0], %[x]\n\t"                                                                     \
-    "sel     %[a0], %[a0], %[x]\n\t"                                                                     \
-    "ssub8   %[fo], %[fe], %[a0]\n\t"                                                                    \
-    "sel     %[a0], %[a0], %[fe]\n\t"
-
-/* The words of a block of a 3x3 filter: 20 + 2 * 9. */
-#define DWB_WORDS_3X3 38
+    "ldr     %[fe], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "x", "fe", "fo")
 
 /* One pixel whose whole 3x3 window lies inside the input (in, out at channel 0 of the window's
  * first tap / of the pixel), every block in one asm loop: per block the biases, nine taps against
@@ -375,7 +384,7 @@ static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_b
                      "str     %[a0], [%[o]], #4\n\t"
                      "ldr     %[t1], %[back]\n\t"
                      "sub     %[p], %[p], %[t1]\n\t"
-                     "add     %[f], %[f], #152\n\t" /* 4 * DWB_WORDS_3X3 */
+                     "add     %[f], %[f], #152\n\t" /* the next block: 4 * (DWB_FILTER_WORDS + 2 * 9) bytes */
                      "ldr     %[t1], %[groups]\n\t"
                      "subs    %[t1], %[t1], #1\n\t"
                      "str     %[t1], %[groups]\n\t"
@@ -472,7 +481,7 @@ static TS_NOINLINE void dw_blocks_pixel(const ts_depthwise_conv2d_s8_params *p, 
 {
     const int32_t c_n = p->in_c, fw = p->filter_w, c4 = 4 * k->groups;
     const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
-    int32_t ky0, ky1, kx0, kx1, th, tw, c, g;
+    int32_t ky0, ky1, kx0, kx1, th, tw, g;
     const int8_t *in = in_b; /* not read when the window misses the input */
     ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
     ts_tap_range(x0, 1, fw, p->in_w, &kx0, &kx1);
@@ -492,18 +501,8 @@ static TS_NOINLINE void dw_blocks_pixel(const ts_depthwise_conv2d_s8_params *p, 
                          (const ts_rq *)(const void *)(blk + DWB_RQ_BYTES / 4), k->lim);
         }
     }
-    for (c = c4; c < c_n; ++c) {
-        const int8_t *in_r = in + c;
-        const int8_t *w_r = filter + (ky0 * fw + kx0) * c_n + c;
-        int32_t acc = bias != NULL ? bias[c] : 0, ky, kx;
-        for (ky = 0; ky < (tw > 0 ? th : 0); ++ky) {
-            for (kx = 0; kx < tw; ++kx) {
-                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + p->input_offset);
-            }
-            in_r += k->in_row;
-            w_r += fw * c_n;
-        }
-        out[c] = dw_out(p, acc, c);
+    if (c4 < c_n) {
+        dw_tail(p, in, filter + (ky0 * fw + kx0) * c_n, c4, th, tw, k->in_row, fw * c_n, bias, out);
     }
 }
 
@@ -647,20 +646,8 @@ __attribute__((always_inline)) static inline void dw_fast_rq(const ts_depthwise_
                 }
                 for (i = 0; i < n && c4 < c_n; ++i) {
                     const int32_t x0 = (x + i) * stride_w - p->pad_left + px_kx0[i];
-                    int32_t ky, kx;
-                    for (c = c4; c < c_n; ++c) {
-                        const int8_t *in_r = in_y + (size_t)x0 * c_n + c;
-                        const int8_t *w_r = filter + (ky0 * fw + px_kx0[i]) * c_n + c;
-                        int32_t acc = bias != NULL ? bias[c] : 0;
-                        for (ky = 0; ky < (px_tw[i] > 0 ? th : 0); ++ky) {
-                            for (kx = 0; kx < px_tw[i]; ++kx) {
-                                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + input_offset);
-                            }
-                            in_r += r.in_row;
-                            w_r += r.w_row;
-                        }
-                        output[(size_t)i * c_n + c] = dw_out(p, acc, c);
-                    }
+                    dw_tail(p, in_y + (size_t)x0 * c_n, filter + (ky0 * fw + px_kx0[i]) * c_n, c4, th, px_tw[i],
+                            r.in_row, r.w_row, bias, output + (size_t)i * c_n);
                 }
                 output += (size_t)n * c_n;
             }
@@ -868,18 +855,8 @@ static TS_NOINLINE void dw_pixel_rq(const ts_depthwise_conv2d_s8_params *p, cons
             q += 4;
         }
     }
-    for (c = c4; c < c_n; ++c) {
-        const int8_t *in_r = in + c;
-        const int8_t *w_r = filter + (ky0 * fw + kx0) * c_n + c;
-        int32_t acc = bias != NULL ? bias[c] : 0, ky, kx;
-        for (ky = 0; ky < (tw > 0 ? th : 0); ++ky) {
-            for (kx = 0; kx < tw; ++kx) {
-                acc += (int32_t)w_r[kx * c_n] * ((int32_t)in_r[kx * c_n] + p->input_offset);
-            }
-            in_r += r->in_row;
-            w_r += r->w_row;
-        }
-        out[c] = dw_out(p, acc, c);
+    if (c4 < c_n) {
+        dw_tail(p, in, filter + (ky0 * fw + kx0) * c_n, c4, th, tw, r->in_row, r->w_row, bias, out);
     }
 }
 

@@ -184,16 +184,31 @@ static inline int32_t ts_rq_emulated(int32_t x, const ts_rq *q)
 
 #if TS_DSP && (defined(__GNUC__) || defined(__clang__))
 #define TS_RQ_ASM 1
-/* ts_rq_emulated, saturated to int8: LSL, AND, SUB, SMMLAR, ASR, SSAT. */
+/* ts_rq_emulated, saturated to int8, as asm text over operand names, for every asm block of the
+ * kernels that requantises: x the accumulator, s2 the register for x << (left + 1) and v the
+ * result (either may be x itself), m, l1, base, rr the channel's ts_rq fields, t a scratch (l1 may
+ * serve, read before t is written). LSL, AND, SUB, SMMLAR, ASR, SSAT. */
+#define TS_RQ_STEPS_ASM(x, s2, v, m, l1, base, rr, t)                                                   \
+    "lsl     %[" s2 "], %[" x "], %[" l1 "]\n\t"                                                          \
+    "and     %[" t "], %[" rr "], %[" s2 "], asr #31\n\t"                                                 \
+    "sub     %[" t "], %[" base "], %[" t "], lsr #8\n\t"                                                 \
+    "smmlar  %[" v "], %[" s2 "], %[" m "], %[" t "]\n\t"                                                 \
+    "asr     %[" v "], %[" v "], %[" rr "]\n\t"                                                           \
+    "ssat    %[" v "], #8, %[" v "]\n\t"
+
+/* The four bytes of w clamped bytewise to [lo, hi] (operands holding the bounds in every byte) as
+ * asm text: SSUB8 sets a GE flag per byte, SEL picks; t a scratch. */
+#define TS_CLAMP4_ASM(w, lo, hi, t)                                                                     \
+    "ssub8   %[" t "], %[" w "], %[" lo "]\n\t"                                                           \
+    "sel     %[" w "], %[" w "], %[" lo "]\n\t"                                                           \
+    "ssub8   %[" t "], %[" hi "], %[" w "]\n\t"                                                           \
+    "sel     %[" w "], %[" w "], %[" hi "]\n\t"
+
+/* ts_rq_emulated, saturated to int8. */
 static inline int32_t ts_rq_apply(int32_t x, const ts_rq *q)
 {
     int32_t s2, t, v;
-    __asm__("lsl    %[s2], %[x], %[l1]\n\t"
-            "and    %[t], %[rr], %[s2], asr #31\n\t"
-            "sub    %[t], %[base], %[t], lsr #8\n\t"
-            "smmlar %[v], %[s2], %[m], %[t]\n\t"
-            "asr    %[v], %[v], %[rr]\n\t"
-            "ssat   %[v], #8, %[v]"
+    __asm__(TS_RQ_STEPS_ASM("x", "s2", "v", "m", "l1", "base", "rr", "t")
             : [s2] "=&r"(s2), [t] "=&r"(t), [v] "=&r"(v)
             : [x] "r"(x), [l1] "r"(q->l1), [rr] "r"(q->rr), [base] "r"(q->base), [m] "r"(q->m));
     return v;
@@ -208,22 +223,12 @@ static inline void ts_rq4_store(int8_t *out, int32_t a0, int32_t a1, int32_t a2,
     int32_t m, l1, base, rr, s2;
 #define TS_RQ_ONE(a, off)                                                                               \
     "ldrd   %[m], %[l1], [%[q], #" off "]\n\t"                                                           \
-    "ldrd   %[base], %[rr], [%[q], #" off " + 8]\n\t"                                                    \
-    "lsl    %[s2], %[" a "], %[l1]\n\t"                                                                  \
-    "and    %[l1], %[rr], %[s2], asr #31\n\t"                                                            \
-    "sub    %[l1], %[base], %[l1], lsr #8\n\t"                                                           \
-    "smmlar %[" a "], %[s2], %[m], %[l1]\n\t"                                                            \
-    "asr    %[" a "], %[" a "], %[rr]\n\t"                                                               \
-    "ssat   %[" a "], #8, %[" a "]\n\t"
+    "ldrd   %[base], %[rr], [%[q], #" off " + 8]\n\t" TS_RQ_STEPS_ASM(a, "s2", a, "m", "l1", "base", "rr", "l1")
     __asm__ volatile(TS_RQ_ONE("a0", "0") TS_RQ_ONE("a1", "16") TS_RQ_ONE("a2", "32") TS_RQ_ONE("a3", "48")
             "bfi    %[a0], %[a1], #8, #8\n\t"
             "bfi    %[a0], %[a2], #16, #8\n\t"
             "bfi    %[a0], %[a3], #24, #8\n\t"
-            "ldrd   %[m], %[l1], [%[lim]]\n\t"
-            "ssub8  %[s2], %[a0], %[m]\n\t"
-            "sel    %[a0], %[a0], %[m]\n\t"
-            "ssub8  %[s2], %[l1], %[a0]\n\t"
-            "sel    %[a0], %[a0], %[l1]\n\t"
+            "ldrd   %[m], %[l1], [%[lim]]\n\t" TS_CLAMP4_ASM("a0", "m", "l1", "s2")
             "str    %[a0], [%[out]]"
             : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [m] "=&r"(m), [l1] "=&r"(l1),
               [base] "=&r"(base), [rr] "=&r"(rr), [s2] "=&r"(s2)
@@ -239,10 +244,7 @@ static inline uint32_t ts_pack4_clamp(int32_t v0, int32_t v1, int32_t v2, int32_
     uint32_t w = ((uint32_t)v0 & 0xFFu) | (((uint32_t)v1 & 0xFFu) << 8) | (((uint32_t)v2 & 0xFFu) << 16) |
                  ((uint32_t)v3 << 24);
     uint32_t t;
-    __asm__("ssub8 %[t], %[w], %[lo]\n\t"
-            "sel   %[w], %[w], %[lo]\n\t"
-            "ssub8 %[t], %[hi], %[w]\n\t"
-            "sel   %[w], %[w], %[hi]"
+    __asm__(TS_CLAMP4_ASM("w", "lo", "hi", "t")
             : [w] "+r"(w), [t] "=&r"(t)
             : [lo] "r"(lo4), [hi] "r"(hi4)
             : "cc");

@@ -70,7 +70,8 @@ class LoweringContext:
     # offset order; offsets are the plan's, laid end to end. Empty: the one `arena`.
     regions: tuple[tuple[str, int, int], ...] = ()
     # whether the target core runs the DSP kernels that read compile-time tables only they use
-    # (DEPTHWISE_CONV_2D blocks); False leaves them out of the flash (Helium cores take other paths)
+    # (DEPTHWISE_CONV_2D blocks, CONV_2D quads); False leaves them out of the flash (Helium cores
+    # take other paths)
     dsp_tables: bool = True
 
     def at_step(self, offsets: Mapping[int, int]) -> LoweringContext:

@@ -186,16 +186,24 @@ def rq_fields(
     return (multiplier, left + 1, base, right | (256 if right else 0))
 
 
+def _biases(graph: Graph, op: Operator, channels: int) -> list[int] | None:
+    """A convolution's biases (zeros without a bias), or None where the bias is not a constant."""
+    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    if b < 0:
+        return [0] * channels
+    data = graph.tensors[b].data
+    return None if data is None else [int(v) for v in data]
+
+
 def rq_table(
     graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
 ) -> list[int] | None:
     """The ts_rq fields of every output channel of a CONV_2D or DEPTHWISE_CONV_2D, or None where the
     bias is not a constant (a constant channel's value is the bias's)."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-    b = op.inputs[2] if len(op.inputs) > 2 else -1
-    if b >= 0 and graph.tensors[b].data is None:
+    biases = _biases(graph, op, len(mults))
+    if biases is None:
         return None
-    biases = [int(v) for v in graph.tensors[b].data] if b >= 0 else [0] * len(mults)  # type: ignore[union-attr]
     fh, fw = w.shape[1], w.shape[2]
     products = fh * fw * (1 if op.opcode == "DEPTHWISE_CONV_2D" else x.shape[3])
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
@@ -205,6 +213,17 @@ def rq_table(
         for m, sh, bias in zip(mults, shifts, biases, strict=True)
         for f in rq_fields(int(m), int(sh), int(out_zp), bias, reach)
     ]
+
+
+def _table_fields(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int, channels: int
+) -> list[int] | None:
+    """rq_table's fields where the first `channels` channels all take ts_rq (a compile-time table
+    holds no channel that needs the formula's own steps: l1 0), else None."""
+    fields = rq_table(graph, op, mults, shifts, out_zp)
+    if fields is None or any(fields[4 * c + 1] == 0 for c in range(channels)):
+        return None
+    return fields
 
 
 def _lanes(low: int, high: int) -> int:
@@ -221,16 +240,15 @@ def depthwise_blocks(
     depth multiplier, dilation across, filters wider than 3, fewer than four channels) or could not
     (a bias not constant, a channel that needs the formula's own steps)."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-    b = op.inputs[2] if len(op.inputs) > 2 else -1
     channels, (fh, fw) = x.shape[3], w.shape[1:3]
     dilation_w = int(op.options.get("dilation_wfactor", 1) or 1)
     if w.shape[3] != channels or dilation_w != 1 or fw > 3 or channels < 4 or w.data is None:
         return None
-    fields = rq_table(graph, op, mults, shifts, out_zp)
     groups = channels // 4
-    if fields is None or any(fields[4 * c + 1] == 0 for c in range(4 * groups)):  # l1 0: the formula
+    fields = _table_fields(graph, op, mults, shifts, out_zp, 4 * groups)
+    biases = _biases(graph, op, channels)
+    if fields is None or biases is None:
         return None
-    biases = [int(v) for v in graph.tensors[b].data] if b >= 0 else [0] * channels  # type: ignore[union-attr]
     taps = [[int(v) for v in row] for row in w.data.reshape(fh * fw, channels)]
     table: list[int] = []
     for c in range(0, 4 * groups, 4):
@@ -241,7 +259,6 @@ def depthwise_blocks(
 
 
 QUAD_K4 = 40  # ts_conv2d_s8.c TS_QUAD_K4: the largest K (rounded up to words) of the quads
-PATCH_BYTES = 124  # ts_conv2d_s8.c TS_CONV_PATCH_BYTES: the small receptive fields
 
 
 def conv_quads_table(
@@ -252,17 +269,17 @@ def conv_quads_table(
     lanes, its ts_rq fields; None where the kernel would not take the quads (a 1x1 filter, K over
     QUAD_K4, eight input channels or more) or could not (a bias not constant, a channel that needs
     the formula's own steps)."""
-    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-    b = op.inputs[2] if len(op.inputs) > 2 else -1
+    w = graph.tensors[op.inputs[1]]
     out_c, fh, fw, in_c = w.shape
     k = fh * fw * in_c
     k4 = (k + 3) & ~3
-    if fh * fw == 1 or k > PATCH_BYTES or in_c >= 8 or k4 > QUAD_K4 or w.data is None or x.shape[3] != in_c:
+    # k4 <= QUAD_K4 also keeps K within ts_conv2d_s8.c's small fields (TS_CONV_PATCH_BYTES, 124)
+    if fh * fw == 1 or in_c >= 8 or k4 > QUAD_K4 or w.data is None:
         return None
-    fields = rq_table(graph, op, mults, shifts, out_zp)
-    if fields is None or any(fields[4 * o + 1] == 0 for o in range(out_c)):  # l1 0: the formula
+    fields = _table_fields(graph, op, mults, shifts, out_zp, out_c)
+    biases = _biases(graph, op, out_c)
+    if fields is None or biases is None:
         return None
-    biases = [int(v) for v in graph.tensors[b].data] if b >= 0 else [0] * out_c  # type: ignore[union-attr]
     rows = [[int(v) for v in row] + [0] * (k4 - k) for row in w.data.reshape(out_c, k)]
     table: list[int] = []
     for o, row in enumerate(rows):
