@@ -1270,6 +1270,47 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
     return h[(j >> 1) & 1];
 }
 
+/* Pixel slot `slot` of a quad block (pixel q's words of group g at word 2 * (4 g + q)): the
+ * receptive field of the window at (y0, x0), widened with input_offset added, pad bytes (the zero
+ * point, widened to 0) up to k4. A window inside the input (dilation_w 1, filter rows of at least
+ * four bytes) is copied row by row as whole words, a row's last word overlapping the one before it
+ * where the row is not a multiple of four bytes (no byte loop, no call); other windows take
+ * build_patch. */
+static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
+                             int32_t k, int32_t k4, uint32_t off2, uint32_t *slot)
+{
+    int8_t patch[TS_QUAD_K4 + 4];
+    const int32_t in_w = p->in_w, in_c = p->in_c, len = p->filter_w * in_c;
+    int32_t j;
+    if (p->dilation_w == 1 && len >= 4 && x0 >= 0 && x0 + p->filter_w <= in_w && y0 >= 0 &&
+        y0 + (p->filter_h - 1) * p->dilation_h < p->in_h) {
+        const size_t row = (size_t)p->dilation_h * in_w * in_c;
+        const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+        int8_t *dst = patch;
+        int32_t ky, c;
+        for (ky = 0; ky < p->filter_h; ++ky, src += row, dst += len) {
+            /* spelled out up to 12 bytes (3 x 3 x in_c 3 or 4, 4 x in_c 1-3): GCC turns the loop
+             * into a memcpy call */
+            ts_store4(dst, ts_load4(src));
+            if (len > 8) {
+                ts_store4(dst + 4, ts_load4(src + 4));
+            }
+            for (c = 8; c + 4 < len; c += 4) {
+                ts_store4(dst + c, ts_load4(src + c));
+            }
+            ts_store4(dst + len - 4, ts_load4(src + len - 4));
+        }
+        ts_store4(patch + k, ts_bytes4(pad)); /* the round-up: k4 - k <= 3 bytes */
+    } else {
+        build_patch(p, in_b, y0, x0, pad, k4 - k, patch);
+    }
+    for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+        const uint32_t v = ts_load4(patch + j);
+        slot[0] = ts_even_off(v, off2);
+        slot[1] = ts_odd_off(v, off2);
+    }
+}
+
 /* The small-field layers on DSP cores with ts_rq requantisation, K rounded up to k4 <= TS_QUAD_K4
  * (the caller checks): every quad's receptive fields are read (into the stack block) before any of
  * its outputs is written. */
@@ -1281,22 +1322,20 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
     const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi), off2 = ts_pack2x16(p->input_offset);
     const int8_t pad = (int8_t)-p->input_offset;
     uint32_t xs[TS_QUAD_K4 / 4 * 2 * TS_QUAD_PX];
-    int8_t patch[TS_QUAD_K4 + 4];
     int32_t b, i, q, j, o;
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        int32_t y = 0, x = 0; /* pixel i's place */
         for (i = 0; i < pixels; i += TS_QUAD_PX) {
             const int32_t n = pixels - i < TS_QUAD_PX ? pixels - i : TS_QUAD_PX;
             for (q = 0; q < TS_QUAD_PX; ++q) {
                 uint32_t *slot = xs + 2 * q;
                 if (q < n) {
-                    const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
-                    build_patch(p, in_b, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, pad, k4 - k,
-                                patch);
-                    for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
-                        const uint32_t v = ts_load4(patch + j);
-                        slot[0] = ts_even_off(v, off2);
-                        slot[1] = ts_odd_off(v, off2);
+                    quad_fill(p, in_b, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, pad, k, k4, off2,
+                              slot);
+                    if (++x == out_w) {
+                        x = 0;
+                        ++y;
                     }
                 } else { /* a last quad's missing pixels: computed from zeros, not stored */
                     for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
