@@ -1270,37 +1270,63 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
     return h[(j >> 1) & 1];
 }
 
+/* n >= 1 bytes from src to dst as whole words where n >= 4, the last word overlapping the one
+ * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call. */
+static inline void quad_run(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t c;
+    if (n < 4) {
+        for (c = 0; c < n; ++c) {
+            dst[c] = src[c];
+        }
+        return;
+    }
+    ts_store4(dst, ts_load4(src));
+    if (n > 8) {
+        ts_store4(dst + 4, ts_load4(src + 4));
+    }
+    for (c = 8; c + 4 < n; c += 4) {
+        ts_store4(dst + c, ts_load4(src + c));
+    }
+    ts_store4(dst + n - 4, ts_load4(src + n - 4));
+}
+
 /* Pixel slot `slot` of a quad block (pixel q's words of group g at word 2 * (4 g + q)): the
- * receptive field of the window at (y0, x0), widened with input_offset added, pad bytes (the zero
- * point, widened to 0) up to k4. A window inside the input (dilation_w 1, filter rows of at least
- * four bytes) is copied row by row as whole words, a row's last word overlapping the one before it
- * where the row is not a multiple of four bytes (no byte loop, no call); other windows take
+ * receptive field of the window at (y0, x0) ([fh][fw][in_c] as the filter), widened with
+ * input_offset added, pad bytes (the zero point, widened to 0) for taps outside the input and up
+ * to k4. With dilation_w 1 each filter row's taps inside the input are one run of bytes
+ * (quad_run); a window the input clips is first filled with pad words. Dilated columns take
  * build_patch. */
 static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
                              int32_t k, int32_t k4, uint32_t off2, uint32_t *slot)
 {
     int8_t patch[TS_QUAD_K4 + 4];
     const int32_t in_w = p->in_w, in_c = p->in_c, len = p->filter_w * in_c;
+    const size_t row = (size_t)p->dilation_h * in_w * in_c;
     int32_t j;
-    if (p->dilation_w == 1 && len >= 4 && x0 >= 0 && x0 + p->filter_w <= in_w && y0 >= 0 &&
-        y0 + (p->filter_h - 1) * p->dilation_h < p->in_h) {
-        const size_t row = (size_t)p->dilation_h * in_w * in_c;
+    if (p->dilation_w == 1 && x0 >= 0 && x0 + p->filter_w <= in_w && y0 >= 0 &&
+        y0 + (p->filter_h - 1) * p->dilation_h < p->in_h) { /* the whole window inside */
         const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
         int8_t *dst = patch;
-        int32_t ky, c;
+        int32_t ky;
         for (ky = 0; ky < p->filter_h; ++ky, src += row, dst += len) {
-            /* spelled out up to 12 bytes (3 x 3 x in_c 3 or 4, 4 x in_c 1-3): GCC turns the loop
-             * into a memcpy call */
-            ts_store4(dst, ts_load4(src));
-            if (len > 8) {
-                ts_store4(dst + 4, ts_load4(src + 4));
-            }
-            for (c = 8; c + 4 < len; c += 4) {
-                ts_store4(dst + c, ts_load4(src + c));
-            }
-            ts_store4(dst + len - 4, ts_load4(src + len - 4));
+            quad_run(dst, src, len);
         }
         ts_store4(patch + k, ts_bytes4(pad)); /* the round-up: k4 - k <= 3 bytes */
+    } else if (p->dilation_w == 1) { /* clipped: pad words, then each row's run inside */
+        const uint32_t pad4 = ts_bytes4(pad);
+        int32_t ky, ky0, ky1, kx0, kx1;
+        ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+        ts_tap_range(x0, 1, p->filter_w, in_w, &kx0, &kx1);
+        for (j = 0; j < k4; j += 4) { /* a store per word (a plain loop becomes a memset call) */
+            __asm__ volatile("str     %[v], [%[p], %[j]]" : : [v] "r"(pad4), [p] "r"(patch), [j] "r"(j) : "memory");
+        }
+        if (kx1 > kx0) {
+            const int8_t *src = in_b + ((size_t)(y0 + ky0 * p->dilation_h) * in_w + (size_t)(x0 + kx0)) * in_c;
+            for (ky = ky0; ky < ky1; ++ky, src += row) {
+                quad_run(patch + ky * len + kx0 * in_c, src, (kx1 - kx0) * in_c);
+            }
+        }
     } else {
         build_patch(p, in_b, y0, x0, pad, k4 - k, patch);
     }
@@ -1495,7 +1521,9 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_RQ_ASM
     rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
-    if (wide) {
+    /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
+     * channel loop over a table costs less than the widened leading rows for these small K */
+    if (wide && !(rq && p->quads != NULL)) {
         const int32_t rows = conv_wide(p, input, filter, bias, output, rq);
         if (rows > 0) {
             /* the other rows: the same layer from output row `rows` on */
