@@ -312,6 +312,21 @@ def conv_quads_tables() -> bytes:
     return b.build()
 
 
+def avg_pool_lanes() -> bytes:
+    """AVERAGE_POOL_2D summed four channels a word in 16-bit lanes (DSP cores, up to 255 taps): a
+    global pool of exactly 255 taps (15x17) over 6 channels (a two-channel tail), one of 256 taps
+    (16x16: the 32-bit loop), SAME 3x3 windows clipped at the edges over 12 channels with RELU."""
+    b = ModelBuilder(seed=44)
+    x = b.input("x", (1, 15, 17, 6), zero_point=-128)
+    a = b.average_pool2d(x, (15, 17), (1, 1), name="gap_255")
+    y = b.input("y", (1, 16, 16, 8), zero_point=5)
+    c = b.average_pool2d(y, (16, 16), (16, 16), name="gap_256")
+    z = b.input("z", (1, 7, 9, 12), zero_point=0)
+    d = b.average_pool2d(z, (3, 3), (2, 2), "SAME", activation="RELU", name="avg3x3_same")
+    b.output(a, c, d)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -332,4 +347,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_pruned_channels": conv_pruned_channels,
     "depthwise_blocks": depthwise_blocks,
     "conv_quads_tables": conv_quads_tables,
+    "avg_pool_lanes": avg_pool_lanes,
 }

@@ -398,7 +398,11 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
 /* ---- AVERAGE_POOL_2D / MAX_POOL_2D ---------------------------------------------------------------
  * Input and output share one quantisation. The window is clipped to the input (padding is never
  * counted). Average: sum / count rounded to nearest, ties away from zero; max: the largest value.
- * Then clamp to [act_min, act_max]. */
+ * Then clamp to [act_min, act_max]. On DSP cores an average over at most 255 taps sums four channels
+ * a word: SXTAB16 widens a word's even and odd bytes and adds them to two pairs of 16-bit lanes,
+ * exact since |sum| <= 128 * 255 < 2^15 (the channels past the last multiple of four, and larger
+ * windows, one at a time in 32 bits). Read/write order: output pixels in order, output byte c of a
+ * pixel written after every tap of its channel c was read. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, channels;

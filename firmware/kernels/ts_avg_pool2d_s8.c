@@ -1,6 +1,47 @@
 /* ts_avg_pool2d_s8.c - AVERAGE_POOL_2D, int8, window clipped to the input (see ts_kernels.h). */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_simd.h"
+
+/* sum / count rounded to nearest, ties away from zero (C division truncates toward zero), clamped. */
+static inline int8_t avg_out(int32_t acc, int32_t count, const ts_pool2d_s8_params *p)
+{
+    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+    return (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
+}
+
+#if TS_DSP
+/* The largest window the 16-bit lanes below sum exactly: |sum| <= 128 * 255 < 2^15. */
+#define TS_POOL_LANE_TAPS 255
+
+/* Channels [0, channels & ~3) of one output pixel, its window `rows` rows of `taps` taps from
+ * `first` (the window's first tap): per four channels one word per tap, its even and odd bytes
+ * widened and added into two pairs of 16-bit lanes (SXTAB16), exact for up to TS_POOL_LANE_TAPS
+ * taps; channel c's output written after every tap of channel c was read, as in the loop below. */
+static void avg_pool_lanes(const ts_pool2d_s8_params *p, const int8_t *first, int32_t rows, int32_t taps,
+                           int32_t count, int8_t *out)
+{
+    const int32_t ch = p->channels, c4 = ch & ~3;
+    const size_t row_step = (size_t)p->in_w * ch;
+    int32_t c, r, t;
+    for (c = 0; c < c4; c += 4) {
+        uint32_t even = 0, odd = 0; /* channels (c, c + 2) and (c + 1, c + 3) */
+        const int8_t *row = first + c;
+        for (r = 0; r < rows; ++r, row += row_step) {
+            const int8_t *q = row;
+            for (t = 0; t < taps; ++t, q += ch) {
+                const uint32_t x = ts_load4(q);
+                even = ts_even_off(x, even);
+                odd = ts_odd_off(x, odd);
+            }
+        }
+        out[c] = avg_out((int16_t)(even & 0xFFFFu), count, p);
+        out[c + 1] = avg_out((int16_t)(odd & 0xFFFFu), count, p);
+        out[c + 2] = avg_out((int16_t)(even >> 16), count, p);
+        out[c + 3] = avg_out((int16_t)(odd >> 16), count, p);
+    }
+}
+#endif
 
 int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output)
 {
@@ -19,20 +60,27 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
                 const int32_t kx_start = ts_max_i32(0, -x0);
                 const int32_t kx_end = ts_min_i32(p->filter_w, p->in_w - x0);
                 const int32_t count = (ky_end - ky_start) * (kx_end - kx_start);
+                c = 0;
                 if (ky_end <= ky_start || kx_end <= kx_start) {
                     return TS_ERR_PARAMS; /* an empty window: TFLite refuses it too */
                 }
-                for (c = 0; c < p->channels; ++c) {
+#if TS_DSP
+                if (count <= TS_POOL_LANE_TAPS) {
+                    avg_pool_lanes(p, in_b + ((size_t)(y0 + ky_start) * p->in_w + (x0 + kx_start)) * p->channels,
+                                   ky_end - ky_start, kx_end - kx_start, count, output);
+                    c = p->channels & ~3;
+                }
+#endif
+                for (; c < p->channels; ++c) {
                     int32_t acc = 0;
                     for (ky = ky_start; ky < ky_end; ++ky) {
                         for (kx = kx_start; kx < kx_end; ++kx) {
                             acc += in_b[((size_t)(y0 + ky) * p->in_w + (x0 + kx)) * p->channels + c];
                         }
                     }
-                    /* Round to nearest, ties away from zero (C division truncates toward zero). */
-                    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-                    *output++ = (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
+                    output[c] = avg_out(acc, count, p);
                 }
+                output += p->channels;
             }
         }
     }
