@@ -228,8 +228,16 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * SMLAD pair per pixel per four filter bytes (23 instructions per 24 products, against the pair
  * path's 26 per 16), the six results requantised (ts_rq, with rq_table's fields as the staged
  * variant's, channel by channel: a channel whose l1 is 0 by the formula's steps; without a table,
- * ts_rq where every channel's bound holds, else the formula's steps) and stored; a full block's
- * six accumulators stay in registers from the first product to the last store (one asm block). Other cores, shapes the fast paths refuse and
+ * ts_rq where every channel's bound holds, else the formula's steps) and stored. The strip's full
+ * blocks of every channel that takes ts_rq run in one asm routine (wide_channels): per channel its
+ * bias and ts_rq fields read through pointers that advance a channel at a time (without a table,
+ * fields prepared four channels at a time on the stack), per block the six accumulators start at
+ * the bias, stay in registers from the first product to the last store, and the six results are
+ * requantised, clamped bytewise and stored; a channel whose table entry has l1 0, a last channel
+ * whose k4 filter bytes would pass the filter's end (its tail) and a last block of one to five
+ * pixels are then done in C (same arithmetic), after the strip's routine has written the others
+ * (all of a strip's reads precede its first write, so the order of its writes changes nothing
+ * below). Other cores, shapes the fast paths refuse and
  * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
  * scratch untouched.
  * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive
