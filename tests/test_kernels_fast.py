@@ -239,6 +239,7 @@ DSP_ONLY_MODELS = (
     "conv_pruned_channels",
     "depthwise_blocks",
     "conv_quads_tables",
+    "conv_wide_rq_forms",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

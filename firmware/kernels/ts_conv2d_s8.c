@@ -969,17 +969,22 @@ typedef struct {
     const uint32_t *xs;     /* 56: the strip's first block */
     int32_t k4;             /* 60: filter bytes a block reads (whole groups, k4 >= 4) */
     const int32_t *rq_end;  /* 64: the rq past the last channel to do */
+    /* set by wide_channels: where its loop starts (68), its requantisation for channels with a right
+     * shift (72) and without (76), with or without the clamp, and the channel's (80) */
+    uint32_t entry, rq_right, rq_none, rq_this;
 } wide_job;
 
 /* One strip of full blocks, output channel by channel from job->rq up to job->rq_end, stopping early
  * at a channel whose l1 is 0 (the formula's steps: the caller's; job->rq then points at it). Per
  * channel (bias and ts_rq fields from the job's pointers), per block: six accumulators start at the
- * bias, the first group's products peeled (no copies), one SMLAD pair per pixel per four filter bytes
- * (23 instructions per 24 products), then ts_rq's six steps on each (the channel's fields reloaded
- * per block: the loop needs every register), the six int8 results packed (BFI), clamped bytewise
- * (SSUB8/SEL) and stored `stride` bytes apart. The accumulators never leave registers, and no C
- * runs between a strip's first channel and its last. Registers: r0-r5 the accumulators, r6 the
- * filter, r7 the block scratch, r8 the filter's end, r9-r12 the lanes, lr the job. */
+ * bias with the first group's products (no copies), then one SMLAD pair per pixel per four filter
+ * bytes, the loop unrolled four groups a pass (entered at the group that leaves a multiple of four:
+ * 21 instructions per 24 products plus 2 per pass), then ts_rq's six steps on each (the channel's
+ * fields reloaded per block: the loop needs every register), the six int8 results packed (BFI),
+ * clamped bytewise (SSUB8/SEL; skipped when the bounds are -128 and 127, which SSAT already keeps)
+ * and stored `stride` bytes apart. The accumulators never leave registers, and no C runs between a
+ * strip's first channel and its last. Registers: r0-r5 the accumulators, r6 the filter, r7 the block
+ * scratch, r8 the filter's end, r9-r12 the lanes, lr the job. */
 __attribute__((naked, noinline))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((noipa))
@@ -994,22 +999,133 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
     "ldrd    r11, r12, [r7, #" off "]\n\t"                                                             \
     "smlad   " a ", r11, r9, r0\n\t"                                                                   \
     "smlad   " a ", r12, r10, " a "\n\t"
+#define TS_WC_GROUP                                                                                    \
+    "ldr     r10, [r6], #4\n\t"                                                                        \
+    "ldrd    r11, r12, [r7], #48\n\t"                                                                  \
+    "sxtb16  r9, r10\n\t"                                                                              \
+    "sxtb16  r10, r10, ror #8\n\t"                                                                     \
+    "smlad   r0, r11, r9, r0\n\t"                                                                      \
+    "smlad   r0, r12, r10, r0\n\t"                                                                     \
+    TS_WC_PIXEL("r1", "-40") TS_WC_PIXEL("r2", "-32") TS_WC_PIXEL("r3", "-24") TS_WC_PIXEL("r4", "-16") \
+    TS_WC_PIXEL("r5", "-8")
+/* ts_rq's steps with r >= 1 (rr = r | 256): base - [s2 < 0] is base + (s2 ASR 31) */
 #define TS_WC_RQ(a)                                                                                    \
     "lsl     " a ", " a ", r10\n\t"                                                                    \
-    "and     r6, r12, " a ", asr #31\n\t"                                                              \
-    "sub     r6, r11, r6, lsr #8\n\t"                                                                  \
+    "add     r6, r11, " a ", asr #31\n\t"                                                              \
     "smmlar  " a ", " a ", r9, r6\n\t"                                                                 \
     "asr     " a ", " a ", r12\n\t"                                                                    \
     "ssat    " a ", #8, " a "\n\t"
+/* and with r == 0 (rr = 0): no correction, no shift */
+#define TS_WC_RQ0(a)                                                                                   \
+    "lsl     " a ", " a ", r10\n\t"                                                                    \
+    "smmlar  " a ", " a ", r9, r11\n\t"                                                                \
+    "ssat    " a ", #8, " a "\n\t"
+/* the six results packed, clamped bytewise to [lo4, hi4] and stored stride bytes apart */
+#define TS_WC_CLAMP_STORE                                                                              \
+    "bfi     r0, r1, #8, #8\n\t"                                                                       \
+    "bfi     r0, r2, #16, #8\n\t"                                                                      \
+    "bfi     r0, r3, #24, #8\n\t"                                                                      \
+    "bfi     r4, r5, #8, #8\n\t"                                                                       \
+    "ldrd    r9, r10, [lr, #16]\n\t"                                                                   \
+    "ssub8   r6, r0, r9\n\t"                                                                           \
+    "sel     r0, r0, r9\n\t"                                                                           \
+    "ssub8   r6, r10, r0\n\t"                                                                          \
+    "sel     r0, r0, r10\n\t"                                                                          \
+    "ssub8   r6, r4, r9\n\t"                                                                           \
+    "sel     r4, r4, r9\n\t"                                                                           \
+    "ssub8   r6, r10, r4\n\t"                                                                          \
+    "sel     r4, r4, r10\n\t"                                                                          \
+    "ldrd    r11, r12, [lr, #8]\n\t"                                                                   \
+    "strb    r0, [r11]\n\t"                                                                            \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "strb    r0, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "strb    r0, [r11]\n\t"                                                                            \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "strb    r0, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "strb    r4, [r11]\n\t"                                                                            \
+    "lsr     r4, r4, #8\n\t"                                                                           \
+    "strb    r4, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "str     r11, [lr, #8]\n\t"
+/* the six results (SSAT keeps them in [-128, 127]: the bounds) stored stride bytes apart */
+#define TS_WC_STORE                                                                                    \
+    "ldrd    r11, r12, [lr, #8]\n\t"                                                                   \
+    "strb    r0, [r11]\n\t"                                                                            \
+    "strb    r1, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "strb    r2, [r11]\n\t"                                                                            \
+    "strb    r3, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "strb    r4, [r11]\n\t"                                                                            \
+    "strb    r5, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "str     r11, [lr, #8]\n\t"
+/* the next block of the channel, or the channel's end */
+#define TS_WC_NEXT                                                                                     \
+    "ldr     r9, [lr, #24]\n\t"                                                                        \
+    "cmp     r7, r9\n\t"                                                                               \
+    "bne     3b\n\t"                                                                                   \
+    "b       8f\n\t"
     __asm__ volatile(
         "push    {r3-r11, lr}\n\t"
         "mov     lr, r0\n\t"
+        /* the loop's entry: after the peeled group R = k4 / 4 - 1 groups remain; none: 5, else
+         * group (4 - R % 4) % 4 of the pass */
+        "ldr     r1, [lr, #60]\n\t"
+        "subs    r1, r1, #4\n\t"
+        "beq     10f\n\t"
+        "and     r1, r1, #12\n\t"
+        "cmp     r1, #4\n\t"
+        "beq     13f\n\t"
+        "cmp     r1, #8\n\t"
+        "beq     12f\n\t"
+        "cmp     r1, #12\n\t"
+        "beq     11f\n\t"
+        "adr.w   r2, 40f\n\t"
+        "b       19f\n\t"
+        "10:\n\t"
+        "adr.w   r2, 5f\n\t"
+        "b       19f\n\t"
+        "11:\n\t"
+        "adr.w   r2, 41f\n\t"
+        "b       19f\n\t"
+        "12:\n\t"
+        "adr.w   r2, 42f\n\t"
+        "b       19f\n\t"
+        "13:\n\t"
+        "adr.w   r2, 43f\n\t"
+        "19:\n\t"
+        "orr     r2, r2, #1\n\t" /* Thumb */
+        "str     r2, [lr, #68]\n\t"
+        /* the requantisations: with the clamp, unless the bounds are -128 and 127 */
+        "ldrd    r1, r2, [lr, #16]\n\t"
+        "adr.w   r3, 51f\n\t"
+        "adr.w   r4, 53f\n\t"
+        "cmp     r1, #0x80808080\n\t"
+        "bne     18f\n\t"
+        "cmp     r2, #0x7f7f7f7f\n\t"
+        "bne     18f\n\t"
+        "adr.w   r3, 50f\n\t"
+        "adr.w   r4, 52f\n\t"
+        "18:\n\t"
+        "orr     r3, r3, #1\n\t"
+        "orr     r4, r4, #1\n\t"
+        "strd    r3, r4, [lr, #72]\n\t"
         "add     r12, lr, #32\n\t"
         "ldm     r12, {r6, r9, r10, r11}\n\t" /* w, rq, bias, out */
         "2:\n\t"                              /* channel: r6 w, r9 rq, r10 bias, r11 out */
         "ldr     r0, [r9, #4]\n\t"
         "cmp     r0, #0\n\t"
         "beq     9f\n\t"                      /* l1 0: the formula's steps, the caller's */
+        "ldr     r0, [r9, #12]\n\t"           /* rr: a right shift or none */
+        "cmp     r0, #0\n\t"
+        "ite     ne\n\t"
+        "ldrne   r0, [lr, #72]\n\t"
+        "ldreq   r0, [lr, #76]\n\t"
+        "str     r0, [lr, #80]\n\t"
         "ldr     r0, [r10]\n\t"
         "strd    r0, r6, [lr]\n\t"            /* b0, wc */
         "str     r11, [lr, #8]\n\t"           /* ob */
@@ -1026,55 +1142,26 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         "ldrd    r11, r12, [r7], #48\n\t"
         "smlad   r0, r11, r9, r0\n\t"
         "smlad   r0, r12, r10, r0\n\t"
+        "ldr     pc, [lr, #68]\n\t"
+        "40:\n\t" TS_WC_GROUP
+        "41:\n\t" TS_WC_GROUP
+        "42:\n\t" TS_WC_GROUP
+        "43:\n\t" TS_WC_GROUP
         "cmp     r6, r8\n\t"
-        "beq     5f\n\t"
-        "4:\n\t"
-        "ldr     r10, [r6], #4\n\t"
-        "ldrd    r11, r12, [r7], #48\n\t"
-        "sxtb16  r9, r10\n\t"
-        "sxtb16  r10, r10, ror #8\n\t"
-        "smlad   r0, r11, r9, r0\n\t"
-        "smlad   r0, r12, r10, r0\n\t"
-        TS_WC_PIXEL("r1", "-40") TS_WC_PIXEL("r2", "-32") TS_WC_PIXEL("r3", "-24") TS_WC_PIXEL("r4", "-16")
-        TS_WC_PIXEL("r5", "-8")
-        "cmp     r6, r8\n\t"
-        "bne     4b\n\t"
+        "bne     40b\n\t"
         "5:\n\t" /* r7: the next block; requantise: m r9, l1 r10, base r11, rr r12, r6 scratch */
         "ldr     r6, [lr, #28]\n\t"
-        "ldrd    r9, r10, [r6]\n\t"
-        "ldrd    r11, r12, [r6, #8]\n\t"
-        TS_WC_RQ("r0") TS_WC_RQ("r1") TS_WC_RQ("r2") TS_WC_RQ("r3") TS_WC_RQ("r4") TS_WC_RQ("r5")
-        "bfi     r0, r1, #8, #8\n\t"
-        "bfi     r0, r2, #16, #8\n\t"
-        "bfi     r0, r3, #24, #8\n\t"
-        "bfi     r4, r5, #8, #8\n\t"
-        "ldrd    r9, r10, [lr, #16]\n\t" /* lo4, hi4 */
-        "ssub8   r6, r0, r9\n\t"
-        "sel     r0, r0, r9\n\t"
-        "ssub8   r6, r10, r0\n\t"
-        "sel     r0, r0, r10\n\t"
-        "ssub8   r6, r4, r9\n\t"
-        "sel     r4, r4, r9\n\t"
-        "ssub8   r6, r10, r4\n\t"
-        "sel     r4, r4, r10\n\t"
-        "ldrd    r11, r12, [lr, #8]\n\t" /* ob, stride */
-        "strb    r0, [r11]\n\t"
-        "lsr     r0, r0, #8\n\t"
-        "strb    r0, [r11, r12]\n\t"
-        "add     r11, r11, r12, lsl #1\n\t"
-        "lsr     r0, r0, #8\n\t"
-        "strb    r0, [r11]\n\t"
-        "lsr     r0, r0, #8\n\t"
-        "strb    r0, [r11, r12]\n\t"
-        "add     r11, r11, r12, lsl #1\n\t"
-        "strb    r4, [r11]\n\t"
-        "lsr     r4, r4, #8\n\t"
-        "strb    r4, [r11, r12]\n\t"
-        "add     r11, r11, r12, lsl #1\n\t"
-        "str     r11, [lr, #8]\n\t"
-        "ldr     r9, [lr, #24]\n\t" /* xs_end */
-        "cmp     r7, r9\n\t"
-        "bne     3b\n\t"
+        "ldm     r6, {r9, r10, r11, r12}\n\t"
+        "ldr     pc, [lr, #80]\n\t"
+        "50:\n\t" TS_WC_RQ("r0") TS_WC_RQ("r1") TS_WC_RQ("r2") TS_WC_RQ("r3") TS_WC_RQ("r4") TS_WC_RQ("r5")
+        TS_WC_STORE TS_WC_NEXT
+        "51:\n\t" TS_WC_RQ("r0") TS_WC_RQ("r1") TS_WC_RQ("r2") TS_WC_RQ("r3") TS_WC_RQ("r4") TS_WC_RQ("r5")
+        TS_WC_CLAMP_STORE TS_WC_NEXT
+        "52:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
+        TS_WC_STORE TS_WC_NEXT
+        "53:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
+        TS_WC_CLAMP_STORE TS_WC_NEXT
+        "8:\n\t"
         /* the channel done: the next one's pointers */
         "add     r12, lr, #32\n\t"
         "ldm     r12, {r6, r9, r10, r11}\n\t"
@@ -1091,7 +1178,45 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         "pop     {r3-r11, pc}\n\t");
 #undef TS_WC_PIXEL
 #undef TS_WC_PEEL
+#undef TS_WC_GROUP
 #undef TS_WC_RQ
+#undef TS_WC_RQ0
+#undef TS_WC_CLAMP_STORE
+#undef TS_WC_STORE
+#undef TS_WC_NEXT
+}
+
+/* wide_fill for the slots of a strip whose np pixels are consecutive input pixels from `src` (a
+ * 1x1 filter, stride 1, no padding, out_w == in_w; in_c a multiple of 4): each pixel's in_c bytes
+ * widened a word at a time into its slot, the strip's other slots up to nb blocks zero. */
+static void wide_fill_flat(const int8_t *src, int32_t in_c, uint32_t off2, int32_t np, int32_t nb,
+                           int32_t block_words, uint32_t *xs)
+{
+    int32_t q;
+    for (q = 0; q < nb * TS_WIDE_PX; ++q) {
+        uint32_t *w = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+        const int8_t *const end = src + in_c;
+        if (q < np) {
+            uint32_t e, o;
+            __asm__ volatile("1:\n\t"
+                             "ldr     %[o], [%[src]], #4\n\t"
+                             "sxtab16 %[e], %[off2], %[o]\n\t"
+                             "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                             "strd    %[e], %[o], [%[w]], #48\n\t"
+                             "cmp     %[src], %[end]\n\t"
+                             "bne     1b\n\t"
+                             : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
+                             : [end] "r"(end), [off2] "r"(off2)
+                             : "cc", "memory");
+        } else {
+            int32_t c;
+            for (c = 0; c < in_c; c += 4) {
+                w[0] = 0;
+                w[1] = 0;
+                w += 2 * TS_WIDE_PX;
+            }
+        }
+    }
 }
 
 /* Blocks [b_first, b_last) of one strip (np pixels, the strip's first output byte at `out`) for
@@ -1156,6 +1281,9 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     /* the channels wide_channels may take: all but a last one whose k4 bytes would pass the
      * filter's end (its tail in C) */
     const int32_t asm_c = (k & 3) != 0 ? out_c - 1 : out_c;
+    /* output pixel i reads input pixel i only */
+    const int flat = p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                     p->pad_top == 0 && p->pad_left == 0 && out_w == p->in_w && (k & 3) == 0;
     int32_t i, q, o;
     ts_rq rqs[TS_WIDE_RQ_CHUNK];
     wide_job job;
@@ -1170,10 +1298,15 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
         const int32_t full = np / TS_WIDE_PX;
         int8_t *const out = output + (size_t)i * out_c;
-        for (q = 0; q < nb * TS_WIDE_PX; ++q) {
-            const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
-            uint32_t *slot = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
-            wide_fill(p, input, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, q < np, k4, slot);
+        if (flat) {
+            wide_fill_flat(input + (size_t)i * k, k, ts_pack2x16(p->input_offset), np, nb, block_words, xs);
+        } else {
+            for (q = 0; q < nb * TS_WIDE_PX; ++q) {
+                const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
+                uint32_t *slot = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+                wide_fill(p, input, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, q < np, k4,
+                          slot);
+            }
         }
         o = 0;
         if (rq && full > 0) {
