@@ -281,6 +281,30 @@ def conv_pruned_channels() -> bytes:
     return b.build()
 
 
+def conv_wide_rq_forms() -> bytes:
+    """1x1 CONV_2D chained through the widened kernel's asm channel loop (ts_conv2d_s8.c
+    wide_channels) at every loop entry: K = 4, 12, 16, 20, 24, 28 (after the peeled group 0 to 6
+    groups, every remainder of the four-group pass), 35 pixels (five full blocks and a short one),
+    channels with a right shift and without (a small output scale: r == 0, left up to 2), with the
+    bytewise clamp (RELU, RELU6) and without (bounds -128 and 127). A large first layer makes the
+    peak, so the chain gets planned scratch; it runs the default kernel, whose widened leading rows
+    prepare ts_rq four channels at a time (no table) and leave the last channel's tail (K = 27) to C."""
+    b = ModelBuilder(seed=36)
+    z = b.input("z", (1, 20, 20, 3), zero_point=-128)
+    z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
+    z = b.average_pool2d(z, (20, 20), (20, 20), name="pool")
+    t = b.input("x", (1, 5, 7, 4), zero_point=-5)
+    layers = [(12, "NONE"), (16, "RELU6"), (20, "NONE"), (24, "RELU"), (28, "NONE"), (7, "RELU6")]
+    for i, (c, act) in enumerate(layers):
+        factors = [40.0 if j % 3 == 1 else 1.0 for j in range(c)]
+        out_q = (0.002, 3) if i == 2 else None  # M above 1/2: no right shift
+        t = b.conv2d(
+            t, c, (1, 1), activation=act, scale_factors=factors, output_quant=out_q, name=f"pw{i}_{c}"
+        )
+    b.output(z, t)
+    return b.build()
+
+
 def depthwise_blocks() -> bytes:
     """DEPTHWISE_CONV_2D shapes the blocks path (compile-time tables, filter_w <= 3) takes beyond 3x3:
     a 5x3 filter over 6 channels (one block and a two-channel tail), 2x2 VALID, 1x3 stride 2 and
@@ -345,6 +369,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_widened": conv_widened,
     "conv_pairs_widened": conv_pairs_widened,
     "conv_pruned_channels": conv_pruned_channels,
+    "conv_wide_rq_forms": conv_wide_rq_forms,
     "depthwise_blocks": depthwise_blocks,
     "conv_quads_tables": conv_quads_tables,
     "avg_pool_lanes": avg_pool_lanes,

@@ -240,6 +240,7 @@ DSP_ONLY_MODELS = (
     "depthwise_blocks",
     "conv_quads_tables",
     "avg_pool_lanes",
+    "conv_wide_rq_forms",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

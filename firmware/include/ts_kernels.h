@@ -228,8 +228,21 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * SMLAD pair per pixel per four filter bytes (23 instructions per 24 products, against the pair
  * path's 26 per 16), the six results requantised (ts_rq, with rq_table's fields as the staged
  * variant's, channel by channel: a channel whose l1 is 0 by the formula's steps; without a table,
- * ts_rq where every channel's bound holds, else the formula's steps) and stored; a full block's
- * six accumulators stay in registers from the first product to the last store (one asm block). Other cores, shapes the fast paths refuse and
+ * ts_rq where every channel's bound holds, else the formula's steps) and stored. The strip's full
+ * blocks of every channel that takes ts_rq run in one asm routine (wide_channels): per channel its
+ * bias and ts_rq fields read through pointers that advance a channel at a time (without a table,
+ * fields prepared four channels at a time on the stack); per block the six accumulators start at
+ * the bias with the first group's products, the remaining groups four a pass (21 instructions per
+ * 24 products, 2 more per pass), the accumulators never leaving registers; then ts_rq's steps
+ * (base - [s2 < 0] as base + (s2 ASR 31) where r >= 1, 5 instructions an output; 3 where r == 0:
+ * no correction, no shift: the same values), the clamp (skipped when act_min/act_max are -128/127,
+ * which SSAT already gives) and six byte stores, about 60 instructions a block besides the dot
+ * products. A channel whose table entry has l1 0, a last channel whose k4 filter bytes would pass
+ * the filter's end (its tail) and a last block of one to five pixels are then done in C (same
+ * arithmetic), after the strip's routine has written the others (all of a strip's reads precede
+ * its first write, so the order of its writes changes nothing below). A 1x1 filter at stride 1
+ * without padding (out_w == in_w, in_c a multiple of 4) fills a strip from its consecutive input
+ * pixels, a word of each at a time. Other cores, shapes the fast paths refuse and
  * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
  * scratch untouched.
  * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive

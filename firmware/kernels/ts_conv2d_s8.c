@@ -886,84 +886,16 @@ static inline void wide_store4(int8_t *out, int32_t stride, int32_t v0, int32_t 
                      : "cc", "memory");
 }
 
-/* ts_rq_apply's six steps on a (wide_block_rq, wide_block3_rq): m in we, l1 in wo, base in xe, rr in xo; end and xs are free */
+/* ts_rq_apply's six steps on a (wide_block3_rq): m in we, l1 in wo, base in xe, rr in xo; end and xs are free */
 #define TS_WIDE_RQ(a) TS_RQ_STEPS_ASM(a, "end", a, "we", "wo", "xe", "xo", "xs")
 
-/* What wide_block_rq needs once its loop is done (by then its 13 registers are all taken). */
+/* What wide_block3_rq needs once its loop is done (by then its registers are all taken). */
 typedef struct {
     const ts_rq *q;    /* the channel's requantisation */
     uint32_t lo4, hi4; /* act_min, act_max in every byte */
     int8_t *out;       /* the block's first output byte of the channel */
     int32_t stride;    /* bytes from one pixel's output to the next (out_c) */
 } wide_out;
-
-/* One whole block of one channel in one asm block: acc[q] = b0 + the dot product of `groups`
- * groups (wide_dot's loop), then each ts_rq_apply's six steps, the six int8 results packed (BFI),
- * clamped bytewise (SSUB8/SEL) and stored stride bytes apart: no accumulator leaves a register. */
-static inline void wide_block_rq(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t b0, const wide_out *o)
-{
-    /* the 13 operands in registers named here (TS_REG, ts_simd.h); `we` brings o in, kept on the
-     * stack during the loop */
-    register int32_t a0 TS_REG("r0") = b0, a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
-    register int32_t a4 TS_REG("r4"), a5 TS_REG("r5");
-    register const int8_t *wp TS_REG("r6") = w, *end TS_REG("r8") = w + 4 * groups;
-    register const uint32_t *xp TS_REG("r9") = xs;
-    register uint32_t we TS_REG("r10") = (uint32_t)(uintptr_t)o, wo TS_REG("r11"), xe TS_REG("r12"),
-        xo TS_REG("lr");
-#define TS_WIDE_PIXEL(a, off)                                                                          \
-    "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                       \
-    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
-    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
-    __asm__ volatile(
-        "str     %[we], [sp, #-8]!\n\t"
-        "mov     %[a1], %[a0]\n\t"
-        "mov     %[a2], %[a0]\n\t"
-        "mov     %[a3], %[a0]\n\t"
-        "mov     %[a4], %[a0]\n\t"
-        "mov     %[a5], %[a0]\n\t"
-        "1:\n\t"
-        "ldr     %[wo], [%[w]], #4\n\t"
-        "ldrd    %[xe], %[xo], [%[xs]], #48\n\t"
-        "sxtb16  %[we], %[wo]\n\t"
-        "sxtb16  %[wo], %[wo], ror #8\n\t"
-        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
-        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
-        TS_WIDE_PIXEL("a1", "-40") TS_WIDE_PIXEL("a2", "-32") TS_WIDE_PIXEL("a3", "-24")
-        TS_WIDE_PIXEL("a4", "-16") TS_WIDE_PIXEL("a5", "-8")
-        "cmp     %[w], %[end]\n\t"
-        "bne     1b\n\t"
-        "ldr     %[w], [sp], #8\n\t" /* o */
-        "ldr     %[xs], [%[w]]\n\t"  /* o->q */
-        "ldrd    %[we], %[wo], [%[xs]]\n\t"
-        "ldrd    %[xe], %[xo], [%[xs], #8]\n\t"
-        TS_WIDE_RQ("a0") TS_WIDE_RQ("a1") TS_WIDE_RQ("a2") TS_WIDE_RQ("a3") TS_WIDE_RQ("a4") TS_WIDE_RQ("a5")
-        "bfi     %[a0], %[a1], #8, #8\n\t"
-        "bfi     %[a0], %[a2], #16, #8\n\t"
-        "bfi     %[a0], %[a3], #24, #8\n\t"
-        "bfi     %[a4], %[a5], #8, #8\n\t"
-        "ldrd    %[we], %[wo], [%[w], #4]\n\t" /* lo4, hi4 */
-        TS_CLAMP4_ASM("a0", "we", "wo", "xs")
-        TS_CLAMP4_ASM("a4", "we", "wo", "xs")
-        "ldrd    %[xe], %[xo], [%[w], #12]\n\t" /* out, stride */
-        "strb    %[a0], [%[xe]]\n\t"
-        "lsr     %[a0], %[a0], #8\n\t"
-        "strb    %[a0], [%[xe], %[xo]]\n\t"
-        "add     %[xe], %[xe], %[xo], lsl #1\n\t"
-        "lsr     %[a0], %[a0], #8\n\t"
-        "strb    %[a0], [%[xe]]\n\t"
-        "lsr     %[a0], %[a0], #8\n\t"
-        "strb    %[a0], [%[xe], %[xo]]\n\t"
-        "add     %[xe], %[xe], %[xo], lsl #1\n\t"
-        "strb    %[a4], [%[xe]]\n\t"
-        "lsr     %[a4], %[a4], #8\n\t"
-        "strb    %[a4], [%[xe], %[xo]]"
-        : [a0] "+&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [a4] "=&r"(a4), [a5] "=&r"(a5),
-          [w] "+&r"(wp), [xs] "+&r"(xp), [end] "+&r"(end), [we] "+&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe),
-          [xo] "=&r"(xo)
-        :
-        : "cc", "memory");
-#undef TS_WIDE_PIXEL
-}
 
 /* Bytes of block scratch one block of the widened path needs for filters of k bytes. */
 static inline size_t wide_block_bytes(int32_t k) { return (size_t)TS_WIDE_PX * (size_t)((k + 3) & ~3) * 2u; }
@@ -1018,77 +950,397 @@ TS_WIDE_DOT3(wide_dot3_of6, "48", "-40", "-32")
 /* staged_wide3's blocks of three (pixel q of group g at word 2 * (3 g + q)) */
 TS_WIDE_DOT3(wide_dot3, "24", "-16", "-8")
 
+/* What wide_channels reads (and advances): one strip's full blocks, output channels from `w`/`rq`
+ * on, each channel's fields read through pointers that move on by one channel at its end. */
+typedef struct {
+    int32_t b0;             /*  0: the channel's bias (set per channel) */
+    const int8_t *wc;       /*  4: the channel's filter (set per channel) */
+    int8_t *ob;             /*  8: the block's first output byte (advances per block) */
+    int32_t stride;         /* 12: out_c */
+    uint32_t lo4, hi4;      /* 16, 20: act_min, act_max in every byte */
+    const uint32_t *xs_end; /* 24: past the strip's last full block */
+    const int32_t *rqc;     /* 28: the channel's ts_rq fields (set per channel) */
+    const int8_t *w;        /* 32: the next channel's filter, */
+    const int32_t *rq;      /* 36: its ts_rq fields (m, l1, base, rr), */
+    const int32_t *bias;    /* 40: its bias, */
+    int8_t *out;            /* 44: its output byte at the strip's first pixel */
+    int32_t k;              /* 48: bytes from one channel's filter to the next */
+    int32_t bias_step;      /* 52: 4, or 0 (no bias: `bias` points at a zero) */
+    const uint32_t *xs;     /* 56: the strip's first block */
+    int32_t k4;             /* 60: filter bytes a block reads (whole groups, k4 >= 4) */
+    const int32_t *rq_end;  /* 64: the rq past the last channel to do */
+    /* set by wide_channels: where its loop starts (68), its requantisation for channels with a right
+     * shift (72) and without (76), with or without the clamp, and the channel's (80) */
+    uint32_t entry, rq_right, rq_none, rq_this;
+} wide_job;
+
+/* One strip of full blocks, output channel by channel from job->rq up to job->rq_end, stopping early
+ * at a channel whose l1 is 0 (the formula's steps: the caller's; job->rq then points at it). Per
+ * channel (bias and ts_rq fields from the job's pointers), per block: six accumulators start at the
+ * bias with the first group's products (no copies), then one SMLAD pair per pixel per four filter
+ * bytes, the loop unrolled four groups a pass (entered at the group that leaves a multiple of four:
+ * 21 instructions per 24 products plus 2 per pass), then ts_rq's six steps on each (the channel's
+ * fields reloaded per block: the loop needs every register), the six int8 results packed (BFI),
+ * clamped bytewise (SSUB8/SEL; skipped when the bounds are -128 and 127, which SSAT already keeps)
+ * and stored `stride` bytes apart. The accumulators never leave registers, and no C runs between a
+ * strip's first channel and its last. Registers: r0-r5 the accumulators, r6 the filter, r7 the block
+ * scratch, r8 the filter's end, r9-r12 the lanes, lr the job. */
+__attribute__((naked, noinline))
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noipa))
+#endif
+static void wide_channels(__attribute__((unused)) wide_job *job)
+{
+#define TS_WC_PIXEL(a, off)                                                                            \
+    "ldrd    r11, r12, [r7, #" off "]\n\t"                                                             \
+    "smlad   " a ", r11, r9, " a "\n\t"                                                                \
+    "smlad   " a ", r12, r10, " a "\n\t"
+#define TS_WC_PEEL(a, off)                                                                             \
+    "ldrd    r11, r12, [r7, #" off "]\n\t"                                                             \
+    "smlad   " a ", r11, r9, r0\n\t"                                                                   \
+    "smlad   " a ", r12, r10, " a "\n\t"
+#define TS_WC_GROUP                                                                                    \
+    "ldr     r10, [r6], #4\n\t"                                                                        \
+    "ldrd    r11, r12, [r7], #48\n\t"                                                                  \
+    "sxtb16  r9, r10\n\t"                                                                              \
+    "sxtb16  r10, r10, ror #8\n\t"                                                                     \
+    "smlad   r0, r11, r9, r0\n\t"                                                                      \
+    "smlad   r0, r12, r10, r0\n\t"                                                                     \
+    TS_WC_PIXEL("r1", "-40") TS_WC_PIXEL("r2", "-32") TS_WC_PIXEL("r3", "-24") TS_WC_PIXEL("r4", "-16") \
+    TS_WC_PIXEL("r5", "-8")
+/* ts_rq's steps with r >= 1 (rr = r | 256): base - [s2 < 0] is base + (s2 ASR 31) */
+#define TS_WC_RQ(a)                                                                                    \
+    "lsl     " a ", " a ", r10\n\t"                                                                    \
+    "add     r6, r11, " a ", asr #31\n\t"                                                              \
+    "smmlar  " a ", " a ", r9, r6\n\t"                                                                 \
+    "asr     " a ", " a ", r12\n\t"                                                                    \
+    "ssat    " a ", #8, " a "\n\t"
+/* and with r == 0 (rr = 0): no correction, no shift */
+#define TS_WC_RQ0(a)                                                                                   \
+    "lsl     " a ", " a ", r10\n\t"                                                                    \
+    "smmlar  " a ", " a ", r9, r11\n\t"                                                                \
+    "ssat    " a ", #8, " a "\n\t"
+/* the six results packed, clamped bytewise to [lo4, hi4] and stored stride bytes apart */
+#define TS_WC_CLAMP_STORE                                                                              \
+    "bfi     r0, r1, #8, #8\n\t"                                                                       \
+    "bfi     r0, r2, #16, #8\n\t"                                                                      \
+    "bfi     r0, r3, #24, #8\n\t"                                                                      \
+    "bfi     r4, r5, #8, #8\n\t"                                                                       \
+    "ldrd    r9, r10, [lr, #16]\n\t"                                                                   \
+    "ssub8   r6, r0, r9\n\t"                                                                           \
+    "sel     r0, r0, r9\n\t"                                                                           \
+    "ssub8   r6, r10, r0\n\t"                                                                          \
+    "sel     r0, r0, r10\n\t"                                                                          \
+    "ssub8   r6, r4, r9\n\t"                                                                           \
+    "sel     r4, r4, r9\n\t"                                                                           \
+    "ssub8   r6, r10, r4\n\t"                                                                          \
+    "sel     r4, r4, r10\n\t"                                                                          \
+    "ldrd    r11, r12, [lr, #8]\n\t"                                                                   \
+    "strb    r0, [r11]\n\t"                                                                            \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "strb    r0, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "strb    r0, [r11]\n\t"                                                                            \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "strb    r0, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "strb    r4, [r11]\n\t"                                                                            \
+    "lsr     r4, r4, #8\n\t"                                                                           \
+    "strb    r4, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "str     r11, [lr, #8]\n\t"
+/* the six results (SSAT keeps them in [-128, 127]: the bounds) stored stride bytes apart */
+#define TS_WC_STORE                                                                                    \
+    "ldrd    r11, r12, [lr, #8]\n\t"                                                                   \
+    "strb    r0, [r11]\n\t"                                                                            \
+    "strb    r1, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "strb    r2, [r11]\n\t"                                                                            \
+    "strb    r3, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "strb    r4, [r11]\n\t"                                                                            \
+    "strb    r5, [r11, r12]\n\t"                                                                       \
+    "add     r11, r11, r12, lsl #1\n\t"                                                                \
+    "str     r11, [lr, #8]\n\t"
+/* the next block of the channel, or the channel's end */
+#define TS_WC_NEXT                                                                                     \
+    "ldr     r9, [lr, #24]\n\t"                                                                        \
+    "cmp     r7, r9\n\t"                                                                               \
+    "bne     3b\n\t"                                                                                   \
+    "b       8f\n\t"
+    __asm__ volatile(
+        "push    {r3-r11, lr}\n\t"
+        "mov     lr, r0\n\t"
+        /* the loop's entry: after the peeled group R = k4 / 4 - 1 groups remain; none: 5, else
+         * group (4 - R % 4) % 4 of the pass */
+        "ldr     r1, [lr, #60]\n\t"
+        "subs    r1, r1, #4\n\t"
+        "beq     10f\n\t"
+        "and     r1, r1, #12\n\t"
+        "cmp     r1, #4\n\t"
+        "beq     13f\n\t"
+        "cmp     r1, #8\n\t"
+        "beq     12f\n\t"
+        "cmp     r1, #12\n\t"
+        "beq     11f\n\t"
+        "adr.w   r2, 40f\n\t"
+        "b       19f\n\t"
+        "10:\n\t"
+        "adr.w   r2, 5f\n\t"
+        "b       19f\n\t"
+        "11:\n\t"
+        "adr.w   r2, 41f\n\t"
+        "b       19f\n\t"
+        "12:\n\t"
+        "adr.w   r2, 42f\n\t"
+        "b       19f\n\t"
+        "13:\n\t"
+        "adr.w   r2, 43f\n\t"
+        "19:\n\t"
+        "orr     r2, r2, #1\n\t" /* Thumb */
+        "str     r2, [lr, #68]\n\t"
+        /* the requantisations: with the clamp, unless the bounds are -128 and 127 */
+        "ldrd    r1, r2, [lr, #16]\n\t"
+        "adr.w   r3, 51f\n\t"
+        "adr.w   r4, 53f\n\t"
+        "cmp     r1, #0x80808080\n\t"
+        "bne     18f\n\t"
+        "cmp     r2, #0x7f7f7f7f\n\t"
+        "bne     18f\n\t"
+        "adr.w   r3, 50f\n\t"
+        "adr.w   r4, 52f\n\t"
+        "18:\n\t"
+        "orr     r3, r3, #1\n\t"
+        "orr     r4, r4, #1\n\t"
+        "strd    r3, r4, [lr, #72]\n\t"
+        "add     r12, lr, #32\n\t"
+        "ldm     r12, {r6, r9, r10, r11}\n\t" /* w, rq, bias, out */
+        "2:\n\t"                              /* channel: r6 w, r9 rq, r10 bias, r11 out */
+        "ldr     r0, [r9, #4]\n\t"
+        "cmp     r0, #0\n\t"
+        "beq     9f\n\t"                      /* l1 0: the formula's steps, the caller's */
+        "ldr     r0, [r9, #12]\n\t"           /* rr: a right shift or none */
+        "cmp     r0, #0\n\t"
+        "ite     ne\n\t"
+        "ldrne   r0, [lr, #72]\n\t"
+        "ldreq   r0, [lr, #76]\n\t"
+        "str     r0, [lr, #80]\n\t"
+        "ldr     r0, [r10]\n\t"
+        "strd    r0, r6, [lr]\n\t"            /* b0, wc */
+        "str     r11, [lr, #8]\n\t"           /* ob */
+        "str     r9, [lr, #28]\n\t"           /* rqc */
+        "ldrd    r7, r1, [lr, #56]\n\t"       /* xs, k4 */
+        "add     r8, r6, r1\n\t"              /* the filter's end */
+        "3:\n\t"                              /* block: r7 its scratch */
+        "ldrd    r0, r6, [lr]\n\t"            /* a0 = b0, w = wc */
+        "ldr     r10, [r6], #4\n\t"
+        "sxtb16  r9, r10\n\t"
+        "sxtb16  r10, r10, ror #8\n\t"
+        TS_WC_PEEL("r1", "8") TS_WC_PEEL("r2", "16") TS_WC_PEEL("r3", "24") TS_WC_PEEL("r4", "32")
+        TS_WC_PEEL("r5", "40")
+        "ldrd    r11, r12, [r7], #48\n\t"
+        "smlad   r0, r11, r9, r0\n\t"
+        "smlad   r0, r12, r10, r0\n\t"
+        "ldr     pc, [lr, #68]\n\t"
+        "40:\n\t" TS_WC_GROUP
+        "41:\n\t" TS_WC_GROUP
+        "42:\n\t" TS_WC_GROUP
+        "43:\n\t" TS_WC_GROUP
+        "cmp     r6, r8\n\t"
+        "bne     40b\n\t"
+        "5:\n\t" /* r7: the next block; requantise: m r9, l1 r10, base r11, rr r12, r6 scratch */
+        "ldr     r6, [lr, #28]\n\t"
+        "ldm     r6, {r9, r10, r11, r12}\n\t"
+        "ldr     pc, [lr, #80]\n\t"
+        "50:\n\t" TS_WC_RQ("r0") TS_WC_RQ("r1") TS_WC_RQ("r2") TS_WC_RQ("r3") TS_WC_RQ("r4") TS_WC_RQ("r5")
+        TS_WC_STORE TS_WC_NEXT
+        "51:\n\t" TS_WC_RQ("r0") TS_WC_RQ("r1") TS_WC_RQ("r2") TS_WC_RQ("r3") TS_WC_RQ("r4") TS_WC_RQ("r5")
+        TS_WC_CLAMP_STORE TS_WC_NEXT
+        "52:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
+        TS_WC_STORE TS_WC_NEXT
+        "53:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
+        TS_WC_CLAMP_STORE TS_WC_NEXT
+        "8:\n\t"
+        /* the channel done: the next one's pointers */
+        "add     r12, lr, #32\n\t"
+        "ldm     r12, {r6, r9, r10, r11}\n\t"
+        "ldrd    r0, r1, [lr, #48]\n\t" /* k, bias_step */
+        "add     r6, r6, r0\n\t"
+        "add     r9, r9, #16\n\t"
+        "add     r10, r10, r1\n\t"
+        "add     r11, r11, #1\n\t"
+        "stm     r12, {r6, r9, r10, r11}\n\t"
+        "ldr     r0, [lr, #64]\n\t"
+        "cmp     r9, r0\n\t"
+        "bne     2b\n\t"
+        "9:\n\t"
+        "pop     {r3-r11, pc}\n\t");
+#undef TS_WC_PIXEL
+#undef TS_WC_PEEL
+#undef TS_WC_GROUP
+#undef TS_WC_RQ
+#undef TS_WC_RQ0
+#undef TS_WC_CLAMP_STORE
+#undef TS_WC_STORE
+#undef TS_WC_NEXT
+}
+
+/* wide_fill for the slots of a strip whose np pixels are consecutive input pixels from `src` (a
+ * 1x1 filter, stride 1, no padding, out_w == in_w; in_c a multiple of 4): each pixel's in_c bytes
+ * widened a word at a time into its slot, the strip's other slots up to nb blocks zero. */
+static void wide_fill_flat(const int8_t *src, int32_t in_c, uint32_t off2, int32_t np, int32_t nb,
+                           int32_t block_words, uint32_t *xs)
+{
+    int32_t q;
+    for (q = 0; q < nb * TS_WIDE_PX; ++q) {
+        uint32_t *w = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+        const int8_t *const end = src + in_c;
+        if (q < np) {
+            uint32_t e, o;
+            __asm__ volatile("1:\n\t"
+                             "ldr     %[o], [%[src]], #4\n\t"
+                             "sxtab16 %[e], %[off2], %[o]\n\t"
+                             "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                             "strd    %[e], %[o], [%[w]], #48\n\t"
+                             "cmp     %[src], %[end]\n\t"
+                             "bne     1b\n\t"
+                             : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
+                             : [end] "r"(end), [off2] "r"(off2)
+                             : "cc", "memory");
+        } else {
+            int32_t c;
+            for (c = 0; c < in_c; c += 4) {
+                w[0] = 0;
+                w[1] = 0;
+                w += 2 * TS_WIDE_PX;
+            }
+        }
+    }
+}
+
+/* Blocks [b_first, b_last) of one strip (np pixels, the strip's first output byte at `out`) for
+ * output channels [o_first, o_last) in C: a last block of fewer than six pixels, the last channel's
+ * tail, channels the formula's steps requantise (rq 0, or a table's l1 0). */
+static void wide_channels_c(const ts_conv2d_s8_params *p, const uint32_t *xs, const int8_t *filter,
+                            const int32_t *bias, int8_t *out, int32_t o_first, int32_t o_last, int32_t b_first,
+                            int32_t b_last, int32_t np, int rq, const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
+    const int32_t k4 = (k + 3) & ~3, block_words = TS_WIDE_PX * k4 / 2, lo = p->act_min, hi = p->act_max;
+    int32_t o, b, q;
+    if (b_first >= b_last) {
+        return;
+    }
+    for (o = o_first; o < o_last; ++o) {
+        const int8_t *w = filter + (size_t)o * k;
+        /* k4 filter bytes from channel o's start still inside [out_c][k]? else k / 4 groups + tail */
+        const int32_t whole = (int32_t)((size_t)(out_c - o) * k >= (size_t)k4 ? k4 : (k & ~3));
+        const int32_t b0 = bias != NULL ? bias[o] : 0;
+        const int32_t m = p->multiplier[o], sh = p->shift[o];
+        int8_t *ob = out + o + (size_t)b_first * TS_WIDE_PX * out_c;
+        ts_rq r;
+        int rq_o = rq;
+        if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
+            r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+            rq_o = rq && r.l1 != 0;
+        } else {
+            ts_rq_prepare(m, sh, p->output_offset, &r);
+        }
+        for (b = b_first; b < b_last; ++b) {
+            const uint32_t *xb = xs + (size_t)b * block_words;
+            const int32_t n = np - b * TS_WIDE_PX < TS_WIDE_PX ? np - b * TS_WIDE_PX : TS_WIDE_PX;
+            int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0, b0, b0};
+            if (n <= 3) { /* a last block of one to three pixels: those three only */
+                wide_dot3_of6(xb, w, whole >> 2, acc);
+            } else {
+                wide_dot(xb, w, whole >> 2, acc);
+            }
+            if (whole < k) {
+                wide_tail(xb, w, whole, k, acc);
+            }
+            for (q = 0; q < n; ++q) {
+                ob[(size_t)q * out_c] = rq_o ? rq_clamp(acc[q], &r, lo, hi)
+                                             : conv_out(acc[q], m, sh, p->output_offset, lo, hi);
+            }
+            ob += (size_t)TS_WIDE_PX * out_c;
+        }
+    }
+}
+
+#define TS_WIDE_RQ_CHUNK 4 /* channels whose ts_rq fields wide_pixels prepares at a time, without a table */
+
 static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t pixels, int32_t strip,
                         const int32_t *rq_table)
 {
+    static const int32_t zero = 0;
     const int32_t out_w = p->out_w, out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
-    const int32_t k4 = (k + 3) & ~3, block_words = TS_WIDE_PX * k4 / 2, lo = p->act_min, hi = p->act_max;
-    const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
+    const int32_t k4 = (k + 3) & ~3, block_words = TS_WIDE_PX * k4 / 2;
     const int32_t strip_px = strip * TS_WIDE_PX;
-    int32_t i, q, o, b;
-    wide_out wo;
-    wo.lo4 = lo4;
-    wo.hi4 = hi4;
-    wo.stride = out_c;
+    /* the channels wide_channels may take: all but a last one whose k4 bytes would pass the
+     * filter's end (its tail in C) */
+    const int32_t asm_c = (k & 3) != 0 ? out_c - 1 : out_c;
+    /* output pixel i reads input pixel i only */
+    const int flat = p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                     p->pad_top == 0 && p->pad_left == 0 && out_w == p->in_w && (k & 3) == 0;
+    int32_t i, q, o;
+    ts_rq rqs[TS_WIDE_RQ_CHUNK];
+    wide_job job;
+    job.stride = out_c;
+    job.lo4 = ts_bytes4(p->act_min);
+    job.hi4 = ts_bytes4(p->act_max);
+    job.k = k;
+    job.k4 = k4;
+    job.bias_step = bias != NULL ? 4 : 0;
+    job.xs = xs;
     for (i = 0; i < pixels; i += strip_px) {
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
-        for (q = 0; q < nb * TS_WIDE_PX; ++q) {
-            const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
-            uint32_t *slot = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
-            wide_fill(p, input, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, q < np, k4, slot);
-        }
-        for (o = 0; o < out_c; ++o) {
-            const int8_t *w = filter + (size_t)o * k;
-            /* k4 filter bytes from channel o's start still inside [out_c][k]? else k / 4 groups + tail */
-            const int32_t whole = (int32_t)((size_t)(out_c - o) * k >= (size_t)k4 ? k4 : (k & ~3));
-            const int32_t b0 = bias != NULL ? bias[o] : 0;
-            const int32_t m = p->multiplier[o], sh = p->shift[o];
-            ts_rq r;
-            int8_t *out = output + (size_t)i * out_c + o;
-            int rq_o = rq;
-            if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
-                r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
-                rq_o = rq && r.l1 != 0;
-            } else {
-                ts_rq_prepare(m, sh, p->output_offset, &r);
-            }
-            wo.q = &r;
-            for (b = 0; b < nb; ++b) {
-                const uint32_t *xb = xs + (size_t)b * block_words;
-                const int32_t n = np - b * TS_WIDE_PX < TS_WIDE_PX ? np - b * TS_WIDE_PX : TS_WIDE_PX;
-                int32_t acc[TS_WIDE_PX] = {b0, b0, b0, b0, b0, b0};
-                if (rq_o && n == TS_WIDE_PX && whole >= k) { /* the whole block in registers */
-                    wo.out = out;
-                    wide_block_rq(xb, w, whole >> 2, b0, &wo);
-                    out += (size_t)TS_WIDE_PX * out_c;
-                    continue;
-                }
-                if (n <= 3) { /* a last block of one to three pixels: those three only */
-                    wide_dot3_of6(xb, w, whole >> 2, acc);
-                } else {
-                    wide_dot(xb, w, whole >> 2, acc);
-                }
-                if (whole < k) {
-                    wide_tail(xb, w, whole, k, acc);
-                }
-                if (rq_o && n == TS_WIDE_PX) {
-                    wide_store4(out, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
-                                ts_rq_apply(acc[3], &r), lo4, hi4);
-                    out[4 * (size_t)out_c] = rq_clamp(acc[4], &r, lo, hi);
-                    out[5 * (size_t)out_c] = rq_clamp(acc[5], &r, lo, hi);
-                } else if (rq_o) {
-                    for (q = 0; q < n; ++q) {
-                        out[(size_t)q * out_c] = rq_clamp(acc[q], &r, lo, hi);
-                    }
-                } else {
-                    for (q = 0; q < n; ++q) {
-                        out[(size_t)q * out_c] = conv_out(acc[q], m, sh, p->output_offset, lo, hi);
-                    }
-                }
-                out += (size_t)TS_WIDE_PX * out_c;
+        const int32_t full = np / TS_WIDE_PX;
+        int8_t *const out = output + (size_t)i * out_c;
+        if (flat) {
+            wide_fill_flat(input + (size_t)i * k, k, ts_pack2x16(p->input_offset), np, nb, block_words, xs);
+        } else {
+            for (q = 0; q < nb * TS_WIDE_PX; ++q) {
+                const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
+                uint32_t *slot = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+                wide_fill(p, input, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, q < np, k4,
+                          slot);
             }
         }
+        o = 0;
+        if (rq && full > 0) {
+            job.xs_end = xs + (size_t)full * block_words;
+            while (o < asm_c) {
+                int32_t n = asm_c - o, c;
+                if (rq_table != NULL) {
+                    job.rq = rq_table + 4 * o;
+                } else {
+                    n = n < TS_WIDE_RQ_CHUNK ? n : TS_WIDE_RQ_CHUNK;
+                    for (c = 0; c < n; ++c) {
+                        ts_rq_prepare(p->multiplier[o + c], p->shift[o + c], p->output_offset, &rqs[c]);
+                    }
+                    job.rq = &rqs[0].m;
+                }
+                job.rq_end = job.rq + 4 * n;
+                job.w = filter + (size_t)o * k;
+                job.bias = bias != NULL ? bias + o : &zero;
+                job.out = out + o;
+                {
+                    const int32_t *const start = job.rq;
+                    wide_channels(&job);
+                    c = (int32_t)(job.rq - start) / 4;
+                }
+                o += c;
+                if (c < n) { /* channel o: l1 0, the formula's steps */
+                    wide_channels_c(p, xs, filter, bias, out, o, o + 1, 0, full, np, rq, rq_table);
+                    ++o;
+                }
+            }
+        }
+        /* the last channel's tail, or no ts_rq; then a last block of fewer than six pixels */
+        wide_channels_c(p, xs, filter, bias, out, o, out_c, 0, full, np, rq, rq_table);
+        wide_channels_c(p, xs, filter, bias, out, 0, out_c, full, nb, np, rq, rq_table);
     }
 }
 
