@@ -1584,9 +1584,24 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
         PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-88]\n\t")                                        \
             PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #-80]\n\t")                                    \
                 PW3_GROUP_AT("-72", "-64", "-56") PW3_GROUP_AT("-48", "-40", "-32") PW3_GROUP_AT("-24", "-16", "-8")
+/* eight groups: xp post-incremented by 192 */
+#define PW3_GROUP8                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #192\n\t")      \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-184]\n\t")                                       \
+            PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #-176]\n\t")                                   \
+                PW3_GROUP_AT("-168", "-160", "-152") PW3_GROUP_AT("-144", "-136", "-128")                 \
+                    PW3_GROUP_AT("-120", "-112", "-104") PW3_GROUP_AT("-96", "-88", "-80")                \
+                        PW3_GROUP_AT("-72", "-64", "-56") PW3_GROUP_AT("-48", "-40", "-32")               \
+                            PW3_GROUP_AT("-24", "-16", "-8")
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
 #define PW3_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
-#define PW3_CHANNELS(group, stores)                                                                     \
+/* the packed results clamped bytewise to [lo, hi] (PW3_NOCLAMP where that is [-128, 127], which
+ * SSAT has already made sure of) */
+#define PW3_CLAMP                                                                                       \
+    "ldr     %[we], %[lo4]\n\t"                                                                         \
+    "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe")
+#define PW3_NOCLAMP ""
+#define PW3_CHANNELS(group, clamp, stores)                                                              \
     "1:\n\t"                                                                                            \
     "ldr     %[a0], [%[t]], #4\n\t"                                                                      \
     "ldr     %[xp], %[xbase]\n\t"                                                                       \
@@ -1597,9 +1612,7 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
     "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                                               \
     "ldrd    %[xe], %[xo], [%[t]], #8\n\t" PW3_RQ("a0") PW3_RQ("a1") PW3_RQ("a2")                          \
     "bfi     %[a0], %[a1], #8, #8\n\t"                                                                  \
-    "bfi     %[a0], %[a2], #16, #8\n\t"                                                                 \
-    "ldr     %[we], %[lo4]\n\t"                                                                         \
-    "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe")                                     \
+    "bfi     %[a0], %[a2], #16, #8\n\t" clamp                                                           \
     "strb    %[a0], [%[o]]\n\t"                                                                         \
     "lsr     %[a0], %[a0], #8\n\t"                                                                      \
     "strb    %[a0], [%[o], %[oc]]\n\t" stores                                                           \
@@ -1630,20 +1643,27 @@ static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, i
     if (groups < 1 || out_c < 1) {
         return;
     }
-    if (n == 3 && (groups & 3) == 0) {
-        __asm__ volatile(PW3_CHANNELS(PW3_GROUP4, PW3_STORE3) PW3_OPERANDS);
+    if (n == 3 && (groups & 7) == 0 && lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP8, PW3_NOCLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if (n == 3 && (groups & 7) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP8, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if (n == 3 && (groups & 3) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP4, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
     } else if (n == 3 && (groups & 1) == 0) {
-        __asm__ volatile(PW3_CHANNELS(PW3_GROUP2, PW3_STORE3) PW3_OPERANDS);
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP2, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
     } else if (n == 3) {
-        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_STORE3) PW3_OPERANDS);
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
     } else {
-        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, "") PW3_OPERANDS);
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, "") PW3_OPERANDS);
     }
 }
 #undef PW3_PIXEL
 #undef PW3_GROUP1
 #undef PW3_GROUP2
 #undef PW3_GROUP4
+#undef PW3_GROUP8
+#undef PW3_CLAMP
+#undef PW3_NOCLAMP
 #undef PW3_GROUP_AT
 #undef PW3_RQ
 #undef PW3_CHANNELS
