@@ -327,6 +327,38 @@ def _kws_25x5(b: ModelBuilder) -> None:
     b.output(b.fully_connected(t, 5, name="fc"))
 
 
+def _kws_threes(b: ModelBuilder, channels: int, rows: int) -> None:
+    """KWS's geometry at `channels` channels over `rows` input rows: the staged pointwise widens its
+    pixels in threes and, on DSP cores, takes every channel of a three from the generator's table
+    (ts_kernels.h "CONV_2D staged"); 20 channels: five groups of four (one a loop turn), 24: six (two
+    a turn); 51 rows: 26x5 pixels, a last pixel alone (the C loop), 49: 25x5, a last pair."""
+    x = b.input("x", (1, rows, 10, 1), zero_point=-7)
+    t = b.conv2d(x, channels, (10, 4), stride=(2, 2), activation="RELU", name="c0")
+    for k in range(2):
+        t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
+        # pw1: RELU6 to [-10, 110] (the clamp); pw0: RELU over all of int8 (none needed)
+        quant = (0.05, -10) if k else None
+        t = b.conv2d(
+            t, channels, (1, 1), activation="RELU6" if k else "RELU", output_quant=quant, name=f"pw{k}"
+        )
+    t = b.average_pool2d(t, ((rows + 1) // 2, 5), ((rows + 1) // 2, 5), name="pool")
+    t = b.reshape(t, (1, channels), name="flat")
+    b.output(b.fully_connected(t, 5, name="fc"))
+
+
+def _kws_threes_20(b: ModelBuilder) -> None:
+    _kws_threes(b, 20, 51)
+
+
+def _kws_threes_24(b: ModelBuilder) -> None:
+    _kws_threes(b, 24, 49)
+
+
+def _kws_threes_32(b: ModelBuilder) -> None:
+    """Eight groups a turn, with the clamp (RELU6) and without it where RELU's range is int8's."""
+    _kws_threes(b, 32, 47)
+
+
 def _pointwise_channels(b: ModelBuilder) -> None:
     """Staged pointwise layers of whole words of channels, 16 -> 16 -> 24 -> 8 -> 16 over 8x4
     pixels, chunks of one or two: the DSP path that widens one pixel into the scratch and writes
@@ -346,8 +378,26 @@ def _pointwise_channels(b: ModelBuilder) -> None:
 @pytest.mark.parametrize("board", ["mps2-an500", "mps3-an547"])  # DSP loops; Helium (ts_mve.h)
 @pytest.mark.parametrize(
     "build",
-    [_kws_like_32, _odd_shapes, _kws_25x5, _kws_like_29, _pointwise_channels],
-    ids=["kws_like", "odd_shapes", "kws_25x5", "kws_like_29", "pointwise_channels"],
+    [
+        _kws_like_32,
+        _odd_shapes,
+        _kws_25x5,
+        _kws_like_29,
+        _pointwise_channels,
+        _kws_threes_20,
+        _kws_threes_24,
+        _kws_threes_32,
+    ],
+    ids=[
+        "kws_like",
+        "odd_shapes",
+        "kws_25x5",
+        "kws_like_29",
+        "pointwise_channels",
+        "threes_20",
+        "threes_24",
+        "threes_32",
+    ],
 )
 def test_staged_variants_measured_equal_on_qemu(build, board: str, tmp_path: Path) -> None:
     require("qemu")
@@ -358,10 +408,17 @@ def test_staged_variants_measured_equal_on_qemu(build, board: str, tmp_path: Pat
     assert "ts_depthwise_conv2d_s8_staged(" in model_c and "ts_conv2d_s8_staged(" in model_c
     if build is _kws_like_32:  # one 10x3x32 activation and a ring of 5 pixels
         assert gen.arena_bytes_planned == 960 + 5 * 32
-    if build is _kws_25x5:  # chunks of at least 6 pixels: the staged pointwise widens in place
+    if build in (
+        _kws_25x5,
+        _kws_threes_20,
+        _kws_threes_24,
+        _kws_threes_32,
+    ):  # chunks of at least 6 pixels: the
+        # staged pointwise widens in place, in threes, from the generator's table on DSP cores
         planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
         chunks = [v.param for v in planned.variants.values() if v.opcode == "CONV_2D"]
         assert len(chunks) == 2 and min(chunks) >= 6
+        assert model_c_text(gen).count(".quads = ") == 3  # the 10x4 layer and both pointwise ones
     measured_equal_on_qemu(gen, tmp_path / "qemu", board)
 
 

@@ -167,7 +167,8 @@ typedef struct {
     int32_t act_min, act_max;
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
-    const int32_t *quads;      /* the generator's table for the quads (see above), or NULL */
+    const int32_t *quads;      /* the generator's table for the quads (see above; for a 1x1 layer the
+                                  staged variant's, CONV_2D staged), or NULL */
 } ts_conv2d_s8_params;
 
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -201,9 +202,19 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * input bytes are widened into scratch (int16 + input_offset, laid out as "CONV_2D wide" lays a
  * block, three pixels per group) before any of its outputs is written, then each channel is one
  * SMLAD pass over them (14 instructions per 12 products) and its three outputs are written straight
- * to their bytes (a full three in one asm block, from the products to the stores). Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
- * bound above is set by the last pixel whatever the chunk size, so every overlap `chunk` allows
- * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied.
+ * to their bytes (a full three in one asm block, from the products to the stores). Where p->quads is
+ * set (the generator's table of widened channels for such a layer, in the quads' format: per output
+ * channel its bias, its in_c filter bytes widened to 16-bit lanes, [w_4g | w_4g+2] and
+ * [w_4g+1 | w_4g+3] per group g, then its ts_rq fields m, left + 1, base, rr: 5 + in_c / 2 words a
+ * channel; emitted for DSP cores only, and only when every channel takes ts_rq), a three (or a last
+ * two) takes every channel in one asm loop against that table: per group one LDRD of the filter
+ * words and per pixel LDRD + two SMLAD (42 instructions per 48 products with in_c a multiple of 16,
+ * 22 per 24 of 8, 12 per 12 otherwise), then ts_rq, pack, the bytewise clamp and the bytes stored,
+ * channel after channel; a last single pixel goes through the path without the table. Same
+ * arithmetic (the same int32 accumulators and ts_rq). The order is chunks of three, read first
+ * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
+ * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores: each chunk
+ * through the 1x1 Helium path into scratch, then copied.
  * Widened one pixel at a time (DSP cores, GCC/Clang, ts_rq path with rq_table, in_c a multiple of
  * 4, scratch word-aligned, chunk * out_c >= 2 * in_c but short of three pixels, and each output
  * pixel ending at or before the next input pixel starts, or the output apart from the input,

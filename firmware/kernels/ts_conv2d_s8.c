@@ -1870,6 +1870,156 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
         : "cc", "memory");
 }
 
+/* Every output channel of one block of three pixels (staged_wide3's layout, pixel q's words of
+ * group g at word 2 * (3 g + q)) from the generator's table of widened channels (p->quads of a 1x1
+ * layer, the quads' format: per channel its bias, `groups` pairs of widened filter words, its ts_rq
+ * fields), in one asm loop over the channels: the bias in three registers, per group one LDRD of the
+ * filter words and per pixel LDRD + two SMLAD (12 instructions per 12 products; two groups a turn
+ * where `groups` is even, 22 per 24; four where it is a multiple of 4, 42 per 48), ts_rq, pack, the
+ * bytewise clamp and the first n (3 or 2) results stored out_c bytes apart; the table pointer steps
+ * over the channel's fields, so nothing per channel is left to C (about 208 instructions per channel
+ * of a three at in_c 64). */
+#define PW3_PIXEL(a, load)                                                                              \
+    load "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                  \
+         "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+/* one group: x words at xp (post-incremented by 24) and at -16, -8 from there */
+#define PW3_GROUP1                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #24\n\t")       \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-16]\n\t")                                        \
+            PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #-8]\n\t")
+/* a further group, its three pixels' x words at byte offsets q0, q1, q2 from xp */
+#define PW3_GROUP_AT(q0, q1, q2)                                                                        \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp], #" q0 "]\n\t")   \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #" q1 "]\n\t")                                     \
+            PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #" q2 "]\n\t")
+/* two groups: xp post-incremented by 48 */
+#define PW3_GROUP2                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #48\n\t")       \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-40]\n\t")                                        \
+            PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #-32]\n\t") PW3_GROUP_AT("-24", "-16", "-8")
+/* four groups: xp post-incremented by 96 */
+#define PW3_GROUP4                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #96\n\t")       \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-88]\n\t")                                        \
+            PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #-80]\n\t")                                    \
+                PW3_GROUP_AT("-72", "-64", "-56") PW3_GROUP_AT("-48", "-40", "-32") PW3_GROUP_AT("-24", "-16", "-8")
+/* eight groups: xp post-incremented by 192 */
+#define PW3_GROUP8                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #192\n\t")      \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-184]\n\t")                                       \
+            PW3_PIXEL("a2", "ldrd    %[xe], %[xo], [%[xp], #-176]\n\t")                                   \
+                PW3_GROUP_AT("-168", "-160", "-152") PW3_GROUP_AT("-144", "-136", "-128")                 \
+                    PW3_GROUP_AT("-120", "-112", "-104") PW3_GROUP_AT("-96", "-88", "-80")                \
+                        PW3_GROUP_AT("-72", "-64", "-56") PW3_GROUP_AT("-48", "-40", "-32")               \
+                            PW3_GROUP_AT("-24", "-16", "-8")
+/* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
+#define PW3_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
+/* the packed results clamped bytewise to [lo, hi] (PW3_NOCLAMP where that is [-128, 127], which
+ * SSAT has already made sure of) */
+#define PW3_CLAMP                                                                                       \
+    "ldr     %[we], %[lo4]\n\t"                                                                         \
+    "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe")
+#define PW3_NOCLAMP ""
+#define PW3_CHANNELS(group, clamp, stores)                                                              \
+    "1:\n\t"                                                                                            \
+    "ldr     %[a0], [%[t]], #4\n\t"                                                                      \
+    "ldr     %[xp], %[xbase]\n\t"                                                                       \
+    "mov     %[a1], %[a0]\n\t"                                                                          \
+    "mov     %[a2], %[a0]\n\t"                                                                          \
+    "2:\n\t" group "cmp     %[xp], %[xend]\n\t"                                                          \
+    "bne     2b\n\t"                                                                                    \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                                               \
+    "ldrd    %[xe], %[xo], [%[t]], #8\n\t" PW3_RQ("a0") PW3_RQ("a1") PW3_RQ("a2")                          \
+    "bfi     %[a0], %[a1], #8, #8\n\t"                                                                  \
+    "bfi     %[a0], %[a2], #16, #8\n\t" clamp                                                           \
+    "strb    %[a0], [%[o]]\n\t"                                                                         \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "strb    %[a0], [%[o], %[oc]]\n\t" stores                                                           \
+    "add     %[o], %[o], #1\n\t"                                                                        \
+    "cmp     %[o], %[oend]\n\t"                                                                         \
+    "bne     1b"
+#define PW3_STORE3                                                                                      \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"
+#define PW3_OPERANDS                                                                                    \
+    : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe),         \
+      [xo] "=&r"(xo), [xp] "=&r"(xp), [t] "+r"(t), [o] "+r"(o)                                            \
+    : [xend] "r"(xend), [oc] "r"(oc), [oend] "r"(oend), [xbase] "m"(xbase), [lo4] "m"(lo4), [hi4] "m"(hi4) \
+    : "cc", "memory"
+static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, int32_t groups, int8_t *out,
+                                     int32_t out_c, int32_t n, uint32_t lo4, uint32_t hi4)
+{
+    const uint32_t *const xbase = xs;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2");
+    register const int32_t *t TS_REG("r3") = table;
+    register const uint32_t *xp TS_REG("r4");
+    register const uint32_t *const xend TS_REG("r5") = xs + 6 * groups;
+    register uint32_t we TS_REG("r6"), wo TS_REG("r8"), xe TS_REG("r9"), xo TS_REG("r10");
+    register int8_t *o TS_REG("r11") = out;
+    register const int32_t oc TS_REG("r12") = out_c;
+    register int8_t *const oend TS_REG("lr") = out + out_c;
+    if (groups < 1 || out_c < 1) {
+        return;
+    }
+    if (n == 3 && (groups & 7) == 0 && lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP8, PW3_NOCLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if (n == 3 && (groups & 7) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP8, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if (n == 3 && (groups & 3) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP4, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if (n == 3 && (groups & 1) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP2, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if (n == 3) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, "") PW3_OPERANDS);
+    }
+}
+#undef PW3_PIXEL
+#undef PW3_GROUP1
+#undef PW3_GROUP2
+#undef PW3_GROUP4
+#undef PW3_GROUP8
+#undef PW3_CLAMP
+#undef PW3_NOCLAMP
+#undef PW3_GROUP_AT
+#undef PW3_RQ
+#undef PW3_CHANNELS
+#undef PW3_STORE3
+#undef PW3_OPERANDS
+
+/* Three consecutive input pixels of in_c bytes (a multiple of 4) at src widened into xs as
+ * staged_wide3 lays them out (pixel q of group g at word 2 * (3 g + q), input_offset added): per
+ * group three loads, six SXTAB16, three STRD (13 instructions a group with the loop). */
+static TS_NOINLINE void pw3_widen(const int8_t *src, int32_t in_c, uint32_t off2, uint32_t *xs)
+{
+    const int8_t *const end = src + in_c;
+    const int32_t in_c2 = 2 * in_c;
+    uint32_t x0, x1, x2, e;
+    if (in_c < 4) {
+        return;
+    }
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[x1], [%[s], %[c1]]\n\t"
+                     "ldr     %[x2], [%[s], %[c2]]\n\t"
+                     "ldr     %[x0], [%[s]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[x1]\n\t"
+                     "sxtab16 %[x1], %[off2], %[x1], ror #8\n\t"
+                     "strd    %[e], %[x1], [%[w], #8]\n\t"
+                     "sxtab16 %[e], %[off2], %[x2]\n\t"
+                     "sxtab16 %[x2], %[off2], %[x2], ror #8\n\t"
+                     "strd    %[e], %[x2], [%[w], #16]\n\t"
+                     "sxtab16 %[e], %[off2], %[x0]\n\t"
+                     "sxtab16 %[x0], %[off2], %[x0], ror #8\n\t"
+                     "strd    %[e], %[x0], [%[w]], #24\n\t"
+                     "cmp     %[s], %[end]\n\t"
+                     "bne     1b"
+                     : [s] "+r"(src), [w] "+r"(xs), [x0] "=&r"(x0), [x1] "=&r"(x1), [x2] "=&r"(x2), [e] "=&r"(e)
+                     : [end] "r"(end), [c1] "r"(in_c), [c2] "r"(in_c2), [off2] "r"(off2)
+                     : "cc", "memory");
+}
+
 /* The staged variant widened in place (1x1, stride 1, in_c a multiple of 4, in_c <= out_c, ts_rq):
  * pixels of the flat order in threes; each three's input bytes are widened into scratch (as the
  * widened path lays a block out, three pixels per group: 6 * in_c bytes), and only then are its
@@ -1886,6 +2036,11 @@ static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, cons
     wo.stride = out_c;
     for (i = 0; i < pixels; i += 3) {
         const int32_t n = pixels - i < 3 ? pixels - i : 3;
+        if (p->quads != NULL && n == 3) { /* widened, then every channel from the generator's table */
+            pw3_widen(input + (size_t)i * in_c, in_c, off2, xs);
+            pw3_channels(xs, p->quads, groups, output + (size_t)i * out_c, out_c, n, lo4, hi4);
+            continue;
+        }
         for (q = 0; q < 3; ++q) {
             const int8_t *src = input + (size_t)(i + q) * in_c;
             uint32_t *w = xs + 2 * q;
@@ -1901,6 +2056,10 @@ static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, cons
                     w[1] = 0u;
                 }
             }
+        }
+        if (p->quads != NULL && n == 2) { /* every channel from the generator's table */
+            pw3_channels(xs, p->quads, groups, output + (size_t)i * out_c, out_c, n, lo4, hi4);
+            continue;
         }
         for (o = 0; o < out_c; ++o) {
             const int32_t b0 = bias != NULL ? bias[o] : 0;

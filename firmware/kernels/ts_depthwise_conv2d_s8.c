@@ -15,7 +15,8 @@
  *  - dw_blocks_*: where the generator gave the layer its blocks (p->blocks: per four channels the
  *    biases, ts_rq fields and the filter widened once, at compile time), pixel by pixel, every block
  *    of a pixel in one asm loop: a whole 3x3 window in nine taps of eight instructions
- *    (dw_blocks_full), a clipped one by rows of one to three taps (dw_blocks_rect), each block
+ *    (dw_blocks_full), one with a row or column outside the input in six (dw_blocks_six),
+ *    any other clipped one by rows of one to three taps (dw_blocks_rect), each block
  *    requantised, packed, clamped and stored inside the same loop. Nothing is prepared at run
  *    time, so a call on one row of a streamed chain costs no more per pixel than a whole layer.
  *  - dw_generic, the original loop nest, kept as the reference.
@@ -397,6 +398,75 @@ static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_b
                      : "cc", "memory");
 }
 
+/* One pixel whose 3x3 window has six taps inside the input: its three rows and two columns (the
+ * left or right column outside) or its three columns and two rows (the top or bottom row outside),
+ * in at channel 0 of the window's first tap inside the input: dw_blocks_full's loop with those six
+ * taps (the products dw_blocks_rect would add, without its loop over the rows). Shapes: */
+#define DWB_LEFT 0   /* filter columns 1, 2 inside */
+#define DWB_RIGHT 1  /* columns 0, 1 */
+#define DWB_TOP 2    /* rows 1, 2 */
+#define DWB_BOTTOM 3 /* rows 0, 1 */
+static TS_NOINLINE void dw_blocks_six(const int8_t *in, int8_t *out, int shape, const dw_blk *k)
+{
+    const int32_t in_row = k->in_row;
+    const int32_t back = (shape >= DWB_TOP ? 1 : 2) * k->in_row - 4; /* p from the last row to the next block */
+    const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
+    int32_t groups = k->groups;
+    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register const int8_t *pp TS_REG("r4") = in;
+    register const int32_t *ff TS_REG("r5") = k->blocks;
+    register const int32_t c1 TS_REG("r6") = k->c1;
+    register const uint32_t off2 TS_REG("r8") = k->off2;
+    register int8_t *oo TS_REG("r9") = out;
+    register uint32_t x TS_REG("r10"), fe TS_REG("r11"), fo TS_REG("r12"), t1 TS_REG("lr");
+    if (groups < 1) {
+        return;
+    }
+/* the next row of the window: p += in_row */
+#define DWB_NEXT_ROW                                                                                    \
+    "ldr     %[t1], %[in_row]\n\t"                                                                       \
+    "add     %[p], %[p], %[t1]\n\t"
+/* two rows of three taps, or three of two (tap ky * 3 + kx at byte 80 + 8 * (3 * ky + kx) of the
+ * block) */
+#define DWB_ROWS2(r0, r1) DWW_TAP("", r0 "+ 0") DWW_TAP(", %[c1]", r0 "+ 8") DWW_TAP(", %[c1], lsl #1", r0 "+ 16") \
+    DWB_NEXT_ROW DWW_TAP("", r1 "+ 0") DWW_TAP(", %[c1]", r1 "+ 8") DWW_TAP(", %[c1], lsl #1", r1 "+ 16")
+#define DWB_COLS2(c0)                                                                                   \
+    DWW_TAP("", c0 "+ 0") DWW_TAP(", %[c1]", c0 "+ 8") DWB_NEXT_ROW DWW_TAP("", c0 "+ 24")                \
+        DWW_TAP(", %[c1]", c0 "+ 32") DWB_NEXT_ROW DWW_TAP("", c0 "+ 48") DWW_TAP(", %[c1]", c0 "+ 56")
+#define DWB_SIX(taps)                                                                                   \
+    __asm__ volatile("1:\n\t"                                                                            \
+                     "ldrd    %[a0], %[a1], [%[f]]\n\t"                                                  \
+                     "ldrd    %[a2], %[a3], [%[f], #8]\n\t" taps DWB_RQ4 DWB_PACK_CLAMP                  \
+                     "str     %[a0], [%[o]], #4\n\t"                                                     \
+                     "ldr     %[t1], %[back]\n\t"                                                        \
+                     "sub     %[p], %[p], %[t1]\n\t"                                                     \
+                     "add     %[f], %[f], #152\n\t" /* 4 * (DWB_FILTER_WORDS + 2 * 9) bytes */           \
+                     "ldr     %[t1], %[groups]\n\t"                                                      \
+                     "subs    %[t1], %[t1], #1\n\t"                                                      \
+                     "str     %[t1], %[groups]\n\t"                                                      \
+                     "bne     1b"                                                                        \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x),     \
+                       [fe] "=&r"(fe), [fo] "=&r"(fo), [t1] "=&r"(t1), [p] "+r"(pp), [f] "+r"(ff),       \
+                       [o] "+r"(oo), [groups] "+m"(groups)                                               \
+                     : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [back] "m"(back),           \
+                       [lo4] "m"(lo4), [hi4] "m"(hi4)                                                    \
+                     : "cc", "memory")
+    if (shape == DWB_LEFT) {
+        DWB_SIX(DWB_COLS2("88"));
+    } else if (shape == DWB_RIGHT) {
+        DWB_SIX(DWB_COLS2("80"));
+    } else if (shape == DWB_TOP) {
+        DWB_SIX(DWB_ROWS2("104", "128"));
+    } else {
+        DWB_SIX(DWB_ROWS2("80", "104"));
+    }
+#undef DWB_SIX
+#undef DWB_COLS2
+#undef DWB_ROWS2
+#undef DWB_NEXT_ROW
+}
+
 /* DWW_TAP against the filter pointer fp (which walks the window's rectangle) instead of f. */
 #define DWB_RECT_TAP(xoff, foff)                                                                        \
     "ldr     %[x], [%[p]" xoff "]\n\t"                                                                   \
@@ -525,8 +595,9 @@ static int dw_blocks_setup(const ts_depthwise_conv2d_s8_params *p, dw_blk *k)
 
 /* Output row y of batch base in_b through the blocks, pixel by pixel (flat indices k0, k0 + 1, ..):
  * each pixel straight to its output bytes (scratch NULL), or, for the staged variant, into ring
- * slot k % (lag + 1) of scratch, then pixel k - lag (if any) copied out. A pixel whose whole 3x3
- * window lies inside the input, with in_c a multiple of 4, goes to dw_blocks_full directly. */
+ * slot k % (lag + 1) of scratch, then pixel k - lag (if any) copied out. With in_c a multiple of
+ * 4, a pixel whose whole 3x3 window lies inside the input goes to dw_blocks_full directly, one whose
+ * window has one row or column outside (six taps inside) to dw_blocks_six. */
 static TS_NOINLINE void dw_blocks_row(const ts_depthwise_conv2d_s8_params *p, const dw_blk *k, const int8_t *in_b,
                                       int32_t y, int32_t k0, const int8_t *filter, const int32_t *bias,
                                       int8_t *output, int8_t *scratch, int32_t lag)
@@ -534,18 +605,25 @@ static TS_NOINLINE void dw_blocks_row(const ts_depthwise_conv2d_s8_params *p, co
     const int32_t c_n = p->in_c, out_w = p->out_w, in_w = p->in_w, stride_w = p->stride_w, slots = lag + 1;
     const int32_t y0 = y * p->stride_h - p->pad_top;
     int32_t ky0, ky1, x, j = k0, s = k0 % slots;
-    int full_rows;
+    int full_rows, two_rows;
     const int8_t *in_y = in_b;
     ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
     full_rows = p->filter_h == 3 && p->filter_w == 3 && ky1 - ky0 == 3 && 4 * k->groups == c_n;
-    if (full_rows) {
-        in_y += (size_t)y0 * in_w * c_n;
+    two_rows = p->filter_h == 3 && p->filter_w == 3 && ky1 - ky0 == 2 && 4 * k->groups == c_n;
+    if (full_rows || two_rows) { /* the window's first row inside the input */
+        in_y += (size_t)(y0 + ky0 * p->dilation_h) * in_w * c_n;
     }
     for (x = 0; x < out_w; ++x, ++j) {
         const int32_t x0 = x * stride_w - p->pad_left;
         int8_t *dst = scratch != NULL ? scratch + (size_t)s * c_n : output + (size_t)j * c_n;
         if (full_rows && x0 >= 0 && x0 + 3 <= in_w) {
             dw_blocks_full(in_y + (size_t)x0 * c_n, dst, k);
+        } else if (full_rows && x0 == -1 && in_w >= 2) { /* filter column 0 left of the input */
+            dw_blocks_six(in_y, dst, DWB_LEFT, k);
+        } else if (full_rows && x0 >= 0 && x0 + 2 == in_w) { /* filter column 2 right of it */
+            dw_blocks_six(in_y + (size_t)x0 * c_n, dst, DWB_RIGHT, k);
+        } else if (two_rows && x0 >= 0 && x0 + 3 <= in_w) { /* a filter row above or below it */
+            dw_blocks_six(in_y + (size_t)x0 * c_n, dst, ky0 == 1 ? DWB_TOP : DWB_BOTTOM, k);
         } else {
             dw_blocks_pixel(p, k, in_b, y, x, filter, bias, dst);
         }

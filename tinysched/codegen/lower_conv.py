@@ -120,11 +120,14 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     blocks = (
         depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
     )
+    variant = variant_of(ctx.graph, op)
     quads = (
         conv_quads_table(ctx.graph, op, mults, shifts, int(out_zp))
         if not depthwise and ctx.dsp_tables
         else None
     )
+    if quads is None and variant is not None and not depthwise and ctx.dsp_tables:
+        quads = staged_pointwise_table(ctx.graph, op, variant, mults, shifts, int(out_zp))
     if quads is not None:
         comment = (
             f"per output channel: its bias, {len(quads) // oc - 5} widened filter words, its ts_rq fields"
@@ -134,7 +137,6 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
     call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
-    variant = variant_of(ctx.graph, op)
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=blocks is None)
 
@@ -276,9 +278,23 @@ def conv_quads_table(
     # k4 <= QUAD_K4 also keeps K within ts_conv2d_s8.c's small fields (TS_CONV_PATCH_BYTES, 124)
     if fh * fw == 1 or in_c >= 8 or k4 > QUAD_K4 or w.data is None:
         return None
+    return _widened_channels(graph, op, mults, shifts, out_zp)
+
+
+def _widened_channels(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+) -> list[int] | None:
+    """The quads' table format (ts_kernels.h, CONV_2D): per output channel its bias, its K filter
+    bytes rounded up to whole words with zeros and widened to 16-bit lanes ([w_4g | w_4g+2],
+    [w_4g+1 | w_4g+3] per group g), its ts_rq fields; None where a bias is not constant or a
+    channel needs the formula's own steps."""
+    w = graph.tensors[op.inputs[1]]
+    out_c, fh, fw, in_c = w.shape
+    k = fh * fw * in_c
+    k4 = (k + 3) & ~3
     fields = _table_fields(graph, op, mults, shifts, out_zp, out_c)
     biases = _biases(graph, op, out_c)
-    if fields is None or biases is None:
+    if fields is None or biases is None or w.data is None:
         return None
     rows = [[int(v) for v in row] + [0] * (k4 - k) for row in w.data.reshape(out_c, k)]
     table: list[int] = []
@@ -288,6 +304,32 @@ def conv_quads_table(
             table += [_lanes(row[g], row[g + 2]), _lanes(row[g + 1], row[g + 3])]
         table += fields[4 * o : 4 * o + 4]
     return table
+
+
+def staged_pointwise_table(
+    graph: Graph,
+    op: Operator,
+    variant: KernelVariant,
+    mults: Sequence[int],
+    shifts: Sequence[int],
+    out_zp: int,
+) -> list[int] | None:
+    """The staged 1x1 CONV_2D's table of widened channels (the quads' format, passed as `quads`;
+    ts_kernels.h, "CONV_2D staged"), for a layer whose staged kernel widens its pixels in threes
+    (in_c a multiple of 4 and at most out_c, chunk * out_c >= 6 * in_c); None otherwise or where
+    the kernel could not use it (see _widened_channels)."""
+    w = graph.tensors[op.inputs[1]]
+    out_c, fh, fw, in_c = w.shape
+    if (
+        op.opcode != "CONV_2D"
+        or variant.name != "staged"
+        or (fh, fw) != (1, 1)
+        or in_c % 4
+        or in_c > out_c
+        or variant.param * out_c < 6 * in_c
+    ):
+        return None
+    return _widened_channels(graph, op, mults, shifts, out_zp)
 
 
 def _staged(
