@@ -255,7 +255,11 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * its own output that holds no input bytes (past the input's end or before its start; the whole
  * output when they do not overlap): there the strip is written before those bytes get their
  * outputs; the remaining rows take the other paths (a call on those rows: in_h, pad_top, out_h
- * adjusted). */
+ * adjusted). A 1x1 layer at stride 1 without padding over the whole input (in_c a multiple of 4:
+ * output pixel i reads input pixel i) counts leading pixels instead of rows, then takes a second
+ * pass with a one-block strip at the top of the same part for the pixels between the two strips'
+ * starts; its remaining pixels are one row of the other paths (in_h = out_h = 1, in_w = out_w = the
+ * pixels left), in the same flat order. */
 int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table);

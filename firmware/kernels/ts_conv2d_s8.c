@@ -1362,41 +1362,61 @@ static int32_t wide_room(uintptr_t o0, uintptr_t lo, uintptr_t hi, size_t block,
     return (int32_t)((*s - o0) / row);
 }
 
-/* The leading output rows the widened path does with its strip scratch inside the output (0: none;
- * batches == 1 only). The scratch must not hold input bytes: it goes at the top of the output's
- * part past the input's end or of its part before the input's start (the whole output when they
- * do not overlap), whichever leaves more rows whose outputs end before it. Overlapping input and
- * output (an in-place plan) are safe: each strip reads all of its receptive fields before writing
- * any output, so wherever the pair path's order allows the overlap, this one does too (ts_kernels.h,
- * CONV_2D "Read/write order"). */
+/* The leading output pixels the widened path does with its strip scratch inside the output (0:
+ * none; batches == 1 only): whole rows, or for a 1x1 filter at stride 1 without padding over the
+ * whole input (flat: output pixel i reads input pixel i) any number of pixels. The scratch must not
+ * hold input bytes: it goes at the top of the output's part past the input's end or of its part
+ * before the input's start (the whole output when they do not overlap), whichever leaves more
+ * pixels whose outputs end before it. Flat layers then take a second pass with a one-block strip
+ * at the top of the same part, for the pixels between the two strips' starts. Overlapping input
+ * and output (an in-place plan) are safe: each strip reads all of its receptive fields before
+ * writing any output, so wherever the pair path's order allows the overlap, this one does too
+ * (ts_kernels.h, CONV_2D "Read/write order"). */
 static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int rq)
 {
     const size_t out_bytes = (size_t)p->out_h * p->out_w * p->out_c, in_bytes = (size_t)p->in_h * p->in_w * p->in_c;
     const size_t block = wide_block_bytes(p->filter_h * p->filter_w * p->in_c), row = (size_t)p->out_w * p->out_c;
     const uintptr_t o0 = (uintptr_t)output, o1 = o0 + out_bytes, i0 = (uintptr_t)input, i1 = i0 + in_bytes;
+    const int flat = p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                     p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w &&
+                     (p->in_c & 3) == 0;
+    const size_t unit = flat ? (size_t)p->out_c : row; /* output bytes of what is counted */
+    const int32_t units = flat ? p->out_h * p->out_w : p->out_h;
     uintptr_t s = 0, s_low = 0;
-    int32_t rows, low, strip = 1, strip_low = 1;
+    int32_t done, low, pixels, strip = 1, strip_low = 1;
     if (p->batches != 1 || row == 0) {
         return 0;
     }
     if (o0 < i1 && i0 < o1) { /* overlapping: past the input's end, or before its start */
-        rows = wide_room(o0, i1 > o0 ? i1 : o0, o1, block, row, &s, &strip);
-        low = wide_room(o0, o0, i0 < o1 ? i0 : o1, block, row, &s_low, &strip_low);
-        if (low > rows) {
-            rows = low;
+        done = wide_room(o0, i1 > o0 ? i1 : o0, o1, block, unit, &s, &strip);
+        low = wide_room(o0, o0, i0 < o1 ? i0 : o1, block, unit, &s_low, &strip_low);
+        if (low > done) {
+            done = low;
             s = s_low;
             strip = strip_low;
         }
     } else {
-        rows = wide_room(o0, o0, o1, block, row, &s, &strip);
+        done = wide_room(o0, o0, o1, block, unit, &s, &strip);
     }
-    rows = rows < p->out_h ? rows : p->out_h;
-    if (rows <= 0 || !wide_worth(rows * p->out_w)) {
+    done = done < units ? done : units;
+    pixels = flat ? done : done * p->out_w;
+    if (done <= 0 || !wide_worth(pixels)) {
         return 0;
     }
-    wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, rows * p->out_w, strip, NULL);
-    return rows;
+    wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, pixels, strip, NULL);
+    if (flat && strip > 1 && pixels < units) {
+        /* the strip's last block: its start is the end of the pixels a one-block strip allows */
+        const uintptr_t s1 = s + (size_t)(strip - 1) * block;
+        int32_t more = (int32_t)((s1 - o0) / unit);
+        more = (more < units ? more : units) - pixels;
+        if (wide_worth(more)) {
+            wide_pixels(p, input + (size_t)pixels * p->in_c, filter, bias, output + (size_t)pixels * p->out_c, rq,
+                        (uint32_t *)(void *)s1, more, 1, NULL);
+            pixels += more;
+        }
+    }
+    return pixels;
 }
 
 /* Small receptive fields on DSP cores (ts_kernels.h, CONV_2D "small receptive fields", DSP):
@@ -1709,13 +1729,19 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
     rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
     if (wide) {
-        const int32_t rows = conv_wide(p, input, filter, bias, output, rq);
-        if (rows > 0) {
+        const int32_t done = conv_wide(p, input, filter, bias, output, rq);
+        if (done > 0) {
             /* the other rows: the same layer from output row `rows` on */
             ts_conv2d_s8_params rest = *p;
-            const int32_t y0 = rows * p->stride_h - p->pad_top;
-            if (rows == p->out_h) {
+            const int32_t rows = done / p->out_w, y0 = rows * p->stride_h - p->pad_top;
+            if (done == p->out_h * p->out_w) {
                 return TS_OK;
+            }
+            if (done % p->out_w != 0) { /* a flat 1x1 layer (conv_wide): its other pixels as one row */
+                rest.in_h = rest.out_h = 1;
+                rest.in_w = rest.out_w = p->out_h * p->out_w - done;
+                return conv_paths(&rest, input + (size_t)done * p->in_c, filter, bias,
+                                  output + (size_t)done * p->out_c, 0, checks, big);
             }
             rest.out_h = p->out_h - rows;
             if (y0 >= 0) {
