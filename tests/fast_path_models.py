@@ -290,7 +290,9 @@ def conv_wide_rq_forms() -> bytes:
     peak, so the chain gets planned scratch; it runs the default kernel, whose widened leading
     pixels (a flat layer: any number of pixels, then a second pass with a one-block strip; the last
     few pixels as one row of the pointwise path) prepare ts_rq four channels at a time (no table);
-    the 3x3 layer before it leaves the last channel's tail (K = 27) to C in its widened rows."""
+    the 3x3 layer before it leaves the last channel's tail (K = 27) to C in its widened rows. Then
+    last blocks of one, three and four pixels (the three-pixel loop, a full block), each stored
+    through the routine's buffer."""
     b = ModelBuilder(seed=36)
     z = b.input("z", (1, 20, 20, 3), zero_point=-128)
     z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
@@ -304,7 +306,14 @@ def conv_wide_rq_forms() -> bytes:
         t = b.conv2d(
             t, c, (1, 1), activation=act, scale_factors=factors, output_quant=out_q, name=f"pw{i}_{c}"
         )
-    b.output(z, t)
+    # last blocks of one (13 pixels) and three (9 pixels: the three-pixel loop) and four (16)
+    u = b.input("u", (1, 1, 13, 12), zero_point=2)
+    u = b.conv2d(u, 10, (1, 1), activation="RELU6", name="pw_13px")
+    v = b.input("v", (1, 3, 3, 16), zero_point=-128)
+    v = b.conv2d(v, 20, (1, 1), name="pw_9px")
+    w = b.input("w", (1, 4, 4, 8), zero_point=0)
+    w = b.conv2d(w, 9, (1, 1), activation="RELU", name="pw_16px")
+    b.output(z, t, u, v, w)
     return b.build()
 
 

@@ -972,6 +972,16 @@ typedef struct {
     /* set by wide_channels: where its loop starts (68), its requantisation for channels with a right
      * shift (72) and without (76), with or without the clamp, and the channel's (80) */
     uint32_t entry, rq_right, rq_none, rq_this;
+    int32_t spare;          /* 84 */
+    /* a last block of part_n (1 to 5; 0: none) pixels after the full ones: computed like a full
+     * block (six pixels from 4 up, else three by their own loop), its six results stored with
+     * stride 1 into buf, then part_n of them copied to part_out, stride_c bytes apart */
+    int32_t part_n;         /* 88 (negative while the channel's last block is under way) */
+    int32_t block;          /* 92: bytes of block scratch a block takes (12 * k4) */
+    int32_t stride_c;       /* 96: out_c */
+    int8_t *part_out;       /* 100 */
+    int8_t buf[8];          /* 104 */
+    const uint32_t *xs_full; /* 112: past the strip's last full block (xs_end's value between) */
 } wide_job;
 
 /* One strip of full blocks, output channel by channel from job->rq up to job->rq_end, stopping early
@@ -1161,7 +1171,54 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         TS_WC_STORE TS_WC_NEXT
         "53:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
         TS_WC_CLAMP_STORE TS_WC_NEXT
-        "8:\n\t"
+        "8:\n\t" /* the full blocks done: a last block of fewer pixels? */
+        "ldr     r0, [lr, #88]\n\t"
+        "cmp     r0, #0\n\t"
+        "beq     88f\n\t"
+        "blt     87f\n\t"
+        "ldr     r1, [lr, #8]\n\t"       /* its first output byte */
+        "str     r1, [lr, #100]\n\t"
+        "add     r1, lr, #104\n\t"       /* its six results into buf, stride 1 */
+        "movs    r2, #1\n\t"
+        "strd    r1, r2, [lr, #8]\n\t"
+        "ldr     r3, [lr, #92]\n\t"
+        "add     r3, r3, r7\n\t"          /* xs_end: past this block */
+        "str     r3, [lr, #24]\n\t"
+        "rsb     r1, r0, #0\n\t"
+        "str     r1, [lr, #88]\n\t"       /* under way */
+        "cmp     r0, #4\n\t"
+        "bge     3b\n\t"                  /* four or five pixels: as a full block */
+        /* one to three pixels: the first three of the block only (14 instructions per 12 products) */
+        "ldrd    r0, r6, [lr]\n\t"
+        "mov     r1, r0\n\t"
+        "mov     r2, r0\n\t"
+        "31:\n\t"
+        "ldr     r10, [r6], #4\n\t"
+        "ldrd    r11, r12, [r7], #48\n\t"
+        "sxtb16  r9, r10\n\t"
+        "sxtb16  r10, r10, ror #8\n\t"
+        "smlad   r0, r11, r9, r0\n\t"
+        "smlad   r0, r12, r10, r0\n\t"
+        TS_WC_PIXEL("r1", "-40") TS_WC_PIXEL("r2", "-32")
+        "cmp     r6, r8\n\t"
+        "bne     31b\n\t"
+        "b       5b\n\t"                  /* r3-r5: stale values, their bytes never copied */
+        "87:\n\t"                         /* the last block's results in buf: copy part_n of them */
+        "rsb     r0, r0, #0\n\t"
+        "str     r0, [lr, #88]\n\t"
+        "ldr     r1, [lr, #100]\n\t"
+        "ldr     r2, [lr, #96]\n\t"
+        "str     r2, [lr, #12]\n\t"       /* stride and xs_end back */
+        "ldr     r3, [lr, #112]\n\t"
+        "str     r3, [lr, #24]\n\t"
+        "add     r3, lr, #104\n\t"
+        "86:\n\t"
+        "ldrb    r4, [r3], #1\n\t"
+        "strb    r4, [r1]\n\t"
+        "add     r1, r1, r2\n\t"
+        "subs    r0, r0, #1\n\t"
+        "bne     86b\n\t"
+        "88:\n\t"
         /* the channel done: the next one's pointers */
         "add     r12, lr, #32\n\t"
         "ldm     r12, {r6, r9, r10, r11}\n\t"
@@ -1294,6 +1351,9 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     job.k4 = k4;
     job.bias_step = bias != NULL ? 4 : 0;
     job.xs = xs;
+    job.block = block_words * 4;
+    job.stride_c = out_c;
+    job.spare = 0;
     for (i = 0; i < pixels; i += strip_px) {
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
         const int32_t full = np / TS_WIDE_PX;
@@ -1310,7 +1370,8 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
         }
         o = 0;
         if (rq && full > 0) {
-            job.xs_end = xs + (size_t)full * block_words;
+            job.xs_end = job.xs_full = xs + (size_t)full * block_words;
+            job.part_n = np - full * TS_WIDE_PX;
             while (o < asm_c) {
                 int32_t n = asm_c - o, c;
                 if (rq_table != NULL) {
@@ -1333,14 +1394,13 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                 }
                 o += c;
                 if (c < n) { /* channel o: l1 0, the formula's steps */
-                    wide_channels_c(p, xs, filter, bias, out, o, o + 1, 0, full, np, rq, rq_table);
+                    wide_channels_c(p, xs, filter, bias, out, o, o + 1, 0, nb, np, rq, rq_table);
                     ++o;
                 }
             }
         }
-        /* the last channel's tail, or no ts_rq; then a last block of fewer than six pixels */
-        wide_channels_c(p, xs, filter, bias, out, o, out_c, 0, full, np, rq, rq_table);
-        wide_channels_c(p, xs, filter, bias, out, 0, out_c, full, nb, np, rq, rq_table);
+        /* the last channel's tail, or no ts_rq, or no full block */
+        wide_channels_c(p, xs, filter, bias, out, o, out_c, 0, nb, np, rq, rq_table);
     }
 }
 
