@@ -969,8 +969,9 @@ typedef struct {
     const uint32_t *xs;     /* 56: the strip's first block */
     int32_t k4;             /* 60: filter bytes a block reads (whole groups, k4 >= 4) */
     const int32_t *rq_end;  /* 64: the rq past the last channel to do */
-    /* set by wide_channels: where its loop starts (68), its requantisation for channels with a right
-     * shift (72) and without (76), with or without the clamp, and the channel's (80) */
+    /* set by wide_channels on its first call with this job (entry 0 until then): where its loop
+     * starts (68), its requantisation for channels with a right shift (72) and without (76), with
+     * or without the clamp, and the channel's (80) */
     uint32_t entry, rq_right, rq_none, rq_this;
     int32_t spare;          /* 84 */
     /* a last block of part_n (1 to 5; 0: none) pixels after the full ones: computed like a full
@@ -1082,6 +1083,9 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
     __asm__ volatile(
         "push    {r3-r11, lr}\n\t"
         "mov     lr, r0\n\t"
+        "ldr     r1, [lr, #68]\n\t"
+        "cmp     r1, #0\n\t"
+        "bne     20f\n\t" /* the addresses below already set by an earlier call with this job */
         /* the loop's entry: after the peeled group R = k4 / 4 - 1 groups remain; none: 5, else
          * group (4 - R % 4) % 4 of the pass */
         "ldr     r1, [lr, #60]\n\t"
@@ -1124,6 +1128,7 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         "orr     r3, r3, #1\n\t"
         "orr     r4, r4, #1\n\t"
         "strd    r3, r4, [lr, #72]\n\t"
+        "20:\n\t"
         "add     r12, lr, #32\n\t"
         "ldm     r12, {r6, r9, r10, r11}\n\t" /* w, rq, bias, out */
         "2:\n\t"                              /* channel: r6 w, r9 rq, r10 bias, r11 out */
@@ -1354,6 +1359,7 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     job.block = block_words * 4;
     job.stride_c = out_c;
     job.spare = 0;
+    job.entry = 0; /* wide_channels sets its addresses on its first call */
     for (i = 0; i < pixels; i += strip_px) {
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
         const int32_t full = np / TS_WIDE_PX;
