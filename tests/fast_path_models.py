@@ -286,12 +286,17 @@ def conv_wide_rq_forms() -> bytes:
     wide_channels) at every loop entry: K = 4, 12, 16, 20, 24, 28 (after the peeled group 0 to 6
     groups, every remainder of the four-group pass), 35 pixels (five full blocks and a short one),
     channels with a right shift and without (a small output scale: r == 0, left up to 2), with the
-    bytewise clamp (RELU, RELU6) and without (bounds -128 and 127). A large first layer makes the
-    peak, so the chain gets planned scratch; it runs the default kernel, whose widened leading rows
-    prepare ts_rq four channels at a time (no table) and leave the last channel's tail (K = 27) to C."""
+    bytewise clamp (RELU, RELU6) and without (bounds -128 and 127). A large 1x1 layer makes the
+    peak, so the chain gets planned scratch; it runs the default kernel, whose widened leading
+    pixels (a flat layer: any number of pixels, then a second pass with a one-block strip; the last
+    few pixels as one row of the pointwise path) prepare ts_rq four channels at a time (no table);
+    the 3x3 layer before it leaves the last channel's tail (K = 27) to C in its widened rows. Then
+    last blocks of one, three and four pixels (the three-pixel loop, a full block), each stored
+    through the routine's buffer."""
     b = ModelBuilder(seed=36)
     z = b.input("z", (1, 20, 20, 3), zero_point=-128)
-    z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
+    z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
+    z = b.conv2d(z, 32, (1, 1), activation="RELU6", name="peak_pw_8_to_32")
     z = b.average_pool2d(z, (20, 20), (20, 20), name="pool")
     t = b.input("x", (1, 5, 7, 4), zero_point=-5)
     layers = [(12, "NONE"), (16, "RELU6"), (20, "NONE"), (24, "RELU"), (28, "NONE"), (7, "RELU6")]
@@ -301,7 +306,14 @@ def conv_wide_rq_forms() -> bytes:
         t = b.conv2d(
             t, c, (1, 1), activation=act, scale_factors=factors, output_quant=out_q, name=f"pw{i}_{c}"
         )
-    b.output(z, t)
+    # last blocks of one (13 pixels) and three (9 pixels: the three-pixel loop) and four (16)
+    u = b.input("u", (1, 1, 13, 12), zero_point=2)
+    u = b.conv2d(u, 10, (1, 1), activation="RELU6", name="pw_13px")
+    v = b.input("v", (1, 3, 3, 16), zero_point=-128)
+    v = b.conv2d(v, 20, (1, 1), name="pw_9px")
+    w = b.input("w", (1, 4, 4, 8), zero_point=0)
+    w = b.conv2d(w, 9, (1, 1), activation="RELU", name="pw_16px")
+    b.output(z, t, u, v, w)
     return b.build()
 
 

@@ -248,10 +248,14 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * (base - [s2 < 0] as base + (s2 ASR 31) where r >= 1, 5 instructions an output; 3 where r == 0:
  * no correction, no shift: the same values), the clamp (skipped when act_min/act_max are -128/127,
  * which SSAT already gives) and six byte stores, about 60 instructions a block besides the dot
- * products. A channel whose table entry has l1 0, a last channel whose k4 filter bytes would pass
- * the filter's end (its tail) and a last block of one to five pixels are then done in C (same
- * arithmetic), after the strip's routine has written the others (all of a strip's reads precede
- * its first write, so the order of its writes changes nothing below). A 1x1 filter at stride 1
+ * products. A strip's last block of one to five pixels is the routine's too, channel by channel
+ * after that channel's full blocks: four or five pixels computed as a full block, one to three by
+ * a loop over the block's first three pixels (14 instructions per 12 products), its six results
+ * stored into a small buffer and as many as the block has pixels copied to their output bytes. A
+ * channel whose table entry has l1 0 and a last channel whose k4 filter bytes would pass the
+ * filter's end (its tail) are then done in C (same arithmetic), as is a strip without a full block,
+ * after the strip's routine has written the others (all of a strip's reads precede its first
+ * write, so the order of its writes changes nothing below). A 1x1 filter at stride 1
  * without padding (out_w == in_w, in_c a multiple of 4) fills a strip from its consecutive input
  * pixels, a word of each at a time. Other cores, shapes the fast paths refuse and
  * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
@@ -266,7 +270,11 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * its own output that holds no input bytes (past the input's end or before its start; the whole
  * output when they do not overlap): there the strip is written before those bytes get their
  * outputs; the remaining rows take the other paths (a call on those rows: in_h, pad_top, out_h
- * adjusted). */
+ * adjusted). A 1x1 layer at stride 1 without padding over the whole input (in_c a multiple of 4:
+ * output pixel i reads input pixel i) counts leading pixels instead of rows, then takes a second
+ * pass with a one-block strip at the top of the same part for the pixels between the two strips'
+ * starts; its remaining pixels are one row of the other paths (in_h = out_h = 1, in_w = out_w = the
+ * pixels left), in the same flat order. */
 int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table);

@@ -969,9 +969,20 @@ typedef struct {
     const uint32_t *xs;     /* 56: the strip's first block */
     int32_t k4;             /* 60: filter bytes a block reads (whole groups, k4 >= 4) */
     const int32_t *rq_end;  /* 64: the rq past the last channel to do */
-    /* set by wide_channels: where its loop starts (68), its requantisation for channels with a right
-     * shift (72) and without (76), with or without the clamp, and the channel's (80) */
+    /* set by wide_channels on its first call with this job (entry 0 until then): where its loop
+     * starts (68), its requantisation for channels with a right shift (72) and without (76), with
+     * or without the clamp, and the channel's (80) */
     uint32_t entry, rq_right, rq_none, rq_this;
+    int32_t spare;          /* 84 */
+    /* a last block of part_n (1 to 5; 0: none) pixels after the full ones: computed like a full
+     * block (six pixels from 4 up, else three by their own loop), its six results stored with
+     * stride 1 into buf, then part_n of them copied to part_out, stride_c bytes apart */
+    int32_t part_n;         /* 88 (negative while the channel's last block is under way) */
+    int32_t block;          /* 92: bytes of block scratch a block takes (12 * k4) */
+    int32_t stride_c;       /* 96: out_c */
+    int8_t *part_out;       /* 100 */
+    int8_t buf[8];          /* 104 */
+    const uint32_t *xs_full; /* 112: past the strip's last full block (xs_end's value between) */
 } wide_job;
 
 /* One strip of full blocks, output channel by channel from job->rq up to job->rq_end, stopping early
@@ -1072,6 +1083,9 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
     __asm__ volatile(
         "push    {r3-r11, lr}\n\t"
         "mov     lr, r0\n\t"
+        "ldr     r1, [lr, #68]\n\t"
+        "cmp     r1, #0\n\t"
+        "bne     20f\n\t" /* the addresses below already set by an earlier call with this job */
         /* the loop's entry: after the peeled group R = k4 / 4 - 1 groups remain; none: 5, else
          * group (4 - R % 4) % 4 of the pass */
         "ldr     r1, [lr, #60]\n\t"
@@ -1114,6 +1128,7 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         "orr     r3, r3, #1\n\t"
         "orr     r4, r4, #1\n\t"
         "strd    r3, r4, [lr, #72]\n\t"
+        "20:\n\t"
         "add     r12, lr, #32\n\t"
         "ldm     r12, {r6, r9, r10, r11}\n\t" /* w, rq, bias, out */
         "2:\n\t"                              /* channel: r6 w, r9 rq, r10 bias, r11 out */
@@ -1161,7 +1176,54 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         TS_WC_STORE TS_WC_NEXT
         "53:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
         TS_WC_CLAMP_STORE TS_WC_NEXT
-        "8:\n\t"
+        "8:\n\t" /* the full blocks done: a last block of fewer pixels? */
+        "ldr     r0, [lr, #88]\n\t"
+        "cmp     r0, #0\n\t"
+        "beq     88f\n\t"
+        "blt     87f\n\t"
+        "ldr     r1, [lr, #8]\n\t"       /* its first output byte */
+        "str     r1, [lr, #100]\n\t"
+        "add     r1, lr, #104\n\t"       /* its six results into buf, stride 1 */
+        "movs    r2, #1\n\t"
+        "strd    r1, r2, [lr, #8]\n\t"
+        "ldr     r3, [lr, #92]\n\t"
+        "add     r3, r3, r7\n\t"          /* xs_end: past this block */
+        "str     r3, [lr, #24]\n\t"
+        "rsb     r1, r0, #0\n\t"
+        "str     r1, [lr, #88]\n\t"       /* under way */
+        "cmp     r0, #4\n\t"
+        "bge     3b\n\t"                  /* four or five pixels: as a full block */
+        /* one to three pixels: the first three of the block only (14 instructions per 12 products) */
+        "ldrd    r0, r6, [lr]\n\t"
+        "mov     r1, r0\n\t"
+        "mov     r2, r0\n\t"
+        "31:\n\t"
+        "ldr     r10, [r6], #4\n\t"
+        "ldrd    r11, r12, [r7], #48\n\t"
+        "sxtb16  r9, r10\n\t"
+        "sxtb16  r10, r10, ror #8\n\t"
+        "smlad   r0, r11, r9, r0\n\t"
+        "smlad   r0, r12, r10, r0\n\t"
+        TS_WC_PIXEL("r1", "-40") TS_WC_PIXEL("r2", "-32")
+        "cmp     r6, r8\n\t"
+        "bne     31b\n\t"
+        "b       5b\n\t"                  /* r3-r5: stale values, their bytes never copied */
+        "87:\n\t"                         /* the last block's results in buf: copy part_n of them */
+        "rsb     r0, r0, #0\n\t"
+        "str     r0, [lr, #88]\n\t"
+        "ldr     r1, [lr, #100]\n\t"
+        "ldr     r2, [lr, #96]\n\t"
+        "str     r2, [lr, #12]\n\t"       /* stride and xs_end back */
+        "ldr     r3, [lr, #112]\n\t"
+        "str     r3, [lr, #24]\n\t"
+        "add     r3, lr, #104\n\t"
+        "86:\n\t"
+        "ldrb    r4, [r3], #1\n\t"
+        "strb    r4, [r1]\n\t"
+        "add     r1, r1, r2\n\t"
+        "subs    r0, r0, #1\n\t"
+        "bne     86b\n\t"
+        "88:\n\t"
         /* the channel done: the next one's pointers */
         "add     r12, lr, #32\n\t"
         "ldm     r12, {r6, r9, r10, r11}\n\t"
@@ -1294,6 +1356,10 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     job.k4 = k4;
     job.bias_step = bias != NULL ? 4 : 0;
     job.xs = xs;
+    job.block = block_words * 4;
+    job.stride_c = out_c;
+    job.spare = 0;
+    job.entry = 0; /* wide_channels sets its addresses on its first call */
     for (i = 0; i < pixels; i += strip_px) {
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
         const int32_t full = np / TS_WIDE_PX;
@@ -1310,7 +1376,8 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
         }
         o = 0;
         if (rq && full > 0) {
-            job.xs_end = xs + (size_t)full * block_words;
+            job.xs_end = job.xs_full = xs + (size_t)full * block_words;
+            job.part_n = np - full * TS_WIDE_PX;
             while (o < asm_c) {
                 int32_t n = asm_c - o, c;
                 if (rq_table != NULL) {
@@ -1333,14 +1400,13 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                 }
                 o += c;
                 if (c < n) { /* channel o: l1 0, the formula's steps */
-                    wide_channels_c(p, xs, filter, bias, out, o, o + 1, 0, full, np, rq, rq_table);
+                    wide_channels_c(p, xs, filter, bias, out, o, o + 1, 0, nb, np, rq, rq_table);
                     ++o;
                 }
             }
         }
-        /* the last channel's tail, or no ts_rq; then a last block of fewer than six pixels */
-        wide_channels_c(p, xs, filter, bias, out, o, out_c, 0, full, np, rq, rq_table);
-        wide_channels_c(p, xs, filter, bias, out, 0, out_c, full, nb, np, rq, rq_table);
+        /* the last channel's tail, or no ts_rq, or no full block */
+        wide_channels_c(p, xs, filter, bias, out, o, out_c, 0, nb, np, rq, rq_table);
     }
 }
 
@@ -1362,41 +1428,61 @@ static int32_t wide_room(uintptr_t o0, uintptr_t lo, uintptr_t hi, size_t block,
     return (int32_t)((*s - o0) / row);
 }
 
-/* The leading output rows the widened path does with its strip scratch inside the output (0: none;
- * batches == 1 only). The scratch must not hold input bytes: it goes at the top of the output's
- * part past the input's end or of its part before the input's start (the whole output when they
- * do not overlap), whichever leaves more rows whose outputs end before it. Overlapping input and
- * output (an in-place plan) are safe: each strip reads all of its receptive fields before writing
- * any output, so wherever the pair path's order allows the overlap, this one does too (ts_kernels.h,
- * CONV_2D "Read/write order"). */
+/* The leading output pixels the widened path does with its strip scratch inside the output (0:
+ * none; batches == 1 only): whole rows, or for a 1x1 filter at stride 1 without padding over the
+ * whole input (flat: output pixel i reads input pixel i) any number of pixels. The scratch must not
+ * hold input bytes: it goes at the top of the output's part past the input's end or of its part
+ * before the input's start (the whole output when they do not overlap), whichever leaves more
+ * pixels whose outputs end before it. Flat layers then take a second pass with a one-block strip
+ * at the top of the same part, for the pixels between the two strips' starts. Overlapping input
+ * and output (an in-place plan) are safe: each strip reads all of its receptive fields before
+ * writing any output, so wherever the pair path's order allows the overlap, this one does too
+ * (ts_kernels.h, CONV_2D "Read/write order"). */
 static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int rq)
 {
     const size_t out_bytes = (size_t)p->out_h * p->out_w * p->out_c, in_bytes = (size_t)p->in_h * p->in_w * p->in_c;
     const size_t block = wide_block_bytes(p->filter_h * p->filter_w * p->in_c), row = (size_t)p->out_w * p->out_c;
     const uintptr_t o0 = (uintptr_t)output, o1 = o0 + out_bytes, i0 = (uintptr_t)input, i1 = i0 + in_bytes;
+    const int flat = p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                     p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w &&
+                     (p->in_c & 3) == 0;
+    const size_t unit = flat ? (size_t)p->out_c : row; /* output bytes of what is counted */
+    const int32_t units = flat ? p->out_h * p->out_w : p->out_h;
     uintptr_t s = 0, s_low = 0;
-    int32_t rows, low, strip = 1, strip_low = 1;
+    int32_t done, low, pixels, strip = 1, strip_low = 1;
     if (p->batches != 1 || row == 0) {
         return 0;
     }
     if (o0 < i1 && i0 < o1) { /* overlapping: past the input's end, or before its start */
-        rows = wide_room(o0, i1 > o0 ? i1 : o0, o1, block, row, &s, &strip);
-        low = wide_room(o0, o0, i0 < o1 ? i0 : o1, block, row, &s_low, &strip_low);
-        if (low > rows) {
-            rows = low;
+        done = wide_room(o0, i1 > o0 ? i1 : o0, o1, block, unit, &s, &strip);
+        low = wide_room(o0, o0, i0 < o1 ? i0 : o1, block, unit, &s_low, &strip_low);
+        if (low > done) {
+            done = low;
             s = s_low;
             strip = strip_low;
         }
     } else {
-        rows = wide_room(o0, o0, o1, block, row, &s, &strip);
+        done = wide_room(o0, o0, o1, block, unit, &s, &strip);
     }
-    rows = rows < p->out_h ? rows : p->out_h;
-    if (rows <= 0 || !wide_worth(rows * p->out_w)) {
+    done = done < units ? done : units;
+    pixels = flat ? done : done * p->out_w;
+    if (done <= 0 || !wide_worth(pixels)) {
         return 0;
     }
-    wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, rows * p->out_w, strip, NULL);
-    return rows;
+    wide_pixels(p, input, filter, bias, output, rq, (uint32_t *)(void *)s, pixels, strip, NULL);
+    if (flat && strip > 1 && pixels < units) {
+        /* the strip's last block: its start is the end of the pixels a one-block strip allows */
+        const uintptr_t s1 = s + (size_t)(strip - 1) * block;
+        int32_t more = (int32_t)((s1 - o0) / unit);
+        more = (more < units ? more : units) - pixels;
+        if (wide_worth(more)) {
+            wide_pixels(p, input + (size_t)pixels * p->in_c, filter, bias, output + (size_t)pixels * p->out_c, rq,
+                        (uint32_t *)(void *)s1, more, 1, NULL);
+            pixels += more;
+        }
+    }
+    return pixels;
 }
 
 /* Small receptive fields on DSP cores (ts_kernels.h, CONV_2D "small receptive fields", DSP):
@@ -1776,13 +1862,19 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
     /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
      * channel loop over a table costs less than the widened leading rows for these small K */
     if (wide && !(rq && p->quads != NULL)) {
-        const int32_t rows = conv_wide(p, input, filter, bias, output, rq);
-        if (rows > 0) {
+        const int32_t done = conv_wide(p, input, filter, bias, output, rq);
+        if (done > 0) {
             /* the other rows: the same layer from output row `rows` on */
             ts_conv2d_s8_params rest = *p;
-            const int32_t y0 = rows * p->stride_h - p->pad_top;
-            if (rows == p->out_h) {
+            const int32_t rows = done / p->out_w, y0 = rows * p->stride_h - p->pad_top;
+            if (done == p->out_h * p->out_w) {
                 return TS_OK;
+            }
+            if (done % p->out_w != 0) { /* a flat 1x1 layer (conv_wide): its other pixels as one row */
+                rest.in_h = rest.out_h = 1;
+                rest.in_w = rest.out_w = p->out_h * p->out_w - done;
+                return conv_paths(&rest, input + (size_t)done * p->in_c, filter, bias,
+                                  output + (size_t)done * p->out_c, 0, checks, big);
             }
             rest.out_h = p->out_h - rows;
             if (y0 >= 0) {
