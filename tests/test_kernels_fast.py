@@ -239,6 +239,7 @@ DSP_ONLY_MODELS = (
     "conv_pruned_channels",
     "depthwise_blocks",
     "conv_quads_tables",
+    "depthwise_blocks_clamped",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 
