@@ -212,7 +212,8 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise), then ts_rq, pack, the bytewise clamp
  * (none where [act_min, act_max] is all of int8 and in_c a multiple of 32) and the bytes stored,
  * channel after channel (about 196 instructions per channel of a three at in_c 64); a last single
- * pixel goes through the path without the table. Same
+ * pixel goes through the path without the table (the generator then leaves rq_table NULL where
+ * every channel has ts_rq_prepare's fields: they are prepared at run time there). Same
  * arithmetic (the same int32 accumulators and ts_rq). The order is chunks of three, read first
  * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
  * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores: each chunk
