@@ -333,6 +333,25 @@ def depthwise_blocks() -> bytes:
     return b.build()
 
 
+def depthwise_blocks_clamped() -> bytes:
+    """3x3 DEPTHWISE_CONV_2D through the blocks where the activation range is narrower than int8
+    (the bytewise clamp dw_blocks_full leaves out otherwise): RELU6 to [-10, 110] and RELU to
+    [5, 127] over 16 channels, whole windows, windows with a row or a column outside the input and
+    corners; then a 2-pixel-wide input, where every window has its left or right column outside."""
+    b = ModelBuilder(seed=44)
+    x = b.input("x", (1, 6, 7, 16), zero_point=-3)
+    t = b.depthwise_conv2d(
+        x, (3, 3), (1, 1), "SAME", activation="RELU6", output_quant=(0.05, -10), name="dw16_relu6"
+    )
+    t = b.depthwise_conv2d(
+        t, (3, 3), (1, 1), "SAME", activation="RELU", output_quant=(0.04, 5), name="dw16_relu_zp5"
+    )
+    y = b.input("y", (1, 5, 2, 8), zero_point=12)
+    u = b.depthwise_conv2d(y, (3, 3), (1, 1), "SAME", activation="RELU", name="dw8_two_columns")
+    b.output(t, u)
+    return b.build()
+
+
 def conv_quads_tables() -> bytes:
     """CONV_2D of small receptive fields through the quads with the generator's tables: 3x3x3
     stride 2 over 9 output pixels (two whole quads and a last pixel), 10x4x1 with RELU
@@ -383,6 +402,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_pruned_channels": conv_pruned_channels,
     "conv_wide_rq_forms": conv_wide_rq_forms,
     "depthwise_blocks": depthwise_blocks,
+    "depthwise_blocks_clamped": depthwise_blocks_clamped,
     "conv_quads_tables": conv_quads_tables,
     "avg_pool_lanes": avg_pool_lanes,
 }

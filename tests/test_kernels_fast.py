@@ -241,6 +241,7 @@ DSP_ONLY_MODELS = (
     "conv_quads_tables",
     "avg_pool_lanes",
     "conv_wide_rq_forms",
+    "depthwise_blocks_clamped",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -208,9 +208,12 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * [w_4g+1 | w_4g+3] per group g, then its ts_rq fields m, left + 1, base, rr: 5 + in_c / 2 words a
  * channel; emitted for DSP cores only, and only when every channel takes ts_rq), a three (or a last
  * two) takes every channel in one asm loop against that table: per group one LDRD of the filter
- * words and per pixel LDRD + two SMLAD (42 instructions per 48 products with in_c a multiple of 16,
- * 22 per 24 of 8, 12 per 12 otherwise), then ts_rq, pack, the bytewise clamp and the bytes stored,
- * channel after channel; a last single pixel goes through the path without the table. Same
+ * words and per pixel LDRD + two SMLAD (82 instructions per 96 products with in_c a multiple of 32,
+ * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise), then ts_rq, pack, the bytewise clamp
+ * (none where [act_min, act_max] is all of int8 and in_c a multiple of 32) and the bytes stored,
+ * channel after channel (about 196 instructions per channel of a three at in_c 64); a last single
+ * pixel goes through the path without the table (the generator then leaves rq_table NULL where
+ * every channel has ts_rq_prepare's fields: they are prepared at run time there). Same
  * arithmetic (the same int32 accumulators and ts_rq). The order is chunks of three, read first
  * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
  * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores: each chunk
@@ -343,8 +346,10 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
  * + kx the filter widened to 16-bit lanes, [w_c | w_c+2] and [w_c+1 | w_c+3]. Output pixels go one
  * at a time; per pixel each block in one asm block: biases, the taps of the window's rectangle
  * inside the input (SXTAB16 adds input_offset to the input, SMLABB/SMLATT against the widened
- * filter: eight instructions a tap for four channels), ts_rq, packing, the bytewise clamp and one
- * word stored; then the in_c % 4 tail channels through the formula. The same int32 accumulators as
+ * filter: eight instructions a tap for four channels; a 3x3 window whole or with one row or column
+ * outside the input without a loop over its rows), ts_rq, packing, the bytewise clamp (none for a
+ * whole window where [act_min, act_max] is all of int8: SSAT has bounded the values already) and
+ * one word stored; then the in_c % 4 tail channels through the formula. The same int32 accumulators as
  * the formula, so the same bytes. Read/write order: a group of one pixel, as above. */
 typedef struct {
     int32_t batches;

@@ -2020,8 +2020,7 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
     "mov     %[a2], %[a0]\n\t"                                                                          \
     "2:\n\t" group "cmp     %[xp], %[xend]\n\t"                                                          \
     "bne     2b\n\t"                                                                                    \
-    "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                                               \
-    "ldrd    %[xe], %[xo], [%[t]], #8\n\t" PW3_RQ("a0") PW3_RQ("a1") PW3_RQ("a2")                          \
+    "ldm     %[t]!, {%[we], %[wo], %[xe], %[xo]}\n\t" PW3_RQ("a0") PW3_RQ("a1") PW3_RQ("a2")                \
     "bfi     %[a0], %[a1], #8, #8\n\t"                                                                  \
     "bfi     %[a0], %[a2], #16, #8\n\t" clamp                                                           \
     "strb    %[a0], [%[o]]\n\t"                                                                         \
@@ -2042,15 +2041,16 @@ static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, i
                                      int32_t out_c, int32_t n, uint32_t lo4, uint32_t hi4)
 {
     const uint32_t *const xbase = xs;
-    /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
-    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2");
-    register const int32_t *t TS_REG("r3") = table;
-    register const uint32_t *xp TS_REG("r4");
-    register const uint32_t *const xend TS_REG("r5") = xs + 6 * groups;
-    register uint32_t we TS_REG("r6"), wo TS_REG("r8"), xe TS_REG("r9"), xo TS_REG("r10");
-    register int8_t *o TS_REG("r11") = out;
-    register const int32_t oc TS_REG("r12") = out_c;
-    register int8_t *const oend TS_REG("lr") = out + out_c;
+    /* the 13 register operands named at every optimisation level (a local register variable is what
+     * an asm operand takes, at -O2 too): the LDM of a channel's ts_rq fields needs we < wo < xe < xo */
+    register int32_t a0 __asm__("r0"), a1 __asm__("r1"), a2 __asm__("r2");
+    register const int32_t *t __asm__("r3") = table;
+    register const uint32_t *xp __asm__("r4");
+    register const uint32_t *const xend __asm__("r5") = xs + 6 * groups;
+    register uint32_t we __asm__("r6"), wo __asm__("r8"), xe __asm__("r9"), xo __asm__("r10");
+    register int8_t *o __asm__("r11") = out;
+    register const int32_t oc __asm__("r12") = out_c;
+    register int8_t *const oend __asm__("lr") = out + out_c;
     if (groups < 1 || out_c < 1) {
         return;
     }

@@ -126,8 +126,12 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         if not depthwise and ctx.dsp_tables
         else None
     )
+    rq = blocks is None
     if quads is None and variant is not None and not depthwise and ctx.dsp_tables:
         quads = staged_pointwise_table(ctx.graph, op, variant, mults, shifts, int(out_zp))
+        # the table holds every channel's ts_rq fields; where they are all ts_rq_prepare's (no
+        # constant channel), the kernel's other paths prepare them and need no separate table
+        rq = quads is None or not _all_rq_steps(ctx.graph, op, mults, shifts)
     if quads is not None:
         comment = (
             f"per output channel: its bias, {len(quads) // oc - 5} widened filter words, its ts_rq fields"
@@ -138,7 +142,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
     call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
     if variant is not None:
-        _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=blocks is None)
+        _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
 
 
 RQ_STEPS, RQ_CONST = 1, 2  # ts_rq's forms (firmware/kernels/ts_simd.h, ts_rq_form)
@@ -186,6 +190,21 @@ def rq_fields(
     )
     base = base - (1 << 32) if base >= 1 << 31 else base
     return (multiplier, left + 1, base, right | (256 if right else 0))
+
+
+def _all_rq_steps(graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int]) -> bool:
+    """Whether every output channel of a CONV_2D takes ts_rq_prepare's fields (RQ_STEPS), so that
+    ts_rq_ok holds without a compile-time table (a constant bias is required)."""
+    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    biases = _biases(graph, op, len(mults))
+    if biases is None:
+        return False
+    zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
+    reach = acc_reach(w.shape[1] * w.shape[2] * w.shape[3], -int(zp))
+    return all(
+        rq_form(int(m), int(sh), bias, reach) == RQ_STEPS
+        for m, sh, bias in zip(mults, shifts, biases, strict=True)
+    )
 
 
 def _biases(graph: Graph, op: Operator, channels: int) -> list[int] | None:
@@ -344,7 +363,8 @@ def _staged(
 ) -> None:
     """The operator's recorded in-place variant (tinysched.memory.variants): its kernel, the scratch tensor
     `with_scratch` added as its last output, its geometry number and the ts_rq table (NULL without
-    `rq`: a depthwise layer's blocks hold its fields)."""
+    `rq`: a depthwise layer's blocks hold its fields, and a staged 1x1 layer's table of widened
+    channels holds them where every one is ts_rq_prepare's)."""
     scratch = op.outputs[-1]
     if len(op.outputs) < 2 or ctx.tensor(scratch).nbytes < variant.scratch_bytes:
         raise Unsupported(f"variant {variant.name} needs a scratch tensor of {variant.scratch_bytes} bytes")
