@@ -203,7 +203,13 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * SMLAD pass over them (14 instructions per 12 products) and its three outputs are written straight
  * to their bytes (a full three in one asm block, from the products to the stores). Same arithmetic. The order is chunks of three, read first: with in_c <= out_c the
  * bound above is set by the last pixel whatever the chunk size, so every overlap `chunk` allows
- * is allowed. Helium cores: each chunk through the 1x1 Helium path into scratch, then copied.
+ * is allowed. Helium cores, in_c <= out_c: the flat pixels go in groups of up to 16 (a multiple
+ * of four when the scratch holds four pixels' input bytes; as many as it holds otherwise, at least
+ * `chunk` since in_c <= out_c); each group's input bytes are copied into scratch before any of its
+ * outputs is written, then the 1x1 Helium path runs from the copy straight to the output bytes.
+ * Same arithmetic; groups read first, so (as for the threes above) every overlap `chunk` allows is
+ * allowed. Helium cores, in_c > out_c: each chunk through the 1x1 Helium path into scratch, then
+ * copied.
  * Widened one pixel at a time (DSP cores, GCC/Clang, ts_rq path with rq_table, in_c a multiple of
  * 4, scratch word-aligned, chunk * out_c >= 2 * in_c but short of three pixels, and each output
  * pixel ending at or before the next input pixel starts, or the output apart from the input,

@@ -1025,6 +1025,17 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
     }
 }
 
+/* n bytes from src to dst (disjoint): 16 a step, the last step predicated (nothing past either end
+ * is touched). */
+static inline void ts_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const mve_pred16_t q = vctp8q((uint32_t)(n - i));
+        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
+    }
+}
+
 /* sum_i x[i] over n bytes. */
 static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
