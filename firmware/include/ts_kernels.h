@@ -126,10 +126,12 @@ extern "C" {
  *    chunk, output channel pairs in turn, then the chunk's pixels in pairs.
  *  - on Helium cores (TS_MVE, from __ARM_FEATURE_MVE: -mcpu=cortex-m55; chosen when the kernel is
  *    compiled, -DTS_MVE=0 turns it off; firmware/kernels/ts_mve.h), taking precedence over the DSP
- *    paths: 1x1 without padding (any strides) in the chunks above, per chunk its pixels four at a
- *    time, each quad channel by channel (VMLADAV of the raw bytes, 16 per step, plus
- *    input_offset * sum(w) from VADDV of the same filter bytes), requantised on four lanes and
- *    stored with a byte scatter; the run path's groups (one or two pixels) with each channel pair's
+ *    paths: 1x1 without padding (any strides) in the chunks above, per chunk its output channels
+ *    in blocks of 16 (their bias, multiplier and shift tabled on the stack), each block across the
+ *    chunk's pixels four at a time, each quad channel by channel in one asm loop (VMLADAV of the
+ *    raw bytes, one filter load per 16 bytes serving the four pixels, plus input_offset * sum(w)
+ *    from VADDV of the same filter bytes), requantised on four lanes and stored with a byte
+ *    scatter (about 31 instructions a channel and quad plus 11 per 16 input channels); the run path's groups (one or two pixels) with each channel pair's
  *    runs reduced by VMLADAV (plus input_offset * sum(w) over the rectangle) and the group's outputs
  *    requantised four channels at a time (16 channels per chunk) once their accumulators are
  *    complete; the patch path, K <= 48, with both patches in vector registers and every channel's
@@ -143,7 +145,8 @@ extern "C" {
  * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk, or
  * four channels at a time for the patch path), or a chunk of up to 16 pixels of one row for the 1x1
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
- * the chunk's pixel quads in turn, each channel by channel). While
+ * blocks of 16 channels in turn, each across the chunk's pixel quads, each quad channel by
+ * channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
  * (plus filter, bias, params; the quads of the small-field DSP path: four consecutive flat pixels,
  * all four fields read before any of their outputs is written, like a widened strip), so once a

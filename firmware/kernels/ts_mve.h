@@ -923,101 +923,195 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
     }
 }
 
-/* Four dot products of len bytes, one filter row w against four input rows x0..x3 (raw bytes, no
- * offsets), as a vector {sum w x0, ..., sum w x3}, and sum(w) through *wsum. Whole vectors in one
- * DLS/LE asm loop (five loads, four VMLADAV, one VADDV per 16 bytes: VMLADAV accumulates only into
- * even registers, which GCC 12 spends on index arithmetic from the same intrinsics), then the
- * len % 16 tail under a predicate. */
-static inline int32x4_t ts_mve_dot4x1(const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
-                                      const int8_t *w, int32_t len, int32_t *wsum)
+/* sum_i x[i] over n bytes. */
+static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
-    register int32_t a0 __asm__("r0") = 0, a1 __asm__("r2") = 0, a2 __asm__("r4") = 0;
-    register int32_t a3 __asm__("r6") = 0, sw __asm__("r8") = 0;
-    register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *p2 __asm__("r5") = x2;
-    register const int8_t *p3 __asm__("r9") = x3, *pw __asm__("r11") = w;
-    register int32_t whole __asm__("r12") = len >> 4;
-    const int32_t tail = len & 15;
-    int32x4_t v;
-    if (whole > 0) {
-        __asm__ volatile("dls     lr, %[whole]\n\t"
-                         "1:\n\t"
-                         "vldrb.8 q4, [%[pw]], #16\n\t"
-                         "vldrb.8 q0, [%[p0]], #16\n\t"
-                         "vldrb.8 q1, [%[p1]], #16\n\t"
-                         "vldrb.8 q2, [%[p2]], #16\n\t"
-                         "vldrb.8 q3, [%[p3]], #16\n\t"
-                         "vmladava.s8 %[a0], q0, q4\n\t"
-                         "vmladava.s8 %[a1], q1, q4\n\t"
-                         "vmladava.s8 %[a2], q2, q4\n\t"
-                         "vmladava.s8 %[a3], q3, q4\n\t"
-                         "vaddva.s8 %[sw], q4\n\t"
-                         "le      lr, 1b\n\t"
-                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [sw] "+r"(sw),
-                           [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [p3] "+r"(p3), [pw] "+r"(pw)
-                         : [whole] "r"(whole)
-                         : "q0", "q1", "q2", "q3", "q4", "lr", "memory");
+    int32_t s = 0;
+    for (; n > 0; n -= 16) {
+        s = vaddvaq_s8(s, vldrbq_z_s8(x, vctp8q((uint32_t)n)));
+        x += 16;
     }
-    {
-        int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3, s = sw;
-        if (tail > 0) {
-            const mve_pred16_t p = vctp8q((uint32_t)tail);
-            const int8x16_t f = vldrbq_z_s8(pw, p);
-            b0 = vmladavaq_s8(b0, vldrbq_z_s8(p0, p), f);
-            b1 = vmladavaq_s8(b1, vldrbq_z_s8(p1, p), f);
-            b2 = vmladavaq_s8(b2, vldrbq_z_s8(p2, p), f);
-            b3 = vmladavaq_s8(b3, vldrbq_z_s8(p3, p), f);
-            s = vaddvaq_s8(s, f);
-        }
-        *wsum = s;
-        v = vdupq_n_s32(b0);
-        v = vsetq_lane_s32(b1, v, 1);
-        v = vsetq_lane_s32(b2, v, 2);
-        return vsetq_lane_s32(b3, v, 3);
+    return s;
+}
+
+/* One pixel quad of the 1x1 path against a block of channels, the asm block's arguments (byte
+ * offsets fixed: the asm reads them through r10). */
+typedef struct {
+    int32_t scatter[4]; /*  0: 0, out_c, 2 out_c, 3 out_c (the quad's four output pixels) */
+    int32_t lo[4];      /* 16: act_min */
+    int32_t hi[4];      /* 32: act_max */
+    int32_t oo[4];      /* 48: output_offset */
+    const int8_t *x[4]; /* 64: the quad's input pixels (missing ones repeat the last) */
+    int32_t whole;      /* 80: in_c / 16 */
+    int32_t tail;       /* 84: in_c % 16 */
+    int32_t k;          /* 88: pixels of the quad stored (1..4) */
+    const int32_t *end; /* 92: past the block's last {bias, multiplier, shift} */
+    int32_t io;         /* 96: input_offset */
+} ts_mve_pw_args;
+
+/* The quad's channels, each: four VMLADAV dot products of the raw bytes and VADDV of the filter
+ * bytes (one filter load serving the four pixels, 16 bytes a step in a DLS/LE loop, then the
+ * in_c % 16 tail under VCTP.8: inactive lanes load 0), the four sums into one vector (two VMOVs of
+ * two lanes each), plus bias + input_offset * sum(w), requantised as ts_mve_requant_n (VSHL by the
+ * left shift, VQRDMULH, -1 on negative lanes and VRSHL by the right shift), offset, clamped and
+ * stored with one byte scatter (VCTP.32-predicated to k pixels when the quad is short). r12 walks
+ * the block's table (LDM of bias, multiplier, shift), r11 the filter rows, r7 (saved and restored:
+ * Thumb's frame pointer) pixel 0's output byte. TAIL and STORE: the asm text of the variable parts. */
+#define TS_MVE_PW_TAIL_NONE ""
+#define TS_MVE_PW_TAIL                                                                                  \
+    "ldr     lr, [r10, #84]\n\t"                                                                        \
+    "vctp.8  lr\n\t"                                                                                    \
+    "vpstt\n\t"                                                                                         \
+    "vldrbt.8 q1, [r11]\n\t"                                                                            \
+    "vldrbt.8 q0, [r1]\n\t"                                                                             \
+    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
+    "vaddva.s8 r8, q1\n\t"                                                                              \
+    "vpst\n\t"                                                                                          \
+    "vldrbt.8 q0, [r3]\n\t"                                                                             \
+    "vmladava.s8 r2, q0, q1\n\t"                                                                        \
+    "vpst\n\t"                                                                                          \
+    "vldrbt.8 q0, [r5]\n\t"                                                                             \
+    "vmladava.s8 r4, q0, q1\n\t"                                                                        \
+    "vpst\n\t"                                                                                          \
+    "vldrbt.8 q0, [r9]\n\t"                                                                             \
+    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
+    "add     r11, r11, lr\n\t"
+#define TS_MVE_PW_STORE "vstrb.32 q0, [r7, q5]\n\t"
+#define TS_MVE_PW_STORE_SHORT                                                                           \
+    "ldr     lr, [r10, #88]\n\t"                                                                        \
+    "vctp.32 lr\n\t"                                                                                    \
+    "vpst\n\t"                                                                                          \
+    "vstrbt.32 q0, [r7, q5]\n\t"
+#define TS_MVE_PW_ASM(TAIL, STORE)                                                                      \
+    __asm__ volatile("push    {r7}\n\t"                                                                 \
+                     "mov     r7, %[out]\n\t"                                                           \
+                     "vldrw.32 q5, [r10]\n\t"                                                           \
+                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
+                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
+                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
+                     "1:\n\t"                                                                           \
+                     "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
+                     "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
+                     "movs    r0, #0\n\t"                                                               \
+                     "movs    r2, #0\n\t"                                                               \
+                     "movs    r4, #0\n\t"                                                               \
+                     "movs    r6, #0\n\t"                                                               \
+                     "mov     r8, #0\n\t"                                                               \
+                     "ldr     lr, [r10, #80]\n\t"                                                       \
+                     "cmp     lr, #0\n\t"                                                               \
+                     "beq     3f\n\t"                                                                   \
+                     "dls     lr, lr\n\t"                                                               \
+                     "2:\n\t"                                                                           \
+                     "vldrb.8 q1, [r11], #16\n\t"                                                       \
+                     "vldrb.8 q0, [r1], #16\n\t"                                                        \
+                     "vmladava.s8 r0, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r3], #16\n\t"                                                        \
+                     "vmladava.s8 r2, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r5], #16\n\t"                                                        \
+                     "vmladava.s8 r4, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r9], #16\n\t"                                                        \
+                     "vmladava.s8 r6, q0, q1\n\t"                                                       \
+                     "vaddva.s8 r8, q1\n\t"                                                             \
+                     "le      lr, 2b\n\t"                                                               \
+                     "3:\n\t" TAIL "vmov    q0[2], q0[0], r0, r4\n\t"                                   \
+                     "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
+                     "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
+                     "ldr     lr, [r10, #96]\n\t"                                                       \
+                     "mla     r0, lr, r8, r0\n\t"                                                       \
+                     "vadd.i32 q0, q0, r0\n\t"                                                          \
+                     "cmp     r4, #0\n\t"                                                               \
+                     "ble     4f\n\t"                                                                   \
+                     "vshl.s32 q0, r4\n\t"                                                              \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "b       5f\n\t"                                                                   \
+                     "4:\n\t"                                                                           \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "beq     5f\n\t"                                                                   \
+                     "vshr.s32 q1, q0, #31\n\t"                                                         \
+                     "vqadd.s32 q0, q0, q1\n\t"                                                         \
+                     "vrshl.s32 q0, r4\n\t"                                                             \
+                     "5:\n\t"                                                                           \
+                     "vadd.i32 q0, q0, q4\n\t"                                                          \
+                     "vmax.s32 q0, q0, q6\n\t"                                                          \
+                     "vmin.s32 q0, q0, q7\n\t" STORE "adds    r7, r7, #1\n\t"                           \
+                     "ldr     r0, [r10, #92]\n\t"                                                       \
+                     "cmp     r12, r0\n\t"                                                              \
+                     "bne     1b\n\t"                                                                   \
+                     "pop     {r7}\n\t"                                                                 \
+                     : [tab] "+r"(tab), [w] "+r"(w), [out] "+r"(out)                                    \
+                     : [a] "r"(a)                                                                       \
+                     : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "lr", "q0", "q1", "q2", "q3", \
+                       "q4", "q5", "q6", "q7", "cc", "memory")
+
+/* The quad a (x, k set) against the block's channels: table t ({bias, multiplier, shift} each, up
+ * to a->end), filter rows from w_first, outputs from out_first (pixel 0's byte of the block's first
+ * channel). */
+TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, const int8_t *w_first,
+                               int8_t *out_first)
+{
+    register const ts_mve_pw_args *a __asm__("r10") = args;
+    register const int32_t *tab __asm__("r12") = t;
+    register const int8_t *w __asm__("r11") = w_first;
+    register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
+    if (a->tail == 0 && a->k == 4) {
+        TS_MVE_PW_ASM(TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE);
+    } else if (a->tail == 0) {
+        TS_MVE_PW_ASM(TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE_SHORT);
+    } else if (a->k == 4) {
+        TS_MVE_PW_ASM(TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
+    } else {
+        TS_MVE_PW_ASM(TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
     }
 }
 
+#define TS_MVE_PW_BLOCK 16
+
 /* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
- * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, its pixels
- * four at a time (a short last quad has its missing rows repeat the last pixel, computed and not
- * stored), each quad channel by channel: ts_mve_dot4x1 (VMLADAV) plus bias + input_offset * sum(w),
- * requantised with the channel's multiplier and shift on four lanes, stored with one byte scatter
- * (stride out_c). */
+ * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, output
+ * channels in blocks of TS_MVE_PW_BLOCK, each block's {bias, multiplier, shift} tabled once, then
+ * the chunk's pixels four at a time (a short last quad has its missing rows repeat the last pixel,
+ * computed and not stored), each quad channel by channel through ts_mve_pw_quad. */
 TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                  const int32_t *bias, int8_t *output)
 {
-    const int32_t in_c = p->in_c, out_c = p->out_c, io = p->input_offset, out_off = p->output_offset;
+    const int32_t in_c = p->in_c, out_c = p->out_c;
     const int32_t px_step = p->stride_w * in_c;
     const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
     const int32_t rows = flat ? 1 : p->batches * p->out_h;
     const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
-    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-    const uint32x4_t scatter = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
-    int32_t y, x, n, j, o;
+    ts_mve_pw_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int32_t y, x, n, j, c0, i;
+    vstrwq_s32(a.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
+    vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
+    a.whole = in_c >> 4;
+    a.tail = in_c & 15;
+    a.io = p->input_offset;
     for (y = 0; y < rows; ++y) {
         const int32_t b = y / p->out_h, yy = y % p->out_h;
         const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
         for (x = 0; x < out_w; x += n) {
             const int8_t *in_x = in_row + (size_t)x * px_step;
             n = out_w - x < 16 ? out_w - x : 16;
-            for (j = 0; j < n; j += 4) {
-                const int32_t k = n - j < 4 ? n - j : 4;
-                const mve_pred16_t pk = vctp32q((uint32_t)k);
-                /* rows past the chunk's last pixel repeat it (read, not stored) */
-                const int8_t *x0 = in_x + (size_t)j * px_step;
-                const int8_t *x1 = x0 + (k > 1 ? px_step : 0), *x2 = x1 + (k > 2 ? px_step : 0);
-                const int8_t *x3 = x2 + (k > 3 ? px_step : 0), *w = filter;
-                int8_t *out = output + (size_t)j * out_c;
-                for (o = 0; o < out_c; ++o) {
-                    const int32_t shift = p->shift[o];
-                    int32_t sw;
-                    int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x3, w, in_c, &sw);
-                    const uint32_t start =
-                        (bias != NULL ? (uint32_t)bias[o] : 0u) + (uint32_t)io * (uint32_t)sw;
-                    v = vaddq_n_s32(v, (int32_t)start);
-                    v = ts_mve_requant_n(v, p->multiplier[o], shift > 0 ? shift : 0, shift > 0 ? 0 : shift);
-                    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, out_off), lo), hi);
-                    vstrbq_scatter_offset_p_s32(out + o, scatter, v, pk);
-                    w += in_c;
+            for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+                const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+                for (i = 0; i < nb; ++i) {
+                    tab[3 * i] = bias != NULL ? bias[c0 + i] : 0;
+                    tab[3 * i + 1] = p->multiplier[c0 + i];
+                    tab[3 * i + 2] = p->shift[c0 + i];
+                }
+                a.end = tab + 3 * nb;
+                for (j = 0; j < n; j += 4) {
+                    const int32_t k = n - j < 4 ? n - j : 4;
+                    /* rows past the chunk's last pixel repeat it (read, not stored) */
+                    a.x[0] = in_x + (size_t)j * px_step;
+                    a.x[1] = a.x[0] + (k > 1 ? px_step : 0);
+                    a.x[2] = a.x[1] + (k > 2 ? px_step : 0);
+                    a.x[3] = a.x[2] + (k > 3 ? px_step : 0);
+                    a.k = k;
+                    ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * in_c, output + (size_t)j * out_c + c0);
                 }
             }
             output += (size_t)n * out_c;
@@ -1034,17 +1128,6 @@ static inline void ts_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
         const mve_pred16_t q = vctp8q((uint32_t)(n - i));
         vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
     }
-}
-
-/* sum_i x[i] over n bytes. */
-static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
-{
-    int32_t s = 0;
-    for (; n > 0; n -= 16) {
-        s = vaddvaq_s8(s, vldrbq_z_s8(x, vctp8q((uint32_t)n)));
-        x += 16;
-    }
-    return s;
 }
 
 #endif /* TS_MVE */
