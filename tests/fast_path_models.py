@@ -312,6 +312,25 @@ def conv_quads_tables() -> bytes:
     return b.build()
 
 
+def avg_pool_shapes() -> bytes:
+    """AVERAGE_POOL_2D windows for the Helium path (16-bit sums, the division as a multiply by a
+    reciprocal): 3x3 stride 2 SAME over 13 channels (windows clipped to 4 and 6 taps, so ties round
+    away from zero; a block of eight channels and a predicated tail of five), 2x3 VALID with RELU6,
+    a 1x1 window (count 1), global pools of 16x16 = 256 taps (the 16-bit bound) and of 17x16 (the
+    portable loop)."""
+    b = ModelBuilder(seed=44)
+    x = b.input("x", (1, 9, 11, 13), zero_point=-7)
+    t = b.average_pool2d(x, (3, 3), (2, 2), "SAME", name="avg3_s2_same")
+    u = b.average_pool2d(x, (2, 3), (1, 1), "VALID", activation="RELU6", name="avg2x3_relu6")
+    v = b.average_pool2d(x, (1, 1), (1, 1), "VALID", name="avg1x1")
+    y = b.input("y", (1, 16, 16, 20), zero_point=-128)
+    w = b.average_pool2d(y, (16, 16), (16, 16), name="avg_global_256")
+    z = b.input("z", (1, 17, 16, 8), zero_point=100)
+    g = b.average_pool2d(z, (17, 16), (17, 16), name="avg_global_272")
+    b.output(t, u, v, w, g)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -332,4 +351,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_pruned_channels": conv_pruned_channels,
     "depthwise_blocks": depthwise_blocks,
     "conv_quads_tables": conv_quads_tables,
+    "avg_pool_shapes": avg_pool_shapes,
 }

@@ -407,7 +407,13 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
 /* ---- AVERAGE_POOL_2D / MAX_POOL_2D ---------------------------------------------------------------
  * Input and output share one quantisation. The window is clipped to the input (padding is never
  * counted). Average: sum / count rounded to nearest, ties away from zero; max: the largest value.
- * Then clamp to [act_min, act_max]. */
+ * Then clamp to [act_min, act_max]. Order: one loop nest over batch, output row, output column
+ * (each output pixel's bytes written right after its window is read: groups of one pixel).
+ * Average on Helium cores (TS_MVE, see CONV_2D) with filter_h * filter_w <= 256: per output pixel
+ * eight channels at a time, the window's taps inside the input summed in 16-bit lanes (exact: at
+ * most 256 * 128), then per 32-bit lane the same rounded quotient: (|sum| + count / 2) times
+ * ceil(2^32 / count), high word (VMULH; exact for these sums, see ts_mve.h ts_mve_avg_div), negated
+ * back for negative sums; clamped, stored as bytes (the last block predicated). Same order. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, channels;

@@ -1,6 +1,7 @@
 /* ts_avg_pool2d_s8.c - AVERAGE_POOL_2D, int8, window clipped to the input (see ts_kernels.h). */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 
 int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output)
 {
@@ -8,6 +9,11 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
     if (p->stride_h < 1 || p->stride_w < 1 || p->filter_h < 1 || p->filter_w < 1) {
         return TS_ERR_PARAMS; /* the generator refuses these too (tinysched/model/shapes.py) */
     }
+#if TS_MVE
+    if (p->filter_h * p->filter_w <= 256) { /* Helium: 16-bit sums (firmware/kernels/ts_mve.h) */
+        return ts_mve_avg_pool(p, input, output);
+    }
+#endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->channels;
         for (y = 0; y < p->out_h; ++y) {

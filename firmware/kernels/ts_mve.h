@@ -6,8 +6,9 @@
  * 0; -DTS_MVE=0 turns the paths off on such a core (the kernels then take their DSP paths, which
  * every Helium core also has). The choice is made when the kernels are compiled, from the board's
  * -mcpu: no run-time dispatch. Each kernel entry (ts_conv2d_s8, ts_depthwise_conv2d_s8,
- * ts_fully_connected_s8, ts_add_s8) calls the function here for the shapes it covers, under the same
- * conditions as its other fast paths; everything else keeps the portable / DSP code.
+ * ts_fully_connected_s8, ts_add_s8, ts_avg_pool2d_s8) calls the function here for the shapes it
+ * covers, under the same conditions as its other fast paths; everything else keeps the portable /
+ * DSP code.
  *
  * Exactness: every path computes the portable kernel's int32 accumulator, only summed in another
  * order. Products w * (x + input_offset) are split as w * x (VMLADAV: int8 x int8 summed into a
@@ -1117,6 +1118,79 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
             output += (size_t)n * out_c;
         }
     }
+}
+
+/* round(acc / count) with ties away from zero (ts_avg_pool2d_s8.c's (acc +- count / 2) / count, C's
+ * truncating division) on four lanes, |acc| <= 256 * 128: the quotient of n = |acc| + count / 2 as
+ * VMULH.U32 by m = ceil(2^32 / count) (exact: n < 2^16 and m * count - 2^32 < count <= 2^16 make the
+ * error n * (m * count - 2^32) / (count * 2^32) smaller than 1 / count, the gap between n / count and
+ * the next integer), negated back on negative lanes. count 1: acc itself. */
+static inline int32x4_t ts_mve_avg_div(int32x4_t acc, int32_t count, int32_t half, uint32_t m)
+{
+    if (count == 1) {
+        return acc;
+    }
+    {
+        const mve_pred16_t neg = vcmpltq_n_s32(acc, 0);
+        const uint32x4_t n = vreinterpretq_u32_s32(vaddq_n_s32(vabsq_s32(acc), half));
+        const int32x4_t q = vreinterpretq_s32_u32(vmulhq_u32(n, vdupq_n_u32(m)));
+        return vpselq_s32(vnegq_s32(q), q, neg);
+    }
+}
+
+/* AVERAGE_POOL_2D with at most 256 taps a window (ts_avg_pool2d_s8.c's loop nest and arithmetic):
+ * output pixels in order, each one's channels eight at a time: the window's taps inside the input
+ * summed in 16-bit lanes (VLDRB.S16: exact, |sum| <= 256 * 128), widened (even and odd channels),
+ * divided as ts_mve_avg_div, clamped, interleaved back and stored as bytes (the last block
+ * predicated to the channels left). Each pixel's outputs are written after reading its window only
+ * (the portable kernel's groups of one pixel). An empty window: TS_ERR_PARAMS, as the portable. */
+TS_MVE_HOT int ts_mve_avg_pool(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+    const int32_t ch = p->channels, in_w = p->in_w;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t b, y, x, c, i, j;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * in_w * ch;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            const int32_t ky0 = y0 < 0 ? -y0 : 0;
+            const int32_t ky1 = p->filter_h < p->in_h - y0 ? p->filter_h : p->in_h - y0;
+            for (x = 0; x < p->out_w; ++x) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                const int32_t kx0 = x0 < 0 ? -x0 : 0;
+                const int32_t kx1 = p->filter_w < in_w - x0 ? p->filter_w : in_w - x0;
+                const int32_t th = ky1 - ky0, tw = kx1 - kx0, count = th * tw, half = count / 2;
+                const uint32_t m = count > 1 ? 0xFFFFFFFFu / (uint32_t)count + 1u : 0u;
+                const int8_t *first;
+                int32_t skip;
+                if (th <= 0 || tw <= 0) {
+                    return TS_ERR_PARAMS; /* an empty window: TFLite refuses it too */
+                }
+                first = in_b + ((size_t)(y0 + ky0) * in_w + (size_t)(x0 + kx0)) * ch;
+                skip = (in_w - tw) * ch;
+                for (c = 0; c < ch; c += 8) {
+                    const mve_pred16_t pr = vctp16q((uint32_t)(ch - c));
+                    const int8_t *q = first + c;
+                    int16x8_t acc = vdupq_n_s16(0), v = acc;
+                    int32x4_t e, o;
+                    for (i = th; i > 0; --i) {
+                        for (j = tw; j > 0; --j) {
+                            acc = vaddq_s16(acc, vldrbq_z_s16(q, pr));
+                            q += ch;
+                        }
+                        q += skip;
+                    }
+                    e = ts_mve_avg_div(vmovlbq_s16(acc), count, half, m);
+                    o = ts_mve_avg_div(vmovltq_s16(acc), count, half, m);
+                    v = vmovnbq_s32(v, vminq_s32(vmaxq_s32(e, lo), hi));
+                    v = vmovntq_s32(v, vminq_s32(vmaxq_s32(o, lo), hi));
+                    vstrbq_p_s16(output + c, v, pr);
+                }
+                output += ch;
+            }
+        }
+    }
+    return TS_OK;
 }
 
 /* n bytes from src to dst (disjoint): 16 a step, the last step predicated (nothing past either end
