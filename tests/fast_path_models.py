@@ -331,6 +331,23 @@ def avg_pool_shapes() -> bytes:
     return b.build()
 
 
+def conv_quads_helium() -> bytes:
+    """k x k CONV_2D through the Helium quads (four adjacent whole-width windows, the output apart
+    from the input: x and y are each read by two convolutions): 3x3 SAME over 12 channels (rows of
+    36 bytes: two vectors and a tail of 4; top and bottom rows clipped) into 19 channels (a block of
+    16 and one of 3), 2x5 VALID stride 2 (60-byte rows: three vectors and a tail of 12), 3x3 over 32
+    channels per-tensor with RELU6, input zero points 5 and -128."""
+    b = ModelBuilder(seed=45)
+    x = b.input("x", (1, 8, 13, 12), zero_point=5)
+    t = b.conv2d(x, 19, (3, 3), (1, 1), "SAME", activation="RELU", name="q3x3_12_to_19")
+    u = b.conv2d(x, 6, (2, 5), (2, 2), "VALID", name="q2x5_s2")
+    y = b.input("y", (1, 6, 11, 32), zero_point=-128)
+    v = b.conv2d(y, 8, (3, 3), (1, 1), "SAME", activation="RELU6", per_channel=False, name="q3x3_32")
+    w = b.conv2d(y, 5, (1, 1), name="pw_32_5")
+    b.output(t, u, v, w)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -352,4 +369,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_blocks": depthwise_blocks,
     "conv_quads_tables": conv_quads_tables,
     "avg_pool_shapes": avg_pool_shapes,
+    "conv_quads_helium": conv_quads_helium,
 }

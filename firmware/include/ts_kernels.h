@@ -131,7 +131,14 @@ extern "C" {
  *    chunk's pixels four at a time, each quad channel by channel in one asm loop (VMLADAV of the
  *    raw bytes, one filter load per 16 bytes serving the four pixels, plus input_offset * sum(w)
  *    from VADDV of the same filter bytes), requantised on four lanes and stored with a byte
- *    scatter (about 31 instructions a channel and quad plus 11 per 16 input channels); the run path's groups (one or two pixels) with each channel pair's
+ *    scatter (about 31 instructions a channel and quad plus 11 per 16 input channels); where the
+ *    output shares no byte with the input (checked per call), dilation_w is 1 and filter_w * in_c
+ *    >= 16: four horizontally adjacent output pixels of a row whose windows have every tap column
+ *    inside the input (and the same tap rows) as one quad, each filter row one run of
+ *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
+ *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
+ *    serving the four pixels, plus input_offset * sum(w) of the rows used), requantised on four
+ *    lanes and stored with a byte scatter (the other pixels as below); the run path's groups (one or two pixels) with each channel pair's
  *    runs reduced by VMLADAV (plus input_offset * sum(w) over the rectangle) and the group's outputs
  *    requantised four channels at a time (16 channels per chunk) once their accumulators are
  *    complete; the patch path, K <= 48, with both patches in vector registers and every channel's
@@ -156,7 +163,8 @@ extern "C" {
  * pair. The reference loop is the same with groups of one pixel. On DSP cores the leading output
  * rows may be done by the widened path ("CONV_2D wide": strips of consecutive flat pixels, each
  * strip's receptive fields all read before its first output is written), which allows every
- * overlap the groups above allow. */
+ * overlap the groups above allow. The Helium quads of k x k windows (groups of four pixels) run only
+ * where the output and the input share no byte, so no order between them matters. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;

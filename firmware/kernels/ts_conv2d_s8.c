@@ -422,6 +422,14 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
     const int32_t out_w = p->out_w, stride_w = p->stride_w;
     int32_t b, y, x;
+#if TS_MVE
+    /* Helium: quads of whole-width windows where the output shares no byte with the input */
+    const size_t in_bytes = (size_t)p->batches * in_h * in_w * in_c;
+    const size_t out_bytes = (size_t)p->batches * p->out_h * out_w * out_c;
+    const int quads = p->dilation_w == 1 && p->filter_w * in_c >= 16 &&
+                      ((uintptr_t)output >= (uintptr_t)(input + in_bytes) ||
+                       (uintptr_t)input >= (uintptr_t)(output + out_bytes));
+#endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
         for (y = 0; y < p->out_h; ++y) {
@@ -439,6 +447,15 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                     in0 += ((size_t)(y0 + ky0 * p->dilation_h) * in_w + (size_t)(x0 + kx0 * p->dilation_w)) *
                            in_c;
                 }
+#if TS_MVE
+                if (quads && hits && kx0 == 0 && x + 3 < out_w && x0 + 3 * stride_w + p->filter_w <= in_w) {
+                    ts_mve_conv_quad(p, in0, stride_w * in_c, ky1 - ky0, r0.in_row_step, filter + r0.w_first, bias,
+                                     output);
+                    output += 4 * out_c;
+                    x += 4;
+                    continue;
+                }
+#endif
                 if (hits && x + 1 < out_w) {
                     runs_for(p, x0 + stride_w, ky0, ky1, &r1, &kx0_next);
                     if (kx0_next == kx0 && r1.run_len == r0.run_len && r1.runs_per_row == r0.runs_per_row) {

@@ -1120,6 +1120,148 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
     }
 }
 
+/* A quad of CONV_2D output pixels with the same tap rows, every filter column inside the input
+ * (dilation_w 1): the asm block's arguments, ts_mve_pw_args's first 100 bytes (k unused) and: */
+typedef struct {
+    ts_mve_pw_args pw;
+    int32_t rows;       /* 100: filter rows inside the input */
+    int32_t in_skip;    /* 104: from a row's last whole vector to the next row's first byte */
+    int32_t w_skip;     /* 108: from a channel's last row to the next channel's first */
+    const int32_t *tab; /* 112: the channel's {bias, multiplier, shift} */
+} ts_mve_cq_args;
+
+/* ts_mve_pw_quad's channel loop with `rows` runs of run_len = fw * in_c bytes per pixel (whole
+ * vectors, then the TAIL), the pixel pointers moved by in_skip and the filter by the tail after each
+ * run, by w_skip after each channel; the table pointer in memory (r12 counts the rows). */
+#define TS_MVE_CQ_ASM(TAIL)                                                                             \
+    __asm__ volatile("push    {r7}\n\t"                                                                 \
+                     "mov     r7, %[out]\n\t"                                                           \
+                     "vldrw.32 q5, [r10]\n\t"                                                           \
+                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
+                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
+                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
+                     "1:\n\t"                                                                           \
+                     "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
+                     "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
+                     "movs    r0, #0\n\t"                                                               \
+                     "movs    r2, #0\n\t"                                                               \
+                     "movs    r4, #0\n\t"                                                               \
+                     "movs    r6, #0\n\t"                                                               \
+                     "mov     r8, #0\n\t"                                                               \
+                     "ldr     r12, [r10, #100]\n\t"                                                     \
+                     "6:\n\t"                                                                           \
+                     "ldr     lr, [r10, #80]\n\t"                                                       \
+                     "dls     lr, lr\n\t"                                                               \
+                     "2:\n\t"                                                                           \
+                     "vldrb.8 q1, [r11], #16\n\t"                                                       \
+                     "vldrb.8 q0, [r1], #16\n\t"                                                        \
+                     "vmladava.s8 r0, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r3], #16\n\t"                                                        \
+                     "vmladava.s8 r2, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r5], #16\n\t"                                                        \
+                     "vmladava.s8 r4, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r9], #16\n\t"                                                        \
+                     "vmladava.s8 r6, q0, q1\n\t"                                                       \
+                     "vaddva.s8 r8, q1\n\t"                                                             \
+                     "le      lr, 2b\n\t" TAIL "ldr     lr, [r10, #104]\n\t"                            \
+                     "add     r1, r1, lr\n\t"                                                           \
+                     "add     r3, r3, lr\n\t"                                                           \
+                     "add     r5, r5, lr\n\t"                                                           \
+                     "add     r9, r9, lr\n\t"                                                           \
+                     "subs    r12, r12, #1\n\t"                                                         \
+                     "bne     6b\n\t"                                                                   \
+                     "ldr     lr, [r10, #108]\n\t"                                                      \
+                     "add     r11, r11, lr\n\t"                                                         \
+                     "vmov    q0[2], q0[0], r0, r4\n\t"                                                 \
+                     "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
+                     "ldr     lr, [r10, #112]\n\t"                                                      \
+                     "ldm     lr!, {r0, r2, r4}\n\t"                                                    \
+                     "str     lr, [r10, #112]\n\t"                                                      \
+                     "ldr     r12, [r10, #96]\n\t"                                                      \
+                     "mla     r0, r12, r8, r0\n\t"                                                      \
+                     "vadd.i32 q0, q0, r0\n\t"                                                          \
+                     "cmp     r4, #0\n\t"                                                               \
+                     "ble     4f\n\t"                                                                   \
+                     "vshl.s32 q0, r4\n\t"                                                              \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "b       5f\n\t"                                                                   \
+                     "4:\n\t"                                                                           \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "beq     5f\n\t"                                                                   \
+                     "vshr.s32 q1, q0, #31\n\t"                                                         \
+                     "vqadd.s32 q0, q0, q1\n\t"                                                         \
+                     "vrshl.s32 q0, r4\n\t"                                                             \
+                     "5:\n\t"                                                                           \
+                     "vadd.i32 q0, q0, q4\n\t"                                                          \
+                     "vmax.s32 q0, q0, q6\n\t"                                                          \
+                     "vmin.s32 q0, q0, q7\n\t"                                                          \
+                     "vstrb.32 q0, [r7, q5]\n\t"                                                        \
+                     "adds    r7, r7, #1\n\t"                                                           \
+                     "ldr     r0, [r10, #92]\n\t"                                                       \
+                     "cmp     lr, r0\n\t"                                                               \
+                     "bne     1b\n\t"                                                                   \
+                     "pop     {r7}\n\t"                                                                 \
+                     : [w] "+r"(w), [out] "+r"(out)                                                     \
+                     : [a] "r"(a)                                                                       \
+                     : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r12", "lr", "q0", "q1", "q2", "q3", \
+                       "q4", "q5", "q6", "q7", "cc", "memory")
+
+/* The quad's channels of one block (args->pw.end, args->tab set), filter from w_first, outputs from
+ * out_first (pixel 0's byte of the block's first channel). */
+TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int8_t *out_first)
+{
+    register ts_mve_cq_args *a __asm__("r10") = args;
+    register const int8_t *w __asm__("r11") = w_first;
+    register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
+    if (a->pw.tail == 0) {
+        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL_NONE);
+    } else {
+        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL);
+    }
+}
+
+/* CONV_2D, four horizontally adjacent output pixels whose windows have the same `rows` tap rows and
+ * every tap column inside the input (dilation_w 1, filter_w * in_c >= 16): pixel q's field starts at
+ * in0 + q * px_step, its rows in_row bytes apart, each one run of filter_w * in_c bytes; the filter
+ * from w_first (its first used row in channel 0). Output channels in blocks of TS_MVE_PW_BLOCK, each
+ * block's {bias, multiplier, shift} tabled, then the four pixels' accumulators channel by channel
+ * (ts_mve_cq_block: VMLADAV of the raw bytes, one filter load serving the four pixels, plus
+ * input_offset * sum(w) of the rows used), requantised on four lanes and stored with one scatter. */
+TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0, int32_t px_step, int32_t rows,
+                                 int32_t in_row, const int8_t *w_first, const int32_t *bias, int8_t *out)
+{
+    const int32_t out_c = p->out_c, len = p->filter_w * p->in_c, fs = p->filter_h * len;
+    ts_mve_cq_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int32_t c0, i;
+    vstrwq_s32(a.pw.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
+    vstrwq_s32(a.pw.lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a.pw.hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a.pw.oo, vdupq_n_s32(p->output_offset));
+    a.pw.x[0] = in0;
+    a.pw.x[1] = in0 + px_step;
+    a.pw.x[2] = in0 + 2 * px_step;
+    a.pw.x[3] = in0 + 3 * px_step;
+    a.pw.whole = len >> 4;
+    a.pw.tail = len & 15;
+    a.pw.k = 4;
+    a.pw.io = p->input_offset;
+    a.rows = rows;
+    a.in_skip = in_row - (len & ~15);
+    a.w_skip = fs - rows * len;
+    for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+        const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+        for (i = 0; i < nb; ++i) {
+            tab[3 * i] = bias != NULL ? bias[c0 + i] : 0;
+            tab[3 * i + 1] = p->multiplier[c0 + i];
+            tab[3 * i + 2] = p->shift[c0 + i];
+        }
+        a.pw.end = tab + 3 * nb;
+        a.tab = tab;
+        ts_mve_cq_block(&a, w_first + (size_t)c0 * fs, out + c0);
+    }
+}
+
 /* round(acc / count) with ties away from zero (ts_avg_pool2d_s8.c's (acc +- count / 2) / count, C's
  * truncating division) on four lanes, |acc| <= 256 * 128: the quotient of n = |acc| + count / 2 as
  * VMULH.U32 by m = ceil(2^32 / count) (exact: n < 2^16 and m * count - 2^32 < count <= 2^16 make the
