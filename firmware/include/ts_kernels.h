@@ -138,25 +138,27 @@ extern "C" {
  *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
  *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
  *    serving the four pixels, plus input_offset * sum(w) of the rows used), requantised on four
- *    lanes and stored with a byte scatter (the other pixels as below); the run path's groups (one or two pixels) with each channel pair's
- *    runs reduced by VMLADAV (plus input_offset * sum(w) over the rectangle) and the group's outputs
- *    requantised four channels at a time (16 channels per chunk) once their accumulators are
- *    complete; the patch path, K <= 48, with both patches in vector registers and every channel's
- *    dot products from them, four channels requantised at a time (K > 48: the VMLADAV pair
- *    products). Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
+ *    lanes and stored with a byte scatter (the other pixels as below); the patch path with
+ *    K <= 64 in quads of four consecutive pixels of the flat order (rows and batches wrap, as the
+ *    DSP quads): the four receptive fields copied into stack patches first (zero-point bytes for
+ *    taps outside the input; a window inside the input a vector per row), then the quad as a 1x1
+ *    quad over in_c = K, so all four fields are read before any of their outputs is written (K > 64:
+ *    the pairs of patches with the VMLADAV pair products); the run path's groups (one or two
+ *    pixels) with each channel pair's runs reduced by VMLADAV (plus input_offset * sum(w) over the
+ *    rectangle) and the group's outputs requantised four channels at a time (16 channels per
+ *    chunk) once their accumulators are complete. Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
  *    portable kernel's reads and writes is touched. Requantisation there is the formula's own steps
  *    on four lanes (left shift, VQRDMULH = ts_srdhm, -1 on negative lanes then VRSHL = ts_rdivpot),
  *    with no accumulator bound needed.
  * Read/write order (for in-place planning): output pixels are written in row-major order (flat
  * order for pointwise) in groups of consecutive pixels: one or two pixels (the patch and run
- * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk, or
- * four channels at a time for the patch path), or a chunk of up to 16 pixels of one row for the 1x1
+ * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk), or a chunk of up to 16 pixels of one row for the 1x1
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
  * blocks of 16 channels in turn, each across the chunk's pixel quads, each quad channel by
  * channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
- * (plus filter, bias, params; the quads of the small-field DSP path: four consecutive flat pixels,
- * all four fields read before any of their outputs is written, like a widened strip), so once a
+ * (plus filter, bias, params; the quads of the small-field DSP and Helium paths: four consecutive
+ * flat pixels, all four fields read before any of their outputs is written, like a widened strip), so once a
  * byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
  * receptive field once per pair, before writing the pair; the others read it once per channel

@@ -568,13 +568,6 @@ static TS_NOINLINE void conv_patches(const ts_conv2d_s8_params *p, const int8_t 
                     build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
                 }
 #endif
-#if TS_MVE
-                if (k <= 48) {
-                    ts_mve_patch_pair(p, patch0, pair ? patch1 : patch0, filter, bias, output, out1);
-                    output += pair ? 2 * out_c : out_c;
-                    continue;
-                }
-#endif
                 for (o = 0; o < out_c; o += 2) {
                     const int32_t o1 = o + 1 < out_c ? o + 1 : o;
                     /* k_round filter bytes from channel o1's start stay inside [out_c][k]? */
@@ -1505,6 +1498,12 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
         conv_pointwise(p, input, filter, bias, output, rq);
     } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
+#if TS_MVE
+        if (p->filter_h * p->filter_w * p->in_c <= TS_MVE_PATCH_QUAD) {
+            ts_mve_patch_quads(p, input, filter, bias, output);
+            return TS_OK;
+        }
+#endif
 #if TS_CONV_WIDE
         if (rq && ((p->filter_h * p->filter_w * p->in_c + 3) & ~3) <= TS_QUAD_K4) {
             conv_quads(p, input, filter, bias, output);

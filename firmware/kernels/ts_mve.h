@@ -431,50 +431,6 @@ static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t
     }
 }
 
-/* CONV_2D's small receptive fields (the patch path): every output channel of two patches of
- * K <= 48 bytes (ts_conv2d_s8.c build_patch: taps outside the input hold the input zero point, so
- * w * x + input_offset * w adds 0 for them). Both patches stay in six vector registers (predicated
- * loads: the bytes past K read as 0); per channel three filter loads, six VMLADAV and three VADDV;
- * four channels at a time requantised on four lanes and stored (out1 NULL: one pixel). */
-TS_MVE_HOT void ts_mve_patch_pair(const ts_conv2d_s8_params *p, const int8_t *patch0, const int8_t *patch1,
-                                  const int8_t *filter, const int32_t *bias, int8_t *out0, int8_t *out1)
-{
-    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, io = p->input_offset;
-    const mve_pred16_t q0 = vctp8q((uint32_t)k), q1 = vctp8q((uint32_t)(k > 16 ? k - 16 : 0));
-    const mve_pred16_t q2 = vctp8q((uint32_t)(k > 32 ? k - 32 : 0));
-    const int8x16_t x0a = vldrbq_z_s8(patch0, q0), x0b = vldrbq_z_s8(patch0 + 16, q1);
-    const int8x16_t x0c = vldrbq_z_s8(patch0 + 32, q2), x1a = vldrbq_z_s8(patch1, q0);
-    const int8x16_t x1b = vldrbq_z_s8(patch1 + 16, q1), x1c = vldrbq_z_s8(patch1 + 32, q2);
-    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-    int32_t acc0[4], acc1[4];
-    int32_t o, j;
-    for (o = 0; o < out_c; o += 4) {
-        const int32_t n = out_c - o < 4 ? out_c - o : 4;
-        const mve_pred16_t pn = vctp32q((uint32_t)n);
-        int32x4_t v;
-        for (j = 0; j < n; ++j) {
-            const int8_t *w = filter + (size_t)(o + j) * k;
-            const int8x16_t wa = vldrbq_z_s8(w, q0), wb = vldrbq_z_s8(w + 16, q1);
-            const int8x16_t wc = vldrbq_z_s8(w + 32, q2);
-            const int32_t s = vaddvaq_s8(vaddvaq_s8(vaddvq_s8(wa), wb), wc);
-            const uint32_t start = (bias != NULL ? (uint32_t)bias[o + j] : 0u) + (uint32_t)io * (uint32_t)s;
-            const int32_t d0 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x0a, wa), x0b, wb), x0c, wc);
-            const int32_t d1 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x1a, wa), x1b, wb), x1c, wc);
-            acc0[j] = (int32_t)(start + (uint32_t)d0);
-            acc1[j] = (int32_t)(start + (uint32_t)d1);
-        }
-        {
-            const int32x4_t m = vldrwq_z_s32(p->multiplier + o, pn), sh = vldrwq_z_s32(p->shift + o, pn);
-            v = ts_mve_requant(vldrwq_z_s32(acc0, pn), m, sh);
-            vstrbq_p_s32(out0 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
-            if (out1 != NULL) {
-                v = ts_mve_requant(vldrwq_z_s32(acc1, pn), m, sh);
-                vstrbq_p_s32(out1 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
-            }
-        }
-    }
-}
-
 /* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step. VLDRB.S16 widens eight bytes of
  * input and of filter to 16-bit lanes; VMULLB / VMULLT multiply the even / odd lanes into 32 bits
  * (exact: |(x + io) * w| < 2^16 * 2^7 fits), so the block's accumulators are two int32x4, `e` for
@@ -1116,6 +1072,79 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
                 }
             }
             output += (size_t)n * out_c;
+        }
+    }
+}
+
+/* CONV_2D's small receptive fields, K = fh * fw * in_c <= TS_MVE_PATCH_QUAD bytes (ts_conv2d_s8.c's
+ * patch path, in quads): four consecutive output pixels of the flat order (rows and batches wrap;
+ * the last quad may be short), their four receptive fields first copied into stack patches (taps
+ * outside the input hold the input zero point, so w * x + input_offset * w adds 0 for them:
+ * ts_mve_build_patch), then the quad as a 1x1 pixel quad over in_c = K (ts_mve_pw_quad, output
+ * channels in blocks of 16 tabled per quad). All four fields are read before any of their outputs
+ * is written. */
+#define TS_MVE_PATCH_QUAD 64
+TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, out_w = p->out_w;
+    const int32_t pixels = p->batches * p->out_h * out_w;
+    const int8_t pad = (int8_t)-p->input_offset;
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t row = fw * in_c, in_row = p->dilation_h * in_w * in_c, last_dy = (fh - 1) * p->dilation_h;
+    const int short_rows = p->dilation_w == 1 && row <= 16; /* a window row: one predicated vector */
+    const mve_pred16_t prow = vctp8q((uint32_t)row);
+    ts_mve_pw_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int8_t patches[4 * TS_MVE_PATCH_QUAD];
+    int32_t i, q, n, c0, j, ky, b = 0, y = 0, x = 0;
+    vstrwq_s32(a.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
+    vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
+    a.whole = k >> 4;
+    a.tail = k & 15;
+    a.io = p->input_offset;
+    for (i = 0; i < pixels; i += 4) {
+        n = pixels - i < 4 ? pixels - i : 4;
+        for (q = 0; q < 4; ++q) {
+            if (q < n) {
+                const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+                const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+                if (short_rows && y0 >= 0 && y0 + last_dy < in_h && x0 >= 0 && x0 + fw <= in_w) {
+                    /* the whole window inside the input: its rows copied one vector each */
+                    const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+                    int8_t *dst = patches + q * k;
+                    for (ky = fh; ky > 0; --ky) {
+                        vstrbq_p_s8(dst, vldrbq_z_s8(src, prow), prow);
+                        src += in_row;
+                        dst += row;
+                    }
+                } else {
+                    ts_mve_build_patch(p, in_b, y0, x0, pad, 0, patches + q * k);
+                }
+                if (++x == out_w) {
+                    x = 0;
+                    if (++y == p->out_h) {
+                        y = 0;
+                        ++b;
+                    }
+                }
+            }
+            a.x[q] = patches + (q < n ? q : n - 1) * k; /* a short quad repeats its last pixel */
+        }
+        a.k = n;
+        for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+            const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+            if (i == 0 || out_c > TS_MVE_PW_BLOCK) { /* one block: tabled once */
+                for (j = 0; j < nb; ++j) {
+                    tab[3 * j] = bias != NULL ? bias[c0 + j] : 0;
+                    tab[3 * j + 1] = p->multiplier[c0 + j];
+                    tab[3 * j + 2] = p->shift[c0 + j];
+                }
+            }
+            a.end = tab + 3 * nb;
+            ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0);
         }
     }
 }
