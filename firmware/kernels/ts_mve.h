@@ -643,14 +643,49 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
     }
 }
 
+/* ts_mve_dw_taps's pass of two blocks: the accumulators' way in, then what the asm block's
+ * requantisation reads (byte offsets fixed: 64, 80, 96, 100, 104, 108, 112). */
+typedef struct {
+    int32_t acc[16];  /* e0, o0, e1, o1 (the bias) */
+    int32_t lo[4];    /* act_min */
+    int32_t hi[4];    /* act_max */
+    const int32_t *m; /* multiplier + c */
+    const int32_t *s; /* shift + c */
+    int8_t *out;      /* out + c */
+    int32_t oo;       /* output_offset */
+    uint32_t idx[4];  /* 0, 2, 4, 6 */
+} ts_mve_dw16;
+
+/* One accumulator vector QA (even or odd channels of a block; %[in] / %[w] at its first channel's
+ * multiplier / shift, q7 = {0, 2, 4, 6}) requantised as ts_mve_requant (left = shift & ~(shift >> 31),
+ * right = shift - left), output offset (%[rows]) added, clamped to d.lo / d.hi. */
+#define TS_MVE_DW16_RQ(QA)                                                                              \
+    "vldrw.u32 q4, [%[in], q7, uxtw #2]\n\t"                                                            \
+    "vldrw.u32 q5, [%[w], q7, uxtw #2]\n\t"                                                             \
+    "vshr.s32 q6, q5, #31\n\t"                                                                          \
+    "vbic    q6, q5, q6\n\t"                                                                            \
+    "vshl.s32 " QA ", " QA ", q6\n\t"                                                                   \
+    "vsub.i32 q5, q5, q6\n\t"                                                                           \
+    "vqrdmulh.s32 " QA ", " QA ", q4\n\t"                                                               \
+    "vand    q6, " QA ", q5\n\t"                                                                        \
+    "vshr.s32 q6, q6, #31\n\t"                                                                          \
+    "vqadd.s32 " QA ", " QA ", q6\n\t"                                                                  \
+    "vrshl.s32 " QA ", " QA ", q5\n\t"                                                                  \
+    "vadd.i32 " QA ", " QA ", %[rows]\n\t"                                                              \
+    "vldrw.32 q6, [%[acc], #64]\n\t"                                                                    \
+    "vmax.s32 " QA ", " QA ", q6\n\t"                                                                   \
+    "vldrw.32 q6, [%[acc], #80]\n\t"                                                                    \
+    "vmin.s32 " QA ", " QA ", q6\n\t"
+
 /* DEPTHWISE_CONV_2D staged, depth multiplier 1: one output pixel, every channel, into out (a ring
  * slot), from its th x tw taps inside the input (in_first / w_first: the first such tap's input and
  * filter bytes at channel 0; th == 0: no tap, nothing read). ts_mve_dw8's clipped-window arithmetic
  * with no constants prepared ahead (one pixel's blocks would not amortise them): per block of 8
  * channels the bias, multiplier and shift of the even and odd channels are gathered, input_offset is
  * added to each 16-bit input lane, VMULLB / VMULLT accumulate over the taps, then requantised,
- * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps in an asm
- * block, accumulators in q0-q3), then a whole block, then a tail predicated to its n channels.
+ * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps, the
+ * requantisation, the clamp and the two 8-byte stores in one asm block, accumulators in q0-q3;
+ * ts_mve_dw16), then a whole block, then a tail predicated to its n channels.
  * Reads only those taps (and the parameters), writes only out[0..in_c). */
 static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
                                                                   const int8_t *in_first, const int8_t *w_first,
@@ -663,12 +698,18 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
     const int16_t io = (int16_t)p->input_offset;
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    ts_mve_dw16 d __attribute__((aligned(16)));
     int32_t c;
+    if (c_all >= 16) {
+        vstrwq_s32(d.lo, lo);
+        vstrwq_s32(d.hi, hi);
+        d.oo = p->output_offset;
+        vstrwq_u32(d.idx, even);
+    }
     for (c = 0; c + 16 <= c_all; c += 16) { /* two whole blocks per pass: one pointer pair, #8 apart */
         const int8_t *in = in_first + c, *w = w_first + c;
         int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
         int16x8_t v0 = vdupq_n_s16(0), v1 = v0;
-        int32_t acc[16]; /* e0, o0, e1, o1 through memory: the asm block holds them in q0-q3 */
         if (bias != NULL) {
             e0 = vldrwq_gather_shifted_offset_s32(bias + c, even);
             o0 = vldrwq_gather_shifted_offset_s32(bias + c, odd);
@@ -677,10 +718,14 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         }
         if (th > 0) {
             int32_t rows = th, t;
+            int32_t *const acc = d.acc;
             vstrwq_s32(acc, e0);
             vstrwq_s32(acc + 4, o0);
             vstrwq_s32(acc + 8, e1);
             vstrwq_s32(acc + 12, o1);
+            d.m = p->multiplier + c;
+            d.s = p->shift + c;
+            d.out = out + c;
             __asm__ volatile("vldrw.32 q0, [%[acc]]\n\t"
                              "vldrw.32 q1, [%[acc], #16]\n\t"
                              "vldrw.32 q2, [%[acc], #32]\n\t"
@@ -712,18 +757,28 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
                              "add     %[w], %[w], %[t]\n\t"
                              "subs    %[rows], %[rows], #1\n\t"
                              "bne     1b\n\t"
-                             "vstrw.32 q0, [%[acc]]\n\t"
-                             "vstrw.32 q1, [%[acc], #16]\n\t"
-                             "vstrw.32 q2, [%[acc], #32]\n\t"
-                             "vstrw.32 q3, [%[acc], #48]\n\t"
-                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&r"(t)
+                             "vldrw.32 q7, [%[acc], #112]\n\t"
+                             "ldr     %[in], [%[acc], #96]\n\t"
+                             "ldr     %[w], [%[acc], #100]\n\t"
+                             "ldr     %[rows], [%[acc], #108]\n\t"
+                             TS_MVE_DW16_RQ("q0") "adds    %[in], %[in], #4\n\t"
+                             "adds    %[w], %[w], #4\n\t"
+                             TS_MVE_DW16_RQ("q1") "adds    %[in], %[in], #28\n\t"
+                             "adds    %[w], %[w], #28\n\t"
+                             TS_MVE_DW16_RQ("q2") "adds    %[in], %[in], #4\n\t"
+                             "adds    %[w], %[w], #4\n\t"
+                             TS_MVE_DW16_RQ("q3") "ldr     %[t], [%[acc], #104]\n\t"
+                             "vmovnb.i32 q4, q0\n\t"
+                             "vmovnt.i32 q4, q1\n\t"
+                             "vstrb.16 q4, [%[t]]\n\t"
+                             "vmovnb.i32 q5, q2\n\t"
+                             "vmovnt.i32 q5, q3\n\t"
+                             "vstrb.16 q5, [%[t], #8]\n\t"
+                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&l"(t)
                              : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io),
                                [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next)
                              : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory");
-            e0 = vldrwq_s32(acc);
-            o0 = vldrwq_s32(acc + 4);
-            e1 = vldrwq_s32(acc + 8);
-            o1 = vldrwq_s32(acc + 12);
+            continue; /* requantised and stored by the asm block */
         }
         e0 = ts_mve_requant(e0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
                             vldrwq_gather_shifted_offset_s32(p->shift + c, even));
