@@ -348,6 +348,24 @@ def conv_quads_helium() -> bytes:
     return b.build()
 
 
+def depthwise_pixels_helium() -> bytes:
+    """DEPTHWISE_CONV_2D of 32 channels or more on Helium, one pixel at a time (ts_mve.h
+    ts_mve_depthwise_pixels; every input read twice, so nothing runs in place): 37 channels (a pass
+    of two blocks, a whole block and a tail of five) SAME with RELU6, stride 2, dilation 2 in width
+    (edge pixels whose tap columns leave the input), a 5x3 filter; 48 channels VALID and stride 2."""
+    b = ModelBuilder(seed=46)
+    x = b.input("x", (1, 7, 9, 37), zero_point=-5)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU6", name="dw37_same")
+    u = b.depthwise_conv2d(x, (3, 3), (2, 2), "SAME", name="dw37_s2")
+    v = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", dilation=(1, 2), per_channel=False, name="dw37_dil_w")
+    w = b.depthwise_conv2d(x, (5, 3), (1, 1), "SAME", activation="RELU", name="dw37_5x3")
+    y = b.input("y", (1, 6, 6, 48), zero_point=-128)
+    r = b.depthwise_conv2d(y, (3, 3), (1, 1), "VALID", name="dw48_valid")
+    q = b.depthwise_conv2d(y, (3, 3), (2, 2), "SAME", activation="RELU", name="dw48_s2")
+    b.output(t, u, v, w, r, q)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -370,4 +388,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_quads_tables": conv_quads_tables,
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,
+    "depthwise_pixels_helium": depthwise_pixels_helium,
 }

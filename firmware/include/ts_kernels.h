@@ -311,13 +311,19 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
  * time, each filter tap loaded once for both), any other pixel starts from the bias and adds
  * input_offset to each input lane over its tap rectangle; the block is requantised on four lanes
  * (the CONV_2D Helium steps), interleaved back (VMOVNB/VMOVNT) and stored as eight bytes right after
- * its taps; a last block of fewer than eight channels is predicated. Other multipliers take the
- * paths above.
+ * its taps; a last block of fewer than eight channels is predicated. With 32 channels or more,
+ * Helium cores go one output pixel at a time instead, all its channels (the staged variant's
+ * per-pixel arithmetic below, written straight to the output): pairs of blocks of eight through one
+ * asm block from the taps to the stores (each tap inside the input: input_offset added to the
+ * 16-bit input lanes, VMULLB / VMULLT; then the formula's requantisation steps with the shift
+ * split as left = shift & ~(shift >> 31), right = shift - left), then a whole block and a
+ * predicated tail. Other multipliers take the paths above.
  * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP and
  * Helium paths above, a chunk of up to 32 consecutive pixels of one row); within a group, output
  * channels ascending (in blocks of four with multiplier 1; on the DSP path block by block across
  * the group's pixels, then the tail channels pixel by pixel; on the Helium path blocks of eight,
- * block by block across the group's pixels). Output channel o of pixel (y, x) is
+ * block by block across the group's pixels; Helium with 32 channels or more: groups of one pixel,
+ * blocks of sixteen, then eight, then the tail). Output channel o of pixel (y, x) is
  * written after reading input channel o / depth_multiplier over that pixel's receptive field;
  * while a group is being written only the receptive fields of its pixels are read, so after a
  * byte of pixel q is written, only receptive fields of q's group and of later pixels are read.

@@ -899,6 +899,38 @@ static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depth
     ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, out);
 }
 
+/* DEPTHWISE_CONV_2D with depth multiplier 1 and at least 32 channels, one output pixel at a time
+ * (the staged variant's per-pixel arithmetic, ts_mve_dw_taps / ts_mve_dw_pixel, straight into the
+ * output): the groups of one pixel of ts_kernels.h's order, every channel of a pixel written after
+ * reading only its window. */
+TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                        const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const ts_depthwise_conv2d_s8_params q = *p;
+    const int32_t c_n = q.in_c, fw = q.filter_w, reach = (fw - 1) * q.dilation_w;
+    int32_t b, y, x, ky0, ky1;
+    for (b = 0; b < q.batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * q.in_h * q.in_w * c_n;
+        for (y = 0; y < q.out_h; ++y) {
+            const int32_t iy0 = y * q.stride_h - q.pad_top;
+            const int8_t *in_y = in_b;
+            ts_tap_range(iy0, q.dilation_h, q.filter_h, q.in_h, &ky0, &ky1);
+            if (ky1 > ky0) {
+                in_y += (size_t)(iy0 + ky0 * q.dilation_h) * q.in_w * c_n;
+            }
+            for (x = 0; x < q.out_w; ++x, output += c_n) {
+                const int32_t ix0 = x * q.stride_w - q.pad_left;
+                if (ky1 > ky0 && ix0 >= 0 && ix0 + reach < q.in_w) { /* every tap column inside the input */
+                    ts_mve_dw_taps(&q, in_y + (size_t)ix0 * c_n, filter + (size_t)ky0 * fw * c_n, ky1 - ky0, fw,
+                                   bias, output);
+                } else {
+                    ts_mve_dw_pixel(&q, in_b, y, x, filter, bias, output);
+                }
+            }
+        }
+    }
+}
+
 /* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
 static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, int32_t right)
 {
