@@ -26,10 +26,13 @@
  * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
  * order"), so tinysched/memory/overlap.py's D covers it unchanged.
  *
- * Four hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
+ * The hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
  * even core registers, and GCC 12 spills the loop state from the same intrinsics (the staged
- * depthwise's taps: one of its four accumulators). They avoid r7 (Thumb's frame pointer) and
- * compile at -O0 to -O3.
+ * depthwise's taps: one of its four accumulators; its requantisation: every vector). The run
+ * path's rows and the depthwise taps avoid r7 (Thumb's frame pointer); the 1x1 / k x k quads
+ * (ts_mve_pw_quad, ts_mve_cq_block: dot products, requantisation and stores of a block of
+ * channels in one block) use it for the output pointer, pushed and popped inside the block, and
+ * take their other arguments through one struct at fixed offsets. All compile at -O0 to -O3.
  */
 #ifndef TS_MVE_H
 #define TS_MVE_H
