@@ -462,7 +462,9 @@ typedef struct {
  * Fast path: when neither input broadcasts (both strides row-major over dims) and no multiplier is
  * INT32_MIN, one flat loop over the elements with the same arithmetic; on Helium cores (TS_MVE, see
  * CONV_2D) that loop four elements at a time (the formula's steps on four lanes, VQRDMULH and VRSHL,
- * the last n % 4 predicated). On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
+ * the last n % 4 predicated); with left_shift 20 and no positive shift (TFLite's int8 ADD), built
+ * with optimisation, the whole vectors in one asm loop with every constant in a register (the tie
+ * correction only for a nonzero right shift): the same steps. On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
  * (left_shift 20, input shifts in [-31, 0], output shift in [-22, -1], multipliers >= 0, offsets
  * within [-255, 255]) also four elements at a time: one word of each input read, each of the three
  * rescales as SMMLAR(v << (left + 1), m, t) >> r with t = 2^(r-1) - [v < 0] (+ output_offset * 2^r

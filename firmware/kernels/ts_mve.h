@@ -944,6 +944,90 @@ static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, i
     return vrshlq_n_s32(h, right);
 }
 
+#ifdef __OPTIMIZE__
+/* The ADD loop's tie corrections (ts_mve_requant_n's -1 on negative lanes, only where that input's
+ * or the output's right shift is nonzero). */
+#define TS_MVE_ADD_FIX(Q) "vshr.s32 q2, " Q ", #31\n\t" "vqadd.s32 " Q ", " Q ", q2\n\t"
+#define TS_MVE_ADD_ASM(FIX1, FIX2, FIXO)                                                                \
+    __asm__ volatile("vldrw.32 q3, [%[v]]\n\t"                                                          \
+                     "vldrw.32 q4, [%[v], #16]\n\t"                                                     \
+                     "vldrw.32 q5, [%[v], #32]\n\t"                                                     \
+                     "vldrw.32 q6, [%[v], #48]\n\t"                                                     \
+                     "vldrw.32 q7, [%[v], #64]\n\t"                                                     \
+                     "ldr     lr, [%[v], #80]\n\t"                                                     \
+                     "dls     lr, lr\n\t"                                                               \
+                     "2:\n\t"                                                                           \
+                     "vldrb.s32 q0, [%[a]], #4\n\t"                                                     \
+                     "vldrb.s32 q1, [%[b]], #4\n\t"                                                     \
+                     "vadd.i32 q0, q0, q3\n\t"                                                          \
+                     "vadd.i32 q1, q1, q4\n\t"                                                          \
+                     "vshl.i32 q0, q0, #20\n\t"                                                        \
+                     "vshl.i32 q1, q1, #20\n\t"                                                        \
+                     "vqrdmulh.s32 q0, q0, %[m1]\n\t"                                                   \
+                     "vqrdmulh.s32 q1, q1, %[m2]\n\t" FIX1 "vrshl.s32 q0, %[r1]\n\t" FIX2                \
+                     "vrshl.s32 q1, %[r2]\n\t"                                                          \
+                     "vadd.i32 q0, q0, q1\n\t"                                                          \
+                     "vqrdmulh.s32 q0, q0, %[mo]\n\t" FIXO "vrshl.s32 q0, %[ro]\n\t"                    \
+                     "vadd.i32 q0, q0, q5\n\t"                                                          \
+                     "vmax.s32 q0, q0, q6\n\t"                                                          \
+                     "vmin.s32 q0, q0, q7\n\t"                                                          \
+                     "vstrb.32 q0, [%[o]], #4\n\t"                                                      \
+                     "le      lr, 2b\n\t"                                                               \
+                     : [a] "+l"(x1), [b] "+l"(x2), [o] "+l"(y)                                          \
+                     : [v] "r"(vec), [m1] "r"(m1), [m2] "r"(m2), [mo] "r"(mo), [r1] "r"(r1), [r2] "r"(r2), \
+                       [ro] "r"(ro)                                                                     \
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "memory")
+
+/* ts_mve_add's whole vectors (n / 4 of them, n >= 4) where no shift is positive and the left shift
+ * is 20 (TFLite's int8 ADD: input and output shifts <= 0, left shift 20): per four elements both inputs widened (VLDRB.S32), offset, shifted
+ * left, requantised (VQRDMULH, the tie correction where the right shift is nonzero, VRSHL),
+ * summed, requantised again, offset, clamped and stored, in one DLS/LE loop with every constant in a
+ * register (the offsets and the clamp as vectors). The same steps as the loop of ts_mve_add. */
+TS_MVE_HOT void ts_mve_add_whole(const ts_add_s8_params *p, size_t n, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output)
+{
+    int32_t vec[24] __attribute__((aligned(16)));
+    const int8_t *x1 = input1, *x2 = input2;
+    int8_t *y = output;
+    const int32_t m1 = p->input1_multiplier;
+    const int32_t m2 = p->input2_multiplier, mo = p->output_multiplier;
+    const int32_t r1 = p->input1_shift, r2 = p->input2_shift, ro = p->output_shift;
+    const int code = (r1 < 0 ? 4 : 0) | (r2 < 0 ? 2 : 0) | (ro < 0 ? 1 : 0);
+    vstrwq_s32(vec, vdupq_n_s32(p->input1_offset));
+    vstrwq_s32(vec + 4, vdupq_n_s32(p->input2_offset));
+    vstrwq_s32(vec + 8, vdupq_n_s32(p->output_offset));
+    vstrwq_s32(vec + 12, vdupq_n_s32(p->act_min));
+    vstrwq_s32(vec + 16, vdupq_n_s32(p->act_max));
+    vec[20] = (int32_t)(n >> 2);
+    switch (code) {
+    case 7:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), TS_MVE_ADD_FIX("q1"), TS_MVE_ADD_FIX("q0"));
+        break;
+    case 6:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), TS_MVE_ADD_FIX("q1"), "");
+        break;
+    case 5:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), "", TS_MVE_ADD_FIX("q0"));
+        break;
+    case 4:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), "", "");
+        break;
+    case 3:
+        TS_MVE_ADD_ASM("", TS_MVE_ADD_FIX("q1"), TS_MVE_ADD_FIX("q0"));
+        break;
+    case 2:
+        TS_MVE_ADD_ASM("", TS_MVE_ADD_FIX("q1"), "");
+        break;
+    case 1:
+        TS_MVE_ADD_ASM("", "", TS_MVE_ADD_FIX("q0"));
+        break;
+    default:
+        TS_MVE_ADD_ASM("", "", "");
+        break;
+    }
+}
+#endif
+
 /* ADD where neither input broadcasts (ts_add_s8.c add_flat's arithmetic): four elements per step,
  * each input widened (VLDRB.S32), offset, shifted left, requantised, summed, requantised again,
  * offset, clamped and stored as bytes; the last n % 4 under a predicate. Elements k..k+3 of the
@@ -958,8 +1042,14 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
     const int32_t l1 = s1 > 0 ? s1 : 0, r1 = s1 > 0 ? 0 : s1, l2 = s2 > 0 ? s2 : 0, r2 = s2 > 0 ? 0 : s2;
     const int32_t lo_ = so > 0 ? so : 0, ro = so > 0 ? 0 : so;
     const int32_t left = p->left_shift, act_min = p->act_min, act_max = p->act_max;
-    size_t k;
-    for (k = 0; k < n; k += 4) {
+    size_t k = 0;
+#ifdef __OPTIMIZE__ /* -O0 keeps r7 and leaves too few registers for the asm block's ten */
+    if (s1 <= 0 && s2 <= 0 && so <= 0 && left == 20 && n >= 4) { /* whole vectors in one asm loop */
+        ts_mve_add_whole(p, n, input1, input2, output);
+        k = n & ~(size_t)3;
+    }
+#endif
+    for (; k < n; k += 4) {
         const mve_pred16_t pr = vctp32q((uint32_t)(n - k < 4 ? n - k : 4));
         const int32x4_t a = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input1 + k, pr), off1), left);
         const int32x4_t b = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input2 + k, pr), off2), left);
