@@ -131,7 +131,8 @@ extern "C" {
  *    chunk's pixels four at a time, each quad channel by channel in one asm loop (VMLADAV of the
  *    raw bytes, one filter load per 16 bytes serving the four pixels, plus input_offset * sum(w)
  *    from VADDV of the same filter bytes), requantised on four lanes and stored with a byte
- *    scatter (about 31 instructions a channel and quad plus 11 per 16 input channels); where the
+ *    scatter (about 23 instructions a channel and quad plus 11 per 16 input channels: the first 16
+ *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing); where the
  *    output shares no byte with the input (checked per call), dilation_w is 1 and filter_w * in_c
  *    >= 16: four horizontally adjacent output pixels of a row whose windows have every tap column
  *    inside the input (and the same tap rows) as one quad, each filter row one run of

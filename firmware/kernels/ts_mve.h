@@ -1079,7 +1079,7 @@ typedef struct {
     int32_t hi[4];      /* 32: act_max */
     int32_t oo[4];      /* 48: output_offset */
     const int8_t *x[4]; /* 64: the quad's input pixels (missing ones repeat the last) */
-    int32_t whole;      /* 80: in_c / 16 */
+    int32_t whole;      /* 80: in_c / 16 - 1 (ts_mve_pw_quad), run_len / 16 (ts_mve_cq_block) */
     int32_t tail;       /* 84: in_c % 16 */
     int32_t k;          /* 88: pixels of the quad stored (1..4) */
     const int32_t *end; /* 92: past the block's last {bias, multiplier, shift} */
@@ -1119,7 +1119,41 @@ typedef struct {
     "vctp.32 lr\n\t"                                                                                    \
     "vpst\n\t"                                                                                          \
     "vstrbt.32 q0, [r7, q5]\n\t"
-#define TS_MVE_PW_ASM(TAIL, STORE)                                                                      \
+/* The channel's dot products before the tail: DOTS_ZERO (in_c < 16) zeroes the sums; DOTS_WHOLE
+ * (a->whole = in_c / 16 - 1) does the first 16 bytes with the non-accumulating VMLADAV / VADDV
+ * (no zeroing), then the rest in a WLS/LE loop. */
+#define TS_MVE_PW_DOTS_ZERO                                                                             \
+    "movs    r0, #0\n\t"                                                                                \
+    "movs    r2, #0\n\t"                                                                                \
+    "movs    r4, #0\n\t"                                                                                \
+    "movs    r6, #0\n\t"                                                                                \
+    "mov     r8, #0\n\t"
+#define TS_MVE_PW_DOTS_WHOLE                                                                            \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladav.s8 r0, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladav.s8 r2, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladav.s8 r4, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladav.s8 r6, q0, q1\n\t"                                                                         \
+    "vaddv.s8 r8, q1\n\t"                                                                               \
+    "ldr     lr, [r10, #80]\n\t"                                                                        \
+    "wls     lr, lr, 3f\n\t"                                                                            \
+    "2:\n\t"                                                                                            \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladava.s8 r2, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladava.s8 r4, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
+    "vaddva.s8 r8, q1\n\t"                                                                              \
+    "le      lr, 2b\n\t"
+#define TS_MVE_PW_ASM(DOTS, TAIL, STORE)                                                                \
     __asm__ volatile("push    {r7}\n\t"                                                                 \
                      "mov     r7, %[out]\n\t"                                                           \
                      "vldrw.32 q5, [r10]\n\t"                                                           \
@@ -1128,28 +1162,7 @@ typedef struct {
                      "vldrw.32 q4, [r10, #48]\n\t"                                                      \
                      "1:\n\t"                                                                           \
                      "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
-                     "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
-                     "movs    r0, #0\n\t"                                                               \
-                     "movs    r2, #0\n\t"                                                               \
-                     "movs    r4, #0\n\t"                                                               \
-                     "movs    r6, #0\n\t"                                                               \
-                     "mov     r8, #0\n\t"                                                               \
-                     "ldr     lr, [r10, #80]\n\t"                                                       \
-                     "cmp     lr, #0\n\t"                                                               \
-                     "beq     3f\n\t"                                                                   \
-                     "dls     lr, lr\n\t"                                                               \
-                     "2:\n\t"                                                                           \
-                     "vldrb.8 q1, [r11], #16\n\t"                                                       \
-                     "vldrb.8 q0, [r1], #16\n\t"                                                        \
-                     "vmladava.s8 r0, q0, q1\n\t"                                                       \
-                     "vldrb.8 q0, [r3], #16\n\t"                                                        \
-                     "vmladava.s8 r2, q0, q1\n\t"                                                       \
-                     "vldrb.8 q0, [r5], #16\n\t"                                                        \
-                     "vmladava.s8 r4, q0, q1\n\t"                                                       \
-                     "vldrb.8 q0, [r9], #16\n\t"                                                        \
-                     "vmladava.s8 r6, q0, q1\n\t"                                                       \
-                     "vaddva.s8 r8, q1\n\t"                                                             \
-                     "le      lr, 2b\n\t"                                                               \
+                     "ldrd    r5, r9, [r10, #72]\n\t" DOTS                                               \
                      "3:\n\t" TAIL "vmov    q0[2], q0[0], r0, r4\n\t"                                   \
                      "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
                      "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
@@ -1190,14 +1203,20 @@ TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, con
     register const int32_t *tab __asm__("r12") = t;
     register const int8_t *w __asm__("r11") = w_first;
     register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
-    if (a->tail == 0 && a->k == 4) {
-        TS_MVE_PW_ASM(TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE);
+    if (a->whole < 0) { /* in_c < 16: the tail alone */
+        if (a->k == 4) {
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO, TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
+        } else {
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO, TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
+        }
+    } else if (a->tail == 0 && a->k == 4) {
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE);
     } else if (a->tail == 0) {
-        TS_MVE_PW_ASM(TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE_SHORT);
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE_SHORT);
     } else if (a->k == 4) {
-        TS_MVE_PW_ASM(TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
     } else {
-        TS_MVE_PW_ASM(TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
     }
 }
 
@@ -1223,7 +1242,7 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
     vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
     vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
     vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
-    a.whole = in_c >> 4;
+    a.whole = (in_c >> 4) - 1; /* -1: in_c < 16 */
     a.tail = in_c & 15;
     a.io = p->input_offset;
     for (y = 0; y < rows; ++y) {
@@ -1282,7 +1301,7 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
     vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
     vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
     vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
-    a.whole = k >> 4;
+    a.whole = (k >> 4) - 1; /* -1: k < 16 */
     a.tail = k & 15;
     a.io = p->input_offset;
     for (i = 0; i < pixels; i += 4) {
