@@ -382,6 +382,60 @@ def avg_pool_lanes() -> bytes:
     return b.build()
 
 
+def avg_pool_shapes() -> bytes:
+    """AVERAGE_POOL_2D windows for the Helium path (16-bit sums, the division as a multiply by a
+    reciprocal): 3x3 stride 2 SAME over 13 channels (windows clipped to 4 and 6 taps, so ties round
+    away from zero; a block of eight channels and a predicated tail of five), 2x3 VALID with RELU6,
+    a 1x1 window (count 1), global pools of 16x16 = 256 taps (the 16-bit bound) and of 17x16 (the
+    portable loop)."""
+    b = ModelBuilder(seed=44)
+    x = b.input("x", (1, 9, 11, 13), zero_point=-7)
+    t = b.average_pool2d(x, (3, 3), (2, 2), "SAME", name="avg3_s2_same")
+    u = b.average_pool2d(x, (2, 3), (1, 1), "VALID", activation="RELU6", name="avg2x3_relu6")
+    v = b.average_pool2d(x, (1, 1), (1, 1), "VALID", name="avg1x1")
+    y = b.input("y", (1, 16, 16, 20), zero_point=-128)
+    w = b.average_pool2d(y, (16, 16), (16, 16), name="avg_global_256")
+    z = b.input("z", (1, 17, 16, 8), zero_point=100)
+    g = b.average_pool2d(z, (17, 16), (17, 16), name="avg_global_272")
+    b.output(t, u, v, w, g)
+    return b.build()
+
+
+def conv_quads_helium() -> bytes:
+    """k x k CONV_2D through the Helium quads (four adjacent whole-width windows, the output apart
+    from the input: x and y are each read by two convolutions): 3x3 SAME over 12 channels (rows of
+    36 bytes: two vectors and a tail of 4; top and bottom rows clipped) into 19 channels (a block of
+    16 and one of 3), 2x5 VALID stride 2 (60-byte rows: three vectors and a tail of 12), 3x3 over 32
+    channels per-tensor with RELU6, input zero points 5 and -128."""
+    b = ModelBuilder(seed=45)
+    x = b.input("x", (1, 8, 13, 12), zero_point=5)
+    t = b.conv2d(x, 19, (3, 3), (1, 1), "SAME", activation="RELU", name="q3x3_12_to_19")
+    u = b.conv2d(x, 6, (2, 5), (2, 2), "VALID", name="q2x5_s2")
+    y = b.input("y", (1, 6, 11, 32), zero_point=-128)
+    v = b.conv2d(y, 8, (3, 3), (1, 1), "SAME", activation="RELU6", per_channel=False, name="q3x3_32")
+    w = b.conv2d(y, 5, (1, 1), name="pw_32_5")
+    b.output(t, u, v, w)
+    return b.build()
+
+
+def depthwise_pixels_helium() -> bytes:
+    """DEPTHWISE_CONV_2D of 32 channels or more on Helium, one pixel at a time (ts_mve.h
+    ts_mve_depthwise_pixels; every input read twice, so nothing runs in place): 37 channels (a pass
+    of two blocks, a whole block and a tail of five) SAME with RELU6, stride 2, dilation 2 in width
+    (edge pixels whose tap columns leave the input), a 5x3 filter; 48 channels VALID and stride 2."""
+    b = ModelBuilder(seed=46)
+    x = b.input("x", (1, 7, 9, 37), zero_point=-5)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU6", name="dw37_same")
+    u = b.depthwise_conv2d(x, (3, 3), (2, 2), "SAME", name="dw37_s2")
+    v = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", dilation=(1, 2), per_channel=False, name="dw37_dil_w")
+    w = b.depthwise_conv2d(x, (5, 3), (1, 1), "SAME", activation="RELU", name="dw37_5x3")
+    y = b.input("y", (1, 6, 6, 48), zero_point=-128)
+    r = b.depthwise_conv2d(y, (3, 3), (1, 1), "VALID", name="dw48_valid")
+    q = b.depthwise_conv2d(y, (3, 3), (2, 2), "SAME", activation="RELU", name="dw48_s2")
+    b.output(t, u, v, w, r, q)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -405,4 +459,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_blocks_clamped": depthwise_blocks_clamped,
     "conv_quads_tables": conv_quads_tables,
     "avg_pool_lanes": avg_pool_lanes,
+    "avg_pool_shapes": avg_pool_shapes,
+    "conv_quads_helium": conv_quads_helium,
+    "depthwise_pixels_helium": depthwise_pixels_helium,
 }

@@ -126,34 +126,48 @@ extern "C" {
  *    chunk, output channel pairs in turn, then the chunk's pixels in pairs.
  *  - on Helium cores (TS_MVE, from __ARM_FEATURE_MVE: -mcpu=cortex-m55; chosen when the kernel is
  *    compiled, -DTS_MVE=0 turns it off; firmware/kernels/ts_mve.h), taking precedence over the DSP
- *    paths: 1x1 without padding (any strides) in the chunks above, per chunk its pixels four at a
- *    time, each quad channel by channel (VMLADAV of the raw bytes, 16 per step, plus
- *    input_offset * sum(w) from VADDV of the same filter bytes), requantised on four lanes and
- *    stored with a byte scatter; the run path's groups (one or two pixels) with each channel pair's
- *    runs reduced by VMLADAV (plus input_offset * sum(w) over the rectangle) and the group's outputs
- *    requantised four channels at a time (16 channels per chunk) once their accumulators are
- *    complete; the patch path, K <= 48, with both patches in vector registers and every channel's
- *    dot products from them, four channels requantised at a time (K > 48: the VMLADAV pair
- *    products). Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
+ *    paths: 1x1 without padding (any strides) in the chunks above, per chunk its output channels
+ *    in blocks of 16 (their bias, multiplier and shift tabled on the stack), each block across the
+ *    chunk's pixels four at a time, each quad channel by channel in one asm loop (VMLADAV of the
+ *    raw bytes, one filter load per 16 bytes serving the four pixels, plus input_offset * sum(w)
+ *    from VADDV of the same filter bytes), requantised on four lanes and stored with a byte
+ *    scatter (about 23 instructions a channel and quad plus 11 per 16 input channels: the first 16
+ *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing); where the
+ *    output shares no byte with the input (checked per call), dilation_w is 1 and filter_w * in_c
+ *    >= 16: four horizontally adjacent output pixels of a row whose windows have every tap column
+ *    inside the input (and the same tap rows) as one quad, each filter row one run of
+ *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
+ *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
+ *    serving the four pixels, plus input_offset * sum(w) of the rows used), requantised on four
+ *    lanes and stored with a byte scatter (the other pixels as below); the patch path with
+ *    K <= 64 in quads of four consecutive pixels of the flat order (rows and batches wrap, as the
+ *    DSP quads): the four receptive fields copied into stack patches first (zero-point bytes for
+ *    taps outside the input; a window inside the input a vector per row), then the quad as a 1x1
+ *    quad over in_c = K, so all four fields are read before any of their outputs is written (K > 64:
+ *    the pairs of patches with the VMLADAV pair products); the run path's groups (one or two
+ *    pixels) with each channel pair's runs reduced by VMLADAV (plus input_offset * sum(w) over the
+ *    rectangle) and the group's outputs requantised four channels at a time (16 channels per
+ *    chunk) once their accumulators are complete. Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
  *    portable kernel's reads and writes is touched. Requantisation there is the formula's own steps
  *    on four lanes (left shift, VQRDMULH = ts_srdhm, -1 on negative lanes then VRSHL = ts_rdivpot),
  *    with no accumulator bound needed.
  * Read/write order (for in-place planning): output pixels are written in row-major order (flat
  * order for pointwise) in groups of consecutive pixels: one or two pixels (the patch and run
- * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk, or
- * four channels at a time for the patch path), or a chunk of up to 16 pixels of one row for the 1x1
+ * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk), or a chunk of up to 16 pixels of one row for the 1x1
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
- * the chunk's pixel quads in turn, each channel by channel). While
+ * blocks of 16 channels in turn, each across the chunk's pixel quads, each quad channel by
+ * channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
- * (plus filter, bias, params; the quads of the small-field DSP path: four consecutive flat pixels,
- * all four fields read before any of their outputs is written, like a widened strip), so once a
+ * (plus filter, bias, params; the quads of the small-field DSP and Helium paths: four consecutive
+ * flat pixels, all four fields read before any of their outputs is written, like a widened strip), so once a
  * byte of output pixel q is written, every input byte read
  * later lies in the receptive field of q's group or of a later pixel. The patch path reads each
  * receptive field once per pair, before writing the pair; the others read it once per channel
  * pair. The reference loop is the same with groups of one pixel. On DSP cores the leading output
  * rows may be done by the widened path ("CONV_2D wide": strips of consecutive flat pixels, each
  * strip's receptive fields all read before its first output is written), which allows every
- * overlap the groups above allow. */
+ * overlap the groups above allow. The Helium quads of k x k windows (groups of four pixels) run only
+ * where the output and the input share no byte, so no order between them matters. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -216,8 +230,13 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * every channel has ts_rq_prepare's fields: they are prepared at run time there). Same
  * arithmetic (the same int32 accumulators and ts_rq). The order is chunks of three, read first
  * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
- * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores: each chunk
- * through the 1x1 Helium path into scratch, then copied.
+ * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores, in_c <=
+ * out_c: the flat pixels go in groups of up to 16 (a multiple of four when the scratch holds four pixels' input bytes; as many as it holds otherwise, at least
+ * `chunk` since in_c <= out_c); each group's input bytes are copied into scratch before any of its
+ * outputs is written, then the 1x1 Helium path runs from the copy straight to the output bytes.
+ * Same arithmetic; groups read first, so (as for the threes above) every overlap `chunk` allows is
+ * allowed. Helium cores, in_c > out_c: each chunk through the 1x1 Helium path into scratch, then
+ * copied.
  * Widened one pixel at a time (DSP cores, GCC/Clang, ts_rq path with rq_table, in_c a multiple of
  * 4, scratch word-aligned, chunk * out_c >= 2 * in_c but short of three pixels, and each output
  * pixel ending at or before the next input pixel starts, or the output apart from the input,
@@ -327,13 +346,19 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
  * time, each filter tap loaded once for both), any other pixel starts from the bias and adds
  * input_offset to each input lane over its tap rectangle; the block is requantised on four lanes
  * (the CONV_2D Helium steps), interleaved back (VMOVNB/VMOVNT) and stored as eight bytes right after
- * its taps; a last block of fewer than eight channels is predicated. Other multipliers take the
- * paths above.
+ * its taps; a last block of fewer than eight channels is predicated. With 32 channels or more,
+ * Helium cores go one output pixel at a time instead, all its channels (the staged variant's
+ * per-pixel arithmetic below, written straight to the output): pairs of blocks of eight through one
+ * asm block from the taps to the stores (each tap inside the input: input_offset added to the
+ * 16-bit input lanes, VMULLB / VMULLT; then the formula's requantisation steps with the shift
+ * split as left = shift & ~(shift >> 31), right = shift - left), then a whole block and a
+ * predicated tail. Other multipliers take the paths above.
  * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP and
  * Helium paths above, a chunk of up to 32 consecutive pixels of one row); within a group, output
  * channels ascending (in blocks of four with multiplier 1; on the DSP path block by block across
  * the group's pixels, then the tail channels pixel by pixel; on the Helium path blocks of eight,
- * block by block across the group's pixels). Output channel o of pixel (y, x) is
+ * block by block across the group's pixels; Helium with 32 channels or more: groups of one pixel,
+ * blocks of sixteen, then eight, then the tail). Output channel o of pixel (y, x) is
  * written after reading input channel o / depth_multiplier over that pixel's receptive field;
  * while a group is being written only the receptive fields of its pixels are read, so after a
  * byte of pixel q is written, only receptive fields of q's group and of later pixels are read.
@@ -435,11 +460,17 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
 /* ---- AVERAGE_POOL_2D / MAX_POOL_2D ---------------------------------------------------------------
  * Input and output share one quantisation. The window is clipped to the input (padding is never
  * counted). Average: sum / count rounded to nearest, ties away from zero; max: the largest value.
- * Then clamp to [act_min, act_max]. On DSP cores an average over at most 255 taps sums four channels
- * a word: SXTAB16 widens a word's even and odd bytes and adds them to two pairs of 16-bit lanes,
- * exact since |sum| <= 128 * 255 < 2^15 (the channels past the last multiple of four, and larger
- * windows, one at a time in 32 bits). Read/write order: output pixels in order, output byte c of a
- * pixel written after every tap of its channel c was read. */
+ * Then clamp to [act_min, act_max]. Order: one loop nest over batch, output row, output column
+ * (each output pixel's bytes written right after its window is read: groups of one pixel; on DSP
+ * cores byte c of a pixel right after every tap of its channel c).
+ * Average on DSP cores (not Helium) over at most 255 taps: four channels a word, SXTAB16 widening a
+ * word's even and odd bytes and adding them to two pairs of 16-bit lanes, exact since |sum| <=
+ * 128 * 255 < 2^15 (the channels past the last multiple of four, and larger windows, one at a time
+ * in 32 bits). Average on Helium cores (TS_MVE, see CONV_2D) with filter_h * filter_w <= 256:
+ * per output pixel eight channels at a time, the window's taps inside the input summed in 16-bit lanes (exact: at
+ * most 256 * 128), then per 32-bit lane the same rounded quotient: (|sum| + count / 2) times
+ * ceil(2^32 / count), high word (VMULH; exact for these sums, see ts_mve.h ts_mve_avg_div), negated
+ * back for negative sums; clamped, stored as bytes (the last block predicated). Same order. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, channels;
@@ -472,7 +503,9 @@ typedef struct {
  * Fast path: when neither input broadcasts (both strides row-major over dims) and no multiplier is
  * INT32_MIN, one flat loop over the elements with the same arithmetic; on Helium cores (TS_MVE, see
  * CONV_2D) that loop four elements at a time (the formula's steps on four lanes, VQRDMULH and VRSHL,
- * the last n % 4 predicated). On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
+ * the last n % 4 predicated); with left_shift 20 and no positive shift (TFLite's int8 ADD), built
+ * with optimisation, the whole vectors in one asm loop with every constant in a register (the tie
+ * correction only for a nonzero right shift): the same steps. On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
  * (left_shift 20, input shifts in [-31, 0], output shift in [-22, -1], multipliers >= 0, offsets
  * within [-255, 255]) also four elements at a time: one word of each input read, each of the three
  * rescales as SMMLAR(v << (left + 1), m, t) >> r with t = 2^(r-1) - [v < 0] (+ output_offset * 2^r

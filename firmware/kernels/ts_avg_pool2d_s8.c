@@ -1,6 +1,7 @@
 /* ts_avg_pool2d_s8.c - AVERAGE_POOL_2D, int8, window clipped to the input (see ts_kernels.h). */
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
+#include "ts_mve.h"
 #include "ts_simd.h"
 
 /* sum / count rounded to nearest, ties away from zero (C division truncates toward zero), clamped. */
@@ -10,7 +11,7 @@ static inline int8_t avg_out(int32_t acc, int32_t count, const ts_pool2d_s8_para
     return (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
 }
 
-#if TS_DSP
+#if TS_DSP && !TS_MVE
 /* The largest window the 16-bit lanes below sum exactly: |sum| <= 128 * 255 < 2^15. */
 #define TS_POOL_LANE_TAPS 255
 
@@ -49,6 +50,11 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
     if (p->stride_h < 1 || p->stride_w < 1 || p->filter_h < 1 || p->filter_w < 1) {
         return TS_ERR_PARAMS; /* the generator refuses these too (tinysched/model/shapes.py) */
     }
+#if TS_MVE
+    if (p->filter_h * p->filter_w <= 256) { /* Helium: 16-bit sums (firmware/kernels/ts_mve.h) */
+        return ts_mve_avg_pool(p, input, output);
+    }
+#endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->channels;
         for (y = 0; y < p->out_h; ++y) {
@@ -64,7 +70,7 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
                 if (ky_end <= ky_start || kx_end <= kx_start) {
                     return TS_ERR_PARAMS; /* an empty window: TFLite refuses it too */
                 }
-#if TS_DSP
+#if TS_DSP && !TS_MVE
                 if (count <= TS_POOL_LANE_TAPS) {
                     avg_pool_lanes(p, in_b + ((size_t)(y0 + ky_start) * p->in_w + (x0 + kx_start)) * p->channels,
                                    ky_end - ky_start, kx_end - kx_start, count, output);

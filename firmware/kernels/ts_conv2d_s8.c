@@ -422,6 +422,14 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
     const int32_t out_w = p->out_w, stride_w = p->stride_w;
     int32_t b, y, x;
+#if TS_MVE
+    /* Helium: quads of whole-width windows where the output shares no byte with the input */
+    const size_t in_bytes = (size_t)p->batches * in_h * in_w * in_c;
+    const size_t out_bytes = (size_t)p->batches * p->out_h * out_w * out_c;
+    const int quads = p->dilation_w == 1 && p->filter_w * in_c >= 16 &&
+                      ((uintptr_t)output >= (uintptr_t)(input + in_bytes) ||
+                       (uintptr_t)input >= (uintptr_t)(output + out_bytes));
+#endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
         for (y = 0; y < p->out_h; ++y) {
@@ -439,6 +447,15 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                     in0 += ((size_t)(y0 + ky0 * p->dilation_h) * in_w + (size_t)(x0 + kx0 * p->dilation_w)) *
                            in_c;
                 }
+#if TS_MVE
+                if (quads && hits && kx0 == 0 && x + 3 < out_w && x0 + 3 * stride_w + p->filter_w <= in_w) {
+                    ts_mve_conv_quad(p, in0, stride_w * in_c, ky1 - ky0, r0.in_row_step, filter + r0.w_first, bias,
+                                     output);
+                    output += 4 * out_c;
+                    x += 4;
+                    continue;
+                }
+#endif
                 if (hits && x + 1 < out_w) {
                     runs_for(p, x0 + stride_w, ky0, ky1, &r1, &kx0_next);
                     if (kx0_next == kx0 && r1.run_len == r0.run_len && r1.runs_per_row == r0.runs_per_row) {
@@ -549,13 +566,6 @@ static TS_NOINLINE void conv_patches(const ts_conv2d_s8_params *p, const int8_t 
                 build_patch(p, in_b, y0, x0, pad, k_round - k, patch0);
                 if (pair) {
                     build_patch(p, in_b, y0, x0 + p->stride_w, pad, k_round - k, patch1);
-                }
-#endif
-#if TS_MVE
-                if (k <= 48) {
-                    ts_mve_patch_pair(p, patch0, pair ? patch1 : patch0, filter, bias, output, out1);
-                    output += pair ? 2 * out_c : out_c;
-                    continue;
                 }
 #endif
                 for (o = 0; o < out_c; o += 2) {
@@ -1899,6 +1909,12 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
         conv_pointwise(p, input, filter, bias, output, rq);
     } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
+#if TS_MVE
+        if (p->filter_h * p->filter_w * p->in_c <= TS_MVE_PATCH_QUAD) {
+            ts_mve_patch_quads(p, input, filter, bias, output);
+            return TS_OK;
+        }
+#endif
 #if TS_CONV_WIDE
         if (rq && ((p->filter_h * p->filter_w * p->in_c + 3) & ~3) <= TS_QUAD_K4) {
             conv_quads(p, input, filter, bias, output);
@@ -2329,6 +2345,20 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
     }
 #endif
 #if TS_MVE
+    if (mode != 0 && in_c <= out_c) {
+        /* Helium, in_c <= out_c: groups of up to 16 pixels (whole quads where the scratch holds four
+         * pixels' input), each group's input bytes copied into scratch before any of its outputs is
+         * written, then the 1x1 Helium path from the copy straight to the output */
+        const size_t fit = (size_t)chunk * out_c / (size_t)in_c; /* >= chunk >= 1 */
+        const int32_t g = fit >= 16 ? 16 : (fit >= 4 ? (int32_t)fit & ~3 : (int32_t)fit);
+        for (k = 0; k < pixels; k += n) {
+            n = pixels - k < g ? pixels - k : g;
+            sub.in_w = sub.out_w = n;
+            ts_mve_copy(scratch, input + (size_t)k * in_c, n * in_c);
+            ts_mve_pointwise(&sub, scratch, filter, bias, output + (size_t)k * out_c);
+        }
+        return TS_OK;
+    }
     if (mode != 0) { /* Helium: each chunk through the 1x1 Helium path (the same arithmetic) */
         for (k = 0; k < pixels; k += n) {
             n = pixels - k < chunk ? pixels - k : chunk;

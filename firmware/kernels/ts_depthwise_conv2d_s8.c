@@ -855,6 +855,8 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
         !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         dw_generic(p, input, filter, bias, output);
 #if TS_MVE
+    } else if (p->depth_multiplier == 1 && p->in_c >= 32) {
+        ts_mve_depthwise_pixels(p, input, filter, bias, output);
     } else if (p->depth_multiplier == 1) {
         ts_mve_depthwise(p, input, filter, bias, output);
 #endif

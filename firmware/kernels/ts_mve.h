@@ -6,8 +6,9 @@
  * 0; -DTS_MVE=0 turns the paths off on such a core (the kernels then take their DSP paths, which
  * every Helium core also has). The choice is made when the kernels are compiled, from the board's
  * -mcpu: no run-time dispatch. Each kernel entry (ts_conv2d_s8, ts_depthwise_conv2d_s8,
- * ts_fully_connected_s8, ts_add_s8) calls the function here for the shapes it covers, under the same
- * conditions as its other fast paths; everything else keeps the portable / DSP code.
+ * ts_fully_connected_s8, ts_add_s8, ts_avg_pool2d_s8) calls the function here for the shapes it
+ * covers, under the same conditions as its other fast paths; everything else keeps the portable /
+ * DSP code.
  *
  * Exactness: every path computes the portable kernel's int32 accumulator, only summed in another
  * order. Products w * (x + input_offset) are split as w * x (VMLADAV: int8 x int8 summed into a
@@ -25,10 +26,13 @@
  * Read/write order: every path keeps its kernel's documented groups (ts_kernels.h "Read/write
  * order"), so tinysched/memory/overlap.py's D covers it unchanged.
  *
- * Four hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
+ * The hot loops are asm blocks with explicit registers: VMLADAV and VADDV accumulate only into
  * even core registers, and GCC 12 spills the loop state from the same intrinsics (the staged
- * depthwise's taps: one of its four accumulators). They avoid r7 (Thumb's frame pointer) and
- * compile at -O0 to -O3.
+ * depthwise's taps: one of its four accumulators; its requantisation: every vector). The run
+ * path's rows and the depthwise taps avoid r7 (Thumb's frame pointer); the 1x1 / k x k quads
+ * (ts_mve_pw_quad, ts_mve_cq_block: dot products, requantisation and stores of a block of
+ * channels in one block) use it for the output pointer, pushed and popped inside the block, and
+ * take their other arguments through one struct at fixed offsets. All compile at -O0 to -O3.
  */
 #ifndef TS_MVE_H
 #define TS_MVE_H
@@ -430,50 +434,6 @@ static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t
     }
 }
 
-/* CONV_2D's small receptive fields (the patch path): every output channel of two patches of
- * K <= 48 bytes (ts_conv2d_s8.c build_patch: taps outside the input hold the input zero point, so
- * w * x + input_offset * w adds 0 for them). Both patches stay in six vector registers (predicated
- * loads: the bytes past K read as 0); per channel three filter loads, six VMLADAV and three VADDV;
- * four channels at a time requantised on four lanes and stored (out1 NULL: one pixel). */
-TS_MVE_HOT void ts_mve_patch_pair(const ts_conv2d_s8_params *p, const int8_t *patch0, const int8_t *patch1,
-                                  const int8_t *filter, const int32_t *bias, int8_t *out0, int8_t *out1)
-{
-    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, io = p->input_offset;
-    const mve_pred16_t q0 = vctp8q((uint32_t)k), q1 = vctp8q((uint32_t)(k > 16 ? k - 16 : 0));
-    const mve_pred16_t q2 = vctp8q((uint32_t)(k > 32 ? k - 32 : 0));
-    const int8x16_t x0a = vldrbq_z_s8(patch0, q0), x0b = vldrbq_z_s8(patch0 + 16, q1);
-    const int8x16_t x0c = vldrbq_z_s8(patch0 + 32, q2), x1a = vldrbq_z_s8(patch1, q0);
-    const int8x16_t x1b = vldrbq_z_s8(patch1 + 16, q1), x1c = vldrbq_z_s8(patch1 + 32, q2);
-    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-    int32_t acc0[4], acc1[4];
-    int32_t o, j;
-    for (o = 0; o < out_c; o += 4) {
-        const int32_t n = out_c - o < 4 ? out_c - o : 4;
-        const mve_pred16_t pn = vctp32q((uint32_t)n);
-        int32x4_t v;
-        for (j = 0; j < n; ++j) {
-            const int8_t *w = filter + (size_t)(o + j) * k;
-            const int8x16_t wa = vldrbq_z_s8(w, q0), wb = vldrbq_z_s8(w + 16, q1);
-            const int8x16_t wc = vldrbq_z_s8(w + 32, q2);
-            const int32_t s = vaddvaq_s8(vaddvaq_s8(vaddvq_s8(wa), wb), wc);
-            const uint32_t start = (bias != NULL ? (uint32_t)bias[o + j] : 0u) + (uint32_t)io * (uint32_t)s;
-            const int32_t d0 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x0a, wa), x0b, wb), x0c, wc);
-            const int32_t d1 = vmladavaq_s8(vmladavaq_s8(vmladavq_s8(x1a, wa), x1b, wb), x1c, wc);
-            acc0[j] = (int32_t)(start + (uint32_t)d0);
-            acc1[j] = (int32_t)(start + (uint32_t)d1);
-        }
-        {
-            const int32x4_t m = vldrwq_z_s32(p->multiplier + o, pn), sh = vldrwq_z_s32(p->shift + o, pn);
-            v = ts_mve_requant(vldrwq_z_s32(acc0, pn), m, sh);
-            vstrbq_p_s32(out0 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
-            if (out1 != NULL) {
-                v = ts_mve_requant(vldrwq_z_s32(acc1, pn), m, sh);
-                vstrbq_p_s32(out1 + o, vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), lo), hi), pn);
-            }
-        }
-    }
-}
-
 /* DEPTHWISE_CONV_2D, depth multiplier 1: eight channels per step. VLDRB.S16 widens eight bytes of
  * input and of filter to 16-bit lanes; VMULLB / VMULLT multiply the even / odd lanes into 32 bits
  * (exact: |(x + io) * w| < 2^16 * 2^7 fits), so the block's accumulators are two int32x4, `e` for
@@ -686,14 +646,49 @@ TS_MVE_HOT void ts_mve_depthwise(const ts_depthwise_conv2d_s8_params *p, const i
     }
 }
 
+/* ts_mve_dw_taps's pass of two blocks: the accumulators' way in, then what the asm block's
+ * requantisation reads (byte offsets fixed: 64, 80, 96, 100, 104, 108, 112). */
+typedef struct {
+    int32_t acc[16];  /* e0, o0, e1, o1 (the bias) */
+    int32_t lo[4];    /* act_min */
+    int32_t hi[4];    /* act_max */
+    const int32_t *m; /* multiplier + c */
+    const int32_t *s; /* shift + c */
+    int8_t *out;      /* out + c */
+    int32_t oo;       /* output_offset */
+    uint32_t idx[4];  /* 0, 2, 4, 6 */
+} ts_mve_dw16;
+
+/* One accumulator vector QA (even or odd channels of a block; %[in] / %[w] at its first channel's
+ * multiplier / shift, q7 = {0, 2, 4, 6}) requantised as ts_mve_requant (left = shift & ~(shift >> 31),
+ * right = shift - left), output offset (%[rows]) added, clamped to d.lo / d.hi. */
+#define TS_MVE_DW16_RQ(QA)                                                                              \
+    "vldrw.u32 q4, [%[in], q7, uxtw #2]\n\t"                                                            \
+    "vldrw.u32 q5, [%[w], q7, uxtw #2]\n\t"                                                             \
+    "vshr.s32 q6, q5, #31\n\t"                                                                          \
+    "vbic    q6, q5, q6\n\t"                                                                            \
+    "vshl.s32 " QA ", " QA ", q6\n\t"                                                                   \
+    "vsub.i32 q5, q5, q6\n\t"                                                                           \
+    "vqrdmulh.s32 " QA ", " QA ", q4\n\t"                                                               \
+    "vand    q6, " QA ", q5\n\t"                                                                        \
+    "vshr.s32 q6, q6, #31\n\t"                                                                          \
+    "vqadd.s32 " QA ", " QA ", q6\n\t"                                                                  \
+    "vrshl.s32 " QA ", " QA ", q5\n\t"                                                                  \
+    "vadd.i32 " QA ", " QA ", %[rows]\n\t"                                                              \
+    "vldrw.32 q6, [%[acc], #64]\n\t"                                                                    \
+    "vmax.s32 " QA ", " QA ", q6\n\t"                                                                   \
+    "vldrw.32 q6, [%[acc], #80]\n\t"                                                                    \
+    "vmin.s32 " QA ", " QA ", q6\n\t"
+
 /* DEPTHWISE_CONV_2D staged, depth multiplier 1: one output pixel, every channel, into out (a ring
  * slot), from its th x tw taps inside the input (in_first / w_first: the first such tap's input and
  * filter bytes at channel 0; th == 0: no tap, nothing read). ts_mve_dw8's clipped-window arithmetic
  * with no constants prepared ahead (one pixel's blocks would not amortise them): per block of 8
  * channels the bias, multiplier and shift of the even and odd channels are gathered, input_offset is
  * added to each 16-bit input lane, VMULLB / VMULLT accumulate over the taps, then requantised,
- * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps in an asm
- * block, accumulators in q0-q3), then a whole block, then a tail predicated to its n channels.
+ * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps, the
+ * requantisation, the clamp and the two 8-byte stores in one asm block, accumulators in q0-q3;
+ * ts_mve_dw16), then a whole block, then a tail predicated to its n channels.
  * Reads only those taps (and the parameters), writes only out[0..in_c). */
 static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
                                                                   const int8_t *in_first, const int8_t *w_first,
@@ -706,12 +701,18 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
     const int16_t io = (int16_t)p->input_offset;
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    ts_mve_dw16 d __attribute__((aligned(16)));
     int32_t c;
+    if (c_all >= 16) {
+        vstrwq_s32(d.lo, lo);
+        vstrwq_s32(d.hi, hi);
+        d.oo = p->output_offset;
+        vstrwq_u32(d.idx, even);
+    }
     for (c = 0; c + 16 <= c_all; c += 16) { /* two whole blocks per pass: one pointer pair, #8 apart */
         const int8_t *in = in_first + c, *w = w_first + c;
         int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
         int16x8_t v0 = vdupq_n_s16(0), v1 = v0;
-        int32_t acc[16]; /* e0, o0, e1, o1 through memory: the asm block holds them in q0-q3 */
         if (bias != NULL) {
             e0 = vldrwq_gather_shifted_offset_s32(bias + c, even);
             o0 = vldrwq_gather_shifted_offset_s32(bias + c, odd);
@@ -720,10 +721,14 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         }
         if (th > 0) {
             int32_t rows = th, t;
+            int32_t *const acc = d.acc;
             vstrwq_s32(acc, e0);
             vstrwq_s32(acc + 4, o0);
             vstrwq_s32(acc + 8, e1);
             vstrwq_s32(acc + 12, o1);
+            d.m = p->multiplier + c;
+            d.s = p->shift + c;
+            d.out = out + c;
             __asm__ volatile("vldrw.32 q0, [%[acc]]\n\t"
                              "vldrw.32 q1, [%[acc], #16]\n\t"
                              "vldrw.32 q2, [%[acc], #32]\n\t"
@@ -755,18 +760,28 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
                              "add     %[w], %[w], %[t]\n\t"
                              "subs    %[rows], %[rows], #1\n\t"
                              "bne     1b\n\t"
-                             "vstrw.32 q0, [%[acc]]\n\t"
-                             "vstrw.32 q1, [%[acc], #16]\n\t"
-                             "vstrw.32 q2, [%[acc], #32]\n\t"
-                             "vstrw.32 q3, [%[acc], #48]\n\t"
-                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&r"(t)
+                             "vldrw.32 q7, [%[acc], #112]\n\t"
+                             "ldr     %[in], [%[acc], #96]\n\t"
+                             "ldr     %[w], [%[acc], #100]\n\t"
+                             "ldr     %[rows], [%[acc], #108]\n\t"
+                             TS_MVE_DW16_RQ("q0") "adds    %[in], %[in], #4\n\t"
+                             "adds    %[w], %[w], #4\n\t"
+                             TS_MVE_DW16_RQ("q1") "adds    %[in], %[in], #28\n\t"
+                             "adds    %[w], %[w], #28\n\t"
+                             TS_MVE_DW16_RQ("q2") "adds    %[in], %[in], #4\n\t"
+                             "adds    %[w], %[w], #4\n\t"
+                             TS_MVE_DW16_RQ("q3") "ldr     %[t], [%[acc], #104]\n\t"
+                             "vmovnb.i32 q4, q0\n\t"
+                             "vmovnt.i32 q4, q1\n\t"
+                             "vstrb.16 q4, [%[t]]\n\t"
+                             "vmovnb.i32 q5, q2\n\t"
+                             "vmovnt.i32 q5, q3\n\t"
+                             "vstrb.16 q5, [%[t], #8]\n\t"
+                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&l"(t)
                              : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io),
                                [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next)
                              : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory");
-            e0 = vldrwq_s32(acc);
-            o0 = vldrwq_s32(acc + 4);
-            e1 = vldrwq_s32(acc + 8);
-            o1 = vldrwq_s32(acc + 12);
+            continue; /* requantised and stored by the asm block */
         }
         e0 = ts_mve_requant(e0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
                             vldrwq_gather_shifted_offset_s32(p->shift + c, even));
@@ -887,6 +902,38 @@ static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depth
     ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, out);
 }
 
+/* DEPTHWISE_CONV_2D with depth multiplier 1 and at least 32 channels, one output pixel at a time
+ * (the staged variant's per-pixel arithmetic, ts_mve_dw_taps / ts_mve_dw_pixel, straight into the
+ * output): the groups of one pixel of ts_kernels.h's order, every channel of a pixel written after
+ * reading only its window. */
+TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                        const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const ts_depthwise_conv2d_s8_params q = *p;
+    const int32_t c_n = q.in_c, fw = q.filter_w, reach = (fw - 1) * q.dilation_w;
+    int32_t b, y, x, ky0, ky1;
+    for (b = 0; b < q.batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * q.in_h * q.in_w * c_n;
+        for (y = 0; y < q.out_h; ++y) {
+            const int32_t iy0 = y * q.stride_h - q.pad_top;
+            const int8_t *in_y = in_b;
+            ts_tap_range(iy0, q.dilation_h, q.filter_h, q.in_h, &ky0, &ky1);
+            if (ky1 > ky0) {
+                in_y += (size_t)(iy0 + ky0 * q.dilation_h) * q.in_w * c_n;
+            }
+            for (x = 0; x < q.out_w; ++x, output += c_n) {
+                const int32_t ix0 = x * q.stride_w - q.pad_left;
+                if (ky1 > ky0 && ix0 >= 0 && ix0 + reach < q.in_w) { /* every tap column inside the input */
+                    ts_mve_dw_taps(&q, in_y + (size_t)ix0 * c_n, filter + (size_t)ky0 * fw * c_n, ky1 - ky0, fw,
+                                   bias, output);
+                } else {
+                    ts_mve_dw_pixel(&q, in_b, y, x, filter, bias, output);
+                }
+            }
+        }
+    }
+}
+
 /* ts_requantize(x, m, shift) on four lanes with one multiplier and shift (right = min(shift, 0)). */
 static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, int32_t right)
 {
@@ -896,6 +943,90 @@ static inline int32x4_t ts_mve_requant_n(int32x4_t x, int32_t m, int32_t left, i
     }
     return vrshlq_n_s32(h, right);
 }
+
+#ifdef __OPTIMIZE__
+/* The ADD loop's tie corrections (ts_mve_requant_n's -1 on negative lanes, only where that input's
+ * or the output's right shift is nonzero). */
+#define TS_MVE_ADD_FIX(Q) "vshr.s32 q2, " Q ", #31\n\t" "vqadd.s32 " Q ", " Q ", q2\n\t"
+#define TS_MVE_ADD_ASM(FIX1, FIX2, FIXO)                                                                \
+    __asm__ volatile("vldrw.32 q3, [%[v]]\n\t"                                                          \
+                     "vldrw.32 q4, [%[v], #16]\n\t"                                                     \
+                     "vldrw.32 q5, [%[v], #32]\n\t"                                                     \
+                     "vldrw.32 q6, [%[v], #48]\n\t"                                                     \
+                     "vldrw.32 q7, [%[v], #64]\n\t"                                                     \
+                     "ldr     lr, [%[v], #80]\n\t"                                                     \
+                     "dls     lr, lr\n\t"                                                               \
+                     "2:\n\t"                                                                           \
+                     "vldrb.s32 q0, [%[a]], #4\n\t"                                                     \
+                     "vldrb.s32 q1, [%[b]], #4\n\t"                                                     \
+                     "vadd.i32 q0, q0, q3\n\t"                                                          \
+                     "vadd.i32 q1, q1, q4\n\t"                                                          \
+                     "vshl.i32 q0, q0, #20\n\t"                                                        \
+                     "vshl.i32 q1, q1, #20\n\t"                                                        \
+                     "vqrdmulh.s32 q0, q0, %[m1]\n\t"                                                   \
+                     "vqrdmulh.s32 q1, q1, %[m2]\n\t" FIX1 "vrshl.s32 q0, %[r1]\n\t" FIX2                \
+                     "vrshl.s32 q1, %[r2]\n\t"                                                          \
+                     "vadd.i32 q0, q0, q1\n\t"                                                          \
+                     "vqrdmulh.s32 q0, q0, %[mo]\n\t" FIXO "vrshl.s32 q0, %[ro]\n\t"                    \
+                     "vadd.i32 q0, q0, q5\n\t"                                                          \
+                     "vmax.s32 q0, q0, q6\n\t"                                                          \
+                     "vmin.s32 q0, q0, q7\n\t"                                                          \
+                     "vstrb.32 q0, [%[o]], #4\n\t"                                                      \
+                     "le      lr, 2b\n\t"                                                               \
+                     : [a] "+l"(x1), [b] "+l"(x2), [o] "+l"(y)                                          \
+                     : [v] "r"(vec), [m1] "r"(m1), [m2] "r"(m2), [mo] "r"(mo), [r1] "r"(r1), [r2] "r"(r2), \
+                       [ro] "r"(ro)                                                                     \
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "memory")
+
+/* ts_mve_add's whole vectors (n / 4 of them, n >= 4) where no shift is positive and the left shift
+ * is 20 (TFLite's int8 ADD: input and output shifts <= 0, left shift 20): per four elements both inputs widened (VLDRB.S32), offset, shifted
+ * left, requantised (VQRDMULH, the tie correction where the right shift is nonzero, VRSHL),
+ * summed, requantised again, offset, clamped and stored, in one DLS/LE loop with every constant in a
+ * register (the offsets and the clamp as vectors). The same steps as the loop of ts_mve_add. */
+TS_MVE_HOT void ts_mve_add_whole(const ts_add_s8_params *p, size_t n, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output)
+{
+    int32_t vec[24] __attribute__((aligned(16)));
+    const int8_t *x1 = input1, *x2 = input2;
+    int8_t *y = output;
+    const int32_t m1 = p->input1_multiplier;
+    const int32_t m2 = p->input2_multiplier, mo = p->output_multiplier;
+    const int32_t r1 = p->input1_shift, r2 = p->input2_shift, ro = p->output_shift;
+    const int code = (r1 < 0 ? 4 : 0) | (r2 < 0 ? 2 : 0) | (ro < 0 ? 1 : 0);
+    vstrwq_s32(vec, vdupq_n_s32(p->input1_offset));
+    vstrwq_s32(vec + 4, vdupq_n_s32(p->input2_offset));
+    vstrwq_s32(vec + 8, vdupq_n_s32(p->output_offset));
+    vstrwq_s32(vec + 12, vdupq_n_s32(p->act_min));
+    vstrwq_s32(vec + 16, vdupq_n_s32(p->act_max));
+    vec[20] = (int32_t)(n >> 2);
+    switch (code) {
+    case 7:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), TS_MVE_ADD_FIX("q1"), TS_MVE_ADD_FIX("q0"));
+        break;
+    case 6:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), TS_MVE_ADD_FIX("q1"), "");
+        break;
+    case 5:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), "", TS_MVE_ADD_FIX("q0"));
+        break;
+    case 4:
+        TS_MVE_ADD_ASM(TS_MVE_ADD_FIX("q0"), "", "");
+        break;
+    case 3:
+        TS_MVE_ADD_ASM("", TS_MVE_ADD_FIX("q1"), TS_MVE_ADD_FIX("q0"));
+        break;
+    case 2:
+        TS_MVE_ADD_ASM("", TS_MVE_ADD_FIX("q1"), "");
+        break;
+    case 1:
+        TS_MVE_ADD_ASM("", "", TS_MVE_ADD_FIX("q0"));
+        break;
+    default:
+        TS_MVE_ADD_ASM("", "", "");
+        break;
+    }
+}
+#endif
 
 /* ADD where neither input broadcasts (ts_add_s8.c add_flat's arithmetic): four elements per step,
  * each input widened (VLDRB.S32), offset, shifted left, requantised, summed, requantised again,
@@ -911,8 +1042,14 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
     const int32_t l1 = s1 > 0 ? s1 : 0, r1 = s1 > 0 ? 0 : s1, l2 = s2 > 0 ? s2 : 0, r2 = s2 > 0 ? 0 : s2;
     const int32_t lo_ = so > 0 ? so : 0, ro = so > 0 ? 0 : so;
     const int32_t left = p->left_shift, act_min = p->act_min, act_max = p->act_max;
-    size_t k;
-    for (k = 0; k < n; k += 4) {
+    size_t k = 0;
+#ifdef __OPTIMIZE__ /* -O0 keeps r7 and leaves too few registers for the asm block's ten */
+    if (s1 <= 0 && s2 <= 0 && so <= 0 && left == 20 && n >= 4) { /* whole vectors in one asm loop */
+        ts_mve_add_whole(p, n, input1, input2, output);
+        k = n & ~(size_t)3;
+    }
+#endif
+    for (; k < n; k += 4) {
         const mve_pred16_t pr = vctp32q((uint32_t)(n - k < 4 ? n - k : 4));
         const int32x4_t a = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input1 + k, pr), off1), left);
         const int32x4_t b = vshlq_r_s32(vaddq_n_s32(vldrbq_z_s32(input2 + k, pr), off2), left);
@@ -920,108 +1057,6 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
         int32x4_t v = vaddq_n_s32(ts_mve_requant_n(sum, mo, lo_, ro), out_off);
         v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
         vstrbq_p_s32(output + k, v, pr);
-    }
-}
-
-/* Four dot products of len bytes, one filter row w against four input rows x0..x3 (raw bytes, no
- * offsets), as a vector {sum w x0, ..., sum w x3}, and sum(w) through *wsum. Whole vectors in one
- * DLS/LE asm loop (five loads, four VMLADAV, one VADDV per 16 bytes: VMLADAV accumulates only into
- * even registers, which GCC 12 spends on index arithmetic from the same intrinsics), then the
- * len % 16 tail under a predicate. */
-static inline int32x4_t ts_mve_dot4x1(const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
-                                      const int8_t *w, int32_t len, int32_t *wsum)
-{
-    register int32_t a0 __asm__("r0") = 0, a1 __asm__("r2") = 0, a2 __asm__("r4") = 0;
-    register int32_t a3 __asm__("r6") = 0, sw __asm__("r8") = 0;
-    register const int8_t *p0 __asm__("r1") = x0, *p1 __asm__("r3") = x1, *p2 __asm__("r5") = x2;
-    register const int8_t *p3 __asm__("r9") = x3, *pw __asm__("r11") = w;
-    register int32_t whole __asm__("r12") = len >> 4;
-    const int32_t tail = len & 15;
-    int32x4_t v;
-    if (whole > 0) {
-        __asm__ volatile("dls     lr, %[whole]\n\t"
-                         "1:\n\t"
-                         "vldrb.8 q4, [%[pw]], #16\n\t"
-                         "vldrb.8 q0, [%[p0]], #16\n\t"
-                         "vldrb.8 q1, [%[p1]], #16\n\t"
-                         "vldrb.8 q2, [%[p2]], #16\n\t"
-                         "vldrb.8 q3, [%[p3]], #16\n\t"
-                         "vmladava.s8 %[a0], q0, q4\n\t"
-                         "vmladava.s8 %[a1], q1, q4\n\t"
-                         "vmladava.s8 %[a2], q2, q4\n\t"
-                         "vmladava.s8 %[a3], q3, q4\n\t"
-                         "vaddva.s8 %[sw], q4\n\t"
-                         "le      lr, 1b\n\t"
-                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [sw] "+r"(sw),
-                           [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [p3] "+r"(p3), [pw] "+r"(pw)
-                         : [whole] "r"(whole)
-                         : "q0", "q1", "q2", "q3", "q4", "lr", "memory");
-    }
-    {
-        int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3, s = sw;
-        if (tail > 0) {
-            const mve_pred16_t p = vctp8q((uint32_t)tail);
-            const int8x16_t f = vldrbq_z_s8(pw, p);
-            b0 = vmladavaq_s8(b0, vldrbq_z_s8(p0, p), f);
-            b1 = vmladavaq_s8(b1, vldrbq_z_s8(p1, p), f);
-            b2 = vmladavaq_s8(b2, vldrbq_z_s8(p2, p), f);
-            b3 = vmladavaq_s8(b3, vldrbq_z_s8(p3, p), f);
-            s = vaddvaq_s8(s, f);
-        }
-        *wsum = s;
-        v = vdupq_n_s32(b0);
-        v = vsetq_lane_s32(b1, v, 1);
-        v = vsetq_lane_s32(b2, v, 2);
-        return vsetq_lane_s32(b3, v, 3);
-    }
-}
-
-/* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
- * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, its pixels
- * four at a time (a short last quad has its missing rows repeat the last pixel, computed and not
- * stored), each quad channel by channel: ts_mve_dot4x1 (VMLADAV) plus bias + input_offset * sum(w),
- * requantised with the channel's multiplier and shift on four lanes, stored with one byte scatter
- * (stride out_c). */
-TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                                 const int32_t *bias, int8_t *output)
-{
-    const int32_t in_c = p->in_c, out_c = p->out_c, io = p->input_offset, out_off = p->output_offset;
-    const int32_t px_step = p->stride_w * in_c;
-    const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
-    const int32_t rows = flat ? 1 : p->batches * p->out_h;
-    const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
-    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-    const uint32x4_t scatter = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
-    int32_t y, x, n, j, o;
-    for (y = 0; y < rows; ++y) {
-        const int32_t b = y / p->out_h, yy = y % p->out_h;
-        const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
-        for (x = 0; x < out_w; x += n) {
-            const int8_t *in_x = in_row + (size_t)x * px_step;
-            n = out_w - x < 16 ? out_w - x : 16;
-            for (j = 0; j < n; j += 4) {
-                const int32_t k = n - j < 4 ? n - j : 4;
-                const mve_pred16_t pk = vctp32q((uint32_t)k);
-                /* rows past the chunk's last pixel repeat it (read, not stored) */
-                const int8_t *x0 = in_x + (size_t)j * px_step;
-                const int8_t *x1 = x0 + (k > 1 ? px_step : 0), *x2 = x1 + (k > 2 ? px_step : 0);
-                const int8_t *x3 = x2 + (k > 3 ? px_step : 0), *w = filter;
-                int8_t *out = output + (size_t)j * out_c;
-                for (o = 0; o < out_c; ++o) {
-                    const int32_t shift = p->shift[o];
-                    int32_t sw;
-                    int32x4_t v = ts_mve_dot4x1(x0, x1, x2, x3, w, in_c, &sw);
-                    const uint32_t start =
-                        (bias != NULL ? (uint32_t)bias[o] : 0u) + (uint32_t)io * (uint32_t)sw;
-                    v = vaddq_n_s32(v, (int32_t)start);
-                    v = ts_mve_requant_n(v, p->multiplier[o], shift > 0 ? shift : 0, shift > 0 ? 0 : shift);
-                    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, out_off), lo), hi);
-                    vstrbq_scatter_offset_p_s32(out + o, scatter, v, pk);
-                    w += in_c;
-                }
-            }
-            output += (size_t)n * out_c;
-        }
     }
 }
 
@@ -1034,6 +1069,509 @@ static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
         x += 16;
     }
     return s;
+}
+
+/* One pixel quad of the 1x1 path against a block of channels, the asm block's arguments (byte
+ * offsets fixed: the asm reads them through r10). */
+typedef struct {
+    int32_t scatter[4]; /*  0: 0, out_c, 2 out_c, 3 out_c (the quad's four output pixels) */
+    int32_t lo[4];      /* 16: act_min */
+    int32_t hi[4];      /* 32: act_max */
+    int32_t oo[4];      /* 48: output_offset */
+    const int8_t *x[4]; /* 64: the quad's input pixels (missing ones repeat the last) */
+    int32_t whole;      /* 80: in_c / 16 - 1 (ts_mve_pw_quad), run_len / 16 (ts_mve_cq_block) */
+    int32_t tail;       /* 84: in_c % 16 */
+    int32_t k;          /* 88: pixels of the quad stored (1..4) */
+    const int32_t *end; /* 92: past the block's last {bias, multiplier, shift} */
+    int32_t io;         /* 96: input_offset */
+} ts_mve_pw_args;
+
+/* The quad's channels, each: four VMLADAV dot products of the raw bytes and VADDV of the filter
+ * bytes (one filter load serving the four pixels, 16 bytes a step in a DLS/LE loop, then the
+ * in_c % 16 tail under VCTP.8: inactive lanes load 0), the four sums into one vector (two VMOVs of
+ * two lanes each), plus bias + input_offset * sum(w), requantised as ts_mve_requant_n (VSHL by the
+ * left shift, VQRDMULH, -1 on negative lanes and VRSHL by the right shift), offset, clamped and
+ * stored with one byte scatter (VCTP.32-predicated to k pixels when the quad is short). r12 walks
+ * the block's table (LDM of bias, multiplier, shift), r11 the filter rows, r7 (saved and restored:
+ * Thumb's frame pointer) pixel 0's output byte. TAIL and STORE: the asm text of the variable parts. */
+#define TS_MVE_PW_TAIL_NONE ""
+#define TS_MVE_PW_TAIL                                                                                  \
+    "ldr     lr, [r10, #84]\n\t"                                                                        \
+    "vctp.8  lr\n\t"                                                                                    \
+    "vpstt\n\t"                                                                                         \
+    "vldrbt.8 q1, [r11]\n\t"                                                                            \
+    "vldrbt.8 q0, [r1]\n\t"                                                                             \
+    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
+    "vaddva.s8 r8, q1\n\t"                                                                              \
+    "vpst\n\t"                                                                                          \
+    "vldrbt.8 q0, [r3]\n\t"                                                                             \
+    "vmladava.s8 r2, q0, q1\n\t"                                                                        \
+    "vpst\n\t"                                                                                          \
+    "vldrbt.8 q0, [r5]\n\t"                                                                             \
+    "vmladava.s8 r4, q0, q1\n\t"                                                                        \
+    "vpst\n\t"                                                                                          \
+    "vldrbt.8 q0, [r9]\n\t"                                                                             \
+    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
+    "add     r11, r11, lr\n\t"
+#define TS_MVE_PW_STORE "vstrb.32 q0, [r7, q5]\n\t"
+#define TS_MVE_PW_STORE_SHORT                                                                           \
+    "ldr     lr, [r10, #88]\n\t"                                                                        \
+    "vctp.32 lr\n\t"                                                                                    \
+    "vpst\n\t"                                                                                          \
+    "vstrbt.32 q0, [r7, q5]\n\t"
+/* The channel's dot products before the tail: DOTS_ZERO (in_c < 16) zeroes the sums; DOTS_WHOLE
+ * (a->whole = in_c / 16 - 1) does the first 16 bytes with the non-accumulating VMLADAV / VADDV
+ * (no zeroing), then the rest in a WLS/LE loop. */
+#define TS_MVE_PW_DOTS_ZERO                                                                             \
+    "movs    r0, #0\n\t"                                                                                \
+    "movs    r2, #0\n\t"                                                                                \
+    "movs    r4, #0\n\t"                                                                                \
+    "movs    r6, #0\n\t"                                                                                \
+    "mov     r8, #0\n\t"
+#define TS_MVE_PW_DOTS_WHOLE                                                                            \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladav.s8 r0, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladav.s8 r2, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladav.s8 r4, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladav.s8 r6, q0, q1\n\t"                                                                         \
+    "vaddv.s8 r8, q1\n\t"                                                                               \
+    "ldr     lr, [r10, #80]\n\t"                                                                        \
+    "wls     lr, lr, 3f\n\t"                                                                            \
+    "2:\n\t"                                                                                            \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladava.s8 r2, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladava.s8 r4, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
+    "vaddva.s8 r8, q1\n\t"                                                                              \
+    "le      lr, 2b\n\t"
+#define TS_MVE_PW_ASM(DOTS, TAIL, STORE)                                                                \
+    __asm__ volatile("push    {r7}\n\t"                                                                 \
+                     "mov     r7, %[out]\n\t"                                                           \
+                     "vldrw.32 q5, [r10]\n\t"                                                           \
+                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
+                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
+                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
+                     "1:\n\t"                                                                           \
+                     "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
+                     "ldrd    r5, r9, [r10, #72]\n\t" DOTS                                               \
+                     "3:\n\t" TAIL "vmov    q0[2], q0[0], r0, r4\n\t"                                   \
+                     "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
+                     "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
+                     "ldr     lr, [r10, #96]\n\t"                                                       \
+                     "mla     r0, lr, r8, r0\n\t"                                                       \
+                     "vadd.i32 q0, q0, r0\n\t"                                                          \
+                     "cmp     r4, #0\n\t"                                                               \
+                     "ble     4f\n\t"                                                                   \
+                     "vshl.s32 q0, r4\n\t"                                                              \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "b       5f\n\t"                                                                   \
+                     "4:\n\t"                                                                           \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "beq     5f\n\t"                                                                   \
+                     "vshr.s32 q1, q0, #31\n\t"                                                         \
+                     "vqadd.s32 q0, q0, q1\n\t"                                                         \
+                     "vrshl.s32 q0, r4\n\t"                                                             \
+                     "5:\n\t"                                                                           \
+                     "vadd.i32 q0, q0, q4\n\t"                                                          \
+                     "vmax.s32 q0, q0, q6\n\t"                                                          \
+                     "vmin.s32 q0, q0, q7\n\t" STORE "adds    r7, r7, #1\n\t"                           \
+                     "ldr     r0, [r10, #92]\n\t"                                                       \
+                     "cmp     r12, r0\n\t"                                                              \
+                     "bne     1b\n\t"                                                                   \
+                     "pop     {r7}\n\t"                                                                 \
+                     : [tab] "+r"(tab), [w] "+r"(w), [out] "+r"(out)                                    \
+                     : [a] "r"(a)                                                                       \
+                     : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "lr", "q0", "q1", "q2", "q3", \
+                       "q4", "q5", "q6", "q7", "cc", "memory")
+
+/* The quad a (x, k set) against the block's channels: table t ({bias, multiplier, shift} each, up
+ * to a->end), filter rows from w_first, outputs from out_first (pixel 0's byte of the block's first
+ * channel). */
+TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, const int8_t *w_first,
+                               int8_t *out_first)
+{
+    register const ts_mve_pw_args *a __asm__("r10") = args;
+    register const int32_t *tab __asm__("r12") = t;
+    register const int8_t *w __asm__("r11") = w_first;
+    register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
+    if (a->whole < 0) { /* in_c < 16: the tail alone */
+        if (a->k == 4) {
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO, TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
+        } else {
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO, TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
+        }
+    } else if (a->tail == 0 && a->k == 4) {
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE);
+    } else if (a->tail == 0) {
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE_SHORT);
+    } else if (a->k == 4) {
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
+    } else {
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
+    }
+}
+
+#define TS_MVE_PW_BLOCK 16
+
+/* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
+ * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, output
+ * channels in blocks of TS_MVE_PW_BLOCK, each block's {bias, multiplier, shift} tabled once, then
+ * the chunk's pixels four at a time (a short last quad has its missing rows repeat the last pixel,
+ * computed and not stored), each quad channel by channel through ts_mve_pw_quad. */
+TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                 const int32_t *bias, int8_t *output)
+{
+    const int32_t in_c = p->in_c, out_c = p->out_c;
+    const int32_t px_step = p->stride_w * in_c;
+    const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
+    const int32_t rows = flat ? 1 : p->batches * p->out_h;
+    const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
+    ts_mve_pw_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int32_t y, x, n, j, c0, i;
+    vstrwq_s32(a.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
+    vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
+    a.whole = (in_c >> 4) - 1; /* -1: in_c < 16 */
+    a.tail = in_c & 15;
+    a.io = p->input_offset;
+    for (y = 0; y < rows; ++y) {
+        const int32_t b = y / p->out_h, yy = y % p->out_h;
+        const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
+        for (x = 0; x < out_w; x += n) {
+            const int8_t *in_x = in_row + (size_t)x * px_step;
+            n = out_w - x < 16 ? out_w - x : 16;
+            for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+                const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+                for (i = 0; i < nb; ++i) {
+                    tab[3 * i] = bias != NULL ? bias[c0 + i] : 0;
+                    tab[3 * i + 1] = p->multiplier[c0 + i];
+                    tab[3 * i + 2] = p->shift[c0 + i];
+                }
+                a.end = tab + 3 * nb;
+                for (j = 0; j < n; j += 4) {
+                    const int32_t k = n - j < 4 ? n - j : 4;
+                    /* rows past the chunk's last pixel repeat it (read, not stored) */
+                    a.x[0] = in_x + (size_t)j * px_step;
+                    a.x[1] = a.x[0] + (k > 1 ? px_step : 0);
+                    a.x[2] = a.x[1] + (k > 2 ? px_step : 0);
+                    a.x[3] = a.x[2] + (k > 3 ? px_step : 0);
+                    a.k = k;
+                    ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * in_c, output + (size_t)j * out_c + c0);
+                }
+            }
+            output += (size_t)n * out_c;
+        }
+    }
+}
+
+/* CONV_2D's small receptive fields, K = fh * fw * in_c <= TS_MVE_PATCH_QUAD bytes (ts_conv2d_s8.c's
+ * patch path, in quads): four consecutive output pixels of the flat order (rows and batches wrap;
+ * the last quad may be short), their four receptive fields first copied into stack patches (taps
+ * outside the input hold the input zero point, so w * x + input_offset * w adds 0 for them:
+ * ts_mve_build_patch), then the quad as a 1x1 pixel quad over in_c = K (ts_mve_pw_quad, output
+ * channels in blocks of 16 tabled per quad). All four fields are read before any of their outputs
+ * is written. */
+#define TS_MVE_PATCH_QUAD 64
+TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, out_w = p->out_w;
+    const int32_t pixels = p->batches * p->out_h * out_w;
+    const int8_t pad = (int8_t)-p->input_offset;
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t row = fw * in_c, in_row = p->dilation_h * in_w * in_c, last_dy = (fh - 1) * p->dilation_h;
+    const int short_rows = p->dilation_w == 1 && row <= 16; /* a window row: one predicated vector */
+    const mve_pred16_t prow = vctp8q((uint32_t)row);
+    ts_mve_pw_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int8_t patches[4 * TS_MVE_PATCH_QUAD];
+    int32_t i, q, n, c0, j, ky, b = 0, y = 0, x = 0;
+    vstrwq_s32(a.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
+    vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
+    a.whole = (k >> 4) - 1; /* -1: k < 16 */
+    a.tail = k & 15;
+    a.io = p->input_offset;
+    for (i = 0; i < pixels; i += 4) {
+        n = pixels - i < 4 ? pixels - i : 4;
+        for (q = 0; q < 4; ++q) {
+            if (q < n) {
+                const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+                const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+                if (short_rows && y0 >= 0 && y0 + last_dy < in_h && x0 >= 0 && x0 + fw <= in_w) {
+                    /* the whole window inside the input: its rows copied one vector each */
+                    const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+                    int8_t *dst = patches + q * k;
+                    for (ky = fh; ky > 0; --ky) {
+                        vstrbq_p_s8(dst, vldrbq_z_s8(src, prow), prow);
+                        src += in_row;
+                        dst += row;
+                    }
+                } else {
+                    ts_mve_build_patch(p, in_b, y0, x0, pad, 0, patches + q * k);
+                }
+                if (++x == out_w) {
+                    x = 0;
+                    if (++y == p->out_h) {
+                        y = 0;
+                        ++b;
+                    }
+                }
+            }
+            a.x[q] = patches + (q < n ? q : n - 1) * k; /* a short quad repeats its last pixel */
+        }
+        a.k = n;
+        for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+            const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+            if (i == 0 || out_c > TS_MVE_PW_BLOCK) { /* one block: tabled once */
+                for (j = 0; j < nb; ++j) {
+                    tab[3 * j] = bias != NULL ? bias[c0 + j] : 0;
+                    tab[3 * j + 1] = p->multiplier[c0 + j];
+                    tab[3 * j + 2] = p->shift[c0 + j];
+                }
+            }
+            a.end = tab + 3 * nb;
+            ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0);
+        }
+    }
+}
+
+/* A quad of CONV_2D output pixels with the same tap rows, every filter column inside the input
+ * (dilation_w 1): the asm block's arguments, ts_mve_pw_args's first 100 bytes (k unused) and: */
+typedef struct {
+    ts_mve_pw_args pw;
+    int32_t rows;       /* 100: filter rows inside the input */
+    int32_t in_skip;    /* 104: from a row's last whole vector to the next row's first byte */
+    int32_t w_skip;     /* 108: from a channel's last row to the next channel's first */
+    const int32_t *tab; /* 112: the channel's {bias, multiplier, shift} */
+} ts_mve_cq_args;
+
+/* ts_mve_pw_quad's channel loop with `rows` runs of run_len = fw * in_c bytes per pixel (whole
+ * vectors, then the TAIL), the pixel pointers moved by in_skip and the filter by the tail after each
+ * run, by w_skip after each channel; the table pointer in memory (r12 counts the rows). */
+#define TS_MVE_CQ_ASM(TAIL)                                                                             \
+    __asm__ volatile("push    {r7}\n\t"                                                                 \
+                     "mov     r7, %[out]\n\t"                                                           \
+                     "vldrw.32 q5, [r10]\n\t"                                                           \
+                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
+                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
+                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
+                     "1:\n\t"                                                                           \
+                     "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
+                     "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
+                     "movs    r0, #0\n\t"                                                               \
+                     "movs    r2, #0\n\t"                                                               \
+                     "movs    r4, #0\n\t"                                                               \
+                     "movs    r6, #0\n\t"                                                               \
+                     "mov     r8, #0\n\t"                                                               \
+                     "ldr     r12, [r10, #100]\n\t"                                                     \
+                     "6:\n\t"                                                                           \
+                     "ldr     lr, [r10, #80]\n\t"                                                       \
+                     "dls     lr, lr\n\t"                                                               \
+                     "2:\n\t"                                                                           \
+                     "vldrb.8 q1, [r11], #16\n\t"                                                       \
+                     "vldrb.8 q0, [r1], #16\n\t"                                                        \
+                     "vmladava.s8 r0, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r3], #16\n\t"                                                        \
+                     "vmladava.s8 r2, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r5], #16\n\t"                                                        \
+                     "vmladava.s8 r4, q0, q1\n\t"                                                       \
+                     "vldrb.8 q0, [r9], #16\n\t"                                                        \
+                     "vmladava.s8 r6, q0, q1\n\t"                                                       \
+                     "vaddva.s8 r8, q1\n\t"                                                             \
+                     "le      lr, 2b\n\t" TAIL "ldr     lr, [r10, #104]\n\t"                            \
+                     "add     r1, r1, lr\n\t"                                                           \
+                     "add     r3, r3, lr\n\t"                                                           \
+                     "add     r5, r5, lr\n\t"                                                           \
+                     "add     r9, r9, lr\n\t"                                                           \
+                     "subs    r12, r12, #1\n\t"                                                         \
+                     "bne     6b\n\t"                                                                   \
+                     "ldr     lr, [r10, #108]\n\t"                                                      \
+                     "add     r11, r11, lr\n\t"                                                         \
+                     "vmov    q0[2], q0[0], r0, r4\n\t"                                                 \
+                     "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
+                     "ldr     lr, [r10, #112]\n\t"                                                      \
+                     "ldm     lr!, {r0, r2, r4}\n\t"                                                    \
+                     "str     lr, [r10, #112]\n\t"                                                      \
+                     "ldr     r12, [r10, #96]\n\t"                                                      \
+                     "mla     r0, r12, r8, r0\n\t"                                                      \
+                     "vadd.i32 q0, q0, r0\n\t"                                                          \
+                     "cmp     r4, #0\n\t"                                                               \
+                     "ble     4f\n\t"                                                                   \
+                     "vshl.s32 q0, r4\n\t"                                                              \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "b       5f\n\t"                                                                   \
+                     "4:\n\t"                                                                           \
+                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
+                     "beq     5f\n\t"                                                                   \
+                     "vshr.s32 q1, q0, #31\n\t"                                                         \
+                     "vqadd.s32 q0, q0, q1\n\t"                                                         \
+                     "vrshl.s32 q0, r4\n\t"                                                             \
+                     "5:\n\t"                                                                           \
+                     "vadd.i32 q0, q0, q4\n\t"                                                          \
+                     "vmax.s32 q0, q0, q6\n\t"                                                          \
+                     "vmin.s32 q0, q0, q7\n\t"                                                          \
+                     "vstrb.32 q0, [r7, q5]\n\t"                                                        \
+                     "adds    r7, r7, #1\n\t"                                                           \
+                     "ldr     r0, [r10, #92]\n\t"                                                       \
+                     "cmp     lr, r0\n\t"                                                               \
+                     "bne     1b\n\t"                                                                   \
+                     "pop     {r7}\n\t"                                                                 \
+                     : [w] "+r"(w), [out] "+r"(out)                                                     \
+                     : [a] "r"(a)                                                                       \
+                     : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r12", "lr", "q0", "q1", "q2", "q3", \
+                       "q4", "q5", "q6", "q7", "cc", "memory")
+
+/* The quad's channels of one block (args->pw.end, args->tab set), filter from w_first, outputs from
+ * out_first (pixel 0's byte of the block's first channel). */
+TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int8_t *out_first)
+{
+    register ts_mve_cq_args *a __asm__("r10") = args;
+    register const int8_t *w __asm__("r11") = w_first;
+    register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
+    if (a->pw.tail == 0) {
+        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL_NONE);
+    } else {
+        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL);
+    }
+}
+
+/* CONV_2D, four horizontally adjacent output pixels whose windows have the same `rows` tap rows and
+ * every tap column inside the input (dilation_w 1, filter_w * in_c >= 16): pixel q's field starts at
+ * in0 + q * px_step, its rows in_row bytes apart, each one run of filter_w * in_c bytes; the filter
+ * from w_first (its first used row in channel 0). Output channels in blocks of TS_MVE_PW_BLOCK, each
+ * block's {bias, multiplier, shift} tabled, then the four pixels' accumulators channel by channel
+ * (ts_mve_cq_block: VMLADAV of the raw bytes, one filter load serving the four pixels, plus
+ * input_offset * sum(w) of the rows used), requantised on four lanes and stored with one scatter. */
+TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0, int32_t px_step, int32_t rows,
+                                 int32_t in_row, const int8_t *w_first, const int32_t *bias, int8_t *out)
+{
+    const int32_t out_c = p->out_c, len = p->filter_w * p->in_c, fs = p->filter_h * len;
+    ts_mve_cq_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int32_t c0, i;
+    vstrwq_s32(a.pw.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
+    vstrwq_s32(a.pw.lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a.pw.hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a.pw.oo, vdupq_n_s32(p->output_offset));
+    a.pw.x[0] = in0;
+    a.pw.x[1] = in0 + px_step;
+    a.pw.x[2] = in0 + 2 * px_step;
+    a.pw.x[3] = in0 + 3 * px_step;
+    a.pw.whole = len >> 4;
+    a.pw.tail = len & 15;
+    a.pw.k = 4;
+    a.pw.io = p->input_offset;
+    a.rows = rows;
+    a.in_skip = in_row - (len & ~15);
+    a.w_skip = fs - rows * len;
+    for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+        const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+        for (i = 0; i < nb; ++i) {
+            tab[3 * i] = bias != NULL ? bias[c0 + i] : 0;
+            tab[3 * i + 1] = p->multiplier[c0 + i];
+            tab[3 * i + 2] = p->shift[c0 + i];
+        }
+        a.pw.end = tab + 3 * nb;
+        a.tab = tab;
+        ts_mve_cq_block(&a, w_first + (size_t)c0 * fs, out + c0);
+    }
+}
+
+/* round(acc / count) with ties away from zero (ts_avg_pool2d_s8.c's (acc +- count / 2) / count, C's
+ * truncating division) on four lanes, |acc| <= 256 * 128: the quotient of n = |acc| + count / 2 as
+ * VMULH.U32 by m = ceil(2^32 / count) (exact: n < 2^16 and m * count - 2^32 < count <= 2^16 make the
+ * error n * (m * count - 2^32) / (count * 2^32) smaller than 1 / count, the gap between n / count and
+ * the next integer), negated back on negative lanes. count 1: acc itself. */
+static inline int32x4_t ts_mve_avg_div(int32x4_t acc, int32_t count, int32_t half, uint32_t m)
+{
+    if (count == 1) {
+        return acc;
+    }
+    {
+        const mve_pred16_t neg = vcmpltq_n_s32(acc, 0);
+        const uint32x4_t n = vreinterpretq_u32_s32(vaddq_n_s32(vabsq_s32(acc), half));
+        const int32x4_t q = vreinterpretq_s32_u32(vmulhq_u32(n, vdupq_n_u32(m)));
+        return vpselq_s32(vnegq_s32(q), q, neg);
+    }
+}
+
+/* AVERAGE_POOL_2D with at most 256 taps a window (ts_avg_pool2d_s8.c's loop nest and arithmetic):
+ * output pixels in order, each one's channels eight at a time: the window's taps inside the input
+ * summed in 16-bit lanes (VLDRB.S16: exact, |sum| <= 256 * 128), widened (even and odd channels),
+ * divided as ts_mve_avg_div, clamped, interleaved back and stored as bytes (the last block
+ * predicated to the channels left). Each pixel's outputs are written after reading its window only
+ * (the portable kernel's groups of one pixel). An empty window: TS_ERR_PARAMS, as the portable. */
+TS_MVE_HOT int ts_mve_avg_pool(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+    const int32_t ch = p->channels, in_w = p->in_w;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t b, y, x, c, i, j;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * in_w * ch;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            const int32_t ky0 = y0 < 0 ? -y0 : 0;
+            const int32_t ky1 = p->filter_h < p->in_h - y0 ? p->filter_h : p->in_h - y0;
+            for (x = 0; x < p->out_w; ++x) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                const int32_t kx0 = x0 < 0 ? -x0 : 0;
+                const int32_t kx1 = p->filter_w < in_w - x0 ? p->filter_w : in_w - x0;
+                const int32_t th = ky1 - ky0, tw = kx1 - kx0, count = th * tw, half = count / 2;
+                const uint32_t m = count > 1 ? 0xFFFFFFFFu / (uint32_t)count + 1u : 0u;
+                const int8_t *first;
+                int32_t skip;
+                if (th <= 0 || tw <= 0) {
+                    return TS_ERR_PARAMS; /* an empty window: TFLite refuses it too */
+                }
+                first = in_b + ((size_t)(y0 + ky0) * in_w + (size_t)(x0 + kx0)) * ch;
+                skip = (in_w - tw) * ch;
+                for (c = 0; c < ch; c += 8) {
+                    const mve_pred16_t pr = vctp16q((uint32_t)(ch - c));
+                    const int8_t *q = first + c;
+                    int16x8_t acc = vdupq_n_s16(0), v = acc;
+                    int32x4_t e, o;
+                    for (i = th; i > 0; --i) {
+                        for (j = tw; j > 0; --j) {
+                            acc = vaddq_s16(acc, vldrbq_z_s16(q, pr));
+                            q += ch;
+                        }
+                        q += skip;
+                    }
+                    e = ts_mve_avg_div(vmovlbq_s16(acc), count, half, m);
+                    o = ts_mve_avg_div(vmovltq_s16(acc), count, half, m);
+                    v = vmovnbq_s32(v, vminq_s32(vmaxq_s32(e, lo), hi));
+                    v = vmovntq_s32(v, vminq_s32(vmaxq_s32(o, lo), hi));
+                    vstrbq_p_s16(output + c, v, pr);
+                }
+                output += ch;
+            }
+        }
+    }
+    return TS_OK;
+}
+
+/* n bytes from src to dst (disjoint): 16 a step, the last step predicated (nothing past either end
+ * is touched). */
+static inline void ts_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const mve_pred16_t q = vctp8q((uint32_t)(n - i));
+        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
+    }
 }
 
 #endif /* TS_MVE */
