@@ -292,7 +292,7 @@ def conv_wide_rq_forms() -> bytes:
     few pixels as one row of the pointwise path) prepare ts_rq four channels at a time (no table);
     the 3x3 layer before it leaves the last channel's tail (K = 27) to C in its widened rows. Then
     last blocks of one, three and four pixels (the three-pixel loop, a full block), each stored
-    through the routine's buffer."""
+    through the routine's buffer, and a 3x3 layer whose strips are filled a filter row at a time."""
     b = ModelBuilder(seed=36)
     z = b.input("z", (1, 20, 20, 3), zero_point=-128)
     z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
@@ -313,7 +313,11 @@ def conv_wide_rq_forms() -> bytes:
     v = b.conv2d(v, 20, (1, 1), name="pw_9px")
     w = b.input("w", (1, 4, 4, 8), zero_point=0)
     w = b.conv2d(w, 9, (1, 1), activation="RELU", name="pw_16px")
-    b.output(z, t, u, v, w)
+    # filter rows as runs of whole words (in_c 8): SAME windows clipped on every side, rows
+    # dilated, stride 2 down the columns
+    r = b.input("r", (1, 9, 10, 8), zero_point=-7)
+    r = b.conv2d(r, 12, (3, 3), (2, 1), "SAME", dilation=(2, 1), activation="RELU", name="k3_dil_h_8_to_12")
+    b.output(z, t, u, v, w, r)
     return b.build()
 
 

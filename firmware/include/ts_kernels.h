@@ -279,7 +279,9 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
  * after the strip's routine has written the others (all of a strip's reads precede its first
  * write, so the order of its writes changes nothing below). A 1x1 filter at stride 1
  * without padding (out_w == in_w, in_c a multiple of 4) fills a strip from its consecutive input
- * pixels, a word of each at a time. Other cores, shapes the fast paths refuse and
+ * pixels, two words a pass; other filters over a multiple of 4 channels with dilation_w 1 fill each
+ * filter row's taps inside the input as one run of words (the taps outside zeros). Other cores,
+ * shapes the fast paths refuse and
  * 1, 2, 3 or 7 output pixels per batch (blocks more than 1.6 times the pixels): ts_conv2d_s8,
  * scratch untouched.
  * Read/write order: strips in flat pixel order; all input bytes a strip reads (its pixels' receptive

@@ -1258,35 +1258,101 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
 #undef TS_WC_NEXT
 }
 
+/* `groups` groups of a pixel's slot from w on: zeros (taps outside the input). */
+static inline uint32_t *wide_zero(uint32_t *w, int32_t groups)
+{
+    for (; groups > 0; --groups) {
+        w[0] = 0;
+        w[1] = 0;
+        w += 2 * TS_WIDE_PX;
+    }
+    return w;
+}
+
+/* The bytes [src, end) (whole words) widened into a pixel's slot from w on, a word a group (two
+ * a pass after an odd first one). */
+static inline uint32_t *wide_run(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
+{
+    uint32_t e, o, e1, o1;
+    if (((end - src) & 4) != 0) {
+        const uint32_t v = ts_load4(src);
+        w[0] = ts_even_off(v, off2);
+        w[1] = ts_odd_off(v, off2);
+        w += 2 * TS_WIDE_PX;
+        src += 4;
+        if (src == end) {
+            return w;
+        }
+    }
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[o], [%[src]], #4\n\t"
+                     "ldr     %[o1], [%[src]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[o]\n\t"
+                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                     "sxtab16 %[e1], %[off2], %[o1]\n\t"
+                     "sxtab16 %[o1], %[off2], %[o1], ror #8\n\t"
+                     "strd    %[e], %[o], [%[w]], #48\n\t"
+                     "strd    %[e1], %[o1], [%[w]], #48\n\t"
+                     "cmp     %[src], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o), [e1] "=&r"(e1), [o1] "=&r"(o1)
+                     : [end] "r"(end), [off2] "r"(off2)
+                     : "cc", "memory");
+    return w;
+}
+
+/* wide_fill for a strip's slots (np pixels from flat pixel i of one batch, nb blocks) where in_c is
+ * a multiple of 4 and dilation_w is 1: per filter row, the taps inside the input are one run of
+ * whole words of the input (wide_run), the taps outside zeros; the slots past np zeros. */
+static void wide_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, int32_t i, int32_t np, int32_t nb,
+                           int32_t block_words, uint32_t *xs)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t g = in_c >> 2; /* groups a tap */
+    const uint32_t off2 = ts_pack2x16(p->input_offset);
+    int32_t y = i / p->out_w, x = i % p->out_w, q, ky;
+    for (q = 0; q < nb * TS_WIDE_PX; ++q) {
+        uint32_t *w = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+        const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + fw > in_w ? in_w - x0 : fw; /* taps inside */
+        if (q >= np) {
+            wide_zero(w, fh * fw * g);
+            continue;
+        }
+        for (ky = 0; ky < fh; ++ky) {
+            const int32_t iy = y0 + ky * p->dilation_h;
+            if (iy < 0 || iy >= in_h || kx1 <= kx0) {
+                w = wide_zero(w, fw * g);
+                continue;
+            }
+            {
+                const int8_t *src = input + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
+                w = wide_zero(w, kx0 * g);
+                w = wide_run(w, src, src + (size_t)(kx1 - kx0) * in_c, off2);
+                w = wide_zero(w, (fw - kx1) * g);
+            }
+        }
+        if (++x == p->out_w) {
+            x = 0;
+            ++y;
+        }
+    }
+}
+
 /* wide_fill for the slots of a strip whose np pixels are consecutive input pixels from `src` (a
  * 1x1 filter, stride 1, no padding, out_w == in_w; in_c a multiple of 4): each pixel's in_c bytes
- * widened a word at a time into its slot, the strip's other slots up to nb blocks zero. */
+ * widened into its slot (wide_run), the strip's other slots up to nb blocks zero. */
 static void wide_fill_flat(const int8_t *src, int32_t in_c, uint32_t off2, int32_t np, int32_t nb,
                            int32_t block_words, uint32_t *xs)
 {
     int32_t q;
     for (q = 0; q < nb * TS_WIDE_PX; ++q) {
         uint32_t *w = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
-        const int8_t *const end = src + in_c;
         if (q < np) {
-            uint32_t e, o;
-            __asm__ volatile("1:\n\t"
-                             "ldr     %[o], [%[src]], #4\n\t"
-                             "sxtab16 %[e], %[off2], %[o]\n\t"
-                             "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
-                             "strd    %[e], %[o], [%[w]], #48\n\t"
-                             "cmp     %[src], %[end]\n\t"
-                             "bne     1b\n\t"
-                             : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
-                             : [end] "r"(end), [off2] "r"(off2)
-                             : "cc", "memory");
+            wide_run(w, src, src + in_c, off2);
+            src += in_c;
         } else {
-            int32_t c;
-            for (c = 0; c < in_c; c += 4) {
-                w[0] = 0;
-                w[1] = 0;
-                w += 2 * TS_WIDE_PX;
-            }
+            wide_zero(w, in_c >> 2);
         }
     }
 }
@@ -1376,6 +1442,8 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
         int8_t *const out = output + (size_t)i * out_c;
         if (flat) {
             wide_fill_flat(input + (size_t)i * k, k, ts_pack2x16(p->input_offset), np, nb, block_words, xs);
+        } else if ((p->in_c & 3) == 0 && p->dilation_w == 1) {
+            wide_fill_rows(p, input, i, np, nb, block_words, xs);
         } else {
             for (q = 0; q < nb * TS_WIDE_PX; ++q) {
                 const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
