@@ -132,9 +132,10 @@ extern "C" {
  *    raw bytes, one filter load per 16 bytes serving the four pixels, plus input_offset * sum(w)
  *    from VADDV of the same filter bytes), requantised on four lanes and stored with a byte
  *    scatter (about 23 instructions a channel and quad plus 11 per 16 input channels: the first 16
- *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing); where the
- *    output shares no byte with the input (checked per call), dilation_w is 1 and filter_w * in_c
- *    >= 16: four horizontally adjacent output pixels of a row whose windows have every tap column
+ *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing); where dilation_w is 1,
+ *    filter_w * in_c >= 16 and either the output shares no byte with the input (checked per call)
+ *    or out_c <= 64 (the quad's outputs then go to a 256-byte stack block, copied to their bytes
+ *    after its last channel: all four fields read before any of their outputs is written): four horizontally adjacent output pixels of a row whose windows have every tap column
  *    inside the input (and the same tap rows) as one quad, each filter row one run of
  *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
  *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
@@ -166,8 +167,10 @@ extern "C" {
  * pair. The reference loop is the same with groups of one pixel. On DSP cores the leading output
  * rows may be done by the widened path ("CONV_2D wide": strips of consecutive flat pixels, each
  * strip's receptive fields all read before its first output is written), which allows every
- * overlap the groups above allow. The Helium quads of k x k windows (groups of four pixels) run only
- * where the output and the input share no byte, so no order between them matters. */
+ * overlap the groups above allow. The Helium quads of k x k windows (groups of four pixels) write
+ * straight to their outputs only where the output and the input share no byte (no order matters
+ * then); otherwise each quad's four fields are all read before any of its outputs is written, as
+ * the small-field quads, which every overlap the groups of one or two pixels allow also allows. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;

@@ -423,12 +423,13 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
     const int32_t out_w = p->out_w, stride_w = p->stride_w;
     int32_t b, y, x;
 #if TS_MVE
-    /* Helium: quads of whole-width windows where the output shares no byte with the input */
+    /* Helium: quads of whole-width windows, their outputs staged on the stack (all four fields read
+     * first) unless the output shares no byte with the input */
     const size_t in_bytes = (size_t)p->batches * in_h * in_w * in_c;
     const size_t out_bytes = (size_t)p->batches * p->out_h * out_w * out_c;
-    const int quads = p->dilation_w == 1 && p->filter_w * in_c >= 16 &&
-                      ((uintptr_t)output >= (uintptr_t)(input + in_bytes) ||
-                       (uintptr_t)input >= (uintptr_t)(output + out_bytes));
+    const int apart = (uintptr_t)output >= (uintptr_t)(input + in_bytes) ||
+                      (uintptr_t)input >= (uintptr_t)(output + out_bytes);
+    const int quads = p->dilation_w == 1 && p->filter_w * in_c >= 16 && (apart || out_c <= TS_MVE_CQ_STAGE);
 #endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
@@ -449,8 +450,9 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                 }
 #if TS_MVE
                 if (quads && hits && kx0 == 0 && x + 3 < out_w && x0 + 3 * stride_w + p->filter_w <= in_w) {
-                    ts_mve_conv_quad(p, in0, stride_w * in_c, ky1 - ky0, r0.in_row_step, filter + r0.w_first, bias,
-                                     output);
+                    (apart ? ts_mve_conv_quad : ts_mve_conv_quad_staged)(p, in0, stride_w * in_c, ky1 - ky0,
+                                                                         r0.in_row_step, filter + r0.w_first,
+                                                                         bias, output);
                     output += 4 * out_c;
                     x += 4;
                     continue;

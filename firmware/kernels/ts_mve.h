@@ -1348,6 +1348,17 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
     }
 }
 
+/* n bytes from src to dst (disjoint): 16 a step, the last step predicated (nothing past either end
+ * is touched). */
+static inline void ts_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const mve_pred16_t q = vctp8q((uint32_t)(n - i));
+        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
+    }
+}
+
 /* A quad of CONV_2D output pixels with the same tap rows, every filter column inside the input
  * (dilation_w 1): the asm block's arguments, ts_mve_pw_args's first 100 bytes (k unused) and: */
 typedef struct {
@@ -1448,6 +1459,9 @@ TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int
     }
 }
 
+/* Output channels of a k x k quad whose outputs go through the stack (ts_mve_conv_quad_staged). */
+#define TS_MVE_CQ_STAGE 64
+
 /* CONV_2D, four horizontally adjacent output pixels whose windows have the same `rows` tap rows and
  * every tap column inside the input (dilation_w 1, filter_w * in_c >= 16): pixel q's field starts at
  * in0 + q * px_step, its rows in_row bytes apart, each one run of filter_w * in_c bytes; the filter
@@ -1488,6 +1502,18 @@ TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0
         a.tab = tab;
         ts_mve_cq_block(&a, w_first + (size_t)c0 * fs, out + c0);
     }
+}
+
+/* ts_mve_conv_quad with out_c <= TS_MVE_CQ_STAGE, its outputs stored into a stack block and copied
+ * to the four pixels' output bytes after the last channel: all four fields are read before any of
+ * their outputs is written. */
+TS_MVE_HOT void ts_mve_conv_quad_staged(const ts_conv2d_s8_params *p, const int8_t *in0, int32_t px_step,
+                                        int32_t rows, int32_t in_row, const int8_t *w_first, const int32_t *bias,
+                                        int8_t *out)
+{
+    int8_t stage[4 * TS_MVE_CQ_STAGE];
+    ts_mve_conv_quad(p, in0, px_step, rows, in_row, w_first, bias, stage);
+    ts_mve_copy(out, stage, 4 * p->out_c);
 }
 
 /* round(acc / count) with ties away from zero (ts_avg_pool2d_s8.c's (acc +- count / 2) / count, C's
@@ -1563,16 +1589,6 @@ TS_MVE_HOT int ts_mve_avg_pool(const ts_pool2d_s8_params *p, const int8_t *input
     return TS_OK;
 }
 
-/* n bytes from src to dst (disjoint): 16 a step, the last step predicated (nothing past either end
- * is touched). */
-static inline void ts_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
-{
-    int32_t i;
-    for (i = 0; i < n; i += 16) {
-        const mve_pred16_t q = vctp8q((uint32_t)(n - i));
-        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
-    }
-}
 
 #endif /* TS_MVE */
 #endif /* TS_MVE_H */
