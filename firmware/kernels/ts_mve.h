@@ -1086,6 +1086,30 @@ typedef struct {
     int32_t io;         /* 96: input_offset */
 } ts_mve_pw_args;
 
+/* The requantisation of a pixel quad's four sums in q0 (the TS_MVE_PW_ASM and TS_MVE_CQ_ASM loops):
+ * r0 the channel's bias plus t (a register named by the caller, the value LDR'd into it) times r8
+ * (the filter sum's factor), added to every lane; then the shift (r4 > 0: VSHL before VQRDMULH by r2;
+ * r4 < 0: VQRDMULH, the tie correction, VRSHL; r4 == 0: VQRDMULH alone), the output offset (q4) and
+ * the clamp (q6, q7). */
+#define TS_MVE_RQ_LANES(t)                                                                              \
+    "mla     r0, " t ", r8, r0\n\t"                                                                       \
+    "vadd.i32 q0, q0, r0\n\t"                                                                          \
+    "cmp     r4, #0\n\t"                                                                               \
+    "ble     4f\n\t"                                                                                   \
+    "vshl.s32 q0, r4\n\t"                                                                              \
+    "vqrdmulh.s32 q0, q0, r2\n\t"                                                                      \
+    "b       5f\n\t"                                                                                   \
+    "4:\n\t"                                                                                           \
+    "vqrdmulh.s32 q0, q0, r2\n\t"                                                                      \
+    "beq     5f\n\t"                                                                                   \
+    "vshr.s32 q1, q0, #31\n\t"                                                                         \
+    "vqadd.s32 q0, q0, q1\n\t"                                                                         \
+    "vrshl.s32 q0, r4\n\t"                                                                             \
+    "5:\n\t"                                                                                           \
+    "vadd.i32 q0, q0, q4\n\t"                                                                          \
+    "vmax.s32 q0, q0, q6\n\t"                                                                          \
+    "vmin.s32 q0, q0, q7\n\t"
+
 /* The quad's channels, each: four VMLADAV dot products of the raw bytes and VADDV of the filter
  * bytes (one filter load serving the four pixels, 16 bytes a step in a DLS/LE loop, then the
  * in_c % 16 tail under VCTP.8: inactive lanes load 0), the four sums into one vector (two VMOVs of
@@ -1167,23 +1191,7 @@ typedef struct {
                      "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
                      "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
                      "ldr     lr, [r10, #96]\n\t"                                                       \
-                     "mla     r0, lr, r8, r0\n\t"                                                       \
-                     "vadd.i32 q0, q0, r0\n\t"                                                          \
-                     "cmp     r4, #0\n\t"                                                               \
-                     "ble     4f\n\t"                                                                   \
-                     "vshl.s32 q0, r4\n\t"                                                              \
-                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
-                     "b       5f\n\t"                                                                   \
-                     "4:\n\t"                                                                           \
-                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
-                     "beq     5f\n\t"                                                                   \
-                     "vshr.s32 q1, q0, #31\n\t"                                                         \
-                     "vqadd.s32 q0, q0, q1\n\t"                                                         \
-                     "vrshl.s32 q0, r4\n\t"                                                             \
-                     "5:\n\t"                                                                           \
-                     "vadd.i32 q0, q0, q4\n\t"                                                          \
-                     "vmax.s32 q0, q0, q6\n\t"                                                          \
-                     "vmin.s32 q0, q0, q7\n\t" STORE "adds    r7, r7, #1\n\t"                           \
+                     TS_MVE_RQ_LANES("lr") STORE "adds    r7, r7, #1\n\t"                               \
                      "ldr     r0, [r10, #92]\n\t"                                                       \
                      "cmp     r12, r0\n\t"                                                              \
                      "bne     1b\n\t"                                                                   \
@@ -1417,23 +1425,7 @@ typedef struct {
                      "ldm     lr!, {r0, r2, r4}\n\t"                                                    \
                      "str     lr, [r10, #112]\n\t"                                                      \
                      "ldr     r12, [r10, #96]\n\t"                                                      \
-                     "mla     r0, r12, r8, r0\n\t"                                                      \
-                     "vadd.i32 q0, q0, r0\n\t"                                                          \
-                     "cmp     r4, #0\n\t"                                                               \
-                     "ble     4f\n\t"                                                                   \
-                     "vshl.s32 q0, r4\n\t"                                                              \
-                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
-                     "b       5f\n\t"                                                                   \
-                     "4:\n\t"                                                                           \
-                     "vqrdmulh.s32 q0, q0, r2\n\t"                                                      \
-                     "beq     5f\n\t"                                                                   \
-                     "vshr.s32 q1, q0, #31\n\t"                                                         \
-                     "vqadd.s32 q0, q0, q1\n\t"                                                         \
-                     "vrshl.s32 q0, r4\n\t"                                                             \
-                     "5:\n\t"                                                                           \
-                     "vadd.i32 q0, q0, q4\n\t"                                                          \
-                     "vmax.s32 q0, q0, q6\n\t"                                                          \
-                     "vmin.s32 q0, q0, q7\n\t"                                                          \
+                     TS_MVE_RQ_LANES("r12")                                                             \
                      "vstrb.32 q0, [r7, q5]\n\t"                                                        \
                      "adds    r7, r7, #1\n\t"                                                           \
                      "ldr     r0, [r10, #92]\n\t"                                                       \
