@@ -354,45 +354,32 @@ typedef struct {
     "ldr     %[x], %[lo4]\n\t"                                                                           \
     "ldr     %[fe], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "x", "fe", "fo")
 
-/* One pixel whose whole 3x3 window lies inside the input (in, out at channel 0 of the window's
- * first tap / of the pixel), every block in one asm loop: per block the biases (one LDM), nine taps
- * against the widened filter, ts_rq with each channel's fields by one LDM, pack, the bytewise clamp
- * (left out where the activation range is all of int8, which SSAT has already made sure of), one
- * word stored. The registers are named at every optimisation level (a local register variable is
- * what an asm operand takes, at -O2 too): an LDM's register list must ascend, r0-r3 and r10-lr. */
-static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_blk *k)
-{
-    const int32_t in_row = k->in_row, back = 2 * k->in_row - 4; /* p from the last row to the next block */
-    const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
-    int8_t *const oend = out + 4 * k->groups;
-    register int32_t a0 __asm__("r0"), a1 __asm__("r1"), a2 __asm__("r2"), a3 __asm__("r3");
-    register const int8_t *pp __asm__("r4") = in;
-    register const int32_t *ff __asm__("r5") = k->blocks;
-    register const int32_t c1 __asm__("r6") = k->c1;
-    register const uint32_t off2 __asm__("r8") = k->off2;
-    register int8_t *oo __asm__("r9") = out;
-    register uint32_t x __asm__("r10"), fe __asm__("r11"), fo __asm__("r12"), t1 __asm__("lr");
-    if (k->groups < 1) {
-        return;
-    }
 /* a's ts_rq fields (m, left + 1, base, rr) into x, fe, fo, t1 by one LDM (f steps past them), then
  * ts_rq_apply's six steps on a in place, fe scratch */
 #define DWB_RQ_LDM(a) "ldm     %[f]!, {%[x], %[fe], %[fo], %[t1]}\n\t" TS_RQ_STEPS_ASM(a, a, a, "x", "fe", "fo", "t1", "fe")
+/* the packed word a0 clamped bytewise to [lo4, hi4] */
 #define DWB_CLAMP                                                                                       \
     "ldr     %[x], %[lo4]\n\t"                                                                           \
     "ldr     %[fe], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "x", "fe", "fo")
-/* f steps over the biases (16 bytes) first: the taps' filter words at [f, #64..#128] */
-#define DWB_FULL(clamp)                                                                                 \
+/* the next row of the window: p += in_row */
+#define DWB_NEXT_ROW                                                                                    \
+    "ldr     %[t1], %[in_row]\n\t"                                                                       \
+    "add     %[p], %[p], %[t1]\n\t"
+/* the three taps of a window row (tap ky * 3 + kx at byte 64 + 8 * (3 * ky + kx) from f, which has
+ * stepped over the biases; r: the row's first), two rows of three taps, three rows of two */
+#define DWB_ROW3(r) DWW_TAP("", r "+ 0") DWW_TAP(", %[c1]", r "+ 8") DWW_TAP(", %[c1], lsl #1", r "+ 16")
+#define DWB_ROWS2(r0, r1) DWB_ROW3(r0) DWB_NEXT_ROW DWB_ROW3(r1)
+#define DWB_COLS2(c0)                                                                                   \
+    DWW_TAP("", c0 "+ 0") DWW_TAP(", %[c1]", c0 "+ 8") DWB_NEXT_ROW DWW_TAP("", c0 "+ 24")                \
+        DWW_TAP(", %[c1]", c0 "+ 32") DWB_NEXT_ROW DWW_TAP("", c0 "+ 48") DWW_TAP(", %[c1]", c0 "+ 56")
+/* The loop of dw_blocks_full and dw_blocks_six (their register variables): per block of four
+ * channels its biases by one LDM, the window's taps (asm text), each channel's ts_rq by one LDM, the
+ * four results packed, `clamp` (DWB_CLAMP or nothing), one word stored, p back by `back` to the next
+ * block's first tap, until o reaches oend. */
+#define DWB_BLOCKS(taps, clamp)                                                                         \
     __asm__ volatile("1:\n\t"                                                                            \
-                     "ldm     %[f]!, {%[a0], %[a1], %[a2], %[a3]}\n\t" DWW_TAP("", "64")                 \
-                         DWW_TAP(", %[c1]", "72") DWW_TAP(", %[c1], lsl #1", "80")                       \
-                     "ldr     %[t1], %[in_row]\n\t"                                                      \
-                     "add     %[p], %[p], %[t1]\n\t" DWW_TAP("", "88") DWW_TAP(", %[c1]", "96")          \
-                         DWW_TAP(", %[c1], lsl #1", "104")                                               \
-                     "ldr     %[t1], %[in_row]\n\t"                                                      \
-                     "add     %[p], %[p], %[t1]\n\t" DWW_TAP("", "112") DWW_TAP(", %[c1]", "120")        \
-                         DWW_TAP(", %[c1], lsl #1", "128") DWB_RQ_LDM("a0") DWB_RQ_LDM("a1")             \
-                             DWB_RQ_LDM("a2") DWB_RQ_LDM("a3")                                           \
+                     "ldm     %[f]!, {%[a0], %[a1], %[a2], %[a3]}\n\t" taps DWB_RQ_LDM("a0")             \
+                         DWB_RQ_LDM("a1") DWB_RQ_LDM("a2") DWB_RQ_LDM("a3")                              \
                      "bfi     %[a0], %[a1], #8, #8\n\t"                                                  \
                      "bfi     %[a0], %[a2], #16, #8\n\t"                                                 \
                      "bfi     %[a0], %[a3], #24, #8\n\t" clamp                                           \
@@ -409,13 +396,38 @@ static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_b
                      : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [back] "m"(back),           \
                        [lo4] "m"(lo4), [hi4] "m"(hi4), [oend] "m"(oend)                                  \
                      : "cc", "memory")
-    if (lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
-        DWB_FULL("");
-    } else {
-        DWB_FULL(DWB_CLAMP);
+
+/* DWB_BLOCKS's operands, in registers named at every optimisation level (a local register variable
+ * is what an asm operand takes, at -O2 too): an LDM's register list must ascend, r0-r3 and r10-lr;
+ * in, out and k the function's arguments. */
+#define DWB_REGISTERS                                                                                   \
+    register int32_t a0 __asm__("r0"), a1 __asm__("r1"), a2 __asm__("r2"), a3 __asm__("r3");         \
+    register const int8_t *pp __asm__("r4") = in;                                                     \
+    register const int32_t *ff __asm__("r5") = k->blocks;                                             \
+    register const int32_t c1 __asm__("r6") = k->c1;                                                  \
+    register const uint32_t off2 __asm__("r8") = k->off2;                                             \
+    register int8_t *oo __asm__("r9") = out;                                                          \
+    register uint32_t x __asm__("r10"), fe __asm__("r11"), fo __asm__("r12"), t1 __asm__("lr")
+
+/* One pixel whose whole 3x3 window lies inside the input (in, out at channel 0 of the window's
+ * first tap / of the pixel), every block in one asm loop: per block the biases (one LDM), nine taps
+ * against the widened filter, ts_rq with each channel's fields by one LDM, pack, the bytewise clamp
+ * (left out where the activation range is all of int8, which SSAT has already made sure of), one
+ * word stored (DWB_BLOCKS, its operands in DWB_REGISTERS). */
+static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_blk *k)
+{
+    const int32_t in_row = k->in_row, back = 2 * k->in_row - 4; /* p from the last row to the next block */
+    const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
+    int8_t *const oend = out + 4 * k->groups;
+    DWB_REGISTERS;
+    if (k->groups < 1) {
+        return;
     }
-#undef DWB_FULL
-#undef DWB_CLAMP
+    if (lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
+        DWB_BLOCKS(DWB_ROW3("64") DWB_NEXT_ROW DWB_ROW3("88") DWB_NEXT_ROW DWB_ROW3("112"), "");
+    } else {
+        DWB_BLOCKS(DWB_ROW3("64") DWB_NEXT_ROW DWB_ROW3("88") DWB_NEXT_ROW DWB_ROW3("112"), DWB_CLAMP);
+    }
 }
 
 /* One pixel whose 3x3 window has six taps inside the input: its three rows and two columns (the
@@ -432,60 +444,29 @@ static TS_NOINLINE void dw_blocks_six(const int8_t *in, int8_t *out, int shape, 
     const int32_t back = (shape >= DWB_TOP ? 1 : 2) * k->in_row - 4; /* p from the last row to the next block */
     const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
     int8_t *const oend = out + 4 * k->groups;
-    /* named at every optimisation level, as dw_blocks_full's (its LDMs) */
-    register int32_t a0 __asm__("r0"), a1 __asm__("r1"), a2 __asm__("r2"), a3 __asm__("r3");
-    register const int8_t *pp __asm__("r4") = in;
-    register const int32_t *ff __asm__("r5") = k->blocks;
-    register const int32_t c1 __asm__("r6") = k->c1;
-    register const uint32_t off2 __asm__("r8") = k->off2;
-    register int8_t *oo __asm__("r9") = out;
-    register uint32_t x __asm__("r10"), fe __asm__("r11"), fo __asm__("r12"), t1 __asm__("lr");
+    DWB_REGISTERS;
     if (k->groups < 1) {
         return;
     }
-/* the next row of the window: p += in_row */
-#define DWB_NEXT_ROW                                                                                    \
-    "ldr     %[t1], %[in_row]\n\t"                                                                       \
-    "add     %[p], %[p], %[t1]\n\t"
-/* two rows of three taps, or three of two (tap ky * 3 + kx at byte 64 + 8 * (3 * ky + kx) from f,
- * which has stepped over the biases) */
-#define DWB_ROWS2(r0, r1) DWW_TAP("", r0 "+ 0") DWW_TAP(", %[c1]", r0 "+ 8") DWW_TAP(", %[c1], lsl #1", r0 "+ 16") \
-    DWB_NEXT_ROW DWW_TAP("", r1 "+ 0") DWW_TAP(", %[c1]", r1 "+ 8") DWW_TAP(", %[c1], lsl #1", r1 "+ 16")
-#define DWB_COLS2(c0)                                                                                   \
-    DWW_TAP("", c0 "+ 0") DWW_TAP(", %[c1]", c0 "+ 8") DWB_NEXT_ROW DWW_TAP("", c0 "+ 24")                \
-        DWW_TAP(", %[c1]", c0 "+ 32") DWB_NEXT_ROW DWW_TAP("", c0 "+ 48") DWW_TAP(", %[c1]", c0 "+ 56")
-#define DWB_SIX(taps)                                                                                   \
-    __asm__ volatile("1:\n\t"                                                                            \
-                     "ldm     %[f]!, {%[a0], %[a1], %[a2], %[a3]}\n\t" taps DWB_RQ_LDM("a0")             \
-                         DWB_RQ_LDM("a1") DWB_RQ_LDM("a2") DWB_RQ_LDM("a3") DWB_PACK_CLAMP                \
-                     "str     %[a0], [%[o]], #4\n\t"                                                     \
-                     "ldr     %[t1], %[back]\n\t"                                                        \
-                     "sub     %[p], %[p], %[t1]\n\t"                                                     \
-                     "add     %[f], %[f], #72\n\t" /* the next block: past the 2 * 9 filter words */     \
-                     "ldr     %[t1], %[oend]\n\t"                                                        \
-                     "cmp     %[o], %[t1]\n\t"                                                           \
-                     "bne     1b"                                                                        \
-                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x),     \
-                       [fe] "=&r"(fe), [fo] "=&r"(fo), [t1] "=&r"(t1), [p] "+r"(pp), [f] "+r"(ff),       \
-                       [o] "+r"(oo)                                                                      \
-                     : [c1] "r"(c1), [off2] "r"(off2), [in_row] "m"(in_row), [back] "m"(back),           \
-                       [lo4] "m"(lo4), [hi4] "m"(hi4), [oend] "m"(oend)                                  \
-                     : "cc", "memory")
     if (shape == DWB_LEFT) {
-        DWB_SIX(DWB_COLS2("72"));
+        DWB_BLOCKS(DWB_COLS2("72"), DWB_CLAMP);
     } else if (shape == DWB_RIGHT) {
-        DWB_SIX(DWB_COLS2("64"));
+        DWB_BLOCKS(DWB_COLS2("64"), DWB_CLAMP);
     } else if (shape == DWB_TOP) {
-        DWB_SIX(DWB_ROWS2("88", "112"));
+        DWB_BLOCKS(DWB_ROWS2("88", "112"), DWB_CLAMP);
     } else {
-        DWB_SIX(DWB_ROWS2("64", "88"));
+        DWB_BLOCKS(DWB_ROWS2("64", "88"), DWB_CLAMP);
     }
-#undef DWB_SIX
+}
+
+#undef DWB_BLOCKS
+#undef DWB_REGISTERS
 #undef DWB_COLS2
 #undef DWB_ROWS2
+#undef DWB_ROW3
 #undef DWB_NEXT_ROW
+#undef DWB_CLAMP
 #undef DWB_RQ_LDM
-}
 
 /* DWW_TAP against the filter pointer fp (which walks the window's rectangle) instead of f. */
 #define DWB_RECT_TAP(xoff, foff)                                                                        \

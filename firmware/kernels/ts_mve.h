@@ -1086,6 +1086,21 @@ typedef struct {
     int32_t io;         /* 96: input_offset */
 } ts_mve_pw_args;
 
+/* One 16-byte step of a pixel quad's dot products (the 1x1 and small-field quads' loops): 16 filter
+ * bytes from r11 against 16 bytes of each pixel (r1, r3, r5, r9), summed into r0, r2, r4, r6, the
+ * filter bytes' sum into r8. */
+#define TS_MVE_QUAD_DOT16                                                                               \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladava.s8 r2, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladava.s8 r4, q0, q1\n\t"                                                                        \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
+    "vaddva.s8 r8, q1\n\t"
+
 /* The requantisation of a pixel quad's four sums in q0 (the TS_MVE_PW_ASM and TS_MVE_CQ_ASM loops):
  * r0 the channel's bias plus t (a register named by the caller, the value LDR'd into it) times r8
  * (the filter sum's factor), added to every lane; then the shift (r4 > 0: VSHL before VQRDMULH by r2;
@@ -1166,16 +1181,7 @@ typedef struct {
     "ldr     lr, [r10, #80]\n\t"                                                                        \
     "wls     lr, lr, 3f\n\t"                                                                            \
     "2:\n\t"                                                                                            \
-    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
-    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
-    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
-    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
-    "vmladava.s8 r2, q0, q1\n\t"                                                                        \
-    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
-    "vmladava.s8 r4, q0, q1\n\t"                                                                        \
-    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
-    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
-    "vaddva.s8 r8, q1\n\t"                                                                              \
+    TS_MVE_QUAD_DOT16                                                                                   \
     "le      lr, 2b\n\t"
 #define TS_MVE_PW_ASM(DOTS, TAIL, STORE)                                                                \
     __asm__ volatile("push    {r7}\n\t"                                                                 \
@@ -1400,16 +1406,7 @@ typedef struct {
                      "ldr     lr, [r10, #80]\n\t"                                                       \
                      "dls     lr, lr\n\t"                                                               \
                      "2:\n\t"                                                                           \
-                     "vldrb.8 q1, [r11], #16\n\t"                                                       \
-                     "vldrb.8 q0, [r1], #16\n\t"                                                        \
-                     "vmladava.s8 r0, q0, q1\n\t"                                                       \
-                     "vldrb.8 q0, [r3], #16\n\t"                                                        \
-                     "vmladava.s8 r2, q0, q1\n\t"                                                       \
-                     "vldrb.8 q0, [r5], #16\n\t"                                                        \
-                     "vmladava.s8 r4, q0, q1\n\t"                                                       \
-                     "vldrb.8 q0, [r9], #16\n\t"                                                        \
-                     "vmladava.s8 r6, q0, q1\n\t"                                                       \
-                     "vaddva.s8 r8, q1\n\t"                                                             \
+                     TS_MVE_QUAD_DOT16                                                                  \
                      "le      lr, 2b\n\t" TAIL "ldr     lr, [r10, #104]\n\t"                            \
                      "add     r1, r1, lr\n\t"                                                           \
                      "add     r3, r3, lr\n\t"                                                           \
