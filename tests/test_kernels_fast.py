@@ -283,6 +283,34 @@ def test_dsp_instructions_only_where_the_core_has_them(cpu: str, has_dsp: bool, 
     assert found == [has_dsp] * 3
 
 
+@pytest.mark.qemu
+@pytest.mark.parametrize(
+    "cflags", [["-mcpu=cortex-m7"], ["-mcpu=cortex-m55", "-mfloat-abi=hard"]], ids=["m7", "m55"]
+)
+def test_functions_whose_asm_takes_an_adr_are_word_aligned_at_os(cflags: list[str], tmp_path: Path) -> None:
+    """An ADR to a label of its own function is resolved by the assembler against the section's
+    start, and ADR adds Align(PC, 4): the section must be word-aligned. At -Os GCC aligns functions to
+    halfwords only, so a function whose asm takes a label's address (wide_channels' computed entry)
+    asks for aligned(4); without it, a user's -Os link that put it at 2 mod 4 faulted."""
+    require("qemu", ("arm-none-eabi-gcc",))
+    unaligned = []
+    for source in sorted(KERNELS.glob("*.c")):
+        asm = tmp_path / f"{source.stem}.s"
+        cmd = ["arm-none-eabi-gcc", *cflags, "-mthumb", "-Os", "-ffunction-sections", "-std=gnu11",
+               f"-I{KERNELS}", f"-I{REPO / 'firmware' / 'include'}", "-S", str(source), "-o", str(asm)]  # fmt: skip
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        section, align = "", 0
+        for line in asm.read_text().splitlines():
+            words = line.split()
+            if words[:1] == [".section"]:
+                section, align = words[1].rstrip(","), 0
+            elif words[:1] == [".align"]:
+                align = int(words[1])
+            elif words and words[0] in ("adr", "adr.w") and align < 2:
+                unaligned.append(f"{source.name}: {section}")
+    assert not unaligned, sorted(set(unaligned))
+
+
 def _vector_ops(kernel: str, cflags: list[str], tmp_path: Path) -> set[str]:
     """The MVE mnemonics in a kernel compiled with cflags (gcc -S: binutils' objdump does not decode
     MVE without being told the architecture)."""

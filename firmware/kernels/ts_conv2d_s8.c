@@ -1008,7 +1008,10 @@ typedef struct {
  * and stored `stride` bytes apart. The accumulators never leave registers, and no C runs between a
  * strip's first channel and its last. Registers: r0-r5 the accumulators, r6 the filter, r7 the block
  * scratch, r8 the filter's end, r9-r12 the lanes, lr the job. */
-__attribute__((naked, noinline))
+/* aligned(4): the ADRs below are resolved by the assembler against the section's start, which must
+ * then be word-aligned as ADR's Align(PC, 4) assumes (at -Os functions are only halfword-aligned,
+ * and a link that put this one at 2 mod 4 sent its computed branches 2 bytes off: a fault). */
+__attribute__((naked, noinline, aligned(4)))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((noipa))
 #endif
