@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from tinysched.boards import get_board
 from tinysched.build.elfsize import DoesNotFit
 from tinysched.build.sources import write_sources
 from tinysched.device import reference
@@ -108,12 +109,17 @@ def measure_model(path: Path, boards: list[str], work: Path, options: Any) -> li
 
 
 def table(rows: list[dict[str, Any]], boards: list[str]) -> dict[str, Any]:
+    core = {b: get_board(b).core for b in boards}
     kernels: dict[str, dict[str, Any]] = {}
     for r in rows:
         for k in r["kernels"]:
-            entry = kernels.setdefault(k, {"bytes": 0, "deepest_in": ""})
+            entry = kernels.setdefault(k, {"bytes": 0, "deepest_in": "", "by_core": {}})
             if r["stack"] > entry["bytes"]:
                 entry.update(bytes=r["stack"], deepest_in=f"{r['model']} on {r['board']}")
+            by_core = entry["by_core"]
+            by_core[core[r["board"]]] = max(by_core.get(core[r["board"]], 0), r["stack"])
+    for entry in kernels.values():
+        entry["by_core"] = dict(sorted(entry["by_core"].items()))
     return {
         "measured_on": boards,
         "models": sorted({r["model"] for r in rows}),
@@ -127,11 +133,13 @@ HEADER = """\
 #
 # bytes: the deepest stack a model's invoke reached (painted-stack high-water, the device harness's
 # stack_bytes_measured) among the measured models that call the kernel: the kernel's frames plus the
-# generated invoke function, so an upper bound of what that kernel needs. harness_bytes: the deepest
-# the harness itself went around an invoke (stack_bytes_total - stack_bytes_measured).
-# tinysched/build/stack.py sizes `build`'s default stack reservation from it: max over the model's
-# kernels + harness_bytes, plus 25 % and 256 B; a kernel missing here falls back to the board's
-# stack_bytes.
+# generated invoke function, so an upper bound of what that kernel needs; by_core: the same on the
+# boards of each core (a build for one of these cores takes its own figure, other cores `bytes`, the
+# deepest of all: Helium's kernels keep blocks on the stack that the DSP cores' do not).
+# harness_bytes: the deepest the harness itself went around an invoke (stack_bytes_total -
+# stack_bytes_measured). tinysched/build/stack.py sizes `build`'s default stack reservation from it:
+# max over the model's kernels + harness_bytes, plus 25 % and 256 B; a kernel missing here falls
+# back to the board's stack_bytes.
 """
 
 

@@ -18,7 +18,13 @@ from tiers import require
 from tinysched.boards import all_boards, get_board
 from tinysched.build.elfsize import DoesNotFit
 from tinysched.build.firmware import build_firmware, linker_script, selftest_sources
-from tinysched.build.stack import KernelStackTable, kernel_stack_table, stack_reservation, with_margin
+from tinysched.build.stack import (
+    KernelStackTable,
+    invoke_stack,
+    kernel_stack_table,
+    stack_reservation,
+    with_margin,
+)
 from tinysched.device.link import DeviceFault, DeviceLink
 from tinysched.device.runner import (
     SELFTEST_ARENA,
@@ -756,6 +762,25 @@ def test_stack_reservation_from_measured_kernels():
     forced = stack_reservation(board, ["ts_add_s8"], requested=4096, table=table)
     assert forced.bytes == 4096 and forced.basis == "--stack" and forced.measured_bytes == 300 + 264
     assert with_margin(0) == 256 and all(with_margin(n) % 16 == 0 for n in range(0, 3000, 7))
+
+
+def test_stack_reservation_takes_the_boards_core_where_it_was_measured():
+    # Helium's kernels keep blocks on the stack that the DSP cores' do not: a Cortex-M4 board takes
+    # the M4's figure, a core never measured (the M33) the deepest of all
+    table = KernelStackTable(
+        {"ts_conv2d_s8": 2364, "ts_add_s8": 300},
+        harness_bytes=264,
+        measured_on=("mps2-an386", "mps3-an547"),
+        by_core={"ts_conv2d_s8": {"cortex-m4": 1300, "cortex-m55": 2364}, "ts_add_s8": {"cortex-m4": 300}},
+    )
+    m4 = stack_reservation(get_board("nucleo-f446re"), ["ts_add_s8", "ts_conv2d_s8"], table=table)
+    assert m4.measured_bytes == 1300 + 264 and "deepest kernel ts_conv2d_s8 1,300 B" in m4.basis
+    m55 = stack_reservation(get_board("mps3-an547"), ["ts_add_s8", "ts_conv2d_s8"], table=table)
+    assert m55.measured_bytes == 2364 + 264
+    m33 = stack_reservation(get_board("mps2-an505"), ["ts_conv2d_s8"], table=table)
+    assert m33.measured_bytes == 2364 + 264
+    assert invoke_stack(["ts_conv2d_s8"], table, core="cortex-m4").bytes == 1300
+    assert invoke_stack(["ts_conv2d_s8"], table).bytes == 2364
 
 
 def test_the_shipped_stack_table_covers_the_common_kernels():

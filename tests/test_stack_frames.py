@@ -37,7 +37,7 @@ def test_a_streamed_input_step_reserves_its_frames() -> None:
     for module in (whole, streamed):
         own = module_stack_bytes(module, board)
         reservation = stack_reservation(board, module.kernels, module_bytes=own)
-        deepest = max(table.kernels[k] for k in module.kernels)
+        deepest = max(table.kernel_bytes(k, board.core) for k in module.kernels)
         assert reservation.measured_bytes == deepest + table.harness_bytes + own
         assert reservation.bytes == with_margin(reservation.measured_bytes)
         assert f"the model's own frames {own:,} B" in reservation.basis

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -31,11 +31,17 @@ ROUND_TO = 16  # the stack section's size keeps the 8-byte alignment AAPCS asks 
 
 @dataclass(frozen=True)
 class KernelStackTable:
-    """targets/kernel_stack.yaml: bytes per kernel file stem (ts_conv2d_s8, ...), and the harness's."""
+    """targets/kernel_stack.yaml: bytes per kernel file stem (ts_conv2d_s8, ...), the deepest over
+    every measured board, the same per core where measured (`by_core`), and the harness's."""
 
     kernels: dict[str, int]
     harness_bytes: int
     measured_on: tuple[str, ...]
+    by_core: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def kernel_bytes(self, kernel: str, core: str | None = None) -> int:
+        """The kernel's figure on `core` where that core was measured, else the deepest of all."""
+        return self.by_core.get(kernel, {}).get(core or "", self.kernels[kernel])
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,11 @@ def _load(path: str) -> KernelStackTable:
     source = Path(path)
     try:
         doc = load_yaml(source.read_text()) or {}
-        kernels = {str(k): int(v["bytes"]) for k, v in (doc.get("kernels") or {}).items()}
-        return KernelStackTable(kernels, int(doc["harness_bytes"]), tuple(doc.get("measured_on") or ()))
+        entries = (doc.get("kernels") or {}).items()
+        kernels = {str(k): int(v["bytes"]) for k, v in entries}
+        by_core = {str(k): {str(c): int(b) for c, b in (v.get("by_core") or {}).items()} for k, v in entries}
+        measured_on = tuple(doc.get("measured_on") or ())
+        return KernelStackTable(kernels, int(doc["harness_bytes"]), measured_on, by_core)
     except OSError as err:
         raise TinyschedError(f"{source}: cannot read the kernel stack table: {err.strerror or err}") from None
     except (yaml.YAMLError, KeyError, TypeError, ValueError) as err:
@@ -123,7 +132,8 @@ def stack_reservation(
     unmeasured = tuple(k for k in used if k not in table.kernels)
     measured = None
     if not unmeasured:
-        measured = max((table.kernels[k] for k in used), default=0) + table.harness_bytes + module_bytes
+        deepest_bytes = max((table.kernel_bytes(k, board.core) for k in used), default=0)
+        measured = deepest_bytes + table.harness_bytes + module_bytes
     if requested is not None:
         return StackReservation(int(requested), measured, "--stack", unmeasured)
     if measured is None:
@@ -133,27 +143,31 @@ def stack_reservation(
             f"the board's stack_bytes: no stack measured for {', '.join(unmeasured)} (targets/kernel_stack.yaml)",
             unmeasured,
         )
-    deepest = max(used, key=lambda k: table.kernels[k]) if used else "none"
+    deepest = max(used, key=lambda k: table.kernel_bytes(k, board.core)) if used else "none"
+    deepest_bytes = table.kernel_bytes(deepest, board.core) if used else 0
     return StackReservation(
         with_margin(measured),
         measured,
-        f"measured {measured:,} B (deepest kernel {deepest} {table.kernels.get(deepest, 0):,} B + harness "
+        f"measured {measured:,} B (deepest kernel {deepest} {deepest_bytes:,} B + harness "
         f"{table.harness_bytes:,} B"
         + (f" + the model's own frames {module_bytes:,} B" if module_bytes else "")
         + f") + {MARGIN_PERCENT}% + {MARGIN_BYTES} B",
     )
 
 
-def invoke_stack(kernels: Iterable[str], table: KernelStackTable | None = None) -> StackReservation | None:
+def invoke_stack(
+    kernels: Iterable[str], table: KernelStackTable | None = None, core: str | None = None
+) -> StackReservation | None:
     """The stack one invoke of a model calling `kernels` (file stems) needs in the application's own
     firmware: the deepest kernel's measured bytes (its frames and the generated invoke's, GCC -O2 on
-    the table's QEMU boards), without the harness and without margin; None when one is unmeasured."""
+    the table's QEMU boards; on `core`'s where it was measured), without the harness and without
+    margin; None when one is unmeasured."""
     table = table or kernel_stack_table()
     used = sorted(set(kernels))
     if not used or any(k not in table.kernels for k in used):
         return None
-    deepest = max(used, key=lambda k: table.kernels[k])
-    measured = table.kernels[deepest]
+    deepest = max(used, key=lambda k: table.kernel_bytes(k, core))
+    measured = table.kernel_bytes(deepest, core)
     return StackReservation(
         measured,
         measured,

@@ -259,12 +259,13 @@ def _streams_summary(planned: Any, arena_bytes: int) -> dict[str, Any] | None:
     }
 
 
-def application_ram(planned: Any, kernels: dict[int, str] | None) -> dict[str, Any]:
+def application_ram(planned: Any, kernels: dict[int, str] | None, core: str | None = None) -> dict[str, Any]:
     """The RAM the generated module costs the application, both ways it can run it (the generated
     header's API): in place (`<prefix>_invoke_in_place`, inputs written and outputs read in the
     arena) the arena and the persistent state; copying (`<prefix>_invoke`) also the application's own
-    input and output buffers. Plus the stack of one invoke, measured per kernel (None: a kernel of
-    the model was never measured, or no kernels are known)."""
+    input and output buffers. Plus the stack of one invoke, measured per kernel (on `core`, the
+    board's, where measured; None: a kernel of the model was never measured, or no kernels are
+    known)."""
     from tinysched.build.stack import invoke_stack
     from tinysched.codegen import KERNEL_SOURCE, state_layout
 
@@ -274,7 +275,7 @@ def application_ram(planned: Any, kernels: dict[int, str] | None) -> dict[str, A
     outputs = sum(graph.tensors[t].nbytes for t in graph.outputs)
     state = state_layout(graph, arena.alignment)[1]
     functions = {f for k in (kernels or {}).values() if k for f in k.split("+")}
-    stack = invoke_stack({KERNEL_SOURCE.get(f, f) for f in functions}) if functions else None
+    stack = invoke_stack({KERNEL_SOURCE.get(f, f) for f in functions}, core=core) if functions else None
     return {
         "arena_bytes": arena.arena_bytes,
         "alignment": arena.alignment,
@@ -452,7 +453,11 @@ def collect_metadata(
         "stock_tflm_arena_bytes": stock.get("arena_bytes") if stock.get("available") else None,
         "fit_verdict": fit["verdict"] if fit else None,
         # what the application pays: in place (arena + state) and copying (+ its input/output buffers)
-        "application_ram": application_ram(planned, kernels) if codegen_note is None else None,
+        "application_ram": (
+            application_ram(planned, kernels, board.core if board is not None else None)
+            if codegen_note is None
+            else None
+        ),
         # --stream-input: the arena with the whole input and with it streamed (None: not asked)
         "input_streaming": None if planned.input_streaming is None else planned.input_streaming.as_json(),
         "streams": _streams_summary(planned, plan.arena_bytes),
