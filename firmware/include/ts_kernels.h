@@ -135,7 +135,8 @@ extern "C" {
  *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing); where dilation_w is 1,
  *    filter_w * in_c >= 16 and either the output shares no byte with the input (checked per call)
  *    or out_c <= 64 (the quad's outputs then go to a 256-byte stack block, copied to their bytes
- *    after its last channel: all four fields read before any of their outputs is written): four horizontally adjacent output pixels of a row whose windows have every tap column
+ *    after its last channel: all four fields read before any of their outputs is written): four
+ *    horizontally adjacent output pixels of a row whose windows have every tap column
  *    inside the input (and the same tap rows) as one quad, each filter row one run of
  *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
  *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
@@ -148,13 +149,15 @@ extern "C" {
  *    the pairs of patches with the VMLADAV pair products); the run path's groups (one or two
  *    pixels) with each channel pair's runs reduced by VMLADAV (plus input_offset * sum(w) over the
  *    rectangle) and the group's outputs requantised four channels at a time (16 channels per
- *    chunk) once their accumulators are complete. Tails of fewer than 16 bytes (or 4 outputs) are predicated: nothing outside the
+ *    chunk) once their accumulators are complete. Tails of fewer than 16 bytes (or 4 outputs) are
+ *    predicated: nothing outside the
  *    portable kernel's reads and writes is touched. Requantisation there is the formula's own steps
  *    on four lanes (left shift, VQRDMULH = ts_srdhm, -1 on negative lanes then VRSHL = ts_rdivpot),
  *    with no accumulator bound needed.
  * Read/write order (for in-place planning): output pixels are written in row-major order (flat
  * order for pointwise) in groups of consecutive pixels: one or two pixels (the patch and run
- * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk), or a chunk of up to 16 pixels of one row for the 1x1
+ * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk), or a
+ * chunk of up to 16 pixels of one row for the 1x1
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
  * blocks of 16 channels in turn, each across the chunk's pixel quads, each quad channel by
  * channel). While
@@ -234,7 +237,8 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * arithmetic (the same int32 accumulators and ts_rq). The order is chunks of three, read first
  * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
  * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores, in_c <=
- * out_c: the flat pixels go in groups of up to 16 (a multiple of four when the scratch holds four pixels' input bytes; as many as it holds otherwise, at least
+ * out_c: the flat pixels go in groups of up to 16 (a multiple of four when the scratch holds four
+ * pixels' input bytes; as many as it holds otherwise, at least
  * `chunk` since in_c <= out_c); each group's input bytes are copied into scratch before any of its
  * outputs is written, then the 1x1 Helium path runs from the copy straight to the output bytes.
  * Same arithmetic; groups read first, so (as for the threes above) every overlap `chunk` allows is
@@ -472,7 +476,8 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
  * word's even and odd bytes and adding them to two pairs of 16-bit lanes, exact since |sum| <=
  * 128 * 255 < 2^15 (the channels past the last multiple of four, and larger windows, one at a time
  * in 32 bits). Average on Helium cores (TS_MVE, see CONV_2D) with filter_h * filter_w <= 256:
- * per output pixel eight channels at a time, the window's taps inside the input summed in 16-bit lanes (exact: at
+ * per output pixel eight channels at a time, the window's taps inside the input summed in 16-bit
+ * lanes (exact: at
  * most 256 * 128), then per 32-bit lane the same rounded quotient: (|sum| + count / 2) times
  * ceil(2^32 / count), high word (VMULH; exact for these sums, see ts_mve.h ts_mve_avg_div), negated
  * back for negative sums; clamped, stored as bytes (the last block predicated). Same order. */
@@ -510,7 +515,8 @@ typedef struct {
  * CONV_2D) that loop four elements at a time (the formula's steps on four lanes, VQRDMULH and VRSHL,
  * the last n % 4 predicated); with left_shift 20 and no positive shift (TFLite's int8 ADD), built
  * with optimisation, the whole vectors in one asm loop with every constant in a register (the tie
- * correction only for a nonzero right shift): the same steps. On the other DSP cores (GCC/Clang) with TFLite's int8 parameters
+ * correction only for a nonzero right shift): the same steps. On the other DSP cores (GCC/Clang)
+ * with TFLite's int8 parameters
  * (left_shift 20, input shifts in [-31, 0], output shift in [-22, -1], multipliers >= 0, offsets
  * within [-255, 255]) also four elements at a time: one word of each input read, each of the three
  * rescales as SMMLAR(v << (left + 1), m, t) >> r with t = 2^(r-1) - [v < 0] (+ output_offset * 2^r
