@@ -745,6 +745,49 @@ static inline int32_t wide_get(const uint32_t *slot, int32_t j)
     return h[((j & 1) << 1) | ((j >> 1) & 1)];
 }
 
+/* `groups` groups of a pixel's slot from w on: zeros (taps outside the input). */
+static inline uint32_t *wide_zero(uint32_t *w, int32_t groups)
+{
+    for (; groups > 0; --groups) {
+        w[0] = 0;
+        w[1] = 0;
+        w += 2 * TS_WIDE_PX;
+    }
+    return w;
+}
+
+/* The bytes [src, end) (whole words) widened into a pixel's slot from w on, a word a group (two
+ * a pass after an odd first one). */
+static inline uint32_t *wide_run(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
+{
+    uint32_t e, o, e1, o1;
+    if (((end - src) & 4) != 0) {
+        const uint32_t v = ts_load4(src);
+        w[0] = ts_even_off(v, off2);
+        w[1] = ts_odd_off(v, off2);
+        w += 2 * TS_WIDE_PX;
+        src += 4;
+        if (src == end) {
+            return w;
+        }
+    }
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[o], [%[src]], #4\n\t"
+                     "ldr     %[o1], [%[src]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[o]\n\t"
+                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                     "sxtab16 %[e1], %[off2], %[o1]\n\t"
+                     "sxtab16 %[o1], %[off2], %[o1], ror #8\n\t"
+                     "strd    %[e], %[o], [%[w]], #48\n\t"
+                     "strd    %[e1], %[o1], [%[w]], #48\n\t"
+                     "cmp     %[src], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o), [e1] "=&r"(e1), [o1] "=&r"(o1)
+                     : [end] "r"(end), [off2] "r"(off2)
+                     : "cc", "memory");
+    return w;
+}
+
 /* Pixel slot `slot` of the block scratch: the receptive field of the window at (y0, x0), widened,
  * then zeros up to k4 (present: 0 fills the whole slot, for the unused pixels of a last block). */
 static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t y0, int32_t x0, int present,
@@ -769,11 +812,7 @@ static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t
         return;
     }
     if (!present) {
-        for (j = 0; j < k4; j += 4) {
-            uint32_t *w = slot + (size_t)(j >> 2) * 2 * TS_WIDE_PX;
-            w[0] = 0;
-            w[1] = 0;
-        }
+        wide_zero(slot, k4 >> 2);
         return;
     }
     for (ky = 0; ky < p->filter_h; ++ky) {
@@ -784,25 +823,10 @@ static void wide_fill(const ts_conv2d_s8_params *p, const int8_t *input, int32_t
             const int8_t *src = input + ((size_t)iy * in_w + ix) * in_c; /* read only when inside */
             if ((in_c & 3) == 0) { /* whole groups: one word of input per group */
                 uint32_t *w = slot + (size_t)(j >> 2) * 2 * TS_WIDE_PX;
-                const int8_t *const end = src + in_c;
                 if (inside) {
-                    uint32_t e, o;
-                    __asm__ volatile("1:\n\t"
-                                     "ldr     %[o], [%[src]], #4\n\t"
-                                     "sxtab16 %[e], %[off2], %[o]\n\t"
-                                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
-                                     "strd    %[e], %[o], [%[w]], #48\n\t"
-                                     "cmp     %[src], %[end]\n\t"
-                                     "bne     1b\n\t"
-                                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
-                                     : [end] "r"(end), [off2] "r"(off2)
-                                     : "cc", "memory");
+                    wide_run(w, src, src + in_c, off2);
                 } else {
-                    for (c = 0; c < in_c; c += 4) {
-                        w[0] = 0;
-                        w[1] = 0;
-                        w += 2 * TS_WIDE_PX;
-                    }
+                    wide_zero(w, in_c >> 2);
                 }
                 j += in_c;
             } else {
@@ -985,17 +1009,48 @@ typedef struct {
      * starts (68), its requantisation for channels with a right shift (72) and without (76), with
      * or without the clamp, and the channel's (80) */
     uint32_t entry, rq_right, rq_none, rq_this;
-    int32_t spare;          /* 84 */
     /* a last block of part_n (1 to 5; 0: none) pixels after the full ones: computed like a full
      * block (six pixels from 4 up, else three by their own loop), its six results stored with
      * stride 1 into buf, then part_n of them copied to part_out, stride_c bytes apart */
-    int32_t part_n;         /* 88 (negative while the channel's last block is under way) */
-    int32_t block;          /* 92: bytes of block scratch a block takes (12 * k4) */
-    int32_t stride_c;       /* 96: out_c */
-    int8_t *part_out;       /* 100 */
-    int8_t buf[8];          /* 104 */
-    const uint32_t *xs_full; /* 112: past the strip's last full block (xs_end's value between) */
+    int32_t part_n;         /* 84 (negative while the channel's last block is under way) */
+    int32_t block;          /* 88: bytes of block scratch a block takes (12 * k4) */
+    int32_t stride_c;       /* 92: out_c */
+    int8_t *part_out;       /* 96 */
+    int8_t buf[8];          /* 100 */
+    const uint32_t *xs_full; /* 108: past the strip's last full block (xs_end's value between) */
 } wide_job;
+
+/* wide_channels' asm reads the job at these byte offsets (32-bit pointers: Cortex-M); an array of
+ * size -1 where one is off stops the compile (C99 has no _Static_assert) */
+#define TS_WIDE_JOB_AT(field, at) typedef char wide_job_##field##_at[offsetof(wide_job, field) == (at) ? 1 : -1]
+TS_WIDE_JOB_AT(b0, 0);
+TS_WIDE_JOB_AT(wc, 4);
+TS_WIDE_JOB_AT(ob, 8);
+TS_WIDE_JOB_AT(stride, 12);
+TS_WIDE_JOB_AT(lo4, 16);
+TS_WIDE_JOB_AT(hi4, 20);
+TS_WIDE_JOB_AT(xs_end, 24);
+TS_WIDE_JOB_AT(rqc, 28);
+TS_WIDE_JOB_AT(w, 32);
+TS_WIDE_JOB_AT(rq, 36);
+TS_WIDE_JOB_AT(bias, 40);
+TS_WIDE_JOB_AT(out, 44);
+TS_WIDE_JOB_AT(k, 48);
+TS_WIDE_JOB_AT(bias_step, 52);
+TS_WIDE_JOB_AT(xs, 56);
+TS_WIDE_JOB_AT(k4, 60);
+TS_WIDE_JOB_AT(rq_end, 64);
+TS_WIDE_JOB_AT(entry, 68);
+TS_WIDE_JOB_AT(rq_right, 72);
+TS_WIDE_JOB_AT(rq_none, 76);
+TS_WIDE_JOB_AT(rq_this, 80);
+TS_WIDE_JOB_AT(part_n, 84);
+TS_WIDE_JOB_AT(block, 88);
+TS_WIDE_JOB_AT(stride_c, 92);
+TS_WIDE_JOB_AT(part_out, 96);
+TS_WIDE_JOB_AT(buf, 100);
+TS_WIDE_JOB_AT(xs_full, 108);
+#undef TS_WIDE_JOB_AT
 
 /* One strip of full blocks, output channel by channel from job->rq up to job->rq_end, stopping early
  * at a channel whose l1 is 0 (the formula's steps: the caller's; job->rq then points at it). Per
@@ -1192,20 +1247,20 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         "53:\n\t" TS_WC_RQ0("r0") TS_WC_RQ0("r1") TS_WC_RQ0("r2") TS_WC_RQ0("r3") TS_WC_RQ0("r4") TS_WC_RQ0("r5")
         TS_WC_CLAMP_STORE TS_WC_NEXT
         "8:\n\t" /* the full blocks done: a last block of fewer pixels? */
-        "ldr     r0, [lr, #88]\n\t"
+        "ldr     r0, [lr, #84]\n\t"
         "cmp     r0, #0\n\t"
         "beq     88f\n\t"
         "blt     87f\n\t"
         "ldr     r1, [lr, #8]\n\t"       /* its first output byte */
-        "str     r1, [lr, #100]\n\t"
-        "add     r1, lr, #104\n\t"       /* its six results into buf, stride 1 */
+        "str     r1, [lr, #96]\n\t"
+        "add     r1, lr, #100\n\t"       /* its six results into buf, stride 1 */
         "movs    r2, #1\n\t"
         "strd    r1, r2, [lr, #8]\n\t"
-        "ldr     r3, [lr, #92]\n\t"
+        "ldr     r3, [lr, #88]\n\t"
         "add     r3, r3, r7\n\t"          /* xs_end: past this block */
         "str     r3, [lr, #24]\n\t"
         "rsb     r1, r0, #0\n\t"
-        "str     r1, [lr, #88]\n\t"       /* under way */
+        "str     r1, [lr, #84]\n\t"       /* under way */
         "cmp     r0, #4\n\t"
         "bge     3b\n\t"                  /* four or five pixels: as a full block */
         /* one to three pixels: the first three of the block only (14 instructions per 12 products) */
@@ -1225,13 +1280,13 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
         "b       5b\n\t"                  /* r3-r5: stale values, their bytes never copied */
         "87:\n\t"                         /* the last block's results in buf: copy part_n of them */
         "rsb     r0, r0, #0\n\t"
-        "str     r0, [lr, #88]\n\t"
-        "ldr     r1, [lr, #100]\n\t"
-        "ldr     r2, [lr, #96]\n\t"
+        "str     r0, [lr, #84]\n\t"
+        "ldr     r1, [lr, #96]\n\t"
+        "ldr     r2, [lr, #92]\n\t"
         "str     r2, [lr, #12]\n\t"       /* stride and xs_end back */
-        "ldr     r3, [lr, #112]\n\t"
+        "ldr     r3, [lr, #108]\n\t"
         "str     r3, [lr, #24]\n\t"
-        "add     r3, lr, #104\n\t"
+        "add     r3, lr, #100\n\t"
         "86:\n\t"
         "ldrb    r4, [r3], #1\n\t"
         "strb    r4, [r1]\n\t"
@@ -1261,49 +1316,6 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
 #undef TS_WC_CLAMP_STORE
 #undef TS_WC_STORE
 #undef TS_WC_NEXT
-}
-
-/* `groups` groups of a pixel's slot from w on: zeros (taps outside the input). */
-static inline uint32_t *wide_zero(uint32_t *w, int32_t groups)
-{
-    for (; groups > 0; --groups) {
-        w[0] = 0;
-        w[1] = 0;
-        w += 2 * TS_WIDE_PX;
-    }
-    return w;
-}
-
-/* The bytes [src, end) (whole words) widened into a pixel's slot from w on, a word a group (two
- * a pass after an odd first one). */
-static inline uint32_t *wide_run(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
-{
-    uint32_t e, o, e1, o1;
-    if (((end - src) & 4) != 0) {
-        const uint32_t v = ts_load4(src);
-        w[0] = ts_even_off(v, off2);
-        w[1] = ts_odd_off(v, off2);
-        w += 2 * TS_WIDE_PX;
-        src += 4;
-        if (src == end) {
-            return w;
-        }
-    }
-    __asm__ volatile("1:\n\t"
-                     "ldr     %[o], [%[src]], #4\n\t"
-                     "ldr     %[o1], [%[src]], #4\n\t"
-                     "sxtab16 %[e], %[off2], %[o]\n\t"
-                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
-                     "sxtab16 %[e1], %[off2], %[o1]\n\t"
-                     "sxtab16 %[o1], %[off2], %[o1], ror #8\n\t"
-                     "strd    %[e], %[o], [%[w]], #48\n\t"
-                     "strd    %[e1], %[o1], [%[w]], #48\n\t"
-                     "cmp     %[src], %[end]\n\t"
-                     "bne     1b\n\t"
-                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o), [e1] "=&r"(e1), [o1] "=&r"(o1)
-                     : [end] "r"(end), [off2] "r"(off2)
-                     : "cc", "memory");
-    return w;
 }
 
 /* wide_fill for a strip's slots (np pixels from flat pixel i of one batch, nb blocks) where in_c is
@@ -1360,6 +1372,14 @@ static void wide_fill_flat(const int8_t *src, int32_t in_c, uint32_t off2, int32
             wide_zero(w, in_c >> 2);
         }
     }
+}
+
+/* Whether output pixel i of p reads input pixel i only (a 1x1 filter at stride 1 without padding,
+ * rows as wide as the input's) and its in_c is whole groups: the widened path's flat layers. */
+static inline int wide_flat(const ts_conv2d_s8_params *p)
+{
+    return p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+           p->pad_left == 0 && p->out_w == p->in_w && (p->in_c & 3) == 0;
 }
 
 /* Blocks [b_first, b_last) of one strip (np pixels, the strip's first output byte at `out`) for
@@ -1424,9 +1444,7 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     /* the channels wide_channels may take: all but a last one whose k4 bytes would pass the
      * filter's end (its tail in C) */
     const int32_t asm_c = (k & 3) != 0 ? out_c - 1 : out_c;
-    /* output pixel i reads input pixel i only */
-    const int flat = p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-                     p->pad_top == 0 && p->pad_left == 0 && out_w == p->in_w && (k & 3) == 0;
+    const int flat = wide_flat(p);
     int32_t i, q, o;
     ts_rq rqs[TS_WIDE_RQ_CHUNK];
     wide_job job;
@@ -1439,7 +1457,6 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     job.xs = xs;
     job.block = block_words * 4;
     job.stride_c = out_c;
-    job.spare = 0;
     job.entry = 0; /* wide_channels sets its addresses on its first call */
     for (i = 0; i < pixels; i += strip_px) {
         const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_WIDE_PX - 1) / TS_WIDE_PX;
@@ -1527,9 +1544,7 @@ static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, cons
     const size_t out_bytes = (size_t)p->out_h * p->out_w * p->out_c, in_bytes = (size_t)p->in_h * p->in_w * p->in_c;
     const size_t block = wide_block_bytes(p->filter_h * p->filter_w * p->in_c), row = (size_t)p->out_w * p->out_c;
     const uintptr_t o0 = (uintptr_t)output, o1 = o0 + out_bytes, i0 = (uintptr_t)input, i1 = i0 + in_bytes;
-    const int flat = p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-                     p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w &&
-                     (p->in_c & 3) == 0;
+    const int flat = wide_flat(p) && p->out_h == p->in_h;
     const size_t unit = flat ? (size_t)p->out_c : row; /* output bytes of what is counted */
     const int32_t units = flat ? p->out_h * p->out_w : p->out_h;
     uintptr_t s = 0, s_low = 0;

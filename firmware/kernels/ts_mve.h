@@ -1086,6 +1086,29 @@ typedef struct {
     int32_t io;         /* 96: input_offset */
 } ts_mve_pw_args;
 
+/* The quad loops' constants for layer p: the four output pixels' scatter offsets, the clamp bounds,
+ * the output and input offsets. */
+static inline void ts_mve_quad_consts(ts_mve_pw_args *a, const ts_conv2d_s8_params *p)
+{
+    vstrwq_s32(a->scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)p->out_c)));
+    vstrwq_s32(a->lo, vdupq_n_s32(p->act_min));
+    vstrwq_s32(a->hi, vdupq_n_s32(p->act_max));
+    vstrwq_s32(a->oo, vdupq_n_s32(p->output_offset));
+    a->io = p->input_offset;
+}
+
+/* Channels [c0, c0 + n) of layer p as the quad loops' LDM takes them: bias, multiplier, shift. */
+static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p, const int32_t *bias, int32_t c0,
+                                     int32_t n)
+{
+    int32_t j;
+    for (j = 0; j < n; ++j) {
+        tab[3 * j] = bias != NULL ? bias[c0 + j] : 0;
+        tab[3 * j + 1] = p->multiplier[c0 + j];
+        tab[3 * j + 2] = p->shift[c0 + j];
+    }
+}
+
 /* One 16-byte step of a pixel quad's dot products (the 1x1 and small-field quads' loops): 16 filter
  * bytes from r11 against 16 bytes of each pixel (r1, r3, r5, r9), summed into r0, r2, r4, r6, the
  * filter bytes' sum into r8. */
@@ -1100,6 +1123,20 @@ typedef struct {
     "vldrb.8 q0, [r9], #16\n\t"                                                                         \
     "vmladava.s8 r6, q0, q1\n\t"                                                                        \
     "vaddva.s8 r8, q1\n\t"
+
+/* The entry of the pixel-quad channel loops (TS_MVE_PW_ASM, TS_MVE_CQ_ASM): r7 (Thumb's frame
+ * pointer, saved) the output, q5 the scatter offsets, q6/q7 the clamp bounds, q4 the output offset
+ * from the argument block at r10; then, per channel (label 1), pixels 0 and 1's pointers into r1, r3
+ * (pixels 2 and 3's follow, by LDRD into r5, r9). */
+#define TS_MVE_QUAD_ENTRY                                                                               \
+    "push    {r7}\n\t"                                                                                   \
+    "mov     r7, %[out]\n\t"                                                                             \
+    "vldrw.32 q5, [r10]\n\t"                                                                             \
+    "vldrw.32 q6, [r10, #16]\n\t"                                                                        \
+    "vldrw.32 q7, [r10, #32]\n\t"                                                                        \
+    "vldrw.32 q4, [r10, #48]\n\t"                                                                        \
+    "1:\n\t"                                                                                             \
+    "ldrd    r1, r3, [r10, #64]\n\t"
 
 /* The requantisation of a pixel quad's four sums in q0 (the TS_MVE_PW_ASM and TS_MVE_CQ_ASM loops):
  * r0 the channel's bias plus t (a register named by the caller, the value LDR'd into it) times r8
@@ -1184,14 +1221,7 @@ typedef struct {
     TS_MVE_QUAD_DOT16                                                                                   \
     "le      lr, 2b\n\t"
 #define TS_MVE_PW_ASM(DOTS, TAIL, STORE)                                                                \
-    __asm__ volatile("push    {r7}\n\t"                                                                 \
-                     "mov     r7, %[out]\n\t"                                                           \
-                     "vldrw.32 q5, [r10]\n\t"                                                           \
-                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
-                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
-                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
-                     "1:\n\t"                                                                           \
-                     "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
+    __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t" DOTS                                               \
                      "3:\n\t" TAIL "vmov    q0[2], q0[0], r0, r4\n\t"                                   \
                      "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
@@ -1251,14 +1281,10 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
     const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
     ts_mve_pw_args a __attribute__((aligned(16)));
     int32_t tab[3 * TS_MVE_PW_BLOCK];
-    int32_t y, x, n, j, c0, i;
-    vstrwq_s32(a.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
-    vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
-    vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
-    vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
+    int32_t y, x, n, j, c0;
+    ts_mve_quad_consts(&a, p);
     a.whole = (in_c >> 4) - 1; /* -1: in_c < 16 */
     a.tail = in_c & 15;
-    a.io = p->input_offset;
     for (y = 0; y < rows; ++y) {
         const int32_t b = y / p->out_h, yy = y % p->out_h;
         const int8_t *in_row = input + ((size_t)b * p->in_h + (size_t)yy * p->stride_h) * p->in_w * in_c;
@@ -1267,11 +1293,7 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
             n = out_w - x < 16 ? out_w - x : 16;
             for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
                 const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
-                for (i = 0; i < nb; ++i) {
-                    tab[3 * i] = bias != NULL ? bias[c0 + i] : 0;
-                    tab[3 * i + 1] = p->multiplier[c0 + i];
-                    tab[3 * i + 2] = p->shift[c0 + i];
-                }
+                ts_mve_quad_table(tab, p, bias, c0, nb);
                 a.end = tab + 3 * nb;
                 for (j = 0; j < n; j += 4) {
                     const int32_t k = n - j < 4 ? n - j : 4;
@@ -1310,14 +1332,10 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
     ts_mve_pw_args a __attribute__((aligned(16)));
     int32_t tab[3 * TS_MVE_PW_BLOCK];
     int8_t patches[4 * TS_MVE_PATCH_QUAD];
-    int32_t i, q, n, c0, j, ky, b = 0, y = 0, x = 0;
-    vstrwq_s32(a.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
-    vstrwq_s32(a.lo, vdupq_n_s32(p->act_min));
-    vstrwq_s32(a.hi, vdupq_n_s32(p->act_max));
-    vstrwq_s32(a.oo, vdupq_n_s32(p->output_offset));
+    int32_t i, q, n, c0, ky, b = 0, y = 0, x = 0;
+    ts_mve_quad_consts(&a, p);
     a.whole = (k >> 4) - 1; /* -1: k < 16 */
     a.tail = k & 15;
-    a.io = p->input_offset;
     for (i = 0; i < pixels; i += 4) {
         n = pixels - i < 4 ? pixels - i : 4;
         for (q = 0; q < 4; ++q) {
@@ -1350,11 +1368,7 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
         for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
             const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
             if (i == 0 || out_c > TS_MVE_PW_BLOCK) { /* one block: tabled once */
-                for (j = 0; j < nb; ++j) {
-                    tab[3 * j] = bias != NULL ? bias[c0 + j] : 0;
-                    tab[3 * j + 1] = p->multiplier[c0 + j];
-                    tab[3 * j + 2] = p->shift[c0 + j];
-                }
+                ts_mve_quad_table(tab, p, bias, c0, nb);
             }
             a.end = tab + 3 * nb;
             ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0);
@@ -1387,14 +1401,7 @@ typedef struct {
  * vectors, then the TAIL), the pixel pointers moved by in_skip and the filter by the tail after each
  * run, by w_skip after each channel; the table pointer in memory (r12 counts the rows). */
 #define TS_MVE_CQ_ASM(TAIL)                                                                             \
-    __asm__ volatile("push    {r7}\n\t"                                                                 \
-                     "mov     r7, %[out]\n\t"                                                           \
-                     "vldrw.32 q5, [r10]\n\t"                                                           \
-                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
-                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
-                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
-                     "1:\n\t"                                                                           \
-                     "ldrd    r1, r3, [r10, #64]\n\t"                                                   \
+    __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
                      "movs    r0, #0\n\t"                                                               \
                      "movs    r2, #0\n\t"                                                               \
@@ -1464,11 +1471,8 @@ TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0
     const int32_t out_c = p->out_c, len = p->filter_w * p->in_c, fs = p->filter_h * len;
     ts_mve_cq_args a __attribute__((aligned(16)));
     int32_t tab[3 * TS_MVE_PW_BLOCK];
-    int32_t c0, i;
-    vstrwq_s32(a.pw.scatter, vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c)));
-    vstrwq_s32(a.pw.lo, vdupq_n_s32(p->act_min));
-    vstrwq_s32(a.pw.hi, vdupq_n_s32(p->act_max));
-    vstrwq_s32(a.pw.oo, vdupq_n_s32(p->output_offset));
+    int32_t c0;
+    ts_mve_quad_consts(&a.pw, p);
     a.pw.x[0] = in0;
     a.pw.x[1] = in0 + px_step;
     a.pw.x[2] = in0 + 2 * px_step;
@@ -1476,17 +1480,12 @@ TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0
     a.pw.whole = len >> 4;
     a.pw.tail = len & 15;
     a.pw.k = 4;
-    a.pw.io = p->input_offset;
     a.rows = rows;
     a.in_skip = in_row - (len & ~15);
     a.w_skip = fs - rows * len;
     for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
         const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
-        for (i = 0; i < nb; ++i) {
-            tab[3 * i] = bias != NULL ? bias[c0 + i] : 0;
-            tab[3 * i + 1] = p->multiplier[c0 + i];
-            tab[3 * i + 2] = p->shift[c0 + i];
-        }
+        ts_mve_quad_table(tab, p, bias, c0, nb);
         a.pw.end = tab + 3 * nb;
         a.tab = tab;
         ts_mve_cq_block(&a, w_first + (size_t)c0 * fs, out + c0);
