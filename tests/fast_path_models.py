@@ -356,6 +356,24 @@ def depthwise_blocks_clamped() -> bytes:
     return b.build()
 
 
+def depthwise_blocks_runs() -> bytes:
+    """3x3 DEPTHWISE_CONV_2D through the blocks' runs (dw_blocks_full: a row's whole windows in one
+    call) in place, where each pixel goes to a ring slot and the lagged one is copied out: rows of
+    24 pixels (runs longer than the ring, so it wraps inside a run), 8 channels as VWW's first
+    depthwise layer, RELU6 (clamped) then no activation (the full int8 range: no clamp), a stride-2
+    VALID layer (every window inside: the whole row one run, two pixels from one window to the
+    next), and 4 channels (one block a pixel)."""
+    b = ModelBuilder(seed=45)
+    x = b.input("x", (1, 5, 24, 8), zero_point=7)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU6", name="dw8_runs_relu6")
+    t = b.depthwise_conv2d(t, (3, 3), (1, 1), "SAME", name="dw8_runs_no_clamp")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "VALID", activation="RELU", name="dw8_runs_s2_valid")
+    y = b.input("y", (1, 4, 13, 4), zero_point=-20)
+    u = b.depthwise_conv2d(y, (3, 3), (1, 1), "SAME", activation="RELU", name="dw4_runs")
+    b.output(t, u)
+    return b.build()
+
+
 def conv_quads_tables() -> bytes:
     """CONV_2D of small receptive fields through the quads with the generator's tables: 3x3x3
     stride 2 over 9 output pixels (two whole quads and a last pixel), 10x4x1 with RELU
@@ -461,6 +479,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_wide_rq_forms": conv_wide_rq_forms,
     "depthwise_blocks": depthwise_blocks,
     "depthwise_blocks_clamped": depthwise_blocks_clamped,
+    "depthwise_blocks_runs": depthwise_blocks_runs,
     "conv_quads_tables": conv_quads_tables,
     "avg_pool_lanes": avg_pool_lanes,
     "avg_pool_shapes": avg_pool_shapes,

@@ -242,6 +242,7 @@ DSP_ONLY_MODELS = (
     "avg_pool_lanes",
     "conv_wide_rq_forms",
     "depthwise_blocks_clamped",
+    "depthwise_blocks_runs",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -409,24 +409,52 @@ typedef struct {
     register int8_t *oo __asm__("r9") = out;                                                          \
     register uint32_t x __asm__("r10"), fe __asm__("r11"), fo __asm__("r12"), t1 __asm__("lr")
 
-/* One pixel whose whole 3x3 window lies inside the input (in, out at channel 0 of the window's
- * first tap / of the pixel), every block in one asm loop: per block the biases (one LDM), nine taps
- * against the widened filter, ts_rq with each channel's fields by one LDM, pack, the bytewise clamp
- * (left out where the activation range is all of int8, which SSAT has already made sure of), one
- * word stored (DWB_BLOCKS, its operands in DWB_REGISTERS). */
-static TS_NOINLINE void dw_blocks_full(const int8_t *in, int8_t *out, const dw_blk *k)
+/* n >= 1 consecutive pixels of a row whose whole 3x3 windows lie inside the input (in: channel 0 of
+ * the first window's first tap; in_step bytes from one window to the next), every block of each in
+ * one asm loop: per block the biases (one LDM), nine taps against the widened filter, ts_rq with each
+ * channel's fields by one LDM, pack, the bytewise clamp (left out where the activation range is all
+ * of int8, which SSAT has already made sure of), one word stored (DWB_BLOCKS, its operands in
+ * DWB_REGISTERS). Pixel j goes to output + j * in_c (scratch NULL) or, for the staged variant, to
+ * its ring slot *s, then pixel j - lag (if any) is copied out, as dw_blocks_row does pixel by pixel;
+ * one call for the run, so the per-pixel cost is the loop's, not a call's. *j and *s: the first
+ * pixel's flat index and ring slot, left at the next pixel's. */
+static TS_NOINLINE void dw_blocks_full(const int8_t *in, int32_t in_step, int32_t n, const dw_blk *k, int8_t *output,
+                                       int8_t *scratch, int32_t lag, int32_t *j, int32_t *s)
 {
     const int32_t in_row = k->in_row, back = 2 * k->in_row - 4; /* p from the last row to the next block */
+    const int32_t c_n = k->c1;
     const uint32_t lo4 = k->lim[0], hi4 = k->lim[1];
-    int8_t *const oend = out + 4 * k->groups;
-    DWB_REGISTERS;
+    const int clamp = lo4 != 0x80808080u || hi4 != 0x7F7F7F7Fu;
+    /* where pixel jj goes; past the ring's last slot, its first */
+    int8_t *dst = scratch != NULL ? scratch + (size_t)*s * c_n : output + (size_t)*j * c_n;
+    int8_t *const wrap = scratch != NULL ? scratch + (size_t)(lag + 1) * c_n : NULL;
+    int32_t i, jj = *j;
     if (k->groups < 1) {
         return;
     }
-    if (lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
-        DWB_BLOCKS(DWB_ROW3("64") DWB_NEXT_ROW DWB_ROW3("88") DWB_NEXT_ROW DWB_ROW3("112"), "");
+/* the run's loop with the clamp `clamp` (its test outside the loop) */
+#define DWB_FULL_RUN(clamp)                                                                             \
+    for (i = 0; i < n; ++i, in += in_step, ++jj) {                                                      \
+        int8_t *const out = dst, *const oend = dst + 4 * k->groups;                                     \
+        DWB_REGISTERS;                                                                                  \
+        DWB_BLOCKS(DWB_ROW3("64") DWB_NEXT_ROW DWB_ROW3("88") DWB_NEXT_ROW DWB_ROW3("112"), clamp);      \
+        dst += c_n;                                                                                     \
+        if (dst == wrap) {                                                                              \
+            dst = scratch;                                                                              \
+        }                                                                                               \
+        if (scratch != NULL && jj >= lag) { /* dst: the slot of pixel jj + 1, which held jj - lag */    \
+            ts_copy_bytes(output + (size_t)(jj - lag) * c_n, dst, (size_t)c_n);                         \
+        }                                                                                               \
+    }
+    if (clamp) {
+        DWB_FULL_RUN(DWB_CLAMP)
     } else {
-        DWB_BLOCKS(DWB_ROW3("64") DWB_NEXT_ROW DWB_ROW3("88") DWB_NEXT_ROW DWB_ROW3("112"), DWB_CLAMP);
+        DWB_FULL_RUN("")
+    }
+#undef DWB_FULL_RUN
+    *j = jj;
+    if (scratch != NULL) {
+        *s = (int32_t)((dst - scratch) / c_n);
     }
 }
 
@@ -562,7 +590,8 @@ static TS_NOINLINE void dw_blocks_pixel(const ts_depthwise_conv2d_s8_params *p, 
         in += ((size_t)(y0 + ky0 * p->dilation_h) * p->in_w + (size_t)(x0 + kx0)) * c_n;
     }
     if (th == 3 && tw == 3 && fw == 3 && p->filter_h == 3) {
-        dw_blocks_full(in, out, k);
+        int32_t j = 0, slot = 0;
+        dw_blocks_full(in, 0, 1, k, out, NULL, 0, &j, &slot);
     } else if (tw > 0) {
         dw_blocks_rect(in, out, th, tw, ky0 * fw + kx0, 8 * fw, k);
     } else { /* no tap inside the input: the biases alone */
@@ -597,8 +626,8 @@ static int dw_blocks_setup(const ts_depthwise_conv2d_s8_params *p, dw_blk *k)
 /* Output row y of batch base in_b through the blocks, pixel by pixel (flat indices k0, k0 + 1, ..):
  * each pixel straight to its output bytes (scratch NULL), or, for the staged variant, into ring
  * slot k % (lag + 1) of scratch, then pixel k - lag (if any) copied out. With in_c a multiple of
- * 4, a pixel whose whole 3x3 window lies inside the input goes to dw_blocks_full directly, one whose
- * window has one row or column outside (six taps inside) to dw_blocks_six. */
+ * 4, the pixels whose whole 3x3 windows lie inside the input go to dw_blocks_full as one run, a
+ * pixel whose window has one row or column outside (six taps inside) to dw_blocks_six. */
 static TS_NOINLINE void dw_blocks_row(const ts_depthwise_conv2d_s8_params *p, const dw_blk *k, const int8_t *in_b,
                                       int32_t y, int32_t k0, const int8_t *filter, const int32_t *bias,
                                       int8_t *output, int8_t *scratch, int32_t lag)
@@ -614,12 +643,17 @@ static TS_NOINLINE void dw_blocks_row(const ts_depthwise_conv2d_s8_params *p, co
     if (full_rows || two_rows) { /* the window's first row inside the input */
         in_y += (size_t)(y0 + ky0 * p->dilation_h) * in_w * c_n;
     }
-    for (x = 0; x < out_w; ++x, ++j) {
+    for (x = 0; x < out_w;) {
         const int32_t x0 = x * stride_w - p->pad_left;
         int8_t *dst = scratch != NULL ? scratch + (size_t)s * c_n : output + (size_t)j * c_n;
-        if (full_rows && x0 >= 0 && x0 + 3 <= in_w) {
-            dw_blocks_full(in_y + (size_t)x0 * c_n, dst, k);
-        } else if (full_rows && x0 == -1 && in_w >= 2) { /* filter column 0 left of the input */
+        if (full_rows && x0 >= 0 && x0 + 3 <= in_w) { /* the run of windows inside, in one call */
+            int32_t n = (in_w - 3 - x0) / stride_w + 1;
+            n = n < out_w - x ? n : out_w - x;
+            dw_blocks_full(in_y + (size_t)x0 * c_n, stride_w * c_n, n, k, output, scratch, lag, &j, &s);
+            x += n;
+            continue;
+        }
+        if (full_rows && x0 == -1 && in_w >= 2) { /* filter column 0 left of the input */
             dw_blocks_six(in_y, dst, DWB_LEFT, k);
         } else if (full_rows && x0 >= 0 && x0 + 2 == in_w) { /* filter column 2 right of it */
             dw_blocks_six(in_y + (size_t)x0 * c_n, dst, DWB_RIGHT, k);
@@ -634,6 +668,8 @@ static TS_NOINLINE void dw_blocks_row(const ts_depthwise_conv2d_s8_params *p, co
                 ts_copy_bytes(output + (size_t)(j - lag) * c_n, scratch + (size_t)s * c_n, (size_t)c_n);
             }
         }
+        ++x;
+        ++j;
     }
 }
 
