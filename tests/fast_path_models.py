@@ -389,6 +389,23 @@ def conv_quads_tables() -> bytes:
     return b.build()
 
 
+def conv_quads_rows() -> bytes:
+    """CONV_2D quads whose four windows lie inside the input in one output row (quad_fill_inside):
+    3x3x3 stride 2 SAME over a 20-wide input as VWW's first layer (rows of 10: two such quads, then
+    one across the row's end, and the clipped right column and bottom row), 3x3x2 with dilation
+    (2, 1) and stride 1 VALID (windows two rows apart, 12-pixel rows: three quads a row), 1x5x3
+    stride (1, 3) (15-byte runs: quad_run's word loop); zero points 5, -7, 0."""
+    b = ModelBuilder(seed=46)
+    x = b.input("x", (1, 9, 20, 3), zero_point=5)
+    t = b.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation="RELU6", name="c3x3x3_s2_rows")
+    y = b.input("y", (1, 9, 14, 2), zero_point=-7)
+    u = b.conv2d(y, 5, (3, 3), (1, 1), "VALID", dilation=(2, 1), name="c3x3x2_dil_h2")
+    z = b.input("z", (1, 3, 28, 3), zero_point=0)
+    v = b.conv2d(z, 6, (1, 5), (1, 3), "VALID", activation="RELU", name="c1x5x3_s3")
+    b.output(t, u, v)
+    return b.build()
+
+
 def avg_pool_lanes() -> bytes:
     """AVERAGE_POOL_2D summed four channels a word in 16-bit lanes (DSP cores, up to 255 taps): a
     global pool of exactly 255 taps (15x17) over 6 channels (a two-channel tail), one of 256 taps
@@ -481,6 +498,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_blocks_clamped": depthwise_blocks_clamped,
     "depthwise_blocks_runs": depthwise_blocks_runs,
     "conv_quads_tables": conv_quads_tables,
+    "conv_quads_rows": conv_quads_rows,
     "avg_pool_lanes": avg_pool_lanes,
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,

@@ -243,6 +243,7 @@ DSP_ONLY_MODELS = (
     "conv_wide_rq_forms",
     "depthwise_blocks_clamped",
     "depthwise_blocks_runs",
+    "conv_quads_rows",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

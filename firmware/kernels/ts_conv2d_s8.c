@@ -1773,6 +1773,30 @@ static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, i
     }
 }
 
+/* The four slots of a quad whose windows all lie inside the input, in one output row, with
+ * dilation_w 1 (src: the first window's first tap; step: input bytes from one window to the next):
+ * quad_fill's whole-window case four times, its checks made once by the caller. */
+static TS_NOINLINE void quad_fill_inside(const int8_t *src, int32_t step, int32_t fh, int32_t len, size_t row,
+                                         int32_t k, int32_t k4, uint32_t off2, uint32_t pad4, uint32_t *xs)
+{
+    int8_t patch[TS_QUAD_K4 + 4];
+    int32_t q, ky, j;
+    for (q = 0; q < TS_QUAD_PX; ++q, src += step) {
+        const int8_t *s = src;
+        int8_t *d = patch;
+        uint32_t *slot = xs + 2 * q;
+        for (ky = 0; ky < fh; ++ky, s += row, d += len) {
+            quad_run(d, s, len);
+        }
+        ts_store4(patch + k, pad4); /* the round-up: k4 - k <= 3 bytes */
+        for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+            const uint32_t v = ts_load4(patch + j);
+            slot[0] = ts_even_off(v, off2);
+            slot[1] = ts_odd_off(v, off2);
+        }
+    }
+}
+
 /* The small-field layers on DSP cores with ts_rq requantisation, K rounded up to k4 <= TS_QUAD_K4
  * (the caller checks): every quad's receptive fields are read (into the stack block) before any of
  * its outputs is written. */
@@ -1790,6 +1814,19 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
         int32_t y = 0, x = 0; /* pixel i's place */
         for (i = 0; i < pixels; i += TS_QUAD_PX) {
             const int32_t n = pixels - i < TS_QUAD_PX ? pixels - i : TS_QUAD_PX;
+            const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+            if (n == TS_QUAD_PX && x + TS_QUAD_PX <= out_w && p->dilation_w == 1 && y0 >= 0 &&
+                y0 + (p->filter_h - 1) * p->dilation_h < p->in_h && x0 >= 0 &&
+                x0 + (TS_QUAD_PX - 1) * p->stride_w + p->filter_w <= p->in_w) { /* one row, all inside */
+                quad_fill_inside(in_b + ((size_t)y0 * p->in_w + x0) * p->in_c, p->stride_w * p->in_c, p->filter_h,
+                                 p->filter_w * p->in_c, (size_t)p->dilation_h * p->in_w * p->in_c, k, k4, off2,
+                                 ts_bytes4(pad), xs);
+                x += TS_QUAD_PX;
+                if (x == out_w) {
+                    x = 0;
+                    ++y;
+                }
+            } else {
             for (q = 0; q < TS_QUAD_PX; ++q) {
                 uint32_t *slot = xs + 2 * q;
                 if (q < n) {
@@ -1805,6 +1842,7 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
                         slot[1] = 0;
                     }
                 }
+            }
             }
             if (p->quads != NULL && n == TS_QUAD_PX) {
                 quad_channels(xs, p->quads, k4 / 4, output, out_c, lo4, hi4);
