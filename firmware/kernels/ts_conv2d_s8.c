@@ -1773,28 +1773,55 @@ static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, i
     }
 }
 
-/* The four slots of a quad whose windows all lie inside the input, in one output row, with
- * dilation_w 1 (src: the first window's first tap; step: input bytes from one window to the next):
- * quad_fill's whole-window case four times, its checks made once by the caller. */
-static TS_NOINLINE void quad_fill_inside(const int8_t *src, int32_t step, int32_t fh, int32_t len, size_t row,
-                                         int32_t k, int32_t k4, uint32_t off2, uint32_t pad4, uint32_t *xs)
+/* Slots q0 .. q0 + m - 1 of a quad, m consecutive pixels of one output row whose windows lie inside
+ * the input, with dilation_w 1 (src: the first window's first tap; step: input bytes from one window
+ * to the next): quad_fill's whole-window case, its checks made once by the caller. A filter row of
+ * 8 to 12 bytes (VWW's 3x3x3: 9) is three words, the last overlapping the one before it, with no
+ * test on its length; each widened pair of words is one STRD. */
+static TS_NOINLINE void quad_fill_inside(const int8_t *src, int32_t step, int32_t m, int32_t fh, int32_t len,
+                                         size_t row, int32_t k, int32_t k4, uint32_t off2, uint32_t pad4,
+                                         uint32_t *slot0)
 {
     int8_t patch[TS_QUAD_K4 + 4];
+    const int words3 = len >= 8 && len <= 12;
     int32_t q, ky, j;
-    for (q = 0; q < TS_QUAD_PX; ++q, src += step) {
+    for (q = 0; q < m; ++q, src += step) {
         const int8_t *s = src;
         int8_t *d = patch;
-        uint32_t *slot = xs + 2 * q;
-        for (ky = 0; ky < fh; ++ky, s += row, d += len) {
-            quad_run(d, s, len);
+        uint32_t *slot = slot0 + 2 * q;
+        if (words3) {
+            for (ky = 0; ky < fh; ++ky, s += row, d += len) {
+                const uint32_t w0 = ts_load4(s), w1 = ts_load4(s + 4), w2 = ts_load4(s + len - 4);
+                ts_store4(d, w0);
+                ts_store4(d + 4, w1);
+                ts_store4(d + len - 4, w2);
+            }
+        } else {
+            for (ky = 0; ky < fh; ++ky, s += row, d += len) {
+                quad_run(d, s, len);
+            }
         }
         ts_store4(patch + k, pad4); /* the round-up: k4 - k <= 3 bytes */
         for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
-            const uint32_t v = ts_load4(patch + j);
-            slot[0] = ts_even_off(v, off2);
-            slot[1] = ts_odd_off(v, off2);
+            const uint32_t v = ts_load4(patch + j), e = ts_even_off(v, off2), o = ts_odd_off(v, off2);
+            __asm__ volatile("strd    %[e], %[o], [%[s]]" : : [e] "r"(e), [o] "r"(o), [s] "r"(slot) : "memory");
         }
     }
+}
+
+/* How many pixels from (y, x) on, up to `most` and within the row, have windows inside the input
+ * that quad_fill_inside takes (dilation_w 1): 0 where (y, x)'s is clipped. */
+static inline int32_t quad_inside(const ts_conv2d_s8_params *p, int32_t y, int32_t x, int32_t most)
+{
+    const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+    int32_t m;
+    if (p->dilation_w != 1 || y0 < 0 || y0 + (p->filter_h - 1) * p->dilation_h >= p->in_h || x0 < 0 ||
+        x0 + p->filter_w > p->in_w) {
+        return 0;
+    }
+    m = (p->in_w - p->filter_w - x0) / p->stride_w + 1; /* the row's windows inside from x on */
+    m = m < p->out_w - x ? m : p->out_w - x;
+    return m < most ? m : most;
 }
 
 /* The small-field layers on DSP cores with ts_rq requantisation, K rounded up to k4 <= TS_QUAD_K4
@@ -1814,35 +1841,34 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
         int32_t y = 0, x = 0; /* pixel i's place */
         for (i = 0; i < pixels; i += TS_QUAD_PX) {
             const int32_t n = pixels - i < TS_QUAD_PX ? pixels - i : TS_QUAD_PX;
-            const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
-            if (n == TS_QUAD_PX && x + TS_QUAD_PX <= out_w && p->dilation_w == 1 && y0 >= 0 &&
-                y0 + (p->filter_h - 1) * p->dilation_h < p->in_h && x0 >= 0 &&
-                x0 + (TS_QUAD_PX - 1) * p->stride_w + p->filter_w <= p->in_w) { /* one row, all inside */
-                quad_fill_inside(in_b + ((size_t)y0 * p->in_w + x0) * p->in_c, p->stride_w * p->in_c, p->filter_h,
-                                 p->filter_w * p->in_c, (size_t)p->dilation_h * p->in_w * p->in_c, k, k4, off2,
-                                 ts_bytes4(pad), xs);
-                x += TS_QUAD_PX;
-                if (x == out_w) {
-                    x = 0;
-                    ++y;
-                }
-            } else {
-            for (q = 0; q < TS_QUAD_PX; ++q) {
+            for (q = 0; q < TS_QUAD_PX;) {
                 uint32_t *slot = xs + 2 * q;
-                if (q < n) {
+                const int32_t m = q < n ? quad_inside(p, y, x, n - q) : 0;
+                if (m > 0) { /* a run of whole windows in this row */
+                    const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+                    quad_fill_inside(in_b + ((size_t)y0 * p->in_w + x0) * p->in_c, p->stride_w * p->in_c, m,
+                                     p->filter_h, p->filter_w * p->in_c, (size_t)p->dilation_h * p->in_w * p->in_c, k,
+                                     k4, off2, ts_bytes4(pad), slot);
+                } else if (q < n) {
                     quad_fill(p, in_b, y * p->stride_h - p->pad_top, x * p->stride_w - p->pad_left, pad, k, k4, off2,
                               slot);
-                    if (++x == out_w) {
-                        x = 0;
-                        ++y;
-                    }
                 } else { /* a last quad's missing pixels: computed from zeros, not stored */
                     for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
                         slot[0] = 0;
                         slot[1] = 0;
                     }
                 }
-            }
+                if (q < n) {
+                    const int32_t done = m > 0 ? m : 1;
+                    q += done;
+                    x += done;
+                    if (x == out_w) {
+                        x = 0;
+                        ++y;
+                    }
+                } else {
+                    ++q;
+                }
             }
             if (p->quads != NULL && n == TS_QUAD_PX) {
                 quad_channels(xs, p->quads, k4 / 4, output, out_c, lo4, hi4);
