@@ -107,7 +107,7 @@ class Step:
 
 
 _STEP_HEAD = re.compile(r"^    /\* step (\d+): operator (\d+) (.*)$")
-_STEP_DONE = re.compile(r"^    TS_STEP_DONE\((\d+)u\);$")
+_STEP_DONE = re.compile(r"^    TS_STEP_DONE\((\d+)u, .*\);$")
 _PARAMS = re.compile(r"^static const (ts_\w+_params) (\w+) = \{\n(.*?)^\};", re.M | re.S)
 _FIELD = re.compile(r"^\s+\.(\w+) = (-?\d+),$", re.M)
 _CALL = re.compile(r"\b(ts_\w+)\(&(\w+),")

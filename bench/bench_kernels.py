@@ -73,6 +73,9 @@ def measure_model(path: Path, board: str) -> dict[str, Any]:
         "board": board,
         "instructions": result.instructions,
         "outputs_match": result.outputs_match,
+        # every step's output against TFLite's tensor of its name (measure's step check)
+        "steps_compared": result.steps_compared,
+        "steps_differing": result.steps_differing,
         "arena_matches_plan": result.arena_matches_plan,
         "arena_bytes": result.arena_bytes_measured,
         "stack_bytes": result.stack_bytes_total,
@@ -85,6 +88,11 @@ def report_lines(m: dict[str, Any]) -> list[str]:
     lines = [
         f"### {m['model']} on {m['board']}: {m['instructions']:,} instructions per inference, outputs "
         + ("bit-exact" if m["outputs_match"] else "DIFFER")
+        + (
+            f", {m.get('steps_compared', 0)} step outputs bit-exact"
+            if not m.get("steps_differing")
+            else f", steps {m['steps_differing']} DIFFER"
+        )
         + f"; arena {m.get('arena_bytes') or 0:,} B (plan: "
         + ("equal" if m.get("arena_matches_plan") else "DIFFERS")
         + f"), stack {m.get('stack_bytes') or 0:,} B of {m.get('stack_reserved_bytes') or 0:,} B reserved",
@@ -137,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(report_lines(m)) + "\n", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
-    return 0 if all(m["outputs_match"] for m in results) else 1
+    return 0 if all(m["outputs_match"] and not m.get("steps_differing") for m in results) else 1
 
 
 if __name__ == "__main__":

@@ -115,6 +115,8 @@ class MeasureInputs:
     arena_bytes_planned: int
     arena_high_water_planned: int
     recompute: Any
+    # per input set, per step: TFLite's (bytes, CRC-32) of the step's first output (measure_sources)
+    expected_steps: list[list[tuple[int, int] | None]] | None = None
 
 
 def generate_for_measure(
@@ -131,7 +133,12 @@ def generate_for_measure(
     )
     sources = write_sources(generate(planned), Path(out_dir))
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
-    results = reference.run_reference_many(model, input_sets)
+    results = reference.run_reference_many(model, input_sets, preserve_all_tensors=True)
+    graph = planned.graph
+    outs = [graph.tensors[o.outputs[0]] if o.outputs and o.outputs[0] >= 0 else None for o in (
+        graph.operators[v] for v in planned.run_order
+    )]  # fmt: skip
+    steps = [(t.name, t.nbytes) if t is not None else None for t in outs]
     return MeasureInputs(
         sources,
         [[a.tobytes() for a in s] for s in input_sets],
@@ -139,6 +146,7 @@ def generate_for_measure(
         planned.arena.arena_bytes,
         planned.arena.high_water_bytes,
         planned.recompute,
+        [reference.step_checks(r, steps) for r in results],
     )
 
 
@@ -196,6 +204,7 @@ def measured_equal_on_qemu(gen: MeasureInputs, work: Path, board: str = "mps2-an
     result = measure_sources(
         gen.sources, board, gen.inputs, gen.expected, gen.arena_bytes_planned, work,
         arena_high_water_planned=gen.arena_high_water_planned,
+        expected_steps=gen.expected_steps,
     )  # fmt: skip
     assert result.outputs_match is True, result.mismatches
     assert result.arena_bytes_measured == gen.arena_high_water_planned

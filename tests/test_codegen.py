@@ -177,7 +177,7 @@ def _step_functions(text: str) -> list[list[int]]:
         text,
         flags=re.M | re.S,
     )
-    return [[int(n) for n in re.findall(r"TS_STEP_DONE\((\d+)u\)", body)] for body in bodies]
+    return [[int(n) for n in re.findall(r"TS_STEP_DONE\((\d+)u,", body)] for body in bodies]
 
 
 def test_a_model_of_up_to_steps_per_function_steps_keeps_them_in_one_function(tmp_path: Path) -> None:

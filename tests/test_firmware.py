@@ -418,6 +418,7 @@ def _measure_tflite(tmp_path, model_bytes_or_path, board, n_inputs=2, stand_in=N
         gen.sources, board, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "build",
         arena_high_water_planned=gen.arena_high_water_planned, stand_in=stand_in,
+        expected_steps=gen.expected_steps,
     )  # fmt: skip
 
 
@@ -513,6 +514,7 @@ def _measure_shared(path, work):
                 gen.sources, board, gen.inputs, gen.expected,
                 gen.arena_bytes_planned, work / board,
                 arena_high_water_planned=gen.arena_high_water_planned, semihost_inputs=semihost,
+                expected_steps=gen.expected_steps,
             )  # fmt: skip
         except DoesNotFit as err:
             misfits.append(str(err))

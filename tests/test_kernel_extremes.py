@@ -145,6 +145,7 @@ def test_fully_connected_results_outside_int32_bit_exact_on_cortex_m(board: str,
         result = measure_sources(
             gen.sources, board, gen.inputs, gen.expected, gen.arena_bytes_planned,
             tmp_path / f"build{zero_point}", arena_high_water_planned=gen.arena_high_water_planned,
+            expected_steps=gen.expected_steps,
         )  # fmt: skip
         assert result.outputs_match is True, (zero_point, result.mismatches)
 

@@ -217,8 +217,10 @@ def test_fast_path_model_bit_exact_on_qemu(name: str, board: str, tmp_path: Path
     result = measure_sources(
         gen.sources, board, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "build", arena_high_water_planned=gen.arena_high_water_planned,
+        expected_steps=gen.expected_steps,
     )  # fmt: skip
     assert result.outputs_match is True, result.mismatches
+    assert result.steps_compared > 0 and result.steps_differing == [], result.mismatches  # every layer
     assert result.outputs_agree_on_device and result.ok
 
 
@@ -254,6 +256,7 @@ def measure_fast_path_model(name: str, board: str, tmp_path: Path):
         gen.sources, board, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / name / "build",
         arena_high_water_planned=gen.arena_high_water_planned,
+        expected_steps=gen.expected_steps,
     )  # fmt: skip
 
 

@@ -389,7 +389,7 @@ def _hello_head(n_in: int, n_out: int, version: int = PROTOCOL_VERSION) -> bytes
             r"the build id \(64 bytes declared\) at byte 61 needs 64 bytes, 3 left",
         ),
         (encode_hello(HELLO) + b"xy", r"2 bytes after the last field \(the arena regions\)"),
-        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 4: rebuild the firmware"),
+        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 5: rebuild the firmware"),
     ],
     ids=["empty", "short", "huge-count", "string-past-end", "trailing", "old-protocol"],
 )
@@ -626,15 +626,18 @@ def test_first_error_line_is_the_diagnostic_not_its_context():
     assert first_error_line("") == "no output" and first_error_line("x\x1b[2J\n") == "x\\x1b[2J"
 
 
-def test_result_carries_per_step_counts_and_refuses_a_short_profile():
+def test_result_carries_per_step_counts_and_outputs_and_refuses_a_short_profile():
     from tinysched.device.link import RunResult, encode_result, parse_result
 
+    outputs = ((18432, 0xDEADBEEF), (0, 0), (40, 7))
     r = RunResult(
-        0, True, True, 1000, 64, 64, 0, 100, 200, outputs=(b"\x01\x02",), step_ticks=(600, 300, 100)
-    )
-    assert parse_result(encode_result(r), [2]).step_ticks == (600, 300, 100)
-    with pytest.raises(LinkError, match="declares 3 step counts and carries 8 bytes"):
-        parse_result(encode_result(r)[:-8], [2])  # the region count and the last step count cut off
+        0, True, True, 1000, 64, 64, 0, 100, 200, outputs=(b"\x01\x02",), step_ticks=(600, 300, 100),
+        step_outputs=outputs,
+    )  # fmt: skip
+    back = parse_result(encode_result(r), [2])
+    assert back.step_ticks == (600, 300, 100) and back.step_outputs == outputs
+    with pytest.raises(LinkError, match="declares 3 steps and carries 32 bytes"):
+        parse_result(encode_result(r)[:-8], [2])  # the region count and the last step's CRC cut off
 
 
 def test_a_split_arena_reports_each_region_in_hello_and_result():

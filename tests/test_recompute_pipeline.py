@@ -176,6 +176,7 @@ def test_qemu_run_with_recomputation_is_bit_exact_and_uses_the_planned_arena(tmp
     result = measure_sources(
         gen.sources, QEMU_BOARD, gen.inputs, gen.expected,
         gen.arena_bytes_planned, tmp_path / "fw",
+        expected_steps=gen.expected_steps,
     )  # fmt: skip
     assert result.outputs_match is True and result.outputs_agree_on_device, result.mismatches
     graph, _, plan = plan_for_codegen(parse_model(path.read_bytes(), source=str(path)), recompute=_request())

@@ -525,7 +525,7 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     check_plan(planned.graph, planned.arena)
     assert planned.arena.lower_bound_bytes == planned.arena.arena_bytes  # the arena did not grow
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
-    loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u)")]
+    loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u,")]
     # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
     # (ts_conv2d_s8_strip: as many wide blocks as fit); main1 (864 B a block, its pair fields on the
     # stack) keeps the default kernel

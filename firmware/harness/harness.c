@@ -156,8 +156,10 @@ static uint8_t *out_a, *out_b; /* outputs of run 1, and of runs 2 and 3 for comp
 static uint8_t *state_snapshot;
 static uint8_t *touched_map;   /* one bit per watched byte, or NULL */
 static uint32_t *step_ticks;   /* per step of the timed invoke (TS_PROFILE_STEPS), or NULL */
-static uint32_t profile_steps; /* entries of step_ticks */
+static uint32_t *step_outputs; /* per step of the first run: its output's bytes and CRC-32, or NULL */
+static uint32_t profile_steps; /* entries of step_ticks (and pairs of step_outputs) */
 static volatile int profiling; /* set during the timed invoke only */
+static volatile int checking;  /* set during the first painted run only */
 static uint64_t step_last;
 static const void *input_ptrs[16];
 static void *output_ptrs_a[16];
@@ -237,7 +239,8 @@ static void setup_buffers(void)
     touched_map = heap_take((watch_bytes + 7u) / 8u);
     profile_steps = model->num_steps;
     step_ticks = profile_steps ? heap_take(4u * profile_steps) : NULL;
-    if (!step_ticks) {
+    step_outputs = step_ticks ? heap_take(8u * profile_steps) : NULL;
+    if (!step_ticks || !step_outputs) {
         profile_steps = 0;
     }
     buffers_ok = 1;
@@ -458,11 +461,16 @@ static void handle_run(uint8_t seq)
     uint32_t stack_invoke = 0, stack_total = 0, sp = 0;
     int status = 0;
     const uint32_t stack_patterns[2] = {0x5AC3A53Cu, ~0x5AC3A53Cu};
+    if (step_outputs) {
+        memset(step_outputs, 0, 8u * profile_steps);
+    }
     for (uint32_t run = 0; run < 2; run++) {
         uint32_t invert = run ? 0xFFFFFFFFu : 0u;
         restore_state();
         paint_arena(invert);
+        checking = run == 0; /* the steps' outputs: read only, so the scans below see the same writes */
         int rc = invoke_on_painted_stack(stack_patterns[run], run ? output_ptrs_b : output_ptrs_a, &sp);
+        checking = 0;
         if (rc && !status) {
             status = rc;
         }
@@ -504,7 +512,7 @@ static void handle_run(uint8_t seq)
             region_touched[k] = span_touched(k);
         }
     }
-    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 4u * profile_steps + 4u + 8u * n_regions);
+    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 12u * profile_steps + 4u + 8u * n_regions);
     put_u32((uint32_t)status);
     put_u32(rflags);
     put_u32((uint32_t)ticks);
@@ -516,9 +524,11 @@ static void handle_run(uint8_t seq)
     put_u32(stack_total);
     put_u32(total_output_bytes);
     put_bytes(out_a, total_output_bytes);
-    put_u32(profile_steps); /* then the counter ticks of each step of the timed invoke */
+    put_u32(profile_steps); /* then per step: the timed invoke's counter ticks, its output's bytes and CRC-32 */
     for (uint32_t i = 0; i < profile_steps; i++) {
         put_u32(step_ticks[i]);
+        put_u32(step_outputs[2u * i]);
+        put_u32(step_outputs[2u * i + 1u]);
     }
     put_u32(n_regions); /* then each region's high-water and touched bytes */
     for (uint32_t k = 0; k < n_regions; k++) {
@@ -528,11 +538,20 @@ static void handle_run(uint8_t seq)
     frame_end();
 }
 
-/* Called by the generated invoke after each step (TS_STEP_DONE in ts_model.h): the ticks since the
- * previous step, during the timed run only. Reading the counter costs a few instructions a step. */
-void ts_step_done(uint32_t step)
+/* Called by the generated invoke after each step (TS_STEP_DONE in ts_model.h) with the step's
+ * output: during the timed run the ticks since the previous step (reading the counter costs a few
+ * instructions a step); during the first painted run the CRC-32 of the output's bytes, which the
+ * host compares with TFLite's tensor of the same name. */
+void ts_step_done(uint32_t step, const void *output, uint32_t output_bytes)
 {
-    if (!profiling || step >= profile_steps) {
+    if (step >= profile_steps) {
+        return;
+    }
+    if (checking && output != NULL) {
+        step_outputs[2u * step] = output_bytes;
+        step_outputs[2u * step + 1u] = crc_update(0xFFFFFFFFu, (const uint8_t *)output, output_bytes) ^ 0xFFFFFFFFu;
+    }
+    if (!profiling) {
         return;
     }
     uint64_t now = ts_counter_now();

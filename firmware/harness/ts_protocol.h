@@ -13,8 +13,10 @@
 /* 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID, see harness.c)
  * 3: the result ends with the counter ticks of each step
  * 4: the hello ends with a split arena's regions (u32 count, then u32 address, u32 bytes each), the
- *    result with each region's high-water and touched bytes (u32 count, then u32, u32 each) */
-#define TS_PROTOCOL_VERSION 4u
+ *    result with each region's high-water and touched bytes (u32 count, then u32, u32 each)
+ * 5: each step of the result carries its output's bytes and CRC-32 (first painted run) after its
+ *    counter ticks */
+#define TS_PROTOCOL_VERSION 5u
 #define TS_FRAME_MAGIC0 0x54u /* 'T' */
 #define TS_FRAME_MAGIC1 0x53u /* 'S' */
 #define TS_FRAME_HEADER_BYTES 10u

@@ -63,13 +63,14 @@ typedef struct {
 } ts_model_info;
 
 /* Per-step profiling: a firmware build defines TS_PROFILE_STEPS and the harness provides
- * ts_step_done(), called after each step of invoke with the step's index; elsewhere (the host runner)
- * the call compiles to nothing. */
+ * ts_step_done(), called after each step of invoke with the step's index and its output (the
+ * first output of the step's operator: where it lies in the arena and its bytes; NULL, 0 where
+ * none); elsewhere (the host runner, an application's build) the call compiles to nothing. */
 #ifdef TS_PROFILE_STEPS
-void ts_step_done(uint32_t step);
-#define TS_STEP_DONE(step) ts_step_done(step)
+void ts_step_done(uint32_t step, const void *output, uint32_t output_bytes);
+#define TS_STEP_DONE(step, output, output_bytes) ts_step_done((step), (output), (output_bytes))
 #else
-#define TS_STEP_DONE(step) ((void)0)
+#define TS_STEP_DONE(step, output, output_bytes) ((void)0)
 #endif
 
 #ifdef __cplusplus

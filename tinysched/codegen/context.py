@@ -45,6 +45,8 @@ class KernelCall:
     # The calls a fused operator runs inside its `pre` block (tinysched.memory.stream): their parameters
     # and arrays are emitted; the operator itself has no kernel of its own.
     parts: list[KernelCall] = field(default_factory=list)
+    # TS_STEP_DONE's output arguments (ts_model.h): the step's first output and its bytes
+    output: str = "NULL, 0u"
 
     @property
     def symbol(self) -> str:

@@ -225,6 +225,15 @@ def kernels_by_op(graph: Graph) -> dict[int, str | None]:
 # ---- the module ----------------------------------------------------------------------------------
 
 
+def _step_output(ctx: LoweringContext, op: Operator) -> str:
+    """TS_STEP_DONE's output arguments for a step: its operator's first output where it lies in the
+    arena (a measuring harness checks those bytes against TFLite's tensor), else none."""
+    outs = [t for t in op.outputs if t >= 0]
+    if not outs or outs[0] not in ctx.offsets or ctx.tensor(outs[0]).is_variable:
+        return "NULL, 0u"
+    return f"{ctx.ptr(outs[0])}, {ctx.tensor(outs[0]).nbytes}u"
+
+
 def _tensor_note(graph: Graph, index: int, offsets: dict[int, int], ctx: LoweringContext) -> str:
     t = graph.tensors[index]
     where = ctx.place(offsets[index], "+") if index in offsets else ("const" if t.is_constant else "?")
@@ -471,6 +480,7 @@ def generate(
         call.comment += [f"  in  {_tensor_note(graph, t, here, ctx)}" for t in ins]
         call.comment += [f"  out {_tensor_note(graph, t, here, ctx)}" for t in op.outputs]
         call.comment += [f"  {note}" for note in notes]
+        call.output = _step_output(ctx.at_step(here), op)
         calls.append(call)
 
     def edge(role: str, tensors: Sequence[int], offsets: dict[int, int] = offsets) -> list[dict[str, Any]]:

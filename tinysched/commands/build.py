@@ -260,6 +260,9 @@ def step_record(planned: Planned, op: int) -> dict[str, Any]:
         else None,
         "output_shape": list(graph.tensors[o.outputs[0]].shape) if o.outputs else None,
         "kernel_function": variant.kernel if variant is not None else None,
+        # the tensor TS_STEP_DONE reports (`measure` compares it with TFLite's of the same name)
+        "output_tensor": graph.tensors[o.outputs[0]].name if o.outputs and o.outputs[0] >= 0 else None,
+        "output_bytes": int(graph.tensors[o.outputs[0]].nbytes) if o.outputs and o.outputs[0] >= 0 else 0,
     }
 
 

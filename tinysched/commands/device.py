@@ -27,7 +27,7 @@ from tinysched.build.elfsize import SizeReport
 from tinysched.build.firmware import FirmwareImage
 from tinysched.commands.build import add_stack_argument, build_model, build_options_from_args
 from tinysched.commands.common import add_output_arguments, print_json
-from tinysched.device.reference import interface_inputs, reference_io
+from tinysched.device.reference import interface_inputs, reference_io, step_checks
 from tinysched.device.runner import (
     FLASH_TOOLS,
     SEMIHOST_REFUSED,
@@ -148,7 +148,12 @@ def measure_build(
     edges = [IoEdge.from_json(e) for e in (record.get("io") or {}).get("edges", [])]
     input_sets = interface_inputs(model, edges, seed, n_inputs)
     macs = record.get("macs")
-    expected = [[a.tobytes() for a in outs] for outs in reference_io(model, edges, input_sets)[1]]
+    references, outputs = reference_io(model, edges, input_sets, preserve_all_tensors=True)
+    expected = [[a.tobytes() for a in outs] for outs in outputs]
+    steps = [
+        (s["output_tensor"], int(s["output_bytes"])) if s.get("output_tensor") else None
+        for s in record.get("steps") or []
+    ]
     inputs = [[a.tobytes() for a in s] for s in input_sets]
     result = measure_image(
         image, run_board, inputs, expected, int(record["arena_bytes"]),
@@ -156,7 +161,7 @@ def measure_build(
         regions_planned=record.get("arena_regions") or (), requested=board,
         port=None if emulate else port, log=log, semihost_inputs=semihost_inputs,
         expected_image_id=image.image_id, invoke_instructions=invoke_instructions_estimate(macs=macs),
-        flash_first=flash_first, probe=probe,
+        flash_first=flash_first, probe=probe, expected_steps=[step_checks(r, steps) for r in references],
     )  # fmt: skip
     result.size = dict(record["size_report"])
     if run_board is not board:

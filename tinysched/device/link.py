@@ -36,7 +36,7 @@ MAGIC = b"TS"
 HEADER_BYTES = 10
 # 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID), so the host can refuse a
 # device that runs another image than the one it just flashed.
-PROTOCOL_VERSION = 4  # 4: the hello lists a split arena's regions, the result each one's high-water
+PROTOCOL_VERSION = 5  # 5: each step of the result carries its output's bytes and CRC-32
 MAX_PAYLOAD = 64 << 20  # host-side sanity bound
 
 MSG_QUERY = ord("Q")
@@ -316,6 +316,8 @@ class RunResult:
     outputs: tuple[bytes, ...] = field(default=())
     attempts: int = 1
     step_ticks: tuple[int, ...] = ()  # counter ticks of each step of the timed invoke (protocol 3)
+    # each step's output after the first run: (bytes, CRC-32 as zlib's; (0, 0): none) (protocol 5)
+    step_outputs: tuple[tuple[int, int], ...] = ()
     # a split arena, per region in the hello's order: highest touched offset + 1 inside the region,
     # and the bytes touched in it (protocol 4); the arena_* fields above are over the regions laid
     # end to end, as the plan's offsets are
@@ -348,19 +350,19 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
             f"result frame ends after the outputs: the step count is missing ({len(profile)} bytes)"
         )
     (steps,) = struct.unpack_from("<I", profile)
-    if len(profile) < 8 + 4 * steps:
+    if len(profile) < 8 + 12 * steps:
         raise LinkError(
-            f"result frame declares {steps:,} step counts and carries {len(profile) - 4:,} bytes for them "
-            "and the region count"
+            f"result frame declares {steps:,} steps and carries {len(profile) - 4:,} bytes for them "
+            "(12 each) and the region count"
         )
-    step_ticks = struct.unpack_from(f"<{steps}I", profile, 4)
-    (n_regions,) = struct.unpack_from("<I", profile, 4 + 4 * steps)
-    if len(profile) != 8 + 4 * steps + 8 * n_regions:
+    per_step = struct.unpack_from(f"<{3 * steps}I", profile, 4)
+    (n_regions,) = struct.unpack_from("<I", profile, 4 + 12 * steps)
+    if len(profile) != 8 + 12 * steps + 8 * n_regions:
         raise LinkError(
             f"result frame declares {n_regions:,} arena regions and carries "
-            f"{len(profile) - 8 - 4 * steps:,} bytes for them"
+            f"{len(profile) - 8 - 12 * steps:,} bytes for them"
         )
-    per_region = struct.unpack_from(f"<{2 * n_regions}I", profile, 8 + 4 * steps)
+    per_region = struct.unpack_from(f"<{2 * n_regions}I", profile, 8 + 12 * steps)
     outs, off = [], 0
     for size in output_bytes:
         outs.append(data[off : off + size])
@@ -376,7 +378,8 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         stack_bytes=stack,
         stack_total=stack_total,
         outputs=tuple(outs),
-        step_ticks=tuple(step_ticks),
+        step_ticks=tuple(per_step[0::3]),
+        step_outputs=tuple(zip(per_step[1::3], per_step[2::3], strict=True)),
         region_high_water=tuple(per_region[0::2]),
         region_touched=tuple(per_region[1::2]),
     )
@@ -402,7 +405,15 @@ def encode_result(r: RunResult) -> bytes:
             len(data),
         )
         + data
-        + struct.pack(f"<I{len(r.step_ticks)}I", len(r.step_ticks), *r.step_ticks)
+        + struct.pack(
+            f"<I{3 * len(r.step_ticks)}I",
+            len(r.step_ticks),
+            *(
+                v
+                for k, ticks in enumerate(r.step_ticks)
+                for v in (ticks, *(r.step_outputs[k] if k < len(r.step_outputs) else (0, 0)))
+            ),
+        )
         + struct.pack(
             f"<I{2 * len(r.region_high_water)}I",
             len(r.region_high_water),

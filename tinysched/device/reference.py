@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -471,14 +472,17 @@ def reference_io(
     model: bytes | str | os.PathLike[str],
     edges: Sequence[IoEdge],
     input_sets: Sequence[Sequence[np.ndarray]],
+    *,
+    preserve_all_tensors: bool = False,
 ) -> tuple[list[Any], list[list[np.ndarray]]]:
     """TFLite's reference run on the model's own inputs for `input_sets` (of the planned interface):
     (the ReferenceResults, per set the expected outputs of the planned interface, the int8 tensors
-    the removed DEQUANTIZEs read in place of their float outputs).
+    the removed DEQUANTIZEs read in place of their float outputs). With `preserve_all_tensors` (always
+    where an edge changed) the results hold every tensor's value, for `step_checks`.
 
     Raises TinyschedError if the reference's QUANTIZE does not give back an int8 input exactly."""
     if not edges:
-        results = run_reference_many(model, input_sets)
+        results = run_reference_many(model, input_sets, preserve_all_tensors=preserve_all_tensors)
         return results, [list(r.outputs) for r in results]
     floats = [model_inputs(edges, s) for s in input_sets]
     results = run_reference_many(model, floats, preserve_all_tensors=True)
@@ -501,6 +505,28 @@ def reference_io(
                 )
         expected.append(outputs)
     return results, expected
+
+
+def step_checks(
+    result: ReferenceResult, outputs: Sequence[tuple[str, int] | None]
+) -> list[tuple[int, int] | None]:
+    """TFLite's (bytes, CRC-32 as zlib's) of the tensor each step's first output is, from a run with
+    preserve_all_tensors: `outputs` gives per step its tensor's name and bytes (None: no output). A
+    step gets None where the model has no one tensor of that name and size with a value."""
+    by_name: dict[str, list[int]] = {}
+    for detail in result.tensor_details:
+        by_name.setdefault(str(detail["name"]), []).append(int(detail["index"]))
+    values = result.tensors or {}
+    checks: list[tuple[int, int] | None] = []
+    for out in outputs:
+        found = by_name.get(out[0], []) if out is not None else []
+        value = values.get(found[0]) if len(found) == 1 else None
+        if out is None or value is None or np.asarray(value).nbytes != out[1]:
+            checks.append(None)
+            continue
+        data = np.ascontiguousarray(value).tobytes()
+        checks.append((len(data), zlib.crc32(data)))
+    return checks
 
 
 def _worker(workdir: Path, resolver: str, preserve_all_tensors: bool) -> dict[str, Any]:

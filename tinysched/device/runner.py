@@ -367,6 +367,10 @@ class MeasureResult:
     # a split arena: per region {region, address, bytes, high_water_planned, high_water_measured,
     # touched, matches} (the painted high-water inside each region against the plan's)
     regions: list[dict[str, Any]] = field(default_factory=list)
+    # each step's output after the first run, against TFLite's tensor of the same name (CRC-32 of
+    # the bytes): how many steps were compared over the inputs, and the steps that differed in any
+    steps_compared: int = 0
+    steps_differing: list[int] = field(default_factory=list)
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -376,7 +380,12 @@ class MeasureResult:
 
     @property
     def ok(self) -> bool:
-        return self.arena_matches_plan and self.outputs_match is not False and self.outputs_agree_on_device
+        return (
+            self.arena_matches_plan
+            and self.outputs_match is not False
+            and self.outputs_agree_on_device
+            and not self.steps_differing
+        )
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -412,6 +421,15 @@ class MeasureResult:
             f"stack measured  {self.stack_bytes_measured:,} B in the model ({self.stack_bytes_total:,} B with the harness)",
             f"per inference   {count} (max over inputs)",
         ]
+        if self.steps_compared:
+            out.append(
+                f"steps           {self.steps_compared:,} step outputs compared with TFLite's tensors: "
+                + (
+                    "all bit-identical"
+                    if not self.steps_differing
+                    else f"steps {', '.join(str(k) for k in self.steps_differing[:8])} DIFFER"
+                )
+            )
         running_hz = int(self.hello.get("cpu_hz") or 0)
         if running_hz and not self.emulated_by and running_hz != self.board_cpu_hz:
             out.append(
@@ -546,8 +564,12 @@ def measure_image(
     semihost_inputs: bool = False,
     flash_first: bool = True,
     probe: str | None = None,
+    expected_steps: Sequence[Sequence[tuple[int, int] | None]] | None = None,
 ) -> MeasureResult:
     """Runs a built image on `run_board` (QEMU when emulated, else the board on `port`).
+
+    `expected_steps` (per input, per step: TFLite's (bytes, CRC-32) of the tensor the step's first
+    output is, None where there is none to compare) checks every step's output the device reports.
 
     A real board is flashed first (with `probe`, see `flash`) unless `flash_first` is off (it was
     flashed already, e.g. by `tinysched flash`): the hello's image id is checked either way.
@@ -656,6 +678,7 @@ def measure_image(
             f"the top {high_water_planned - measured:,} B below the plan's high-water are never touched"
         )
     regions = region_measures(hello, results, regions_planned, mismatches)
+    compared, differing = compare_steps(results, expected_steps, mismatches)
     max_ticks = max((r.ticks for r in results), default=0)
     unit, cycles, instructions = ticks_to_count(run_board, hello, max_ticks)
     return MeasureResult(
@@ -687,7 +710,37 @@ def measure_image(
         inputs_semihosted=semihosted,
         step_counts=step_counts(run_board, hello, results[0].step_ticks if results else ()),
         regions=regions,
+        steps_compared=compared,
+        steps_differing=differing,
     )
+
+
+def compare_steps(
+    results: Sequence[RunResult],
+    expected: Sequence[Sequence[tuple[int, int] | None]] | None,
+    mismatches: list[str],
+) -> tuple[int, list[int]]:
+    """Each input's step outputs (bytes, CRC-32) against TFLite's: (steps compared over the inputs,
+    the steps that differed in any), noting the first input's differences in `mismatches`. A step
+    is compared where the device reported its output and the reference has a tensor of its size."""
+    if expected is None:
+        return 0, []
+    compared, differing = 0, set()
+    for i, (r, want) in enumerate(zip(results, expected, strict=False)):
+        here = []
+        for k, (got, w) in enumerate(zip(r.step_outputs, want, strict=False)):
+            if w is None or got[0] == 0 or got[0] != w[0]:
+                continue
+            compared += 1
+            if got[1] != w[1]:
+                here.append(k)
+        if here and not differing:  # the first step to differ; the later ones may only follow from it
+            mismatches.append(
+                f"input {i} step {here[0]}: its output differs from TFLite's tensor (the first of "
+                f"{len(here)} step(s) that differ)"
+            )
+        differing.update(here)
+    return compared, sorted(differing)
 
 
 def region_measures(
@@ -741,6 +794,7 @@ def measure_sources(
     invoke_instructions: int | None = None,
     stand_in: str | None = None,
     regions_planned: Sequence[dict[str, Any]] = (),
+    expected_steps: Sequence[Sequence[tuple[int, int] | None]] | None = None,
 ) -> MeasureResult:
     """Builds already-generated model sources for `board` and measures them on the device.
 
@@ -754,7 +808,8 @@ def measure_sources(
     `expected[i]` the reference outputs for it, compared byte for byte (None: not compared).
     Inputs go over the serial link; `semihost_inputs` (emulated runs only) sends them by semihosting.
     `stand_in` names another of the board's stand-ins than the default (boards.yaml emulated_by).
-    `regions_planned` (a split arena: the plan's pools as JSON) is checked region by region.
+    `regions_planned` (a split arena: the plan's pools as JSON) is checked region by region, and
+    `expected_steps` (see `measure_image`) step by step.
     """
     board = get_board(board) if isinstance(board, str) else board
     if emulate is None:
@@ -780,7 +835,7 @@ def measure_sources(
         image, run_board, inputs, expected, arena_bytes_planned,
         arena_high_water_planned=arena_high_water_planned, regions_planned=regions_planned,
         requested=board, port=port, run_timeout=run_timeout, log=log, semihost_inputs=semihost_inputs,
-        invoke_instructions=invoke_instructions, expected_image_id=image.image_id,
+        invoke_instructions=invoke_instructions, expected_image_id=image.image_id, expected_steps=expected_steps,
     )  # fmt: skip
     if run_board is not board:
         result.size = real.size.to_json()

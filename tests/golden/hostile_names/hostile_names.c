@@ -132,7 +132,7 @@ static int hostile_names_steps(uint8_t *const arena)
     if (ts_conv2d_s8(&hostile_names_op0, (const int8_t *)(arena + 64), hostile_names_t1, hostile_names_t2, (int8_t *)(arena + 0)) != TS_OK) {
         return 1;
     }
-    TS_STEP_DONE(0u);
+    TS_STEP_DONE(0u, (const int8_t *)(arena + 0), 64u);
 
     /* step 1: operator 1 AVERAGE_POOL_2D
      *   in  t3 conv * / / * nested ? ?= \u00e9 int8[1, 4, 4, 4] @arena+0
@@ -140,7 +140,7 @@ static int hostile_names_steps(uint8_t *const arena)
     if (ts_avg_pool2d_s8(&hostile_names_op1, (const int8_t *)(arena + 0), (int8_t *)(arena + 64)) != TS_OK) {
         return 2;
     }
-    TS_STEP_DONE(1u);
+    TS_STEP_DONE(1u, (const int8_t *)(arena + 64), 4u);
 
     /* step 2: operator 2 RESHAPE
      *   in  t4 pool\r\n\t\x01 int8[1, 1, 1, 4] @arena+64
@@ -149,7 +149,7 @@ static int hostile_names_steps(uint8_t *const arena)
     if (ts_copy(&hostile_names_op2, (const int8_t *)(arena + 64), (int8_t *)(arena + 0)) != TS_OK) {
         return 3;
     }
-    TS_STEP_DONE(2u);
+    TS_STEP_DONE(2u, (const int8_t *)(arena + 0), 4u);
 
     /* step 3: operator 3 FULLY_CONNECTED
      *   in  t6 flat'" int8[1, 4] @arena+0
@@ -159,7 +159,7 @@ static int hostile_names_steps(uint8_t *const arena)
     if (ts_fully_connected_s8(&hostile_names_op3, (const int8_t *)(arena + 0), hostile_names_t7, hostile_names_t8, (int8_t *)(arena + 16)) != TS_OK) {
         return 4;
     }
-    TS_STEP_DONE(3u);
+    TS_STEP_DONE(3u, (const int8_t *)(arena + 16), 3u);
 
     /* step 4: operator 4 SOFTMAX
      *   in  t9 fc int8[1, 3] @arena+16
@@ -167,7 +167,7 @@ static int hostile_names_steps(uint8_t *const arena)
     if (ts_softmax_s8(&hostile_names_op4, (const int8_t *)(arena + 16), (int8_t *)(arena + 0)) != TS_OK) {
         return 5;
     }
-    TS_STEP_DONE(4u);
+    TS_STEP_DONE(4u, (const int8_t *)(arena + 0), 3u);
     return HOSTILE_NAMES_OK;
 }
 

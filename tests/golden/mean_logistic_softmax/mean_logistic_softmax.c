@@ -124,7 +124,7 @@ static int mean_logistic_softmax_steps(uint8_t *const arena)
     if (ts_mean_s8(&mean_logistic_softmax_op0, (const int8_t *)(arena + 0), (int8_t *)(arena + 320)) != TS_OK) {
         return 1;
     }
-    TS_STEP_DONE(0u);
+    TS_STEP_DONE(0u, (const int8_t *)(arena + 320), 8u);
 
     /* step 1: operator 1 MEAN
      *   in  t0 x int8[1, 6, 5, 8] @arena+0
@@ -133,7 +133,7 @@ static int mean_logistic_softmax_steps(uint8_t *const arena)
     if (ts_mean_s8(&mean_logistic_softmax_op1, (const int8_t *)(arena + 0), (int8_t *)(arena + 288)) != TS_OK) {
         return 2;
     }
-    TS_STEP_DONE(1u);
+    TS_STEP_DONE(1u, (const int8_t *)(arena + 288), 30u);
 
     /* step 2: operator 2 MEAN
      *   in  t0 x int8[1, 6, 5, 8] @arena+0
@@ -142,7 +142,7 @@ static int mean_logistic_softmax_steps(uint8_t *const arena)
     if (ts_mean_s8(&mean_logistic_softmax_op2, (const int8_t *)(arena + 0), (int8_t *)(arena + 240)) != TS_OK) {
         return 3;
     }
-    TS_STEP_DONE(2u);
+    TS_STEP_DONE(2u, (const int8_t *)(arena + 240), 40u);
 
     /* step 3: operator 3 LOGISTIC
      *   in  t2 mean_hw int8[1, 1, 1, 8] @arena+320
@@ -150,7 +150,7 @@ static int mean_logistic_softmax_steps(uint8_t *const arena)
     if (ts_lut_s8(&mean_logistic_softmax_op3, (const int8_t *)(arena + 320), (int8_t *)(arena + 32)) != TS_OK) {
         return 4;
     }
-    TS_STEP_DONE(3u);
+    TS_STEP_DONE(3u, (const int8_t *)(arena + 32), 8u);
 
     /* step 4: operator 4 SOFTMAX
      *   in  t4 mean_c int8[1, 6, 5] @arena+288
@@ -158,7 +158,7 @@ static int mean_logistic_softmax_steps(uint8_t *const arena)
     if (ts_softmax_s8(&mean_logistic_softmax_op4, (const int8_t *)(arena + 288), (int8_t *)(arena + 0)) != TS_OK) {
         return 5;
     }
-    TS_STEP_DONE(4u);
+    TS_STEP_DONE(4u, (const int8_t *)(arena + 0), 30u);
     return MEAN_LOGISTIC_SOFTMAX_OK;
 }
 

@@ -88,7 +88,7 @@ static int quantize_edges_steps(uint8_t *const arena)
     if (ts_quantize_f32_s8(&quantize_edges_op0, (const float *)(arena + 0), (int8_t *)(arena + 208)) != TS_OK) {
         return 1;
     }
-    TS_STEP_DONE(0u);
+    TS_STEP_DONE(0u, (const int8_t *)(arena + 208), 50u);
 
     /* step 1: operator 1 QUANTIZE
      *   in  t1 u uint8[1, 5, 5, 2] @arena+272
@@ -96,7 +96,7 @@ static int quantize_edges_steps(uint8_t *const arena)
     if (ts_requantize_8bit(&quantize_edges_op1, (const uint8_t *)(arena + 272), (int8_t *)(arena + 0)) != TS_OK) {
         return 2;
     }
-    TS_STEP_DONE(1u);
+    TS_STEP_DONE(1u, (const int8_t *)(arena + 0), 50u);
 
     /* step 2: operator 2 ADD
      *   in  t2 quantize_float int8[1, 5, 5, 2] @arena+208
@@ -105,7 +105,7 @@ static int quantize_edges_steps(uint8_t *const arena)
     if (ts_add_s8(&quantize_edges_op2, (const int8_t *)(arena + 208), (const int8_t *)(arena + 0), (int8_t *)(arena + 272)) != TS_OK) {
         return 3;
     }
-    TS_STEP_DONE(2u);
+    TS_STEP_DONE(2u, (const int8_t *)(arena + 272), 50u);
 
     /* step 3: operator 3 QUANTIZE
      *   in  t4 add int8[1, 5, 5, 2] @arena+272
@@ -113,7 +113,7 @@ static int quantize_edges_steps(uint8_t *const arena)
     if (ts_requantize_8bit(&quantize_edges_op3, (const int8_t *)(arena + 272), (uint8_t *)(arena + 208)) != TS_OK) {
         return 4;
     }
-    TS_STEP_DONE(3u);
+    TS_STEP_DONE(3u, (const uint8_t *)(arena + 208), 50u);
 
     /* step 4: operator 4 DEQUANTIZE
      *   in  t4 add int8[1, 5, 5, 2] @arena+272
@@ -121,7 +121,7 @@ static int quantize_edges_steps(uint8_t *const arena)
     if (ts_dequantize_s8_f32(&quantize_edges_op4, (const int8_t *)(arena + 272), (float *)(arena + 0)) != TS_OK) {
         return 5;
     }
-    TS_STEP_DONE(4u);
+    TS_STEP_DONE(4u, (const float *)(arena + 0), 200u);
     return QUANTIZE_EDGES_OK;
 }
 
