@@ -27,6 +27,7 @@ from tinysched.memory.stream import (
     candidates,
     chain_shift,
     row_schedule,
+    staged_members,
     stream_of,
     stream_shift,
     two_pass,
@@ -483,7 +484,9 @@ def _stage_then_tail(b: ModelBuilder) -> None:
     p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
     y = b.add(p, d, activation="RELU", name="sum2")
     y = b.conv2d(y, 56, (3, 3), name="tail")  # 8x6x56: the peak after the stage streams
-    b.output(b.average_pool2d(y, (8, 6), (1, 1), name="avg"))
+    # the global average as a MEAN over both axes, which no stage ends at (a global AVERAGE_POOL_2D
+    # would stream the tail into its sums, and the tail's step would no longer be the peak)
+    b.output(b.mean(y, (1, 2), keepdims=True, name="avg"))
 
 
 @needs_gcc
@@ -538,3 +541,72 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
+
+
+# ---- a stage ending in a global average pool (issue 33, part 4) -------------------------------------
+
+
+def _ds_cnn(b: ModelBuilder) -> None:
+    """mlperf_kws_dscnn in small: a head convolution, one depthwise -> 1x1 block on rows of 5 pixels,
+    a global average pool (its window the whole 12x5 map) and a fully connected layer."""
+    x = b.input("x", (1, 12, 5, 2))  # 120 B
+    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")  # 12x5x8: 480 B, rows of 40 B
+    t = b.depthwise_conv2d(h, (3, 3), activation="RELU", name="dw")
+    t = b.conv2d(t, 8, (1, 1), activation="RELU", name="pw")  # rows of 5 pixels: ts_conv2d_s8_staged
+    p = b.average_pool2d(t, (12, 5), (1, 1), name="pool")  # 1x1x8
+    b.output(b.fully_connected(b.reshape(p, (1, 8)), 4, name="fc"))
+
+
+def test_a_global_pool_ends_a_stage_with_its_sums() -> None:
+    g = built_graph(_ds_cnn)
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    whole = found[(0, 1, 2, 3)]
+    # windows: 3 head rows for the 3x3 depthwise (120 B), 1 depthwise row for the 1x1 (40 B), 1 row of
+    # the 1x1's output for the pool, which adds it to its sums as it arrives (40 B); then the pool's
+    # 8 int32 sums (32 B) and the 1x1's widened threes, chunk 6 x 8 channels (48 B): 280 B
+    assert whole.rows == (3, 1, 1) and (whole.sums, whole.sums_offset) == (8, 200)
+    assert (whole.staged_offset, whole.staged, whole.window_bytes) == (232, 48, 280)
+    assert staged_members(g, whole) == (2,)  # the head reads the whole input: not staged
+    sched = row_schedule(g, whole.operators)
+    assert sched is not None and sched.ends == (12, 12, 12)  # one loop turn per pool input row
+    assert stream_shift(g, whole, g.inputs[0]) is None  # the 8 output bytes share nothing
+    # the pool alone cannot head or continue a stage: its one output row is written after the loop
+    assert not any(s.producer.index == 3 for s in candidates(g) if len(s.operators) > 1)
+
+
+def test_global_pool_stage_plans_below_every_whole_map() -> None:
+    g = built_graph(_ds_cnn)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    speed = plan(g, PlanOptions(alignment=1, time_limit=2.0, prefer="speed"))
+    # the stage's step holds the input (120 B), its scratch (280 B) and the pool's 8 B: 408 B; with
+    # whole tensors every step holds a 12x5x8 map (480 B) and more: 688 B once the default kernels'
+    # outputs have drifted down the arena (their shifts are negative, docs/memory-model.md)
+    assert [[op.index for op in s.operators] for s in _streams(planned)] == [[0, 1, 2, 3]]
+    assert (speed.arena.arena_bytes, planned.arena.arena_bytes) == (688, 120 + 280 + 8)
+    assert planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_global_pool_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=4)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [4]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_avg_pool2d_s8_rows(&p3, " in c_source and ", row, 1, sums, output)" in c_source
+    assert "ts_conv2d_s8_staged_checked(&p2, " in c_source  # the 1x1 on its one row
+    assert "const int32_t staged_checks2 = ts_conv2d_s8_staged_checks(&p2, " in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_global_pool_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=6)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    assert "ts_avg_pool2d_s8_rows(" in model_c_text(gen)
+    # aligned to 16 B: the input 128 B, the scratch 288 B, the pool's output 16 B
+    assert gen.arena_bytes_planned == 128 + 288 + 16
+    measured_equal_on_qemu(gen, tmp_path / "qemu")

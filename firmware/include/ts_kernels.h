@@ -254,6 +254,15 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
 int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table);
+/* ts_conv2d_s8_staged with its per-call checks made once (a streamed stage's narrow 1x1 member,
+ * called row by row with in_h = out_h = 1; tinysched/codegen/lower_stream.py): `checks` =
+ * ts_conv2d_s8_staged_checks(p, bias, rq_table), the path its quantisation allows (0 the reference
+ * loop, 1 pointwise, 2 pointwise with ts_rq), for parameters that differ from p's only in their row
+ * fields. Arithmetic and read/write order: ts_conv2d_s8_staged's. */
+int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *bias, const int32_t *rq_table);
+int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                                const int32_t *rq_table, int32_t checks);
 
 /* CONV_2D wide (the variant tinysched.kernel_scratch chooses after placement where its scratch fits
  * a gap of the arena at the operator's step; tinysched.variants "wide"): any shape ts_conv2d_s8
@@ -493,6 +502,18 @@ typedef struct {
 
 int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output);
 int ts_max_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+
+/* AVERAGE_POOL_2D by rows: a global pool (one window over the whole input: out_h = out_w = 1,
+ * filter = in_h x in_w, no padding, batches 1) as a streamed stage's sink (tinysched/memory/stream.py
+ * `global_pool`). `rows` holds input rows [first, first + count); their elements are added, per
+ * channel, into `sums` (4 * channels bytes at any alignment: int32 in the core's byte order; set to
+ * the rows' sums when first == 0), and after the input's
+ * last row output channel c = sums[c] / (in_h * in_w) rounded to nearest, ties away from zero,
+ * clamped to [act_min, act_max]: the sum and the division of ts_avg_pool2d_s8 (integer addition is
+ * exact in any order: |sum| <= 128 * in_h * in_w), so the same bytes. Order: every byte of `rows`
+ * read before any output byte is written; the output only after the last row. */
+int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int32_t first, int32_t count,
+                          int8_t *sums, int8_t *output);
 
 /* ---- broadcasting -------------------------------------------------------------------------------
  * An elementwise binary operator walks the output in row-major order over dims[0..5] (the output

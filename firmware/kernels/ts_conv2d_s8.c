@@ -2398,15 +2398,15 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table)
 {
-    const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
-    ts_conv2d_s8_params sub = *p;
-    int32_t k, n;
-    int mode = 0; /* 0 reference loop, 1 pointwise, 2 pointwise with ts_rq */
-    if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
-        p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || chunk < 1 || p->in_c < 1 ||
-        p->out_c < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
-        return TS_ERR_PARAMS;
-    }
+    return ts_conv2d_s8_staged_checked(p, input, filter, bias, output, scratch, chunk, rq_table,
+                                       ts_conv2d_s8_staged_checks(p, bias, rq_table));
+}
+
+/* The staged kernel's path (0 reference loop, 1 pointwise, 2 pointwise with ts_rq), from the
+ * parameters' quantisation alone: the same for every row of a layer (ts_kernels.h). */
+int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *bias, const int32_t *rq_table)
+{
+    int32_t mode = 0;
     if (!TS_CONV_GENERIC_ONLY && p->input_offset >= -255 && p->input_offset <= 255 &&
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
@@ -2416,6 +2416,23 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
             mode = 2;
         }
 #endif
+    }
+    (void)bias;
+    (void)rq_table;
+    return mode;
+}
+
+int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                                const int32_t *rq_table, int32_t mode)
+{
+    const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
+    ts_conv2d_s8_params sub = *p;
+    int32_t k, n;
+    if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
+        p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || chunk < 1 || p->in_c < 1 ||
+        p->out_c < 1 || p->dilation_h < 1 || p->dilation_w < 1 || mode < 0 || mode > 2) {
+        return TS_ERR_PARAMS;
     }
     (void)rq_table;
     sub.batches = 1;
