@@ -440,6 +440,33 @@ def depthwise_pixels_helium() -> bytes:
     return b.build()
 
 
+def stream_pool_rows() -> bytes:
+    """A DS-CNN stage streamed into its global average pool (tinysched.memory.stream.global_pool):
+    a head 3x3 over 3 channels, a depthwise 3x3 and a 1x1 12 -> 12 on rows of 5 pixels (run by
+    ts_conv2d_s8_staged on each row: a three and a last two, the generator's table on DSP cores),
+    the pool over 9x5 taps of 12 channels adding each row into its int32 sums (ts_avg_pool2d_s8_rows),
+    with RELU after it and input zero point 9 (sums of either sign, ties rounded away from zero)."""
+    b = ModelBuilder(seed=47)
+    x = b.input("x", (1, 9, 5, 3), zero_point=9)
+    t = b.conv2d(x, 12, (3, 3), activation="RELU", name="head")
+    t = b.depthwise_conv2d(t, (3, 3), name="dw")
+    t = b.conv2d(t, 12, (1, 1), activation="RELU6", name="pw_rows_of_5")
+    b.output(b.average_pool2d(t, (9, 5), (1, 1), activation="RELU", name="pool_rows"))
+    return b.build()
+
+
+def stream_pool_narrow() -> bytes:
+    """Rows of 3 pixels into a global pool: a head 3x3 over 4 channels into 8, a 1x1 8 -> 16
+    per-tensor (ts_conv2d_s8_staged on each row: one three, chunk 3), the pool over 9x3 taps of 16
+    channels, input zero point -128 (sums of -128s)."""
+    b = ModelBuilder(seed=48)
+    x = b.input("x", (1, 9, 3, 4), zero_point=-128)
+    t = b.conv2d(x, 8, (3, 3), activation="RELU", name="head_rows_of_3")
+    t = b.conv2d(t, 16, (1, 1), per_channel=False, name="pw_rows_of_3")
+    b.output(b.average_pool2d(t, (9, 3), (1, 1), name="pool_narrow"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -466,4 +493,6 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,
     "depthwise_pixels_helium": depthwise_pixels_helium,
+    "stream_pool_rows": stream_pool_rows,
+    "stream_pool_narrow": stream_pool_narrow,
 }

@@ -242,6 +242,8 @@ DSP_ONLY_MODELS = (
     "avg_pool_lanes",
     "conv_wide_rq_forms",
     "depthwise_blocks_clamped",
+    "stream_pool_rows",
+    "stream_pool_narrow",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 
