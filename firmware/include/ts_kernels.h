@@ -971,6 +971,10 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * the main path runs ahead; each row is computed once, when first needed (no MACs are added), and
  * dropped when its last reader has passed it. tinysched/memory/stream.py `row_schedule` is the
  * loop's twin that sizes the windows.
+ * A stage may end in a global AVERAGE_POOL_2D: the loop then runs over the pool's input rows, each
+ * added into the pool's int32 sums as it arrives (ts_avg_pool2d_s8_rows), its output written after
+ * the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
+ * one row (in_h = out_h = 1), its scratch after the sums.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input

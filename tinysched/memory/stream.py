@@ -17,6 +17,10 @@ a tensor read by two members keeping the rows from the lowest either still reads
 for; `row_schedule` is the generated loop's twin that sizes the windows and gives the fused operator's
 D against each outer input.
 
+A stage may end in a global average pool (`global_pool`, issue 33 part 4): its loop runs one turn per
+row of the pool's input, which the pool adds into int32 sums per channel (`Stream.sums`, after the
+windows), writing its output after the last row; the map before it is never whole.
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
