@@ -610,3 +610,21 @@ def test_global_pool_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
     # aligned to 16 B: the input 128 B, the scratch 288 B, the pool's output 16 B
     assert gen.arena_bytes_planned == 128 + 288 + 16
     measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+@needs_gcc
+@pytest.mark.host
+def test_global_pool_stage_headed_by_the_input_bit_exact_on_the_host(tmp_path: Path) -> None:
+    from tinysched.device.verify import verify
+
+    path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=3)
+    g = parse_model(path.read_bytes())
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0, stream_input=True))
+    (chain,) = _streams(planned)
+    # the input's window of 3 rows (30 B), the head's 120 B, 40 + 40 B, the sums (32 B) ending at 262,
+    # the threes from 264 (a multiple of 4) for 48 B: 312 B of scratch, and the pool's 8 B
+    assert chain.source and [op.index for op in chain.operators] == [0, 1, 2, 3]
+    assert (chain.window_bytes, planned.arena.arena_bytes) == (312, 312 + 8)
+    # under UBSan with the sums at any byte offset (the kernel reads them by memcpy)
+    result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
+    assert result.mismatches == [] and result.outputs_match
