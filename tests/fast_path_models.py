@@ -442,15 +442,17 @@ def depthwise_pixels_helium() -> bytes:
 
 def stream_pool_rows() -> bytes:
     """A DS-CNN stage streamed into its global average pool (tinysched.memory.stream.global_pool):
-    a head 3x3 over 3 channels, a depthwise 3x3 and a 1x1 12 -> 12 on rows of 5 pixels (run by
-    ts_conv2d_s8_staged on each row: a three and a last two, the generator's table on DSP cores),
-    the pool over 9x5 taps of 12 channels adding each row into its int32 sums (ts_avg_pool2d_s8_rows),
+    a head 3x3 over 3 channels into 32, a depthwise 3x3 and two 1x1 32 -> 32 on rows of 5 pixels
+    (ts_conv2d_s8_staged on each row: a three and a last two, the generator's table on DSP cores,
+    eight groups a turn; the first without an activation, so unclamped, the second with RELU6), the
+    pool over 9x5 taps of 32 channels adding each row into its int32 sums (ts_avg_pool2d_s8_rows),
     with RELU after it and input zero point 9 (sums of either sign, ties rounded away from zero)."""
     b = ModelBuilder(seed=47)
     x = b.input("x", (1, 9, 5, 3), zero_point=9)
-    t = b.conv2d(x, 12, (3, 3), activation="RELU", name="head")
+    t = b.conv2d(x, 32, (3, 3), activation="RELU", name="head")
     t = b.depthwise_conv2d(t, (3, 3), name="dw")
-    t = b.conv2d(t, 12, (1, 1), activation="RELU6", name="pw_rows_of_5")
+    t = b.conv2d(t, 32, (1, 1), name="pw_rows_of_5")
+    t = b.conv2d(t, 32, (1, 1), activation="RELU6", name="pw_rows_of_5_relu6")
     b.output(b.average_pool2d(t, (9, 5), (1, 1), activation="RELU", name="pool_rows"))
     return b.build()
 

@@ -229,7 +229,8 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * channel; emitted for DSP cores only, and only when every channel takes ts_rq), a three (or a last
  * two) takes every channel in one asm loop against that table: per group one LDRD of the filter
  * words and per pixel LDRD + two SMLAD (82 instructions per 96 products with in_c a multiple of 32,
- * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise), then ts_rq, pack, the bytewise clamp
+ * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise; a last two with in_c a multiple of 32
+ * only its two pixels: 58 per 64), then ts_rq, pack, the bytewise clamp
  * (none where [act_min, act_max] is all of int8 and in_c a multiple of 32) and the bytes stored,
  * channel after channel (about 196 instructions per channel of a three at in_c 64); a last single
  * pixel goes through the path without the table (the generator then leaves rq_table NULL where

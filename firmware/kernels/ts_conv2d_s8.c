@@ -2108,6 +2108,16 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
                     PW3_GROUP_AT("-120", "-112", "-104") PW3_GROUP_AT("-96", "-88", "-80")                \
                         PW3_GROUP_AT("-72", "-64", "-56") PW3_GROUP_AT("-48", "-40", "-32")               \
                             PW3_GROUP_AT("-24", "-16", "-8")
+/* eight groups of a last two pixels (the layout of a three, its third pixel neither read nor
+ * accumulated: a2 keeps the bias and is not stored): xp post-incremented by 192 */
+#define PW2_GROUP_AT(q0, q1)                                                                            \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp], #" q0 "]\n\t")   \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #" q1 "]\n\t")
+#define PW2_GROUP8                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #192\n\t")      \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-184]\n\t") PW2_GROUP_AT("-168", "-160")           \
+            PW2_GROUP_AT("-144", "-136") PW2_GROUP_AT("-120", "-112") PW2_GROUP_AT("-96", "-88")          \
+                PW2_GROUP_AT("-72", "-64") PW2_GROUP_AT("-48", "-40") PW2_GROUP_AT("-24", "-16")
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
 #define PW3_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
 /* the packed results clamped bytewise to [lo, hi] (PW3_NOCLAMP where that is [-128, 127], which
@@ -2168,11 +2178,19 @@ static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, i
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP2, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
     } else if (n == 3) {
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if ((groups & 7) == 0 && lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) { /* a last two */
+        __asm__ volatile(PW3_CHANNELS(PW2_GROUP8, PW3_NOCLAMP, "") PW3_OPERANDS);
+    } else if ((groups & 7) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW2_GROUP8, PW3_CLAMP, "") PW3_OPERANDS);
+    } else if ((groups & 3) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP4, PW3_CLAMP, "") PW3_OPERANDS);
     } else {
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, "") PW3_OPERANDS);
     }
 }
 #undef PW3_PIXEL
+#undef PW2_GROUP_AT
+#undef PW2_GROUP8
 #undef PW3_GROUP1
 #undef PW3_GROUP2
 #undef PW3_GROUP4
