@@ -235,7 +235,8 @@ def conv_widened() -> bytes:
     b = ModelBuilder(seed=33)
     z = b.input("z", (1, 16, 16, 3), zero_point=-128)
     z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
-    z = b.average_pool2d(z, (16, 16), (16, 16), name="pool")
+    # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
+    z = b.mean(z, (1, 2), keepdims=True, name="pool")
     x = b.input("x", (1, 9, 11, 4), zero_point=7)
     t = b.conv2d(x, 7, (3, 3), (1, 1), "SAME", dilation=(1, 2), activation="RELU", name="dil_w_4_to_7")
     t = b.conv2d(t, 9, (5, 5), (2, 2), "SAME", per_channel=True, name="k5_s2_7_to_9")
@@ -272,7 +273,8 @@ def conv_pruned_channels() -> bytes:
     b = ModelBuilder(seed=35)
     z = b.input("z", (1, 24, 24, 3), zero_point=-128)
     z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
-    z = b.average_pool2d(z, (24, 24), (24, 24), name="pool")
+    # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
+    z = b.mean(z, (1, 2), keepdims=True, name="pool")
     pruned = [1.0, 3e-5, 1e-5, 1.0, 3e-6, 1e-6, 2e-5, 1e-4, 5e-6, 1.0, 4e-5, 2e-6]
     x = b.input("x", (1, 6, 7, 64), zero_point=-128)
     t = b.conv2d(x, 12, (3, 3), (1, 1), "SAME", activation="RELU6", scale_factors=pruned, name="k3_pruned")
@@ -297,7 +299,8 @@ def conv_wide_rq_forms() -> bytes:
     z = b.input("z", (1, 20, 20, 3), zero_point=-128)
     z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
     z = b.conv2d(z, 32, (1, 1), activation="RELU6", name="peak_pw_8_to_32")
-    z = b.average_pool2d(z, (20, 20), (20, 20), name="pool")
+    # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
+    z = b.mean(z, (1, 2), keepdims=True, name="pool")
     t = b.input("x", (1, 5, 7, 4), zero_point=-5)
     layers = [(12, "NONE"), (16, "RELU6"), (20, "NONE"), (24, "RELU"), (28, "NONE"), (7, "RELU6")]
     for i, (c, act) in enumerate(layers):
