@@ -472,6 +472,19 @@ def stream_pool_narrow() -> bytes:
     return b.build()
 
 
+def stream_pad_rows() -> bytes:
+    """A PAD streamed row by row between a convolution and a pooling (tinysched.memory.stream.row_pad:
+    its zero point cannot be the pool's padding after a convolution without an activation): 2 rows
+    above, 1 below, none left, 2 right over 5 channels (rows of padding alone, rows partly the
+    input's, calls of several rows from the head), into a 3x3 stride-2 MAX_POOL_2D."""
+    b = ModelBuilder(seed=49)
+    x = b.input("x", (1, 11, 7, 3), zero_point=-20)
+    c = b.conv2d(x, 5, (3, 3), padding="VALID", output_quant=(0.04, 11), name="conv_no_act")
+    p = b.pad(c, [(0, 0), (2, 1), (0, 2), (0, 0)], name="pad_2_1_0_2")
+    b.output(b.max_pool2d(p, (3, 3), (2, 2), "VALID", name="pool_after_pad"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -500,4 +513,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_pixels_helium": depthwise_pixels_helium,
     "stream_pool_rows": stream_pool_rows,
     "stream_pool_narrow": stream_pool_narrow,
+    "stream_pad_rows": stream_pad_rows,
 }

@@ -26,6 +26,7 @@ from tinysched.memory.stream import (
     STREAM_OPCODE,
     candidates,
     chain_shift,
+    row_pad,
     row_schedule,
     staged_members,
     stream_of,
@@ -628,3 +629,60 @@ def test_global_pool_stage_headed_by_the_input_bit_exact_on_the_host(tmp_path: P
     # under UBSan with the sums at any byte offset (the kernel reads them by memcpy)
     result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
     assert result.mismatches == [] and result.outputs_match
+
+
+# ---- a PAD the rewrites cannot fold, streamed row by row (issue 33, part 4) -------------------------
+
+
+def _conv_pad_pool(b: ModelBuilder) -> None:
+    """st_miniresnetv2's head in small: a convolution without an activation (so values below the
+    zero point), a PAD of its zero point, a 3x3 stride-2 MAX_POOL_2D: the PAD cannot be the pool's
+    padding (a max over padding of the zero point is not a max over the values alone)."""
+    x = b.input("x", (1, 10, 6, 2))  # 120 B, rows of 12 B
+    c = b.conv2d(x, 8, (3, 3), padding="VALID", output_quant=(0.05, 5), name="conv")  # 8x4x8: 256 B
+    p = b.pad(c, [(0, 0), (1, 1), (1, 1), (0, 0)], name="pad")  # 10x6x8: 480 B, rows of 48 B
+    b.output(b.max_pool2d(p, (3, 3), (2, 2), "VALID", name="pool"))  # 4x2x8: 64 B, rows of 16 B
+
+
+def test_a_pad_streams_its_rows_between_a_convolution_and_a_pool() -> None:
+    g = built_graph(_conv_pad_pool)
+    assert [op.opcode for op in g.operators] == ["CONV_2D", "PAD", "MAX_POOL_2D"]  # not folded
+    assert row_pad(g, g.operators[1]) == 1
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    whole = found[(0, 1, 2)]
+    # windows: one convolution row for the PAD (32 B), three padded rows for the 3x3 pool (144 B)
+    assert whole.rows == (1, 3) and whole.window_bytes == 32 + 144
+    sched = row_schedule(g, whole.operators)
+    # every convolution row once; padded rows 0 to 8 (row 9, padding, no pool row reads)
+    assert sched is not None and sched.ends == (8, 9)
+    # pool row r is written once its padded rows 2r .. 2r + 2 exist: input rows up to 2r + 3 read,
+    # the next turn reading from row 2r + 2; D = min_r (12 (2r + 2) - 16 (r + 1)) = 8, at r = 0
+    assert stream_shift(g, whole, g.inputs[0]) == 8
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    # the input (120 B), the windows (176 B), the pool's 64 B inside the input (D >= 0): 296 B
+    assert [len(s.operators) for s in _streams(planned)] == [3]
+    assert planned.arena.arena_bytes == 120 + 176 + 64 - 64 and planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_streamed_pad_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "pad.tflite", _conv_pad_pool, seed=5)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [3]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_pad_s8(&p1, src, " in c_source and "p1.pad_before[3] = in_lo - " in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_streamed_pad_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = saved_model(tmp_path / "pad.tflite", _conv_pad_pool, seed=8)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    assert "ts_pad_s8(&p1, src, " in model_c_text(gen)
+    # aligned to 16 B: the input 128 B, the windows 176 B, the pool's 64 B inside the input
+    assert gen.arena_bytes_planned == 128 + 176 + 64 - 64
+    measured_equal_on_qemu(gen, tmp_path / "qemu")

@@ -975,7 +975,8 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * A stage may end in a global AVERAGE_POOL_2D: the loop then runs over the pool's input rows, each
  * added into the pool's int32 sums as it arrives (ts_avg_pool2d_s8_rows), its output written after
  * the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
- * one row (in_h = out_h = 1), its scratch after the sums.
+ * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
+ * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input

@@ -18,6 +18,7 @@ from tinysched.memory.stream import (
     global_pool,
     loop_rows,
     row_inputs,
+    row_pad,
     row_schedule,
     row_window,
     staged_members,
@@ -30,9 +31,15 @@ from tinysched.model.graph import Graph, Operator
 def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
     """`call.args` with the arguments at the given positions (negative: from the end) replaced. The
     windowed lowerings pass (input, [filter, bias,] output), the elementwise ones (a, b, output)."""
-    expected = {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 4, "AVERAGE_POOL_2D": 2, "MAX_POOL_2D": 2, "MEAN": 2}.get(
-        call.opcode, 3
-    )
+    expected = {
+        "CONV_2D": 4,
+        "DEPTHWISE_CONV_2D": 4,
+        "AVERAGE_POOL_2D": 2,
+        "MAX_POOL_2D": 2,
+        "MEAN": 2,
+        "PAD": 2,
+        "PADV2": 2,
+    }.get(call.opcode, 3)
     if len(call.args) != expected:
         raise Unsupported(f"the {call.opcode} call of a streamed pair takes {len(call.args)} arguments")
     args = list(call.args)
@@ -307,6 +314,22 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         """Stage j's kernel on its output rows [row, row + count), written at out_at."""
         member = members[j]
         assert member is not None
+        top = row_pad(graph, member)
+        if top is not None:  # a PAD: its output rows [row, row + count) from input rows [in_lo, in_hi)
+            u = member.inputs[0]
+            buf, first = (f"w{index[u]}", f"first{index[u]}") if u in index else (names[u], "0")
+            h, rb = height(u), row_bytes(u)
+            return [
+                "{",
+                f"    const int32_t in_lo = {row} - {top} > 0 ? {row} - {top} : 0;",
+                f"    const int32_t in_hi = {row} + ({count}) - {top} < {h} ? {row} + ({count}) - {top} : {h};",
+                f"    const int8_t *const src = in_hi > in_lo ? {buf} + (size_t)(in_lo - {first}) * {rb}u : {buf};",
+                f"    p{j}.out_dims[3] = {count}; /* rows of [1, 1, 1, H, W, C] */",
+                f"    p{j}.in_dims[3] = in_hi > in_lo ? in_hi - in_lo : 0;",
+                f"    p{j}.pad_before[3] = in_lo - ({row} - {top});",
+                *(f"    {line}" for line in kernel_call(j, with_args(j, {0: "src", -1: out_at}))),
+                "}",
+            ]
         if j in staged:  # one row, in_h = out_h = 1 (set before the loop), straight from its window
             args = with_args(j, {0: operand(member.inputs[0], row), -1: out_at}) + [staged[j]]
             return kernel_call(j, args)
@@ -403,7 +426,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     setup = [
         f"p{j}.{_rows_field(m)} = 1; /* one row of [1, H, W, C] per call */"
         for j, m in enumerate(members)
-        if m is not None and m.opcode not in WINDOWED and not heads[j]
+        if m is not None and m.opcode not in WINDOWED and row_pad(graph, m) is None and not heads[j]
     ] + [f"p{j}.in_h = p{j}.out_h = 1; /* one row per call (ts_conv2d_s8_staged) */" for j in staged]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:

@@ -21,6 +21,9 @@ A stage may end in a global average pool (`global_pool`, issue 33 part 4): its l
 row of the pool's input, which the pool adds into int32 sums per channel (`Stream.sums`, after the
 windows), writing its output after the last row; the map before it is never whole.
 
+A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
+input row r - top, padded, or a row of the padding value.
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
@@ -44,11 +47,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tinysched.model.graph import Graph, Operator
-from tinysched.model.rewrite import Match, RewriteResult, apply_matches, no_rewrites, window_pads
+from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches, no_rewrites, window_pads
 
 __all__ = [
     "ELEMENTWISE",
     "global_pool",
+    "row_pad",
     "staged_members",
     "loop_rows",
     "ROW_REDUCTIONS",
@@ -188,6 +192,29 @@ def global_pool(graph: Graph, op: Operator) -> bool:
     return kernel == (x[0], x[1]) and window_pads(op, (x[0], x[1]), (1, 1), kernel) == (0, 0, 0, 0)
 
 
+def row_pad(graph: Graph, op: Operator) -> int | None:
+    """The rows a PAD / PADV2 of an int8 NHWC image adds above it (None: not such a PAD): one whose
+    padding is along the rows and columns only, with constant pads and value and one quantisation,
+    so output row r is input row r - top with its columns padded, or a row of the value alone (a
+    stage runs it row by row: ts_pad_s8 on the rows of a call, ts_kernels.h "Streamed pairs")."""
+    if op.opcode not in PAD_OPS or len(op.inputs) < 2 or len(op.outputs) != 1:
+        return None
+    x, y = op.inputs[0], op.outputs[0]
+    if _nhwc1(graph, x) is None or _nhwc1(graph, y) is None:
+        return None
+    if graph.tensors[x].quantization != graph.tensors[y].quantization:
+        return None
+    if any(u >= 0 and graph.tensors[u].data is None for u in op.inputs[1:]):
+        return None
+    pads = graph.tensors[op.inputs[1]].data
+    if pads is None or pads.size != 8:
+        return None
+    flat = [int(v) for v in pads.reshape(-1)]
+    if flat[0:2] != [0, 0] or flat[6:8] != [0, 0] or min(flat) < 0:
+        return None
+    return flat[2]
+
+
 def loop_rows(graph: Graph, op: Operator) -> int:
     """The rows a stage member computes one by one: its output's, or for a global pool (a sink
     reading one input row per iteration) its input's."""
@@ -200,6 +227,9 @@ def row_window(graph: Graph, op: Operator) -> RowWindow | None:
     global pool: iteration r reads input row r)."""
     if op.opcode in ELEMENTWISE or row_mean(graph, op) or global_pool(graph, op):
         return RowWindow(1, 1, 0)
+    top = row_pad(graph, op)
+    if top is not None:
+        return RowWindow(1, 1, top)  # output row r is input row r - top
     if op.opcode not in WINDOWED or not op.inputs or not op.outputs:
         return None
     x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
@@ -332,7 +362,7 @@ def _sums(graph: Graph, sink: Operator) -> int:
 def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
     """The activations a streamable operator reads row by row: a windowed one's first input, an
     elementwise one's two operands."""
-    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS:
+    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS:
         return (op.inputs[0],)
     gate = broadcast_gate(graph, op)
     return tuple(u for u in op.inputs[:2] if u != gate)
@@ -351,6 +381,8 @@ def _streamable(graph: Graph, op: Operator) -> bool:
         )
     if row_mean(graph, op) or broadcast_gate(graph, op) is not None:
         return True  # two-pass stages (below): a row-wise MEAN, a MUL by a squeeze-excitation gate
+    if row_pad(graph, op) is not None:
+        return True  # a PAD the rewrites could not fold into its reader (issue 33, part 4)
     return op.inputs[:1] != op.inputs[1:2] and _elementwise_rows(graph, op, op.inputs[0])
 
 
