@@ -235,7 +235,8 @@ def conv_widened() -> bytes:
     b = ModelBuilder(seed=33)
     z = b.input("z", (1, 16, 16, 3), zero_point=-128)
     z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
-    z = b.average_pool2d(z, (16, 16), (16, 16), name="pool")
+    # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
+    z = b.mean(z, (1, 2), keepdims=True, name="pool")
     x = b.input("x", (1, 9, 11, 4), zero_point=7)
     t = b.conv2d(x, 7, (3, 3), (1, 1), "SAME", dilation=(1, 2), activation="RELU", name="dil_w_4_to_7")
     t = b.conv2d(t, 9, (5, 5), (2, 2), "SAME", per_channel=True, name="k5_s2_7_to_9")
@@ -272,7 +273,8 @@ def conv_pruned_channels() -> bytes:
     b = ModelBuilder(seed=35)
     z = b.input("z", (1, 24, 24, 3), zero_point=-128)
     z = b.conv2d(z, 32, (3, 3), (1, 1), "SAME", activation="RELU", name="peak_3_to_32")
-    z = b.average_pool2d(z, (24, 24), (24, 24), name="pool")
+    # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
+    z = b.mean(z, (1, 2), keepdims=True, name="pool")
     pruned = [1.0, 3e-5, 1e-5, 1.0, 3e-6, 1e-6, 2e-5, 1e-4, 5e-6, 1.0, 4e-5, 2e-6]
     x = b.input("x", (1, 6, 7, 64), zero_point=-128)
     t = b.conv2d(x, 12, (3, 3), (1, 1), "SAME", activation="RELU6", scale_factors=pruned, name="k3_pruned")
@@ -297,7 +299,8 @@ def conv_wide_rq_forms() -> bytes:
     z = b.input("z", (1, 20, 20, 3), zero_point=-128)
     z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
     z = b.conv2d(z, 32, (1, 1), activation="RELU6", name="peak_pw_8_to_32")
-    z = b.average_pool2d(z, (20, 20), (20, 20), name="pool")
+    # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
+    z = b.mean(z, (1, 2), keepdims=True, name="pool")
     t = b.input("x", (1, 5, 7, 4), zero_point=-5)
     layers = [(12, "NONE"), (16, "RELU6"), (20, "NONE"), (24, "RELU"), (28, "NONE"), (7, "RELU6")]
     for i, (c, act) in enumerate(layers):
@@ -475,6 +478,48 @@ def depthwise_pixels_helium() -> bytes:
     return b.build()
 
 
+def stream_pool_rows() -> bytes:
+    """A DS-CNN stage streamed into its global average pool (tinysched.memory.stream.global_pool):
+    a head 3x3 over 3 channels into 32, a depthwise 3x3 and two 1x1 32 -> 32 on rows of 5 pixels
+    (ts_conv2d_s8_staged on each row: a three and a last two, the generator's table on DSP cores,
+    eight groups a turn; the first without an activation, so unclamped, the second with RELU6), the
+    pool over 9x5 taps of 32 channels adding each row into its int32 sums (ts_avg_pool2d_s8_rows),
+    with RELU after it and input zero point 9 (sums of either sign, ties rounded away from zero)."""
+    b = ModelBuilder(seed=47)
+    x = b.input("x", (1, 9, 5, 3), zero_point=9)
+    t = b.conv2d(x, 32, (3, 3), activation="RELU", name="head")
+    t = b.depthwise_conv2d(t, (3, 3), name="dw")
+    t = b.conv2d(t, 32, (1, 1), name="pw_rows_of_5")
+    t = b.conv2d(t, 32, (1, 1), activation="RELU6", name="pw_rows_of_5_relu6")
+    b.output(b.average_pool2d(t, (9, 5), (1, 1), activation="RELU", name="pool_rows"))
+    return b.build()
+
+
+def stream_pool_narrow() -> bytes:
+    """Rows of 3 pixels into a global pool: a head 3x3 over 4 channels into 8, a 1x1 8 -> 16
+    per-tensor (ts_conv2d_s8_staged on each row: one three, chunk 3), the pool over 9x3 taps of 16
+    channels, input zero point -128 (sums of -128s)."""
+    b = ModelBuilder(seed=48)
+    x = b.input("x", (1, 9, 3, 4), zero_point=-128)
+    t = b.conv2d(x, 8, (3, 3), activation="RELU", name="head_rows_of_3")
+    t = b.conv2d(t, 16, (1, 1), per_channel=False, name="pw_rows_of_3")
+    b.output(b.average_pool2d(t, (9, 3), (1, 1), name="pool_narrow"))
+    return b.build()
+
+
+def stream_pad_rows() -> bytes:
+    """A PAD streamed row by row between a convolution and a pooling (tinysched.memory.stream.row_pad:
+    its zero point cannot be the pool's padding after a convolution without an activation): 2 rows
+    above, 1 below, none left, 2 right over 5 channels (rows of padding alone, rows partly the
+    input's, calls of several rows from the head), into a 3x3 stride-2 MAX_POOL_2D."""
+    b = ModelBuilder(seed=49)
+    x = b.input("x", (1, 11, 7, 3), zero_point=-20)
+    c = b.conv2d(x, 5, (3, 3), padding="VALID", output_quant=(0.04, 11), name="conv_no_act")
+    p = b.pad(c, [(0, 0), (2, 1), (0, 2), (0, 0)], name="pad_2_1_0_2")
+    b.output(b.max_pool2d(p, (3, 3), (2, 2), "VALID", name="pool_after_pad"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -503,4 +548,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,
     "depthwise_pixels_helium": depthwise_pixels_helium,
+    "stream_pool_rows": stream_pool_rows,
+    "stream_pool_narrow": stream_pool_narrow,
+    "stream_pad_rows": stream_pad_rows,
 }

@@ -7,13 +7,14 @@ from tinysched.model.modelgen import ModelBuilder
 
 
 def camera_head(b: ModelBuilder) -> None:
-    """A 24x20x4 frame (1,920 B, rows of 80 B) into an inverted-residual head, then a global pool:
+    """A 24x20x4 frame (1,920 B, rows of 80 B) into an inverted-residual head, then a global mean:
     the input is the largest tensor, and its only reader is a 3x3 stride-2 convolution."""
     x = b.input("frame", (1, 24, 20, 4))
     t = b.conv2d(x, 8, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="conv1")  # 12x10x8
     t = b.depthwise_conv2d(t, (3, 3), activation="RELU6", name="dw1")  # 12x10x8
     t = b.conv2d(t, 4, (1, 1), activation="RELU6", name="pw1")  # 12x10x4: 480 B
-    b.output(b.average_pool2d(t, (12, 10), (1, 1), name="gap"))
+    # a global MEAN: an AVERAGE_POOL_2D over the whole map would end the input's stage (its sums)
+    b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))
 
 
 def skipping_head(b: ModelBuilder) -> None:
@@ -38,4 +39,4 @@ def float_input(b: ModelBuilder) -> None:
     x = b.input("x", (1, 16, 12, 3), dtype="float32")
     q = b.quantize(x, 1 / 64, 0, name="q")
     t = b.conv2d(q, 4, (3, 3), stride=(2, 2), padding="SAME", name="conv")
-    b.output(b.average_pool2d(t, (8, 6), (1, 1), name="gap"))
+    b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))  # (see camera_head)

@@ -246,6 +246,9 @@ DSP_ONLY_MODELS = (
     "depthwise_blocks_clamped",
     "depthwise_blocks_runs",
     "conv_quads_rows",
+    "stream_pool_rows",
+    "stream_pool_narrow",
+    "stream_pad_rows",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -26,7 +26,9 @@ from tinysched.memory.stream import (
     STREAM_OPCODE,
     candidates,
     chain_shift,
+    row_pad,
     row_schedule,
+    staged_members,
     stream_of,
     stream_shift,
     two_pass,
@@ -483,7 +485,9 @@ def _stage_then_tail(b: ModelBuilder) -> None:
     p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
     y = b.add(p, d, activation="RELU", name="sum2")
     y = b.conv2d(y, 56, (3, 3), name="tail")  # 8x6x56: the peak after the stage streams
-    b.output(b.average_pool2d(y, (8, 6), (1, 1), name="avg"))
+    # the global average as a MEAN over both axes, which no stage ends at (a global AVERAGE_POOL_2D
+    # would stream the tail into its sums, and the tail's step would no longer be the peak)
+    b.output(b.mean(y, (1, 2), keepdims=True, name="avg"))
 
 
 @needs_gcc
@@ -538,3 +542,147 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
+
+
+# ---- a stage ending in a global average pool (issue 33, part 4) -------------------------------------
+
+
+def _ds_cnn(b: ModelBuilder) -> None:
+    """mlperf_kws_dscnn in small: a head convolution, one depthwise -> 1x1 block on rows of 5 pixels,
+    a global average pool (its window the whole 12x5 map) and a fully connected layer."""
+    x = b.input("x", (1, 12, 5, 2))  # 120 B
+    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")  # 12x5x8: 480 B, rows of 40 B
+    t = b.depthwise_conv2d(h, (3, 3), activation="RELU", name="dw")
+    t = b.conv2d(t, 8, (1, 1), activation="RELU", name="pw")  # rows of 5 pixels: ts_conv2d_s8_staged
+    p = b.average_pool2d(t, (12, 5), (1, 1), name="pool")  # 1x1x8
+    b.output(b.fully_connected(b.reshape(p, (1, 8)), 4, name="fc"))
+
+
+def test_a_global_pool_ends_a_stage_with_its_sums() -> None:
+    g = built_graph(_ds_cnn)
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    whole = found[(0, 1, 2, 3)]
+    # windows: 3 head rows for the 3x3 depthwise (120 B), 1 depthwise row for the 1x1 (40 B), 1 row of
+    # the 1x1's output for the pool, which adds it to its sums as it arrives (40 B); then the pool's
+    # 8 int32 sums (32 B) and the 1x1's widened threes, chunk 6 x 8 channels (48 B): 280 B
+    assert whole.rows == (3, 1, 1) and (whole.sums, whole.sums_offset) == (8, 200)
+    assert (whole.staged_offset, whole.staged, whole.window_bytes) == (232, 48, 280)
+    assert staged_members(g, whole) == (2,)  # the head reads the whole input: not staged
+    sched = row_schedule(g, whole.operators)
+    assert sched is not None and sched.ends == (12, 12, 12)  # one loop turn per pool input row
+    assert stream_shift(g, whole, g.inputs[0]) is None  # the 8 output bytes share nothing
+    # the pool alone cannot head or continue a stage: its one output row is written after the loop
+    assert not any(s.producer.index == 3 for s in candidates(g) if len(s.operators) > 1)
+
+
+def test_global_pool_stage_plans_below_every_whole_map() -> None:
+    g = built_graph(_ds_cnn)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    speed = plan(g, PlanOptions(alignment=1, time_limit=2.0, prefer="speed"))
+    # the stage's step holds the input (120 B), its scratch (280 B) and the pool's 8 B: 408 B; with
+    # whole tensors every step holds a 12x5x8 map (480 B) and more: 688 B once the default kernels'
+    # outputs have drifted down the arena (their shifts are negative, docs/memory-model.md)
+    assert [[op.index for op in s.operators] for s in _streams(planned)] == [[0, 1, 2, 3]]
+    assert (speed.arena.arena_bytes, planned.arena.arena_bytes) == (688, 120 + 280 + 8)
+    assert planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_global_pool_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=4)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [4]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_avg_pool2d_s8_rows(&p3, " in c_source and ", row, 1, sums, output)" in c_source
+    assert "ts_conv2d_s8_staged_checked(&p2, " in c_source  # the 1x1 on its one row
+    assert "const int32_t staged_checks2 = ts_conv2d_s8_staged_checks(&p2, " in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_global_pool_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=6)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    assert "ts_avg_pool2d_s8_rows(" in model_c_text(gen)
+    # aligned to 16 B: the input 128 B, the scratch 288 B, the pool's output 16 B
+    assert gen.arena_bytes_planned == 128 + 288 + 16
+    measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+@needs_gcc
+@pytest.mark.host
+def test_global_pool_stage_headed_by_the_input_bit_exact_on_the_host(tmp_path: Path) -> None:
+    from tinysched.device.verify import verify
+
+    path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=3)
+    g = parse_model(path.read_bytes())
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0, stream_input=True))
+    (chain,) = _streams(planned)
+    # the input's window of 3 rows (30 B), the head's 120 B, 40 + 40 B, the sums (32 B) ending at 262,
+    # the threes from 264 (a multiple of 4) for 48 B: 312 B of scratch, and the pool's 8 B
+    assert chain.source and [op.index for op in chain.operators] == [0, 1, 2, 3]
+    assert (chain.window_bytes, planned.arena.arena_bytes) == (312, 312 + 8)
+    # under UBSan with the sums at any byte offset (the kernel reads them by memcpy)
+    result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
+    assert result.mismatches == [] and result.outputs_match
+
+
+# ---- a PAD the rewrites cannot fold, streamed row by row (issue 33, part 4) -------------------------
+
+
+def _conv_pad_pool(b: ModelBuilder) -> None:
+    """st_miniresnetv2's head in small: a convolution without an activation (so values below the
+    zero point), a PAD of its zero point, a 3x3 stride-2 MAX_POOL_2D: the PAD cannot be the pool's
+    padding (a max over padding of the zero point is not a max over the values alone)."""
+    x = b.input("x", (1, 10, 6, 2))  # 120 B, rows of 12 B
+    c = b.conv2d(x, 8, (3, 3), padding="VALID", output_quant=(0.05, 5), name="conv")  # 8x4x8: 256 B
+    p = b.pad(c, [(0, 0), (1, 1), (1, 1), (0, 0)], name="pad")  # 10x6x8: 480 B, rows of 48 B
+    b.output(b.max_pool2d(p, (3, 3), (2, 2), "VALID", name="pool"))  # 4x2x8: 64 B, rows of 16 B
+
+
+def test_a_pad_streams_its_rows_between_a_convolution_and_a_pool() -> None:
+    g = built_graph(_conv_pad_pool)
+    assert [op.opcode for op in g.operators] == ["CONV_2D", "PAD", "MAX_POOL_2D"]  # not folded
+    assert row_pad(g, g.operators[1]) == 1
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    whole = found[(0, 1, 2)]
+    # windows: one convolution row for the PAD (32 B), three padded rows for the 3x3 pool (144 B)
+    assert whole.rows == (1, 3) and whole.window_bytes == 32 + 144
+    sched = row_schedule(g, whole.operators)
+    # every convolution row once; padded rows 0 to 8 (row 9, padding, no pool row reads)
+    assert sched is not None and sched.ends == (8, 9)
+    # pool row r is written once its padded rows 2r .. 2r + 2 exist: input rows up to 2r + 3 read,
+    # the next turn reading from row 2r + 2; D = min_r (12 (2r + 2) - 16 (r + 1)) = 8, at r = 0
+    assert stream_shift(g, whole, g.inputs[0]) == 8
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    # the input (120 B), the windows (176 B), the pool's 64 B inside the input (D >= 0): 296 B
+    assert [len(s.operators) for s in _streams(planned)] == [3]
+    assert planned.arena.arena_bytes == 120 + 176 + 64 - 64 and planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_streamed_pad_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "pad.tflite", _conv_pad_pool, seed=5)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [3]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_pad_s8(&p1, src, " in c_source and "p1.pad_before[3] = in_lo - " in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+@pytest.mark.qemu
+def test_streamed_pad_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = saved_model(tmp_path / "pad.tflite", _conv_pad_pool, seed=8)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    assert "ts_pad_s8(&p1, src, " in model_c_text(gen)
+    # aligned to 16 B: the input 128 B, the windows 176 B, the pool's 64 B inside the input
+    assert gen.arena_bytes_planned == 128 + 176 + 64 - 64
+    measured_equal_on_qemu(gen, tmp_path / "qemu")

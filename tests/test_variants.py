@@ -180,7 +180,7 @@ def _kws_like(b: ModelBuilder, channels: int = 16, blocks: int = 2) -> None:
     for k in range(blocks):
         t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
         t = b.conv2d(t, channels, (1, 1), activation="RELU", name=f"pw{k}")
-    t = b.average_pool2d(t, (10, 3), (10, 3), name="pool")
+    t = b.mean(t, (1, 2), keepdims=True, name="pool")  # (a global pool would end a stream)
     t = b.reshape(t, (1, channels), name="flat")
     b.output(b.fully_connected(t, 5, name="fc"))
 
@@ -322,7 +322,7 @@ def _kws_25x5(b: ModelBuilder) -> None:
     for k in range(2):
         t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
         t = b.conv2d(t, 16, (1, 1), activation="RELU", name=f"pw{k}")
-    t = b.average_pool2d(t, (25, 5), (25, 5), name="pool")
+    t = b.mean(t, (1, 2), keepdims=True, name="pool")  # (a global pool would end a stream)
     t = b.reshape(t, (1, 16), name="flat")
     b.output(b.fully_connected(t, 5, name="fc"))
 
@@ -341,7 +341,7 @@ def _kws_threes(b: ModelBuilder, channels: int, rows: int) -> None:
         t = b.conv2d(
             t, channels, (1, 1), activation="RELU6" if k else "RELU", output_quant=quant, name=f"pw{k}"
         )
-    t = b.average_pool2d(t, ((rows + 1) // 2, 5), ((rows + 1) // 2, 5), name="pool")
+    t = b.mean(t, (1, 2), keepdims=True, name="pool")  # (a global pool would end a stream)
     t = b.reshape(t, (1, channels), name="flat")
     b.output(b.fully_connected(t, 5, name="fc"))
 
@@ -370,7 +370,7 @@ def _pointwise_channels(b: ModelBuilder) -> None:
     t = b.conv2d(t, 24, (1, 1), activation="RELU6", name="pw_16_24")
     t = b.conv2d(t, 8, (1, 1), name="pw_24_8")
     t = b.conv2d(t, 16, (1, 1), activation="RELU", name="pw_8_16")
-    t = b.average_pool2d(t, (8, 4), (8, 4), name="pool")
+    t = b.mean(t, (1, 2), keepdims=True, name="pool")  # (a global pool would end a stream)
     b.output(b.fully_connected(b.reshape(t, (1, 16), name="flat"), 3, name="fc"))
 
 

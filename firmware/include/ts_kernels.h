@@ -229,7 +229,8 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * channel; emitted for DSP cores only, and only when every channel takes ts_rq), a three (or a last
  * two) takes every channel in one asm loop against that table: per group one LDRD of the filter
  * words and per pixel LDRD + two SMLAD (82 instructions per 96 products with in_c a multiple of 32,
- * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise), then ts_rq, pack, the bytewise clamp
+ * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise; a last two with in_c a multiple of 32
+ * only its two pixels: 58 per 64), then ts_rq, pack, the bytewise clamp
  * (none where [act_min, act_max] is all of int8 and in_c a multiple of 32) and the bytes stored,
  * channel after channel (about 196 instructions per channel of a three at in_c 64); a last single
  * pixel goes through the path without the table (the generator then leaves rq_table NULL where
@@ -254,6 +255,15 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
 int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table);
+/* ts_conv2d_s8_staged with its per-call checks made once (a streamed stage's narrow 1x1 member,
+ * called row by row with in_h = out_h = 1; tinysched/codegen/lower_stream.py): `checks` =
+ * ts_conv2d_s8_staged_checks(p, bias, rq_table), the path its quantisation allows (0 the reference
+ * loop, 1 pointwise, 2 pointwise with ts_rq), for parameters that differ from p's only in their row
+ * fields. Arithmetic and read/write order: ts_conv2d_s8_staged's. */
+int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *bias, const int32_t *rq_table);
+int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                                const int32_t *rq_table, int32_t checks);
 
 /* CONV_2D wide (the variant tinysched.kernel_scratch chooses after placement where its scratch fits
  * a gap of the arena at the operator's step; tinysched.variants "wide"): any shape ts_conv2d_s8
@@ -493,6 +503,18 @@ typedef struct {
 
 int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output);
 int ts_max_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+
+/* AVERAGE_POOL_2D by rows: a global pool (one window over the whole input: out_h = out_w = 1,
+ * filter = in_h x in_w, no padding, batches 1) as a streamed stage's sink (tinysched/memory/stream.py
+ * `global_pool`). `rows` holds input rows [first, first + count); their elements are added, per
+ * channel, into `sums` (4 * channels bytes at any alignment: int32 in the core's byte order; set to
+ * the rows' sums when first == 0), and after the input's
+ * last row output channel c = sums[c] / (in_h * in_w) rounded to nearest, ties away from zero,
+ * clamped to [act_min, act_max]: the sum and the division of ts_avg_pool2d_s8 (integer addition is
+ * exact in any order: |sum| <= 128 * in_h * in_w), so the same bytes. Order: every byte of `rows`
+ * read before any output byte is written; the output only after the last row. */
+int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int32_t first, int32_t count,
+                          int8_t *sums, int8_t *output);
 
 /* ---- broadcasting -------------------------------------------------------------------------------
  * An elementwise binary operator walks the output in row-major order over dims[0..5] (the output
@@ -950,6 +972,11 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * the main path runs ahead; each row is computed once, when first needed (no MACs are added), and
  * dropped when its last reader has passed it. tinysched/memory/stream.py `row_schedule` is the
  * loop's twin that sizes the windows.
+ * A stage may end in a global AVERAGE_POOL_2D: the loop then runs over the pool's input rows, each
+ * added into the pool's int32 sums as it arrives (ts_avg_pool2d_s8_rows), its output written after
+ * the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
+ * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
+ * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input

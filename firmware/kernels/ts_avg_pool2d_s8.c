@@ -1,4 +1,6 @@
 /* ts_avg_pool2d_s8.c - AVERAGE_POOL_2D, int8, window clipped to the input (see ts_kernels.h). */
+#include <string.h>
+
 #include "ts_fixedpoint.h"
 #include "ts_kernels.h"
 #include "ts_mve.h"
@@ -88,6 +90,37 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
                 }
                 output += p->channels;
             }
+        }
+    }
+    return TS_OK;
+}
+
+/* AVERAGE_POOL_2D by rows (ts_kernels.h): the sums are int32 in the host's byte order at any
+ * alignment (memcpy: one word load or store where the core allows unaligned ones). */
+int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int32_t first, int32_t count,
+                          int8_t *sums, int8_t *output)
+{
+    const int32_t ch = p->channels, taps = count * p->in_w, total = p->in_h * p->in_w;
+    int32_t c, t, acc;
+    if (p->batches != 1 || p->out_h != 1 || p->out_w != 1 || p->filter_h != p->in_h || p->filter_w != p->in_w ||
+        p->pad_top != 0 || p->pad_left != 0 || total < 1 || first < 0 || count < 1 || first + count > p->in_h) {
+        return TS_ERR_PARAMS; /* not one window over the whole input (tinysched.memory.stream.global_pool) */
+    }
+    for (c = 0; c < ch; ++c) {
+        const int8_t *q = rows + c;
+        acc = 0;
+        if (first != 0) {
+            memcpy(&acc, sums + (size_t)4 * c, sizeof acc);
+        }
+        for (t = 0; t < taps; ++t, q += ch) {
+            acc += *q;
+        }
+        memcpy(sums + (size_t)4 * c, &acc, sizeof acc);
+    }
+    if (first + count == p->in_h) {
+        for (c = 0; c < ch; ++c) {
+            memcpy(&acc, sums + (size_t)4 * c, sizeof acc);
+            output[c] = avg_out(acc, total, p);
         }
     }
     return TS_OK;

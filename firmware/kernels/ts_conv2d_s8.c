@@ -2180,6 +2180,16 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
                     PW3_GROUP_AT("-120", "-112", "-104") PW3_GROUP_AT("-96", "-88", "-80")                \
                         PW3_GROUP_AT("-72", "-64", "-56") PW3_GROUP_AT("-48", "-40", "-32")               \
                             PW3_GROUP_AT("-24", "-16", "-8")
+/* eight groups of a last two pixels (the layout of a three, its third pixel neither read nor
+ * accumulated: a2 keeps the bias and is not stored): xp post-incremented by 192 */
+#define PW2_GROUP_AT(q0, q1)                                                                            \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp], #" q0 "]\n\t")   \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #" q1 "]\n\t")
+#define PW2_GROUP8                                                                                      \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t" PW3_PIXEL("a0", "ldrd    %[xe], %[xo], [%[xp]], #192\n\t")      \
+        PW3_PIXEL("a1", "ldrd    %[xe], %[xo], [%[xp], #-184]\n\t") PW2_GROUP_AT("-168", "-160")           \
+            PW2_GROUP_AT("-144", "-136") PW2_GROUP_AT("-120", "-112") PW2_GROUP_AT("-96", "-88")          \
+                PW2_GROUP_AT("-72", "-64") PW2_GROUP_AT("-48", "-40") PW2_GROUP_AT("-24", "-16")
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
 #define PW3_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
 /* the packed results clamped bytewise to [lo, hi] (PW3_NOCLAMP where that is [-128, 127], which
@@ -2240,11 +2250,19 @@ static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, i
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP2, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
     } else if (n == 3) {
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
+    } else if ((groups & 7) == 0 && lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) { /* a last two */
+        __asm__ volatile(PW3_CHANNELS(PW2_GROUP8, PW3_NOCLAMP, "") PW3_OPERANDS);
+    } else if ((groups & 7) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW2_GROUP8, PW3_CLAMP, "") PW3_OPERANDS);
+    } else if ((groups & 3) == 0) {
+        __asm__ volatile(PW3_CHANNELS(PW3_GROUP4, PW3_CLAMP, "") PW3_OPERANDS);
     } else {
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, "") PW3_OPERANDS);
     }
 }
 #undef PW3_PIXEL
+#undef PW2_GROUP_AT
+#undef PW2_GROUP8
 #undef PW3_GROUP1
 #undef PW3_GROUP2
 #undef PW3_GROUP4
@@ -2470,15 +2488,15 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                         const int32_t *rq_table)
 {
-    const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
-    ts_conv2d_s8_params sub = *p;
-    int32_t k, n;
-    int mode = 0; /* 0 reference loop, 1 pointwise, 2 pointwise with ts_rq */
-    if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
-        p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || chunk < 1 || p->in_c < 1 ||
-        p->out_c < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
-        return TS_ERR_PARAMS;
-    }
+    return ts_conv2d_s8_staged_checked(p, input, filter, bias, output, scratch, chunk, rq_table,
+                                       ts_conv2d_s8_staged_checks(p, bias, rq_table));
+}
+
+/* The staged kernel's path (0 reference loop, 1 pointwise, 2 pointwise with ts_rq), from the
+ * parameters' quantisation alone: the same for every row of a layer (ts_kernels.h). */
+int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *bias, const int32_t *rq_table)
+{
+    int32_t mode = 0;
     if (!TS_CONV_GENERIC_ONLY && p->input_offset >= -255 && p->input_offset <= 255 &&
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
@@ -2488,6 +2506,23 @@ int ts_conv2d_s8_staged(const ts_conv2d_s8_params *p, const int8_t *input, const
             mode = 2;
         }
 #endif
+    }
+    (void)bias;
+    (void)rq_table;
+    return mode;
+}
+
+int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                                const int32_t *rq_table, int32_t mode)
+{
+    const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
+    ts_conv2d_s8_params sub = *p;
+    int32_t k, n;
+    if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
+        p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || chunk < 1 || p->in_c < 1 ||
+        p->out_c < 1 || p->dilation_h < 1 || p->dilation_w < 1 || mode < 0 || mode > 2) {
+        return TS_ERR_PARAMS;
     }
     (void)rq_table;
     sub.batches = 1;

@@ -241,10 +241,12 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_add_s8": _add,
     "ts_arg_minmax_s8": _arg_minmax,
     "ts_avg_pool2d_s8": _avg_pool,
+    "ts_avg_pool2d_s8_rows": _avg_pool,  # a streamed stage's global-pool sink (codegen.lower_stream)
     "ts_max_pool2d_s8": _max_pool,
     "ts_conv2d_s8": _conv,
     "ts_depthwise_conv2d_s8": _depthwise,
     "ts_conv2d_s8_staged": _conv,
+    "ts_conv2d_s8_staged_checked": _conv,  # a streamed stage's narrow 1x1 member (codegen.lower_stream)
     "ts_conv2d_s8_wide": _conv,
     # a streamed stage's CONV_2D members (codegen.lower_stream): lowered and checked as ts_conv2d_s8,
     # then renamed; the same parameters refused the same way

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import rq_table
+from tinysched.codegen.lower_conv import rq_table, staged_pointwise_table
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -15,20 +15,31 @@ from tinysched.memory.stream import (
     RowSchedule,
     RowWindow,
     broadcast_gate,
+    global_pool,
+    loop_rows,
     row_inputs,
+    row_pad,
     row_schedule,
     row_window,
+    staged_members,
     stream_of,
 )
+from tinysched.memory.variants import KernelVariant
 from tinysched.model.graph import Graph, Operator
 
 
 def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
     """`call.args` with the arguments at the given positions (negative: from the end) replaced. The
     windowed lowerings pass (input, [filter, bias,] output), the elementwise ones (a, b, output)."""
-    expected = {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 4, "AVERAGE_POOL_2D": 2, "MAX_POOL_2D": 2, "MEAN": 2}.get(
-        call.opcode, 3
-    )
+    expected = {
+        "CONV_2D": 4,
+        "DEPTHWISE_CONV_2D": 4,
+        "AVERAGE_POOL_2D": 2,
+        "MAX_POOL_2D": 2,
+        "MEAN": 2,
+        "PAD": 2,
+        "PADV2": 2,
+    }.get(call.opcode, 3)
     if len(call.args) != expected:
         raise Unsupported(f"the {call.opcode} call of a streamed pair takes {len(call.args)} arguments")
     args = list(call.args)
@@ -131,9 +142,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         if part.pre or not part.kernel or not part.params_type:
             raise Unsupported(f"the {part.opcode} of a streamed chain must be one kernel call")
     operator_windows = _geometry(graph, s)
-    for part, rows_of in zip(lowered, operator_windows, strict=True):
+    for part, rows_of, member in zip(lowered, operator_windows, s.operators, strict=True):
         fields = dict(part.params)
-        if part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
+        if global_pool(graph, member):  # the sink adds each input row to its sums (ts_avg_pool2d_s8_rows)
+            part.kernel = "ts_avg_pool2d_s8_rows"
+        elif part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
             str(rows_of.pad_top),
             str(rows_of.stride),
         ):
@@ -142,12 +155,13 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     # CONV_2D members take the widened path with a strip in the part of the stage's output that
     # iteration `row` leaves free (`output_room`), where one block fits in some iteration
     y = s.consumer.outputs[0]
-    room = output_room(graph, s, ctx.offsets, sched) if ctx.offsets[y] % 4 == 0 else []
+    iterations = loop_rows(graph, s.consumer)  # the loop's rows: the sink's output's (a global pool: input's)
+    room = output_room(graph, s, ctx.offsets, sched) if ctx.offsets[y] % 4 == 0 and not s.sums else []
     if strip_bytes and ctx.offsets[op.outputs[-1]] % 4 == 0:  # the planned strip where it is more
         at = ctx.offsets[op.outputs[-1]] - ctx.offsets[y]
         room = [(at, strip_bytes) if strip_bytes > b else (a, b) for a, b in room] or [
             (at, strip_bytes)
-        ] * int(graph.tensors[y].shape[1])
+        ] * iterations
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
     for j, part in enumerate(parts):
         member = None if part is None else s.operators[j - s.source]
@@ -179,6 +193,35 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         room_bytes = ctx.array(
             sink, "room_bytes", "int32_t", [b for _, b in room], "strip scratch per output row: its bytes"
         )
+    # narrow 1x1 members (rows of 2, 3 or 5 pixels): ts_conv2d_s8_staged on their one row, its
+    # widened threes in the stage's scratch after the windows (and sums)
+    staged: dict[int, str] = {}  # stage j -> the arguments after the output
+    staged_checks: list[str] = []  # their per-call checks, made once before the loop
+    for k in staged_members(graph, s):
+        j, member = k + s.source, s.operators[k]
+        part = parts[j]
+        if part is None or j in wide or part.kernel != "ts_conv2d_s8":
+            continue
+        out_c = int(graph.tensors[member.outputs[0]].shape[3])
+        variant = KernelVariant("CONV_2D", "staged", s.staged // out_c, s.staged, out_c)
+        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        zp = int(dict(part.params)["output_offset"])
+        mults, shifts = arrays["multiplier"], arrays["shift"]
+        quads = staged_pointwise_table(graph, member, variant, mults, shifts, zp) if ctx.dsp_tables else None
+        if quads is not None and "quads" not in dict(part.params):
+            comment = f"per output channel: its bias, {len(quads) // out_c - 5} widened filter words, its ts_rq fields"
+            part.params.append(("quads", ctx.array(part, "quads", "int32_t", quads, comment)))
+        table = rq_table(graph, member, mults, shifts, zp)
+        rq = (
+            "NULL"
+            if table is None
+            else ctx.array(part, "rq", "int32_t", table, "ts_rq fields per output channel")
+        )
+        part.kernel = "ts_conv2d_s8_staged_checked"
+        staged[j] = f"staged, {variant.param}, {rq}, staged_checks{j}"
+        staged_checks.append(
+            f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&p{j}, BIAS, {rq});"
+        )
     # the other CONV_2D members: ts_conv2d_s8's per-call checks made once, before the loop
     checked = [
         j
@@ -204,7 +247,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         return graph.tensors[t].nbytes // height(t)
 
     heights = [height(t) for t in s.tensors]
-    out_h = height(y)
+    out_h = iterations
     fail = f"return {call.step + 1};"
     whole = [f"{ctx.prefix}_{part.symbol}" if part is not None else "" for part in parts]
     outer = [u for j in range(len(members)) for u in reads[j] if u not in index]
@@ -271,6 +314,25 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         """Stage j's kernel on its output rows [row, row + count), written at out_at."""
         member = members[j]
         assert member is not None
+        top = row_pad(graph, member)
+        if top is not None:  # a PAD: its output rows [row, row + count) from input rows [in_lo, in_hi)
+            u = member.inputs[0]
+            buf, first = (f"w{index[u]}", f"first{index[u]}") if u in index else (names[u], "0")
+            h, rb = height(u), row_bytes(u)
+            return [
+                "{",
+                f"    const int32_t in_lo = {row} - {top} > 0 ? {row} - {top} : 0;",
+                f"    const int32_t in_hi = {row} + ({count}) - {top} < {h} ? {row} + ({count}) - {top} : {h};",
+                f"    const int8_t *const src = in_hi > in_lo ? {buf} + (size_t)(in_lo - {first}) * {rb}u : {buf};",
+                f"    p{j}.out_dims[3] = {count}; /* rows of [1, 1, 1, H, W, C] */",
+                f"    p{j}.in_dims[3] = in_hi > in_lo ? in_hi - in_lo : 0;",
+                f"    p{j}.pad_before[3] = in_lo - ({row} - {top});",
+                *(f"    {line}" for line in kernel_call(j, with_args(j, {0: "src", -1: out_at}))),
+                "}",
+            ]
+        if j in staged:  # one row, in_h = out_h = 1 (set before the loop), straight from its window
+            args = with_args(j, {0: operand(member.inputs[0], row), -1: out_at}) + [staged[j]]
+            return kernel_call(j, args)
         if member.opcode in WINDOWED:
             u = member.inputs[0]
             if u in index:
@@ -350,12 +412,22 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 lines += ["{", *(f"    {line}" for line in block), "}"]
         return lines
 
-    out_at = f"output + (size_t)row * {graph.tensors[y].nbytes // out_h}u"
+    out_at = f"output + (size_t)row * {graph.tensors[y].nbytes // height(y)}u"
+    sums = []  # a global-pool sink's int32 sums per channel, after the windows
+    if s.sums:
+        sums = [
+            f"int8_t *const sums = (int8_t *)({ctx.place(base + s.sums_offset)}); "
+            f"/* {s.sums} int32 sums of the pool's input rows [0, row] */"
+        ]
+        u = s.consumer.inputs[0]
+        sink = kernel_call(n, [operand(u, "row"), "row", "1", "sums", "output"])
+    else:
+        sink = compute(n, "row", "1", out_at)
     setup = [
         f"p{j}.{_rows_field(m)} = 1; /* one row of [1, H, W, C] per call */"
         for j, m in enumerate(members)
-        if m is not None and m.opcode not in WINDOWED and not heads[j]
-    ]
+        if m is not None and m.opcode not in WINDOWED and row_pad(graph, m) is None and not heads[j]
+    ] + [f"p{j}.in_h = p{j}.out_h = 1; /* one row per call (ts_conv2d_s8_staged) */" for j in staged]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:
         tail = [
@@ -375,9 +447,18 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         *(f"const int8_t *const {name} = {inner.ptr(u)};" for u, name in names.items()),
         *(f"const int8_t *const {name} = {inner.ptr(u)}; /* the gate, whole */" for u, name in gates.items()),
         f"int8_t *const output = {inner.ptr(y, const=False)};",
+        *sums,
+        *(
+            [
+                f"int8_t *const staged = (int8_t *)({ctx.place(base + s.staged_offset)}); /* the 1x1 rows' threes */"
+            ]
+            if staged
+            else []
+        ),
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
         *(f"const int32_t checks{j} = ts_conv2d_s8_checks(&p{j}, {with_args(j, {})[2]});" for j in checked),
+        *(line.replace("BIAS", with_args(j, {})[2]) for j, line in zip(staged, staged_checks, strict=True)),
         *setup,
         f"for (row = 0; row < {out_h}; ++row) {{",
         *(
@@ -389,7 +470,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else []
         ),
         *(f"    {line}" for line in operands(n, "row")),
-        *(f"    {line}" for line in compute(n, "row", "1", out_at)),
+        *(f"    {line}" for line in sink),
         "}",
         *tail,
     ]

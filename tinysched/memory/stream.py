@@ -17,6 +17,13 @@ a tensor read by two members keeping the rows from the lowest either still reads
 for; `row_schedule` is the generated loop's twin that sizes the windows and gives the fused operator's
 D against each outer input.
 
+A stage may end in a global average pool (`global_pool`, issue 33 part 4): its loop runs one turn per
+row of the pool's input, which the pool adds into int32 sums per channel (`Stream.sums`, after the
+windows), writing its output after the last row; the map before it is never whole.
+
+A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
+input row r - top, padded, or a row of the padding value.
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
@@ -40,10 +47,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tinysched.model.graph import Graph, Operator
-from tinysched.model.rewrite import Match, RewriteResult, apply_matches, no_rewrites, window_pads
+from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches, no_rewrites, window_pads
 
 __all__ = [
     "ELEMENTWISE",
+    "global_pool",
+    "row_pad",
+    "staged_members",
+    "loop_rows",
     "ROW_REDUCTIONS",
     "TwoPass",
     "broadcast_gate",
@@ -105,6 +116,8 @@ class Stream:
     row_bytes: tuple[int, ...]
     tensor_bytes: tuple[int, ...]
     source: bool = False  # tensors[0] is the graph input, its rows from the application (--stream-input)
+    sums: int = 0  # a global-pool sink's channels: its int32 sums per channel follow the windows
+    staged: int = 0  # bytes the narrow 1x1 members' ts_conv2d_s8_staged uses, after the sums
 
     @property
     def producer(self) -> Operator:
@@ -124,8 +137,24 @@ class Stream:
         return sum(r * b for r, b in zip(self.rows[:k], self.row_bytes[:k], strict=True))
 
     @property
-    def window_bytes(self) -> int:
+    def sums_offset(self) -> int:
+        """Where a global-pool sink's int32 sums start in the scratch: right after the windows (the
+        kernel reads them at any alignment)."""
         return self.window_offset(len(self.tensors))
+
+    @property
+    def staged_offset(self) -> int:
+        """Where the narrow 1x1 members' scratch starts: after the windows and sums, at a multiple of 4."""
+        end = self.sums_offset + 4 * self.sums if self.sums else self.window_offset(len(self.tensors))
+        return -(-end // 4) * 4
+
+    @property
+    def window_bytes(self) -> int:
+        """The fused operator's scratch: the windows end to end, then the sink's sums and the narrow
+        1x1 members' scratch, if any."""
+        if self.staged:
+            return self.staged_offset + self.staged
+        return self.sums_offset + 4 * self.sums if self.sums else self.window_offset(len(self.tensors))
 
     @property
     def saving(self) -> int:
@@ -150,10 +179,57 @@ def _kernel_hw(graph: Graph, op: Operator) -> tuple[int, int] | None:
     return int(op.options.get("filter_height", 0)), int(op.options.get("filter_width", 0))
 
 
+def global_pool(graph: Graph, op: Operator) -> bool:
+    """An AVERAGE_POOL_2D whose one window is its whole int8 NHWC input (1x1 output, no padding): as a
+    stage's sink it adds its input's rows into int32 sums per channel as they arrive and writes its
+    output from the sums after the last (`Stream.sums`; ts_kernels.h "AVERAGE_POOL_2D by rows")."""
+    if op.opcode != "AVERAGE_POOL_2D" or len(op.inputs) != 1 or len(op.outputs) != 1:
+        return False
+    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
+    if x is None or y is None or y != (1, 1, x[2]):
+        return False
+    kernel = (int(op.options.get("filter_height", 0)), int(op.options.get("filter_width", 0)))
+    return kernel == (x[0], x[1]) and window_pads(op, (x[0], x[1]), (1, 1), kernel) == (0, 0, 0, 0)
+
+
+def row_pad(graph: Graph, op: Operator) -> int | None:
+    """The rows a PAD / PADV2 of an int8 NHWC image adds above it (None: not such a PAD): one whose
+    padding is along the rows and columns only, with constant pads and value and one quantisation,
+    so output row r is input row r - top with its columns padded, or a row of the value alone (a
+    stage runs it row by row: ts_pad_s8 on the rows of a call, ts_kernels.h "Streamed pairs")."""
+    if op.opcode not in PAD_OPS or len(op.inputs) < 2 or len(op.outputs) != 1:
+        return None
+    x, y = op.inputs[0], op.outputs[0]
+    if _nhwc1(graph, x) is None or _nhwc1(graph, y) is None:
+        return None
+    if graph.tensors[x].quantization != graph.tensors[y].quantization:
+        return None
+    if any(u >= 0 and graph.tensors[u].data is None for u in op.inputs[1:]):
+        return None
+    pads = graph.tensors[op.inputs[1]].data
+    if pads is None or pads.size != 8:
+        return None
+    flat = [int(v) for v in pads.reshape(-1)]
+    if flat[0:2] != [0, 0] or flat[6:8] != [0, 0] or min(flat) < 0:
+        return None
+    return flat[2]
+
+
+def loop_rows(graph: Graph, op: Operator) -> int:
+    """The rows a stage member computes one by one: its output's, or for a global pool (a sink
+    reading one input row per iteration) its input's."""
+    t = op.inputs[0] if global_pool(graph, op) else op.outputs[0]
+    return int(graph.tensors[t].shape[1])
+
+
 def row_window(graph: Graph, op: Operator) -> RowWindow | None:
-    """The row geometry of a windowed operator over its first input (elementwise: one row each)."""
-    if op.opcode in ELEMENTWISE or row_mean(graph, op):
+    """The row geometry of a windowed operator over its first input (elementwise: one row each; a
+    global pool: iteration r reads input row r)."""
+    if op.opcode in ELEMENTWISE or row_mean(graph, op) or global_pool(graph, op):
         return RowWindow(1, 1, 0)
+    top = row_pad(graph, op)
+    if top is not None:
+        return RowWindow(1, 1, top)  # output row r is input row r - top
     if op.opcode not in WINDOWED or not op.inputs or not op.outputs:
         return None
     x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
@@ -188,6 +264,8 @@ def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
     """(consumer, position, window rows) when the producer's output can stream into its reader."""
     if producer.opcode not in WINDOWED or len(producer.outputs) != 1 or row_window(graph, producer) is None:
         return None
+    if global_pool(graph, producer):
+        return None  # a sink only: its one output row is written after the loop
     t = producer.outputs[0]
     hwc = _nhwc1(graph, t)
     readers = graph.consumers.get(t, ())
@@ -230,8 +308,52 @@ def _chain(
         row_bytes,
         tuple(graph.tensors[t].nbytes for t in tensors),
         source,
+        _sums(graph, ops[-1]),
+        _staged(graph, ops, tensors),
     )
     return stream if stream.saving > 0 else None
+
+
+STAGED_ROW_PIXELS = (2, 3, 5)  # rows ts_conv2d_s8_staged takes in threes and a last two (ts_kernels.h)
+
+
+def _staged_bytes(graph: Graph, op: Operator) -> int:
+    """The scratch of a stage's 1x1 CONV_2D run on one row by ts_conv2d_s8_staged (its widened
+    threes: chunk * out_c >= 6 * in_c), for rows too narrow for ts_conv2d_s8_strip's blocks of six
+    pixels, where the staged kernel's path through its threes takes them (in_c a multiple of 4, at
+    most out_c); 0 for any other operator."""
+    if op.opcode != "CONV_2D" or len(op.inputs) < 2 or op.inputs[1] < 0 or len(op.outputs) != 1:
+        return 0
+    x, y, w = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0]), graph.tensors[op.inputs[1]]
+    if x is None or y is None or len(w.shape) != 4 or not w.is_constant or tuple(w.shape[1:3]) != (1, 1):
+        return 0
+    strides = (int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1)))
+    in_c, out_c = x[2], y[2]
+    if x[:2] != y[:2] or strides != (1, 1) or y[1] not in STAGED_ROW_PIXELS or in_c % 4 or in_c > out_c:
+        return 0
+    chunk = -(-6 * in_c // out_c)
+    return chunk * out_c
+
+
+def staged_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
+    """The members (positions in `stream.operators`) that run ts_conv2d_s8_staged on their one row
+    (`_staged_bytes`): narrow 1x1 layers reading a streamed tensor (not heads: those compute
+    several rows per call)."""
+    tensors = set(stream.tensors)
+    return tuple(
+        k for k, op in enumerate(stream.operators) if _staged_bytes(graph, op) and op.inputs[0] in tensors
+    )
+
+
+def _staged(graph: Graph, ops: Sequence[Operator], tensors: Sequence[int]) -> int:
+    """The scratch the stage's narrow 1x1 members share (they run one at a time)."""
+    inside = set(tensors)
+    return max((_staged_bytes(graph, op) for op in ops if op.inputs[0] in inside), default=0)
+
+
+def _sums(graph: Graph, sink: Operator) -> int:
+    """The int32 sums a stage's sink keeps: a global pool's channels, else none."""
+    return int(graph.tensors[sink.outputs[0]].shape[3]) if global_pool(graph, sink) else 0
 
 
 # ---- stages: streams through a small DAG (issue 33, part 2) -------------------------------------------
@@ -240,7 +362,7 @@ def _chain(
 def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
     """The activations a streamable operator reads row by row: a windowed one's first input, an
     elementwise one's two operands."""
-    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS:
+    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS:
         return (op.inputs[0],)
     gate = broadcast_gate(graph, op)
     return tuple(u for u in op.inputs[:2] if u != gate)
@@ -259,6 +381,8 @@ def _streamable(graph: Graph, op: Operator) -> bool:
         )
     if row_mean(graph, op) or broadcast_gate(graph, op) is not None:
         return True  # two-pass stages (below): a row-wise MEAN, a MUL by a squeeze-excitation gate
+    if row_pad(graph, op) is not None:
+        return True  # a PAD the rewrites could not fold into its reader (issue 33, part 4)
     return op.inputs[:1] != op.inputs[1:2] and _elementwise_rows(graph, op, op.inputs[0])
 
 
@@ -306,7 +430,7 @@ def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSc
     height = {
         u: int(graph.tensors[u].shape[1]) for j, op in enumerate(ops) for u in (*inputs[j], op.outputs[0])
     }
-    out_h = [height[op.outputs[0]] for op in ops]
+    out_h = [loop_rows(graph, op) for op in ops]
     readers = [[j for j in range(len(ops)) if t in inputs[j]] for t in tensors]
     producer = [None if source and k == 0 else k - source for k in range(len(tensors))]
     heads = [all(u not in index for u in inputs[j]) for j in range(len(ops))]
@@ -374,8 +498,8 @@ def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
     sched = row_schedule(graph, stream.operators, stream.source)
     later = None if sched is None else dict(sched.later).get(x)
     y = graph.tensors[stream.consumer.outputs[0]]
-    if later is None or len(y.shape) != 4:
-        return None
+    if later is None or len(y.shape) != 4 or stream.sums:
+        return None  # (a global-pool sink's few output bytes share nothing: written after the loop)
     in_row = graph.tensors[x].nbytes // int(graph.tensors[x].shape[1])
     out_row = y.nbytes // int(y.shape[1])
     return min(low * in_row - (r + 1) * out_row for r, low in enumerate(later))
@@ -391,7 +515,14 @@ def _stage(graph: Graph, ops: Sequence[Operator]) -> Stream | None:
     position = next((p for p, u in enumerate(sink.inputs) if tensors and u == tensors[-1]), 0)
     row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
     stream = Stream(
-        tuple(ops), tensors, position, sched.rows, row_bytes, tuple(graph.tensors[t].nbytes for t in tensors)
+        tuple(ops),
+        tensors,
+        position,
+        sched.rows,
+        row_bytes,
+        tuple(graph.tensors[t].nbytes for t in tensors),
+        sums=_sums(graph, sink),
+        staged=_staged(graph, ops, tensors),
     )
     return stream if stream.saving > 0 else None
 
@@ -411,7 +542,7 @@ def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) 
                 p = graph.producer.get(u)
                 if p is None or p in group or len(group) >= MAX_CHAIN or u in graph.outputs:
                     continue
-                if not _streamable(graph, graph.operators[p]):
+                if not _streamable(graph, graph.operators[p]) or global_pool(graph, graph.operators[p]):
                     continue
                 if not set(graph.consumers.get(u, ())) <= group and u not in shared:
                     continue
@@ -483,7 +614,7 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
         who = ", ".join(f"{v} ({graph.operators[v].opcode})" for v in readers)
         return [], f"input 0 is read by {len(readers)} operators ({who}); its rows stream into one"
     first = graph.operators[readers[0]]
-    window = row_window(graph, first) if first.opcode in WINDOWED else None
+    window = row_window(graph, first) if first.opcode in WINDOWED and not global_pool(graph, first) else None
     if window is None or first.inputs[0] != x or x in first.inputs[1:] or len(first.outputs) != 1:
         return [], (
             f"input 0's reader, operator {first.index} ({first.opcode}), does not read it row by row "
