@@ -1838,6 +1838,175 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
         }
     }
 }
+
+/* Strips of quad blocks (ts_conv2d_s8_strip, where a six-pixel block of the widened path does not fit
+ * its room): up to `strip` blocks of TS_QUAD_PX pixels each (quad layout: pixel q's words of group g
+ * at word 2 * (4 g + q) of its block, 8 * k4 bytes), filled from whole words of the input (in_c a
+ * multiple of 4, dilation_w 1), then each output channel over the strip's blocks: quad_dot (17
+ * instructions per 16 products, against the pair path's 26), ts_rq from the table (l1 0: the
+ * formula), the four results packed, clamped bytewise and stored out_c apart. */
+
+/* The bytes [src, end) (whole words) widened into a quad slot from w on, a word a group. */
+static inline uint32_t *quad_widen(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
+{
+    uint32_t e, o;
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[o], [%[src]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[o]\n\t"
+                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                     "strd    %[e], %[o], [%[w]], #32\n\t"
+                     "cmp     %[src], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
+                     : [end] "r"(end), [off2] "r"(off2)
+                     : "cc", "memory");
+    return w;
+}
+
+/* quad_dot two groups a pass (an odd first group by quad_dot): two filter words by one LDRD, 31
+ * instructions per 32 products. */
+static inline void quad_dot2(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    if ((groups & 1) != 0) {
+        quad_dot(xs, w, 1, acc);
+        xs += 2 * TS_QUAD_PX;
+        w += 4;
+        --groups;
+    }
+    if (groups <= 0) {
+        return;
+    }
+    {
+        /* the 12 operands in registers named here (TS_REG, ts_simd.h) */
+        register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1], a2 TS_REG("r2") = acc[2];
+        register int32_t a3 TS_REG("r3") = acc[3];
+        register const int8_t *wp TS_REG("r4") = w, *const end TS_REG("r5") = w + 4 * groups;
+        register const uint32_t *xp TS_REG("r6") = xs;
+        register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11"), wn TS_REG("r12");
+#define QUAD2_PIXEL(a, off)                                                                             \
+    "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                        \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+        __asm__ volatile("1:\n\t"
+                         "ldrd    %[wo], %[wn], [%[w]], #8\n\t"
+                         "ldrd    %[xe], %[xo], [%[xs]], #64\n\t"
+                         "sxtb16  %[we], %[wo]\n\t"
+                         "sxtb16  %[wo], %[wo], ror #8\n\t"
+                         "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+                         "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+                         QUAD2_PIXEL("a1", "-56") QUAD2_PIXEL("a2", "-48") QUAD2_PIXEL("a3", "-40")
+                         "sxtb16  %[we], %[wn]\n\t"
+                         "sxtb16  %[wo], %[wn], ror #8\n\t"
+                         QUAD2_PIXEL("a0", "-32") QUAD2_PIXEL("a1", "-24") QUAD2_PIXEL("a2", "-16")
+                         QUAD2_PIXEL("a3", "-8")
+                         "cmp     %[w], %[end]\n\t"
+                         "bne     1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(wp),
+                           [xs] "+r"(xp), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo),
+                           [wn] "=&r"(wn)
+                         : [end] "r"(end)
+                         : "cc", "memory");
+#undef QUAD2_PIXEL
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+    }
+}
+
+/* `groups` groups of a quad slot from w on: zeros. */
+static inline uint32_t *quad_zero(uint32_t *w, int32_t groups)
+{
+    for (; groups > 0; --groups) {
+        w[0] = 0;
+        w[1] = 0;
+        w += 2 * TS_QUAD_PX;
+    }
+    return w;
+}
+
+/* The slots of a strip of nb quad blocks: np pixels from flat pixel i (one batch), the rest zeros;
+ * per filter row, the taps inside the input one run of whole words (quad_widen), the others zeros. */
+static void quad_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, int32_t i, int32_t np, int32_t nb,
+                           uint32_t *xs)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t g = in_c >> 2, k4 = fh * fw * in_c; /* groups a tap; in_c % 4 == 0: k is k4 */
+    const uint32_t off2 = ts_pack2x16(p->input_offset);
+    int32_t y = i / p->out_w, x = i % p->out_w, q, ky;
+    for (q = 0; q < nb * TS_QUAD_PX; ++q) {
+        uint32_t *w = xs + (size_t)(q / TS_QUAD_PX) * 2 * k4 + 2 * (q % TS_QUAD_PX);
+        const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + fw > in_w ? in_w - x0 : fw; /* taps inside */
+        if (q >= np) {
+            quad_zero(w, fh * fw * g);
+            continue;
+        }
+        for (ky = 0; ky < fh; ++ky) {
+            const int32_t iy = y0 + ky * p->dilation_h;
+            if (iy < 0 || iy >= in_h || kx1 <= kx0) {
+                w = quad_zero(w, fw * g);
+                continue;
+            }
+            {
+                const int8_t *src = input + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
+                w = quad_zero(w, kx0 * g);
+                w = quad_widen(w, src, src + (size_t)(kx1 - kx0) * in_c, off2);
+                w = quad_zero(w, (fw - kx1) * g);
+            }
+        }
+        if (++x == p->out_w) {
+            x = 0;
+            ++y;
+        }
+    }
+}
+
+/* The first `pixels` output pixels of the flat order (one batch) in strips of up to `strip` quad
+ * blocks at xs (word-aligned, strip * 8 * k4 bytes, disjoint from the input and those pixels'
+ * outputs; in_c a multiple of 4, dilation_w 1). Every input byte a strip reads is read before any
+ * of its outputs is written. */
+static void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t pixels, int32_t strip,
+                        const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c, lo = p->act_min, hi = p->act_max;
+    const int32_t strip_px = strip * TS_QUAD_PX;
+    const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
+    int32_t i, o, b, q;
+    for (i = 0; i < pixels; i += strip_px) {
+        const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_QUAD_PX - 1) / TS_QUAD_PX;
+        int8_t *const out = output + (size_t)i * out_c;
+        quad_fill_rows(p, input, i, np, nb, xs);
+        for (o = 0; o < out_c; ++o) {
+            const int8_t *w = filter + (size_t)o * k;
+            const int32_t b0 = bias != NULL ? bias[o] : 0, m = p->multiplier[o], sh = p->shift[o];
+            int8_t *ob = out + o;
+            ts_rq r;
+            int rq_o = rq;
+            if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
+                r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+                rq_o = rq && r.l1 != 0;
+            } else {
+                ts_rq_prepare(m, sh, p->output_offset, &r);
+            }
+            for (b = 0; b < nb; ++b, ob += (size_t)TS_QUAD_PX * out_c) {
+                const int32_t n = np - b * TS_QUAD_PX < TS_QUAD_PX ? np - b * TS_QUAD_PX : TS_QUAD_PX;
+                int32_t acc[TS_QUAD_PX] = {b0, b0, b0, b0};
+                quad_dot2(xs + (size_t)b * 2 * k, w, k >> 2, acc);
+                if (rq_o && n == TS_QUAD_PX) {
+                    wide_store4(ob, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
+                                ts_rq_apply(acc[3], &r), lo4, hi4);
+                    continue;
+                }
+                for (q = 0; q < n; ++q) {
+                    ob[(size_t)q * out_c] = rq_o ? rq_clamp(acc[q], &r, lo, hi)
+                                                 : conv_out(acc[q], m, sh, p->output_offset, lo, hi);
+                }
+            }
+        }
+    }
+}
 #else
 #define TS_CONV_WIDE 0
 #endif
@@ -2526,12 +2695,24 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     const int32_t k4 = (p->filter_h * p->filter_w * p->in_c + 3) & ~3;
     uint32_t *big = NULL;
 #if TS_CONV_WIDE
-    const int32_t block = (int32_t)wide_block_bytes(k4);
+    const int32_t block = (int32_t)wide_block_bytes(k4), quad = 8 * k4;
     if (room >= block) {
         int32_t blocks = TS_WIDE_STRIP_BYTES / block;
         blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
         blocks = room / block < blocks ? room / block : blocks;
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
+    }
+    if (room >= quad && (checks & 1) != 0 && (rq_table != NULL || (checks & 2) != 0) && (p->in_c & 3) == 0 &&
+        p->dilation_w == 1 && ((uintptr_t)scratch & 3u) == 0 && p->stride_h >= 1 && p->stride_w >= 1 &&
+        p->dilation_h >= 1) { /* quad blocks (TS_QUAD_PX pixels) where a six-pixel one does not fit */
+        const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)p->out_h * p->out_w * p->out_c;
+        const int32_t blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
+        int32_t b;
+        for (b = 0; b < p->batches; ++b) {
+            quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
+                        p->out_h * p->out_w, blocks, rq_table);
+        }
+        return TS_OK;
     }
 #endif
 #if TS_RQ_ASM && !TS_MVE
