@@ -486,6 +486,21 @@ def _stage_then_tail(b: ModelBuilder) -> None:
     b.output(b.average_pool2d(y, (8, 6), (1, 1), name="avg"))
 
 
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386"])
+def test_stage_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
+    """The stage of `_stage_then_tail` on a DSP core (M7, M4): main1, main2 and down1 run the strip's
+    quad blocks (ts_conv2d_s8_strip where a six-pixel block does not fit the room), down1's 6-pixel
+    rows as a whole quad and a short one; bit-exact, the painted arena equal to the plan."""
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _stage_then_tail, seed=5)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    text = model_c_text(gen)
+    assert all(f"ts_conv2d_s8_strip(&p{j}, rows, " in text for j in (1, 2, 4))
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
+
+
 @needs_gcc
 @pytest.mark.host
 def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:
@@ -527,14 +542,15 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
     loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u)")]
     # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
-    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1 (864 B a block, its pair fields on the
+    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1, main2 and down1 (864 B a wide block)
+    # take quad blocks (4 x 72 x 2 = 576 B); down2 (a quad block of 1,152 B, its pair fields on the
     # stack) keeps the default kernel
-    for j in (0, 6):
+    for j in (0, 1, 2, 4, 6):
         assert (
             f"ts_conv2d_s8_strip(&p{j}, rows, " in loop
             and f"strip, room, bytes_op0_stage{j}_rq, checks{j})" in loop
         )
-    assert "ts_conv2d_s8_checked(&p1, " in loop and "ts_conv2d_s8_strip(&p1, " not in loop
-    assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
+    assert "ts_conv2d_s8_checked(&p5, " in loop and "ts_conv2d_s8_strip(&p5, " not in loop
+    assert "const int32_t checks5 = ts_conv2d_s8_checks(&p5, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
