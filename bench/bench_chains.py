@@ -82,8 +82,12 @@ def chains(streamed: dict[str, Any], whole: dict[str, Any]) -> list[dict[str, An
     return found
 
 
-def run(models: Path, board: str, names: list[str]) -> tuple[list[dict[str, Any]], bool]:
-    rows, ok = [], True
+def run(models: Path, board: str, names: list[str]) -> tuple[list[dict[str, Any]], list[str], bool]:
+    """The chains' rows, each model's whole counts (a line of text) and whether every run was
+    bit-exact with its measured arena equal to the plan."""
+    rows: list[dict[str, Any]] = []
+    totals: list[str] = []
+    ok = True
     for name in names:
         path = models / f"{name}.tflite"
         if not path.exists():
@@ -95,8 +99,12 @@ def run(models: Path, board: str, names: list[str]) -> tuple[list[dict[str, Any]
                 ok = False
                 print(f"{name}: outputs or arena differ ({result.get('mismatches')})", file=sys.stderr)
         for chain in chains(streamed, whole):
-            rows.append({"model": name, **chain, "instructions": streamed["instructions"]})
-    return rows, ok
+            rows.append({"model": name, **chain})
+        totals.append(
+            f"{name}: {streamed['instructions']:,} at {streamed['arena_bytes_measured']:,} B (default), "
+            f"{whole['instructions']:,} at {whole['arena_bytes_measured']:,} B (`--prefer speed`)"
+        )
+    return rows, totals, ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", choices=MODELS, help="only this model (repeatable)")
     parser.add_argument("--json", help="write the rows to this file too")
     args = parser.parse_args(argv)
-    rows, ok = run(models_dir(args.models), args.board, args.model or list(MODELS))
+    rows, totals, ok = run(models_dir(args.models), args.board, args.model or list(MODELS))
     print(f"`{COMMAND}` (board `{args.board}`, one seeded input; instructions)\n")
     print("| model | chain (model operators) | streamed | unstreamed | over | limit +3% |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
@@ -119,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             text = "- | - | (members not matched)"
         print(f"| {row['model']} | {row['chain']} | {row['streamed']:,} | {text} |")
+    print("\nWhole models:\n")
+    for line in totals:
+        print(f"- {line}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0 if ok else 1

@@ -1962,20 +1962,21 @@ static void quad_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, in
     }
 }
 
-/* The first `pixels` output pixels of the flat order (one batch) in strips of up to `strip` quad
+/* Output pixels [first, first + pixels) of the flat order (one batch) in strips of up to `strip` quad
  * blocks at xs (word-aligned, strip * 8 * k4 bytes, disjoint from the input and those pixels'
  * outputs; in_c a multiple of 4, dilation_w 1). Every input byte a strip reads is read before any
  * of its outputs is written. */
 static void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                        const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t pixels, int32_t strip,
-                        const int32_t *rq_table)
+                        const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t first, int32_t pixels,
+                        int32_t strip, const int32_t *rq_table)
 {
     const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c, lo = p->act_min, hi = p->act_max;
     const int32_t strip_px = strip * TS_QUAD_PX;
     const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
     int32_t i, o, b, q;
-    for (i = 0; i < pixels; i += strip_px) {
-        const int32_t np = pixels - i < strip_px ? pixels - i : strip_px, nb = (np + TS_QUAD_PX - 1) / TS_QUAD_PX;
+    for (i = first; i < first + pixels; i += strip_px) {
+        const int32_t np = first + pixels - i < strip_px ? first + pixels - i : strip_px;
+        const int32_t nb = (np + TS_QUAD_PX - 1) / TS_QUAD_PX;
         int8_t *const out = output + (size_t)i * out_c;
         quad_fill_rows(p, input, i, np, nb, xs);
         for (o = 0; o < out_c; ++o) {
@@ -2695,22 +2696,38 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     const int32_t k4 = (p->filter_h * p->filter_w * p->in_c + 3) & ~3;
     uint32_t *big = NULL;
 #if TS_CONV_WIDE
-    const int32_t block = (int32_t)wide_block_bytes(k4), quad = 8 * k4;
+    const int32_t block = (int32_t)wide_block_bytes(k4), quad = 8 * k4, n = p->out_h * p->out_w;
+    /* quad blocks: whole words of the input, ts_rq (a table, or every channel's steps) */
+    const int quads = room >= quad && (checks & 1) != 0 && (rq_table != NULL || (checks & 2) != 0) &&
+                      (p->in_c & 3) == 0 && p->dilation_w == 1 && ((uintptr_t)scratch & 3u) == 0 &&
+                      p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1;
+    const int32_t quad_blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
+    const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
+    int32_t b;
     if (room >= block) {
+        /* the last 4 pixels past whole blocks (n = 6 a + 4), or 8 (n = 6 a + 2): quads, which cost
+         * less than a six-pixel block for 4 pixels or one and a three-pixel one for 8 */
+        const int32_t tail = !quads || n < 8 ? 0 : n % TS_WIDE_PX == 4 ? 4 : n % TS_WIDE_PX == 2 ? 8 : 0;
         int32_t blocks = TS_WIDE_STRIP_BYTES / block;
         blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
         blocks = room / block < blocks ? room / block : blocks;
-        return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
-    }
-    if (room >= quad && (checks & 1) != 0 && (rq_table != NULL || (checks & 2) != 0) && (p->in_c & 3) == 0 &&
-        p->dilation_w == 1 && ((uintptr_t)scratch & 3u) == 0 && p->stride_h >= 1 && p->stride_w >= 1 &&
-        p->dilation_h >= 1) { /* quad blocks (TS_QUAD_PX pixels) where a six-pixel one does not fit */
-        const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)p->out_h * p->out_w * p->out_c;
-        const int32_t blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
-        int32_t b;
+        if (tail == 0) {
+            return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
+        }
         for (b = 0; b < p->batches; ++b) {
+            if (n > tail) {
+                wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
+                            n - tail, blocks, rq_table);
+            }
             quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
-                        p->out_h * p->out_w, blocks, rq_table);
+                        n - tail, tail, quad_blocks, rq_table);
+        }
+        return TS_OK;
+    }
+    if (quads) { /* quad blocks (TS_QUAD_PX pixels) where a six-pixel one does not fit */
+        for (b = 0; b < p->batches; ++b) {
+            quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch, 0,
+                        n, quad_blocks, rq_table);
         }
         return TS_OK;
     }
