@@ -501,6 +501,37 @@ def test_stage_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) ->
     measured_equal_on_qemu(gen, tmp_path / "qemu", board)
 
 
+def _stage_rows_16(b: ModelBuilder) -> None:
+    """A residual stage over 16-pixel rows, then 8-pixel ones (resnet8's widths at 4 and 8
+    channels): 3x3 filters over 4 channels (K = 36: nine groups, an odd count) and 8 (K = 72)."""
+    x = b.input("x", (1, 32, 32, 3))
+    h = b.conv2d(x, 4, (3, 3), activation="RELU", name="head")
+    t = b.conv2d(h, 4, (3, 3), activation="RELU", name="main1")
+    t = b.conv2d(t, 4, (3, 3), name="main2")
+    s = b.add(h, t, activation="RELU", name="sum")
+    d = b.conv2d(s, 8, (3, 3), stride=(2, 2), activation="RELU", name="down1")
+    d = b.conv2d(d, 8, (3, 3), name="down2")
+    p = b.conv2d(s, 8, (1, 1), stride=(2, 2), name="project")
+    y = b.add(p, d, activation="RELU", name="sum2")
+    y = b.conv2d(y, 24, (3, 3), name="tail")  # 16x16x24: the peak, the stage's step has bytes free
+    b.output(b.average_pool2d(y, (16, 16), (1, 1), name="avg"))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386"])
+def test_stage_rows_end_in_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
+    """Rows of 16 pixels (12 in six-pixel blocks, the last 4 a quad block) and of 8 (two quad
+    blocks), where the room holds a six-pixel block (ts_conv2d_s8_strip), and late rows with a quad
+    block's room only, on a DSP core (M7, M4): bit-exact, the painted arena equal to the plan."""
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _stage_rows_16, seed=7)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    text = model_c_text(gen)
+    assert all(f"ts_conv2d_s8_strip(&p{j}, rows, " in text for j in (1, 2, 4, 5))
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
+
+
 @needs_gcc
 @pytest.mark.host
 def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:
