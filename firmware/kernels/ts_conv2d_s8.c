@@ -1962,52 +1962,178 @@ static void quad_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, in
     }
 }
 
+/* Channels of one whole quad block xs (`groups` groups) from filter w (channels contiguous: each
+ * channel's K = 4 * groups bytes), ts_rq table rq and bias (NULL: 0) on, the quad's output bytes of
+ * the first at out (pixels out_c bytes apart), `channels` of them or up to one whose l1 is 0 (the
+ * formula's: the caller's), in one asm loop: per channel the bias in four accumulators, an odd
+ * first group alone, then two groups a pass (31 instructions per 32 products), ts_rq's six steps on
+ * each, the four results packed (BFI), clamped bytewise and stored. Returns the channels done. */
+static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w, const int32_t *rq,
+                                            const int32_t *bias, int32_t groups, int8_t *out, int32_t out_c,
+                                            uint32_t lo4, uint32_t hi4, int32_t channels)
+{
+    static const int32_t zero = 0;
+    const uint32_t *const xbase = xs;
+    const int32_t odd = groups & 1, bias_step = bias != NULL ? 4 : 0;
+    const int32_t *bp = bias != NULL ? bias : &zero;
+    int32_t left = channels;
+    int8_t *o = out;
+    /* the loop's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register const int8_t *wp TS_REG("r4") = w;
+    register const uint32_t *xp TS_REG("r5");
+    register const uint32_t *const xend TS_REG("r6") = xs + 2 * TS_QUAD_PX * groups;
+    register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11"), wn TS_REG("r12");
+    register const int32_t *t TS_REG("lr") = rq;
+    if (groups < 1 || channels < 1) {
+        return 0;
+    }
+#define QRC_PIXEL(a, off)                                                                               \
+    "ldrd    %[xe], %[xo], [%[xp], #" off "]\n\t"                                                        \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+/* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
+#define QRC_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr     %[wo], [%[t], #4]\n\t" /* l1 0: the formula's channel, the caller's */
+        "cmp     %[wo], #0\n\t"
+        "beq     9f\n\t"
+        "ldr     %[we], %[bp]\n\t"
+        "ldr     %[wo], %[bstep]\n\t"
+        "ldr     %[a0], [%[we]]\n\t"
+        "add     %[we], %[we], %[wo]\n\t"
+        "str     %[we], %[bp]\n\t"
+        "mov     %[a1], %[a0]\n\t"
+        "mov     %[a2], %[a0]\n\t"
+        "mov     %[a3], %[a0]\n\t"
+        "ldr     %[xp], %[xbase]\n\t"
+        "ldr     %[we], %[odd]\n\t"
+        "cmp     %[we], #0\n\t"
+        "beq     2f\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t" /* an odd first group */
+        "ldrd    %[xe], %[xo], [%[xp]], #32\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        QRC_PIXEL("a1", "-24") QRC_PIXEL("a2", "-16") QRC_PIXEL("a3", "-8")
+        "cmp     %[xp], %[xend]\n\t"
+        "beq     3f\n\t"
+        "2:\n\t"
+        "ldrd    %[wo], %[wn], [%[w]], #8\n\t"
+        "ldrd    %[xe], %[xo], [%[xp]], #64\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        QRC_PIXEL("a1", "-56") QRC_PIXEL("a2", "-48") QRC_PIXEL("a3", "-40")
+        "sxtb16  %[we], %[wn]\n\t"
+        "sxtb16  %[wo], %[wn], ror #8\n\t"
+        QRC_PIXEL("a0", "-32") QRC_PIXEL("a1", "-24") QRC_PIXEL("a2", "-16") QRC_PIXEL("a3", "-8")
+        "cmp     %[xp], %[xend]\n\t"
+        "bne     2b\n\t"
+        "3:\n\t"
+        "ldrd    %[we], %[wo], [%[t]], #8\n\t" /* m, l1 */
+        "ldrd    %[xe], %[xo], [%[t]], #8\n\t" /* base, rr */
+        QRC_RQ("a0") QRC_RQ("a1") QRC_RQ("a2") QRC_RQ("a3")
+        "bfi     %[a0], %[a1], #8, #8\n\t"
+        "bfi     %[a0], %[a2], #16, #8\n\t"
+        "bfi     %[a0], %[a3], #24, #8\n\t"
+        "ldr     %[we], %[lo4]\n\t"
+        "ldr     %[wo], %[hi4]\n\t"
+        TS_CLAMP4_ASM("a0", "we", "wo", "xe")
+        "ldr     %[xp], %[o]\n\t"
+        "ldr     %[xe], %[oc]\n\t"
+        "strb    %[a0], [%[xp]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xp], %[xe]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "add     %[xo], %[xp], %[xe], lsl #1\n\t"
+        "strb    %[a0], [%[xo]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xo], %[xe]]\n\t"
+        "add     %[xp], %[xp], #1\n\t"
+        "str     %[xp], %[o]\n\t"
+        "ldr     %[xp], %[left]\n\t"
+        "subs    %[xp], %[xp], #1\n\t"
+        "str     %[xp], %[left]\n\t"
+        "bne     1b\n\t"
+        "9:"
+        : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we), [wo] "=&r"(wo),
+          [xe] "=&r"(xe), [xo] "=&r"(xo), [wn] "=&r"(wn), [xp] "=&r"(xp), [w] "+r"(wp), [t] "+r"(t),
+          [bp] "+m"(bp), [o] "+m"(o), [left] "+m"(left)
+        : [xend] "r"(xend), [xbase] "m"(xbase), [odd] "m"(odd), [bstep] "m"(bias_step), [lo4] "m"(lo4),
+          [hi4] "m"(hi4), [oc] "m"(out_c)
+        : "cc", "memory");
+#undef QRC_PIXEL
+#undef QRC_RQ
+    return channels - left;
+}
+
+/* Channels [o_first, o_last) of quad block xb (n of its pixels stored, from ob: channel o_first's
+ * byte of its first pixel) in C: a short block, channels the formula requantises (no ts_rq, or a
+ * table's l1 0). */
+static void quad_channels_c(const ts_conv2d_s8_params *p, const uint32_t *xb, const int8_t *filter,
+                            const int32_t *bias, int8_t *ob, int32_t o_first, int32_t o_last, int32_t n, int rq,
+                            const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c, lo = p->act_min, hi = p->act_max;
+    int32_t o, q;
+    for (o = o_first; o < o_last; ++o, ++ob) {
+        const int32_t b0 = bias != NULL ? bias[o] : 0, m = p->multiplier[o], sh = p->shift[o];
+        int32_t acc[TS_QUAD_PX] = {b0, b0, b0, b0};
+        ts_rq r;
+        int rq_o = rq;
+        if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
+            r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+            rq_o = rq && r.l1 != 0;
+        } else {
+            ts_rq_prepare(m, sh, p->output_offset, &r);
+        }
+        quad_dot2(xb, filter + (size_t)o * k, k >> 2, acc);
+        for (q = 0; q < n; ++q) {
+            ob[(size_t)q * out_c] = rq_o ? rq_clamp(acc[q], &r, lo, hi)
+                                         : conv_out(acc[q], m, sh, p->output_offset, lo, hi);
+        }
+    }
+}
+
 /* Output pixels [first, first + pixels) of the flat order (one batch) in strips of up to `strip` quad
  * blocks at xs (word-aligned, strip * 8 * k4 bytes, disjoint from the input and those pixels'
- * outputs; in_c a multiple of 4, dilation_w 1). Every input byte a strip reads is read before any
- * of its outputs is written. */
+ * outputs; in_c a multiple of 4, dilation_w 1): each whole block's channels by quad_rq_channels
+ * where a table gives their ts_rq, the rest in C. Every input byte a strip reads is read before
+ * any of its outputs is written. */
 static void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t first, int32_t pixels,
                         int32_t strip, const int32_t *rq_table)
 {
-    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c, lo = p->act_min, hi = p->act_max;
+    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
     const int32_t strip_px = strip * TS_QUAD_PX;
-    const uint32_t lo4 = ts_bytes4(lo), hi4 = ts_bytes4(hi);
-    int32_t i, o, b, q;
+    const uint32_t lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
+    int32_t i, o, b;
     for (i = first; i < first + pixels; i += strip_px) {
         const int32_t np = first + pixels - i < strip_px ? first + pixels - i : strip_px;
         const int32_t nb = (np + TS_QUAD_PX - 1) / TS_QUAD_PX;
-        int8_t *const out = output + (size_t)i * out_c;
         quad_fill_rows(p, input, i, np, nb, xs);
-        for (o = 0; o < out_c; ++o) {
-            const int8_t *w = filter + (size_t)o * k;
-            const int32_t b0 = bias != NULL ? bias[o] : 0, m = p->multiplier[o], sh = p->shift[o];
-            int8_t *ob = out + o;
-            ts_rq r;
-            int rq_o = rq;
-            if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
-                r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
-                rq_o = rq && r.l1 != 0;
-            } else {
-                ts_rq_prepare(m, sh, p->output_offset, &r);
-            }
-            for (b = 0; b < nb; ++b, ob += (size_t)TS_QUAD_PX * out_c) {
-                const int32_t n = np - b * TS_QUAD_PX < TS_QUAD_PX ? np - b * TS_QUAD_PX : TS_QUAD_PX;
-                int32_t acc[TS_QUAD_PX] = {b0, b0, b0, b0};
-                quad_dot2(xs + (size_t)b * 2 * k, w, k >> 2, acc);
-                if (rq_o && n == TS_QUAD_PX) {
-                    wide_store4(ob, out_c, ts_rq_apply(acc[0], &r), ts_rq_apply(acc[1], &r), ts_rq_apply(acc[2], &r),
-                                ts_rq_apply(acc[3], &r), lo4, hi4);
-                    continue;
-                }
-                for (q = 0; q < n; ++q) {
-                    ob[(size_t)q * out_c] = rq_o ? rq_clamp(acc[q], &r, lo, hi)
-                                                 : conv_out(acc[q], m, sh, p->output_offset, lo, hi);
+        for (b = 0; b < nb; ++b) {
+            const uint32_t *xb = xs + (size_t)b * 2 * k;
+            const int32_t n = np - b * TS_QUAD_PX < TS_QUAD_PX ? np - b * TS_QUAD_PX : TS_QUAD_PX;
+            int8_t *const ob = output + (size_t)(i + b * TS_QUAD_PX) * out_c;
+            o = 0;
+            while (rq && rq_table != NULL && n == TS_QUAD_PX && o < out_c) {
+                o += quad_rq_channels(xb, filter + (size_t)o * k, rq_table + 4 * o, bias != NULL ? bias + o : NULL,
+                                      k >> 2, ob + o, out_c, lo4, hi4, out_c - o);
+                if (o < out_c) { /* channel o: l1 0, the formula's steps */
+                    quad_channels_c(p, xb, filter, bias, ob + o, o, o + 1, n, rq, rq_table);
+                    ++o;
                 }
             }
+            quad_channels_c(p, xb, filter, bias, ob + o, o, out_c, n, rq, rq_table);
         }
     }
 }
+
 #else
 #define TS_CONV_WIDE 0
 #endif
