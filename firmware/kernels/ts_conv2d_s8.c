@@ -2104,7 +2104,7 @@ static void quad_channels_c(const ts_conv2d_s8_params *p, const uint32_t *xb, co
  * outputs; in_c a multiple of 4, dilation_w 1): each whole block's channels by quad_rq_channels
  * where a table gives their ts_rq, the rest in C. Every input byte a strip reads is read before
  * any of its outputs is written. */
-static void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+static TS_NOINLINE void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t first, int32_t pixels,
                         int32_t strip, const int32_t *rq_table)
 {
@@ -2811,6 +2811,18 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
     return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
 }
 
+#if TS_CONV_WIDE
+/* Whether ts_conv2d_s8_strip's quad blocks take p with this scratch: whole words of the input (in_c a
+ * multiple of 4, dilation_w 1) and ts_rq (a table, or every channel's steps). */
+static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int32_t room, const int32_t *rq_table,
+                       int32_t checks)
+{
+    return room >= 8 * ((p->filter_h * p->filter_w * p->in_c + 3) & ~3) && (checks & 1) != 0 &&
+           (rq_table != NULL || (checks & 2) != 0) && (p->in_c & 3) == 0 && p->dilation_w == 1 &&
+           ((uintptr_t)scratch & 3u) == 0 && p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1;
+}
+#endif
+
 /* A streamed stage's CONV_2D member on its rows with `room` bytes of strip scratch (ts_kernels.h,
  * "Streamed pairs"): the widened path with as many blocks as fit (at most TS_WIDE_STRIP, and
  * TS_WIDE_STRIP_BYTES unless one block is more), else the pair path with its two fields in the
@@ -2823,37 +2835,29 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     uint32_t *big = NULL;
 #if TS_CONV_WIDE
     const int32_t block = (int32_t)wide_block_bytes(k4), quad = 8 * k4, n = p->out_h * p->out_w;
-    /* quad blocks: whole words of the input, ts_rq (a table, or every channel's steps) */
-    const int quads = room >= quad && (checks & 1) != 0 && (rq_table != NULL || (checks & 2) != 0) &&
-                      (p->in_c & 3) == 0 && p->dilation_w == 1 && ((uintptr_t)scratch & 3u) == 0 &&
-                      p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1;
-    const int32_t quad_blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
-    const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
-    int32_t b;
-    if (room >= block) {
-        /* the last 4 pixels past whole blocks (n = 6 a + 4), or 8 (n = 6 a + 2): quads, which cost
-         * less than a six-pixel block for 4 pixels or one and a three-pixel one for 8 */
-        const int32_t tail = !quads || n < 8 ? 0 : n % TS_WIDE_PX == 4 ? 4 : n % TS_WIDE_PX == 2 ? 8 : 0;
+    /* the last 4 pixels past whole six-pixel blocks (n = 6 a + 4), or 8 (n = 6 a + 2), in quads, which
+     * cost less than a six-pixel block for 4 pixels or one and a three-pixel one for 8 */
+    const int32_t tail = n < 8 ? 0 : n % TS_WIDE_PX == 4 ? 4 : n % TS_WIDE_PX == 2 ? 8 : 0;
+    if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {
         int32_t blocks = TS_WIDE_STRIP_BYTES / block;
         blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
         blocks = room / block < blocks ? room / block : blocks;
-        if (tail == 0) {
-            return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
-        }
+        return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
+    }
+    if (room >= quad && strip_quads(p, scratch, room, rq_table, checks)) {
+        const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
+        const int32_t quad_blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
+        const int32_t wide_px = room >= block ? n - tail : 0; /* else quad blocks only */
+        int32_t blocks = TS_WIDE_STRIP_BYTES / block, b;
+        blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
+        blocks = room / block < blocks ? room / block : blocks;
         for (b = 0; b < p->batches; ++b) {
-            if (n > tail) {
+            if (wide_px > 0) {
                 wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
-                            n - tail, blocks, rq_table);
+                            wide_px, blocks, rq_table);
             }
             quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
-                        n - tail, tail, quad_blocks, rq_table);
-        }
-        return TS_OK;
-    }
-    if (quads) { /* quad blocks (TS_QUAD_PX pixels) where a six-pixel one does not fit */
-        for (b = 0; b < p->batches; ++b) {
-            quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch, 0,
-                        n, quad_blocks, rq_table);
+                        wide_px, n - wide_px, quad_blocks, rq_table);
         }
         return TS_OK;
     }
