@@ -2824,9 +2824,11 @@ static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int3
 #endif
 
 /* A streamed stage's CONV_2D member on its rows with `room` bytes of strip scratch (ts_kernels.h,
- * "Streamed pairs"): the widened path with as many blocks as fit (at most TS_WIDE_STRIP, and
- * TS_WIDE_STRIP_BYTES unless one block is more), else the pair path with its two fields in the
- * scratch where they exceed the stack block, else ts_conv2d_s8_checked. */
+ * "Streamed pairs"): with a quads table, conv_paths (conv_quads); the widened path with as many
+ * blocks as fit (at most TS_WIDE_STRIP, and TS_WIDE_STRIP_BYTES unless one block is more), a row's
+ * short end (4 or 8 pixels past whole blocks) in quad blocks; quad blocks only where no six-pixel
+ * block fits; else the pair path with its two fields in the scratch where they exceed the stack
+ * block, else ts_conv2d_s8_checked. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks)
