@@ -487,9 +487,9 @@ def _stage_then_tail(b: ModelBuilder) -> None:
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386"])
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
 def test_stage_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
-    """The stage of `_stage_then_tail` on a DSP core (M7, M4): main1, main2 and down1 run the strip's
+    """The stage of `_stage_then_tail` on the DSP cores (M7, M4, M33; the M55 has no quad path): main1, main2 and down1 run the strip's
     quad blocks (ts_conv2d_s8_strip where a six-pixel block does not fit the room), down1's 6-pixel
     rows as a whole quad and a short one; bit-exact, the painted arena equal to the plan."""
     require("qemu")
@@ -518,11 +518,12 @@ def _stage_rows_16(b: ModelBuilder) -> None:
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386"])
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
 def test_stage_rows_end_in_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
     """Rows of 16 pixels (12 in six-pixel blocks, the last 4 a quad block) and of 8 (two quad
     blocks), where the room holds a six-pixel block (ts_conv2d_s8_strip), and late rows with a quad
-    block's room only, on a DSP core (M7, M4): bit-exact, the painted arena equal to the plan."""
+    block's room only, on the DSP cores (M7, M4, M33) and the M55 (its own paths): bit-exact, the
+    painted arena equal to the plan."""
     require("qemu")
     path = tmp_path / "model.tflite"
     saved_model(path, _stage_rows_16, seed=7)
