@@ -578,10 +578,15 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     # take quad blocks (4 x 72 x 2 = 576 B); down2 (a quad block of 1,152 B, its pair fields on the
     # stack) keeps the default kernel
     for j in (0, 1, 2, 4, 6):
-        assert (
-            f"ts_conv2d_s8_strip(&p{j}, rows, " in loop
-            and f"strip, room, bytes_op0_stage{j}_rq, checks{j})" in loop
-        )
+        assert f"ts_conv2d_s8_strip(&p{j}, rows, " in loop and f"bytes_op0_stage{j}_rq, checks{j})" in loop
+    assert "strip, room, bytes_op0_stage1_rq, checks1)" in loop  # the stage's room, row by row
+    # down1 and the projection run after the 16x12 part's last calls in the last iterations: the
+    # windows of its tensors (no member reads them again) are theirs then, a room of their own
+    sched = row_schedule(planned.graph, _streams(planned)[0].operators)
+    # (per streamed tensor: head, main1, main2, sum, down1, down2, project; 8: read until the end)
+    assert sched is not None and sched.unread[4] == (6, 6, 6, 8, 8, 8, 8)
+    for j in (4, 6):
+        assert f"output + bytes_op0_stage{j}_room_at[row], bytes_op0_stage{j}_room_bytes[row], " in loop
     assert "ts_conv2d_s8_checked(&p5, " in loop and "ts_conv2d_s8_strip(&p5, " not in loop
     assert "const int32_t checks5 = ts_conv2d_s8_checks(&p5, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
