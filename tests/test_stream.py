@@ -586,7 +586,7 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     # (per streamed tensor: head, main1, main2, sum, down1, down2, project; 8: read until the end)
     assert sched is not None and sched.unread[4] == (6, 6, 6, 8, 8, 8, 8)
     for j in (4, 6):
-        assert f"output + bytes_op0_stage{j}_room_at[row], bytes_op0_stage{j}_room_bytes[row], " in loop
+        assert f"output + bytes_op0_stage{j}_strip_at[row], bytes_op0_stage{j}_strip_bytes[row], " in loop
     assert "ts_conv2d_s8_checked(&p5, " in loop and "ts_conv2d_s8_strip(&p5, " not in loop
     assert "const int32_t checks5 = ts_conv2d_s8_checks(&p5, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)

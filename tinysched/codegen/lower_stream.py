@@ -206,9 +206,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             size = [b for _, b in rooms[j]]
             member_rooms[j] = (
                 ctx.array(
-                    part, "room_at", "int32_t", at, "its strip scratch per output row: where from the output"
+                    part, "strip_at", "int32_t", at, "its strip scratch per output row: where from the output"
                 ),
-                ctx.array(part, "room_bytes", "int32_t", size, "its strip scratch per output row: its bytes"),
+                ctx.array(
+                    part, "strip_bytes", "int32_t", size, "its strip scratch per output row: its bytes"
+                ),
             )
     shared = any(j not in member_rooms for j in wide)  # a member takes the stage's room (`strip`, `room`)
     if shared:
