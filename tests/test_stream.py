@@ -502,14 +502,15 @@ def test_stage_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) ->
 
 
 def _stage_rows_16(b: ModelBuilder) -> None:
-    """A residual stage over 16-pixel rows, then 8-pixel ones (resnet8's widths at 4 and 8
-    channels): 3x3 filters over 4 channels (K = 36: nine groups, an odd count) and 8 (K = 72)."""
+    """A residual stage over 32-pixel rows, then 16-pixel ones (resnet8's widths at 4 to 12
+    channels): 3x3 filters over 4 channels (K = 36: nine groups, 1 past a multiple of 4) and 12 (K =
+    108: 27 groups, 3 past)."""
     x = b.input("x", (1, 32, 32, 3))
     h = b.conv2d(x, 4, (3, 3), activation="RELU", name="head")
     t = b.conv2d(h, 4, (3, 3), activation="RELU", name="main1")
     t = b.conv2d(t, 4, (3, 3), name="main2")
     s = b.add(h, t, activation="RELU", name="sum")
-    d = b.conv2d(s, 8, (3, 3), stride=(2, 2), activation="RELU", name="down1")
+    d = b.conv2d(s, 12, (3, 3), stride=(2, 2), activation="RELU", name="down1")
     d = b.conv2d(d, 8, (3, 3), name="down2")
     p = b.conv2d(s, 8, (1, 1), stride=(2, 2), name="project")
     y = b.add(p, d, activation="RELU", name="sum2")
@@ -520,10 +521,10 @@ def _stage_rows_16(b: ModelBuilder) -> None:
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
 def test_stage_rows_end_in_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
-    """Rows of 16 pixels (12 in six-pixel blocks, the last 4 a quad block) and of 8 (two quad
-    blocks), where the room holds a six-pixel block (ts_conv2d_s8_strip), and late rows with a quad
-    block's room only, on the DSP cores (M7, M4, M33) and the M55 (its own paths): bit-exact, the
-    painted arena equal to the plan."""
+    """Rows of 32 pixels (24 in six-pixel blocks, the last 8 two quad blocks) and of 16 (12 and a
+    quad block) where the room holds a six-pixel block (ts_conv2d_s8_strip), down2's rows (K = 108)
+    in quad blocks only (its six-pixel block is more than the room), on the DSP cores (M7, M4, M33)
+    and the M55 (its own paths): bit-exact, the painted arena equal to the plan."""
     require("qemu")
     path = tmp_path / "model.tflite"
     saved_model(path, _stage_rows_16, seed=7)

@@ -1965,8 +1965,8 @@ static void quad_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, in
 /* Channels of one whole quad block xs (`groups` groups) from filter w (channels contiguous: each
  * channel's K = 4 * groups bytes), ts_rq table rq and bias (NULL: 0) on, the quad's output bytes of
  * the first at out (pixels out_c bytes apart), `channels` of them or up to one whose l1 is 0 (the
- * formula's: the caller's), in one asm loop: per channel the bias in four accumulators, an odd
- * first group alone, then two groups a pass (31 instructions per 32 products), ts_rq's six steps on
+ * formula's: the caller's), in one asm loop: per channel the bias in four accumulators, groups % 4
+ * first (one, then two), then four groups a pass (60 instructions per 64 products), ts_rq's six steps on
  * each, the four results packed (BFI), clamped bytewise and stored. Returns the channels done. */
 static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w, const int32_t *rq,
                                             const int32_t *bias, int32_t groups, int8_t *out, int32_t out_c,
@@ -1974,7 +1974,7 @@ static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w,
 {
     static const int32_t zero = 0;
     const uint32_t *const xbase = xs;
-    const int32_t odd = groups & 1, bias_step = bias != NULL ? 4 : 0;
+    const int32_t rem = groups & 3, bias_step = bias != NULL ? 4 : 0;
     const int32_t *bp = bias != NULL ? bias : &zero;
     int32_t left = channels;
     int8_t *o = out;
@@ -1992,6 +1992,19 @@ static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w,
     "ldrd    %[xe], %[xo], [%[xp], #" off "]\n\t"                                                        \
     "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
     "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+/* two groups: their filter words by one LDRD, the block's words from xp on (post-indexed by `step`
+ * bytes; pixels 1-3 of the first group and 0-3 of the second at the offsets after it) */
+#define QRC_TWO(step, p1, p2, p3, q0, q1, q2, q3)                                                      \
+    "ldrd    %[wo], %[wn], [%[w]], #8\n\t"                                                              \
+    "ldrd    %[xe], %[xo], [%[xp]], #" step "\n\t"                                                      \
+    "sxtb16  %[we], %[wo]\n\t"                                                                         \
+    "sxtb16  %[wo], %[wo], ror #8\n\t"                                                                 \
+    "smlad   %[a0], %[xe], %[we], %[a0]\n\t"                                                           \
+    "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"                                                           \
+    QRC_PIXEL("a1", p1) QRC_PIXEL("a2", p2) QRC_PIXEL("a3", p3)                                         \
+    "sxtb16  %[we], %[wn]\n\t"                                                                         \
+    "sxtb16  %[wo], %[wn], ror #8\n\t"                                                                 \
+    QRC_PIXEL("a0", q0) QRC_PIXEL("a1", q1) QRC_PIXEL("a2", q2) QRC_PIXEL("a3", q3)
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
 #define QRC_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
     __asm__ volatile(
@@ -2008,26 +2021,28 @@ static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w,
         "mov     %[a2], %[a0]\n\t"
         "mov     %[a3], %[a0]\n\t"
         "ldr     %[xp], %[xbase]\n\t"
-        "ldr     %[we], %[odd]\n\t"
-        "cmp     %[we], #0\n\t"
-        "beq     2f\n\t"
-        "ldr     %[wo], [%[w]], #4\n\t" /* an odd first group */
+        "ldr     %[we], %[rem]\n\t" /* groups % 4: N its bit 0, C its bit 1 */
+        "lsls    %[we], %[we], #31\n\t"
+        "bpl     4f\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t" /* a first group alone */
         "ldrd    %[xe], %[xo], [%[xp]], #32\n\t"
         "sxtb16  %[we], %[wo]\n\t"
         "sxtb16  %[wo], %[wo], ror #8\n\t"
         "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
         "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
         QRC_PIXEL("a1", "-24") QRC_PIXEL("a2", "-16") QRC_PIXEL("a3", "-8")
+        "4:\n\t"
+        "bcc     5f\n\t"
+        QRC_TWO("64", "-56", "-48", "-40", "-32", "-24", "-16", "-8") /* then two */
+        "5:\n\t"
         "cmp     %[xp], %[xend]\n\t"
         "beq     3f\n\t"
-        "2:\n\t"
+        "2:\n\t" /* four groups a pass */
+        QRC_TWO("128", "-120", "-112", "-104", "-96", "-88", "-80", "-72")
         "ldrd    %[wo], %[wn], [%[w]], #8\n\t"
-        "ldrd    %[xe], %[xo], [%[xp]], #64\n\t"
         "sxtb16  %[we], %[wo]\n\t"
         "sxtb16  %[wo], %[wo], ror #8\n\t"
-        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
-        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
-        QRC_PIXEL("a1", "-56") QRC_PIXEL("a2", "-48") QRC_PIXEL("a3", "-40")
+        QRC_PIXEL("a0", "-64") QRC_PIXEL("a1", "-56") QRC_PIXEL("a2", "-48") QRC_PIXEL("a3", "-40")
         "sxtb16  %[we], %[wn]\n\t"
         "sxtb16  %[wo], %[wn], ror #8\n\t"
         QRC_PIXEL("a0", "-32") QRC_PIXEL("a1", "-24") QRC_PIXEL("a2", "-16") QRC_PIXEL("a3", "-8")
@@ -2063,10 +2078,11 @@ static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w,
         : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we), [wo] "=&r"(wo),
           [xe] "=&r"(xe), [xo] "=&r"(xo), [wn] "=&r"(wn), [xp] "=&r"(xp), [w] "+r"(wp), [t] "+r"(t),
           [bp] "+m"(bp), [o] "+m"(o), [left] "+m"(left)
-        : [xend] "r"(xend), [xbase] "m"(xbase), [odd] "m"(odd), [bstep] "m"(bias_step), [lo4] "m"(lo4),
+        : [xend] "r"(xend), [xbase] "m"(xbase), [rem] "m"(rem), [bstep] "m"(bias_step), [lo4] "m"(lo4),
           [hi4] "m"(hi4), [oc] "m"(out_c)
         : "cc", "memory");
 #undef QRC_PIXEL
+#undef QRC_TWO
 #undef QRC_RQ
     return channels - left;
 }
