@@ -534,6 +534,32 @@ def test_stage_rows_end_in_quad_blocks_measured_equal_on_qemu(tmp_path: Path, bo
     measured_equal_on_qemu(gen, tmp_path / "qemu", board)
 
 
+def _pointwise_chain(b: ModelBuilder) -> None:
+    """A chain CONV_2D -> DEPTHWISE -> 1x1 CONV_2D -> DEPTHWISE (stride 2) over 16-pixel rows whose
+    room (the output's rows not written yet) shrinks to 64 bytes: the 1x1 layer's rows take six-pixel
+    blocks and a quad, then (row 10, less than a quad block's 128 B) the pair path's fields on the
+    stack, then (the last row) the windows no member reads any more."""
+    x = b.input("x", (1, 24, 16, 4))
+    h = b.conv2d(x, 16, (3, 3), activation="RELU", name="c1")
+    h = b.depthwise_conv2d(h, (3, 3), (1, 1), "SAME", activation="RELU", name="dw")
+    h = b.conv2d(h, 32, (1, 1), activation="RELU", name="pw")
+    h = b.depthwise_conv2d(h, (3, 3), (2, 2), "SAME", activation="RELU", name="dw2")
+    b.output(b.average_pool2d(h, (12, 8), (1, 1), name="avg"))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
+def test_pointwise_rows_without_room_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _pointwise_chain, seed=3)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    text = model_c_text(gen)
+    assert "ts_conv2d_s8_strip(&p2, rows, " in text and "_op0_stage2_strip_bytes[row], " in text
+    assert "320, 192, 64, 768," in text  # the 1x1 layer's room in the last rows (bytes)
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
+
+
 @needs_gcc
 @pytest.mark.host
 def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:

@@ -317,8 +317,9 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
  * of 4, dilation_w 1, ts_rq by the table or every channel's steps): per block its fields widened
  * (input_offset added, 0 outside the input), then each channel's bias, dot products, ts_rq, clamp
  * and the 4 bytes stored; else the pair path with the two fields of a pixel pair widened into the
- * scratch (4 * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block, else
- * ts_conv2d_s8_checked. Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields are all
+ * scratch (4 * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block (a 1x1
+ * filter over up to 144 channels, a multiple of 4: the pair path on the stack, not the pointwise
+ * path), else ts_conv2d_s8_checked. Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields are all
  * read before any of its outputs is written (as the pair path's). scratch word-aligned, disjoint
  * from input and output. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

@@ -2844,7 +2844,8 @@ static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int3
  * blocks as fit (at most TS_WIDE_STRIP, and TS_WIDE_STRIP_BYTES unless one block is more), a row's
  * short end (4 or 8 pixels past whole blocks) in quad blocks; quad blocks only where no six-pixel
  * block fits; else the pair path with its two fields in the scratch where they exceed the stack
- * block, else ts_conv2d_s8_checked. */
+ * block (a 1x1 filter's on the stack: conv_fast, whose fields are widened once a pair, where
+ * conv_paths would take the pointwise path), else ts_conv2d_s8_checked. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks)
@@ -2888,6 +2889,13 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
 #if TS_RQ_ASM && !TS_MVE
     if (k4 > TS_PAIR_K4 && room >= 4 * k4 && ((uintptr_t)scratch & 3u) == 0) {
         big = (uint32_t *)(void *)scratch;
+    }
+    if ((checks & 3) == 3 && p->filter_h == 1 && p->filter_w == 1 && k4 <= TS_PAIR_K4 && (p->in_c & 3) == 0 &&
+        p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+        /* a 1x1 filter without room for a block: the pair path's fields widened once on the stack,
+         * not the pointwise path's per channel pair */
+        conv_fast(p, input, filter, bias, output, 1, NULL);
+        return TS_OK;
     }
 #endif
     (void)k4;
