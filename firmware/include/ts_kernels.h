@@ -311,7 +311,7 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
                       const int32_t *rq_table);
 /* A streamed stage's CONV_2D member on its rows, given `room` bytes of strip scratch (DSP cores): with
  * the generator's quads table (small K) ts_conv2d_s8_checked (its quads); else the wide path with as
- * many blocks as fit (at most 8, and 1,024 bytes unless one block is more), where the call's n
+ * many blocks a strip as the room holds (at most 8), where the call's n
  * pixels are 6 a + 4 or 6 a + 2 (n >= 8) its last 4 or 8 in quad blocks; else, where one six-pixel
  * block does not fit, quad blocks of 4 pixels (8 * K bytes each, up to 8 a strip; in_c a multiple
  * of 4, dilation_w 1, ts_rq by the table or every channel's steps): per block its fields widened

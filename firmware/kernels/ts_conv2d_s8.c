@@ -2841,7 +2841,7 @@ static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int3
 
 /* A streamed stage's CONV_2D member on its rows with `room` bytes of strip scratch (ts_kernels.h,
  * "Streamed pairs"): with a quads table, conv_paths (conv_quads); the widened path with as many
- * blocks as fit (at most TS_WIDE_STRIP, and TS_WIDE_STRIP_BYTES unless one block is more), a row's
+ * blocks a strip as fit (at most TS_WIDE_STRIP), a row's
  * short end (4 or 8 pixels past whole blocks) in quad blocks; quad blocks only where no six-pixel
  * block fits; else the pair path with its two fields in the scratch where they exceed the stack
  * block (a 1x1 filter's on the stack: conv_fast, whose fields are widened once a pair, where
@@ -2862,19 +2862,17 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
          * these small K (resnet8's and KWS-L's first layers: K = 27, 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
     }
+    /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
+     * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
+    const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
     if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {
-        int32_t blocks = TS_WIDE_STRIP_BYTES / block;
-        blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
-        blocks = room / block < blocks ? room / block : blocks;
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
     }
     if (room >= quad && strip_quads(p, scratch, room, rq_table, checks)) {
         const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
         const int32_t quad_blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
         const int32_t wide_px = room >= block ? n - tail : 0; /* else quad blocks only */
-        int32_t blocks = TS_WIDE_STRIP_BYTES / block, b;
-        blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
-        blocks = room / block < blocks ? room / block : blocks;
+        int32_t b;
         for (b = 0; b < p->batches; ++b) {
             if (wide_px > 0) {
                 wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,

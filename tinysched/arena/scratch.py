@@ -110,8 +110,9 @@ def quad_strip_bytes(graph: Graph, member: Operator) -> int:
 
 
 def member_strip(graph: Graph, member: Operator, room: int) -> int:
-    """Bytes of `room` a stage's CONV_2D member uses (`ts_conv2d_s8_strip`): the most wide blocks that
-    fit, else the most quad blocks, else the pair path's fields, else 0."""
+    """Bytes of `room` a stage's CONV_2D member's planned strip takes (`ts_conv2d_s8_strip`, which
+    uses whatever room it is given): the most wide blocks that fit (`strip_blocks`), else the most
+    quad blocks, else the pair path's fields, else 0 (no path takes any)."""
     block, most = strip_blocks(graph, member)
     if block <= room:
         return min(most, room // block) * block
