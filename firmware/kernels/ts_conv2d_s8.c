@@ -2857,14 +2857,14 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     /* the last 4 pixels past whole six-pixel blocks (n = 6 a + 4), or 8 (n = 6 a + 2), in quads, which
      * cost less than a six-pixel block for 4 pixels or one and a three-pixel one for 8 */
     const int32_t tail = n < 8 ? 0 : n % TS_WIDE_PX == 4 ? 4 : n % TS_WIDE_PX == 2 ? 8 : 0;
+    /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
+     * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
+    const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
     if (p->quads != NULL && (checks & 2) != 0) {
         /* the generator's quads table (conv_paths: conv_quads) costs less than the widened path for
          * these small K (resnet8's and KWS-L's first layers: K = 27, 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
     }
-    /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
-     * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
-    const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
     if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
     }
