@@ -967,9 +967,11 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * (of the sink's rows) may use: the planned strip tensor of the
  * stage (a gap of the arena at its step), or the stage's own output past row r below the lowest row
  * of any outer input that an iteration from r on reads (an outer input overlaps the output only
- * where it dies there), whichever is larger (tinysched/codegen/lower_stream.py `output_room`, one
- * (offset, bytes) pair per row); those bytes are written again before anything reads them, so the
- * order below is unchanged. Its ts_conv2d_s8 checks (ts_conv2d_s8_checks) are made once before the loop.
+ * where it dies there), or, for a member called in iteration r after every reader of some streamed
+ * tensors has made its last call, the windows of those tensors (never slid, filled or read again:
+ * the member's own table), whichever is largest (tinysched/codegen/lower_stream.py `output_room`,
+ * `unread_room`, one (offset, bytes) pair per row); those bytes are written again before anything
+ * reads them, or never read again, so the order below is unchanged. Its ts_conv2d_s8 checks (ts_conv2d_s8_checks) are made once before the loop.
  * Read/write order: consumer row r is written after the producer has read the input rows every T
  * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
  * top on; the consumer's other operand is read row by row as its output is written
