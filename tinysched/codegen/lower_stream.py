@@ -100,14 +100,14 @@ def output_room(graph: Graph, s, offsets, sched: RowSchedule) -> list[tuple[int,
     return room
 
 
-def unread_room(s, sched: RowSchedule, base: int, j: int) -> list[tuple[int, int]]:
+def unread_room(s, sched: RowSchedule, base: int, j: int, readers: list[list[int]]) -> list[tuple[int, int]]:
     """Per output row r of a stage: (arena offset, bytes) of the largest word-aligned run of windows
     (at `base`) whose tensors no member reads once member j is called in iteration r
-    (`RowSchedule.unread`: their readers have made their last calls, so nothing slides, fills or
-    reads those windows again)."""
-    unread = sched.unread[j]
+    (`RowSchedule.unread_from`, `readers`: per streamed tensor, its readers' member indices): their
+    readers have made their last calls, so nothing slides, fills or reads those windows again."""
+    unread = [sched.unread_from(j, readers[k]) for k in range(len(s.tensors))]
     room = []
-    for r in range(max(max(u) for u in sched.unread)):
+    for r in range(len(sched.first_calls[j])):
         best, run = (0, 0), None
         for k in range(len(s.tensors)):
             lo, hi = base + s.window_offset(k), base + s.window_offset(k + 1)
@@ -171,6 +171,9 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             (at, strip_bytes)
         ] * int(graph.tensors[y].shape[1])
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
+    member_readers = [  # per streamed tensor: the members (indices in s.operators) that read it by rows
+        [i for i, m in enumerate(s.operators) if t in row_inputs(graph, m)] for t in s.tensors
+    ]
     rooms: dict[int, list[tuple[int, int]]] = {}  # stage j -> its own room per row, where it has more
     for j, part in enumerate(parts):
         member = None if part is None else s.operators[j - s.source]
@@ -179,7 +182,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         if not stage_member_wide(graph, member):
             continue
         # late rows: the windows of tensors no member reads any more once j is called, where more
-        dead = unread_room(s, sched, base, j - s.source)
+        dead = unread_room(s, sched, base, j - s.source, member_readers)
         own = [
             (at - ctx.offsets[y], n) if n > b else (a, b) for (a, b), (at, n) in zip(room, dead, strict=True)
         ]
