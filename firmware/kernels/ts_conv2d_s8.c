@@ -2207,6 +2207,8 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 #define TS_CONV_GENERIC_ONLY 0
 #endif
 
+#define TS_PATHS_NO_POINTWISE 2 /* conv_paths' wide bit 1 */
+
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big);
 
@@ -2245,12 +2247,16 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
 }
 
-/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves), with
- * its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or NULL). */
+/* ts_conv2d_s8, the widened path allowed or not (wide bit 0; not: for the rows the widened path
+ * leaves), with its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or
+ * NULL); wide bit 1 (TS_PATHS_NO_POINTWISE: ts_conv2d_s8_strip's 1x1 rows without room) sends 1x1
+ * filters with ts_rq to conv_fast, whose pair path widens a pixel pair's fields once, not to the
+ * pointwise paths, which widen them once per channel pair. */
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big)
 {
     int rq = 0;
+    const int pointwise = (wide & TS_PATHS_NO_POINTWISE) == 0 || (checks & 2) == 0;
     (void)wide;
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
@@ -2271,7 +2277,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_CONV_WIDE
     /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
      * channel loop over a table costs less than the widened leading rows for these small K */
-    if (wide && !(rq && p->quads != NULL)) {
+    if ((wide & 1) != 0 && !(rq && p->quads != NULL)) {
         const int32_t done = conv_wide(p, input, filter, bias, output, rq);
         if (done > 0) {
             /* the other rows: the same layer from output row `rows` on */
@@ -2298,14 +2304,14 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
         }
     }
 #endif
-    if (rq && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+    if (rq && pointwise && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
         (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
         conv_pointwise_rq(p, input, filter, bias, output);
         return TS_OK;
     }
 #endif
-    if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+    if (pointwise && p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+        p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
         conv_pointwise(p, input, filter, bias, output, rq);
     } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
@@ -2837,6 +2843,25 @@ static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int3
            (rq_table != NULL || (checks & 2) != 0) && (p->in_c & 3) == 0 && p->dilation_w == 1 &&
            ((uintptr_t)scratch & 3u) == 0 && p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1;
 }
+
+/* ts_conv2d_s8_strip's rows with quad blocks: per batch its first wide_px pixels in strips of up to
+ * `blocks` six-pixel blocks, the rest in strips of up to `quads` quad blocks, both at xs (kept out
+ * of line: the other paths' stack does not carry its frame). */
+static TS_NOINLINE void strip_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output, uint32_t *xs, int32_t wide_px,
+                                   int32_t blocks, int32_t quads, const int32_t *rq_table)
+{
+    const int32_t n = p->out_h * p->out_w;
+    const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
+    int32_t b;
+    for (b = 0; b < p->batches; ++b) {
+        if (wide_px > 0) {
+            wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, xs, wide_px, blocks, rq_table);
+        }
+        quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, xs, wide_px, n - wide_px, quads,
+                    rq_table);
+    }
+}
 #endif
 
 /* A streamed stage's CONV_2D member on its rows with `room` bytes of strip scratch (ts_kernels.h,
@@ -2844,8 +2869,8 @@ static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int3
  * blocks a strip as fit (at most TS_WIDE_STRIP), a row's
  * short end (4 or 8 pixels past whole blocks) in quad blocks; quad blocks only where no six-pixel
  * block fits; else the pair path with its two fields in the scratch where they exceed the stack
- * block (a 1x1 filter's on the stack: conv_fast, whose fields are widened once a pair, where
- * conv_paths would take the pointwise path), else ts_conv2d_s8_checked. */
+ * block (a 1x1 filter's on the stack: conv_paths with TS_PATHS_NO_POINTWISE), else
+ * ts_conv2d_s8_checked. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks)
@@ -2869,18 +2894,8 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
     }
     if (room >= quad && strip_quads(p, scratch, room, rq_table, checks)) {
-        const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
-        const int32_t quad_blocks = room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP;
-        const int32_t wide_px = room >= block ? n - tail : 0; /* else quad blocks only */
-        int32_t b;
-        for (b = 0; b < p->batches; ++b) {
-            if (wide_px > 0) {
-                wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
-                            wide_px, blocks, rq_table);
-            }
-            quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, (uint32_t *)(void *)scratch,
-                        wide_px, n - wide_px, quad_blocks, rq_table);
-        }
+        strip_rows(p, input, filter, bias, output, (uint32_t *)(void *)scratch, room >= block ? n - tail : 0,
+                   blocks, room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP, rq_table);
         return TS_OK;
     }
 #endif
@@ -2888,12 +2903,10 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     if (k4 > TS_PAIR_K4 && room >= 4 * k4 && ((uintptr_t)scratch & 3u) == 0) {
         big = (uint32_t *)(void *)scratch;
     }
-    if ((checks & 3) == 3 && p->filter_h == 1 && p->filter_w == 1 && k4 <= TS_PAIR_K4 && (p->in_c & 3) == 0 &&
-        p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+    if (p->filter_h == 1 && p->filter_w == 1 && k4 <= TS_PAIR_K4 && (p->in_c & 3) == 0) {
         /* a 1x1 filter without room for a block: the pair path's fields widened once on the stack,
          * not the pointwise path's per channel pair */
-        conv_fast(p, input, filter, bias, output, 1, NULL);
-        return TS_OK;
+        return conv_paths(p, input, filter, bias, output, TS_PATHS_NO_POINTWISE, checks, NULL);
     }
 #endif
     (void)k4;
