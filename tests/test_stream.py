@@ -490,6 +490,80 @@ def _stage_then_tail(b: ModelBuilder) -> None:
     b.output(b.mean(y, (1, 2), keepdims=True, name="avg"))
 
 
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
+def test_stage_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
+    """The stage of `_stage_then_tail` on the DSP cores (M7, M4, M33; the M55 has no quad path): main1, main2 and down1 run the strip's
+    quad blocks (ts_conv2d_s8_strip where a six-pixel block does not fit the room), down1's 6-pixel
+    rows as a whole quad and a short one; bit-exact, the painted arena equal to the plan."""
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _stage_then_tail, seed=5)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    text = model_c_text(gen)
+    assert all(f"ts_conv2d_s8_strip(&p{j}, rows, " in text for j in (1, 2, 4))
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
+
+
+def _stage_rows_16(b: ModelBuilder) -> None:
+    """A residual stage over 32-pixel rows, then 16-pixel ones (resnet8's widths at 4 to 12
+    channels): 3x3 filters over 4 channels (K = 36: nine groups, 1 past a multiple of 4) and 12 (K =
+    108: 27 groups, 3 past)."""
+    x = b.input("x", (1, 32, 32, 3))
+    h = b.conv2d(x, 4, (3, 3), activation="RELU", name="head")
+    t = b.conv2d(h, 4, (3, 3), activation="RELU", name="main1")
+    t = b.conv2d(t, 4, (3, 3), name="main2")
+    s = b.add(h, t, activation="RELU", name="sum")
+    d = b.conv2d(s, 12, (3, 3), stride=(2, 2), activation="RELU", name="down1")
+    d = b.conv2d(d, 8, (3, 3), name="down2")
+    p = b.conv2d(s, 8, (1, 1), stride=(2, 2), name="project")
+    y = b.add(p, d, activation="RELU", name="sum2")
+    y = b.conv2d(y, 24, (3, 3), name="tail")  # 16x16x24: the peak, the stage's step has bytes free
+    b.output(b.average_pool2d(y, (16, 16), (1, 1), name="avg"))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
+def test_stage_rows_end_in_quad_blocks_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
+    """Rows of 32 pixels (24 in six-pixel blocks, the last 8 two quad blocks) and of 16 (12 and a
+    quad block) where the room holds a six-pixel block (ts_conv2d_s8_strip), down2's rows (K = 108)
+    in quad blocks only (its six-pixel block is more than the room), on the DSP cores (M7, M4, M33)
+    and the M55 (its own paths): bit-exact, the painted arena equal to the plan."""
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _stage_rows_16, seed=7)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    text = model_c_text(gen)
+    assert all(f"ts_conv2d_s8_strip(&p{j}, rows, " in text for j in (1, 2, 4, 5))
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
+
+
+def _pointwise_chain(b: ModelBuilder) -> None:
+    """A chain CONV_2D -> DEPTHWISE -> 1x1 CONV_2D -> DEPTHWISE (stride 2) over 16-pixel rows whose
+    room (the output's rows not written yet) shrinks to 64 bytes: the 1x1 layer's rows take six-pixel
+    blocks and a quad, then (row 10, less than a quad block's 128 B) the pair path's fields on the
+    stack, then (the last row) the windows no member reads any more."""
+    x = b.input("x", (1, 24, 16, 4))
+    h = b.conv2d(x, 16, (3, 3), activation="RELU", name="c1")
+    h = b.depthwise_conv2d(h, (3, 3), (1, 1), "SAME", activation="RELU", name="dw")
+    h = b.conv2d(h, 32, (1, 1), activation="RELU", name="pw")
+    h = b.depthwise_conv2d(h, (3, 3), (2, 2), "SAME", activation="RELU", name="dw2")
+    b.output(b.average_pool2d(h, (12, 8), (1, 1), name="avg"))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an500", "mps2-an386", "mps2-an505", "mps3-an547"])
+def test_pointwise_rows_without_room_measured_equal_on_qemu(tmp_path: Path, board: str) -> None:
+    require("qemu")
+    path = tmp_path / "model.tflite"
+    saved_model(path, _pointwise_chain, seed=3)
+    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    text = model_c_text(gen)
+    assert "ts_conv2d_s8_strip(&p2, rows, " in text and "_op0_stage2_strip_bytes[row], " in text
+    assert "320, 192, 64, 768," in text  # the 1x1 layer's room in the last rows (bytes)
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
+
+
 @needs_gcc
 @pytest.mark.host
 def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:
@@ -531,15 +605,22 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
     loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u,")]
     # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
-    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1 (864 B a block, its pair fields on the
+    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1, main2 and down1 (864 B a wide block)
+    # take quad blocks (4 x 72 x 2 = 576 B); down2 (a quad block of 1,152 B, its pair fields on the
     # stack) keeps the default kernel
-    for j in (0, 6):
-        assert (
-            f"ts_conv2d_s8_strip(&p{j}, rows, " in loop
-            and f"strip, room, bytes_op0_stage{j}_rq, checks{j})" in loop
-        )
-    assert "ts_conv2d_s8_checked(&p1, " in loop and "ts_conv2d_s8_strip(&p1, " not in loop
-    assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in loop  # once, before the row loop
+    for j in (0, 1, 2, 4, 6):
+        assert f"ts_conv2d_s8_strip(&p{j}, rows, " in loop and f"bytes_op0_stage{j}_rq, checks{j})" in loop
+    assert "strip, room, bytes_op0_stage1_rq, checks1)" in loop  # the stage's room, row by row
+    # down1 and the projection run after the 16x12 part's last calls in the last iterations: the
+    # windows of its tensors (no member reads them again) are theirs then, a room of their own
+    sched = row_schedule(planned.graph, _streams(planned)[0].operators)
+    # (head's output, read by main1 and sum: unread from row 6 when down1 is called; sum's, read by
+    # down1 itself and the projection: never, 8)
+    assert sched is not None and sched.unread_from(4, [1, 3]) == 6 and sched.unread_from(4, [4, 6]) == 8
+    for j in (4, 6):
+        assert f"output + bytes_op0_stage{j}_strip_at[row], bytes_op0_stage{j}_strip_bytes[row], " in loop
+    assert "ts_conv2d_s8_checked(&p5, " in loop and "ts_conv2d_s8_strip(&p5, " not in loop
+    assert "const int32_t checks5 = ts_conv2d_s8_checks(&p5, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
 

@@ -319,12 +319,19 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
 int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int8_t *scratch, int32_t blocks,
                       const int32_t *rq_table);
-/* A streamed stage's CONV_2D member on its rows, given `room` bytes of strip scratch: the wide path
- * with as many blocks as fit (at most 8, and 1,024 bytes unless one block is more), else (DSP cores,
- * ts_rq path) the pair path with the two fields of a pixel pair widened into the scratch (4 *
- * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block, else
- * ts_conv2d_s8_checked. Arithmetic and read/write order: those paths' (each group's fields read
- * before its outputs are written). scratch word-aligned, disjoint from input and output. */
+/* A streamed stage's CONV_2D member on its rows, given `room` bytes of strip scratch (DSP cores): with
+ * the generator's quads table (small K) ts_conv2d_s8_checked (its quads); else the wide path with as
+ * many blocks a strip as the room holds (at most 8), where the call's n
+ * pixels are 6 a + 4 or 6 a + 2 (n >= 8) its last 4 or 8 in quad blocks; else, where one six-pixel
+ * block does not fit, quad blocks of 4 pixels (8 * K bytes each, up to 8 a strip; in_c a multiple
+ * of 4, dilation_w 1, ts_rq by the table or every channel's steps): per block its fields widened
+ * (input_offset added, 0 outside the input), then each channel's bias, dot products, ts_rq, clamp
+ * and the 4 bytes stored; else the pair path with the two fields of a pixel pair widened into the
+ * scratch (4 * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block (a 1x1
+ * filter over up to 144 channels, a multiple of 4: the pair path on the stack, not the pointwise
+ * path), else ts_conv2d_s8_checked. Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields are all
+ * read before any of its outputs is written (as the pair path's). scratch word-aligned, disjoint
+ * from input and output. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks);
@@ -982,13 +989,16 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
  * is never whole.
  * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_strip (the wide
- * path, else the pair path with its fields in the strip) with its strip in the bytes iteration r
+ * path, a row's short end in quad blocks; quad blocks where a six-pixel block does not fit; else the
+ * pair path with its fields in the strip) with its strip in the bytes iteration r
  * (of the sink's rows) may use: the planned strip tensor of the
  * stage (a gap of the arena at its step), or the stage's own output past row r below the lowest row
  * of any outer input that an iteration from r on reads (an outer input overlaps the output only
- * where it dies there), whichever is larger (tinysched/codegen/lower_stream.py `output_room`, one
- * (offset, bytes) pair per row); those bytes are written again before anything reads them, so the
- * order below is unchanged. Its ts_conv2d_s8 checks (ts_conv2d_s8_checks) are made once before the loop.
+ * where it dies there), or, for a member called in iteration r after every reader of some streamed
+ * tensors has made its last call, the windows of those tensors (never slid, filled or read again:
+ * the member's own table), whichever is largest (tinysched/codegen/lower_stream.py `output_room`,
+ * `unread_room`, one (offset, bytes) pair per row); those bytes are written again before anything
+ * reads them, or never read again, so the order below is unchanged. Its ts_conv2d_s8 checks (ts_conv2d_s8_checks) are made once before the loop.
  * Read/write order: consumer row r is written after the producer has read the input rows every T
  * row below hi(r) needs (hi composed down a chain) and before it reads any row from hi(r)'s window
  * top on; the consumer's other operand is read row by row as its output is written

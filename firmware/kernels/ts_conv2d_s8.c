@@ -1910,6 +1910,318 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
         }
     }
 }
+
+/* Strips of quad blocks (ts_conv2d_s8_strip, where a six-pixel block of the widened path does not fit
+ * its room): up to `strip` blocks of TS_QUAD_PX pixels each (quad layout: pixel q's words of group g
+ * at word 2 * (4 g + q) of its block, 8 * k4 bytes), filled from whole words of the input (in_c a
+ * multiple of 4, dilation_w 1), then each output channel over the strip's blocks: quad_dot (17
+ * instructions per 16 products, against the pair path's 26), ts_rq from the table (l1 0: the
+ * formula), the four results packed, clamped bytewise and stored out_c apart. */
+
+/* The bytes [src, end) (whole words) widened into a quad slot from w on, a word a group. */
+static inline uint32_t *quad_widen(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
+{
+    uint32_t e, o;
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[o], [%[src]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[o]\n\t"
+                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                     "strd    %[e], %[o], [%[w]], #32\n\t"
+                     "cmp     %[src], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
+                     : [end] "r"(end), [off2] "r"(off2)
+                     : "cc", "memory");
+    return w;
+}
+
+/* quad_dot two groups a pass (an odd first group by quad_dot): two filter words by one LDRD, 31
+ * instructions per 32 products. */
+static inline void quad_dot2(const uint32_t *xs, const int8_t *w, int32_t groups, int32_t *acc)
+{
+    if ((groups & 1) != 0) {
+        quad_dot(xs, w, 1, acc);
+        xs += 2 * TS_QUAD_PX;
+        w += 4;
+        --groups;
+    }
+    if (groups <= 0) {
+        return;
+    }
+    {
+        /* the 12 operands in registers named here (TS_REG, ts_simd.h) */
+        register int32_t a0 TS_REG("r0") = acc[0], a1 TS_REG("r1") = acc[1], a2 TS_REG("r2") = acc[2];
+        register int32_t a3 TS_REG("r3") = acc[3];
+        register const int8_t *wp TS_REG("r4") = w, *const end TS_REG("r5") = w + 4 * groups;
+        register const uint32_t *xp TS_REG("r6") = xs;
+        register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11"), wn TS_REG("r12");
+#define QUAD2_PIXEL(a, off)                                                                             \
+    "ldrd    %[xe], %[xo], [%[xs], #" off "]\n\t"                                                        \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+        __asm__ volatile("1:\n\t"
+                         "ldrd    %[wo], %[wn], [%[w]], #8\n\t"
+                         "ldrd    %[xe], %[xo], [%[xs]], #64\n\t"
+                         "sxtb16  %[we], %[wo]\n\t"
+                         "sxtb16  %[wo], %[wo], ror #8\n\t"
+                         "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+                         "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+                         QUAD2_PIXEL("a1", "-56") QUAD2_PIXEL("a2", "-48") QUAD2_PIXEL("a3", "-40")
+                         "sxtb16  %[we], %[wn]\n\t"
+                         "sxtb16  %[wo], %[wn], ror #8\n\t"
+                         QUAD2_PIXEL("a0", "-32") QUAD2_PIXEL("a1", "-24") QUAD2_PIXEL("a2", "-16")
+                         QUAD2_PIXEL("a3", "-8")
+                         "cmp     %[w], %[end]\n\t"
+                         "bne     1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(wp),
+                           [xs] "+r"(xp), [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo),
+                           [wn] "=&r"(wn)
+                         : [end] "r"(end)
+                         : "cc", "memory");
+#undef QUAD2_PIXEL
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+    }
+}
+
+/* `groups` groups of a quad slot from w on: zeros. */
+static inline uint32_t *quad_zero(uint32_t *w, int32_t groups)
+{
+    for (; groups > 0; --groups) {
+        w[0] = 0;
+        w[1] = 0;
+        w += 2 * TS_QUAD_PX;
+    }
+    return w;
+}
+
+/* The slots of a strip of nb quad blocks: np pixels from flat pixel i (one batch), the rest zeros;
+ * per filter row, the taps inside the input one run of whole words (quad_widen), the others zeros. */
+static void quad_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, int32_t i, int32_t np, int32_t nb,
+                           uint32_t *xs)
+{
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t g = in_c >> 2, k4 = fh * fw * in_c; /* groups a tap; in_c % 4 == 0: k is k4 */
+    const uint32_t off2 = ts_pack2x16(p->input_offset);
+    int32_t y = i / p->out_w, x = i % p->out_w, q, ky;
+    for (q = 0; q < nb * TS_QUAD_PX; ++q) {
+        uint32_t *w = xs + (size_t)(q / TS_QUAD_PX) * 2 * k4 + 2 * (q % TS_QUAD_PX);
+        const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + fw > in_w ? in_w - x0 : fw; /* taps inside */
+        if (q >= np) {
+            quad_zero(w, fh * fw * g);
+            continue;
+        }
+        for (ky = 0; ky < fh; ++ky) {
+            const int32_t iy = y0 + ky * p->dilation_h;
+            if (iy < 0 || iy >= in_h || kx1 <= kx0) {
+                w = quad_zero(w, fw * g);
+                continue;
+            }
+            {
+                const int8_t *src = input + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
+                w = quad_zero(w, kx0 * g);
+                w = quad_widen(w, src, src + (size_t)(kx1 - kx0) * in_c, off2);
+                w = quad_zero(w, (fw - kx1) * g);
+            }
+        }
+        if (++x == p->out_w) {
+            x = 0;
+            ++y;
+        }
+    }
+}
+
+/* Channels of one whole quad block xs (`groups` groups) from filter w (channels contiguous: each
+ * channel's K = 4 * groups bytes), ts_rq table rq and bias (NULL: 0) on, the quad's output bytes of
+ * the first at out (pixels out_c bytes apart), `channels` of them or up to one whose l1 is 0 (the
+ * formula's: the caller's), in one asm loop: per channel the bias in four accumulators, groups % 4
+ * first (one, then two), then four groups a pass (60 instructions per 64 products), ts_rq's six steps on
+ * each, the four results packed (BFI), clamped bytewise and stored. Returns the channels done. */
+static TS_NOINLINE int32_t quad_rq_channels(const uint32_t *xs, const int8_t *w, const int32_t *rq,
+                                            const int32_t *bias, int32_t groups, int8_t *out, int32_t out_c,
+                                            uint32_t lo4, uint32_t hi4, int32_t channels)
+{
+    static const int32_t zero = 0;
+    const uint32_t *const xbase = xs;
+    const int32_t rem = groups & 3, bias_step = bias != NULL ? 4 : 0;
+    const int32_t *bp = bias != NULL ? bias : &zero;
+    int32_t left = channels;
+    int8_t *o = out;
+    /* the loop's 13 register operands in registers named here (TS_REG, ts_simd.h) */
+    register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
+    register const int8_t *wp TS_REG("r4") = w;
+    register const uint32_t *xp TS_REG("r5");
+    register const uint32_t *const xend TS_REG("r6") = xs + 2 * TS_QUAD_PX * groups;
+    register uint32_t we TS_REG("r8"), wo TS_REG("r9"), xe TS_REG("r10"), xo TS_REG("r11"), wn TS_REG("r12");
+    register const int32_t *t TS_REG("lr") = rq;
+    if (groups < 1 || channels < 1) {
+        return 0;
+    }
+#define QRC_PIXEL(a, off)                                                                               \
+    "ldrd    %[xe], %[xo], [%[xp], #" off "]\n\t"                                                        \
+    "smlad   %[" a "], %[xe], %[we], %[" a "]\n\t"                                                       \
+    "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
+/* two groups: their filter words by one LDRD, the block's words from xp on (post-indexed by `step`
+ * bytes; pixels 1-3 of the first group and 0-3 of the second at the offsets after it) */
+#define QRC_TWO(step, p1, p2, p3, q0, q1, q2, q3)                                                      \
+    "ldrd    %[wo], %[wn], [%[w]], #8\n\t"                                                              \
+    "ldrd    %[xe], %[xo], [%[xp]], #" step "\n\t"                                                      \
+    "sxtb16  %[we], %[wo]\n\t"                                                                         \
+    "sxtb16  %[wo], %[wo], ror #8\n\t"                                                                 \
+    "smlad   %[a0], %[xe], %[we], %[a0]\n\t"                                                           \
+    "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"                                                           \
+    QRC_PIXEL("a1", p1) QRC_PIXEL("a2", p2) QRC_PIXEL("a3", p3)                                         \
+    "sxtb16  %[we], %[wn]\n\t"                                                                         \
+    "sxtb16  %[wo], %[wn], ror #8\n\t"                                                                 \
+    QRC_PIXEL("a0", q0) QRC_PIXEL("a1", q1) QRC_PIXEL("a2", q2) QRC_PIXEL("a3", q3)
+/* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
+#define QRC_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr     %[wo], [%[t], #4]\n\t" /* l1 0: the formula's channel, the caller's */
+        "cmp     %[wo], #0\n\t"
+        "beq     9f\n\t"
+        "ldr     %[we], %[bp]\n\t"
+        "ldr     %[wo], %[bstep]\n\t"
+        "ldr     %[a0], [%[we]]\n\t"
+        "add     %[we], %[we], %[wo]\n\t"
+        "str     %[we], %[bp]\n\t"
+        "mov     %[a1], %[a0]\n\t"
+        "mov     %[a2], %[a0]\n\t"
+        "mov     %[a3], %[a0]\n\t"
+        "ldr     %[xp], %[xbase]\n\t"
+        "ldr     %[we], %[rem]\n\t" /* groups % 4: N its bit 0, C its bit 1 */
+        "lsls    %[we], %[we], #31\n\t"
+        "bpl     4f\n\t"
+        "ldr     %[wo], [%[w]], #4\n\t" /* a first group alone */
+        "ldrd    %[xe], %[xo], [%[xp]], #32\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        "smlad   %[a0], %[xe], %[we], %[a0]\n\t"
+        "smlad   %[a0], %[xo], %[wo], %[a0]\n\t"
+        QRC_PIXEL("a1", "-24") QRC_PIXEL("a2", "-16") QRC_PIXEL("a3", "-8")
+        "4:\n\t"
+        "bcc     5f\n\t"
+        QRC_TWO("64", "-56", "-48", "-40", "-32", "-24", "-16", "-8") /* then two */
+        "5:\n\t"
+        "cmp     %[xp], %[xend]\n\t"
+        "beq     3f\n\t"
+        "2:\n\t" /* four groups a pass */
+        QRC_TWO("128", "-120", "-112", "-104", "-96", "-88", "-80", "-72")
+        "ldrd    %[wo], %[wn], [%[w]], #8\n\t"
+        "sxtb16  %[we], %[wo]\n\t"
+        "sxtb16  %[wo], %[wo], ror #8\n\t"
+        QRC_PIXEL("a0", "-64") QRC_PIXEL("a1", "-56") QRC_PIXEL("a2", "-48") QRC_PIXEL("a3", "-40")
+        "sxtb16  %[we], %[wn]\n\t"
+        "sxtb16  %[wo], %[wn], ror #8\n\t"
+        QRC_PIXEL("a0", "-32") QRC_PIXEL("a1", "-24") QRC_PIXEL("a2", "-16") QRC_PIXEL("a3", "-8")
+        "cmp     %[xp], %[xend]\n\t"
+        "bne     2b\n\t"
+        "3:\n\t"
+        "ldrd    %[we], %[wo], [%[t]], #8\n\t" /* m, l1 */
+        "ldrd    %[xe], %[xo], [%[t]], #8\n\t" /* base, rr */
+        QRC_RQ("a0") QRC_RQ("a1") QRC_RQ("a2") QRC_RQ("a3")
+        "bfi     %[a0], %[a1], #8, #8\n\t"
+        "bfi     %[a0], %[a2], #16, #8\n\t"
+        "bfi     %[a0], %[a3], #24, #8\n\t"
+        "ldr     %[we], %[lo4]\n\t"
+        "ldr     %[wo], %[hi4]\n\t"
+        TS_CLAMP4_ASM("a0", "we", "wo", "xe")
+        "ldr     %[xp], %[o]\n\t"
+        "ldr     %[xe], %[oc]\n\t"
+        "strb    %[a0], [%[xp]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xp], %[xe]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "add     %[xo], %[xp], %[xe], lsl #1\n\t"
+        "strb    %[a0], [%[xo]]\n\t"
+        "lsr     %[a0], %[a0], #8\n\t"
+        "strb    %[a0], [%[xo], %[xe]]\n\t"
+        "add     %[xp], %[xp], #1\n\t"
+        "str     %[xp], %[o]\n\t"
+        "ldr     %[xp], %[left]\n\t"
+        "subs    %[xp], %[xp], #1\n\t"
+        "str     %[xp], %[left]\n\t"
+        "bne     1b\n\t"
+        "9:"
+        : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we), [wo] "=&r"(wo),
+          [xe] "=&r"(xe), [xo] "=&r"(xo), [wn] "=&r"(wn), [xp] "=&r"(xp), [w] "+r"(wp), [t] "+r"(t),
+          [bp] "+m"(bp), [o] "+m"(o), [left] "+m"(left)
+        : [xend] "r"(xend), [xbase] "m"(xbase), [rem] "m"(rem), [bstep] "m"(bias_step), [lo4] "m"(lo4),
+          [hi4] "m"(hi4), [oc] "m"(out_c)
+        : "cc", "memory");
+#undef QRC_PIXEL
+#undef QRC_TWO
+#undef QRC_RQ
+    return channels - left;
+}
+
+/* Channels [o_first, o_last) of quad block xb (n of its pixels stored, from ob: channel o_first's
+ * byte of its first pixel) in C: a short block, channels the formula requantises (no ts_rq, or a
+ * table's l1 0). */
+static void quad_channels_c(const ts_conv2d_s8_params *p, const uint32_t *xb, const int8_t *filter,
+                            const int32_t *bias, int8_t *ob, int32_t o_first, int32_t o_last, int32_t n, int rq,
+                            const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c, lo = p->act_min, hi = p->act_max;
+    int32_t o, q;
+    for (o = o_first; o < o_last; ++o, ++ob) {
+        const int32_t b0 = bias != NULL ? bias[o] : 0, m = p->multiplier[o], sh = p->shift[o];
+        int32_t acc[TS_QUAD_PX] = {b0, b0, b0, b0};
+        ts_rq r;
+        int rq_o = rq;
+        if (rq_table != NULL) { /* prepared at compile time (l1 0: this channel by the formula) */
+            r = *(const ts_rq *)(const void *)(rq_table + 4 * o);
+            rq_o = rq && r.l1 != 0;
+        } else {
+            ts_rq_prepare(m, sh, p->output_offset, &r);
+        }
+        quad_dot2(xb, filter + (size_t)o * k, k >> 2, acc);
+        for (q = 0; q < n; ++q) {
+            ob[(size_t)q * out_c] = rq_o ? rq_clamp(acc[q], &r, lo, hi)
+                                         : conv_out(acc[q], m, sh, p->output_offset, lo, hi);
+        }
+    }
+}
+
+/* Output pixels [first, first + pixels) of the flat order (one batch) in strips of up to `strip` quad
+ * blocks at xs (word-aligned, strip * 8 * k4 bytes, disjoint from the input and those pixels'
+ * outputs; in_c a multiple of 4, dilation_w 1): each whole block's channels by quad_rq_channels
+ * where a table gives their ts_rq, the rest in C. Every input byte a strip reads is read before
+ * any of its outputs is written. */
+static TS_NOINLINE void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int rq, uint32_t *xs, int32_t first, int32_t pixels,
+                        int32_t strip, const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, k = p->filter_h * p->filter_w * p->in_c;
+    const int32_t strip_px = strip * TS_QUAD_PX;
+    const uint32_t lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
+    int32_t i, o, b;
+    for (i = first; i < first + pixels; i += strip_px) {
+        const int32_t np = first + pixels - i < strip_px ? first + pixels - i : strip_px;
+        const int32_t nb = (np + TS_QUAD_PX - 1) / TS_QUAD_PX;
+        quad_fill_rows(p, input, i, np, nb, xs);
+        for (b = 0; b < nb; ++b) {
+            const uint32_t *xb = xs + (size_t)b * 2 * k;
+            const int32_t n = np - b * TS_QUAD_PX < TS_QUAD_PX ? np - b * TS_QUAD_PX : TS_QUAD_PX;
+            int8_t *const ob = output + (size_t)(i + b * TS_QUAD_PX) * out_c;
+            o = 0;
+            while (rq && rq_table != NULL && n == TS_QUAD_PX && o < out_c) {
+                o += quad_rq_channels(xb, filter + (size_t)o * k, rq_table + 4 * o, bias != NULL ? bias + o : NULL,
+                                      k >> 2, ob + o, out_c, lo4, hi4, out_c - o);
+                if (o < out_c) { /* channel o: l1 0, the formula's steps */
+                    quad_channels_c(p, xb, filter, bias, ob + o, o, o + 1, n, rq, rq_table);
+                    ++o;
+                }
+            }
+            quad_channels_c(p, xb, filter, bias, ob + o, o, out_c, n, rq, rq_table);
+        }
+    }
+}
+
 #else
 #define TS_CONV_WIDE 0
 #endif
@@ -1967,6 +2279,8 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 #define TS_CONV_GENERIC_ONLY 0
 #endif
 
+#define TS_PATHS_NO_POINTWISE 2 /* conv_paths' wide bit 1 */
+
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big);
 
@@ -2005,12 +2319,16 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
 }
 
-/* ts_conv2d_s8, the widened path allowed or not (not: for the rows the widened path leaves), with
- * its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or NULL). */
+/* ts_conv2d_s8, the widened path allowed or not (wide bit 0; not: for the rows the widened path
+ * leaves), with its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or
+ * NULL); wide bit 1 (TS_PATHS_NO_POINTWISE: ts_conv2d_s8_strip's 1x1 rows without room) sends 1x1
+ * filters with ts_rq to conv_fast, whose pair path widens a pixel pair's fields once, not to the
+ * pointwise paths, which widen them once per channel pair. */
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big)
 {
     int rq = 0;
+    const int pointwise = (wide & TS_PATHS_NO_POINTWISE) == 0 || (checks & 2) == 0;
     (void)wide;
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
@@ -2031,7 +2349,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_CONV_WIDE
     /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
      * channel loop over a table costs less than the widened leading rows for these small K */
-    if (wide && !(rq && p->quads != NULL)) {
+    if ((wide & 1) != 0 && !(rq && p->quads != NULL)) {
         const int32_t done = conv_wide(p, input, filter, bias, output, rq);
         if (done > 0) {
             /* the other rows: the same layer from output row `rows` on */
@@ -2058,14 +2376,14 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
         }
     }
 #endif
-    if (rq && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+    if (rq && pointwise && p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
         (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
         conv_pointwise_rq(p, input, filter, bias, output);
         return TS_OK;
     }
 #endif
-    if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+    if (pointwise && p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+        p->pad_top == 0 && p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
         conv_pointwise(p, input, filter, bias, output, rq);
     } else if (p->filter_h * p->filter_w * p->in_c <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
@@ -2622,10 +2940,44 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
     return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
 }
 
+#if TS_CONV_WIDE
+/* Whether ts_conv2d_s8_strip's quad blocks take p with this scratch: whole words of the input (in_c a
+ * multiple of 4, dilation_w 1) and ts_rq (a table, or every channel's steps). */
+static int strip_quads(const ts_conv2d_s8_params *p, const int8_t *scratch, int32_t room, const int32_t *rq_table,
+                       int32_t checks)
+{
+    return room >= 8 * ((p->filter_h * p->filter_w * p->in_c + 3) & ~3) && (checks & 1) != 0 &&
+           (rq_table != NULL || (checks & 2) != 0) && (p->in_c & 3) == 0 && p->dilation_w == 1 &&
+           ((uintptr_t)scratch & 3u) == 0 && p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1;
+}
+
+/* ts_conv2d_s8_strip's rows with quad blocks: per batch its first wide_px pixels in strips of up to
+ * `blocks` six-pixel blocks, the rest in strips of up to `quads` quad blocks, both at xs (kept out
+ * of line: the other paths' stack does not carry its frame). */
+static TS_NOINLINE void strip_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output, uint32_t *xs, int32_t wide_px,
+                                   int32_t blocks, int32_t quads, const int32_t *rq_table)
+{
+    const int32_t n = p->out_h * p->out_w;
+    const size_t in_b = (size_t)p->in_h * p->in_w * p->in_c, out_b = (size_t)n * p->out_c;
+    int32_t b;
+    for (b = 0; b < p->batches; ++b) {
+        if (wide_px > 0) {
+            wide_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, xs, wide_px, blocks, rq_table);
+        }
+        quad_pixels(p, input + b * in_b, filter, bias, output + b * out_b, 1, xs, wide_px, n - wide_px, quads,
+                    rq_table);
+    }
+}
+#endif
+
 /* A streamed stage's CONV_2D member on its rows with `room` bytes of strip scratch (ts_kernels.h,
- * "Streamed pairs"): the widened path with as many blocks as fit (at most TS_WIDE_STRIP, and
- * TS_WIDE_STRIP_BYTES unless one block is more), else the pair path with its two fields in the
- * scratch where they exceed the stack block, else ts_conv2d_s8_checked. */
+ * "Streamed pairs"): with a quads table, conv_paths (conv_quads); the widened path with as many
+ * blocks a strip as fit (at most TS_WIDE_STRIP), a row's
+ * short end (4 or 8 pixels past whole blocks) in quad blocks; quad blocks only where no six-pixel
+ * block fits; else the pair path with its two fields in the scratch where they exceed the stack
+ * block (a 1x1 filter's on the stack: conv_paths with TS_PATHS_NO_POINTWISE), else
+ * ts_conv2d_s8_checked. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks)
@@ -2633,17 +2985,35 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     const int32_t k4 = (p->filter_h * p->filter_w * p->in_c + 3) & ~3;
     uint32_t *big = NULL;
 #if TS_CONV_WIDE
-    const int32_t block = (int32_t)wide_block_bytes(k4);
-    if (room >= block) {
-        int32_t blocks = TS_WIDE_STRIP_BYTES / block;
-        blocks = blocks < 1 ? 1 : (blocks > TS_WIDE_STRIP ? TS_WIDE_STRIP : blocks);
-        blocks = room / block < blocks ? room / block : blocks;
+    const int32_t block = (int32_t)wide_block_bytes(k4), quad = 8 * k4, n = p->out_h * p->out_w;
+    /* the last 4 pixels past whole six-pixel blocks (n = 6 a + 4), or 8 (n = 6 a + 2), in quads, which
+     * cost less than a six-pixel block for 4 pixels or one and a three-pixel one for 8 */
+    const int32_t tail = n < 8 ? 0 : n % TS_WIDE_PX == 4 ? 4 : n % TS_WIDE_PX == 2 ? 8 : 0;
+    /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
+     * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
+    const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
+    if (p->quads != NULL && (checks & 2) != 0) {
+        /* the generator's quads table (conv_paths: conv_quads) costs less than the widened path for
+         * these small K (resnet8's and KWS-L's first layers: K = 27, 40) */
+        return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
+    }
+    if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
+    }
+    if (room >= quad && strip_quads(p, scratch, room, rq_table, checks)) {
+        strip_rows(p, input, filter, bias, output, (uint32_t *)(void *)scratch, room >= block ? n - tail : 0,
+                   blocks, room / quad < TS_WIDE_STRIP ? room / quad : TS_WIDE_STRIP, rq_table);
+        return TS_OK;
     }
 #endif
 #if TS_RQ_ASM && !TS_MVE
     if (k4 > TS_PAIR_K4 && room >= 4 * k4 && ((uintptr_t)scratch & 3u) == 0) {
         big = (uint32_t *)(void *)scratch;
+    }
+    if (p->filter_h == 1 && p->filter_w == 1 && k4 <= TS_PAIR_K4 && (p->in_c & 3) == 0) {
+        /* a 1x1 filter without room for a block: the pair path's fields widened once on the stack,
+         * not the pointwise path's per channel pair */
+        return conv_paths(p, input, filter, bias, output, TS_PATHS_NO_POINTWISE, checks, NULL);
     }
 #endif
     (void)k4;

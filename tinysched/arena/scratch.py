@@ -96,12 +96,29 @@ def pair_strip_bytes(graph: Graph, member: Operator) -> int:
     return 4 * k4 if k4 > PAIR_STACK_K4 and (fw * in_c) % 4 == 0 and not dilated else 0
 
 
+QUAD_BLOCK_PIXELS = 4  # TS_QUAD_PX in firmware/kernels/ts_conv2d_s8.c
+
+
+def quad_strip_bytes(graph: Graph, member: Operator) -> int:
+    """Bytes of one quad block (`ts_conv2d_s8_strip` where no six-pixel block fits: 4 pixels of
+    widened fields, 8 * K bytes) for a member whose fields are whole words of its input (in_c a
+    multiple of 4, no column dilation); 0: the quad path does not take it."""
+    w = graph.tensors[member.inputs[1]]
+    fh, fw, in_c = (int(d) for d in w.shape[1:])
+    dilated = int(member.options.get("dilation_w_factor", 1) or 1) != 1
+    return 2 * QUAD_BLOCK_PIXELS * fh * fw * in_c if in_c % 4 == 0 and not dilated else 0
+
+
 def member_strip(graph: Graph, member: Operator, room: int) -> int:
-    """Bytes of `room` a stage's CONV_2D member uses (`ts_conv2d_s8_strip`): the most wide blocks that
-    fit, else the pair path's fields, else 0."""
+    """Bytes of `room` a stage's CONV_2D member's planned strip takes (`ts_conv2d_s8_strip`, which
+    uses whatever room it is given): the most wide blocks that fit (`strip_blocks`), else the most
+    quad blocks, else the pair path's fields, else 0 (no path takes any)."""
     block, most = strip_blocks(graph, member)
     if block <= room:
         return min(most, room // block) * block
+    quad = quad_strip_bytes(graph, member)
+    if 0 < quad <= room:
+        return min(WIDE_MAX_BLOCKS, room // quad) * quad
     pair = pair_strip_bytes(graph, member)
     return pair if 0 < pair <= room else 0
 

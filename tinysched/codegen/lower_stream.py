@@ -111,6 +111,28 @@ def output_room(graph: Graph, s, offsets, sched: RowSchedule) -> list[tuple[int,
     return room
 
 
+def unread_room(s, sched: RowSchedule, base: int, j: int, readers: list[list[int]]) -> list[tuple[int, int]]:
+    """Per output row r of a stage: (arena offset, bytes) of the largest word-aligned run of windows
+    (at `base`) whose tensors no member reads once member j is called in iteration r
+    (`RowSchedule.unread_from`, `readers`: per streamed tensor, its readers' member indices): their
+    readers have made their last calls, so nothing slides, fills or reads those windows again."""
+    unread = [sched.unread_from(j, readers[k]) for k in range(len(s.tensors))]
+    room = []
+    for r in range(len(sched.first_calls[j])):
+        best, run = (0, 0), None
+        for k in range(len(s.tensors)):
+            lo, hi = base + s.window_offset(k), base + s.window_offset(k + 1)
+            if unread[k] > r or hi == lo:
+                run = None
+                continue
+            run = (run[0], hi) if run is not None else (lo, hi)
+            start = -(-run[0] // 4) * 4
+            if run[1] - start > best[1]:
+                best = (start, run[1] - start)
+        room.append(best)
+    return room
+
+
 ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's read_rows failed
 
 
@@ -163,14 +185,25 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             (at, strip_bytes)
         ] * iterations
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
+    member_readers = [  # per streamed tensor: the members (indices in s.operators) that read it by rows
+        [i for i, m in enumerate(s.operators) if t in row_inputs(graph, m)] for t in s.tensors
+    ]
+    rooms: dict[int, list[tuple[int, int]]] = {}  # stage j -> its own room per row, where it has more
     for j, part in enumerate(parts):
         member = None if part is None else s.operators[j - s.source]
         if part is None or member is None or part.kernel != "ts_conv2d_s8" or not room:
             continue
         if not stage_member_wide(graph, member):
             continue
-        if not member_strip(graph, member, max(b for _, b in room)):
+        # late rows: the windows of tensors no member reads any more once j is called, where more
+        dead = unread_room(s, sched, base, j - s.source, member_readers)
+        own = [
+            (at - ctx.offsets[y], n) if n > b else (a, b) for (a, b), (at, n) in zip(room, dead, strict=True)
+        ]
+        if not member_strip(graph, member, max(b for _, b in own)):
             continue
+        if own != room:
+            rooms[j] = own
         arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
         zp = int(dict(part.params)["output_offset"])
         table = rq_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
@@ -181,7 +214,23 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         )
         part.kernel = "ts_conv2d_s8_strip"
         wide[j] = name
-    if wide:
+    member_rooms: dict[int, tuple[str, str]] = {}  # stage j -> its own room tables
+    for j in wide:
+        if j in rooms:
+            part = parts[j]
+            assert part is not None
+            at = [a for a, _ in rooms[j]]
+            size = [b for _, b in rooms[j]]
+            member_rooms[j] = (
+                ctx.array(
+                    part, "strip_at", "int32_t", at, "its strip scratch per output row: where from the output"
+                ),
+                ctx.array(
+                    part, "strip_bytes", "int32_t", size, "its strip scratch per output row: its bytes"
+                ),
+            )
+    shared = any(j not in member_rooms for j in wide)  # a member takes the stage's room (`strip`, `room`)
+    if shared:
         sink = lowered[-1]
         room_at = ctx.array(
             sink,
@@ -341,7 +390,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
             args = with_args(j, {0: "rows", -1: out_at})
-            if j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
+            if j in member_rooms:  # its own strip and bytes this iteration (ts_conv2d_s8_strip)
+                at, size = member_rooms[j]
+                args += [f"output + {at}[row]", f"{size}[row]", wide[j]]
+            elif j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
                 args += ["strip", "room", wide[j]]
             if j in checked:
                 args.append(f"checks{j}")
@@ -466,7 +518,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 f"    int8_t *const strip = output + {room_at}[row]; /* not written yet, no input there */",
                 f"    const int32_t room = {room_bytes}[row];",
             ]
-            if wide
+            if shared
             else []
         ),
         *(f"    {line}" for line in operands(n, "row")),

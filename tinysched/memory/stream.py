@@ -395,6 +395,17 @@ class RowSchedule:
     rows: tuple[int, ...]  # per streamed tensor: the most rows its window holds at once
     ends: tuple[int, ...]  # per streamed tensor: its rows [0, end) were computed (or read) in all
     later: tuple[tuple[int, tuple[int, ...]], ...]  # (outer input, per output row r: lowest row read after r)
+    # the loop's kernel calls numbered in order: per member, per output row, its first call in that
+    # row's iteration (0: none); per member, its last call
+    first_calls: tuple[tuple[int, ...], ...] = ()
+    last_calls: tuple[int, ...] = ()
+
+    def unread_from(self, j: int, readers: Sequence[int]) -> int:
+        """The first output row whose iteration calls member j only after every member in `readers`
+        (a streamed tensor's) has made its last call: that tensor's window is never slid, filled or
+        read again from then on. The output's height: no such row."""
+        done = max(self.last_calls[i] for i in readers)
+        return next((r for r, c in enumerate(self.first_calls[j]) if c > done), len(self.first_calls[j]))
 
 
 # Per graph, the schedules already simulated, keyed by the stage's operator objects (kept alive
@@ -435,6 +446,8 @@ def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSc
     producer = [None if source and k == 0 else k - source for k in range(len(tensors))]
     heads = [all(u not in index for u in inputs[j]) for j in range(len(ops))]
     first, nxt, cap = [0] * len(tensors), [0] * len(tensors), [0] * len(tensors)
+    first_calls = [[0] * height[ops[last].outputs[0]] for _ in ops]  # RowSchedule.first_calls
+    last_calls, clock = [0] * len(ops), [0]
     reads: dict[int, list[tuple[int, int]]] = {}
     row = 0
 
@@ -452,6 +465,9 @@ def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSc
         return row if j == last else nxt[j + source]
 
     def read(j: int, m: int) -> None:
+        clock[0] += 1
+        last_calls[j] = clock[0]
+        first_calls[j][row] = first_calls[j][row] or clock[0]
         for u in inputs[j]:
             if u not in index:
                 reads.setdefault(u, []).append((row, top(j, m)))
@@ -487,7 +503,9 @@ def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSc
             for r in range(it):
                 lows[r] = min(lows[r], lo)
         later.append((u, tuple(lows)))
-    return RowSchedule(tuple(cap), tuple(nxt), tuple(later))
+    return RowSchedule(
+        tuple(cap), tuple(nxt), tuple(later), tuple(map(tuple, first_calls)), tuple(last_calls)
+    )
 
 
 def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
