@@ -446,7 +446,7 @@ def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSc
     producer = [None if source and k == 0 else k - source for k in range(len(tensors))]
     heads = [all(u not in index for u in inputs[j]) for j in range(len(ops))]
     first, nxt, cap = [0] * len(tensors), [0] * len(tensors), [0] * len(tensors)
-    first_calls = [[0] * height[ops[last].outputs[0]] for _ in ops]  # RowSchedule.first_calls
+    first_calls = [[0] * out_h[last] for _ in ops]  # RowSchedule.first_calls: per loop row
     last_calls, clock = [0] * len(ops), [0]
     reads: dict[int, list[tuple[int, int]]] = {}
     row = 0
