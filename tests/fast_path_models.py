@@ -440,6 +440,43 @@ def depthwise_pixels_helium() -> bytes:
     return b.build()
 
 
+def layer_tables_helium() -> bytes:
+    """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
+    input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
+    block): 1x1 with 64 output channels (the table's limit) over 20 input channels (a vector and a
+    tail of 4) and 9 (the tail alone), 65 channels (past the limit: blocks of 16 with their sums);
+    3x3 SAME over 20 channels into 64 (60-byte rows: three vectors and a tail of 12; the clipped top
+    and bottom rows keep their sums; 13 columns: three quads and a pair a row); a first layer of
+    K = 27 into 64 channels and an odd pixel count (patch quads, a short last quad)."""
+    b = ModelBuilder(seed=47)
+    x = b.input("x", (1, 7, 13, 20), zero_point=-3)
+    t = b.conv2d(x, 64, (1, 1), activation="RELU", name="lt_pw_20_64")
+    u = b.conv2d(x, 65, (1, 1), name="lt_pw_20_65")
+    v = b.conv2d(x, 64, (3, 3), (1, 1), "SAME", activation="RELU6", name="lt_k3_20_64")
+    w = b.conv2d(x, 9, (1, 1), name="lt_pw_20_9")
+    w = b.conv2d(w, 48, (1, 1), per_channel=False, name="lt_pw_9_48")
+    y = b.input("y", (1, 9, 7, 3), zero_point=-128)
+    r = b.conv2d(y, 64, (3, 3), (1, 1), "SAME", activation="RELU", name="lt_patch_27_64")
+    b.output(t, u, v, w, r)
+    return b.build()
+
+
+def layer_tables_staged_helium() -> bytes:
+    """A KWS-like chain planned in place (a first layer, then depthwise and 1x1 layers of 24
+    channels over 11x5 pixels): the staged 1x1 CONV_2D on Helium, its groups of pixels against one
+    layer table made once per call (ts_mve.h ts_mve_layer_table), 55 pixels (a short last group)."""
+    b = ModelBuilder(seed=48)
+    z = b.input("z", (1, 21, 10, 1), zero_point=17)
+    q = b.conv2d(z, 24, (5, 4), (2, 2), "SAME", activation="RELU", name="lts_first")
+    q = b.depthwise_conv2d(q, (3, 3), (1, 1), "SAME", activation="RELU", name="lts_dw24")
+    q = b.conv2d(q, 24, (1, 1), activation="RELU", name="lts_pw_24")
+    q = b.depthwise_conv2d(q, (3, 3), (1, 1), "SAME", activation="RELU", name="lts_dw24_b")
+    q = b.conv2d(q, 24, (1, 1), activation="RELU", name="lts_pw_24_b")
+    q = b.average_pool2d(q, (11, 5), (1, 1), "VALID", name="lts_pool")
+    b.output(q)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -466,4 +503,6 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,
     "depthwise_pixels_helium": depthwise_pixels_helium,
+    "layer_tables_helium": layer_tables_helium,
+    "layer_tables_staged_helium": layer_tables_staged_helium,
 }
