@@ -477,6 +477,24 @@ def layer_tables_staged_helium() -> bytes:
     return b.build()
 
 
+def depthwise_eff_helium() -> bytes:
+    """DEPTHWISE_CONV_2D on Helium one pixel at a time, whole windows starting from the layer's
+    bias + input_offset * sum(w) (ts_mve.h ts_mve_dw_eff_table, in_c <= 64): 64 channels (four
+    passes of two blocks) SAME (clipped edge pixels keep the bias and the per-tap offset) and a 5x3
+    filter, 65 channels (past the table: every pixel as before) with stride 2, 40 channels (two
+    passes, a whole block) VALID; input zero points -7 and 100."""
+    b = ModelBuilder(seed=49)
+    x = b.input("x", (1, 6, 7, 64), zero_point=-7)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU", name="dwe64_same")
+    u = b.depthwise_conv2d(x, (5, 3), (1, 1), "SAME", name="dwe64_5x3")
+    y = b.input("y", (1, 5, 6, 65), zero_point=100)
+    v = b.depthwise_conv2d(y, (3, 3), (2, 2), "SAME", activation="RELU6", name="dwe65_s2")
+    z = b.input("z", (1, 5, 5, 40), zero_point=-7)
+    w = b.depthwise_conv2d(z, (3, 3), (1, 1), "VALID", per_channel=False, name="dwe40_valid")
+    b.output(t, u, v, w)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -505,4 +523,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_pixels_helium": depthwise_pixels_helium,
     "layer_tables_helium": layer_tables_helium,
     "layer_tables_staged_helium": layer_tables_staged_helium,
+    "depthwise_eff_helium": depthwise_eff_helium,
 }

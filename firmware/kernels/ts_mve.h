@@ -397,7 +397,8 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
 /* ts_conv2d_s8.c build_patch with vector copies: each filter row of the receptive field at
  * (y0, x0) that lies wholly inside the input (dilation_w 1) is one run of fw * in_c bytes, copied
  * 16 at a time (the last store predicated); a row above or below the input is pad bytes; a row
- * clipped at the left or right edge goes tap by tap. Then round_up more pad bytes. */
+ * clipped at the left or right edge is pad bytes, then (dilation_w 1) the run of its taps inside
+ * copied over them, or (dilation) goes tap by tap. Then round_up more pad bytes. */
 static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0,
                                       int32_t x0, int8_t pad, int32_t round_up, int8_t *patch)
 {
@@ -416,6 +417,21 @@ static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t
             for (i = 0; i < row; i += 16) {
                 const mve_pred16_t q = vctp8q((uint32_t)(row - i));
                 vstrbq_p_s8(patch + i, vldrbq_z_s8(src + i, q), q);
+            }
+        } else if (p->dilation_w == 1) {
+            /* clipped at the left or right edge: pad bytes over the row, then its run inside */
+            const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = in_w - x0 < fw ? in_w - x0 : fw;
+            for (i = 0; i < row; i += 16) {
+                vstrbq_p_s8(patch + i, padv, vctp8q((uint32_t)(row - i)));
+            }
+            if (kx1 > kx0) {
+                const int8_t *src = in_b + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
+                const int32_t run = (kx1 - kx0) * in_c;
+                int8_t *dst = patch + kx0 * in_c;
+                for (i = 0; i < run; i += 16) {
+                    const mve_pred16_t q = vctp8q((uint32_t)(run - i));
+                    vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
+                }
             }
         } else {
             const int8_t *in_row = in_b + (size_t)iy * in_w * in_c;
@@ -680,6 +696,100 @@ typedef struct {
     "vldrw.32 q6, [%[acc], #80]\n\t"                                                                    \
     "vmin.s32 " QA ", " QA ", q6\n\t"
 
+/* ts_mve_dw_taps's asm block for a pass of two blocks (its local names: in, w, rows, t, acc, st,
+ * in_col, c_all, io, tw, in_next, w_next): START loads the four accumulators q0-q3 (from d.acc, or
+ * from the layer's table through st), IO adds input_offset to the 16-bit input lanes of each of the
+ * two blocks (or ""), then the taps, the requantisation, the clamp and the two 8-byte stores. */
+#define TS_MVE_DW16_ASM(START, IO0, IO1)                                                                \
+    __asm__ volatile(START "1:\n\t"                                                                     \
+                     "ldr     lr, %[tw]\n\t"                                                            \
+                     "dls     lr, lr\n\t"                                                               \
+                     "2:\n\t"                                                                           \
+                     "vldrb.s16 q4, [%[in]]\n\t"                                                        \
+                     "vldrb.s16 q5, [%[w]]\n\t" IO0 "vmullb.s16 q6, q4, q5\n\t"                         \
+                     "vmullt.s16 q7, q4, q5\n\t"                                                        \
+                     "vadd.i32 q0, q0, q6\n\t"                                                          \
+                     "vadd.i32 q1, q1, q7\n\t"                                                          \
+                     "vldrb.s16 q4, [%[in], #8]\n\t"                                                    \
+                     "vldrb.s16 q5, [%[w], #8]\n\t" IO1 "vmullb.s16 q6, q4, q5\n\t"                     \
+                     "vmullt.s16 q7, q4, q5\n\t"                                                        \
+                     "vadd.i32 q2, q2, q6\n\t"                                                          \
+                     "vadd.i32 q3, q3, q7\n\t"                                                          \
+                     "add     %[in], %[in], %[in_col]\n\t"                                              \
+                     "add     %[w], %[w], %[w_col]\n\t"                                                 \
+                     "le      lr, 2b\n\t"                                                               \
+                     "ldr     %[t], %[in_next]\n\t"                                                     \
+                     "add     %[in], %[in], %[t]\n\t"                                                   \
+                     "ldr     %[t], %[w_next]\n\t"                                                      \
+                     "add     %[w], %[w], %[t]\n\t"                                                     \
+                     "subs    %[rows], %[rows], #1\n\t"                                                 \
+                     "bne     1b\n\t"                                                                   \
+                     "vldrw.32 q7, [%[acc], #112]\n\t"                                                  \
+                     "ldr     %[in], [%[acc], #96]\n\t"                                                 \
+                     "ldr     %[w], [%[acc], #100]\n\t"                                                 \
+                     "ldr     %[rows], [%[acc], #108]\n\t"                                              \
+                     TS_MVE_DW16_RQ("q0") "adds    %[in], %[in], #4\n\t"                                \
+                     "adds    %[w], %[w], #4\n\t"                                                       \
+                     TS_MVE_DW16_RQ("q1") "adds    %[in], %[in], #28\n\t"                               \
+                     "adds    %[w], %[w], #28\n\t"                                                      \
+                     TS_MVE_DW16_RQ("q2") "adds    %[in], %[in], #4\n\t"                                \
+                     "adds    %[w], %[w], #4\n\t"                                                       \
+                     TS_MVE_DW16_RQ("q3") "ldr     %[t], [%[acc], #104]\n\t"                            \
+                     "vmovnb.i32 q4, q0\n\t"                                                            \
+                     "vmovnt.i32 q4, q1\n\t"                                                            \
+                     "vstrb.16 q4, [%[t]]\n\t"                                                          \
+                     "vmovnb.i32 q5, q2\n\t"                                                            \
+                     "vmovnt.i32 q5, q3\n\t"                                                            \
+                     "vstrb.16 q5, [%[t], #8]\n\t"                                                      \
+                     : [in] "+l"(in), [w] "+l"(w), [rows] "+r"(rows), [t] "=&l"(t)                      \
+                     : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io), \
+                       [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next), [st] "m"(st)         \
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory")
+
+/* TS_MVE_DW16_ASM's START from d.acc or from the layer's table (st), and its IO. */
+#define TS_MVE_DW16_START_ACC                                                                           \
+    "vldrw.32 q0, [%[acc]]\n\t"                                                                         \
+    "vldrw.32 q1, [%[acc], #16]\n\t"                                                                    \
+    "vldrw.32 q2, [%[acc], #32]\n\t"                                                                    \
+    "vldrw.32 q3, [%[acc], #48]\n\t"
+#define TS_MVE_DW16_START_EFF                                                                           \
+    "ldr     %[t], %[st]\n\t"                                                                           \
+    "vldrw.32 q0, [%[t]]\n\t"                                                                           \
+    "vldrw.32 q1, [%[t], #16]\n\t"                                                                      \
+    "vldrw.32 q2, [%[t], #32]\n\t"                                                                      \
+    "vldrw.32 q3, [%[t], #48]\n\t"
+#define TS_MVE_DW16_IO "vadd.i16 q4, q4, %[io]\n\t"
+
+/* The whole-window starts of ts_mve_dw_taps's passes of two blocks (channels c = 0, 16, .. while
+ * c + 16 <= in_c <= TS_MVE_DW_EFF_CH), 16 words a pass in its accumulators' order (e0, o0, e1, o1:
+ * the even and odd channels of c..c+7, then of c+8..c+15): bias + input_offset * the channel's
+ * filter summed over every tap (wrapping 32-bit arithmetic; the accumulator is within int32 by
+ * ts_kernels.h's bound, so the wrapped total is exact). */
+#define TS_MVE_DW_EFF_CH 64
+static inline void ts_mve_dw_eff_table(const ts_depthwise_conv2d_s8_params *p, const int8_t *filter,
+                                       const int32_t *bias, int32_t *eff)
+{
+    const int32_t taps = p->filter_h * p->filter_w, c_all = p->in_c;
+    const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
+    int32_t c, h, t;
+    for (c = 0; c + 16 <= c_all; c += 16) {
+        for (h = 0; h < 16; h += 8) {
+            int32x4_t se = vdupq_n_s32(0), so = vdupq_n_s32(0), be = se, bo = so;
+            for (t = 0; t < taps; ++t) {
+                const int16x8_t wv = vldrbq_s16(filter + (size_t)t * c_all + c + h);
+                se = vaddq_s32(se, vmovlbq_s16(wv));
+                so = vaddq_s32(so, vmovltq_s16(wv));
+            }
+            if (bias != NULL) {
+                be = vldrwq_gather_shifted_offset_s32(bias + c + h, even);
+                bo = vldrwq_gather_shifted_offset_s32(bias + c + h, odd);
+            }
+            vstrwq_s32(eff + c + h, vmlaq_n_s32(be, se, p->input_offset));
+            vstrwq_s32(eff + c + h + 4, vmlaq_n_s32(bo, so, p->input_offset));
+        }
+    }
+}
+
 /* DEPTHWISE_CONV_2D staged, depth multiplier 1: one output pixel, every channel, into out (a ring
  * slot), from its th x tw taps inside the input (in_first / w_first: the first such tap's input and
  * filter bytes at channel 0; th == 0: no tap, nothing read). ts_mve_dw8's clipped-window arithmetic
@@ -688,12 +798,15 @@ typedef struct {
  * added to each 16-bit input lane, VMULLB / VMULLT accumulate over the taps, then requantised,
  * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps, the
  * requantisation, the clamp and the two 8-byte stores in one asm block, accumulators in q0-q3;
- * ts_mve_dw16), then a whole block, then a tail predicated to its n channels.
+ * ts_mve_dw16), then a whole block, then a tail predicated to its n channels. eff (the layer's
+ * ts_mve_dw_eff_table, or NULL; given only for a whole window, th x tw = filter_h x filter_w): the
+ * passes of two blocks start from its bias + input_offset * sum(w) and multiply the raw input
+ * lanes (no input_offset added per tap); the same int32 accumulators.
  * Reads only those taps (and the parameters), writes only out[0..in_c). */
 static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
                                                                   const int8_t *in_first, const int8_t *w_first,
                                                                   int32_t th, int32_t tw, const int32_t *bias,
-                                                                  int8_t *out)
+                                                                  const int32_t *eff, int8_t *out)
 {
     const int32_t c_all = p->in_c;
     const int32_t in_col = p->dilation_w * c_all;
@@ -713,7 +826,7 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         const int8_t *in = in_first + c, *w = w_first + c;
         int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
         int16x8_t v0 = vdupq_n_s16(0), v1 = v0;
-        if (bias != NULL) {
+        if (bias != NULL && eff == NULL) {
             e0 = vldrwq_gather_shifted_offset_s32(bias + c, even);
             o0 = vldrwq_gather_shifted_offset_s32(bias + c, odd);
             e1 = vldrwq_gather_shifted_offset_s32(bias + c + 8, even);
@@ -722,65 +835,20 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         if (th > 0) {
             int32_t rows = th, t;
             int32_t *const acc = d.acc;
-            vstrwq_s32(acc, e0);
-            vstrwq_s32(acc + 4, o0);
-            vstrwq_s32(acc + 8, e1);
-            vstrwq_s32(acc + 12, o1);
             d.m = p->multiplier + c;
             d.s = p->shift + c;
             d.out = out + c;
-            __asm__ volatile("vldrw.32 q0, [%[acc]]\n\t"
-                             "vldrw.32 q1, [%[acc], #16]\n\t"
-                             "vldrw.32 q2, [%[acc], #32]\n\t"
-                             "vldrw.32 q3, [%[acc], #48]\n\t"
-                             "1:\n\t"
-                             "ldr     lr, %[tw]\n\t"
-                             "dls     lr, lr\n\t"
-                             "2:\n\t"
-                             "vldrb.s16 q4, [%[in]]\n\t"
-                             "vldrb.s16 q5, [%[w]]\n\t"
-                             "vadd.i16 q4, q4, %[io]\n\t"
-                             "vmullb.s16 q6, q4, q5\n\t"
-                             "vmullt.s16 q7, q4, q5\n\t"
-                             "vadd.i32 q0, q0, q6\n\t"
-                             "vadd.i32 q1, q1, q7\n\t"
-                             "vldrb.s16 q4, [%[in], #8]\n\t"
-                             "vldrb.s16 q5, [%[w], #8]\n\t"
-                             "vadd.i16 q4, q4, %[io]\n\t"
-                             "vmullb.s16 q6, q4, q5\n\t"
-                             "vmullt.s16 q7, q4, q5\n\t"
-                             "vadd.i32 q2, q2, q6\n\t"
-                             "vadd.i32 q3, q3, q7\n\t"
-                             "add     %[in], %[in], %[in_col]\n\t"
-                             "add     %[w], %[w], %[w_col]\n\t"
-                             "le      lr, 2b\n\t"
-                             "ldr     %[t], %[in_next]\n\t"
-                             "add     %[in], %[in], %[t]\n\t"
-                             "ldr     %[t], %[w_next]\n\t"
-                             "add     %[w], %[w], %[t]\n\t"
-                             "subs    %[rows], %[rows], #1\n\t"
-                             "bne     1b\n\t"
-                             "vldrw.32 q7, [%[acc], #112]\n\t"
-                             "ldr     %[in], [%[acc], #96]\n\t"
-                             "ldr     %[w], [%[acc], #100]\n\t"
-                             "ldr     %[rows], [%[acc], #108]\n\t"
-                             TS_MVE_DW16_RQ("q0") "adds    %[in], %[in], #4\n\t"
-                             "adds    %[w], %[w], #4\n\t"
-                             TS_MVE_DW16_RQ("q1") "adds    %[in], %[in], #28\n\t"
-                             "adds    %[w], %[w], #28\n\t"
-                             TS_MVE_DW16_RQ("q2") "adds    %[in], %[in], #4\n\t"
-                             "adds    %[w], %[w], #4\n\t"
-                             TS_MVE_DW16_RQ("q3") "ldr     %[t], [%[acc], #104]\n\t"
-                             "vmovnb.i32 q4, q0\n\t"
-                             "vmovnt.i32 q4, q1\n\t"
-                             "vstrb.16 q4, [%[t]]\n\t"
-                             "vmovnb.i32 q5, q2\n\t"
-                             "vmovnt.i32 q5, q3\n\t"
-                             "vstrb.16 q5, [%[t], #8]\n\t"
-                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&l"(t)
-                             : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io),
-                               [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next)
-                             : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory");
+            if (eff != NULL) { /* the whole window: from the table, the raw input bytes */
+                const int32_t *st = eff + c;
+                TS_MVE_DW16_ASM(TS_MVE_DW16_START_EFF, "", "");
+            } else {
+                const int32_t *st = acc;
+                vstrwq_s32(acc, e0);
+                vstrwq_s32(acc + 4, o0);
+                vstrwq_s32(acc + 8, e1);
+                vstrwq_s32(acc + 12, o1);
+                TS_MVE_DW16_ASM(TS_MVE_DW16_START_ACC, TS_MVE_DW16_IO, TS_MVE_DW16_IO);
+            }
             continue; /* requantised and stored by the asm block */
         }
         e0 = ts_mve_requant(e0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
@@ -899,7 +967,7 @@ static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depth
     if (tw > 0) {
         in_first += ((size_t)(iy0 + ky0 * dh) * p->in_w + (size_t)(ix0 + kx0 * dw)) * c_all;
     }
-    ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, out);
+    ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, NULL, out);
 }
 
 /* DEPTHWISE_CONV_2D with depth multiplier 1 and at least 32 channels, one output pixel at a time
@@ -912,6 +980,12 @@ TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, 
     const ts_depthwise_conv2d_s8_params q = *p;
     const int32_t c_n = q.in_c, fw = q.filter_w, reach = (fw - 1) * q.dilation_w;
     int32_t b, y, x, ky0, ky1;
+    int32_t eff_tab[TS_MVE_DW_EFF_CH];
+    const int32_t *eff = NULL;
+    if (c_n <= TS_MVE_DW_EFF_CH) {
+        ts_mve_dw_eff_table(&q, filter, bias, eff_tab);
+        eff = eff_tab;
+    }
     for (b = 0; b < q.batches; ++b) {
         const int8_t *in_b = input + (size_t)b * q.in_h * q.in_w * c_n;
         for (y = 0; y < q.out_h; ++y) {
@@ -925,7 +999,7 @@ TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, 
                 const int32_t ix0 = x * q.stride_w - q.pad_left;
                 if (ky1 > ky0 && ix0 >= 0 && ix0 + reach < q.in_w) { /* every tap column inside the input */
                     ts_mve_dw_taps(&q, in_y + (size_t)ix0 * c_n, filter + (size_t)ky0 * fw * c_n, ky1 - ky0, fw,
-                                   bias, output);
+                                   bias, ky1 - ky0 == q.filter_h ? eff : NULL, output);
                 } else {
                     ts_mve_dw_pixel(&q, in_b, y, x, filter, bias, output);
                 }
