@@ -495,6 +495,23 @@ def depthwise_eff_helium() -> bytes:
     return b.build()
 
 
+def quads_unrolled_helium() -> bytes:
+    """3x3 CONV_2D quads on Helium whose filter rows are 3, 6 or 12 whole vectors (16, 32 or 64
+    input channels), against the layer table (ts_mve.h TS_MVE_CQ_ROW_3/6/12: the row unrolled):
+    SAME over 16 channels (14 columns: three quads, a pair and the clipped edge pixels; clipped top
+    and bottom rows through the loop with the sums), stride 2 VALID over 32 channels, SAME over 64
+    channels into 24 with RELU6; input zero points 9 and -128."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 6, 14, 16), zero_point=9)
+    t = b.conv2d(x, 20, (3, 3), (1, 1), "SAME", activation="RELU", name="qu3_16")
+    y = b.input("y", (1, 9, 21, 32), zero_point=-128)
+    u = b.conv2d(y, 12, (3, 3), (2, 2), "VALID", name="qu6_32_s2")
+    z = b.input("z", (1, 5, 12, 64), zero_point=9)
+    v = b.conv2d(z, 24, (3, 3), (1, 1), "SAME", activation="RELU6", name="qu12_64")
+    b.output(t, u, v)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -524,4 +541,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "layer_tables_helium": layer_tables_helium,
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,
+    "quads_unrolled_helium": quads_unrolled_helium,
 }

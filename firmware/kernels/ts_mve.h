@@ -1572,7 +1572,17 @@ typedef struct {
  * run, by w_skip after each channel; the table pointer in memory (r12 counts the rows). ZERO, SUM,
  * START: as TS_MVE_PW_SHAPES's (the filter sums summed, or from the table). */
 #define TS_MVE_CQ_START_SUM "ldr     r12, [r10, #96]\n\t" TS_MVE_RQ_SUM("r12")
-#define TS_MVE_CQ_ASM(TAIL, ZERO, SUM, START)                                                           \
+#define TS_MVE_CQ_ROW_LOOP(SUM)                                                                         \
+    "ldr     lr, [r10, #80]\n\t"                                                                        \
+    "dls     lr, lr\n\t"                                                                                \
+    "2:\n\t"                                                                                            \
+    TS_MVE_QUAD_DOTS(SUM)                                                                               \
+    "le      lr, 2b\n\t"
+/* A row of 3, 6 or 12 whole vectors (3x3 filters over 16, 32 or 64 channels) unrolled: no loop. */
+#define TS_MVE_CQ_ROW_3(SUM) TS_MVE_QUAD_DOTS(SUM) TS_MVE_QUAD_DOTS(SUM) TS_MVE_QUAD_DOTS(SUM)
+#define TS_MVE_CQ_ROW_6(SUM) TS_MVE_CQ_ROW_3(SUM) TS_MVE_CQ_ROW_3(SUM)
+#define TS_MVE_CQ_ROW_12(SUM) TS_MVE_CQ_ROW_6(SUM) TS_MVE_CQ_ROW_6(SUM)
+#define TS_MVE_CQ_ASM(ROW, TAIL, ZERO, SUM, START)                                                      \
     __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
                      "movs    r0, #0\n\t"                                                               \
@@ -1580,12 +1590,7 @@ typedef struct {
                      "movs    r4, #0\n\t"                                                               \
                      "movs    r6, #0\n\t" ZERO                                                          \
                      "ldr     r12, [r10, #100]\n\t"                                                     \
-                     "6:\n\t"                                                                           \
-                     "ldr     lr, [r10, #80]\n\t"                                                       \
-                     "dls     lr, lr\n\t"                                                               \
-                     "2:\n\t"                                                                           \
-                     TS_MVE_QUAD_DOTS(SUM)                                                              \
-                     "le      lr, 2b\n\t" TAIL(SUM) "ldr     lr, [r10, #104]\n\t"                       \
+                     "6:\n\t" ROW(SUM) TAIL(SUM) "ldr     lr, [r10, #104]\n\t"                          \
                      "add     r1, r1, lr\n\t"                                                           \
                      "add     r3, r3, lr\n\t"                                                           \
                      "add     r5, r5, lr\n\t"                                                           \
@@ -1611,20 +1616,28 @@ typedef struct {
                        "q4", "q5", "q6", "q7", "cc", "memory")
 
 /* The quad's channels of one block (args->pw.end, args->tab set: eff as ts_mve_pw_quad's), filter
- * from w_first, outputs from out_first (pixel 0's byte of the block's first channel). */
+ * from w_first, outputs from out_first (pixel 0's byte of the block's first channel). With the
+ * table, rows of 3, 6 or 12 whole vectors are unrolled (TS_MVE_CQ_ROW_3/6/12), others loop. */
 TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int8_t *out_first, int eff)
 {
     register ts_mve_cq_args *a __asm__("r10") = args;
     register const int8_t *w __asm__("r11") = w_first;
     register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
-    if (eff && a->pw.tail == 0) {
-        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    if (eff && a->pw.tail == 0 && a->pw.whole == 3) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_3, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff && a->pw.tail == 0 && a->pw.whole == 6) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_6, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff && a->pw.tail == 0 && a->pw.whole == 12) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_12, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff && a->pw.tail == 0) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
     } else if (eff) {
-        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL, "", "", TS_MVE_RQ_EFF);
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL, "", "", TS_MVE_RQ_EFF);
     } else if (a->pw.tail == 0) {
-        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL_NONE, TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8, TS_MVE_CQ_START_SUM);
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8,
+                      TS_MVE_CQ_START_SUM);
     } else {
-        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL, TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8, TS_MVE_CQ_START_SUM);
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL, TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8, TS_MVE_CQ_START_SUM);
     }
 }
 
