@@ -500,7 +500,8 @@ def quads_unrolled_helium() -> bytes:
     input channels), against the layer table (ts_mve.h TS_MVE_CQ_ROW_3/6/12: the row unrolled):
     SAME over 16 channels (14 columns: three quads, a pair and the clipped edge pixels; clipped top
     and bottom rows through the loop with the sums), stride 2 VALID over 32 channels, SAME over 64
-    channels into 24 with RELU6; input zero points 9 and -128."""
+    channels into 24 with RELU6; and a 1x1 over 64 channels (ts_mve_pw_quad's dot products written
+    out: TS_MVE_PW_DOTS_UNROLLED; 60 pixels, 15 full quads); input zero points 9 and -128."""
     b = ModelBuilder(seed=50)
     x = b.input("x", (1, 6, 14, 16), zero_point=9)
     t = b.conv2d(x, 20, (3, 3), (1, 1), "SAME", activation="RELU", name="qu3_16")
@@ -508,7 +509,8 @@ def quads_unrolled_helium() -> bytes:
     u = b.conv2d(y, 12, (3, 3), (2, 2), "VALID", name="qu6_32_s2")
     z = b.input("z", (1, 5, 12, 64), zero_point=9)
     v = b.conv2d(z, 24, (3, 3), (1, 1), "SAME", activation="RELU6", name="qu12_64")
-    b.output(t, u, v)
+    w = b.conv2d(z, 40, (1, 1), activation="RELU", name="qu_pw_64_40")
+    b.output(t, u, v, w)
     return b.build()
 
 

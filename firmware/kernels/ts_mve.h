@@ -1309,6 +1309,18 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "2:\n\t"                                                                                            \
     TS_MVE_QUAD_DOTS(SUM)                                                                               \
     "le      lr, 2b\n\t"
+/* DOTS_WHOLE with its loop unrolled: the first 16 bytes, then REST (a->whole more steps of
+ * TS_MVE_QUAD_DOTS written out: in_c 16, 32 or 64 against the layer table). */
+#define TS_MVE_PW_DOTS_UNROLLED(REST)                                                                   \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladav.s8 r0, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladav.s8 r2, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladav.s8 r4, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladav.s8 r6, q0, q1\n\t" REST
 #define TS_MVE_PW_ASM(DOTS, TAIL, STORE, START)                                                         \
     __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t" DOTS                                               \
@@ -1351,7 +1363,8 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
 /* The quad a (x, k set) against the block's channels: table t (up to a->end; eff 0: {bias,
  * multiplier, shift} each, the filter sums taken in the loop; eff 1: {bias + input_offset * sum(w),
  * multiplier, shift}, ts_mve_layer_table), filter rows from w_first, outputs from out_first (pixel
- * 0's byte of the block's first channel). */
+ * 0's byte of the block's first channel). With the table, a full quad over 16, 32 or 64 input
+ * channels has its dot products written out (TS_MVE_PW_DOTS_UNROLLED). */
 TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, const int8_t *w_first,
                                int8_t *out_first, int eff)
 {
@@ -1359,7 +1372,14 @@ TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, con
     register const int32_t *tab __asm__("r12") = t;
     register const int8_t *w __asm__("r11") = w_first;
     register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
-    if (eff) {
+    if (eff && a->tail == 0 && a->k == 4 && a->whole == 0) { /* in_c 16 */
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_UNROLLED(""), "", TS_MVE_PW_STORE, TS_MVE_RQ_EFF);
+    } else if (eff && a->tail == 0 && a->k == 4 && a->whole == 1) { /* in_c 32 */
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_UNROLLED(TS_MVE_QUAD_DOTS("")), "", TS_MVE_PW_STORE, TS_MVE_RQ_EFF);
+    } else if (eff && a->tail == 0 && a->k == 4 && a->whole == 3) { /* in_c 64 */
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_UNROLLED(TS_MVE_QUAD_DOTS("") TS_MVE_QUAD_DOTS("") TS_MVE_QUAD_DOTS("")), "",
+                      TS_MVE_PW_STORE, TS_MVE_RQ_EFF);
+    } else if (eff) {
         TS_MVE_PW_SHAPES("", "", "", TS_MVE_RQ_EFF);
     } else {
         TS_MVE_PW_SHAPES(TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8_FIRST, TS_MVE_SUM_R8, TS_MVE_PW_START_SUM);
