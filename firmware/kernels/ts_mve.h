@@ -14,8 +14,9 @@
  * order. Products w * (x + input_offset) are split as w * x (VMLADAV: int8 x int8 summed into a
  * 32-bit scalar; or VMULLB/VMULLT of 16-bit lanes) plus input_offset * sum(w) (VADDV of the same
  * filter bytes, or the filter's sum over the whole window for pixels whose window lies inside the
- * input): both are exact integers and the accumulator bound of ts_kernels.h keeps the total within
- * int32, so the wrapping 32-bit sums equal it. Tails use predicated loads and stores (VCTP):
+ * input, tabled once per call with the bias where the layer has at most 64 channels:
+ * ts_mve_layer_table, ts_mve_dw_eff_table): both are exact integers and the accumulator bound of
+ * ts_kernels.h keeps the total within int32, so the wrapping 32-bit sums equal it. Tails use predicated loads and stores (VCTP):
  * inactive lanes read and write nothing (so no byte outside the portable kernel's reads and writes
  * is touched) and load 0, which adds 0 to both sums. Requantisation of four lanes (ts_mve_requant,
  * ts_mve_requant_n) is the portable formula step by step: x << left (wrapping, as ts_requantize),
@@ -698,26 +699,32 @@ typedef struct {
 
 /* ts_mve_dw_taps's asm block for a pass of two blocks (its local names: in, w, rows, t, acc, st,
  * in_col, c_all, io, tw, in_next, w_next): START loads the four accumulators q0-q3 (from d.acc, or
- * from the layer's table through st), IO adds input_offset to the 16-bit input lanes of each of the
- * two blocks (or ""), then the taps, the requantisation, the clamp and the two 8-byte stores. */
-#define TS_MVE_DW16_ASM(START, IO0, IO1)                                                                \
-    __asm__ volatile(START "1:\n\t"                                                                     \
-                     "ldr     lr, %[tw]\n\t"                                                            \
-                     "dls     lr, lr\n\t"                                                               \
-                     "2:\n\t"                                                                           \
-                     "vldrb.s16 q4, [%[in]]\n\t"                                                        \
-                     "vldrb.s16 q5, [%[w]]\n\t" IO0 "vmullb.s16 q6, q4, q5\n\t"                         \
-                     "vmullt.s16 q7, q4, q5\n\t"                                                        \
-                     "vadd.i32 q0, q0, q6\n\t"                                                          \
-                     "vadd.i32 q1, q1, q7\n\t"                                                          \
-                     "vldrb.s16 q4, [%[in], #8]\n\t"                                                    \
-                     "vldrb.s16 q5, [%[w], #8]\n\t" IO1 "vmullb.s16 q6, q4, q5\n\t"                     \
-                     "vmullt.s16 q7, q4, q5\n\t"                                                        \
-                     "vadd.i32 q2, q2, q6\n\t"                                                          \
-                     "vadd.i32 q3, q3, q7\n\t"                                                          \
-                     "add     %[in], %[in], %[in_col]\n\t"                                              \
-                     "add     %[w], %[w], %[w_col]\n\t"                                                 \
-                     "le      lr, 2b\n\t"                                                               \
+ * from the layer's table through st), then each row's taps (COLS: TS_MVE_DW16_COLS or, three taps,
+ * TS_MVE_DW16_COLS3), IO adding input_offset to the 16-bit input lanes of each of the two blocks
+ * (or ""), then the requantisation, the clamp and the two 8-byte stores. */
+/* One tap of the pass: eight input and eight filter bytes of each block widened, IO0 / IO1, the
+ * products accumulated, both pointers moved to the next tap column. */
+#define TS_MVE_DW16_TAP(IO0, IO1)                                                                       \
+    "vldrb.s16 q4, [%[in]]\n\t"                                                                         \
+    "vldrb.s16 q5, [%[w]]\n\t" IO0 "vmullb.s16 q6, q4, q5\n\t"                                          \
+    "vmullt.s16 q7, q4, q5\n\t"                                                                         \
+    "vadd.i32 q0, q0, q6\n\t"                                                                           \
+    "vadd.i32 q1, q1, q7\n\t"                                                                           \
+    "vldrb.s16 q4, [%[in], #8]\n\t"                                                                     \
+    "vldrb.s16 q5, [%[w], #8]\n\t" IO1 "vmullb.s16 q6, q4, q5\n\t"                                      \
+    "vmullt.s16 q7, q4, q5\n\t"                                                                         \
+    "vadd.i32 q2, q2, q6\n\t"                                                                           \
+    "vadd.i32 q3, q3, q7\n\t"                                                                           \
+    "add     %[in], %[in], %[in_col]\n\t"                                                               \
+    "add     %[w], %[w], %[w_col]\n\t"
+/* A row of the window: tw taps in a DLS/LE loop, or three written out (TS_MVE_DW16_COLS3). */
+#define TS_MVE_DW16_COLS(IO0, IO1)                                                                      \
+    "ldr     lr, %[tw]\n\t"                                                                             \
+    "dls     lr, lr\n\t"                                                                                \
+    "2:\n\t" TS_MVE_DW16_TAP(IO0, IO1) "le      lr, 2b\n\t"
+#define TS_MVE_DW16_COLS3(IO0, IO1) TS_MVE_DW16_TAP(IO0, IO1) TS_MVE_DW16_TAP(IO0, IO1) TS_MVE_DW16_TAP(IO0, IO1)
+#define TS_MVE_DW16_ASM(START, COLS, IO0, IO1)                                                          \
+    __asm__ volatile(START "1:\n\t" COLS(IO0, IO1)                                                      \
                      "ldr     %[t], %[in_next]\n\t"                                                     \
                      "add     %[in], %[in], %[t]\n\t"                                                   \
                      "ldr     %[t], %[w_next]\n\t"                                                      \
@@ -840,14 +847,18 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
             d.out = out + c;
             if (eff != NULL) { /* the whole window: from the table, the raw input bytes */
                 const int32_t *st = eff + c;
-                TS_MVE_DW16_ASM(TS_MVE_DW16_START_EFF, "", "");
+                if (tw == 3) {
+                    TS_MVE_DW16_ASM(TS_MVE_DW16_START_EFF, TS_MVE_DW16_COLS3, "", "");
+                } else {
+                    TS_MVE_DW16_ASM(TS_MVE_DW16_START_EFF, TS_MVE_DW16_COLS, "", "");
+                }
             } else {
                 const int32_t *st = acc;
                 vstrwq_s32(acc, e0);
                 vstrwq_s32(acc + 4, o0);
                 vstrwq_s32(acc + 8, e1);
                 vstrwq_s32(acc + 12, o1);
-                TS_MVE_DW16_ASM(TS_MVE_DW16_START_ACC, TS_MVE_DW16_IO, TS_MVE_DW16_IO);
+                TS_MVE_DW16_ASM(TS_MVE_DW16_START_ACC, TS_MVE_DW16_COLS, TS_MVE_DW16_IO, TS_MVE_DW16_IO);
             }
             continue; /* requantised and stored by the asm block */
         }
@@ -1194,7 +1205,7 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
 /* One 16-byte step of a pixel quad's dot products (the 1x1 and small-field quads' loops): 16 filter
  * bytes from r11 against 16 bytes of each pixel (r1, r3, r5, r9), summed into r0, r2, r4, r6; SUM:
  * the filter bytes' sum into r8 (TS_MVE_SUM_R8) or nothing (""; the channel's table entry then holds
- * bias + input_offset * sum(w) already: TS_MVE_QUAD_EFF). */
+ * bias + input_offset * sum(w) already: ts_mve_layer_table, TS_MVE_RQ_EFF). */
 #define TS_MVE_SUM_R8 "vaddva.s8 r8, q1\n\t"
 #define TS_MVE_QUAD_DOTS(SUM)                                                                           \
     "vldrb.8 q1, [r11], #16\n\t"                                                                        \
@@ -1206,7 +1217,6 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "vmladava.s8 r4, q0, q1\n\t"                                                                        \
     "vldrb.8 q0, [r9], #16\n\t"                                                                         \
     "vmladava.s8 r6, q0, q1\n\t" SUM
-#define TS_MVE_QUAD_DOT16 TS_MVE_QUAD_DOTS(TS_MVE_SUM_R8)
 
 /* The entry of the pixel-quad channel loops (TS_MVE_PW_ASM, TS_MVE_CQ_ASM): r7 (Thumb's frame
  * pointer, saved) the output, q5 the scatter offsets, q6/q7 the clamp bounds, q4 the output offset
