@@ -144,7 +144,9 @@ extern "C" {
  *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
  *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
  *    serving the four pixels, plus input_offset * sum(w) of the rows used), requantised on four
- *    lanes and stored with a byte scatter (the other pixels as below; where out_c <= 64 and about
+ *    lanes and stored with a byte scatter (where the output shares no byte with the input, three
+ *    whole windows left at a row's end take a quad moved one pixel back, that pixel computed and
+ *    its bytes written twice with the same values; the other pixels as below; where out_c <= 64 and about
  *    three quads or more use every filter row, those quads take all channels as one block against
  *    the call's table above, rows of 3, 6 or 12 whole vectors unrolled); the patch path with
  *    K <= 64 in quads of four consecutive pixels of the flat order (rows and batches wrap, as the

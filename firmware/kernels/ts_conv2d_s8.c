@@ -466,6 +466,18 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                     x += 4;
                     continue;
                 }
+                if (quads && apart && hits && kx0 == 0 && x >= 1 && x0 >= stride_w && x + 2 < out_w &&
+                    x0 + 2 * stride_w + p->filter_w <= in_w) {
+                    /* three whole windows left in the row (the quad test above failed: the fourth
+                     * leaves the input or the row): the quad one pixel back, pixel x - 1 computed
+                     * again and its bytes written again with the same values (the output apart from
+                     * the input); two left stay a pair (measured no slower than a quad) */
+                    ts_mve_conv_quad(p, in0 - (size_t)stride_w * in_c, stride_w * in_c, ky1 - ky0, r0.in_row_step,
+                                     filter + r0.w_first, bias, output - out_c, tab);
+                    output += 3 * out_c;
+                    x += 3;
+                    continue;
+                }
 #endif
                 if (hits && x + 1 < out_w) {
                     runs_for(p, x0 + stride_w, ky0, ky1, &r1, &kx0_next);
