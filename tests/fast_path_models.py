@@ -503,8 +503,7 @@ def quads_unrolled_helium() -> bytes:
     channels into 24 with RELU6; and a 1x1 over 64 channels (ts_mve_pw_quad's dot products written
     out: TS_MVE_PW_DOTS_UNROLLED; 60 pixels, 15 full quads); a ResNet-like stride-2 SAME layer over
     16 channels (8 columns, windows 0..3 a quad, 4..6 whole and 7 leaving the input: the quad moved
-    back to 3..6, pixel 3 computed twice; pixel 7 of each of the 7 rows gathered into patch groups
-    of four, the last of three, ts_mve_edges; its input kept alive by a 1x1 so that the output lies
+    back to 3..6, pixel 3 computed twice; its input kept alive by a 1x1 so that the output lies
     apart); input zero points 9 and -128."""
     b = ModelBuilder(seed=50)
     x = b.input("x", (1, 6, 14, 16), zero_point=9)
@@ -514,7 +513,7 @@ def quads_unrolled_helium() -> bytes:
     z = b.input("z", (1, 5, 12, 64), zero_point=9)
     v = b.conv2d(z, 24, (3, 3), (1, 1), "SAME", activation="RELU6", name="qu12_64")
     w = b.conv2d(z, 40, (1, 1), activation="RELU", name="qu_pw_64_40")
-    s = b.input("s", (1, 13, 16, 16), zero_point=-128)
+    s = b.input("s", (1, 15, 16, 16), zero_point=-128)
     r = b.conv2d(s, 24, (3, 3), (2, 2), "SAME", activation="RELU", name="qu_s2_back")
     q = b.conv2d(s, 8, (1, 1), name="qu_s_alive")
     b.output(t, u, v, w, r, q)

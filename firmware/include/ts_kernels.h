@@ -148,10 +148,7 @@ extern "C" {
  *    whole windows left at a row's end take a quad moved one pixel back, that pixel computed and
  *    its bytes written twice with the same values; the other pixels as below; where out_c <= 64 and about
  *    three quads or more use every filter row, those quads take all channels as one block against
- *    the call's table above, rows of 3, 6 or 12 whole vectors unrolled, and where moreover the
- *    output is apart from the input and K = filter_h * filter_w * in_c <= 144, the pixels no quad
- *    takes are gathered four at a time as stack patches, as the patch path's, each four one 1x1
- *    quad over in_c = K against that table, its outputs scattered to their pixels); the patch path with
+ *    the call's table above, rows of 3, 6 or 12 whole vectors unrolled); the patch path with
  *    K <= 64 in quads of four consecutive pixels of the flat order (rows and batches wrap, as the
  *    DSP quads): the four receptive fields copied into stack patches first (zero-point bytes for
  *    taps outside the input; a window inside the input a vector per row, a row clipped at an edge

@@ -439,12 +439,6 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
         ts_mve_layer_table(layer_tab, p, filter, bias);
         tab = layer_tab;
     }
-    /* with the output apart and the table made, the pixels no quad takes go four at a time as
-     * patches (ts_mve_edges) */
-    ts_mve_edges edges;
-    const int edge_quads = apart && tab != NULL && p->filter_h * p->filter_w * in_c <= TS_MVE_EDGE_K &&
-                           p->input_offset >= -127 && p->input_offset <= 128; /* the pad byte is an int8 */
-    edges.n = 0;
 #endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
@@ -484,12 +478,6 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                     x += 3;
                     continue;
                 }
-                if (edge_quads) {
-                    ts_mve_edges_add(&edges, p, in_b, y0, x0, filter, tab, output);
-                    output += out_c;
-                    x += 1;
-                    continue;
-                }
 #endif
                 if (hits && x + 1 < out_w) {
                     runs_for(p, x0 + stride_w, ky0, ky1, &r1, &kx0_next);
@@ -508,11 +496,6 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
             }
         }
     }
-#if TS_MVE
-    if (edges.n > 0) {
-        ts_mve_edges_flush(&edges, p, filter, tab);
-    }
-#endif
 }
 
 /* Patches: bytes of one receptive field, at most TS_CONV_PATCH_BYTES (two of them live on the stack). */

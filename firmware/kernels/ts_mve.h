@@ -1729,52 +1729,6 @@ TS_MVE_HOT void ts_mve_conv_quad_staged(const ts_conv2d_s8_params *p, const int8
     ts_mve_copy(out, stage, 4 * p->out_c);
 }
 
-/* The pixels of a k x k layer that no quad takes (edge windows, a row's last one or two), with the
- * output apart from the input and the layer's table made (ts_mve_layer_table): gathered four at a
- * time as patches (ts_mve_build_patch: pad bytes = the input zero point for taps outside the input,
- * which add pad * w + input_offset * w = 0 to the table's sums), then one 1x1 quad over in_c = K
- * against the table, its four outputs scattered to their pixels' bytes (any four pixels of the
- * layer, in the order gathered). K = filter_h * filter_w * in_c <= TS_MVE_EDGE_K. */
-#define TS_MVE_EDGE_K 144
-typedef struct {
-    int8_t patches[4 * TS_MVE_EDGE_K];
-    int8_t *out[4]; /* the gathered pixels' output bytes, ascending */
-    int32_t n;      /* pixels gathered */
-} ts_mve_edges;
-
-/* The n (1..4) gathered pixels through ts_mve_pw_quad (a short group predicated to its n pixels). */
-TS_MVE_HOT void ts_mve_edges_flush(ts_mve_edges *e, const ts_conv2d_s8_params *p, const int8_t *filter,
-                                   const int32_t *tab)
-{
-    const int32_t k = p->filter_h * p->filter_w * p->in_c, n = e->n;
-    ts_mve_pw_args a __attribute__((aligned(16)));
-    int32_t q;
-    ts_mve_quad_consts(&a, p);
-    for (q = 0; q < 4; ++q) {
-        const int32_t r = q < n ? q : n - 1; /* a short group repeats its last pixel (not stored) */
-        a.scatter[q] = (int32_t)(e->out[r] - e->out[0]);
-        a.x[q] = e->patches + r * k;
-    }
-    a.whole = (k >> 4) - 1; /* -1: k < 16 */
-    a.tail = k & 15;
-    a.k = n;
-    a.end = tab + 3 * p->out_c;
-    ts_mve_pw_quad(&a, tab, filter, e->out[0], 1);
-    e->n = 0;
-}
-
-/* Output pixel out (its window at (y0, x0) of batch base in_b) gathered; the group run when full. */
-static inline void ts_mve_edges_add(ts_mve_edges *e, const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0,
-                                    int32_t x0, const int8_t *filter, const int32_t *tab, int8_t *out)
-{
-    const int32_t k = p->filter_h * p->filter_w * p->in_c;
-    ts_mve_build_patch(p, in_b, y0, x0, (int8_t)-p->input_offset, 0, e->patches + e->n * k);
-    e->out[e->n++] = out;
-    if (e->n == 4) {
-        ts_mve_edges_flush(e, p, filter, tab);
-    }
-}
-
 /* round(acc / count) with ties away from zero (ts_avg_pool2d_s8.c's (acc +- count / 2) / count, C's
  * truncating division) on four lanes, |acc| <= 256 * 128: the quotient of n = |acc| + count / 2 as
  * VMULH.U32 by m = ceil(2^32 / count) (exact: n < 2^16 and m * count - 2^32 < count <= 2^16 make the
