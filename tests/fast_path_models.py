@@ -520,6 +520,86 @@ def stream_pad_rows() -> bytes:
     return b.build()
 
 
+def layer_tables_helium() -> bytes:
+    """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
+    input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
+    block): 1x1 with 64 output channels (the table's limit) over 20 input channels (a vector and a
+    tail of 4) and 9 (the tail alone), 65 channels (past the limit: blocks of 16 with their sums);
+    3x3 SAME over 20 channels into 64 (60-byte rows: three vectors and a tail of 12; the clipped top
+    and bottom rows keep their sums; 13 columns: three quads and a pair a row); a first layer of
+    K = 27 into 64 channels and an odd pixel count (patch quads, a short last quad)."""
+    b = ModelBuilder(seed=47)
+    x = b.input("x", (1, 7, 13, 20), zero_point=-3)
+    t = b.conv2d(x, 64, (1, 1), activation="RELU", name="lt_pw_20_64")
+    u = b.conv2d(x, 65, (1, 1), name="lt_pw_20_65")
+    v = b.conv2d(x, 64, (3, 3), (1, 1), "SAME", activation="RELU6", name="lt_k3_20_64")
+    w = b.conv2d(x, 9, (1, 1), name="lt_pw_20_9")
+    w = b.conv2d(w, 48, (1, 1), per_channel=False, name="lt_pw_9_48")
+    y = b.input("y", (1, 9, 7, 3), zero_point=-128)
+    r = b.conv2d(y, 64, (3, 3), (1, 1), "SAME", activation="RELU", name="lt_patch_27_64")
+    b.output(t, u, v, w, r)
+    return b.build()
+
+
+def layer_tables_staged_helium() -> bytes:
+    """A KWS-like chain planned in place (a first layer, then depthwise and 1x1 layers of 24
+    channels over 11x5 pixels): the staged 1x1 CONV_2D on Helium, its groups of pixels against one
+    layer table made once per call (ts_mve.h ts_mve_layer_table), 55 pixels (a short last group)."""
+    b = ModelBuilder(seed=48)
+    z = b.input("z", (1, 21, 10, 1), zero_point=17)
+    q = b.conv2d(z, 24, (5, 4), (2, 2), "SAME", activation="RELU", name="lts_first")
+    q = b.depthwise_conv2d(q, (3, 3), (1, 1), "SAME", activation="RELU", name="lts_dw24")
+    q = b.conv2d(q, 24, (1, 1), activation="RELU", name="lts_pw_24")
+    q = b.depthwise_conv2d(q, (3, 3), (1, 1), "SAME", activation="RELU", name="lts_dw24_b")
+    q = b.conv2d(q, 24, (1, 1), activation="RELU", name="lts_pw_24_b")
+    q = b.mean(q, (1, 2), keepdims=True, name="lts_pool")  # a MEAN: no stage ends in it
+    b.output(q)
+    return b.build()
+
+
+def depthwise_eff_helium() -> bytes:
+    """DEPTHWISE_CONV_2D on Helium one pixel at a time, whole windows starting from the layer's
+    bias + input_offset * sum(w) (ts_mve.h ts_mve_dw_eff_table, in_c <= 64): 64 channels (four
+    passes of two blocks) SAME (clipped edge pixels keep the bias and the per-tap offset) and a 5x3
+    filter, 65 channels (past the table: every pixel as before) with stride 2, 40 channels (two
+    passes, a whole block) VALID; input zero points -7 and 100."""
+    b = ModelBuilder(seed=49)
+    x = b.input("x", (1, 6, 7, 64), zero_point=-7)
+    t = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", activation="RELU", name="dwe64_same")
+    u = b.depthwise_conv2d(x, (5, 3), (1, 1), "SAME", name="dwe64_5x3")
+    y = b.input("y", (1, 5, 6, 65), zero_point=100)
+    v = b.depthwise_conv2d(y, (3, 3), (2, 2), "SAME", activation="RELU6", name="dwe65_s2")
+    z = b.input("z", (1, 5, 5, 40), zero_point=-7)
+    w = b.depthwise_conv2d(z, (3, 3), (1, 1), "VALID", per_channel=False, name="dwe40_valid")
+    b.output(t, u, v, w)
+    return b.build()
+
+
+def quads_unrolled_helium() -> bytes:
+    """3x3 CONV_2D quads on Helium whose filter rows are 3, 6 or 12 whole vectors (16, 32 or 64
+    input channels), against the layer table (ts_mve.h TS_MVE_CQ_ROW_3/6/12: the row unrolled):
+    SAME over 16 channels (14 columns: three quads, a pair and the clipped edge pixels; clipped top
+    and bottom rows through the loop with the sums), stride 2 VALID over 32 channels, SAME over 64
+    channels into 24 with RELU6; and a 1x1 over 64 channels (ts_mve_pw_quad's dot products written
+    out: TS_MVE_PW_DOTS_UNROLLED; 60 pixels, 15 full quads); a ResNet-like stride-2 SAME layer over
+    16 channels (8 columns, windows 0..3 a quad, 4..6 whole and 7 leaving the input: the quad moved
+    back to 3..6, pixel 3 computed twice; its input kept alive by a 1x1 so that the output lies
+    apart); input zero points 9 and -128."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 6, 14, 16), zero_point=9)
+    t = b.conv2d(x, 20, (3, 3), (1, 1), "SAME", activation="RELU", name="qu3_16")
+    y = b.input("y", (1, 9, 21, 32), zero_point=-128)
+    u = b.conv2d(y, 12, (3, 3), (2, 2), "VALID", name="qu6_32_s2")
+    z = b.input("z", (1, 5, 12, 64), zero_point=9)
+    v = b.conv2d(z, 24, (3, 3), (1, 1), "SAME", activation="RELU6", name="qu12_64")
+    w = b.conv2d(z, 40, (1, 1), activation="RELU", name="qu_pw_64_40")
+    s = b.input("s", (1, 15, 16, 16), zero_point=-128)
+    r = b.conv2d(s, 24, (3, 3), (2, 2), "SAME", activation="RELU", name="qu_s2_back")
+    q = b.conv2d(s, 8, (1, 1), name="qu_s_alive")
+    b.output(t, u, v, w, r, q)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -551,4 +631,8 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_pool_rows": stream_pool_rows,
     "stream_pool_narrow": stream_pool_narrow,
     "stream_pad_rows": stream_pad_rows,
+    "layer_tables_helium": layer_tables_helium,
+    "layer_tables_staged_helium": layer_tables_staged_helium,
+    "depthwise_eff_helium": depthwise_eff_helium,
+    "quads_unrolled_helium": quads_unrolled_helium,
 }

@@ -132,7 +132,10 @@ extern "C" {
  *    raw bytes, one filter load per 16 bytes serving the four pixels, plus input_offset * sum(w)
  *    from VADDV of the same filter bytes), requantised on four lanes and stored with a byte
  *    scatter (about 23 instructions a channel and quad plus 11 per 16 input channels: the first 16
- *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing); where dilation_w is 1,
+ *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing; where out_c <= 64 and the call
+ *    has 12 output pixels or more, all channels are one block against a table made once per call
+ *    (ts_mve_layer_table: bias + input_offset * sum(w) in place of the bias), the loop then
+ *    without VADDV, and in_c 16, 32 or 64 written out without a loop); where dilation_w is 1,
  *    filter_w * in_c >= 16 and either the output shares no byte with the input (checked per call)
  *    or out_c <= 64 (the quad's outputs then go to a 256-byte stack block, copied to their bytes
  *    after its last channel: all four fields read before any of their outputs is written): four
@@ -141,11 +144,17 @@ extern "C" {
  *    filter_w * in_c bytes per pixel, output channels in blocks of 16 as for 1x1, each channel's
  *    four dot products in one asm loop over the rows (VMLADAV of the raw bytes, one filter load
  *    serving the four pixels, plus input_offset * sum(w) of the rows used), requantised on four
- *    lanes and stored with a byte scatter (the other pixels as below); the patch path with
+ *    lanes and stored with a byte scatter (where the output shares no byte with the input, three
+ *    whole windows left at a row's end take a quad moved one pixel back, that pixel computed and
+ *    its bytes written twice with the same values; the other pixels as below; where out_c <= 64 and about
+ *    three quads or more use every filter row, those quads take all channels as one block against
+ *    the call's table above, rows of 3, 6 or 12 whole vectors unrolled); the patch path with
  *    K <= 64 in quads of four consecutive pixels of the flat order (rows and batches wrap, as the
  *    DSP quads): the four receptive fields copied into stack patches first (zero-point bytes for
- *    taps outside the input; a window inside the input a vector per row), then the quad as a 1x1
- *    quad over in_c = K, so all four fields are read before any of their outputs is written (K > 64:
+ *    taps outside the input; a window inside the input a vector per row, a row clipped at an edge
+ *    pad bytes then its run inside), then the quad as a 1x1 quad over in_c = K (its table made once
+ *    as above where out_c <= 64: the pad bytes add pad * w + input_offset * w = 0 to it too), so
+ *    all four fields are read before any of their outputs is written (K > 64:
  *    the pairs of patches with the VMLADAV pair products); the run path's groups (one or two
  *    pixels) with each channel pair's runs reduced by VMLADAV (plus input_offset * sum(w) over the
  *    rectangle) and the group's outputs requantised four channels at a time (16 channels per
@@ -159,8 +168,8 @@ extern "C" {
  * paths, each group's bytes channel by channel in pairs; on Helium 16-channel chunk by chunk), or a
  * chunk of up to 16 pixels of one row for the 1x1
  * DSP and Helium paths (DSP: channel pair by channel pair, each across the chunk's pixels; Helium:
- * blocks of 16 channels in turn, each across the chunk's pixel quads, each quad channel by
- * channel). While
+ * blocks of 16 channels (or one block of all) in turn, each across the chunk's pixel quads, each
+ * quad channel by channel). While
  * a group is being written, the kernel reads only the receptive fields of that group's pixels
  * (plus filter, bias, params; the quads of the small-field DSP and Helium paths: four consecutive
  * flat pixels, all four fields read before any of their outputs is written, like a widened strip), so once a
@@ -376,7 +385,9 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
  * Helium cores go one output pixel at a time instead, all its channels (the staged variant's
  * per-pixel arithmetic below, written straight to the output): pairs of blocks of eight through one
  * asm block from the taps to the stores (each tap inside the input: input_offset added to the
- * 16-bit input lanes, VMULLB / VMULLT; then the formula's requantisation steps with the shift
+ * 16-bit input lanes, VMULLB / VMULLT; a window wholly inside the input with in_c <= 64 starts
+ * instead from bias + input_offset * sum(w) over every tap, tabled once per call, and multiplies
+ * the raw lanes; then the formula's requantisation steps with the shift
  * split as left = shift & ~(shift >> 31), right = shift - left), then a whole block and a
  * predicated tail. Other multipliers take the paths above.
  * Read/write order: output pixels in row-major order, in groups (one pixel; or, on the DSP and
@@ -441,7 +452,9 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
  * each pixel (the same one per step, the same ring slot and copy-out order as above) is
  * ts_depthwise_conv2d_s8's Helium arithmetic for a clipped window: the bias, then for each tap inside
  * the input w * (x + input_offset) of 16-bit lanes widened to 32 bits (VMULLB / VMULLT), eight
- * channels per block (pairs of blocks, then a whole block, then a predicated tail), then its
+ * channels per block (pairs of blocks, then a whole block, then a predicated tail; a pair of
+ * blocks of a whole window with in_c <= 64 from bias + input_offset * sum(w), tabled once per
+ * call, and the raw lanes: the same accumulator), then its
  * requantisation; the same int32 accumulator, so the same bytes. rq_table is not used there. Pixels
  * go a row at a time, still one per step: only the pixel's receptive field is read and only its ring
  * slot written before its lagged pixel is copied out. */

@@ -430,6 +430,15 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
     const int apart = (uintptr_t)output >= (uintptr_t)(input + in_bytes) ||
                       (uintptr_t)input >= (uintptr_t)(output + out_bytes);
     const int quads = p->dilation_w == 1 && p->filter_w * in_c >= 16 && (apart || out_c <= TS_MVE_CQ_STAGE);
+    /* the quads' table with the filter sums folded in, made once for the call (ts_mve_layer_table)
+     * where it pays: three or more quads whose windows use every filter row (a streamed chain's
+     * call of one short row makes none) */
+    int32_t layer_tab[3 * TS_MVE_LAYER_CH];
+    const int32_t *tab = NULL;
+    if (quads && out_c <= TS_MVE_LAYER_CH && ts_mve_full_quads(p) >= 3) {
+        ts_mve_layer_table(layer_tab, p, filter, bias);
+        tab = layer_tab;
+    }
 #endif
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
@@ -452,9 +461,21 @@ static void conv_fast(const ts_conv2d_s8_params *p, const int8_t *input, const i
                 if (quads && hits && kx0 == 0 && x + 3 < out_w && x0 + 3 * stride_w + p->filter_w <= in_w) {
                     (apart ? ts_mve_conv_quad : ts_mve_conv_quad_staged)(p, in0, stride_w * in_c, ky1 - ky0,
                                                                          r0.in_row_step, filter + r0.w_first,
-                                                                         bias, output);
+                                                                         bias, output, tab);
                     output += 4 * out_c;
                     x += 4;
+                    continue;
+                }
+                if (quads && apart && hits && kx0 == 0 && x >= 1 && x0 >= stride_w && x + 2 < out_w &&
+                    x0 + 2 * stride_w + p->filter_w <= in_w) {
+                    /* three whole windows left in the row (the quad test above failed: the fourth
+                     * leaves the input or the row): the quad one pixel back, pixel x - 1 computed
+                     * again and its bytes written again with the same values (the output apart from
+                     * the input); two left stay a pair (measured no slower than a quad) */
+                    ts_mve_conv_quad(p, in0 - (size_t)stride_w * in_c, stride_w * in_c, ky1 - ky0, r0.in_row_step,
+                                     filter + r0.w_first, bias, output - out_c, tab);
+                    output += 3 * out_c;
+                    x += 3;
                     continue;
                 }
 #endif
@@ -2340,7 +2361,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_MVE
     if (p->filter_h == 1 && p->filter_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
         (p->out_h - 1) * p->stride_h < p->in_h && (p->out_w - 1) * p->stride_w < p->in_w) {
-        ts_mve_pointwise(p, input, filter, bias, output);
+        ts_mve_pointwise_layer(p, input, filter, bias, output);
         return TS_OK;
     }
 #endif
@@ -2858,6 +2879,13 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
     }
 #endif
 #if TS_MVE
+    /* the 1x1 Helium path's table with the filter sums folded in, made once for the call */
+    int32_t layer_tab[3 * TS_MVE_LAYER_CH];
+    const int32_t *tab = NULL;
+    if (mode != 0 && out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS) {
+        ts_mve_layer_table(layer_tab, p, filter, bias);
+        tab = layer_tab;
+    }
     if (mode != 0 && in_c <= out_c) {
         /* Helium, in_c <= out_c: groups of up to 16 pixels (whole quads where the scratch holds four
          * pixels' input), each group's input bytes copied into scratch before any of its outputs is
@@ -2868,7 +2896,7 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
             n = pixels - k < g ? pixels - k : g;
             sub.in_w = sub.out_w = n;
             ts_mve_copy(scratch, input + (size_t)k * in_c, n * in_c);
-            ts_mve_pointwise(&sub, scratch, filter, bias, output + (size_t)k * out_c);
+            ts_mve_pointwise(&sub, scratch, filter, bias, output + (size_t)k * out_c, tab);
         }
         return TS_OK;
     }
@@ -2876,7 +2904,7 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
         for (k = 0; k < pixels; k += n) {
             n = pixels - k < chunk ? pixels - k : chunk;
             sub.in_w = sub.out_w = n;
-            ts_mve_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch);
+            ts_mve_pointwise(&sub, input + (size_t)k * in_c, filter, bias, scratch, tab);
             ts_copy_bytes(output + (size_t)k * out_c, scratch, (size_t)n * out_c);
         }
         return TS_OK;

@@ -1020,8 +1020,8 @@ static TS_NOINLINE void dw_row_rq(const ts_depthwise_conv2d_s8_params *p, const 
  * window is inside the input, else ts_mve_dw_pixel), then pixel k - lag (if any) copied out. The
  * parameters are copied once so that the row's invariants stay out of the slot stores' way. */
 static TS_NOINLINE void dw_row_mve(const ts_depthwise_conv2d_s8_params *p, const int8_t *in_b, int32_t y,
-                                   int32_t k0, const int8_t *filter, const int32_t *bias, int8_t *output,
-                                   int8_t *scratch, int32_t lag)
+                                   int32_t k0, const int8_t *filter, const int32_t *bias, const int32_t *eff,
+                                   int8_t *output, int8_t *scratch, int32_t lag)
 {
     const ts_depthwise_conv2d_s8_params q = *p;
     const int32_t c_n = q.in_c, slots = lag + 1, fw = q.filter_w, dw = q.dilation_w;
@@ -1037,7 +1037,7 @@ static TS_NOINLINE void dw_row_mve(const ts_depthwise_conv2d_s8_params *p, const
         int8_t *slot = scratch + (size_t)s * c_n;
         if (ky1 > ky0 && ix0 >= 0 && ix0 + reach < q.in_w) { /* every tap column inside the input */
             ts_mve_dw_taps(&q, in_y + (size_t)ix0 * c_n, filter + (size_t)ky0 * fw * c_n, ky1 - ky0, fw, bias,
-                           slot);
+                           ky1 - ky0 == q.filter_h ? eff : NULL, slot);
         } else {
             ts_mve_dw_pixel(&q, in_b, y, x, filter, bias, slot);
         }
@@ -1123,9 +1123,16 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
 #endif
 #if TS_MVE
     if (mode == 3) {
+        /* whole windows start from bias + input_offset * sum(w), made once (ts_mve_dw_eff_table) */
+        int32_t eff_tab[TS_MVE_DW_EFF_CH];
+        const int32_t *eff = NULL;
+        if (p->in_c <= TS_MVE_DW_EFF_CH) {
+            ts_mve_dw_eff_table(p, filter, bias, eff_tab);
+            eff = eff_tab;
+        }
         for (b = 0; b < p->batches; ++b) {
             for (y = 0; y < out_h; ++y) {
-                dw_row_mve(p, input + (size_t)b * in_batch, y, (b * out_h + y) * out_w, filter, bias, output,
+                dw_row_mve(p, input + (size_t)b * in_batch, y, (b * out_h + y) * out_w, filter, bias, eff, output,
                            scratch, lag);
             }
         }

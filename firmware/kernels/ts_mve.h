@@ -14,8 +14,9 @@
  * order. Products w * (x + input_offset) are split as w * x (VMLADAV: int8 x int8 summed into a
  * 32-bit scalar; or VMULLB/VMULLT of 16-bit lanes) plus input_offset * sum(w) (VADDV of the same
  * filter bytes, or the filter's sum over the whole window for pixels whose window lies inside the
- * input): both are exact integers and the accumulator bound of ts_kernels.h keeps the total within
- * int32, so the wrapping 32-bit sums equal it. Tails use predicated loads and stores (VCTP):
+ * input, tabled once per call with the bias where the layer has at most 64 channels:
+ * ts_mve_layer_table, ts_mve_dw_eff_table): both are exact integers and the accumulator bound of
+ * ts_kernels.h keeps the total within int32, so the wrapping 32-bit sums equal it. Tails use predicated loads and stores (VCTP):
  * inactive lanes read and write nothing (so no byte outside the portable kernel's reads and writes
  * is touched) and load 0, which adds 0 to both sums. Requantisation of four lanes (ts_mve_requant,
  * ts_mve_requant_n) is the portable formula step by step: x << left (wrapping, as ts_requantize),
@@ -397,7 +398,8 @@ TS_MVE_HOT void ts_mve_conv_group(const ts_conv2d_s8_params *p, const ts_mve_run
 /* ts_conv2d_s8.c build_patch with vector copies: each filter row of the receptive field at
  * (y0, x0) that lies wholly inside the input (dilation_w 1) is one run of fw * in_c bytes, copied
  * 16 at a time (the last store predicated); a row above or below the input is pad bytes; a row
- * clipped at the left or right edge goes tap by tap. Then round_up more pad bytes. */
+ * clipped at the left or right edge is pad bytes, then (dilation_w 1) the run of its taps inside
+ * copied over them, or (dilation) goes tap by tap. Then round_up more pad bytes. */
 static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0,
                                       int32_t x0, int8_t pad, int32_t round_up, int8_t *patch)
 {
@@ -416,6 +418,21 @@ static inline void ts_mve_build_patch(const ts_conv2d_s8_params *p, const int8_t
             for (i = 0; i < row; i += 16) {
                 const mve_pred16_t q = vctp8q((uint32_t)(row - i));
                 vstrbq_p_s8(patch + i, vldrbq_z_s8(src + i, q), q);
+            }
+        } else if (p->dilation_w == 1) {
+            /* clipped at the left or right edge: pad bytes over the row, then its run inside */
+            const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = in_w - x0 < fw ? in_w - x0 : fw;
+            for (i = 0; i < row; i += 16) {
+                vstrbq_p_s8(patch + i, padv, vctp8q((uint32_t)(row - i)));
+            }
+            if (kx1 > kx0) {
+                const int8_t *src = in_b + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
+                const int32_t run = (kx1 - kx0) * in_c;
+                int8_t *dst = patch + kx0 * in_c;
+                for (i = 0; i < run; i += 16) {
+                    const mve_pred16_t q = vctp8q((uint32_t)(run - i));
+                    vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, q), q);
+                }
             }
         } else {
             const int8_t *in_row = in_b + (size_t)iy * in_w * in_c;
@@ -680,6 +697,106 @@ typedef struct {
     "vldrw.32 q6, [%[acc], #80]\n\t"                                                                    \
     "vmin.s32 " QA ", " QA ", q6\n\t"
 
+/* ts_mve_dw_taps's asm block for a pass of two blocks (its local names: in, w, rows, t, acc, st,
+ * in_col, c_all, io, tw, in_next, w_next): START loads the four accumulators q0-q3 (from d.acc, or
+ * from the layer's table through st), then each row's taps (COLS: TS_MVE_DW16_COLS or, three taps,
+ * TS_MVE_DW16_COLS3), IO adding input_offset to the 16-bit input lanes of each of the two blocks
+ * (or ""), then the requantisation, the clamp and the two 8-byte stores. */
+/* One tap of the pass: eight input and eight filter bytes of each block widened, IO0 / IO1, the
+ * products accumulated, both pointers moved to the next tap column. */
+#define TS_MVE_DW16_TAP(IO0, IO1)                                                                       \
+    "vldrb.s16 q4, [%[in]]\n\t"                                                                         \
+    "vldrb.s16 q5, [%[w]]\n\t" IO0 "vmullb.s16 q6, q4, q5\n\t"                                          \
+    "vmullt.s16 q7, q4, q5\n\t"                                                                         \
+    "vadd.i32 q0, q0, q6\n\t"                                                                           \
+    "vadd.i32 q1, q1, q7\n\t"                                                                           \
+    "vldrb.s16 q4, [%[in], #8]\n\t"                                                                     \
+    "vldrb.s16 q5, [%[w], #8]\n\t" IO1 "vmullb.s16 q6, q4, q5\n\t"                                      \
+    "vmullt.s16 q7, q4, q5\n\t"                                                                         \
+    "vadd.i32 q2, q2, q6\n\t"                                                                           \
+    "vadd.i32 q3, q3, q7\n\t"                                                                           \
+    "add     %[in], %[in], %[in_col]\n\t"                                                               \
+    "add     %[w], %[w], %[w_col]\n\t"
+/* A row of the window: tw taps in a DLS/LE loop, or three written out (TS_MVE_DW16_COLS3). */
+#define TS_MVE_DW16_COLS(IO0, IO1)                                                                      \
+    "ldr     lr, %[tw]\n\t"                                                                             \
+    "dls     lr, lr\n\t"                                                                                \
+    "2:\n\t" TS_MVE_DW16_TAP(IO0, IO1) "le      lr, 2b\n\t"
+#define TS_MVE_DW16_COLS3(IO0, IO1) TS_MVE_DW16_TAP(IO0, IO1) TS_MVE_DW16_TAP(IO0, IO1) TS_MVE_DW16_TAP(IO0, IO1)
+#define TS_MVE_DW16_ASM(START, COLS, IO0, IO1)                                                          \
+    __asm__ volatile(START "1:\n\t" COLS(IO0, IO1)                                                      \
+                     "ldr     %[t], %[in_next]\n\t"                                                     \
+                     "add     %[in], %[in], %[t]\n\t"                                                   \
+                     "ldr     %[t], %[w_next]\n\t"                                                      \
+                     "add     %[w], %[w], %[t]\n\t"                                                     \
+                     "subs    %[rows], %[rows], #1\n\t"                                                 \
+                     "bne     1b\n\t"                                                                   \
+                     "vldrw.32 q7, [%[acc], #112]\n\t"                                                  \
+                     "ldr     %[in], [%[acc], #96]\n\t"                                                 \
+                     "ldr     %[w], [%[acc], #100]\n\t"                                                 \
+                     "ldr     %[rows], [%[acc], #108]\n\t"                                              \
+                     TS_MVE_DW16_RQ("q0") "adds    %[in], %[in], #4\n\t"                                \
+                     "adds    %[w], %[w], #4\n\t"                                                       \
+                     TS_MVE_DW16_RQ("q1") "adds    %[in], %[in], #28\n\t"                               \
+                     "adds    %[w], %[w], #28\n\t"                                                      \
+                     TS_MVE_DW16_RQ("q2") "adds    %[in], %[in], #4\n\t"                                \
+                     "adds    %[w], %[w], #4\n\t"                                                       \
+                     TS_MVE_DW16_RQ("q3") "ldr     %[t], [%[acc], #104]\n\t"                            \
+                     "vmovnb.i32 q4, q0\n\t"                                                            \
+                     "vmovnt.i32 q4, q1\n\t"                                                            \
+                     "vstrb.16 q4, [%[t]]\n\t"                                                          \
+                     "vmovnb.i32 q5, q2\n\t"                                                            \
+                     "vmovnt.i32 q5, q3\n\t"                                                            \
+                     "vstrb.16 q5, [%[t], #8]\n\t"                                                      \
+                     : [in] "+l"(in), [w] "+l"(w), [rows] "+r"(rows), [t] "=&l"(t)                      \
+                     : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io), \
+                       [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next), [st] "m"(st)         \
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory")
+
+/* TS_MVE_DW16_ASM's START from d.acc or from the layer's table (st), and its IO. */
+#define TS_MVE_DW16_START_ACC                                                                           \
+    "vldrw.32 q0, [%[acc]]\n\t"                                                                         \
+    "vldrw.32 q1, [%[acc], #16]\n\t"                                                                    \
+    "vldrw.32 q2, [%[acc], #32]\n\t"                                                                    \
+    "vldrw.32 q3, [%[acc], #48]\n\t"
+#define TS_MVE_DW16_START_EFF                                                                           \
+    "ldr     %[t], %[st]\n\t"                                                                           \
+    "vldrw.32 q0, [%[t]]\n\t"                                                                           \
+    "vldrw.32 q1, [%[t], #16]\n\t"                                                                      \
+    "vldrw.32 q2, [%[t], #32]\n\t"                                                                      \
+    "vldrw.32 q3, [%[t], #48]\n\t"
+#define TS_MVE_DW16_IO "vadd.i16 q4, q4, %[io]\n\t"
+
+/* The whole-window starts of ts_mve_dw_taps's passes of two blocks (channels c = 0, 16, .. while
+ * c + 16 <= in_c <= TS_MVE_DW_EFF_CH), 16 words a pass in its accumulators' order (e0, o0, e1, o1:
+ * the even and odd channels of c..c+7, then of c+8..c+15): bias + input_offset * the channel's
+ * filter summed over every tap (wrapping 32-bit arithmetic; the accumulator is within int32 by
+ * ts_kernels.h's bound, so the wrapped total is exact). */
+#define TS_MVE_DW_EFF_CH 64
+static inline void ts_mve_dw_eff_table(const ts_depthwise_conv2d_s8_params *p, const int8_t *filter,
+                                       const int32_t *bias, int32_t *eff)
+{
+    const int32_t taps = p->filter_h * p->filter_w, c_all = p->in_c;
+    const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
+    int32_t c, h, t;
+    for (c = 0; c + 16 <= c_all; c += 16) {
+        for (h = 0; h < 16; h += 8) {
+            int32x4_t se = vdupq_n_s32(0), so = vdupq_n_s32(0), be = se, bo = so;
+            for (t = 0; t < taps; ++t) {
+                const int16x8_t wv = vldrbq_s16(filter + (size_t)t * c_all + c + h);
+                se = vaddq_s32(se, vmovlbq_s16(wv));
+                so = vaddq_s32(so, vmovltq_s16(wv));
+            }
+            if (bias != NULL) {
+                be = vldrwq_gather_shifted_offset_s32(bias + c + h, even);
+                bo = vldrwq_gather_shifted_offset_s32(bias + c + h, odd);
+            }
+            vstrwq_s32(eff + c + h, vmlaq_n_s32(be, se, p->input_offset));
+            vstrwq_s32(eff + c + h + 4, vmlaq_n_s32(bo, so, p->input_offset));
+        }
+    }
+}
+
 /* DEPTHWISE_CONV_2D staged, depth multiplier 1: one output pixel, every channel, into out (a ring
  * slot), from its th x tw taps inside the input (in_first / w_first: the first such tap's input and
  * filter bytes at channel 0; th == 0: no tap, nothing read). ts_mve_dw8's clipped-window arithmetic
@@ -688,12 +805,15 @@ typedef struct {
  * added to each 16-bit input lane, VMULLB / VMULLT accumulate over the taps, then requantised,
  * offset, clamped and stored as in ts_mve_dw_store. Pairs of whole blocks first (the taps, the
  * requantisation, the clamp and the two 8-byte stores in one asm block, accumulators in q0-q3;
- * ts_mve_dw16), then a whole block, then a tail predicated to its n channels.
+ * ts_mve_dw16), then a whole block, then a tail predicated to its n channels. eff (the layer's
+ * ts_mve_dw_eff_table, or NULL; given only for a whole window, th x tw = filter_h x filter_w): the
+ * passes of two blocks start from its bias + input_offset * sum(w) and multiply the raw input
+ * lanes (no input_offset added per tap); the same int32 accumulators.
  * Reads only those taps (and the parameters), writes only out[0..in_c). */
 static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthwise_conv2d_s8_params *p,
                                                                   const int8_t *in_first, const int8_t *w_first,
                                                                   int32_t th, int32_t tw, const int32_t *bias,
-                                                                  int8_t *out)
+                                                                  const int32_t *eff, int8_t *out)
 {
     const int32_t c_all = p->in_c;
     const int32_t in_col = p->dilation_w * c_all;
@@ -713,7 +833,7 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         const int8_t *in = in_first + c, *w = w_first + c;
         int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
         int16x8_t v0 = vdupq_n_s16(0), v1 = v0;
-        if (bias != NULL) {
+        if (bias != NULL && eff == NULL) {
             e0 = vldrwq_gather_shifted_offset_s32(bias + c, even);
             o0 = vldrwq_gather_shifted_offset_s32(bias + c, odd);
             e1 = vldrwq_gather_shifted_offset_s32(bias + c + 8, even);
@@ -722,65 +842,24 @@ static inline __attribute__((always_inline)) void ts_mve_dw_taps(const ts_depthw
         if (th > 0) {
             int32_t rows = th, t;
             int32_t *const acc = d.acc;
-            vstrwq_s32(acc, e0);
-            vstrwq_s32(acc + 4, o0);
-            vstrwq_s32(acc + 8, e1);
-            vstrwq_s32(acc + 12, o1);
             d.m = p->multiplier + c;
             d.s = p->shift + c;
             d.out = out + c;
-            __asm__ volatile("vldrw.32 q0, [%[acc]]\n\t"
-                             "vldrw.32 q1, [%[acc], #16]\n\t"
-                             "vldrw.32 q2, [%[acc], #32]\n\t"
-                             "vldrw.32 q3, [%[acc], #48]\n\t"
-                             "1:\n\t"
-                             "ldr     lr, %[tw]\n\t"
-                             "dls     lr, lr\n\t"
-                             "2:\n\t"
-                             "vldrb.s16 q4, [%[in]]\n\t"
-                             "vldrb.s16 q5, [%[w]]\n\t"
-                             "vadd.i16 q4, q4, %[io]\n\t"
-                             "vmullb.s16 q6, q4, q5\n\t"
-                             "vmullt.s16 q7, q4, q5\n\t"
-                             "vadd.i32 q0, q0, q6\n\t"
-                             "vadd.i32 q1, q1, q7\n\t"
-                             "vldrb.s16 q4, [%[in], #8]\n\t"
-                             "vldrb.s16 q5, [%[w], #8]\n\t"
-                             "vadd.i16 q4, q4, %[io]\n\t"
-                             "vmullb.s16 q6, q4, q5\n\t"
-                             "vmullt.s16 q7, q4, q5\n\t"
-                             "vadd.i32 q2, q2, q6\n\t"
-                             "vadd.i32 q3, q3, q7\n\t"
-                             "add     %[in], %[in], %[in_col]\n\t"
-                             "add     %[w], %[w], %[w_col]\n\t"
-                             "le      lr, 2b\n\t"
-                             "ldr     %[t], %[in_next]\n\t"
-                             "add     %[in], %[in], %[t]\n\t"
-                             "ldr     %[t], %[w_next]\n\t"
-                             "add     %[w], %[w], %[t]\n\t"
-                             "subs    %[rows], %[rows], #1\n\t"
-                             "bne     1b\n\t"
-                             "vldrw.32 q7, [%[acc], #112]\n\t"
-                             "ldr     %[in], [%[acc], #96]\n\t"
-                             "ldr     %[w], [%[acc], #100]\n\t"
-                             "ldr     %[rows], [%[acc], #108]\n\t"
-                             TS_MVE_DW16_RQ("q0") "adds    %[in], %[in], #4\n\t"
-                             "adds    %[w], %[w], #4\n\t"
-                             TS_MVE_DW16_RQ("q1") "adds    %[in], %[in], #28\n\t"
-                             "adds    %[w], %[w], #28\n\t"
-                             TS_MVE_DW16_RQ("q2") "adds    %[in], %[in], #4\n\t"
-                             "adds    %[w], %[w], #4\n\t"
-                             TS_MVE_DW16_RQ("q3") "ldr     %[t], [%[acc], #104]\n\t"
-                             "vmovnb.i32 q4, q0\n\t"
-                             "vmovnt.i32 q4, q1\n\t"
-                             "vstrb.16 q4, [%[t]]\n\t"
-                             "vmovnb.i32 q5, q2\n\t"
-                             "vmovnt.i32 q5, q3\n\t"
-                             "vstrb.16 q5, [%[t], #8]\n\t"
-                             : [in] "+r"(in), [w] "+r"(w), [rows] "+r"(rows), [t] "=&l"(t)
-                             : [acc] "r"(acc), [in_col] "r"(in_col), [w_col] "r"(c_all), [io] "r"((int32_t)io),
-                               [tw] "m"(tw), [in_next] "m"(in_next), [w_next] "m"(w_next)
-                             : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "cc", "memory");
+            if (eff != NULL) { /* the whole window: from the table, the raw input bytes */
+                const int32_t *st = eff + c;
+                if (tw == 3) {
+                    TS_MVE_DW16_ASM(TS_MVE_DW16_START_EFF, TS_MVE_DW16_COLS3, "", "");
+                } else {
+                    TS_MVE_DW16_ASM(TS_MVE_DW16_START_EFF, TS_MVE_DW16_COLS, "", "");
+                }
+            } else {
+                const int32_t *st = acc;
+                vstrwq_s32(acc, e0);
+                vstrwq_s32(acc + 4, o0);
+                vstrwq_s32(acc + 8, e1);
+                vstrwq_s32(acc + 12, o1);
+                TS_MVE_DW16_ASM(TS_MVE_DW16_START_ACC, TS_MVE_DW16_COLS, TS_MVE_DW16_IO, TS_MVE_DW16_IO);
+            }
             continue; /* requantised and stored by the asm block */
         }
         e0 = ts_mve_requant(e0, vldrwq_gather_shifted_offset_s32(p->multiplier + c, even),
@@ -899,7 +978,7 @@ static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depth
     if (tw > 0) {
         in_first += ((size_t)(iy0 + ky0 * dh) * p->in_w + (size_t)(ix0 + kx0 * dw)) * c_all;
     }
-    ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, out);
+    ts_mve_dw_taps(p, in_first, filter + (size_t)(ky0 * fw + kx0) * c_all, th, tw, bias, NULL, out);
 }
 
 /* DEPTHWISE_CONV_2D with depth multiplier 1 and at least 32 channels, one output pixel at a time
@@ -912,6 +991,12 @@ TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, 
     const ts_depthwise_conv2d_s8_params q = *p;
     const int32_t c_n = q.in_c, fw = q.filter_w, reach = (fw - 1) * q.dilation_w;
     int32_t b, y, x, ky0, ky1;
+    int32_t eff_tab[TS_MVE_DW_EFF_CH];
+    const int32_t *eff = NULL;
+    if (c_n <= TS_MVE_DW_EFF_CH) {
+        ts_mve_dw_eff_table(&q, filter, bias, eff_tab);
+        eff = eff_tab;
+    }
     for (b = 0; b < q.batches; ++b) {
         const int8_t *in_b = input + (size_t)b * q.in_h * q.in_w * c_n;
         for (y = 0; y < q.out_h; ++y) {
@@ -925,7 +1010,7 @@ TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, 
                 const int32_t ix0 = x * q.stride_w - q.pad_left;
                 if (ky1 > ky0 && ix0 >= 0 && ix0 + reach < q.in_w) { /* every tap column inside the input */
                     ts_mve_dw_taps(&q, in_y + (size_t)ix0 * c_n, filter + (size_t)ky0 * fw * c_n, ky1 - ky0, fw,
-                                   bias, output);
+                                   bias, ky1 - ky0 == q.filter_h ? eff : NULL, output);
                 } else {
                     ts_mve_dw_pixel(&q, in_b, y, x, filter, bias, output);
                 }
@@ -1060,10 +1145,18 @@ TS_MVE_HOT void ts_mve_add(const ts_add_s8_params *p, size_t n, const int8_t *in
     }
 }
 
-/* sum_i x[i] over n bytes. */
+/* sum_i x[i] over n bytes: 64 bytes a step while they last (four unpredicated loads), then 16 a
+ * step, the last predicated (nothing past x[n - 1] is read). */
 static inline int32_t ts_mve_sum(const int8_t *x, int32_t n)
 {
     int32_t s = 0;
+    for (; n >= 64; n -= 64) {
+        s = vaddvaq_s8(s, vldrbq_s8(x));
+        s = vaddvaq_s8(s, vldrbq_s8(x + 16));
+        s = vaddvaq_s8(s, vldrbq_s8(x + 32));
+        s = vaddvaq_s8(s, vldrbq_s8(x + 48));
+        x += 64;
+    }
     for (; n > 0; n -= 16) {
         s = vaddvaq_s8(s, vldrbq_z_s8(x, vctp8q((uint32_t)n)));
         x += 16;
@@ -1110,9 +1203,11 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
 }
 
 /* One 16-byte step of a pixel quad's dot products (the 1x1 and small-field quads' loops): 16 filter
- * bytes from r11 against 16 bytes of each pixel (r1, r3, r5, r9), summed into r0, r2, r4, r6, the
- * filter bytes' sum into r8. */
-#define TS_MVE_QUAD_DOT16                                                                               \
+ * bytes from r11 against 16 bytes of each pixel (r1, r3, r5, r9), summed into r0, r2, r4, r6; SUM:
+ * the filter bytes' sum into r8 (TS_MVE_SUM_R8) or nothing (""; the channel's table entry then holds
+ * bias + input_offset * sum(w) already: ts_mve_layer_table, TS_MVE_RQ_EFF). */
+#define TS_MVE_SUM_R8 "vaddva.s8 r8, q1\n\t"
+#define TS_MVE_QUAD_DOTS(SUM)                                                                           \
     "vldrb.8 q1, [r11], #16\n\t"                                                                        \
     "vldrb.8 q0, [r1], #16\n\t"                                                                         \
     "vmladava.s8 r0, q0, q1\n\t"                                                                        \
@@ -1121,8 +1216,7 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "vldrb.8 q0, [r5], #16\n\t"                                                                         \
     "vmladava.s8 r4, q0, q1\n\t"                                                                        \
     "vldrb.8 q0, [r9], #16\n\t"                                                                         \
-    "vmladava.s8 r6, q0, q1\n\t"                                                                        \
-    "vaddva.s8 r8, q1\n\t"
+    "vmladava.s8 r6, q0, q1\n\t" SUM
 
 /* The entry of the pixel-quad channel loops (TS_MVE_PW_ASM, TS_MVE_CQ_ASM): r7 (Thumb's frame
  * pointer, saved) the output, q5 the scatter offsets, q6/q7 the clamp bounds, q4 the output offset
@@ -1139,13 +1233,16 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "ldrd    r1, r3, [r10, #64]\n\t"
 
 /* The requantisation of a pixel quad's four sums in q0 (the TS_MVE_PW_ASM and TS_MVE_CQ_ASM loops):
- * r0 the channel's bias plus t (a register named by the caller, the value LDR'd into it) times r8
- * (the filter sum's factor), added to every lane; then the shift (r4 > 0: VSHL before VQRDMULH by r2;
- * r4 < 0: VQRDMULH, the tie correction, VRSHL; r4 == 0: VQRDMULH alone), the output offset (q4) and
- * the clamp (q6, q7). */
-#define TS_MVE_RQ_LANES(t)                                                                              \
+ * TS_MVE_RQ_SUM(t): r0 the channel's bias plus t (a register named by the caller, the value LDR'd
+ * into it) times r8 (the filter sum's factor), added to every lane; TS_MVE_RQ_EFF: r0 (the table's
+ * bias + input_offset * sum(w)) added to every lane; then TS_MVE_RQ_SHIFT: the shift (r4 > 0: VSHL
+ * before VQRDMULH by r2; r4 < 0: VQRDMULH, the tie correction, VRSHL; r4 == 0: VQRDMULH alone), the
+ * output offset (q4) and the clamp (q6, q7). */
+#define TS_MVE_RQ_SUM(t)                                                                                \
     "mla     r0, " t ", r8, r0\n\t"                                                                       \
-    "vadd.i32 q0, q0, r0\n\t"                                                                          \
+    "vadd.i32 q0, q0, r0\n\t"
+#define TS_MVE_RQ_EFF "vadd.i32 q0, q0, r0\n\t"
+#define TS_MVE_RQ_SHIFT                                                                                 \
     "cmp     r4, #0\n\t"                                                                               \
     "ble     4f\n\t"                                                                                   \
     "vshl.s32 q0, r4\n\t"                                                                              \
@@ -1162,23 +1259,24 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "vmax.s32 q0, q0, q6\n\t"                                                                          \
     "vmin.s32 q0, q0, q7\n\t"
 
-/* The quad's channels, each: four VMLADAV dot products of the raw bytes and VADDV of the filter
- * bytes (one filter load serving the four pixels, 16 bytes a step in a DLS/LE loop, then the
+/* The quad's channels, each: four VMLADAV dot products of the raw bytes and (SUM) VADDV of the
+ * filter bytes (one filter load serving the four pixels, 16 bytes a step in a DLS/LE loop, then the
  * in_c % 16 tail under VCTP.8: inactive lanes load 0), the four sums into one vector (two VMOVs of
- * two lanes each), plus bias + input_offset * sum(w), requantised as ts_mve_requant_n (VSHL by the
- * left shift, VQRDMULH, -1 on negative lanes and VRSHL by the right shift), offset, clamped and
- * stored with one byte scatter (VCTP.32-predicated to k pixels when the quad is short). r12 walks
- * the block's table (LDM of bias, multiplier, shift), r11 the filter rows, r7 (saved and restored:
- * Thumb's frame pointer) pixel 0's output byte. TAIL and STORE: the asm text of the variable parts. */
-#define TS_MVE_PW_TAIL_NONE ""
-#define TS_MVE_PW_TAIL                                                                                  \
+ * two lanes each), plus bias + input_offset * sum(w) (START: TS_MVE_PW_START_SUM from the VADDV, or
+ * TS_MVE_RQ_EFF from the table), requantised as ts_mve_requant_n (VSHL by the left shift,
+ * VQRDMULH, -1 on negative lanes and VRSHL by the right shift), offset, clamped and stored with one
+ * byte scatter (VCTP.32-predicated to k pixels when the quad is short). r12 walks the block's table
+ * (LDM of bias or bias + input_offset * sum(w), multiplier, shift), r11 the filter rows, r7 (saved
+ * and restored: Thumb's frame pointer) pixel 0's output byte. DOTS, TAIL, STORE, START: the asm
+ * text of the variable parts. */
+#define TS_MVE_PW_TAIL_NONE(SUM) ""
+#define TS_MVE_PW_TAIL(SUM)                                                                             \
     "ldr     lr, [r10, #84]\n\t"                                                                        \
     "vctp.8  lr\n\t"                                                                                    \
     "vpstt\n\t"                                                                                         \
     "vldrbt.8 q1, [r11]\n\t"                                                                            \
     "vldrbt.8 q0, [r1]\n\t"                                                                             \
-    "vmladava.s8 r0, q0, q1\n\t"                                                                        \
-    "vaddva.s8 r8, q1\n\t"                                                                              \
+    "vmladava.s8 r0, q0, q1\n\t" SUM                                                                    \
     "vpst\n\t"                                                                                          \
     "vldrbt.8 q0, [r3]\n\t"                                                                             \
     "vmladava.s8 r2, q0, q1\n\t"                                                                        \
@@ -1195,16 +1293,18 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "vctp.32 lr\n\t"                                                                                    \
     "vpst\n\t"                                                                                          \
     "vstrbt.32 q0, [r7, q5]\n\t"
-/* The channel's dot products before the tail: DOTS_ZERO (in_c < 16) zeroes the sums; DOTS_WHOLE
- * (a->whole = in_c / 16 - 1) does the first 16 bytes with the non-accumulating VMLADAV / VADDV
- * (no zeroing), then the rest in a WLS/LE loop. */
-#define TS_MVE_PW_DOTS_ZERO                                                                             \
+#define TS_MVE_PW_START_SUM "ldr     lr, [r10, #96]\n\t" TS_MVE_RQ_SUM("lr")
+/* The channel's dot products before the tail: DOTS_ZERO (in_c < 16) zeroes the sums (SUM: r8 too);
+ * DOTS_WHOLE (a->whole = in_c / 16 - 1) does the first 16 bytes with the non-accumulating VMLADAV
+ * (and VADDV) (no zeroing), then the rest in a WLS/LE loop. */
+#define TS_MVE_PW_DOTS_ZERO(SUM)                                                                        \
     "movs    r0, #0\n\t"                                                                                \
     "movs    r2, #0\n\t"                                                                                \
     "movs    r4, #0\n\t"                                                                                \
-    "movs    r6, #0\n\t"                                                                                \
-    "mov     r8, #0\n\t"
-#define TS_MVE_PW_DOTS_WHOLE                                                                            \
+    "movs    r6, #0\n\t" SUM
+#define TS_MVE_PW_ZERO_R8 "mov     r8, #0\n\t"
+#define TS_MVE_SUM_R8_FIRST "vaddv.s8 r8, q1\n\t"
+#define TS_MVE_PW_DOTS_WHOLE(FIRST, SUM)                                                                \
     "vldrb.8 q1, [r11], #16\n\t"                                                                        \
     "vldrb.8 q0, [r1], #16\n\t"                                                                         \
     "vmladav.s8 r0, q0, q1\n\t"                                                                         \
@@ -1213,21 +1313,31 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "vldrb.8 q0, [r5], #16\n\t"                                                                         \
     "vmladav.s8 r4, q0, q1\n\t"                                                                         \
     "vldrb.8 q0, [r9], #16\n\t"                                                                         \
-    "vmladav.s8 r6, q0, q1\n\t"                                                                         \
-    "vaddv.s8 r8, q1\n\t"                                                                               \
+    "vmladav.s8 r6, q0, q1\n\t" FIRST                                                                   \
     "ldr     lr, [r10, #80]\n\t"                                                                        \
     "wls     lr, lr, 3f\n\t"                                                                            \
     "2:\n\t"                                                                                            \
-    TS_MVE_QUAD_DOT16                                                                                   \
+    TS_MVE_QUAD_DOTS(SUM)                                                                               \
     "le      lr, 2b\n\t"
-#define TS_MVE_PW_ASM(DOTS, TAIL, STORE)                                                                \
+/* DOTS_WHOLE with its loop unrolled: the first 16 bytes, then REST (a->whole more steps of
+ * TS_MVE_QUAD_DOTS written out: in_c 16, 32 or 64 against the layer table). */
+#define TS_MVE_PW_DOTS_UNROLLED(REST)                                                                   \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
+    "vmladav.s8 r0, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
+    "vmladav.s8 r2, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
+    "vmladav.s8 r4, q0, q1\n\t"                                                                         \
+    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
+    "vmladav.s8 r6, q0, q1\n\t" REST
+#define TS_MVE_PW_ASM(DOTS, TAIL, STORE, START)                                                         \
     __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t" DOTS                                               \
                      "3:\n\t" TAIL "vmov    q0[2], q0[0], r0, r4\n\t"                                   \
                      "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
                      "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
-                     "ldr     lr, [r10, #96]\n\t"                                                       \
-                     TS_MVE_RQ_LANES("lr") STORE "adds    r7, r7, #1\n\t"                               \
+                     START TS_MVE_RQ_SHIFT STORE "adds    r7, r7, #1\n\t"                               \
                      "ldr     r0, [r10, #92]\n\t"                                                       \
                      "cmp     r12, r0\n\t"                                                              \
                      "bne     1b\n\t"                                                                   \
@@ -1236,31 +1346,74 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
                      : [a] "r"(a)                                                                       \
                      : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "lr", "q0", "q1", "q2", "q3", \
                        "q4", "q5", "q6", "q7", "cc", "memory")
+/* The five shapes of a quad (in_c < 16; whole vectors with or without a tail; four pixels or fewer)
+ * with the filter sums summed (ZERO TS_MVE_PW_ZERO_R8, FIRST TS_MVE_SUM_R8_FIRST, SUM
+ * TS_MVE_SUM_R8, START TS_MVE_PW_START_SUM) or tabled (ZERO, FIRST, SUM "", START TS_MVE_RQ_EFF). */
+#define TS_MVE_PW_SHAPES(ZERO, FIRST, SUM, START)                                                       \
+    do {                                                                                                \
+        if (a->whole < 0) { /* in_c < 16: the tail alone */                                            \
+            if (a->k == 4) {                                                                            \
+                TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO(ZERO), TS_MVE_PW_TAIL(SUM), TS_MVE_PW_STORE, START);  \
+            } else {                                                                                    \
+                TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO(ZERO), TS_MVE_PW_TAIL(SUM), TS_MVE_PW_STORE_SHORT,    \
+                              START);                                                                   \
+            }                                                                                           \
+        } else if (a->tail == 0 && a->k == 4) {                                                         \
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE(FIRST, SUM), TS_MVE_PW_TAIL_NONE(SUM), TS_MVE_PW_STORE, START); \
+        } else if (a->tail == 0) {                                                                      \
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE(FIRST, SUM), TS_MVE_PW_TAIL_NONE(SUM), TS_MVE_PW_STORE_SHORT,   \
+                          START);                                                                       \
+        } else if (a->k == 4) {                                                                         \
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE(FIRST, SUM), TS_MVE_PW_TAIL(SUM), TS_MVE_PW_STORE, START);      \
+        } else {                                                                                        \
+            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE(FIRST, SUM), TS_MVE_PW_TAIL(SUM), TS_MVE_PW_STORE_SHORT, START); \
+        }                                                                                               \
+    } while (0)
 
-/* The quad a (x, k set) against the block's channels: table t ({bias, multiplier, shift} each, up
- * to a->end), filter rows from w_first, outputs from out_first (pixel 0's byte of the block's first
- * channel). */
+/* The quad a (x, k set) against the block's channels: table t (up to a->end; eff 0: {bias,
+ * multiplier, shift} each, the filter sums taken in the loop; eff 1: {bias + input_offset * sum(w),
+ * multiplier, shift}, ts_mve_layer_table), filter rows from w_first, outputs from out_first (pixel
+ * 0's byte of the block's first channel). With the table, a full quad over 16, 32 or 64 input
+ * channels has its dot products written out (TS_MVE_PW_DOTS_UNROLLED). */
 TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, const int8_t *w_first,
-                               int8_t *out_first)
+                               int8_t *out_first, int eff)
 {
     register const ts_mve_pw_args *a __asm__("r10") = args;
     register const int32_t *tab __asm__("r12") = t;
     register const int8_t *w __asm__("r11") = w_first;
     register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
-    if (a->whole < 0) { /* in_c < 16: the tail alone */
-        if (a->k == 4) {
-            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO, TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
-        } else {
-            TS_MVE_PW_ASM(TS_MVE_PW_DOTS_ZERO, TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
-        }
-    } else if (a->tail == 0 && a->k == 4) {
-        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE);
-    } else if (a->tail == 0) {
-        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_STORE_SHORT);
-    } else if (a->k == 4) {
-        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL, TS_MVE_PW_STORE);
+    if (eff && a->tail == 0 && a->k == 4 && a->whole == 0) { /* in_c 16 */
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_UNROLLED(""), "", TS_MVE_PW_STORE, TS_MVE_RQ_EFF);
+    } else if (eff && a->tail == 0 && a->k == 4 && a->whole == 1) { /* in_c 32 */
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_UNROLLED(TS_MVE_QUAD_DOTS("")), "", TS_MVE_PW_STORE, TS_MVE_RQ_EFF);
+    } else if (eff && a->tail == 0 && a->k == 4 && a->whole == 3) { /* in_c 64 */
+        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_UNROLLED(TS_MVE_QUAD_DOTS("") TS_MVE_QUAD_DOTS("") TS_MVE_QUAD_DOTS("")), "",
+                      TS_MVE_PW_STORE, TS_MVE_RQ_EFF);
+    } else if (eff) {
+        TS_MVE_PW_SHAPES("", "", "", TS_MVE_RQ_EFF);
     } else {
-        TS_MVE_PW_ASM(TS_MVE_PW_DOTS_WHOLE, TS_MVE_PW_TAIL, TS_MVE_PW_STORE_SHORT);
+        TS_MVE_PW_SHAPES(TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8_FIRST, TS_MVE_SUM_R8, TS_MVE_PW_START_SUM);
+    }
+}
+
+/* Output channels of a layer whose filter sums one table holds (ts_mve_layer_table): a table of
+ * 3 * TS_MVE_LAYER_CH words on the caller's stack. */
+#define TS_MVE_LAYER_CH 64
+
+/* Layer p's table for the quads with the filter sums folded in (out_c <= TS_MVE_LAYER_CH): per
+ * output channel c, bias[c] + input_offset * sum(w_c) (w_c: the K = filter_h * filter_w * in_c
+ * filter bytes of channel c; wrapping 32-bit arithmetic: the quad's total, the accumulator, is
+ * within int32 by ts_kernels.h's bound, so its wrapped sum is exact), multiplier[c], shift[c]. */
+static inline void ts_mve_layer_table(int32_t *tab, const ts_conv2d_s8_params *p, const int8_t *filter,
+                                      const int32_t *bias)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c;
+    int32_t c;
+    for (c = 0; c < p->out_c; ++c) {
+        const uint32_t s = (uint32_t)ts_mve_sum(filter + (size_t)c * k, k);
+        tab[3 * c] = (int32_t)((bias != NULL ? (uint32_t)bias[c] : 0u) + (uint32_t)p->input_offset * s);
+        tab[3 * c + 1] = p->multiplier[c];
+        tab[3 * c + 2] = p->shift[c];
     }
 }
 
@@ -1270,17 +1423,20 @@ TS_MVE_HOT void ts_mve_pw_quad(const ts_mve_pw_args *args, const int32_t *t, con
  * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, output
  * channels in blocks of TS_MVE_PW_BLOCK, each block's {bias, multiplier, shift} tabled once, then
  * the chunk's pixels four at a time (a short last quad has its missing rows repeat the last pixel,
- * computed and not stored), each quad channel by channel through ts_mve_pw_quad. */
+ * computed and not stored), each quad channel by channel through ts_mve_pw_quad. With layer_tab
+ * (ts_mve_layer_table of this layer, or NULL) every channel is one block against that table, the
+ * filter sums taken from it instead of summed per quad. */
 TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                                 const int32_t *bias, int8_t *output)
+                                 const int32_t *bias, int8_t *output, const int32_t *layer_tab)
 {
     const int32_t in_c = p->in_c, out_c = p->out_c;
     const int32_t px_step = p->stride_w * in_c;
     const int flat = p->stride_h == 1 && p->stride_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w;
     const int32_t rows = flat ? 1 : p->batches * p->out_h;
     const int32_t out_w = flat ? p->batches * p->out_h * p->out_w : p->out_w;
+    const int32_t block = layer_tab != NULL ? out_c : TS_MVE_PW_BLOCK;
     ts_mve_pw_args a __attribute__((aligned(16)));
-    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int32_t own[3 * TS_MVE_PW_BLOCK];
     int32_t y, x, n, j, c0;
     ts_mve_quad_consts(&a, p);
     a.whole = (in_c >> 4) - 1; /* -1: in_c < 16 */
@@ -1291,9 +1447,13 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
         for (x = 0; x < out_w; x += n) {
             const int8_t *in_x = in_row + (size_t)x * px_step;
             n = out_w - x < 16 ? out_w - x : 16;
-            for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
-                const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
-                ts_mve_quad_table(tab, p, bias, c0, nb);
+            for (c0 = 0; c0 < out_c; c0 += block) {
+                const int32_t nb = out_c - c0 < block ? out_c - c0 : block;
+                const int32_t *tab = layer_tab;
+                if (tab == NULL) {
+                    ts_mve_quad_table(own, p, bias, c0, nb);
+                    tab = own;
+                }
                 a.end = tab + 3 * nb;
                 for (j = 0; j < n; j += 4) {
                     const int32_t k = n - j < 4 ? n - j : 4;
@@ -1303,7 +1463,8 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
                     a.x[2] = a.x[1] + (k > 2 ? px_step : 0);
                     a.x[3] = a.x[2] + (k > 3 ? px_step : 0);
                     a.k = k;
-                    ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * in_c, output + (size_t)j * out_c + c0);
+                    ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * in_c, output + (size_t)j * out_c + c0,
+                                   layer_tab != NULL);
                 }
             }
             output += (size_t)n * out_c;
@@ -1311,13 +1472,45 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
     }
 }
 
+/* Fewest output pixels of a call for which the quads' layer table (ts_mve_layer_table) pays: it
+ * costs about what the sums of two or three quads cost in the loop. */
+#define TS_MVE_LAYER_PIXELS 12
+
+/* About how many quads of layer p's whole-width windows use every filter row (ts_mve_conv_quad with
+ * a layer table): the output rows whose window rows all lie inside the input times the quads of a
+ * row less its two edge pixels. */
+static inline int32_t ts_mve_full_quads(const ts_conv2d_s8_params *p)
+{
+    int32_t y, ky0, ky1, rows = 0;
+    for (y = 0; y < p->out_h; ++y) {
+        ts_tap_range(y * p->stride_h - p->pad_top, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
+        rows += ky0 == 0 && ky1 == p->filter_h;
+    }
+    return p->batches * rows * ((p->out_w - 2) / 4);
+}
+
+/* ts_mve_pointwise with the layer's table on the stack where out_c <= TS_MVE_LAYER_CH and the call
+ * has TS_MVE_LAYER_PIXELS output pixels or more. */
+TS_MVE_HOT void ts_mve_pointwise_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                       const int32_t *bias, int8_t *output)
+{
+    int32_t tab[3 * TS_MVE_LAYER_CH];
+    if (p->out_c <= TS_MVE_LAYER_CH && p->batches * p->out_h * p->out_w >= TS_MVE_LAYER_PIXELS) {
+        ts_mve_layer_table(tab, p, filter, bias);
+        ts_mve_pointwise(p, input, filter, bias, output, tab);
+    } else {
+        ts_mve_pointwise(p, input, filter, bias, output, NULL);
+    }
+}
+
 /* CONV_2D's small receptive fields, K = fh * fw * in_c <= TS_MVE_PATCH_QUAD bytes (ts_conv2d_s8.c's
  * patch path, in quads): four consecutive output pixels of the flat order (rows and batches wrap;
  * the last quad may be short), their four receptive fields first copied into stack patches (taps
  * outside the input hold the input zero point, so w * x + input_offset * w adds 0 for them:
- * ts_mve_build_patch), then the quad as a 1x1 pixel quad over in_c = K (ts_mve_pw_quad, output
- * channels in blocks of 16 tabled per quad). All four fields are read before any of their outputs
- * is written. */
+ * ts_mve_build_patch), then the quad as a 1x1 pixel quad over in_c = K (ts_mve_pw_quad: with
+ * out_c <= TS_MVE_LAYER_CH every channel against the layer's table of ts_mve_layer_table, made once;
+ * else output channels in blocks of 16 tabled per quad). All four fields are read before any of
+ * their outputs is written. */
 #define TS_MVE_PATCH_QUAD 64
 TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                    const int32_t *bias, int8_t *output)
@@ -1329,8 +1522,9 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
     const int32_t row = fw * in_c, in_row = p->dilation_h * in_w * in_c, last_dy = (fh - 1) * p->dilation_h;
     const int short_rows = p->dilation_w == 1 && row <= 16; /* a window row: one predicated vector */
     const mve_pred16_t prow = vctp8q((uint32_t)row);
+    const int whole_layer = out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS;
     ts_mve_pw_args a __attribute__((aligned(16)));
-    int32_t tab[3 * TS_MVE_PW_BLOCK];
+    int32_t tab[3 * TS_MVE_LAYER_CH];
     int8_t patches[4 * TS_MVE_PATCH_QUAD];
     int32_t i, q, n, c0, ky, b = 0, y = 0, x = 0;
     ts_mve_quad_consts(&a, p);
@@ -1365,13 +1559,19 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
             a.x[q] = patches + (q < n ? q : n - 1) * k; /* a short quad repeats its last pixel */
         }
         a.k = n;
+        if (whole_layer) { /* every channel one block, the table made once */
+            if (i == 0) {
+                ts_mve_layer_table(tab, p, filter, bias);
+            }
+            a.end = tab + 3 * out_c;
+            ts_mve_pw_quad(&a, tab, filter, output + (size_t)i * out_c, 1);
+            continue;
+        }
         for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
             const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
-            if (i == 0 || out_c > TS_MVE_PW_BLOCK) { /* one block: tabled once */
-                ts_mve_quad_table(tab, p, bias, c0, nb);
-            }
+            ts_mve_quad_table(tab, p, bias, c0, nb);
             a.end = tab + 3 * nb;
-            ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0);
+            ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0, 0);
         }
     }
 }
@@ -1399,22 +1599,28 @@ typedef struct {
 
 /* ts_mve_pw_quad's channel loop with `rows` runs of run_len = fw * in_c bytes per pixel (whole
  * vectors, then the TAIL), the pixel pointers moved by in_skip and the filter by the tail after each
- * run, by w_skip after each channel; the table pointer in memory (r12 counts the rows). */
-#define TS_MVE_CQ_ASM(TAIL)                                                                             \
+ * run, by w_skip after each channel; the table pointer in memory (r12 counts the rows). ZERO, SUM,
+ * START: as TS_MVE_PW_SHAPES's (the filter sums summed, or from the table). */
+#define TS_MVE_CQ_START_SUM "ldr     r12, [r10, #96]\n\t" TS_MVE_RQ_SUM("r12")
+#define TS_MVE_CQ_ROW_LOOP(SUM)                                                                         \
+    "ldr     lr, [r10, #80]\n\t"                                                                        \
+    "dls     lr, lr\n\t"                                                                                \
+    "2:\n\t"                                                                                            \
+    TS_MVE_QUAD_DOTS(SUM)                                                                               \
+    "le      lr, 2b\n\t"
+/* A row of 3, 6 or 12 whole vectors (3x3 filters over 16, 32 or 64 channels) unrolled: no loop. */
+#define TS_MVE_CQ_ROW_3(SUM) TS_MVE_QUAD_DOTS(SUM) TS_MVE_QUAD_DOTS(SUM) TS_MVE_QUAD_DOTS(SUM)
+#define TS_MVE_CQ_ROW_6(SUM) TS_MVE_CQ_ROW_3(SUM) TS_MVE_CQ_ROW_3(SUM)
+#define TS_MVE_CQ_ROW_12(SUM) TS_MVE_CQ_ROW_6(SUM) TS_MVE_CQ_ROW_6(SUM)
+#define TS_MVE_CQ_ASM(ROW, TAIL, ZERO, SUM, START)                                                      \
     __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t"                                                   \
                      "movs    r0, #0\n\t"                                                               \
                      "movs    r2, #0\n\t"                                                               \
                      "movs    r4, #0\n\t"                                                               \
-                     "movs    r6, #0\n\t"                                                               \
-                     "mov     r8, #0\n\t"                                                               \
+                     "movs    r6, #0\n\t" ZERO                                                          \
                      "ldr     r12, [r10, #100]\n\t"                                                     \
-                     "6:\n\t"                                                                           \
-                     "ldr     lr, [r10, #80]\n\t"                                                       \
-                     "dls     lr, lr\n\t"                                                               \
-                     "2:\n\t"                                                                           \
-                     TS_MVE_QUAD_DOT16                                                                  \
-                     "le      lr, 2b\n\t" TAIL "ldr     lr, [r10, #104]\n\t"                            \
+                     "6:\n\t" ROW(SUM) TAIL(SUM) "ldr     lr, [r10, #104]\n\t"                          \
                      "add     r1, r1, lr\n\t"                                                           \
                      "add     r3, r3, lr\n\t"                                                           \
                      "add     r5, r5, lr\n\t"                                                           \
@@ -1427,9 +1633,7 @@ typedef struct {
                      "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
                      "ldr     lr, [r10, #112]\n\t"                                                      \
                      "ldm     lr!, {r0, r2, r4}\n\t"                                                    \
-                     "str     lr, [r10, #112]\n\t"                                                      \
-                     "ldr     r12, [r10, #96]\n\t"                                                      \
-                     TS_MVE_RQ_LANES("r12")                                                             \
+                     "str     lr, [r10, #112]\n\t" START TS_MVE_RQ_SHIFT                                 \
                      "vstrb.32 q0, [r7, q5]\n\t"                                                        \
                      "adds    r7, r7, #1\n\t"                                                           \
                      "ldr     r0, [r10, #92]\n\t"                                                       \
@@ -1441,17 +1645,29 @@ typedef struct {
                      : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r12", "lr", "q0", "q1", "q2", "q3", \
                        "q4", "q5", "q6", "q7", "cc", "memory")
 
-/* The quad's channels of one block (args->pw.end, args->tab set), filter from w_first, outputs from
- * out_first (pixel 0's byte of the block's first channel). */
-TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int8_t *out_first)
+/* The quad's channels of one block (args->pw.end, args->tab set: eff as ts_mve_pw_quad's), filter
+ * from w_first, outputs from out_first (pixel 0's byte of the block's first channel). With the
+ * table, rows of 3, 6 or 12 whole vectors are unrolled (TS_MVE_CQ_ROW_3/6/12), others loop. */
+TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int8_t *out_first, int eff)
 {
     register ts_mve_cq_args *a __asm__("r10") = args;
     register const int8_t *w __asm__("r11") = w_first;
     register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
-    if (a->pw.tail == 0) {
-        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL_NONE);
+    if (eff && a->pw.tail == 0 && a->pw.whole == 3) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_3, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff && a->pw.tail == 0 && a->pw.whole == 6) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_6, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff && a->pw.tail == 0 && a->pw.whole == 12) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_12, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff && a->pw.tail == 0) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL_NONE, "", "", TS_MVE_RQ_EFF);
+    } else if (eff) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL, "", "", TS_MVE_RQ_EFF);
+    } else if (a->pw.tail == 0) {
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL_NONE, TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8,
+                      TS_MVE_CQ_START_SUM);
     } else {
-        TS_MVE_CQ_ASM(TS_MVE_PW_TAIL);
+        TS_MVE_CQ_ASM(TS_MVE_CQ_ROW_LOOP, TS_MVE_PW_TAIL, TS_MVE_PW_ZERO_R8, TS_MVE_SUM_R8, TS_MVE_CQ_START_SUM);
     }
 }
 
@@ -1464,9 +1680,12 @@ TS_MVE_HOT void ts_mve_cq_block(ts_mve_cq_args *args, const int8_t *w_first, int
  * from w_first (its first used row in channel 0). Output channels in blocks of TS_MVE_PW_BLOCK, each
  * block's {bias, multiplier, shift} tabled, then the four pixels' accumulators channel by channel
  * (ts_mve_cq_block: VMLADAV of the raw bytes, one filter load serving the four pixels, plus
- * input_offset * sum(w) of the rows used), requantised on four lanes and stored with one scatter. */
+ * input_offset * sum(w) of the rows used), requantised on four lanes and stored with one scatter.
+ * layer_tab (ts_mve_layer_table of this layer, or NULL): where every filter row is used (rows ==
+ * filter_h) all channels are one block against it, the sums of w taken from it. */
 TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0, int32_t px_step, int32_t rows,
-                                 int32_t in_row, const int8_t *w_first, const int32_t *bias, int8_t *out)
+                                 int32_t in_row, const int8_t *w_first, const int32_t *bias, int8_t *out,
+                                 const int32_t *layer_tab)
 {
     const int32_t out_c = p->out_c, len = p->filter_w * p->in_c, fs = p->filter_h * len;
     ts_mve_cq_args a __attribute__((aligned(16)));
@@ -1483,12 +1702,18 @@ TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0
     a.rows = rows;
     a.in_skip = in_row - (len & ~15);
     a.w_skip = fs - rows * len;
+    if (layer_tab != NULL && rows == p->filter_h) {
+        a.pw.end = layer_tab + 3 * out_c;
+        a.tab = layer_tab;
+        ts_mve_cq_block(&a, w_first, out, 1);
+        return;
+    }
     for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
         const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
         ts_mve_quad_table(tab, p, bias, c0, nb);
         a.pw.end = tab + 3 * nb;
         a.tab = tab;
-        ts_mve_cq_block(&a, w_first + (size_t)c0 * fs, out + c0);
+        ts_mve_cq_block(&a, w_first + (size_t)c0 * fs, out + c0, 0);
     }
 }
 
@@ -1497,10 +1722,10 @@ TS_MVE_HOT void ts_mve_conv_quad(const ts_conv2d_s8_params *p, const int8_t *in0
  * their outputs is written. */
 TS_MVE_HOT void ts_mve_conv_quad_staged(const ts_conv2d_s8_params *p, const int8_t *in0, int32_t px_step,
                                         int32_t rows, int32_t in_row, const int8_t *w_first, const int32_t *bias,
-                                        int8_t *out)
+                                        int8_t *out, const int32_t *layer_tab)
 {
     int8_t stage[4 * TS_MVE_CQ_STAGE];
-    ts_mve_conv_quad(p, in0, px_step, rows, in_row, w_first, bias, stage);
+    ts_mve_conv_quad(p, in0, px_step, rows, in_row, w_first, bias, stage, layer_tab);
     ts_mve_copy(out, stage, 4 * p->out_c);
 }
 
