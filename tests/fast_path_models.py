@@ -600,6 +600,24 @@ def quads_unrolled_helium() -> bytes:
     return b.build()
 
 
+def max_pool_words() -> bytes:
+    """MAX_POOL_2D four channels a word on DSP cores (a running bytewise max by SSUB8 / SEL, then the
+    bytewise clamp): 10 channels (two words and a tail of 2 bytes) 3x3 stride 2 SAME (windows the
+    input clips) with RELU6, 16 channels 2x2 VALID without an activation, 3 channels (the tail
+    alone), and 8 channels 2x1 over a 2-wide input with RELU (HAR's shape, rows of one pixel)."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 7, 9, 10), zero_point=-5)
+    t = b.max_pool2d(x, (3, 3), (2, 2), "SAME", activation="RELU6", name="mp10_s2_same_relu6")
+    y = b.input("y", (1, 6, 8, 16), zero_point=3)
+    u = b.max_pool2d(y, (2, 2), (2, 2), "VALID", name="mp16_2x2")
+    z = b.input("z", (1, 5, 5, 3), zero_point=0)
+    v = b.max_pool2d(z, (2, 2), (1, 1), "SAME", name="mp3_tail")
+    w = b.input("w", (1, 9, 2, 8), zero_point=-128)
+    r = b.max_pool2d(w, (2, 2), (2, 2), "VALID", activation="RELU", name="mp8_rows_of_one")
+    b.output(t, u, v, r)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -635,4 +653,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,
     "quads_unrolled_helium": quads_unrolled_helium,
+    "max_pool_words": max_pool_words,
 }

@@ -249,6 +249,7 @@ DSP_ONLY_MODELS = (
     "stream_pool_rows",
     "stream_pool_narrow",
     "stream_pad_rows",
+    "max_pool_words",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

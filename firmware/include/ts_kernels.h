@@ -502,6 +502,9 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
  * Then clamp to [act_min, act_max]. Order: one loop nest over batch, output row, output column
  * (each output pixel's bytes written right after its window is read: groups of one pixel; on DSP
  * cores byte c of a pixel right after every tap of its channel c).
+ * Max on DSP cores (Helium ones too): four channels a word, the running bytewise signed max of the
+ * window's words (SSUB8 sets a GE flag per byte, SEL picks), starting from act_min in every byte,
+ * then the bytewise min with act_max; channels past the last multiple of four one at a time.
  * Average on DSP cores (not Helium) over at most 255 taps: four channels a word, SXTAB16 widening a
  * word's even and odd bytes and adding them to two pairs of 16-bit lanes, exact since |sum| <=
  * 128 * 255 < 2^15 (the channels past the last multiple of four, and larger windows, one at a time
