@@ -747,6 +747,7 @@ static void conv_pointwise_rq_table(const ts_conv2d_s8_params *p, const int8_t *
  * output rows whose outputs end before it; the remaining rows are a call of the other paths on
  * those rows (params adjusted: in_h, pad_top, out_h). */
 #define TS_WIDE_PX 6 /* the asm below assumes it: 2 * 6 words = 48 bytes per group */
+#define TS_QUAD_PX 4 /* quad blocks: 2 * 4 words = 32 bytes per group (quad_widen) */
 /* n output pixels are worth the widened path when its blocks (a short last block computes all six
  * pixels) hold at most 1.6 n pixel slots: not for 1, 2, 3 or 7 pixels. */
 static inline int wide_worth(int32_t n)
@@ -766,16 +767,20 @@ static inline int32_t wide_get(const uint32_t *slot, int32_t j)
     return h[((j & 1) << 1) | ((j >> 1) & 1)];
 }
 
-/* `groups` groups of a pixel's slot from w on: zeros (taps outside the input). */
-static inline uint32_t *wide_zero(uint32_t *w, int32_t groups)
+/* `groups` groups of a pixel slot from w on, in blocks of px pixels (a group's two words 2 * px
+ * words after the last's): zeros. */
+static inline uint32_t *slot_zero(uint32_t *w, int32_t groups, int32_t px)
 {
     for (; groups > 0; --groups) {
         w[0] = 0;
         w[1] = 0;
-        w += 2 * TS_WIDE_PX;
+        w += 2 * px;
     }
     return w;
 }
+
+/* `groups` groups of a pixel's slot from w on: zeros (taps outside the input). */
+static inline uint32_t *wide_zero(uint32_t *w, int32_t groups) { return slot_zero(w, groups, TS_WIDE_PX); }
 
 /* The bytes [src, end) (whole words) widened into a pixel's slot from w on, a word a group (two
  * a pass after an odd first one). */
@@ -804,6 +809,23 @@ static inline uint32_t *wide_run(uint32_t *w, const int8_t *src, const int8_t *e
                      "cmp     %[src], %[end]\n\t"
                      "bne     1b\n\t"
                      : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o), [e1] "=&r"(e1), [o1] "=&r"(o1)
+                     : [end] "r"(end), [off2] "r"(off2)
+                     : "cc", "memory");
+    return w;
+}
+
+/* The bytes [src, end) (whole words) widened into a quad slot from w on, a word a group. */
+static inline uint32_t *quad_widen(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
+{
+    uint32_t e, o;
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[o], [%[src]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[o]\n\t"
+                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
+                     "strd    %[e], %[o], [%[w]], #32\n\t"
+                     "cmp     %[src], %[end]\n\t"
+                     "bne     1b\n\t"
+                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
                      : [end] "r"(end), [off2] "r"(off2)
                      : "cc", "memory");
     return w;
@@ -1339,35 +1361,37 @@ static void wide_channels(__attribute__((unused)) wide_job *job)
 #undef TS_WC_NEXT
 }
 
-/* wide_fill for a strip's slots (np pixels from flat pixel i of one batch, nb blocks) where in_c is
- * a multiple of 4 and dilation_w is 1: per filter row, the taps inside the input are one run of
- * whole words of the input (wide_run), the taps outside zeros; the slots past np zeros. */
-static void wide_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, int32_t i, int32_t np, int32_t nb,
-                           int32_t block_words, uint32_t *xs)
+/* The slots of a strip of nb blocks of px pixels (TS_WIDE_PX, or TS_QUAD_PX for quad blocks): np
+ * pixels from flat pixel i of one batch, where in_c is a multiple of 4 and dilation_w is 1; per
+ * filter row, the taps inside the input one run of whole words of the input (wide_run, quad_widen),
+ * the taps outside zeros; the slots past np zeros. Inlined where it is called, px a constant there. */
+static TS_ALWAYS_INLINE void fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, int32_t i, int32_t np,
+                                       int32_t nb, int32_t px, uint32_t *xs)
 {
     const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
-    const int32_t g = in_c >> 2; /* groups a tap */
+    const int32_t g = in_c >> 2, block_words = px * fh * fw * in_c / 2; /* groups a tap; k is k4 */
     const uint32_t off2 = ts_pack2x16(p->input_offset);
     int32_t y = i / p->out_w, x = i % p->out_w, q, ky;
-    for (q = 0; q < nb * TS_WIDE_PX; ++q) {
-        uint32_t *w = xs + (size_t)(q / TS_WIDE_PX) * block_words + 2 * (q % TS_WIDE_PX);
+    for (q = 0; q < nb * px; ++q) {
+        uint32_t *w = xs + (size_t)(q / px) * block_words + 2 * (q % px);
         const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
         const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + fw > in_w ? in_w - x0 : fw; /* taps inside */
         if (q >= np) {
-            wide_zero(w, fh * fw * g);
+            slot_zero(w, fh * fw * g, px);
             continue;
         }
         for (ky = 0; ky < fh; ++ky) {
             const int32_t iy = y0 + ky * p->dilation_h;
             if (iy < 0 || iy >= in_h || kx1 <= kx0) {
-                w = wide_zero(w, fw * g);
+                w = slot_zero(w, fw * g, px);
                 continue;
             }
             {
                 const int8_t *src = input + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
-                w = wide_zero(w, kx0 * g);
-                w = wide_run(w, src, src + (size_t)(kx1 - kx0) * in_c, off2);
-                w = wide_zero(w, (fw - kx1) * g);
+                const int8_t *end = src + (size_t)(kx1 - kx0) * in_c;
+                w = slot_zero(w, kx0 * g, px);
+                w = px == TS_WIDE_PX ? wide_run(w, src, end, off2) : quad_widen(w, src, end, off2);
+                w = slot_zero(w, (fw - kx1) * g, px);
             }
         }
         if (++x == p->out_w) {
@@ -1486,7 +1510,7 @@ static void wide_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
         if (flat) {
             wide_fill_flat(input + (size_t)i * k, k, ts_pack2x16(p->input_offset), np, nb, block_words, xs);
         } else if ((p->in_c & 3) == 0 && p->dilation_w == 1) {
-            wide_fill_rows(p, input, i, np, nb, block_words, xs);
+            fill_rows(p, input, i, np, nb, TS_WIDE_PX, xs);
         } else {
             for (q = 0; q < nb * TS_WIDE_PX; ++q) {
                 const int32_t y = (i + q) / out_w, x = (i + q) % out_w;
@@ -1609,7 +1633,6 @@ static int32_t conv_wide(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * stack as a block of the widened path lays one out, four pixels a group (pixel q's words of group
  * g at word 2 * (4 g + q)), then each output channel one pass over its filter for the four pixels:
  * 17 instructions per 16 products. */
-#define TS_QUAD_PX 4
 #define TS_QUAD_K4 40 /* the largest rounded K: 4 * 40 * 2 = 320 bytes of stack */
 
 /* acc[0..3] += the dot products of `groups` groups of the quad block xs and filter w. */
@@ -1939,22 +1962,6 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
  * instructions per 16 products, against the pair path's 26), ts_rq from the table (l1 0: the
  * formula), the four results packed, clamped bytewise and stored out_c apart. */
 
-/* The bytes [src, end) (whole words) widened into a quad slot from w on, a word a group. */
-static inline uint32_t *quad_widen(uint32_t *w, const int8_t *src, const int8_t *end, uint32_t off2)
-{
-    uint32_t e, o;
-    __asm__ volatile("1:\n\t"
-                     "ldr     %[o], [%[src]], #4\n\t"
-                     "sxtab16 %[e], %[off2], %[o]\n\t"
-                     "sxtab16 %[o], %[off2], %[o], ror #8\n\t"
-                     "strd    %[e], %[o], [%[w]], #32\n\t"
-                     "cmp     %[src], %[end]\n\t"
-                     "bne     1b\n\t"
-                     : [src] "+r"(src), [w] "+r"(w), [e] "=&r"(e), [o] "=&r"(o)
-                     : [end] "r"(end), [off2] "r"(off2)
-                     : "cc", "memory");
-    return w;
-}
 
 /* quad_dot two groups a pass (an odd first group by quad_dot): two filter words by one LDRD, 31
  * instructions per 32 products. */
@@ -2007,53 +2014,6 @@ static inline void quad_dot2(const uint32_t *xs, const int8_t *w, int32_t groups
     }
 }
 
-/* `groups` groups of a quad slot from w on: zeros. */
-static inline uint32_t *quad_zero(uint32_t *w, int32_t groups)
-{
-    for (; groups > 0; --groups) {
-        w[0] = 0;
-        w[1] = 0;
-        w += 2 * TS_QUAD_PX;
-    }
-    return w;
-}
-
-/* The slots of a strip of nb quad blocks: np pixels from flat pixel i (one batch), the rest zeros;
- * per filter row, the taps inside the input one run of whole words (quad_widen), the others zeros. */
-static void quad_fill_rows(const ts_conv2d_s8_params *p, const int8_t *input, int32_t i, int32_t np, int32_t nb,
-                           uint32_t *xs)
-{
-    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
-    const int32_t g = in_c >> 2, k4 = fh * fw * in_c; /* groups a tap; in_c % 4 == 0: k is k4 */
-    const uint32_t off2 = ts_pack2x16(p->input_offset);
-    int32_t y = i / p->out_w, x = i % p->out_w, q, ky;
-    for (q = 0; q < nb * TS_QUAD_PX; ++q) {
-        uint32_t *w = xs + (size_t)(q / TS_QUAD_PX) * 2 * k4 + 2 * (q % TS_QUAD_PX);
-        const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
-        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + fw > in_w ? in_w - x0 : fw; /* taps inside */
-        if (q >= np) {
-            quad_zero(w, fh * fw * g);
-            continue;
-        }
-        for (ky = 0; ky < fh; ++ky) {
-            const int32_t iy = y0 + ky * p->dilation_h;
-            if (iy < 0 || iy >= in_h || kx1 <= kx0) {
-                w = quad_zero(w, fw * g);
-                continue;
-            }
-            {
-                const int8_t *src = input + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * in_c;
-                w = quad_zero(w, kx0 * g);
-                w = quad_widen(w, src, src + (size_t)(kx1 - kx0) * in_c, off2);
-                w = quad_zero(w, (fw - kx1) * g);
-            }
-        }
-        if (++x == p->out_w) {
-            x = 0;
-            ++y;
-        }
-    }
-}
 
 /* Channels of one whole quad block xs (`groups` groups) from filter w (channels contiguous: each
  * channel's K = 4 * groups bytes), ts_rq table rq and bias (NULL: 0) on, the quad's output bytes of
@@ -2224,7 +2184,7 @@ static TS_NOINLINE void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *
     for (i = first; i < first + pixels; i += strip_px) {
         const int32_t np = first + pixels - i < strip_px ? first + pixels - i : strip_px;
         const int32_t nb = (np + TS_QUAD_PX - 1) / TS_QUAD_PX;
-        quad_fill_rows(p, input, i, np, nb, xs);
+        fill_rows(p, input, i, np, nb, TS_QUAD_PX, xs);
         for (b = 0; b < nb; ++b) {
             const uint32_t *xb = xs + (size_t)b * 2 * k;
             const int32_t n = np - b * TS_QUAD_PX < TS_QUAD_PX ? np - b * TS_QUAD_PX : TS_QUAD_PX;
