@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parents[1]
 
 MODELS = (
     "mlperf_ic_resnet8_int8",
@@ -35,21 +31,8 @@ MODELS = (
 LIMIT = 1.03  # a chain's instructions over its operators' unstreamed
 COMMAND = "PYTHONPATH=. python bench/bench_chains.py"
 
-
-def models_dir(given: str | None) -> Path:
-    return Path(given or os.environ.get("TINYSCHED_MODELS") or REPO.parent / "shared" / "models")
-
-
-def measure(model: Path, board: str, flags: tuple[str, ...]) -> dict[str, Any]:
-    """`tinysched measure MODEL --board B --json --inputs 1 FLAGS`, its JSON (exit 1 kept: the JSON
-    says what differed)."""
-    cmd = [sys.executable, "-m", "tinysched.cli", "measure", str(model), "--board", board, "--json"]
-    cmd += ["--inputs", "1", *flags]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, check=False)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}")
-    return json.loads(done.stdout)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_arena_budget import measure, models_dir  # noqa: E402  (the same `measure --json` runs)
 
 
 def key(row: dict[str, Any]) -> tuple[str, int, int]:
