@@ -1304,7 +1304,8 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "movs    r6, #0\n\t" SUM
 #define TS_MVE_PW_ZERO_R8 "mov     r8, #0\n\t"
 #define TS_MVE_SUM_R8_FIRST "vaddv.s8 r8, q1\n\t"
-#define TS_MVE_PW_DOTS_WHOLE(FIRST, SUM)                                                                \
+/* the first 16 bytes of the four channels' dot products, by the non-accumulating VMLADAV */
+#define TS_MVE_PW_FIRST16                                                                               \
     "vldrb.8 q1, [r11], #16\n\t"                                                                        \
     "vldrb.8 q0, [r1], #16\n\t"                                                                         \
     "vmladav.s8 r0, q0, q1\n\t"                                                                         \
@@ -1313,7 +1314,9 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "vldrb.8 q0, [r5], #16\n\t"                                                                         \
     "vmladav.s8 r4, q0, q1\n\t"                                                                         \
     "vldrb.8 q0, [r9], #16\n\t"                                                                         \
-    "vmladav.s8 r6, q0, q1\n\t" FIRST                                                                   \
+    "vmladav.s8 r6, q0, q1\n\t"
+#define TS_MVE_PW_DOTS_WHOLE(FIRST, SUM)                                                                \
+    TS_MVE_PW_FIRST16 FIRST                                                                             \
     "ldr     lr, [r10, #80]\n\t"                                                                        \
     "wls     lr, lr, 3f\n\t"                                                                            \
     "2:\n\t"                                                                                            \
@@ -1321,16 +1324,7 @@ static inline void ts_mve_quad_table(int32_t *tab, const ts_conv2d_s8_params *p,
     "le      lr, 2b\n\t"
 /* DOTS_WHOLE with its loop unrolled: the first 16 bytes, then REST (a->whole more steps of
  * TS_MVE_QUAD_DOTS written out: in_c 16, 32 or 64 against the layer table). */
-#define TS_MVE_PW_DOTS_UNROLLED(REST)                                                                   \
-    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
-    "vldrb.8 q0, [r1], #16\n\t"                                                                         \
-    "vmladav.s8 r0, q0, q1\n\t"                                                                         \
-    "vldrb.8 q0, [r3], #16\n\t"                                                                         \
-    "vmladav.s8 r2, q0, q1\n\t"                                                                         \
-    "vldrb.8 q0, [r5], #16\n\t"                                                                         \
-    "vmladav.s8 r4, q0, q1\n\t"                                                                         \
-    "vldrb.8 q0, [r9], #16\n\t"                                                                         \
-    "vmladav.s8 r6, q0, q1\n\t" REST
+#define TS_MVE_PW_DOTS_UNROLLED(REST) TS_MVE_PW_FIRST16 REST
 #define TS_MVE_PW_ASM(DOTS, TAIL, STORE, START)                                                         \
     __asm__ volatile(TS_MVE_QUAD_ENTRY                                                                  \
                      "ldrd    r5, r9, [r10, #72]\n\t" DOTS                                               \
