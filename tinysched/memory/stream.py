@@ -299,13 +299,25 @@ def _chain(
     if sched is None:
         return None
     # the windows are the loop's (`row_schedule`); for a chain, `rows` (its readers' spans) agree
-    row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
+    return _saving_stream(graph, ops, tensors, position, sched, source)
+
+
+def _saving_stream(
+    graph: Graph,
+    ops: Sequence[Operator],
+    tensors: tuple[int, ...],
+    position: int,
+    sched: RowSchedule,
+    source: bool = False,
+) -> Stream | None:
+    """The Stream running `ops` over the streamed `tensors` with the loop's windows (`sched`), its
+    sink reading the last at input `position`; None when it saves nothing."""
     stream = Stream(
         tuple(ops),
         tensors,
         position,
         sched.rows,
-        row_bytes,
+        tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors),
         tuple(graph.tensors[t].nbytes for t in tensors),
         source,
         _sums(graph, ops[-1]),
@@ -529,20 +541,8 @@ def _stage(graph: Graph, ops: Sequence[Operator]) -> Stream | None:
     sched = row_schedule(graph, ops)
     if sched is None:
         return None
-    sink = ops[-1]
-    position = next((p for p, u in enumerate(sink.inputs) if tensors and u == tensors[-1]), 0)
-    row_bytes = tuple(int(graph.tensors[t].shape[2] * graph.tensors[t].shape[3]) for t in tensors)
-    stream = Stream(
-        tuple(ops),
-        tensors,
-        position,
-        sched.rows,
-        row_bytes,
-        tuple(graph.tensors[t].nbytes for t in tensors),
-        sums=_sums(graph, sink),
-        staged=_staged(graph, ops, tensors),
-    )
-    return stream if stream.saving > 0 else None
+    position = next((p for p, u in enumerate(ops[-1].inputs) if tensors and u == tensors[-1]), 0)
+    return _saving_stream(graph, ops, tensors, position, sched)
 
 
 def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) -> list[Stream]:
