@@ -1780,11 +1780,11 @@ static inline void quad_run(int8_t *dst, const int8_t *src, int32_t n)
 }
 
 /* Pixel slot `slot` of a quad block (pixel q's words of group g at word 2 * (4 g + q)): the
- * receptive field of the window at (y0, x0) ([fh][fw][in_c] as the filter), widened with
- * input_offset added, pad bytes (the zero point, widened to 0) for taps outside the input and up
- * to k4. With dilation_w 1 each filter row's taps inside the input are one run of bytes
- * (quad_run); a window the input clips is first filled with pad words. Dilated columns take
- * build_patch. */
+ * receptive field of a window at (y0, x0) ([fh][fw][in_c] as the filter) that the input clips or
+ * whose columns are dilated (whole windows: quad_fill_inside), widened with input_offset added, pad
+ * bytes (the zero point, widened to 0) for taps outside the input and up to k4. With dilation_w 1
+ * the patch is first filled with pad words, then each filter row's taps inside the input copied as
+ * one run of bytes (quad_run); dilated columns take build_patch. */
 static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
                              int32_t k, int32_t k4, uint32_t off2, uint32_t *slot)
 {
@@ -1792,16 +1792,7 @@ static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, i
     const int32_t in_w = p->in_w, in_c = p->in_c, len = p->filter_w * in_c;
     const size_t row = (size_t)p->dilation_h * in_w * in_c;
     int32_t j;
-    if (p->dilation_w == 1 && x0 >= 0 && x0 + p->filter_w <= in_w && y0 >= 0 &&
-        y0 + (p->filter_h - 1) * p->dilation_h < p->in_h) { /* the whole window inside */
-        const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
-        int8_t *dst = patch;
-        int32_t ky;
-        for (ky = 0; ky < p->filter_h; ++ky, src += row, dst += len) {
-            quad_run(dst, src, len);
-        }
-        ts_store4(patch + k, ts_bytes4(pad)); /* the round-up: k4 - k <= 3 bytes */
-    } else if (p->dilation_w == 1) { /* clipped: pad words, then each row's run inside */
+    if (p->dilation_w == 1) {
         const uint32_t pad4 = ts_bytes4(pad);
         int32_t ky, ky0, ky1, kx0, kx1;
         ts_tap_range(y0, p->dilation_h, p->filter_h, p->in_h, &ky0, &ky1);
@@ -1827,9 +1818,10 @@ static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, i
 
 /* Slots q0 .. q0 + m - 1 of a quad, m consecutive pixels of one output row whose windows lie inside
  * the input, with dilation_w 1 (src: the first window's first tap; step: input bytes from one window
- * to the next): quad_fill's whole-window case, its checks made once by the caller. A filter row of
- * 8 to 12 bytes (VWW's 3x3x3: 9) is three words, the last overlapping the one before it, with no
- * test on its length; each widened pair of words is one STRD. */
+ * to the next): each filter row's bytes copied as one run, then widened as quad_fill widens, the
+ * checks made once by the caller (quad_inside). A filter row of 8 to 12 bytes (VWW's 3x3x3: 9) is
+ * three words, the last overlapping the one before it, with no test on its length; each widened
+ * pair of words is one STRD. */
 static TS_NOINLINE void quad_fill_inside(const int8_t *src, int32_t step, int32_t m, int32_t fh, int32_t len,
                                          size_t row, int32_t k, int32_t k4, uint32_t off2, uint32_t pad4,
                                          uint32_t *slot0)
