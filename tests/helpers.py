@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tinysched.build.sources import SourceSet, write_sources
-from tinysched.commands.build import BuildResult, build_model
+from tinysched.commands.build import BuildResult, build_model, step_record
 from tinysched.device import reference
 from tinysched.device.verify import VerifyResult, verify
 from tinysched.model.graph import Graph, Operator
@@ -134,11 +134,7 @@ def generate_for_measure(
     sources = write_sources(generate(planned), Path(out_dir))
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]
     results = reference.run_reference_many(model, input_sets, preserve_all_tensors=True)
-    graph = planned.graph
-    outs = [graph.tensors[o.outputs[0]] if o.outputs and o.outputs[0] >= 0 else None for o in (
-        graph.operators[v] for v in planned.run_order
-    )]  # fmt: skip
-    steps = [(t.name, t.nbytes) if t is not None else None for t in outs]
+    steps = reference.step_tensors([step_record(planned, v) for v in planned.run_order])
     return MeasureInputs(
         sources,
         [[a.tobytes() for a in s] for s in input_sets],

@@ -27,7 +27,7 @@ from tinysched.build.elfsize import SizeReport
 from tinysched.build.firmware import FirmwareImage
 from tinysched.commands.build import add_stack_argument, build_model, build_options_from_args
 from tinysched.commands.common import add_output_arguments, print_json
-from tinysched.device.reference import interface_inputs, reference_io, step_checks
+from tinysched.device.reference import interface_inputs, reference_io, step_checks, step_tensors
 from tinysched.device.runner import (
     FLASH_TOOLS,
     SEMIHOST_REFUSED,
@@ -150,10 +150,7 @@ def measure_build(
     macs = record.get("macs")
     references, outputs = reference_io(model, edges, input_sets, preserve_all_tensors=True)
     expected = [[a.tobytes() for a in outs] for outs in outputs]
-    steps = [
-        (s["output_tensor"], int(s["output_bytes"])) if s.get("output_tensor") else None
-        for s in record.get("steps") or []
-    ]
+    steps = step_tensors(record.get("steps") or [])
     inputs = [[a.tobytes() for a in s] for s in input_sets]
     result = measure_image(
         image, run_board, inputs, expected, int(record["arena_bytes"]),

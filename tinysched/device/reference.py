@@ -507,6 +507,12 @@ def reference_io(
     return results, expected
 
 
+def step_tensors(steps: Sequence[dict[str, Any]]) -> list[tuple[str, int] | None]:
+    """Per step of a build record (`steps`: `output_tensor`, `output_bytes`), the tensor TS_STEP_DONE
+    reports: its name and bytes (None: no named output), as `step_checks` takes them."""
+    return [(s["output_tensor"], int(s["output_bytes"])) if s.get("output_tensor") else None for s in steps]
+
+
 def step_checks(
     result: ReferenceResult, outputs: Sequence[tuple[str, int] | None]
 ) -> list[tuple[int, int] | None]:
