@@ -102,6 +102,12 @@ extern "C" {
  *    every channel's accumulators lie within ts_rq's bound or make it a constant), each whole quad
  *    takes every channel in one asm loop against that table: 13 instructions per 16 products,
  *    then ts_rq, pack, the bytewise clamp and the four bytes stored; same accumulators, same bytes.
+ *    A last quad of one to three pixels (a call's pixels not a multiple of four: a streamed
+ *    stage's rows of 5 pixels end in one) takes the table too, pixel by pixel, every channel in
+ *    one asm loop: its bias, per group two LDRD and two SMLAD (two groups a pass where their
+ *    count is even), ts_rq, the clamp (none where the range is all of int8) and its byte stored;
+ *    same accumulators, same bytes. Its fields were read into the stack block, like every quad's,
+ *    before the first of its outputs is written.
  *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
@@ -239,7 +245,7 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * two) takes every channel in one asm loop against that table: per group one LDRD of the filter
  * words and per pixel LDRD + two SMLAD (82 instructions per 96 products with in_c a multiple of 32,
  * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise; a last two with in_c a multiple of 32
- * only its two pixels: 58 per 64), then ts_rq, pack, the bytewise clamp
+ * only its two pixels: 58 per 64; a last two widened by one asm loop and requantised alone), then ts_rq, pack, the bytewise clamp
  * (none where [act_min, act_max] is all of int8 and in_c a multiple of 32) and the bytes stored,
  * channel after channel (about 196 instructions per channel of a three at in_c 64); a last single
  * pixel goes through the path without the table (the generator then leaves rq_table NULL where
