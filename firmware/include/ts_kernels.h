@@ -439,6 +439,14 @@ typedef struct {
 int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                            const int8_t *filter, const int32_t *bias, int8_t *output);
 
+/* ts_depthwise_conv2d_s8 with its per-call checks made once (a streamed stage calls it row by row,
+ * the O(out_c) multiplier and ts_rq checks hoisted out of its loop): `checks` =
+ * ts_depthwise_conv2d_s8_checks(p, bias), for parameters that differ from p's only in their row
+ * fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_depthwise_conv2d_s8's. */
+int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
+int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                   const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+
 /* DEPTHWISE_CONV_2D staged (the in-place variant the refined memory model may choose): any shape
  * ts_depthwise_conv2d_s8 takes. Arithmetic: exactly ts_depthwise_conv2d_s8's per pixel (its fast
  * path one pixel at a time; on DSP cores with depth_multiplier 1 and dilation_w 1 within the ts_rq

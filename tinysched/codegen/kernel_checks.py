@@ -254,6 +254,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_conv2d_s8_strip": _conv,
     "ts_conv2d_s8_wide_checked": _conv,
     "ts_depthwise_conv2d_s8_staged": _depthwise,
+    "ts_depthwise_conv2d_s8_checked": _depthwise,  # a streamed stage's member (codegen.lower_stream)
     "ts_fully_connected_s8": _fully_connected,
     "ts_lstm_s8": _lstm,
     "ts_mean_s8": _mean,

@@ -133,6 +133,14 @@ def unread_room(s, sched: RowSchedule, base: int, j: int, readers: list[list[int
     return room
 
 
+# a member's kernel -> the kernel its rows call with the checks made once before the stage's loop,
+# and the function that makes them (ts_kernels.h: the `_checked` kernels, ts_conv2d_s8_strip)
+CHECKED_KERNELS = {
+    "ts_conv2d_s8": ("ts_conv2d_s8_checked", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
+    "ts_depthwise_conv2d_s8": ("ts_depthwise_conv2d_s8_checked", "ts_depthwise_conv2d_s8_checks"),
+}
+
 ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's read_rows failed
 
 
@@ -271,16 +279,12 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         staged_checks.append(
             f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&p{j}, BIAS, {rq});"
         )
-    # the other CONV_2D members: ts_conv2d_s8's per-call checks made once, before the loop
-    checked = [
-        j
-        for j, part in enumerate(parts)
-        if part is not None and part.kernel in ("ts_conv2d_s8", "ts_conv2d_s8_strip")
-    ]
-    for j in checked:
-        part = parts[j]
-        assert part is not None
-        part.kernel += "_checked" if part.kernel == "ts_conv2d_s8" else ""
+    # the other CONV_2D and the DEPTHWISE_CONV_2D members: their kernel's per-call checks made once,
+    # before the loop (CHECKED_KERNELS)
+    checked: dict[int, str] = {}  # stage j -> the function making its checks
+    for j, part in enumerate(parts):
+        if part is not None and part.kernel in CHECKED_KERNELS:
+            part.kernel, checked[j] = CHECKED_KERNELS[part.kernel]
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
@@ -509,7 +513,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ),
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
-        *(f"const int32_t checks{j} = ts_conv2d_s8_checks(&p{j}, {with_args(j, {})[2]});" for j in checked),
+        *(f"const int32_t checks{j} = {make}(&p{j}, {with_args(j, {})[2]});" for j, make in checked.items()),
         *(line.replace("BIAS", with_args(j, {})[2]) for j, line in zip(staged, staged_checks, strict=True)),
         *setup,
         f"for (row = 0; row < {out_h}; ++row) {{",
