@@ -250,6 +250,8 @@ DSP_ONLY_MODELS = (
     "stream_pool_narrow",
     "stream_pad_rows",
     "max_pool_words",
+    "conv_quads_few",
+    "stream_rows_checked",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 
