@@ -275,9 +275,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else ctx.array(part, "rq", "int32_t", table, "ts_rq fields per output channel")
         )
         part.kernel = "ts_conv2d_s8_staged_checked"
+        # its one row a call: in_h = out_h = 1 in its constant parameters, passed as they are
+        part.params[:] = [(field, "1" if field in ("in_h", "out_h") else v) for field, v in part.params]
         staged[j] = f"staged, {variant.param}, {rq}, staged_checks{j}"
         staged_checks.append(
-            f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&p{j}, BIAS, {rq});"
+            f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&{ctx.prefix}_{part.symbol}, BIAS, {rq});"
         )
     # the other CONV_2D and the DEPTHWISE_CONV_2D members: their kernel's per-call checks made once,
     # before the loop (CHECKED_KERNELS)
@@ -303,6 +305,9 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     out_h = iterations
     fail = f"return {call.step + 1};"
     whole = [f"{ctx.prefix}_{part.symbol}" if part is not None else "" for part in parts]
+    # the members whose parameters no call changes (the narrow 1x1s, a global-pool sink) take their
+    # constant ones; the others a copy on the stack, its row fields set per call
+    fixed = set(staged) | ({n} if s.sums else set())
     outer = [u for j in range(len(members)) for u in reads[j] if u not in index]
     names = {u: f"x{u}" for u in dict.fromkeys(outer)}
     # a squeeze-excitation gate a member's MUL reads whole (1x1x1xC), the same for every row
@@ -314,7 +319,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     def kernel_call(k: int, args: list[str]) -> list[str]:
         part = parts[k]
         assert part is not None
-        return [f"if ({part.kernel}(&p{k}, {', '.join(args)}) != TS_OK) {{", f"    {fail}", "}"]
+        params = f"&{whole[k]}" if k in fixed else f"&p{k}"
+        return [f"if ({part.kernel}({params}, {', '.join(args)}) != TS_OK) {{", f"    {fail}", "}"]
 
     def with_args(k: int, replacements: dict[int, str]) -> list[str]:
         part = parts[k]
@@ -483,7 +489,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         f"p{j}.{_rows_field(m)} = 1; /* one row of [1, H, W, C] per call */"
         for j, m in enumerate(members)
         if m is not None and m.opcode not in WINDOWED and row_pad(graph, m) is None and not heads[j]
-    ] + [f"p{j}.in_h = p{j}.out_h = 1; /* one row per call (ts_conv2d_s8_staged) */" for j in staged]
+    ]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:
         tail = [
@@ -494,7 +500,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             "}",
         ]
     body = [
-        *(f"{part.params_type} p{k} = {whole[k]};" for k, part in enumerate(parts) if part is not None),
+        *(
+            f"{part.params_type} p{k} = {whole[k]};"
+            for k, part in enumerate(parts)
+            if part is not None and k not in fixed
+        ),
         *(
             f"int8_t *const w{k} = (int8_t *)({ctx.place(base + s.window_offset(k))}); /* rows "
             f"[first{k}, next{k}) of t{t}, at most {s.rows[k]} of {s.row_bytes[k]} B */"
