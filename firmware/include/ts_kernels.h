@@ -548,7 +548,7 @@ int ts_max_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
  * the rows' sums when first == 0), and after the input's
  * last row output channel c = sums[c] / (in_h * in_w) rounded to nearest, ties away from zero,
  * clamped to [act_min, act_max]: the sum and the division of ts_avg_pool2d_s8 (integer addition is
- * exact in any order: |sum| <= 128 * in_h * in_w), so the same bytes. On DSP cores (not Helium) a
+ * exact in any order: |sum| <= 128 * in_h * in_w), so the same bytes. On DSP cores (Helium ones too) a
  * call of up to 255 taps (count * in_w) sums its rows four channels a word in 16-bit lanes (SXTAB16,
  * exact: |sum| <= 255 * 128 < 2^15), each lane then added to its channel's int32 sum. Order: every
  * byte of `rows` read before any output byte is written; the output only after the last row. */

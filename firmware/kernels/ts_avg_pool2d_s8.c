@@ -13,9 +13,12 @@ static inline int8_t avg_out(int32_t acc, int32_t count, const ts_pool2d_s8_para
     return (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
 }
 
-#if TS_DSP && !TS_MVE
+#if TS_DSP
 /* The largest window the 16-bit lanes below sum exactly: |sum| <= 128 * 255 < 2^15. */
 #define TS_POOL_LANE_TAPS 255
+#endif
+
+#if TS_DSP && !TS_MVE
 
 /* Channels [0, channels & ~3) of one output pixel, its window `rows` rows of `taps` taps from
  * `first` (the window's first tap): per four channels one word per tap, its even and odd bytes
@@ -96,8 +99,8 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
 }
 
 /* AVERAGE_POOL_2D by rows (ts_kernels.h): the sums are int32 in the host's byte order at any
- * alignment (memcpy: one word load or store where the core allows unaligned ones). On DSP cores a
- * call's rows (up to TS_POOL_LANE_TAPS taps) are summed four channels a word in 16-bit lanes, as
+ * alignment (memcpy: one word load or store where the core allows unaligned ones). On DSP cores
+ * (Helium ones too) a call's rows (up to TS_POOL_LANE_TAPS taps) are summed four channels a word in 16-bit lanes, as
  * avg_pool_lanes sums a window, each lane then added to its channel's int32 sum: the same sums. */
 /* A channel's int32 sum at any alignment (memcpy: one word load or store). */
 static inline int32_t sum_get(const int8_t *at)
@@ -119,7 +122,7 @@ int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int3
         return TS_ERR_PARAMS; /* not one window over the whole input (tinysched.memory.stream.global_pool) */
     }
     c = 0;
-#if TS_DSP && !TS_MVE
+#if TS_DSP
     if (taps <= TS_POOL_LANE_TAPS) { /* four channels a word, summed in 16-bit lanes (avg_pool_lanes) */
         for (; c < (ch & ~3); c += 4) {
             uint32_t even = 0, odd = 0; /* channels (c, c + 2) and (c + 1, c + 3) */
