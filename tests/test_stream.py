@@ -735,17 +735,21 @@ def test_longer_stages_are_kept_only_where_the_arena_is_smaller() -> None:
 
 
 @pytest.mark.qemu
-def test_a_ds_cnn_body_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
-    """The ten-operator stage on the M7: the head's rows of 5 pixels a quad and a lone pixel from the
-    table (quad_channels_few), the depthwise rows through their hoisted checks, the 1x1 rows a three
-    and a last two, the pool's rows in 16-bit lanes; bit-exact, the painted arena equal to the plan."""
+@pytest.mark.parametrize(("board", "core"), [("mps2-an500", "cortex-m7"), ("mps3-an547", "cortex-m55")])
+def test_a_ds_cnn_body_stage_measured_equal_on_qemu(tmp_path: Path, board: str, core: str) -> None:
+    """The ten-operator stage on the M7 (the head's rows of 5 pixels a quad and a lone pixel from the
+    table, quad_channels_few; the 1x1 rows a three and a last two) and on the M55, generated for it
+    (the 1x1 rows against the generator's layer table, ts_conv2d_s8_staged_layer); the depthwise rows
+    through their hoisted checks, the pool's rows in 16-bit lanes; bit-exact, the painted arena
+    equal to the plan."""
     require("qemu")
     path = saved_model(tmp_path / "body.tflite", _ds_cnn_body, seed=8)
-    gen = generate_for_measure(path, tmp_path / "gen", 2)
+    gen = generate_for_measure(path, tmp_path / "gen", 2, core=core)
     text = model_c_text(gen)
+    staged = "ts_conv2d_s8_staged_layer" if core == "cortex-m55" else "ts_conv2d_s8_staged_checked"
     assert all(f"ts_depthwise_conv2d_s8_checked(&p{j}, rows, " in text for j in (1, 3, 5, 7))
-    assert all(f"ts_conv2d_s8_staged_checked(&body_op0_stage{j}, " in text for j in (2, 4, 6, 8))
-    measured_equal_on_qemu(gen, tmp_path / "qemu")
+    assert all(f"{staged}(&body_op0_stage{j}, " in text for j in (2, 4, 6, 8))
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
 
 
 @needs_gcc

@@ -279,6 +279,14 @@ int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *
 int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                 const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                                 const int32_t *rq_table, int32_t checks);
+/* ts_conv2d_s8_staged_checked with the generator's Helium layer table `layer` (code generated for a
+ * Helium core: a streamed stage's narrow 1x1 member, out_c <= 64), per output channel bias +
+ * input_offset * sum(w) wrapped to int32, multiplier, shift: what ts_mve_layer_table makes on calls
+ * of 12 pixels or more, here on every call (rows of 2, 3 or 5 pixels), so its quads take no filter
+ * sums. Other cores do not read it. Arithmetic and read/write order: ts_conv2d_s8_staged's. */
+int ts_conv2d_s8_staged_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                              const int32_t *rq_table, int32_t checks, const int32_t *layer);
 
 /* CONV_2D wide (the variant tinysched.kernel_scratch chooses after placement where its scratch fits
  * a gap of the arena at the operator's step; tinysched.variants "wide"): any shape ts_conv2d_s8

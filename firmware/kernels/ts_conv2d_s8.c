@@ -2926,9 +2926,29 @@ int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *
     return mode;
 }
 
+static int staged_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                        const int32_t *rq_table, int32_t mode, const int32_t *layer);
+
 int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                 const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                                 const int32_t *rq_table, int32_t mode)
+{
+    return staged_paths(p, input, filter, bias, output, scratch, chunk, rq_table, mode, NULL);
+}
+
+int ts_conv2d_s8_staged_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                              const int32_t *rq_table, int32_t mode, const int32_t *layer)
+{
+    return staged_paths(p, input, filter, bias, output, scratch, chunk, rq_table, mode, layer);
+}
+
+/* The staged kernel's paths, its checks made (mode) and, on Helium cores, the generator's layer
+ * table (NULL: made here where a call has enough pixels to pay for it). */
+static int staged_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                        const int32_t *rq_table, int32_t mode, const int32_t *layer)
 {
     const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
     ts_conv2d_s8_params sub; /* a chunk's parameters, set only on the paths that take chunks */
@@ -2939,6 +2959,7 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
         return TS_ERR_PARAMS;
     }
     (void)rq_table;
+    (void)layer; /* read on Helium cores only */
 #if TS_CONV_WIDE
     if (mode == 2 && (in_c & 3) == 0 && in_c <= out_c && (size_t)chunk * out_c >= (size_t)6 * in_c &&
         ((uintptr_t)scratch & 3u) == 0) {
@@ -2958,7 +2979,9 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
     /* the 1x1 Helium path's table with the filter sums folded in, made once for the call */
     int32_t layer_tab[3 * TS_MVE_LAYER_CH];
     const int32_t *tab = NULL;
-    if (mode != 0 && out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS) {
+    if (mode != 0 && out_c <= TS_MVE_LAYER_CH && layer != NULL) {
+        tab = layer; /* the generator's: ts_mve_layer_table's values */
+    } else if (mode != 0 && out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS) {
         ts_mve_layer_table(layer_tab, p, filter, bias);
         tab = layer_tab;
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import rq_table, staged_pointwise_table
+from tinysched.codegen.lower_conv import mve_layer_table, rq_table, staged_pointwise_table
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -278,6 +278,12 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         # its one row a call: in_h = out_h = 1 in its constant parameters, passed as they are
         part.params[:] = [(field, "1" if field in ("in_h", "out_h") else v) for field, v in part.params]
         staged[j] = f"staged, {variant.param}, {rq}, staged_checks{j}"
+        offset = int(dict(part.params)["input_offset"])
+        layer = None if ctx.dsp_tables else mve_layer_table(graph, member, mults, shifts, offset)
+        if layer is not None:  # a Helium core: the layer table its calls would not make for a row
+            comment = "per output channel: bias + input_offset * sum(w), multiplier, shift (Helium)"
+            part.kernel = "ts_conv2d_s8_staged_layer"
+            staged[j] += ", " + ctx.array(part, "layer", "int32_t", layer, comment)
         staged_checks.append(
             f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&{ctx.prefix}_{part.symbol}, BIAS, {rq});"
         )

@@ -49,6 +49,7 @@ KERNEL_SOURCE = {
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
     "ts_avg_pool2d_s8_rows": "ts_avg_pool2d_s8",
     "ts_conv2d_s8_staged_checked": "ts_conv2d_s8",
+    "ts_conv2d_s8_staged_layer": "ts_conv2d_s8",
 }
 
 
