@@ -141,7 +141,10 @@ extern "C" {
  *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing; where out_c <= 64 and the call
  *    has 12 output pixels or more, all channels are one block against a table made once per call
  *    (ts_mve_layer_table: bias + input_offset * sum(w) in place of the bias), the loop then
- *    without VADDV, and in_c 16, 32 or 64 written out without a loop); where dilation_w is 1,
+ *    without VADDV, and in_c 16, 32 or 64 written out without a loop; a chunk's lone last pixel
+ *    instead channel by channel, VMLADAVA and VADDVA 16 bytes a step, its accumulators requantised
+ *    four channels a vector with their own multipliers and shifts: the same accumulators, the
+ *    same bytes); where dilation_w is 1,
  *    filter_w * in_c >= 16 and either the output shares no byte with the input (checked per call)
  *    or out_c <= 64 (the quad's outputs then go to a 256-byte stack block, copied to their bytes
  *    after its last channel: all four fields read before any of their outputs is written): four
