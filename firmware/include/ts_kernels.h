@@ -496,6 +496,21 @@ typedef struct {
 int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *input,
                           const int8_t *weights, const int32_t *bias, int8_t *output);
 
+/* FULLY_CONNECTED by rows: a FULLY_CONNECTED of one batch reading a flattened NHWC map (in_depth =
+ * rows * row_len, row_len = width * channels) as a streamed stage's sink (tinysched/memory/stream.py
+ * `row_dense`). `rows` holds input rows [first, first + count), elements [first * row_len, (first +
+ * count) * row_len) of the input row; for every output o their products (w[o][i] + filter_offset) *
+ * (x[i] + input_offset) are added into sums[o] (4 * out_depth bytes at any alignment: int32 in the
+ * core's byte order; set to this call's sums when first == 0), outputs in blocks of 16, each pair's
+ * dot product on the fast paths of ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium,
+ * the scalar loop otherwise). After the input's last row output o = clamp(output_offset +
+ * requant_o(bias[o] + sums[o])), ts_fully_connected_s8's single rounding: integer addition is exact
+ * in any order (|partial sums| stay under the int32 bound above), so the same bytes. Order: every
+ * byte of `rows` read before any output byte is written; the output only after the last row. */
+int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8_t *rows, int32_t first,
+                               int32_t count, int32_t row_len, const int8_t *weights, const int32_t *bias,
+                               int8_t *sums, int8_t *output);
+
 /* ---- AVERAGE_POOL_2D / MAX_POOL_2D ---------------------------------------------------------------
  * Input and output share one quantisation. The window is clipped to the input (padding is never
  * counted). Average: sum / count rounded to nearest, ties away from zero; max: the largest value.
@@ -995,9 +1010,10 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * the main path runs ahead; each row is computed once, when first needed (no MACs are added), and
  * dropped when its last reader has passed it. tinysched/memory/stream.py `row_schedule` is the
  * loop's twin that sizes the windows.
- * A stage may end in a global AVERAGE_POOL_2D: the loop then runs over the pool's input rows, each
- * added into the pool's int32 sums as it arrives (ts_avg_pool2d_s8_rows), its output written after
- * the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
+ * A stage may end in a row-summing sink, a global AVERAGE_POOL_2D or a FULLY_CONNECTED reading the
+ * flattened map: the loop then runs over the sink's input rows, each added into the sink's int32
+ * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
+ * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then

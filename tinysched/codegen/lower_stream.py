@@ -15,11 +15,11 @@ from tinysched.memory.stream import (
     RowSchedule,
     RowWindow,
     broadcast_gate,
-    global_pool,
     loop_rows,
     row_inputs,
     row_pad,
     row_schedule,
+    row_sink,
     row_window,
     staged_members,
     stream_of,
@@ -39,6 +39,7 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
         "MEAN": 2,
         "PAD": 2,
         "PADV2": 2,
+        "FULLY_CONNECTED": 4,
     }.get(call.opcode, 3)
     if len(call.args) != expected:
         raise Unsupported(f"the {call.opcode} call of a streamed pair takes {len(call.args)} arguments")
@@ -57,6 +58,15 @@ ELEMENTWISE_ROWS_FIELD = "shape.dims[3]"
 
 def _rows_field(member: Operator) -> str:
     return ROWS_FIELD.get(member.opcode, ELEMENTWISE_ROWS_FIELD)
+
+
+# A row-summing sink (tinysched.memory.stream.ROW_SINKS) runs its by-rows kernel once per loop
+# iteration on that iteration's input row: opcode -> (kernel, the arguments between the row's count
+# and the sums, from its whole call's arguments and the row's bytes). ts_kernels.h documents each.
+ROW_SINK_CALLS = {
+    "AVERAGE_POOL_2D": ("ts_avg_pool2d_s8_rows", lambda args, row_len: []),
+    "FULLY_CONNECTED": ("ts_fully_connected_s8_rows", lambda args, row_len: [f"{row_len}", args[1], args[2]]),
+}
 
 
 def _geometry(graph, s) -> list[RowWindow]:
@@ -166,8 +176,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     operator_windows = _geometry(graph, s)
     for part, rows_of, member in zip(lowered, operator_windows, s.operators, strict=True):
         fields = dict(part.params)
-        if global_pool(graph, member):  # the sink adds each input row to its sums (ts_avg_pool2d_s8_rows)
-            part.kernel = "ts_avg_pool2d_s8_rows"
+        if row_sink(graph, member):  # the sink adds each input row to its sums (ROW_SINK_CALLS)
+            part.kernel = ROW_SINK_CALLS[member.opcode][0]
         elif part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
             str(rows_of.pad_top),
             str(rows_of.stride),
@@ -177,7 +187,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     # CONV_2D members take the widened path with a strip in the part of the stage's output that
     # iteration `row` leaves free (`output_room`), where one block fits in some iteration
     y = s.consumer.outputs[0]
-    iterations = loop_rows(graph, s.consumer)  # the loop's rows: the sink's output's (a global pool: input's)
+    iterations = loop_rows(graph, s.consumer)  # the loop's rows: the sink's output's (a row sink: input's)
     room = output_room(graph, s, ctx.offsets, sched) if ctx.offsets[y] % 4 == 0 and not s.sums else []
     if strip_bytes and ctx.offsets[op.outputs[-1]] % 4 == 0:  # the planned strip where it is more
         at = ctx.offsets[op.outputs[-1]] - ctx.offsets[y]
@@ -465,20 +475,25 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         return lines
 
     out_at = f"output + (size_t)row * {graph.tensors[y].nbytes // height(y)}u"
-    sums = []  # a global-pool sink's int32 sums per channel, after the windows
+    sums = []  # a row-summing sink's int32 sums, after the windows
     if s.sums:
         sums = [
             f"int8_t *const sums = (int8_t *)({ctx.place(base + s.sums_offset)}); "
-            f"/* {s.sums} int32 sums of the pool's input rows [0, row] */"
+            f"/* {s.sums} int32 sums of the {s.consumer.opcode}'s input rows [0, row] */"
         ]
         u = s.consumer.inputs[0]
-        sink = kernel_call(n, [operand(u, "row"), "row", "1", "sums", "output"])
+        extra = ROW_SINK_CALLS[s.consumer.opcode][1](with_args(n, {}), row_bytes(u))
+        sink = kernel_call(n, [operand(u, "row"), "row", "1", *extra, "sums", "output"])
     else:
         sink = compute(n, "row", "1", out_at)
     setup = [
         f"p{j}.{_rows_field(m)} = 1; /* one row of [1, H, W, C] per call */"
         for j, m in enumerate(members)
-        if m is not None and m.opcode not in WINDOWED and row_pad(graph, m) is None and not heads[j]
+        if m is not None
+        and m.opcode not in WINDOWED
+        and row_pad(graph, m) is None
+        and not row_sink(graph, m)
+        and not heads[j]
     ] + [f"p{j}.in_h = p{j}.out_h = 1; /* one row per call (ts_conv2d_s8_staged) */" for j in staged]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:

@@ -17,9 +17,11 @@ a tensor read by two members keeping the rows from the lowest either still reads
 for; `row_schedule` is the generated loop's twin that sizes the windows and gives the fused operator's
 D against each outer input.
 
-A stage may end in a global average pool (`global_pool`, issue 33 part 4): its loop runs one turn per
-row of the pool's input, which the pool adds into int32 sums per channel (`Stream.sums`, after the
-windows), writing its output after the last row; the map before it is never whole.
+A stage may end in a sink that sums its input row by row (`ROW_SINKS`, `row_sink`): a global average
+pool (`global_pool`, issue 33 part 4: int32 sums per channel) or a FULLY_CONNECTED reading the flattened
+map (`row_dense`: int32 sums per output unit). Its loop runs one turn per row of the sink's input,
+which the sink adds into its sums (`Stream.sums`, after the windows), writing its output after the
+last row; the map before it is never whole.
 
 A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
 input row r - top, padded, or a row of the padding value.
@@ -43,7 +45,7 @@ chain's streamed tensors (`Stream.source`), and the fused graph no longer lists 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tinysched.model.graph import Graph, Operator
@@ -52,6 +54,9 @@ from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches
 __all__ = [
     "ELEMENTWISE",
     "global_pool",
+    "row_dense",
+    "row_sink",
+    "ROW_SINKS",
     "row_pad",
     "staged_members",
     "loop_rows",
@@ -116,7 +121,7 @@ class Stream:
     row_bytes: tuple[int, ...]
     tensor_bytes: tuple[int, ...]
     source: bool = False  # tensors[0] is the graph input, its rows from the application (--stream-input)
-    sums: int = 0  # a global-pool sink's channels: its int32 sums per channel follow the windows
+    sums: int = 0  # a row-summing sink's int32 sums (`row_sink`): they follow the windows
     staged: int = 0  # bytes the narrow 1x1 members' ts_conv2d_s8_staged uses, after the sums
 
     @property
@@ -138,7 +143,7 @@ class Stream:
 
     @property
     def sums_offset(self) -> int:
-        """Where a global-pool sink's int32 sums start in the scratch: right after the windows (the
+        """Where a row-summing sink's int32 sums start in the scratch: right after the windows (the
         kernel reads them at any alignment)."""
         return self.window_offset(len(self.tensors))
 
@@ -192,6 +197,44 @@ def global_pool(graph: Graph, op: Operator) -> bool:
     return kernel == (x[0], x[1]) and window_pads(op, (x[0], x[1]), (1, 1), kernel) == (0, 0, 0, 0)
 
 
+def row_dense(graph: Graph, op: Operator) -> bool:
+    """A FULLY_CONNECTED of one batch reading an int8 NHWC map flattened (constant weights [units,
+    h * w * c], one int8 output row of the units): as a stage's sink it adds each input row's
+    products into int32 sums per output unit as the row arrives and writes its output from the sums
+    after the last (`Stream.sums`; ts_kernels.h "FULLY_CONNECTED by rows")."""
+    if op.opcode != "FULLY_CONNECTED" or len(op.inputs) < 2 or len(op.outputs) != 1 or op.inputs[1] < 0:
+        return False
+    x, w, y = _nhwc1(graph, op.inputs[0]), graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    if x is None or len(w.shape) != 2 or not w.is_constant or int(w.shape[1]) != x[0] * x[1] * x[2]:
+        return False
+    if any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:]):
+        return False
+    return y.dtype == "int8" and y.is_activation and y.nbytes == int(w.shape[0])
+
+
+def _pool_sums(graph: Graph, op: Operator) -> int:
+    return int(graph.tensors[op.inputs[0]].shape[3]) if global_pool(graph, op) else 0
+
+
+def _dense_sums(graph: Graph, op: Operator) -> int:
+    return int(graph.tensors[op.inputs[1]].shape[0]) if row_dense(graph, op) else 0
+
+
+# The sinks that reduce their input row by row into int32 sums (opcode -> the sums it keeps, 0: not
+# such a sink): a stage ending in one loops over the sink's input rows, the sink adding each row as it
+# arrives and writing its output after the last; it only ends a stage (its output exists after the loop)
+ROW_SINKS: dict[str, Callable[[Graph, Operator], int]] = {
+    "AVERAGE_POOL_2D": _pool_sums,  # a global pool: per channel
+    "FULLY_CONNECTED": _dense_sums,  # over a flattened map: per output unit
+}
+
+
+def row_sink(graph: Graph, op: Operator) -> int:
+    """The int32 sums `op` keeps as a row-summing stage sink (`ROW_SINKS`), 0 for any other operator."""
+    rule = ROW_SINKS.get(op.opcode)
+    return 0 if rule is None else rule(graph, op)
+
+
 def row_pad(graph: Graph, op: Operator) -> int | None:
     """The rows a PAD / PADV2 of an int8 NHWC image adds above it (None: not such a PAD): one whose
     padding is along the rows and columns only, with constant pads and value and one quantisation,
@@ -216,16 +259,16 @@ def row_pad(graph: Graph, op: Operator) -> int | None:
 
 
 def loop_rows(graph: Graph, op: Operator) -> int:
-    """The rows a stage member computes one by one: its output's, or for a global pool (a sink
-    reading one input row per iteration) its input's."""
-    t = op.inputs[0] if global_pool(graph, op) else op.outputs[0]
+    """The rows a stage member computes one by one: its output's, or for a row-summing sink (reading
+    one input row per iteration) its input's."""
+    t = op.inputs[0] if row_sink(graph, op) else op.outputs[0]
     return int(graph.tensors[t].shape[1])
 
 
 def row_window(graph: Graph, op: Operator) -> RowWindow | None:
     """The row geometry of a windowed operator over its first input (elementwise: one row each; a
-    global pool: iteration r reads input row r)."""
-    if op.opcode in ELEMENTWISE or row_mean(graph, op) or global_pool(graph, op):
+    row-summing sink: iteration r reads input row r)."""
+    if op.opcode in ELEMENTWISE or row_mean(graph, op) or row_sink(graph, op):
         return RowWindow(1, 1, 0)
     top = row_pad(graph, op)
     if top is not None:
@@ -264,8 +307,8 @@ def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
     """(consumer, position, window rows) when the producer's output can stream into its reader."""
     if producer.opcode not in WINDOWED or len(producer.outputs) != 1 or row_window(graph, producer) is None:
         return None
-    if global_pool(graph, producer):
-        return None  # a sink only: its one output row is written after the loop
+    if row_sink(graph, producer):
+        return None  # a sink only: its output is written after the loop
     t = producer.outputs[0]
     hwc = _nhwc1(graph, t)
     readers = graph.consumers.get(t, ())
@@ -364,8 +407,8 @@ def _staged(graph: Graph, ops: Sequence[Operator], tensors: Sequence[int]) -> in
 
 
 def _sums(graph: Graph, sink: Operator) -> int:
-    """The int32 sums a stage's sink keeps: a global pool's channels, else none."""
-    return int(graph.tensors[sink.outputs[0]].shape[3]) if global_pool(graph, sink) else 0
+    """The int32 sums a stage's sink keeps (`row_sink`), else none."""
+    return row_sink(graph, sink)
 
 
 # ---- stages: streams through a small DAG (issue 33, part 2) -------------------------------------------
@@ -373,8 +416,8 @@ def _sums(graph: Graph, sink: Operator) -> int:
 
 def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
     """The activations a streamable operator reads row by row: a windowed one's first input, an
-    elementwise one's two operands."""
-    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS:
+    elementwise one's two operands, a row-summing sink's input."""
+    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS or row_sink(graph, op):
         return (op.inputs[0],)
     gate = broadcast_gate(graph, op)
     return tuple(u for u in op.inputs[:2] if u != gate)
@@ -382,7 +425,9 @@ def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
 
 def _streamable(graph: Graph, op: Operator) -> bool:
     """An operator a stage can run row by row: windowed over an int8 image (its other inputs
-    constants), or elementwise on equal shapes, one int8 NHWC output either way."""
+    constants), or elementwise on equal shapes, one int8 NHWC output either way; or a row-summing sink."""
+    if row_sink(graph, op):
+        return True  # a global pool, a FULLY_CONNECTED over the flattened map (`ROW_SINKS`)
     if len(op.outputs) != 1 or _nhwc1(graph, op.outputs[0]) is None or not op.inputs:
         return False
     if op.opcode in WINDOWED:
@@ -529,7 +574,7 @@ def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
     later = None if sched is None else dict(sched.later).get(x)
     y = graph.tensors[stream.consumer.outputs[0]]
     if later is None or len(y.shape) != 4 or stream.sums:
-        return None  # (a global-pool sink's few output bytes share nothing: written after the loop)
+        return None  # (a row-summing sink's few output bytes share nothing: written after the loop)
     in_row = graph.tensors[x].nbytes // int(graph.tensors[x].shape[1])
     out_row = y.nbytes // int(y.shape[1])
     return min(low * in_row - (r + 1) * out_row for r, low in enumerate(later))
@@ -560,7 +605,7 @@ def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) 
                 p = graph.producer.get(u)
                 if p is None or p in group or len(group) >= MAX_CHAIN or u in graph.outputs:
                     continue
-                if not _streamable(graph, graph.operators[p]) or global_pool(graph, graph.operators[p]):
+                if not _streamable(graph, graph.operators[p]) or row_sink(graph, graph.operators[p]):
                     continue
                 if not set(graph.consumers.get(u, ())) <= group and u not in shared:
                     continue
@@ -632,7 +677,7 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
         who = ", ".join(f"{v} ({graph.operators[v].opcode})" for v in readers)
         return [], f"input 0 is read by {len(readers)} operators ({who}); its rows stream into one"
     first = graph.operators[readers[0]]
-    window = row_window(graph, first) if first.opcode in WINDOWED and not global_pool(graph, first) else None
+    window = row_window(graph, first) if first.opcode in WINDOWED and not row_sink(graph, first) else None
     if window is None or first.inputs[0] != x or x in first.inputs[1:] or len(first.outputs) != 1:
         return [], (
             f"input 0's reader, operator {first.index} ({first.opcode}), does not read it row by row "
