@@ -520,6 +520,42 @@ def stream_pad_rows() -> bytes:
     return b.build()
 
 
+def stream_fc_rows() -> bytes:
+    """tflm_micro_speech in small: a depthwise 4x3 strides 1, 2 SAME over one channel into 5 (depth
+    multiplier 5: a channel tail) streamed into a FULLY_CONNECTED reading its 15x6x5 map flattened
+    (tinysched.memory.stream.row_dense): each row of 30 bytes (seven words and a tail of two; a
+    vector and a predicated 14 on Helium) added into 7 int32 sums (three pairs and an odd last unit),
+    RELU after it, input zero point -3."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 15, 12, 1), zero_point=-3)
+    t = b.depthwise_conv2d(x, (4, 3), (1, 2), "SAME", depth_multiplier=5, activation="RELU", name="dw_m5")
+    b.output(b.fully_connected(t, 7, activation="RELU", flatten=True, name="fc_rows_7"))
+    return b.build()
+
+
+def stream_fc_blocks() -> bytes:
+    """A FULLY_CONNECTED sink after a conv -> depthwise -> 1x1 stage: 37 output units per channel
+    (blocks of 16, 16 and 5 sums; RELU6) over a 10x7x9 map read by rows of 63 bytes (odd: the
+    byte tail), the stage's head a 3x3 over 4 channels into 12, input zero point 11."""
+    b = ModelBuilder(seed=51)
+    x = b.input("x", (1, 10, 7, 4), zero_point=11)
+    t = b.conv2d(x, 12, (3, 3), activation="RELU", name="head_12")
+    t = b.depthwise_conv2d(t, (3, 3), name="dw_12")
+    t = b.conv2d(t, 9, (1, 1), activation="RELU", name="pw_9")
+    b.output(b.fully_connected(t, 37, "RELU6", per_channel=True, flatten=True, name="fc_rows_37_per_channel"))
+    return b.build()
+
+
+def stream_fc_single() -> bytes:
+    """A FULLY_CONNECTED sink of one output unit without a bias (NULL) after a 3x3 convolution into
+    16 channels: rows of 128 bytes (whole words, whole vectors), input zero point -128."""
+    b = ModelBuilder(seed=52)
+    x = b.input("x", (1, 8, 8, 8), zero_point=-128)
+    t = b.conv2d(x, 16, (3, 3), activation="RELU", name="conv_16")
+    b.output(b.fully_connected(t, 1, use_bias=False, flatten=True, name="fc_rows_1_no_bias"))
+    return b.build()
+
+
 def layer_tables_helium() -> bytes:
     """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
     input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
@@ -649,6 +685,9 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_pool_rows": stream_pool_rows,
     "stream_pool_narrow": stream_pool_narrow,
     "stream_pad_rows": stream_pad_rows,
+    "stream_fc_rows": stream_fc_rows,
+    "stream_fc_blocks": stream_fc_blocks,
+    "stream_fc_single": stream_fc_single,
     "layer_tables_helium": layer_tables_helium,
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,

@@ -250,6 +250,9 @@ DSP_ONLY_MODELS = (
     "stream_pool_narrow",
     "stream_pad_rows",
     "max_pool_words",
+    "stream_fc_rows",
+    "stream_fc_blocks",
+    "stream_fc_single",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import shared_model
 from helpers import (
     built_graph,
     generate_for_measure,
@@ -26,8 +27,10 @@ from tinysched.memory.stream import (
     STREAM_OPCODE,
     candidates,
     chain_shift,
+    row_dense,
     row_pad,
     row_schedule,
+    row_sink,
     staged_members,
     stream_of,
     stream_shift,
@@ -710,6 +713,80 @@ def test_global_pool_stage_headed_by_the_input_bit_exact_on_the_host(tmp_path: P
     # under UBSan with the sums at any byte offset (the kernel reads them by memcpy)
     result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
     assert result.mismatches == [] and result.outputs_match
+
+
+# ---- a FULLY_CONNECTED reading the flattened map as a stage's sink --------------------------------
+
+
+def _dw_fc(b: ModelBuilder) -> None:
+    """tflm_micro_speech in small: a depthwise 3x3 stride 2 over one channel into 8 (depth multiplier
+    8), its 6x5x8 map read flattened by a FULLY_CONNECTED of 4 units, then a SOFTMAX."""
+    x = b.input("x", (1, 12, 10, 1))  # 120 B
+    t = b.depthwise_conv2d(x, (3, 3), (2, 2), depth_multiplier=8, activation="RELU", name="dw")  # 240 B
+    f = b.fully_connected(t, 4, flatten=True, name="fc")
+    b.output(b.softmax(f))
+
+
+def test_a_fully_connected_ends_a_stage_with_its_sums() -> None:
+    g = built_graph(_dw_fc)
+    assert row_sink(g, g.operators[1]) == 4 and row_dense(g, g.operators[1])
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    assert list(found) == [(0, 1)]  # the FULLY_CONNECTED only ends a stage
+    whole = found[(0, 1)]
+    # one row of the depthwise's output (5 x 8 = 40 B) for the FULLY_CONNECTED, which adds it to its 4
+    # int32 sums (16 B, right after the window) as it arrives: 56 B for the 240 B map
+    assert (whole.rows, whole.sums, whole.sums_offset, whole.window_bytes) == ((1,), 4, 40, 56)
+    sched = row_schedule(g, whole.operators)
+    assert sched is not None and sched.ends == (6,)  # one loop turn per row of the map
+    assert stream_shift(g, whole, g.inputs[0]) is None  # the 4 output bytes share nothing
+
+
+def test_fully_connected_stage_plans_below_the_whole_map() -> None:
+    g = built_graph(_dw_fc)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    tensor = plan(g, PlanOptions(alignment=1, time_limit=2.0, memory_model="tensor"))
+    # the stage's step: the input (120 B), the window and sums (56 B), the 4 output bytes: 180 B;
+    # with whole tensors the depthwise's step holds the input and the map: 360 B
+    assert [[op.index for op in s.operators] for s in _streams(planned)] == [[0, 1]]
+    assert (tensor.arena.arena_bytes, planned.arena.arena_bytes) == (120 + 240, 120 + 56 + 4)
+    assert planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_fully_connected_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "dwfc.tflite", _dw_fc, seed=5)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [2]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_fully_connected_s8_rows(&p1, " in c_source and ", row, 1, 40, " in c_source
+    # under UBSan with the sums at byte offset 40 + 120 (the kernel reads them by memcpy)
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+def test_micro_speech_streams_its_depthwise_into_the_fully_connected() -> None:
+    g = parse_model(shared_model("tflm_micro_speech_int8").read_bytes())
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    (stage,) = _streams(planned)
+    # 49x40x1 -> DEPTHWISE_CONV_2D 10x8 stride 2 -> 25x20x8 (4,000 B) -> FULLY_CONNECTED 4000 -> 4: the
+    # map is never whole; the step holds the input (1,960 B, 1,968 aligned), one row of the map (160 B)
+    # and the 4 sums (16 B), and the 4 output bytes (16 aligned): 2,160 B against 4,192 B with whole maps
+    assert [op.opcode for op in stage.operators] == ["DEPTHWISE_CONV_2D", "FULLY_CONNECTED"]
+    assert (stage.rows, stage.row_bytes, stage.sums, stage.window_bytes) == ((1,), (160,), 4, 176)
+    assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (2_160, 4_192)
+    check_plan(planned.graph, planned.arena)
+
+
+@pytest.mark.qemu
+def test_micro_speech_fully_connected_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    gen = generate_for_measure(shared_model("tflm_micro_speech_int8"), tmp_path / "gen", 2)
+    assert "ts_fully_connected_s8_rows(" in model_c_text(gen)
+    assert gen.arena_bytes_planned == 2_160
+    result = measured_equal_on_qemu(gen, tmp_path / "qemu")
+    assert result.steps_compared > 0 and result.steps_differing == []  # every step against TFLite's
 
 
 # ---- a PAD the rewrites cannot fold, streamed row by row (issue 33, part 4) -------------------------
