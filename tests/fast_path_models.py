@@ -556,6 +556,22 @@ def stream_fc_single() -> bytes:
     return b.build()
 
 
+def stream_fc_view() -> bytes:
+    """arm_har_cnn in small: a 2x2 VALID convolution over one channel into 24 and a 2x2 stride-2
+    MAX_POOL_2D (9x1x24), flattened by a RESHAPE into a FULLY_CONNECTED of 10 units per tensor (the
+    stage absorbs the view: tinysched.memory.stream.flattening_view; rows of 24 bytes, whole words,
+    a predicated vector on Helium), then a FULLY_CONNECTED of 3 run whole; input zero point 7."""
+    b = ModelBuilder(seed=53)
+    x = b.input("x", (1, 20, 3, 1), zero_point=7)
+    t = b.conv2d(x, 24, (2, 2), padding="VALID", activation="RELU", name="conv_2x2")
+    t = b.max_pool2d(t, (2, 2), (2, 2), "VALID", name="pool_2x2")
+    f = b.fully_connected(
+        b.reshape(t, (1, 216), name="flatten"), 10, activation="RELU", per_channel=False, name="fc_view_10"
+    )
+    b.output(b.fully_connected(f, 3, name="fc_whole_3"))
+    return b.build()
+
+
 def layer_tables_helium() -> bytes:
     """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
     input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
@@ -688,6 +704,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,
     "stream_fc_single": stream_fc_single,
+    "stream_fc_view": stream_fc_view,
     "layer_tables_helium": layer_tables_helium,
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,

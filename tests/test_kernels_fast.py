@@ -253,6 +253,7 @@ DSP_ONLY_MODELS = (
     "stream_fc_rows",
     "stream_fc_blocks",
     "stream_fc_single",
+    "stream_fc_view",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

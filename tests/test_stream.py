@@ -27,6 +27,9 @@ from tinysched.memory.stream import (
     STREAM_OPCODE,
     candidates,
     chain_shift,
+    flattening_view,
+    fuse,
+    members,
     row_dense,
     row_pad,
     row_schedule,
@@ -787,6 +790,75 @@ def test_micro_speech_fully_connected_stage_measured_equal_on_qemu(tmp_path: Pat
     assert gen.arena_bytes_planned == 2_160
     result = measured_equal_on_qemu(gen, tmp_path / "qemu")
     assert result.steps_compared > 0 and result.steps_differing == []  # every step against TFLite's
+
+
+def _conv_pool_flatten_fc(b: ModelBuilder) -> None:
+    """arm_har_cnn in small: a 2x2 convolution and a 2x2 stride-2 max pool, flattened by a RESHAPE
+    into a FULLY_CONNECTED of 6 units."""
+    x = b.input("x", (1, 12, 3, 1))  # 36 B
+    t = b.conv2d(x, 32, (2, 2), padding="VALID", activation="RELU", name="conv")  # 11x2x32: 704 B
+    t = b.max_pool2d(t, (2, 2), (2, 2), "VALID", name="pool")  # 5x1x32: 160 B
+    b.output(b.fully_connected(b.reshape(t, (1, 160), name="flatten"), 6, name="fc"))
+
+
+def test_a_flattening_view_is_absorbed_by_the_fully_connected_sink() -> None:
+    g = built_graph(_conv_pool_flatten_fc)
+    fc = g.operators[3]
+    view = flattening_view(g, fc)
+    assert view is not None and view.index == 2 and row_sink(g, fc) == 0  # as stored, it reads the view
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    whole = found[(0, 1, 3)]
+    # the sink reads the pool's rows itself: two conv rows for the 2x2 pool (2 x 64 B), one pool row
+    # (32 B), then 6 int32 sums (24 B): 184 B of scratch for 704 + 160 B of maps
+    assert whole.operators[-1].inputs[0] == g.operators[1].outputs[0] and whole.absorbed == (2,)
+    assert (whole.rows, whole.sums, whole.window_bytes) == ((2, 1), 6, 184)
+    assert members(whole) == {0, 1, 2, 3}
+    fused = fuse(g, [whole])
+    assert [op.opcode for op in fused.graph.operators] == [STREAM_OPCODE]  # the RESHAPE goes with it
+    assert fused.graph.operators[0].inputs == (g.inputs[0],) + tuple(
+        u for u in (*g.operators[0].inputs[1:], *fc.inputs[1:]) if u >= 0
+    )
+    assert fused.rewrites[0].sources == (3, 0, 1, 2)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_flattening_view_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "flat.tflite", _conv_pool_flatten_fc, seed=7)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    (stage,) = _streams(planned)
+    assert stage.absorbed == (2,)
+    # the input (36 B), the scratch (184 B) and the 6 output bytes; streaming the pool's map whole
+    # instead holds it (160 B) beside the input and the conv's two rows: 36 + 128 + 160 - 36 (the pool's
+    # output over the dying input)
+    assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (36 + 184 + 6, 704 + 36)
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_fully_connected_s8_rows(&p2, " in c_source and ", row, 1, 32, " in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+def test_har_streams_its_first_layer_into_the_fully_connected() -> None:
+    g = parse_model(shared_model("arm_har_cnn_int8").read_bytes())
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    (stage,) = _streams(planned)
+    # CONV_2D 2x2 -> 89x2x128 -> MAX_POOL_2D 2x2/2 -> 44x1x128 -> RESHAPE [1, 5632] -> FULLY_CONNECTED
+    # 5632 -> 128: windows of two conv rows (512 B) and one pool row (128 B), 128 sums (512 B); the
+    # step holds them, the 270 B input (272 aligned) and the 128 output bytes: 1,552 B against 22,928 B
+    # with no stream (and 6,160 B streaming CONV_2D -> MAX_POOL_2D alone, the pool's 5,632 B map whole)
+    assert [op.opcode for op in stage.operators] == ["CONV_2D", "MAX_POOL_2D", "FULLY_CONNECTED"]
+    assert (stage.rows, stage.sums, stage.window_bytes, stage.absorbed) == ((2, 1), 128, 1_152, (2,))
+    assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (1_552, 22_928)
+    check_plan(planned.graph, planned.arena)
+
+
+@pytest.mark.qemu
+def test_har_fully_connected_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    gen = generate_for_measure(shared_model("arm_har_cnn_int8"), tmp_path / "gen", 2)
+    assert "ts_fully_connected_s8_rows(" in model_c_text(gen) and gen.arena_bytes_planned == 1_552
+    result = measured_equal_on_qemu(gen, tmp_path / "qemu")
+    assert result.steps_compared > 0 and result.steps_differing == []
 
 
 # ---- a PAD the rewrites cannot fold, streamed row by row (issue 33, part 4) -------------------------

@@ -19,9 +19,10 @@ D against each outer input.
 
 A stage may end in a sink that sums its input row by row (`ROW_SINKS`, `row_sink`): a global average
 pool (`global_pool`, issue 33 part 4: int32 sums per channel) or a FULLY_CONNECTED reading the flattened
-map (`row_dense`: int32 sums per output unit). Its loop runs one turn per row of the sink's input,
-which the sink adds into its sums (`Stream.sums`, after the windows), writing its output after the
-last row; the map before it is never whole.
+map (`row_dense`: int32 sums per output unit; through a RESHAPE flattening the map, `flattening_view`,
+which the stage absorbs). Its loop runs one turn per row of the sink's input, which the sink adds
+into its sums (`Stream.sums`, after the windows), writing its output after the last row; the map
+before it is never whole.
 
 A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
 input row r - top, padded, or a row of the padding value.
@@ -55,6 +56,7 @@ __all__ = [
     "ELEMENTWISE",
     "global_pool",
     "row_dense",
+    "flattening_view",
     "row_sink",
     "ROW_SINKS",
     "row_pad",
@@ -123,6 +125,9 @@ class Stream:
     source: bool = False  # tensors[0] is the graph input, its rows from the application (--stream-input)
     sums: int = 0  # a row-summing sink's int32 sums (`row_sink`): they follow the windows
     staged: int = 0  # bytes the narrow 1x1 members' ts_conv2d_s8_staged uses, after the sums
+    # the flattening RESHAPEs the sink read its map through (`flattening_view`): the stage's sink reads
+    # the map itself (a FULLY_CONNECTED flattens its input), and fusing removes them with the members
+    absorbed: tuple[int, ...] = ()
 
     @property
     def producer(self) -> Operator:
@@ -210,6 +215,37 @@ def row_dense(graph: Graph, op: Operator) -> bool:
     if any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:]):
         return False
     return y.dtype == "int8" and y.is_activation and y.nbytes == int(w.shape[0])
+
+
+def flattening_view(graph: Graph, op: Operator) -> Operator | None:
+    """The RESHAPE through which FULLY_CONNECTED `op` reads an int8 NHWC map of several rows flattened
+    to one batch row [1, h * w * c] (a view: same bytes, type and quantisation; the view read only by
+    `op`, the map only by the view, neither a graph output), else None. A FULLY_CONNECTED flattens its
+    input itself, so as a stage's sink it reads the map's rows and the stage absorbs the view."""
+    if op.opcode != "FULLY_CONNECTED" or not op.inputs or op.inputs[0] < 0:
+        return None
+    x = op.inputs[0]
+    v = graph.producer.get(x)
+    if v is None or graph.operators[v].opcode != "RESHAPE" or not graph.operators[v].inputs:
+        return None
+    view = graph.operators[v]
+    m = view.inputs[0]
+    hwc, tx, tm = _nhwc1(graph, m), graph.tensors[x], graph.tensors[m]
+    if hwc is None or hwc[0] < 2 or len(view.outputs) != 1 or x in graph.outputs or m in graph.outputs:
+        return None
+    if list(graph.consumers.get(x, ())) != [op.index] or list(graph.consumers.get(m, ())) != [v]:
+        return None
+    if tuple(tx.shape) != (1, tm.nbytes) or tx.dtype != tm.dtype or tx.quantization != tm.quantization:
+        return None
+    return view
+
+
+def _reading_the_map(graph: Graph, op: Operator) -> Operator:
+    """`op`, or a FULLY_CONNECTED reading through a flattening view: the same operator reading the map."""
+    view = flattening_view(graph, op)
+    if view is None:
+        return op
+    return replace(op, inputs=(view.inputs[0], *op.inputs[1:]))
 
 
 def _pool_sums(graph: Graph, op: Operator) -> int:
@@ -352,9 +388,11 @@ def _saving_stream(
     position: int,
     sched: RowSchedule,
     source: bool = False,
+    absorbed: tuple[int, ...] = (),
 ) -> Stream | None:
     """The Stream running `ops` over the streamed `tensors` with the loop's windows (`sched`), its
-    sink reading the last at input `position`; None when it saves nothing."""
+    sink reading the last at input `position` (through the `absorbed` views); None when it saves
+    nothing."""
     stream = Stream(
         tuple(ops),
         tensors,
@@ -365,6 +403,7 @@ def _saving_stream(
         source,
         _sums(graph, ops[-1]),
         _staged(graph, ops, tensors),
+        absorbed,
     )
     return stream if stream.saving > 0 else None
 
@@ -580,20 +619,24 @@ def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
     return min(low * in_row - (r + 1) * out_row for r, low in enumerate(later))
 
 
-def _stage(graph: Graph, ops: Sequence[Operator]) -> Stream | None:
+def _stage(graph: Graph, ops: Sequence[Operator], absorbed: tuple[int, ...] = ()) -> Stream | None:
     """The Stream running `ops` (topological, the last the sink), or None when it saves nothing."""
     tensors = tuple(op.outputs[0] for op in ops[:-1])
     sched = row_schedule(graph, ops)
     if sched is None:
         return None
     position = next((p for p, u in enumerate(ops[-1].inputs) if tensors and u == tensors[-1]), 0)
-    return _saving_stream(graph, ops, tensors, position, sched)
+    return _saving_stream(graph, ops, tensors, position, sched, absorbed=absorbed)
 
 
 def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) -> list[Stream]:
     """The stages ending at `sink`, grown backwards: a member's row input joins (its producer with
     it) when the producer is streamable and every reader of it is a member (or it is `shared`: a
-    two-pass stage's feature map, which the other pass computes again), up to MAX_CHAIN."""
+    two-pass stage's feature map, which the other pass computes again), up to MAX_CHAIN. A sink reading
+    its map through a flattening view (`flattening_view`) reads the map itself, the view absorbed."""
+    view = flattening_view(graph, sink)
+    sink = _reading_the_map(graph, sink)
+    absorbed = () if view is None else (view.index,)
     if not _streamable(graph, sink):
         return []
     start = frozenset([sink.index])
@@ -601,31 +644,32 @@ def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) 
     while todo:
         group = todo.pop()
         for v in group:
-            for u in row_inputs(graph, graph.operators[v]):
+            for u in row_inputs(graph, sink if v == sink.index else graph.operators[v]):
                 p = graph.producer.get(u)
                 if p is None or p in group or len(group) >= MAX_CHAIN or u in graph.outputs:
                     continue
                 if not _streamable(graph, graph.operators[p]) or row_sink(graph, graph.operators[p]):
                     continue
-                if not set(graph.consumers.get(u, ())) <= group and u not in shared:
+                if not set(graph.consumers.get(u, ())) <= group | set(absorbed) and u not in shared:
                     continue
                 grown = group | {p}
                 if grown not in seen:
                     seen.add(grown)
                     todo.append(grown)
-                    stream = _stage(graph, _topological(graph, grown))
+                    stream = _stage(graph, _topological(graph, grown, sink), absorbed)
                     if stream is not None:
                         found.append(stream)
     return found
 
 
-def _topological(graph: Graph, group: frozenset[int]) -> list[Operator]:
-    """The members in an order in which every member comes after the members it reads from."""
+def _topological(graph: Graph, group: frozenset[int], sink: Operator) -> list[Operator]:
+    """The members in an order in which every member comes after the members it reads from (`sink`
+    as given: perhaps reading its map past a flattening view)."""
     order: list[Operator] = []
     placed: set[int] = set()
     while len(order) < len(group):
         for v in sorted(group - placed):
-            op = graph.operators[v]
+            op = sink if v == sink.index else graph.operators[v]
             if all(graph.producer.get(u) not in group - placed for u in op.inputs if u >= 0):
                 order.append(op)
                 placed.add(v)
@@ -694,7 +738,8 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
 def members(stream: Stream) -> frozenset[int]:
     """The operators a chain runs, and -1 for the application's rows: no chain without the input as
     its head contains one with it."""
-    return frozenset(op.index for op in stream.operators) | ({-1} if stream.source else frozenset())
+    own = frozenset(op.index for op in stream.operators) | frozenset(stream.absorbed)
+    return own | ({-1} if stream.source else frozenset())
 
 
 def chain_shift(graph: Graph, stream: Stream) -> int | None:
@@ -812,8 +857,9 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
             f"are never whole, windows of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes:,} B) hold "
             "what the next operator still reads"
         )
-        removed = tuple(op.index for op in s.operators[:-1])
-        matches.append(Match("stream", c.index, op, removed, s.tensors, detail))
+        removed = tuple(op.index for op in s.operators[:-1]) + s.absorbed
+        views = tuple(graph.operators[v].outputs[0] for v in s.absorbed)  # read through by the sink
+        matches.append(Match("stream", c.index, op, removed, s.tensors + views, detail))
     fused = apply_matches(graph, matches)
     heads = {s.tensors[0] for s in streams if s.source}
     if not heads:
