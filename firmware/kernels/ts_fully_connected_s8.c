@@ -155,16 +155,15 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
     return TS_OK;
 }
 
-/* pair[0..1] = the dot products sum_{i < n} (w[i] + filter_offset) * (x[i] + input_offset) of x
- * with w0 and w1: the whole kernel's paths on part of the input row (Helium VMLADAV pairs, the DSP
- * pairs of fc_dot2, else the scalar loop). */
-static inline void fc_rows_pair(const ts_fully_connected_s8_params *p, const int8_t *x, const int8_t *w0,
-                         const int8_t *w1, int32_t n, int32_t *pair)
+/* pair[0..1] = the dot products sum_{i < n} (w[i] + fo) * (x[i] + io) of x with w0 and w1: the
+ * whole kernel's paths on part of the input row (`fast`: io and fo in [-128, 128]; Helium VMLADAV
+ * pairs, the DSP pairs of fc_dot2, else the scalar loop). */
+static inline void fc_rows_pair(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t io,
+                                int32_t fo, int fast, int32_t *pair)
 {
-    const int32_t io = p->input_offset, fo = p->filter_offset;
     int32_t i;
     pair[0] = pair[1] = 0;
-    if (TS_FC_GENERIC_ONLY || io < -128 || io > 128 || fo < -128 || fo > 128) {
+    if (!fast) {
         for (i = 0; i < n; ++i) {
             pair[0] += ((int32_t)w0[i] + fo) * ((int32_t)x[i] + io);
             pair[1] += ((int32_t)w1[i] + fo) * ((int32_t)x[i] + io);
@@ -183,12 +182,15 @@ static inline void fc_rows_pair(const ts_fully_connected_s8_params *p, const int
 }
 
 /* FULLY_CONNECTED by rows (ts_kernels.h): the int32 sums live in `sums` (any alignment: memcpy)
- * between calls; each pair of outputs adds its two dot products of this call's rows to them. */
+ * between calls; each pair of outputs adds its two dot products of this call's rows to them. The
+ * parameters are read into locals once (stores through the int8 sums may alias *p). */
 int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8_t *rows, int32_t first,
                                int32_t count, int32_t row_len, const int8_t *weights, const int32_t *bias,
                                int8_t *sums, int8_t *output)
 {
     const int32_t in_depth = p->in_depth, out_depth = p->out_depth, n = count * row_len;
+    const int32_t io = p->input_offset, fo = p->filter_offset;
+    const int fast = !TS_FC_GENERIC_ONLY && io >= -128 && io <= 128 && fo >= -128 && fo <= 128;
     const int8_t *const w = weights + (size_t)first * row_len;
     int32_t o, acc;
     if (p->batches != 1 || out_depth < 1 || row_len < 1 || in_depth % row_len != 0 || first < 0 || count < 1 ||
@@ -198,7 +200,7 @@ int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8
     for (o = 0; o < out_depth; o += 2) {
         const int32_t o1 = o + 1 < out_depth ? o + 1 : o;
         int32_t pair[2];
-        fc_rows_pair(p, rows, w + (size_t)o * in_depth, w + (size_t)o1 * in_depth, n, pair);
+        fc_rows_pair(rows, w + (size_t)o * in_depth, w + (size_t)o1 * in_depth, n, io, fo, fast, pair);
         if (first != 0) {
             memcpy(&acc, sums + (size_t)4 * o, sizeof acc);
             pair[0] = (int32_t)((uint32_t)pair[0] + (uint32_t)acc);
@@ -206,7 +208,7 @@ int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8
             pair[1] = (int32_t)((uint32_t)pair[1] + (uint32_t)acc);
         }
         memcpy(sums + (size_t)4 * o, &pair[0], sizeof acc);
-        memcpy(sums + (size_t)4 * o1, &pair[1], sizeof acc); /* o1 == o: the same sum, o's already */
+        memcpy(sums + (size_t)4 * o1, &pair[1], sizeof acc); /* o1 == o: the same sum stored again */
     }
     if (first + count == in_depth / row_len) {
         for (o = 0; o < out_depth; ++o) {
