@@ -43,6 +43,7 @@ from tinysched.memory.stream import (
     members,
     pass_bytes,
     stream_of,
+    tiled,
     two_pass,
 )
 from tinysched.memory.tensor import profile
@@ -756,9 +757,11 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         best = _stream_rounds(base, kernels, streams, best, [], whole_ledger, considered)
         if pairs:
             best = _two_pass_rounds(base, kernels, pairs, best, whole_ledger, considered, options)
+        if streams:
+            best = _tiles_then_streams(base, kernels, streams, best, whole_ledger, considered, options)
         if options.stream_input:
             streamed = (
-                _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered)
+                _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered, options)
                 if heads
                 else None
             )
@@ -939,14 +942,70 @@ TWO_PASS_ROUNDS = 4  # plans that add two-pass streams at the peak, each on top 
 
 
 def stream_macs_added(streams: Sequence[Stream], graph: Graph) -> list[int]:
-    """Per chain (in `streams`' order), the MACs of its operators an earlier chain runs too: a
-    two-pass stream's second pass computing the feature map's rows again."""
+    """Per chain (in `streams`' order), the MACs of its operators an earlier chain runs too (a
+    two-pass stream's second pass computing the feature map's rows again) and the halo columns its
+    column tiles compute again (`tile_macs_added`)."""
     seen: set[int] = set()
     added = []
     for s in streams:
-        added.append(sum(operator_macs(graph, op) for op in s.operators if op.index in seen))
+        twice = sum(operator_macs(graph, op) for op in s.operators if op.index in seen)
+        added.append(twice + tile_macs_added(graph, s))
         seen |= {op.index for op in s.operators}
     return added
+
+
+def tile_macs_added(graph: Graph, stream: Stream) -> int:
+    """The MACs a stage run over column tiles adds: per member, its MACs per output column times the
+    halo columns the tiles compute again (tinysched.memory.stream.ColumnTiles)."""
+    if stream.tiles is None:
+        return 0
+    added = 0
+    for j, op in enumerate(stream.operators):
+        width = int(graph.tensors[op.outputs[0]].shape[2])
+        added += operator_macs(graph, op) * (stream.tiles.computed_columns(j) - width) // width
+    return added
+
+
+TILE_ROUNDS = 3  # plans that run the stages at the peak over column tiles, each on top of the last kept
+
+
+def _tile_rounds(
+    base: Graph,
+    kernels: _KernelPlanner,
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+    options: PlanOptions,
+) -> _KernelPlan:
+    """Up to TILE_ROUNDS plans that run a stage at the peak over column tiles (issue 33 part 2):
+    per stage, each tile count whose halo MACs fit what --mac-budget leaves (fewest tiles first),
+    kept when it lowers the arena, a count with more tiles only when it lowers it further: the arena
+    saved against the MACs added."""
+    percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
+    cap = math.floor(total_macs(base) * percent / 100)
+    for done in range(TILE_ROUNDS):
+        chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+        spent = sum(stream_macs_added(chosen, base))
+        peak = best.peak_operators()
+        improved = False
+        for stage in chosen:
+            if stage.tiles is not None or not members(stage) & peak:
+                continue
+            for tiles in tiled(base, stage):
+                if spent + tile_macs_added(base, tiles) > cap:
+                    break  # more tiles add more halo
+                fused = fuse(base, [tiles if c is stage else c for c in chosen])
+                if not _fusable(fused):
+                    break
+                trial = kernels.plan(fused, ledger.part(2 * (TILE_ROUNDS - done)))
+                considered.append(trial)
+                if trial.arena.arena_bytes < best.arena.arena_bytes:
+                    best, improved = trial, True
+            if improved:
+                break
+        if not improved:
+            break
+    return best
 
 
 def _two_pass_rounds(
@@ -1022,6 +1081,7 @@ def _streamed_input_plan(
     whole: _KernelPlan,
     ledger: Budget,
     considered: list[_KernelPlan],
+    options: PlanOptions,
 ) -> _KernelPlan | None:
     """The smallest arena with the input streamed (--stream-input): each chain headed by the input
     planned with the chains of the whole-input plan `whole` it does not touch (half of `ledger`,
@@ -1038,7 +1098,74 @@ def _streamed_input_plan(
             best, chosen = trial, trying
     if best is None or chosen is None:
         return None
-    return _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+    best = _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+    return _tiles_then_streams(base, kernels, [*streams, *heads], best, ledger, considered, options)
+
+
+def _tiles_then_streams(
+    base: Graph,
+    kernels: _KernelPlanner,
+    found: Sequence[Stream],
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+    options: PlanOptions,
+) -> _KernelPlan:
+    """`_tile_rounds` on `best`, and while they lower the arena, `_stream_rounds` on the new peak
+    (column tiles shrink one stage's windows; the step the peak moves to may need a stage of its
+    own), at most TILE_ROUNDS times."""
+    for _ in range(TILE_ROUNDS):
+        tiled_plan = _tile_rounds(base, kernels, best, ledger, considered, options)
+        if tiled_plan is best:
+            break
+        grown = _grown_stages(base, kernels, found, tiled_plan, ledger, considered)
+        chosen = [s for op in grown.graph.operators if (s := stream_of(op)) is not None]
+        best = _stream_rounds(base, kernels, found, grown, chosen, ledger, considered)
+    return best
+
+
+GROWN_TRIES = 3  # per stage at the peak, the larger stages holding it tried, most bytes saved first
+
+
+def _grown_stages(
+    base: Graph,
+    kernels: _KernelPlanner,
+    found: Sequence[Stream],
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+) -> _KernelPlan:
+    """`best` with a stage at its peak replaced by a larger one holding it (cutting into no other
+    chosen stage), the one that lowers the arena most: once column tiles have lowered another stage,
+    the peak can be a stage that leaves an operand of the next ADD whole (`choose` scores its own
+    bytes as if that operand died there), which the stage through the ADD streams."""
+    chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+    peak = best.peak_operators()
+    for stage in chosen:
+        mine = members(stage)
+        if not mine & peak or stage.tiles is not None:
+            continue
+        larger = [
+            f
+            for f in found
+            if members(f) > mine
+            and all(members(c) <= members(f) or not members(c) & members(f) for c in chosen)
+        ]
+        smallest = best
+        for f in sorted(larger, key=lambda f: (-f.saving, f.consumer.index))[:GROWN_TRIES]:
+            trying = sorted(
+                [c for c in chosen if not members(c) <= members(f)] + [f], key=lambda c: c.consumer.index
+            )
+            fused = fuse(base, trying)
+            if not _fusable(fused):
+                continue
+            trial = kernels.plan(fused, ledger.part(2 * GROWN_TRIES))
+            considered.append(trial)
+            if trial.arena.arena_bytes < smallest.arena.arena_bytes:
+                smallest = trial
+        if smallest is not best:
+            return smallest
+    return best
 
 
 def _untouched(kept: Sequence[Stream], head: Stream) -> list[Stream]:
