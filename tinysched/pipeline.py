@@ -1135,37 +1135,45 @@ def _grown_stages(
     ledger: Budget,
     considered: list[_KernelPlan],
 ) -> _KernelPlan:
-    """`best` with a stage at its peak replaced by a larger one holding it (cutting into no other
-    chosen stage), the one that lowers the arena most: once column tiles have lowered another stage,
-    the peak can be a stage that leaves an operand of the next ADD whole (`choose` scores its own
-    bytes as if that operand died there), which the stage through the ADD streams."""
+    """`best` with stages at its peak replaced by larger ones holding them (cutting into no other
+    chosen stage), the choice that lowers the arena most: every stage at the peak grown by the
+    fewest operators at once (two blocks at the same peak), or one grown by GROWN_TRIES choices of
+    the most bytes saved. Once column tiles have lowered another stage, the peak can be a stage that
+    leaves an operand of the next ADD whole (`choose` scores its own bytes as if that operand died
+    there), which the stage through the ADD streams."""
     chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
     peak = best.peak_operators()
-    for stage in chosen:
+
+    def larger(stage: Stream) -> list[Stream]:
         mine = members(stage)
-        if not mine & peak or stage.tiles is not None:
-            continue
-        larger = [
+        return [
             f
             for f in found
             if members(f) > mine
             and all(members(c) <= members(f) or not members(c) & members(f) for c in chosen)
         ]
-        smallest = best
-        for f in sorted(larger, key=lambda f: (-f.saving, f.consumer.index))[:GROWN_TRIES]:
-            trying = sorted(
-                [c for c in chosen if not members(c) <= members(f)] + [f], key=lambda c: c.consumer.index
-            )
-            fused = fuse(base, trying)
-            if not _fusable(fused):
-                continue
-            trial = kernels.plan(fused, ledger.part(2 * GROWN_TRIES))
-            considered.append(trial)
-            if trial.arena.arena_bytes < smallest.arena.arena_bytes:
-                smallest = trial
-        if smallest is not best:
-            return smallest
-    return best
+
+    at_peak = [c for c in chosen if members(c) & peak and c.tiles is None]
+    tries: list[list[Stream]] = []
+    least = {
+        id(c): min(larger(c), key=lambda f: (len(f.operators), -f.saving), default=None) for c in at_peak
+    }
+    grown = [g for g in least.values() if g is not None]
+    if len(grown) > 1 and all(not members(a) & members(b) for a in grown for b in grown if a is not b):
+        tries.append([*[c for c in chosen if not any(members(c) <= members(g) for g in grown)], *grown])
+    for stage in at_peak:
+        for f in sorted(larger(stage), key=lambda f: (-f.saving, f.consumer.index))[:GROWN_TRIES]:
+            tries.append([c for c in chosen if not members(c) <= members(f)] + [f])
+    smallest = best
+    for trying in tries:
+        fused = fuse(base, sorted(trying, key=lambda c: c.consumer.index))
+        if not _fusable(fused):
+            continue
+        trial = kernels.plan(fused, ledger.part(2 * len(tries)))
+        considered.append(trial)
+        if trial.arena.arena_bytes < smallest.arena.arena_bytes:
+            smallest = trial
+    return smallest
 
 
 def _untouched(kept: Sequence[Stream], head: Stream) -> list[Stream]:
