@@ -178,16 +178,18 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     # iteration `row` leaves free (`output_room`), where one block fits in some iteration
     y = s.consumer.outputs[0]
     iterations = loop_rows(graph, s.consumer)  # the loop's rows: the sink's output's (a global pool: input's)
-    # (column tiles: their rows are a tile's, the default kernels run, every output row written per tile)
+    # (column tiles: each tile writes every output row, so no part of the output is free; a member
+    # takes the planned strip, or the windows this tile no longer reads, which the next tile fills
+    # again before reading them)
     tiled = s.tiles is not None
     room = (
         output_room(graph, s, ctx.offsets, sched)
         if ctx.offsets[y] % 4 == 0 and not s.sums and not tiled
         else []
     )
-    if (
-        strip_bytes and ctx.offsets[op.outputs[-1]] % 4 == 0 and not tiled
-    ):  # the planned strip where it is more
+    if tiled and ctx.offsets[y] % 4 == 0:
+        room = [(0, 0)] * iterations
+    if strip_bytes and ctx.offsets[op.outputs[-1]] % 4 == 0:  # the planned strip where it is more
         at = ctx.offsets[op.outputs[-1]] - ctx.offsets[y]
         room = [(at, strip_bytes) if strip_bytes > b else (a, b) for a, b in room] or [
             (at, strip_bytes)
@@ -507,6 +509,14 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         at = f"output + (size_t)row * {out_row_bytes}u + {c0 * out_row_bytes // int(graph.tensors[y].shape[2])}u"
         return [
             f"for (row = 0; row < {out_h}; ++row) {{",
+            *(
+                [
+                    f"    int8_t *const strip = output + {room_at}[row]; /* the planned strip */",
+                    f"    const int32_t room = {room_bytes}[row];",
+                ]
+                if shared
+                else []
+            ),
             *(f"    {line}" for line in operands(n, "row")),
             *(f"    {line}" for line in compute(n, "row", "1", at)),
             "}",
