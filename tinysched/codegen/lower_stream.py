@@ -398,6 +398,9 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             if u in index:
                 k = index[u]
                 source = f"w{k}, first{k}, next{k} - first{k}, {rbs[k]}u"
+            elif tiled:  # a 1x1 head in a tile: the tile's run of input row `row`, one row a call
+                at = f"{names[u]} + (size_t){row} * {row_bytes(u)}u + {head_shift[j]}u"
+                source = f"{at}, {row}, 1, {row_bytes(u)}u"
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
             args = with_args(j, {0: "rows", -1: out_at})
@@ -466,7 +469,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 "    next0 = hi0;",
                 "}",
             ]
-        if heads[k]:  # reading whole inputs only: all new rows in one call
+        if heads[k] and not tiled:  # reading whole inputs only: all new rows in one call
             return lines + [
                 f"if (next{k} < hi{k}) {{ /* rows [next{k}, hi{k}) of t{s.tensors[k]} */",
                 *(f"    {line}" for line in compute(k, f"next{k}", f"hi{k} - next{k}", out_at)),
@@ -493,6 +496,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     out_row_bytes = graph.tensors[y].nbytes // height(y)
     out_at = f"output + (size_t)row * {out_row_bytes}u"
     tile_source_shift = [0]  # with column tiles: the bytes before the tile's columns in an input row
+    head_shift: dict[int, int] = {}  # with column tiles: per 1x1 head (stage j), the same in its input
     sums = []  # a global-pool sink's int32 sums per channel, after the windows
     if s.sums:
         sums = [
@@ -578,7 +582,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             *tail,
         ]
     else:
-        body += _tile_loops(graph, s, parts, index, rbs, tile_source_shift, tail, loop)
+        body += _tile_loops(graph, s, parts, index, rbs, (tile_source_shift, head_shift), tail, loop)
     call.pre = ["{", *(f"    {line}" for line in body), "}"]
     call.parts = lowered
     names_text = "input rows -> " * s.source + " -> ".join(member.opcode for member in s.operators)
@@ -591,11 +595,13 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     )
 
 
-def _tile_loops(graph, s, parts, index, rbs, source_shift, tail, loop) -> list[str]:
+def _tile_loops(graph, s, parts, index, rbs, shifts, tail, loop) -> list[str]:
     """A stage over column tiles (tinysched.memory.stream.ColumnTiles): per tile, each member's
     parameters narrowed to its columns (in_w, out_w: its window's and its own; pad_left: where its
-    first output column's window starts in its window), the windows emptied, then the row loop
-    (`loop`, writing the sink's columns of each output row) with each window's rows a tile's."""
+    first output column's window starts in its window; a 1x1 head reading a whole input: its own
+    columns, from their first byte in the row), the windows emptied, then the row loop (`loop`,
+    writing the sink's columns of each output row) with each window's rows a tile's."""
+    source_shift, head_shift = shifts
     tiles = s.tiles
     assert tiles is not None
     lines: list[str] = []
@@ -610,8 +616,11 @@ def _tile_loops(graph, s, parts, index, rbs, source_shift, tail, loop) -> list[s
             part = parts[j]
             assert part is not None
             fields = dict(part.params)
-            lo_in, hi_in = tiles.tensors[t][index[member.inputs[0]]]
             lo_out, hi_out = tiles.members[t][i]
+            u = member.inputs[0]
+            lo_in, hi_in = tiles.tensors[t][index[u]] if u in index else (lo_out, hi_out)
+            if u not in index:  # a 1x1 head (stream.column_tiles)
+                head_shift[j] = lo_out * int(graph.tensors[u].shape[3])
             stride = int(fields["stride_w"])
             pad = int(fields["pad_left"]) + lo_in - lo_out * stride
             narrow.append(

@@ -995,8 +995,11 @@ def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
     index = {t: k for k, t in enumerate(tensors)}
     geometry = [column_window(graph, op) for op in ops]
     inputs = [row_inputs(graph, op) for op in ops]
-    if any(g is None for g in geometry) or any(u not in index for ins in inputs for u in ins):
+    if any(g is None for g in geometry):
         return None
+    for j, ins in enumerate(inputs):  # an outer input: read whole-width, so by a 1x1 head alone
+        if any(u not in index for u in ins) and not _pointwise_head(graph, ops[j], ins, index):
+            return None
     width = [int(graph.tensors[op.outputs[0]].shape[2]) for op in ops]
     tensor_width = [int(graph.tensors[t].shape[2]) for t in tensors]
     if count > width[-1]:
@@ -1013,6 +1016,8 @@ def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
             if mine is None or mine[1] <= mine[0]:
                 return None  # no reader in this tile reads the member's output
             for u in inputs[j]:
+                if u not in index:
+                    continue  # a 1x1 head's outer input: its row's columns [lo, hi) are the head's
                 k = index[u]
                 lo = max(mine[0] * g.stride - g.pad_top, 0)
                 hi = min((mine[1] - 1) * g.stride - g.pad_top + g.span, tensor_width[k])
@@ -1032,6 +1037,14 @@ def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
     tiles = ColumnTiles(tuple(member_tiles), tuple(tensor_tiles), slack)
     result = replace(stream, row_bytes=row_bytes, tiles=tiles, staged=0)
     return result if result.window_bytes < stream.window_bytes else None
+
+
+def _pointwise_head(graph: Graph, op: Operator, ins: Sequence[int], index: dict[int, int]) -> bool:
+    """A member reading only outer inputs through a 1x1 window of stride 1 without padding (an
+    expansion's 1x1 convolution): in a tile it reads one contiguous run of each input row, so it
+    runs one row per call at the run's first byte."""
+    one = RowWindow(1, 1, 0)
+    return all(u not in index for u in ins) and row_window(graph, op) == one == column_window(graph, op)
 
 
 def tiled(graph: Graph, stream: Stream) -> list[Stream]:
