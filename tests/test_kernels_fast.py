@@ -250,6 +250,8 @@ DSP_ONLY_MODELS = (
     "stream_pool_narrow",
     "stream_pad_rows",
     "max_pool_words",
+    "stream_column_tiles",
+    "stream_column_tiles_conv",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -327,6 +327,10 @@ class InputStreaming:
         )
 
 
+def _tiles_text(count: int) -> str:
+    return f" over {count} column tiles" if count > 1 else ""
+
+
 def _input_streaming(
     graph: Graph, whole: _KernelPlan, streamed: _KernelPlan | None, note: str | None
 ) -> InputStreaming:
@@ -540,6 +544,11 @@ class Planned:
                         # a pass of a two-pass stream; the second's MACs of the rows it computes again
                         "two_pass": id(chain) in twice,
                         "macs_added": added[id(chain)],
+                        # column tiles (1: whole rows) and the sink's output columns [lo, hi) of each
+                        "column_tiles": 1 if chain.tiles is None else chain.tiles.count,
+                        "tile_columns": []
+                        if chain.tiles is None
+                        else [list(t[-1]) for t in chain.tiles.members],
                     }
                 )
         return rows
@@ -579,7 +588,7 @@ class Planned:
             return None
         chains = ", ".join(
             f"{'input rows -> ' * r['input_rows']}{' -> '.join(map(str, r['model_ops']))} ({r['tensor_bytes']:,} B as windows of "
-            f"{r['window_bytes']:,} B)"
+            f"{r['window_bytes']:,} B{_tiles_text(r['column_tiles'])})"
             for r in rows
         )
         text = (

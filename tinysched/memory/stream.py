@@ -778,6 +778,12 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
             f"are never whole, windows of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes:,} B) hold "
             "what the next operator still reads"
         )
+        if s.tiles is not None:
+            edges = ", ".join(f"{lo}-{hi - 1}" for lo, hi in (t[-1] for t in s.tiles.members))
+            detail += (
+                f", over {s.tiles.count} column tiles of its output (columns {edges}), each window a tile's "
+                "columns, the halo columns computed again"
+            )
         removed = tuple(op.index for op in s.operators[:-1])
         matches.append(Match("stream", c.index, op, removed, s.tensors, detail))
     fused = apply_matches(graph, matches)
