@@ -996,6 +996,8 @@ def _tile_rounds(
     tiles only when it lowers it further: the arena saved against the MACs added."""
     percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
     cap = math.floor(total_macs(base) * percent / 100)
+    if percent == 0:
+        return best  # no stream may add work: not even a tiling without halo MACs (it reads rows again)
     for done in range(TILE_ROUNDS):
         chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
         spent = sum(stream_macs_added(chosen, base))
