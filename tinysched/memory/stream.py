@@ -24,6 +24,10 @@ windows), writing its output after the last row; the map before it is never whol
 A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
 input row r - top, padded, or a row of the padding value.
 
+A stage whose rows are too wide may run over column tiles (`column_tiles`, `ColumnTiles`): the loop
+once per tile of its sink's output columns, each window a tile's columns, the halo columns computed
+again (added MACs, limited by --mac-budget: tinysched.pipeline `_tile_rounds`).
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
