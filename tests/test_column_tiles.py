@@ -43,6 +43,15 @@ def _camera(b: ModelBuilder) -> None:
     b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))
 
 
+def _pool(b: ModelBuilder) -> None:
+    """The input's rows into a 1x1 head 8 -> 32, a 3x3 depthwise dilated 2 along the rows (a window
+    of 5 rows), and a 3x3 stride-2 SAME MAX_POOL_2D (padding left 1 over 71 columns)."""
+    x = b.input("x", (1, 12, 71, 8), zero_point=3)
+    t = b.conv2d(x, 32, (1, 1), activation="RELU", name="head")
+    t = b.depthwise_conv2d(t, (3, 3), padding="SAME", dilation=(1, 2), name="dw_dilated")
+    b.output(b.max_pool2d(t, (3, 3), (2, 2), padding="SAME", name="pool_s2"))
+
+
 def _wide_halo(b: ModelBuilder) -> None:
     """A 1x1 8 -> 64 into a 7x7 stride-2 SAME depthwise (padding left 2): two tiles of its 10
     output columns read the head's columns [0, 13) and [8, 20), 5 of its 20 computed again."""
@@ -104,11 +113,13 @@ def test_the_input_streamed_over_two_tiles_by_hand() -> None:
 
 @needs_gcc
 @pytest.mark.host
-@pytest.mark.parametrize("build", [_conv_sink, _camera], ids=["conv_sink", "input_rows"])
+@pytest.mark.parametrize("build", [_conv_sink, _camera, _pool], ids=["conv_sink", "input_rows", "pool"])
 def test_tiled_stages_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     """The host runner checks every pass over the input's rows comes in order, each row once."""
     path = saved_model(tmp_path / "model.tflite", build, seed=5)
-    planned = plan(parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=build is _camera))
+    planned = plan(
+        parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=build is not _conv_sink)
+    )
     assert _tiled(planned)
     result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
     assert result.mismatches == [] and result.outputs_match
@@ -124,12 +135,13 @@ def test_tiled_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
 
 
 @pytest.mark.qemu
-def test_input_rows_over_tiles_measured_equal_on_qemu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("build", [_camera, _pool], ids=["input_rows", "pool"])
+def test_input_rows_over_tiles_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     """The harness feeds the rows twice (a pass per tile) from its buffer outside the arena."""
     require("qemu")
     from tinysched.device.runner import measure_sources
 
-    path = saved_model(tmp_path / "model.tflite", _camera, seed=2)
+    path = saved_model(tmp_path / "model.tflite", build, seed=2)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=True))
     assert _tiled(planned)
     sources = write_sources(generate(planned), tmp_path / "gen")
