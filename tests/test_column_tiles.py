@@ -44,8 +44,9 @@ def _camera(b: ModelBuilder) -> None:
 
 
 def _pool(b: ModelBuilder) -> None:
-    """The input's rows into a 1x1 head 8 -> 32, a 3x3 depthwise dilated 2 along the rows (a window
-    of 5 rows), and a 3x3 stride-2 SAME MAX_POOL_2D (padding left 1 over 71 columns)."""
+    """The input's rows into a 1x1 head 8 -> 32, a 3x3 depthwise dilated 2 along the columns (a
+    window 5 columns wide, padding left 2), and a 3x3 stride-2 SAME MAX_POOL_2D (padding left 1
+    over 71 columns)."""
     x = b.input("x", (1, 12, 71, 8), zero_point=3)
     t = b.conv2d(x, 32, (1, 1), activation="RELU", name="head")
     t = b.depthwise_conv2d(t, (3, 3), padding="SAME", dilation=(1, 2), name="dw_dilated")

@@ -205,7 +205,9 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
- * p's only in their row fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_conv2d_s8's. */
+ * p's only in their row fields (in_h, out_h, pad_top) and, in a stage over column tiles, their
+ * column fields (in_w, out_w, pad_left): the checks read neither. Arithmetic and read/write order:
+ * ts_conv2d_s8's. */
 int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
 int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int32_t checks);
