@@ -108,6 +108,10 @@ def test_the_input_streamed_over_two_tiles_by_hand() -> None:
     assert planned.arena.arena_bytes == 4608 + 1536  # 6,912 B with the whole input
     assert planned.input_streaming.whole_input_arena_bytes == 6912
     assert planned.stream_macs()[0] == 2 * 12 * 24 * 27  # two columns of the convolution again
+    assert (
+        "column tiles computing their halo columns again: model operators 0 -> 1 -> 2 over 2 tiles (15,552)"
+        in (planned.stream_macs_summary())
+    )
     header = next(text for name, text in generate(planned).files.items() if name.endswith(".h"))
     assert "in 2 passes (one per column tile of the first stage)" in " ".join(header.split())
 

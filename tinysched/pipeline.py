@@ -508,17 +508,31 @@ class Planned:
         }
 
     def stream_macs_summary(self) -> str | None:
-        """One line on the MACs two-pass streams add (None: they add none)."""
+        """One line on the MACs two-pass streams and column tiles add (None: they add none)."""
         added, whole = self.stream_macs()
         if not added:
             return None
-        twice = [r for r, c in self._chains() if c in stream_macs_pairs([c for _, c in self._chains()])]
-        blocks = "; ".join(" -> ".join(map(str, self._stream_model_ops(r))) for r in twice)
+        chains = self._chains()
+        twice = [r for r, c in chains if c in stream_macs_pairs([c for _, c in chains])]
+        tiles = [(r, c) for r, c in chains if c.tiles is not None and tile_macs_added(self.graph, c)]
         budget = self.stream_macs_json()["mac_budget_percent"]
+        parts = []
+        if twice:
+            blocks = "; ".join(" -> ".join(map(str, self._stream_model_ops(r))) for r in twice)
+            parts.append(
+                "squeeze-excitation blocks streamed by two passes, their feature map's rows computed twice: "
+                f"model operators {blocks}"
+            )
+        if tiles:
+            stages = "; ".join(
+                f"{' -> '.join(map(str, self._stream_model_ops(r)))} over {c.tiles.count} tiles "
+                f"({tile_macs_added(self.graph, c):,})"
+                for r, c in tiles
+            )
+            parts.append(f"column tiles computing their halo columns again: model operators {stages}")
         return (
             f"{added:,} MACs added ({100 * added / whole:.1f}% of {whole:,}; --mac-budget {budget:g}%): "
-            f"squeeze-excitation blocks streamed by two passes, their feature map's rows computed twice: "
-            f"model operators {blocks}"
+            + "; ".join(parts)
         )
 
     def streams_json(self) -> list[dict[str, Any]]:
