@@ -670,6 +670,32 @@ def max_pool_words() -> bytes:
     return b.build()
 
 
+def stream_column_tiles() -> bytes:
+    """A stage whose rows are too wide, run over column tiles (tinysched.memory.stream.column_tiles):
+    a 1x1 head reading the whole input one row a call at its tile's columns (4 -> 24, input zero
+    point -5), each tile computing the halo columns the next reads, into a 3x3 stride-2 depthwise
+    with SAME padding (left 1: clipped in the first tile only); then a 3x3 CONV_2D and a 1x1 8 -> 6
+    (odd channels) unstreamed."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 10, 35, 4), zero_point=-5)
+    t = b.conv2d(x, 24, (1, 1), activation="RELU6", name="head_1x1_tiled")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", activation="RELU", name="dw_s2_pad_left")
+    t = b.conv2d(t, 8, (3, 3), (1, 1), "SAME", name="k3_after")
+    b.output(b.conv2d(t, 6, (1, 1), activation="RELU", name="pw_odd_out"))
+    return b.build()
+
+
+def stream_column_tiles_conv() -> bytes:
+    """Column tiles ending in a k x k CONV_2D: a 1x1 head 3 -> 32 (odd input channels, zero point
+    7) into a 3x3 stride-2 CONV_2D 32 -> 7 with SAME padding over 29 columns (left and right 1),
+    each tile's sink writing its columns of every output row."""
+    b = ModelBuilder(seed=51)
+    x = b.input("x", (1, 8, 29, 3), zero_point=7)
+    t = b.conv2d(x, 32, (1, 1), activation="RELU", name="head_1x1_3_to_32")
+    b.output(b.conv2d(t, 7, (3, 3), (2, 2), "SAME", activation="RELU6", name="k3_s2_tiled_sink"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -705,6 +731,8 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_fc_blocks": stream_fc_blocks,
     "stream_fc_single": stream_fc_single,
     "stream_fc_view": stream_fc_view,
+    "stream_column_tiles": stream_column_tiles,
+    "stream_column_tiles_conv": stream_column_tiles_conv,
     "layer_tables_helium": layer_tables_helium,
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,

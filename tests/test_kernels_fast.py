@@ -254,6 +254,8 @@ DSP_ONLY_MODELS = (
     "stream_fc_blocks",
     "stream_fc_single",
     "stream_fc_view",
+    "stream_column_tiles",
+    "stream_column_tiles_conv",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

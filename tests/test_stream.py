@@ -163,8 +163,9 @@ def test_expand_dw_arena_is_input_window_and_output() -> None:
     pair = plan(built_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
     assert pair.schedule.peak_bytes == 720 + 720 and pair.schedule.certified
     # the whole block streamed (one operator): the input, windows of 3 expanded rows and 1 depthwise
-    # row (840 B) and the project's 240 B output inside its input: 1,320 B
-    block = plan(built_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    # row (840 B) and the project's 240 B output inside its input: 1,320 B (whole rows: with MACs
+    # to add, column tiles lower it further, tests/test_column_tiles.py)
+    block = plan(built_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0, stream_mac_budget=0))
     assert [len(s.operators) for s in _streams(block)] == [3] and len(block.graph.operators) == 1
     assert block.schedule.peak_bytes == 480 + 840 and block.schedule.certified
 
@@ -209,7 +210,8 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
     path = tmp_path / "expand_dw.tflite"
     saved_model(path, _expand_dw, seed=0)
     out = tmp_path / "out"
-    assert main(["build", str(path), "--board", "host", "-o", str(out), "--no-report"]) == 0
+    build = ["build", str(path), "--board", "host", "-o", str(out), "--no-report", "--mac-budget", "0"]
+    assert main(build) == 0  # (no MACs to add: whole rows, no column tiles)
     printed = capsys.readouterr().out
     assert "streamed    1 chain(s) of operators run row by row" in printed
     assert "model operators 0 -> 1 -> 2 (3,600 B as windows of 840 B)" in printed
@@ -230,6 +232,8 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
             "bytes_saved_at_its_steps": 2880 + 720 - (720 + 120),
             "two_pass": False,  # one pass: every row computed once
             "macs_added": 0,
+            "column_tiles": 1,  # whole rows
+            "tile_columns": [],
         }
     ]
     speed = tmp_path / "speed"

@@ -205,7 +205,9 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
- * p's only in their row fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_conv2d_s8's. */
+ * p's only in their row fields (in_h, out_h, pad_top) and, in a stage over column tiles, their
+ * column fields (in_w, out_w, pad_left): the checks read neither. Arithmetic and read/write order:
+ * ts_conv2d_s8's. */
 int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
 int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int32_t checks);
@@ -1020,6 +1022,18 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
  * is never whole.
+ * A stage may run over column tiles of its sink's output (tinysched/memory/stream.py column_tiles):
+ * the loop above runs once per tile with every window emptied first, each member's parameters a
+ * copy with in_w, out_w and pad_left narrowed to the tile's columns (its window holds the columns
+ * [lo, hi) of the whole tensor, so pad_left = the whole's pad_left + lo - stride_w times its first
+ * output column; the kernel clips at in_w exactly where the whole tensor ends or where no window of
+ * the tile reaches), the halo columns computed again by the next tile; the sink writes each output
+ * row's tile columns (one row per call, so contiguous). A 1x1 head reading a whole input is called
+ * one row at a time at its tile's first byte of that row. Headed by the input, the stage asks
+ * read_rows for every row once per tile, one row per call, each whole into the window's room for
+ * one row after its tile rows, then moves the tile's columns down (memmove). Arithmetic: the
+ * kernels', unchanged. Read/write order: each tile writes every output row again, so the output
+ * shares no byte with any input the stage reads.
  * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_strip (the wide
  * path, a row's short end in quad blocks; quad blocks where a six-pixel block does not fit; else the
  * pair path with its fields in the strip) with its strip in the bytes iteration r

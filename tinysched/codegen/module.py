@@ -205,7 +205,9 @@ def _streamed_entry(graph: Graph, inputs: list[dict[str, Any]]) -> dict[str, Any
         "row_bytes": e["bytes"] // max(rows, 1),
         "whole": chain is None,
         "window_rows": rows if chain is None else chain.rows[0],
-        "window_bytes": e["bytes"] if chain is None else chain.rows[0] * chain.row_bytes[0],
+        "window_bytes": e["bytes"] if chain is None else chain.window_offset(1),
+        # passes over the rows: one per column tile of the chain they head (tinysched.memory.stream)
+        "passes": 1 if chain is None or chain.tiles is None else chain.tiles.count,
     }
 
 

@@ -27,6 +27,10 @@ before it is never whole.
 A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
 input row r - top, padded, or a row of the padding value.
 
+A stage whose rows are too wide may run over column tiles (`column_tiles`, `ColumnTiles`): the loop
+once per tile of its sink's output columns, each window a tile's columns, the halo columns computed
+again (added MACs, limited by --mac-budget: tinysched.pipeline `_tile_rounds`).
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
@@ -64,6 +68,10 @@ __all__ = [
     "loop_rows",
     "ROW_REDUCTIONS",
     "TwoPass",
+    "ColumnTiles",
+    "MAX_TILES",
+    "column_tiles",
+    "tiled",
     "broadcast_gate",
     "row_mean",
     "two_pass",
@@ -128,6 +136,7 @@ class Stream:
     # the flattening RESHAPEs the sink read its map through (`flattening_view`): the stage's sink reads
     # the map itself (a FULLY_CONNECTED flattens its input), and fusing removes them with the members
     absorbed: tuple[int, ...] = ()
+    tiles: ColumnTiles | None = None  # run over column tiles, `row_bytes` a tile's widest (`tiled`)
 
     @property
     def producer(self) -> Operator:
@@ -143,8 +152,10 @@ class Stream:
         return self.operators[-1]
 
     def window_offset(self, k: int) -> int:
-        """Where tensor k's window starts in the fused operator's scratch (windows end to end)."""
-        return sum(r * b for r, b in zip(self.rows[:k], self.row_bytes[:k], strict=True))
+        """Where tensor k's window starts in the fused operator's scratch (windows end to end; with
+        column tiles, the application's window has room for one whole row after its tile's rows)."""
+        slack = self.tiles.source_slack if self.tiles is not None and self.source and k > 0 else 0
+        return sum(r * b for r, b in zip(self.rows[:k], self.row_bytes[:k], strict=True)) + slack
 
     @property
     def sums_offset(self) -> int:
@@ -433,6 +444,8 @@ def staged_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
     """The members (positions in `stream.operators`) that run ts_conv2d_s8_staged on their one row
     (`_staged_bytes`): narrow 1x1 layers reading a streamed tensor (not heads: those compute
     several rows per call)."""
+    if stream.tiles is not None:
+        return ()  # a tile's rows are narrower: its 1x1 members run the default kernel
     tensors = set(stream.tensors)
     return tuple(
         k for k, op in enumerate(stream.operators) if _staged_bytes(graph, op) and op.inputs[0] in tensors
@@ -609,6 +622,8 @@ def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
     own reads of x in the row it writes: tinysched.memory.overlap adds its operator's D): output row
     r is written after every read of the rows its loop iteration makes and before those of the
     iterations after it, which start at the lowest row `row_schedule` names."""
+    if stream.tiles is not None:
+        return None  # each tile writes every output row again: the output shares no outer input's bytes
     sched = row_schedule(graph, stream.operators, stream.source)
     later = None if sched is None else dict(sched.later).get(x)
     y = graph.tensors[stream.consumer.outputs[0]]
@@ -857,6 +872,12 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
             f"are never whole, windows of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes:,} B) hold "
             "what the next operator still reads"
         )
+        if s.tiles is not None:
+            edges = ", ".join(f"{lo}-{hi - 1}" for lo, hi in (t[-1] for t in s.tiles.members))
+            detail += (
+                f", over {s.tiles.count} column tiles of its output (columns {edges}), each window a tile's "
+                "columns, the halo columns computed again"
+            )
         removed = tuple(op.index for op in s.operators[:-1]) + s.absorbed
         views = tuple(graph.operators[v].outputs[0] for v in s.absorbed)  # read through by the sink
         matches.append(Match("stream", c.index, op, removed, s.tensors + views, detail))
@@ -1011,3 +1032,123 @@ def pass_bytes(graph: Graph, stream: Stream) -> int:
         if shift is not None:
             shared = max(shared, min(graph.tensors[x].nbytes, y, y + shift))
     return sum(graph.tensors[u].nbytes for u in outer) + stream.window_bytes + y - shared
+
+
+# ---- column tiles: a stage whose rows are too wide (issue 33, part 2) --------------------------------
+#
+# A stage's windows hold whole rows: `rows[k]` rows of tensor k, each its full width. Where those
+# windows are the peak (mcunet_vww_int8's first stage: 3 rows of 40x48 and of 40x16 beside its
+# 20x20x16 output), the stage can run over column tiles instead, as MCUNetV2's patches do: the
+# loop over the rows runs once per tile, each tile computing a range of the sink's output columns.
+# Every member computes the columns of its output that its readers' column windows reach in that
+# tile (the halo of a k x k window, computed again by the neighbouring tile: added MACs, counted
+# and limited by --mac-budget), and each window holds a tile's columns only. The application's
+# rows (a stage headed by the input) are asked for once per tile, each whole, into room for one
+# row after the window's tile rows, their tile's columns then moved down.
+
+MAX_TILES = 4  # column tiles a stage may run over: each adds its members' halo columns again
+
+
+@dataclass(frozen=True)
+class ColumnTiles:
+    """The column tiles a stage runs over (`column_tiles`): per tile, the columns each member
+    computes and each streamed tensor's window holds (both [lo, hi) of the whole tensor's)."""
+
+    members: tuple[tuple[tuple[int, int], ...], ...]  # per tile, per member: its output columns
+    tensors: tuple[tuple[tuple[int, int], ...], ...]  # per tile, per streamed tensor: its columns held
+    source_slack: int = 0  # the application's window: a whole row's bytes less a tile row's (0: none)
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+    def computed_columns(self, j: int) -> int:
+        """Member j's output columns over all tiles (its output's width, plus the halo recomputed)."""
+        return sum(t[j][1] - t[j][0] for t in self.members)
+
+
+def column_window(graph: Graph, op: Operator) -> RowWindow | None:
+    """The column geometry of a tiled stage's member over its input (`RowWindow` across the
+    columns): a convolution's or pool's; None for the members a tile does not run yet (elementwise
+    ones, a global pool, a PAD, a row-wise MEAN)."""
+    if op.opcode not in WINDOWED or row_sink(graph, op) or row_window(graph, op) is None:
+        return None
+    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
+    kernel = _kernel_hw(graph, op)
+    assert x is not None and y is not None and kernel is not None  # row_window checked them
+    pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)
+    stride = int(op.options.get("stride_w", 1))
+    pooling = op.opcode in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+    dilation = 1 if pooling else int(op.options.get("dilation_wfactor", 1) or 1)
+    if pads is None or stride < 1 or dilation < 1 or pads[2] < 0:
+        return None
+    return RowWindow((kernel[1] - 1) * dilation + 1, stride, pads[2])
+
+
+def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
+    """`stream` run over `count` column tiles of its sink's output (as even as the width allows),
+    each window a tile's widest columns; None when a member cannot run on a column range (every
+    member must read only the stage's streamed tensors: an outer input's rows are whole-width), a
+    tile would compute nothing, or the windows are no smaller."""
+    if count < 2 or stream.sums or stream.tiles is not None:
+        return None
+    ops, tensors = stream.operators, stream.tensors
+    index = {t: k for k, t in enumerate(tensors)}
+    geometry = [column_window(graph, op) for op in ops]
+    inputs = [row_inputs(graph, op) for op in ops]
+    if any(g is None for g in geometry):
+        return None
+    for j, ins in enumerate(inputs):  # an outer input: read whole-width, so by a 1x1 head alone
+        if any(u not in index for u in ins) and not _pointwise_head(graph, ops[j], ins, index):
+            return None
+    width = [int(graph.tensors[op.outputs[0]].shape[2]) for op in ops]
+    tensor_width = [int(graph.tensors[t].shape[2]) for t in tensors]
+    if count > width[-1]:
+        return None
+    producer = {t: j for j, op in enumerate(ops) for t in op.outputs}
+    member_tiles, tensor_tiles = [], []
+    for tile in range(count):
+        cols: list[tuple[int, int] | None] = [None] * len(ops)
+        held: list[tuple[int, int] | None] = [None] * len(tensors)
+        cols[-1] = (tile * width[-1] // count, (tile + 1) * width[-1] // count)
+        for j in reversed(range(len(ops))):
+            mine, g = cols[j], geometry[j]
+            assert g is not None
+            if mine is None or mine[1] <= mine[0]:
+                return None  # no reader in this tile reads the member's output
+            for u in inputs[j]:
+                if u not in index:
+                    continue  # a 1x1 head's outer input: its row's columns [lo, hi) are the head's
+                k = index[u]
+                lo = max(mine[0] * g.stride - g.pad_top, 0)
+                hi = min((mine[1] - 1) * g.stride - g.pad_top + g.span, tensor_width[k])
+                was = held[k]
+                held[k] = (lo, hi) if was is None else (min(lo, was[0]), max(hi, was[1]))
+                if u in producer:
+                    cols[producer[u]] = held[k]
+        if any(h is None or h[1] <= h[0] for h in held):
+            return None
+        member_tiles.append(tuple(c for c in cols if c is not None))
+        tensor_tiles.append(tuple(h for h in held if h is not None))
+    channels = [int(graph.tensors[t].shape[3]) for t in tensors]
+    row_bytes = tuple(
+        max(hi - lo for lo, hi in (t[k] for t in tensor_tiles)) * channels[k] for k in range(len(tensors))
+    )
+    slack = tensor_width[0] * channels[0] - row_bytes[0] if stream.source else 0
+    tiles = ColumnTiles(tuple(member_tiles), tuple(tensor_tiles), slack)
+    result = replace(stream, row_bytes=row_bytes, tiles=tiles, staged=0)
+    return result if result.window_bytes < stream.window_bytes else None
+
+
+def _pointwise_head(graph: Graph, op: Operator, ins: Sequence[int], index: dict[int, int]) -> bool:
+    """A member reading only outer inputs through a 1x1 window of stride 1 without padding (an
+    expansion's 1x1 convolution): in a tile it reads one contiguous run of each input row, so it
+    runs one row per call at the run's first byte."""
+    one = RowWindow(1, 1, 0)
+    return all(u not in index for u in ins) and row_window(graph, op) == one == column_window(graph, op)
+
+
+def tiled(graph: Graph, stream: Stream) -> list[Stream]:
+    """`stream` over 2 to MAX_TILES column tiles, each where it makes the windows smaller."""
+    found = (column_tiles(graph, stream, n) for n in range(2, MAX_TILES + 1))
+    return [s for s in found if s is not None]
