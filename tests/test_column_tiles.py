@@ -99,7 +99,12 @@ def test_the_input_streamed_over_two_tiles_by_hand() -> None:
     """Tiles 0-11 and 12-23 of the 24 output columns read input columns [0, 27) and [22, 48): the
     input's window is 3 rows of 27 x 3 B and room for one whole row (63 B more), the convolution's 3
     rows of 13 x 24 B, the depthwise's one of 12 x 24 B: 1,530 B beside the 4,608 B output."""
-    planned = plan(built_graph(_camera, seed=4), PlanOptions(time_limit=2.0, stream_input=True))
+    one_pass = plan(built_graph(_camera, seed=4), PlanOptions(time_limit=2.0, stream_input=True))
+    assert not _tiled(one_pass)  # by default the application hands the rows over once
+    assert one_pass.arena.arena_bytes > 4608 + 1536
+    planned = plan(
+        built_graph(_camera, seed=4), PlanOptions(time_limit=2.0, stream_input=True, input_passes=2)
+    )
     (s,) = _tiled(planned)
     assert s.source and s.tiles.count == 2
     assert [t[0] for t in s.tiles.tensors] == [(0, 27), (22, 48)]
@@ -123,7 +128,8 @@ def test_tiled_stages_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     """The host runner checks every pass over the input's rows comes in order, each row once."""
     path = saved_model(tmp_path / "model.tflite", build, seed=5)
     planned = plan(
-        parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=build is not _conv_sink)
+        parse_model(path.read_bytes()),
+        PlanOptions(time_limit=2.0, stream_input=build is not _conv_sink, input_passes=2),
     )
     assert _tiled(planned)
     result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
@@ -147,7 +153,9 @@ def test_input_rows_over_tiles_measured_equal_on_qemu(build, tmp_path: Path) -> 
     from tinysched.device.runner import measure_sources
 
     path = saved_model(tmp_path / "model.tflite", build, seed=2)
-    planned = plan(parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=True))
+    planned = plan(
+        parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=True, input_passes=2)
+    )
     assert _tiled(planned)
     sources = write_sources(generate(planned), tmp_path / "gen")
     sets = [list(s) for s in reference.random_inputs(path, 4, 2)]
@@ -173,7 +181,9 @@ CORES = {
 def test_tiled_module_compiles_strict_for_four_cores_and_three_levels(build, tmp_path: Path) -> None:
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc is not installed")
-    planned = plan(built_graph(build, seed=5), PlanOptions(time_limit=2.0, stream_input=build is _camera))
+    planned = plan(
+        built_graph(build, seed=5), PlanOptions(time_limit=2.0, stream_input=build is _camera, input_passes=2)
+    )
     assert _tiled(planned)
     module = generate(planned)
     sources = write_sources(module, tmp_path / "gen")
@@ -237,3 +247,24 @@ def test_random_tiled_geometries_bit_exact_on_the_host(tmp_path: Path, monkeypat
         if checked == 8:
             break
     assert checked == 8
+
+
+def test_input_passes_out_of_range_is_one_line(capsys) -> None:
+    from tinysched.cli import main
+
+    assert main(["plan", "missing.tflite", "--stream-input", "--input-passes", "0"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--input-passes must be a whole number from 1 to 4, got 0" in err
+
+
+def test_mcunet_input_streamed_once_and_twice() -> None:
+    """One pass (the default: a camera's frame) keeps the first stage whole-width; two let it run over
+    two column tiles, and the stage at the new peak grows through its residual block."""
+    from conftest import shared_model
+
+    path = shared_model("mcunet_vww_int8")
+    graph = parse_model(path.read_bytes())
+    once = plan(graph, PlanOptions(io="int8", stream_input=True))
+    twice = plan(graph, PlanOptions(io="int8", stream_input=True, input_passes=2))
+    assert not _tiled(once) and once.arena.arena_bytes == 16_720
+    assert [s.tiles.count for s in _tiled(twice)] == [2] and twice.arena.arena_bytes == 13_200

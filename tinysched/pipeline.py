@@ -67,6 +67,7 @@ DEFAULT_MEMORY_MODEL = "refined"  # --memory-model tensor gives the tensor model
 # the share (%) of one inference's MACs the two-pass streams (tinysched.memory.stream.TwoPass) may
 # add by computing a squeeze-excitation block's rows twice, unless --mac-budget says otherwise
 DEFAULT_STREAM_MAC_BUDGET = 10.0
+MAX_INPUT_PASSES = 4  # --input-passes: column tiles of a stage run 2 to 4
 MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
 
 
@@ -94,6 +95,10 @@ class PlanOptions:
     # --stream-input: the application hands the input's rows to `<prefix>_invoke_streamed` and the
     # first operators take them through a window (tinysched.memory.stream.input_chains)
     stream_input: bool = False
+    # --input-passes: how many times the application can hand over the input's rows (a camera or a
+    # microphone delivers them once; a frame buffer or a sensor that reads out again, more): a first
+    # stage over column tiles asks for them once per tile
+    input_passes: int = 1
     # --mac-budget without --recompute: the share (%) of one inference's MACs that two-pass streams
     # may add (None: DEFAULT_STREAM_MAC_BUDGET; 0: none streams)
     stream_mac_budget: float | None = None
@@ -127,6 +132,10 @@ class PlanOptions:
         if not 0 <= self.time_limit < math.inf:
             raise TinyschedError(
                 f"--time-limit must be a non-negative number of seconds, got {self.time_limit}"
+            )
+        if not 1 <= self.input_passes <= MAX_INPUT_PASSES:
+            raise TinyschedError(
+                f"--input-passes must be a whole number from 1 to {MAX_INPUT_PASSES}, got {self.input_passes}"
             )
         if self.stream_input and not self.streams_allowed:
             asked = (
@@ -1022,6 +1031,8 @@ def _tile_rounds(
                 continue
             own = sum(operator_macs(base, op) for op in stage.operators)
             for tiles in tiled(base, stage):
+                if stage.source and tiles.tiles is not None and tiles.tiles.count > options.input_passes:
+                    break  # the application's rows asked for once per tile: more than it can give
                 halo = tile_macs_added(base, tiles)
                 if spent + halo > cap or 100 * halo > TILE_HALO_PERCENT * own:
                     break  # more tiles add more halo
@@ -1390,6 +1401,15 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             "says why when the input must stay whole (docs/integration.md)",
         )
         parser.add_argument(
+            "--input-passes",
+            type=int,
+            default=1,
+            metavar="N",
+            help="with --stream-input: how many times the application can hand over the input's rows "
+            "(default 1: a camera or microphone delivers them once); with more, the first stage may run "
+            "over up to N column tiles, the rows asked for once per tile (docs/integration.md, Passes)",
+        )
+        parser.add_argument(
             "--no-rewrite",
             action="store_true",
             help="plan the graph as converted: no dilated-convolution rewrite, no PAD fusion",
@@ -1461,6 +1481,7 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         arena_budget=getattr(args, "arena_budget", None),
         core=core_of_args(args),
         stream_input=getattr(args, "stream_input", False),
+        input_passes=getattr(args, "input_passes", 1),
         stream_mac_budget=getattr(args, "mac_budget", None) if request is None else None,
     )
 
