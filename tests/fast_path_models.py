@@ -558,6 +558,58 @@ def stream_rows_checked() -> bytes:
     return b.build()
 
 
+def stream_fc_rows() -> bytes:
+    """tflm_micro_speech in small: a depthwise 4x3 strides 1, 2 SAME over one channel into 5 (depth
+    multiplier 5: a channel tail) streamed into a FULLY_CONNECTED reading its 15x6x5 map flattened
+    (tinysched.memory.stream.row_dense): each row of 30 bytes (seven words and a tail of two; a
+    vector and a predicated 14 on Helium) added into 7 int32 sums (three pairs and an odd last unit),
+    RELU after it, input zero point -3."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 15, 12, 1), zero_point=-3)
+    t = b.depthwise_conv2d(x, (4, 3), (1, 2), "SAME", depth_multiplier=5, activation="RELU", name="dw_m5")
+    b.output(b.fully_connected(t, 7, activation="RELU", flatten=True, name="fc_rows_7"))
+    return b.build()
+
+
+def stream_fc_blocks() -> bytes:
+    """A FULLY_CONNECTED sink after a conv -> depthwise -> 1x1 stage: 37 output units per channel
+    (blocks of 16, 16 and 5 sums; RELU6) over a 10x7x9 map read by rows of 63 bytes (odd: the
+    byte tail), the stage's head a 3x3 over 4 channels into 12, input zero point 11."""
+    b = ModelBuilder(seed=51)
+    x = b.input("x", (1, 10, 7, 4), zero_point=11)
+    t = b.conv2d(x, 12, (3, 3), activation="RELU", name="head_12")
+    t = b.depthwise_conv2d(t, (3, 3), name="dw_12")
+    t = b.conv2d(t, 9, (1, 1), activation="RELU", name="pw_9")
+    b.output(b.fully_connected(t, 37, "RELU6", per_channel=True, flatten=True, name="fc_rows_37_per_channel"))
+    return b.build()
+
+
+def stream_fc_single() -> bytes:
+    """A FULLY_CONNECTED sink of one output unit without a bias (NULL) after a 3x3 convolution into
+    16 channels: rows of 128 bytes (whole words, whole vectors), input zero point -128."""
+    b = ModelBuilder(seed=52)
+    x = b.input("x", (1, 8, 8, 8), zero_point=-128)
+    t = b.conv2d(x, 16, (3, 3), activation="RELU", name="conv_16")
+    b.output(b.fully_connected(t, 1, use_bias=False, flatten=True, name="fc_rows_1_no_bias"))
+    return b.build()
+
+
+def stream_fc_view() -> bytes:
+    """arm_har_cnn in small: a 2x2 VALID convolution over one channel into 24 and a 2x2 stride-2
+    MAX_POOL_2D (9x1x24), flattened by a RESHAPE into a FULLY_CONNECTED of 10 units per tensor (the
+    stage absorbs the view: tinysched.memory.stream.flattening_view; rows of 24 bytes, whole words,
+    a predicated vector on Helium), then a FULLY_CONNECTED of 3 run whole; input zero point 7."""
+    b = ModelBuilder(seed=53)
+    x = b.input("x", (1, 20, 3, 1), zero_point=7)
+    t = b.conv2d(x, 24, (2, 2), padding="VALID", activation="RELU", name="conv_2x2")
+    t = b.max_pool2d(t, (2, 2), (2, 2), "VALID", name="pool_2x2")
+    f = b.fully_connected(
+        b.reshape(t, (1, 216), name="flatten"), 10, activation="RELU", per_channel=False, name="fc_view_10"
+    )
+    b.output(b.fully_connected(f, 3, name="fc_whole_3"))
+    return b.build()
+
+
 def layer_tables_helium() -> bytes:
     """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
     input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
@@ -656,6 +708,32 @@ def max_pool_words() -> bytes:
     return b.build()
 
 
+def stream_column_tiles() -> bytes:
+    """A stage whose rows are too wide, run over column tiles (tinysched.memory.stream.column_tiles):
+    a 1x1 head reading the whole input one row a call at its tile's columns (4 -> 24, input zero
+    point -5), each tile computing the halo columns the next reads, into a 3x3 stride-2 depthwise
+    with SAME padding (left 1: clipped in the first tile only); then a 3x3 CONV_2D and a 1x1 8 -> 6
+    (odd channels) unstreamed."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 10, 35, 4), zero_point=-5)
+    t = b.conv2d(x, 24, (1, 1), activation="RELU6", name="head_1x1_tiled")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", activation="RELU", name="dw_s2_pad_left")
+    t = b.conv2d(t, 8, (3, 3), (1, 1), "SAME", name="k3_after")
+    b.output(b.conv2d(t, 6, (1, 1), activation="RELU", name="pw_odd_out"))
+    return b.build()
+
+
+def stream_column_tiles_conv() -> bytes:
+    """Column tiles ending in a k x k CONV_2D: a 1x1 head 3 -> 32 (odd input channels, zero point
+    7) into a 3x3 stride-2 CONV_2D 32 -> 7 with SAME padding over 29 columns (left and right 1),
+    each tile's sink writing its columns of every output row."""
+    b = ModelBuilder(seed=51)
+    x = b.input("x", (1, 8, 29, 3), zero_point=7)
+    t = b.conv2d(x, 32, (1, 1), activation="RELU", name="head_1x1_3_to_32")
+    b.output(b.conv2d(t, 7, (3, 3), (2, 2), "SAME", activation="RELU6", name="k3_s2_tiled_sink"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -689,6 +767,12 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_pad_rows": stream_pad_rows,
     "conv_quads_few": conv_quads_few,
     "stream_rows_checked": stream_rows_checked,
+    "stream_fc_rows": stream_fc_rows,
+    "stream_fc_blocks": stream_fc_blocks,
+    "stream_fc_single": stream_fc_single,
+    "stream_fc_view": stream_fc_view,
+    "stream_column_tiles": stream_column_tiles,
+    "stream_column_tiles_conv": stream_column_tiles_conv,
     "layer_tables_helium": layer_tables_helium,
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,

@@ -252,6 +252,12 @@ DSP_ONLY_MODELS = (
     "max_pool_words",
     "conv_quads_few",
     "stream_rows_checked",
+    "stream_fc_rows",
+    "stream_fc_blocks",
+    "stream_fc_single",
+    "stream_fc_view",
+    "stream_column_tiles",
+    "stream_column_tiles_conv",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import shared_model
 from helpers import (
     built_graph,
     generate_for_measure,
@@ -26,8 +27,13 @@ from tinysched.memory.stream import (
     STREAM_OPCODE,
     candidates,
     chain_shift,
+    flattening_view,
+    fuse,
+    members,
+    row_dense,
     row_pad,
     row_schedule,
+    row_sink,
     staged_members,
     stream_of,
     stream_shift,
@@ -157,8 +163,9 @@ def test_expand_dw_arena_is_input_window_and_output() -> None:
     pair = plan(built_graph(_expand_dw_pair), PlanOptions(alignment=1, time_limit=2.0))
     assert pair.schedule.peak_bytes == 720 + 720 and pair.schedule.certified
     # the whole block streamed (one operator): the input, windows of 3 expanded rows and 1 depthwise
-    # row (840 B) and the project's 240 B output inside its input: 1,320 B
-    block = plan(built_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0))
+    # row (840 B) and the project's 240 B output inside its input: 1,320 B (whole rows: with MACs
+    # to add, column tiles lower it further, tests/test_column_tiles.py)
+    block = plan(built_graph(_expand_dw), PlanOptions(alignment=1, time_limit=2.0, stream_mac_budget=0))
     assert [len(s.operators) for s in _streams(block)] == [3] and len(block.graph.operators) == 1
     assert block.schedule.peak_bytes == 480 + 840 and block.schedule.certified
 
@@ -203,7 +210,8 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
     path = tmp_path / "expand_dw.tflite"
     saved_model(path, _expand_dw, seed=0)
     out = tmp_path / "out"
-    assert main(["build", str(path), "--board", "host", "-o", str(out), "--no-report"]) == 0
+    build = ["build", str(path), "--board", "host", "-o", str(out), "--no-report", "--mac-budget", "0"]
+    assert main(build) == 0  # (no MACs to add: whole rows, no column tiles)
     printed = capsys.readouterr().out
     assert "streamed    1 chain(s) of operators run row by row" in printed
     assert "model operators 0 -> 1 -> 2 (3,600 B as windows of 840 B)" in printed
@@ -224,6 +232,8 @@ def test_build_says_which_chains_stream(tmp_path: Path, capsys) -> None:
             "bytes_saved_at_its_steps": 2880 + 720 - (720 + 120),
             "two_pass": False,  # one pass: every row computed once
             "macs_added": 0,
+            "column_tiles": 1,  # whole rows
+            "tile_columns": [],
         }
     ]
     speed = tmp_path / "speed"
@@ -768,6 +778,149 @@ def test_global_pool_stage_headed_by_the_input_bit_exact_on_the_host(tmp_path: P
     # under UBSan with the sums at any byte offset (the kernel reads them by memcpy)
     result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
     assert result.mismatches == [] and result.outputs_match
+
+
+# ---- a FULLY_CONNECTED reading the flattened map as a stage's sink --------------------------------
+
+
+def _dw_fc(b: ModelBuilder) -> None:
+    """tflm_micro_speech in small: a depthwise 3x3 stride 2 over one channel into 8 (depth multiplier
+    8), its 6x5x8 map read flattened by a FULLY_CONNECTED of 4 units, then a SOFTMAX."""
+    x = b.input("x", (1, 12, 10, 1))  # 120 B
+    t = b.depthwise_conv2d(x, (3, 3), (2, 2), depth_multiplier=8, activation="RELU", name="dw")  # 240 B
+    f = b.fully_connected(t, 4, flatten=True, name="fc")
+    b.output(b.softmax(f))
+
+
+def test_a_fully_connected_ends_a_stage_with_its_sums() -> None:
+    g = built_graph(_dw_fc)
+    assert row_sink(g, g.operators[1]) == 4 and row_dense(g, g.operators[1])
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    assert list(found) == [(0, 1)]  # the FULLY_CONNECTED only ends a stage
+    whole = found[(0, 1)]
+    # one row of the depthwise's output (5 x 8 = 40 B) for the FULLY_CONNECTED, which adds it to its 4
+    # int32 sums (16 B, right after the window) as it arrives: 56 B for the 240 B map
+    assert (whole.rows, whole.sums, whole.sums_offset, whole.window_bytes) == ((1,), 4, 40, 56)
+    sched = row_schedule(g, whole.operators)
+    assert sched is not None and sched.ends == (6,)  # one loop turn per row of the map
+    assert stream_shift(g, whole, g.inputs[0]) is None  # the 4 output bytes share nothing
+
+
+def test_fully_connected_stage_plans_below_the_whole_map() -> None:
+    g = built_graph(_dw_fc)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    tensor = plan(g, PlanOptions(alignment=1, time_limit=2.0, memory_model="tensor"))
+    # the stage's step: the input (120 B), the window and sums (56 B), the 4 output bytes: 180 B;
+    # with whole tensors the depthwise's step holds the input and the map: 360 B
+    assert [[op.index for op in s.operators] for s in _streams(planned)] == [[0, 1]]
+    assert (tensor.arena.arena_bytes, planned.arena.arena_bytes) == (120 + 240, 120 + 56 + 4)
+    assert planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_fully_connected_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "dwfc.tflite", _dw_fc, seed=5)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    assert [len(s.operators) for s in _streams(planned)] == [2]
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_fully_connected_s8_rows(&p1, " in c_source and ", row, 1, 40, " in c_source
+    # under UBSan with the sums at byte offset 40 + 120 (the kernel reads them by memcpy)
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+def test_micro_speech_streams_its_depthwise_into_the_fully_connected() -> None:
+    g = parse_model(shared_model("tflm_micro_speech_int8").read_bytes())
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    (stage,) = _streams(planned)
+    # 49x40x1 -> DEPTHWISE_CONV_2D 10x8 stride 2 -> 25x20x8 (4,000 B) -> FULLY_CONNECTED 4000 -> 4: the
+    # map is never whole; the step holds the input (1,960 B, 1,968 aligned), one row of the map (160 B)
+    # and the 4 sums (16 B), and the 4 output bytes (16 aligned): 2,160 B against 4,192 B with whole maps
+    assert [op.opcode for op in stage.operators] == ["DEPTHWISE_CONV_2D", "FULLY_CONNECTED"]
+    assert (stage.rows, stage.row_bytes, stage.sums, stage.window_bytes) == ((1,), (160,), 4, 176)
+    assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (2_160, 4_192)
+    check_plan(planned.graph, planned.arena)
+
+
+@pytest.mark.qemu
+def test_micro_speech_fully_connected_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    gen = generate_for_measure(shared_model("tflm_micro_speech_int8"), tmp_path / "gen", 2)
+    assert "ts_fully_connected_s8_rows(" in model_c_text(gen)
+    assert gen.arena_bytes_planned == 2_160
+    result = measured_equal_on_qemu(gen, tmp_path / "qemu")
+    assert result.steps_compared > 0 and result.steps_differing == []  # every step against TFLite's
+
+
+def _conv_pool_flatten_fc(b: ModelBuilder) -> None:
+    """arm_har_cnn in small: a 2x2 convolution and a 2x2 stride-2 max pool, flattened by a RESHAPE
+    into a FULLY_CONNECTED of 6 units."""
+    x = b.input("x", (1, 12, 3, 1))  # 36 B
+    t = b.conv2d(x, 32, (2, 2), padding="VALID", activation="RELU", name="conv")  # 11x2x32: 704 B
+    t = b.max_pool2d(t, (2, 2), (2, 2), "VALID", name="pool")  # 5x1x32: 160 B
+    b.output(b.fully_connected(b.reshape(t, (1, 160), name="flatten"), 6, name="fc"))
+
+
+def test_a_flattening_view_is_absorbed_by_the_fully_connected_sink() -> None:
+    g = built_graph(_conv_pool_flatten_fc)
+    fc = g.operators[3]
+    view = flattening_view(g, fc)
+    assert view is not None and view.index == 2 and row_sink(g, fc) == 0  # as stored, it reads the view
+    found = {tuple(op.index for op in s.operators): s for s in candidates(g)}
+    whole = found[(0, 1, 3)]
+    # the sink reads the pool's rows itself: two conv rows for the 2x2 pool (2 x 64 B), one pool row
+    # (32 B), then 6 int32 sums (24 B): 184 B of scratch for 704 + 160 B of maps
+    assert whole.operators[-1].inputs[0] == g.operators[1].outputs[0] and whole.absorbed == (2,)
+    assert (whole.rows, whole.sums, whole.window_bytes) == ((2, 1), 6, 184)
+    assert members(whole) == {0, 1, 2, 3}
+    fused = fuse(g, [whole])
+    assert [op.opcode for op in fused.graph.operators] == [STREAM_OPCODE]  # the RESHAPE goes with it
+    assert fused.graph.operators[0].inputs == (g.inputs[0],) + tuple(
+        u for u in (*g.operators[0].inputs[1:], *fc.inputs[1:]) if u >= 0
+    )
+    assert fused.rewrites[0].sources == (3, 0, 1, 2)
+
+
+@needs_gcc
+@pytest.mark.host
+def test_flattening_view_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
+    path = saved_model(tmp_path / "flat.tflite", _conv_pool_flatten_fc, seed=7)
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    (stage,) = _streams(planned)
+    assert stage.absorbed == (2,)
+    # the input (36 B), the scratch (184 B) and the 6 output bytes; streaming the pool's map whole
+    # instead holds it (160 B) beside the input and the conv's two rows: 36 + 128 + 160 - 36 (the pool's
+    # output over the dying input)
+    assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (36 + 184 + 6, 704 + 36)
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert "ts_fully_connected_s8_rows(&p2, " in c_source and ", row, 1, 32, " in c_source
+    result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match
+
+
+def test_har_streams_its_first_layer_into_the_fully_connected() -> None:
+    g = parse_model(shared_model("arm_har_cnn_int8").read_bytes())
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    (stage,) = _streams(planned)
+    # CONV_2D 2x2 -> 89x2x128 -> MAX_POOL_2D 2x2/2 -> 44x1x128 -> RESHAPE [1, 5632] -> FULLY_CONNECTED
+    # 5632 -> 128: windows of two conv rows (512 B) and one pool row (128 B), 128 sums (512 B); the
+    # step holds them, the 270 B input (272 aligned) and the 128 output bytes: 1,552 B against 22,928 B
+    # with no stream (and 6,160 B streaming CONV_2D -> MAX_POOL_2D alone, the pool's 5,632 B map whole)
+    assert [op.opcode for op in stage.operators] == ["CONV_2D", "MAX_POOL_2D", "FULLY_CONNECTED"]
+    assert (stage.rows, stage.sums, stage.window_bytes, stage.absorbed) == ((2, 1), 128, 1_152, (2,))
+    assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (1_552, 22_928)
+    check_plan(planned.graph, planned.arena)
+
+
+@pytest.mark.qemu
+def test_har_fully_connected_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    gen = generate_for_measure(shared_model("arm_har_cnn_int8"), tmp_path / "gen", 2)
+    assert "ts_fully_connected_s8_rows(" in model_c_text(gen) and gen.arena_bytes_planned == 1_552
+    result = measured_equal_on_qemu(gen, tmp_path / "qemu")
+    assert result.steps_compared > 0 and result.steps_differing == []
 
 
 # ---- a PAD the rewrites cannot fold, streamed row by row (issue 33, part 4) -------------------------

@@ -44,6 +44,7 @@ from tinysched.memory.stream import (
     members,
     pass_bytes,
     stream_of,
+    tiled,
     two_pass,
 )
 from tinysched.memory.tensor import profile
@@ -67,6 +68,7 @@ DEFAULT_MEMORY_MODEL = "refined"  # --memory-model tensor gives the tensor model
 # the share (%) of one inference's MACs the two-pass streams (tinysched.memory.stream.TwoPass) may
 # add by computing a squeeze-excitation block's rows twice, unless --mac-budget says otherwise
 DEFAULT_STREAM_MAC_BUDGET = 10.0
+MAX_INPUT_PASSES = 4  # --input-passes: column tiles of a stage run 2 to 4
 MAX_ALIGNMENT = 4096  # the generated C aligns the arena with _Alignas / __attribute__((aligned))
 
 
@@ -94,6 +96,10 @@ class PlanOptions:
     # --stream-input: the application hands the input's rows to `<prefix>_invoke_streamed` and the
     # first operators take them through a window (tinysched.memory.stream.input_chains)
     stream_input: bool = False
+    # --input-passes: how many times the application can hand over the input's rows (a camera or a
+    # microphone delivers them once; a frame buffer or a sensor that reads out again, more): a first
+    # stage over column tiles asks for them once per tile
+    input_passes: int = 1
     # --mac-budget without --recompute: the share (%) of one inference's MACs that two-pass streams
     # may add (None: DEFAULT_STREAM_MAC_BUDGET; 0: none streams)
     stream_mac_budget: float | None = None
@@ -127,6 +133,10 @@ class PlanOptions:
         if not 0 <= self.time_limit < math.inf:
             raise TinyschedError(
                 f"--time-limit must be a non-negative number of seconds, got {self.time_limit}"
+            )
+        if not 1 <= self.input_passes <= MAX_INPUT_PASSES:
+            raise TinyschedError(
+                f"--input-passes must be a whole number from 1 to {MAX_INPUT_PASSES}, got {self.input_passes}"
             )
         if self.stream_input and not self.streams_allowed:
             asked = (
@@ -327,6 +337,10 @@ class InputStreaming:
         )
 
 
+def _tiles_text(count: int) -> str:
+    return f" over {count} column tiles" if count > 1 else ""
+
+
 def _input_streaming(
     graph: Graph, whole: _KernelPlan, streamed: _KernelPlan | None, note: str | None
 ) -> InputStreaming:
@@ -504,17 +518,31 @@ class Planned:
         }
 
     def stream_macs_summary(self) -> str | None:
-        """One line on the MACs two-pass streams add (None: they add none)."""
+        """One line on the MACs two-pass streams and column tiles add (None: they add none)."""
         added, whole = self.stream_macs()
         if not added:
             return None
-        twice = [r for r, c in self._chains() if c in stream_macs_pairs([c for _, c in self._chains()])]
-        blocks = "; ".join(" -> ".join(map(str, self._stream_model_ops(r))) for r in twice)
+        chains = self._chains()
+        twice = [r for r, c in chains if c in stream_macs_pairs([c for _, c in chains])]
+        tiles = [(r, c) for r, c in chains if c.tiles is not None and tile_macs_added(self.graph, c)]
         budget = self.stream_macs_json()["mac_budget_percent"]
+        parts = []
+        if twice:
+            blocks = "; ".join(" -> ".join(map(str, self._stream_model_ops(r))) for r in twice)
+            parts.append(
+                "squeeze-excitation blocks streamed by two passes, their feature map's rows computed twice: "
+                f"model operators {blocks}"
+            )
+        if tiles:
+            stages = "; ".join(
+                f"{' -> '.join(map(str, self._stream_model_ops(r)))} over {c.tiles.count} tiles "
+                f"({tile_macs_added(self.graph, c):,})"
+                for r, c in tiles
+            )
+            parts.append(f"column tiles computing their halo columns again: model operators {stages}")
         return (
             f"{added:,} MACs added ({100 * added / whole:.1f}% of {whole:,}; --mac-budget {budget:g}%): "
-            f"squeeze-excitation blocks streamed by two passes, their feature map's rows computed twice: "
-            f"model operators {blocks}"
+            + "; ".join(parts)
         )
 
     def streams_json(self) -> list[dict[str, Any]]:
@@ -540,6 +568,11 @@ class Planned:
                         # a pass of a two-pass stream; the second's MACs of the rows it computes again
                         "two_pass": id(chain) in twice,
                         "macs_added": added[id(chain)],
+                        # column tiles (1: whole rows) and the sink's output columns [lo, hi) of each
+                        "column_tiles": 1 if chain.tiles is None else chain.tiles.count,
+                        "tile_columns": []
+                        if chain.tiles is None
+                        else [list(t[-1]) for t in chain.tiles.members],
                     }
                 )
         return rows
@@ -579,7 +612,7 @@ class Planned:
             return None
         chains = ", ".join(
             f"{'input rows -> ' * r['input_rows']}{' -> '.join(map(str, r['model_ops']))} ({r['tensor_bytes']:,} B as windows of "
-            f"{r['window_bytes']:,} B)"
+            f"{r['window_bytes']:,} B{_tiles_text(r['column_tiles'])})"
             for r in rows
         )
         text = (
@@ -762,9 +795,11 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
                 best = longer
         if pairs:
             best = _two_pass_rounds(base, kernels, pairs, best, whole_ledger, considered, options)
+        if streams:
+            best = _tiles_then_streams(base, kernels, streams, best, whole_ledger, considered, options)
         if options.stream_input:
             streamed = (
-                _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered)
+                _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered, options)
                 if heads
                 else None
             )
@@ -945,14 +980,80 @@ TWO_PASS_ROUNDS = 4  # plans that add two-pass streams at the peak, each on top 
 
 
 def stream_macs_added(streams: Sequence[Stream], graph: Graph) -> list[int]:
-    """Per chain (in `streams`' order), the MACs of its operators an earlier chain runs too: a
-    two-pass stream's second pass computing the feature map's rows again."""
+    """Per chain (in `streams`' order), the MACs of its operators an earlier chain runs too (a
+    two-pass stream's second pass computing the feature map's rows again) and the halo columns its
+    column tiles compute again (`tile_macs_added`)."""
     seen: set[int] = set()
     added = []
     for s in streams:
-        added.append(sum(operator_macs(graph, op) for op in s.operators if op.index in seen))
+        twice = sum(operator_macs(graph, op) for op in s.operators if op.index in seen)
+        added.append(twice + tile_macs_added(graph, s))
         seen |= {op.index for op in s.operators}
     return added
+
+
+def tile_macs_added(graph: Graph, stream: Stream) -> int:
+    """The MACs a stage run over column tiles adds: per member, its MACs per output column times the
+    halo columns the tiles compute again (tinysched.memory.stream.ColumnTiles)."""
+    if stream.tiles is None:
+        return 0
+    added = 0
+    for j, op in enumerate(stream.operators):
+        width = int(graph.tensors[op.outputs[0]].shape[2])
+        added += operator_macs(graph, op) * (stream.tiles.computed_columns(j) - width) // width
+    return added
+
+
+TILE_ROUNDS = 3  # plans that run the stages at the peak over column tiles, each on top of the last kept
+# the halo a tiling may add, in % of its stage's MACs: each tile also pays its rows' kernel calls
+# again on narrower rows (measured on the M7: mcunet_vww_int8's first stage over 2 tiles, 3.5% halo,
+# 5.40 M -> 6.54 M instructions; VWW's over 3 tiles, 22% halo, 4.74 M -> 7.65 M)
+TILE_HALO_PERCENT = 5
+
+
+def _tile_rounds(
+    base: Graph,
+    kernels: _KernelPlanner,
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+    options: PlanOptions,
+) -> _KernelPlan:
+    """Up to TILE_ROUNDS plans that run a stage at the peak over column tiles (issue 33 part 2):
+    per stage, each tile count whose halo MACs are at most TILE_HALO_PERCENT of the stage's and fit
+    what --mac-budget leaves (fewest tiles first), kept when it lowers the arena, a count with more
+    tiles only when it lowers it further: the arena saved against the MACs added."""
+    percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
+    cap = math.floor(total_macs(base) * percent / 100)
+    if percent == 0:
+        return best  # no stream may add work: not even a tiling without halo MACs (it reads rows again)
+    for done in range(TILE_ROUNDS):
+        chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+        spent = sum(stream_macs_added(chosen, base))
+        peak = best.peak_operators()
+        improved = False
+        for stage in chosen:
+            if stage.tiles is not None or not members(stage) & peak:
+                continue
+            own = sum(operator_macs(base, op) for op in stage.operators)
+            for tiles in tiled(base, stage):
+                if stage.source and tiles.tiles is not None and tiles.tiles.count > options.input_passes:
+                    break  # the application's rows asked for once per tile: more than it can give
+                halo = tile_macs_added(base, tiles)
+                if spent + halo > cap or 100 * halo > TILE_HALO_PERCENT * own:
+                    break  # more tiles add more halo
+                fused = fuse(base, [tiles if c is stage else c for c in chosen])
+                if not _fusable(fused):
+                    break
+                trial = kernels.plan(fused, ledger.part(2 * (TILE_ROUNDS - done)))
+                considered.append(trial)
+                if trial.arena.arena_bytes < best.arena.arena_bytes:
+                    best, improved = trial, True
+            if improved:
+                break
+        if not improved:
+            break
+    return best
 
 
 def _two_pass_rounds(
@@ -1028,6 +1129,7 @@ def _streamed_input_plan(
     whole: _KernelPlan,
     ledger: Budget,
     considered: list[_KernelPlan],
+    options: PlanOptions,
 ) -> _KernelPlan | None:
     """The smallest arena with the input streamed (--stream-input): each chain headed by the input
     planned with the chains of the whole-input plan `whole` it does not touch (half of `ledger`,
@@ -1044,7 +1146,82 @@ def _streamed_input_plan(
             best, chosen = trial, trying
     if best is None or chosen is None:
         return None
-    return _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+    best = _stream_rounds(base, kernels, [*streams, *heads], best, chosen, ledger, considered)
+    return _tiles_then_streams(base, kernels, [*streams, *heads], best, ledger, considered, options)
+
+
+def _tiles_then_streams(
+    base: Graph,
+    kernels: _KernelPlanner,
+    found: Sequence[Stream],
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+    options: PlanOptions,
+) -> _KernelPlan:
+    """`_tile_rounds` on `best`, and while they lower the arena, `_stream_rounds` on the new peak
+    (column tiles shrink one stage's windows; the step the peak moves to may need a stage of its
+    own), at most TILE_ROUNDS times."""
+    for _ in range(TILE_ROUNDS):
+        tiled_plan = _tile_rounds(base, kernels, best, ledger, considered, options)
+        if tiled_plan is best:
+            break
+        grown = _grown_stages(base, kernels, found, tiled_plan, ledger, considered)
+        chosen = [s for op in grown.graph.operators if (s := stream_of(op)) is not None]
+        best = _stream_rounds(base, kernels, found, grown, chosen, ledger, considered)
+    return best
+
+
+GROWN_TRIES = 3  # per stage at the peak, the larger stages holding it tried, most bytes saved first
+
+
+def _grown_stages(
+    base: Graph,
+    kernels: _KernelPlanner,
+    found: Sequence[Stream],
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+) -> _KernelPlan:
+    """`best` with stages at its peak replaced by larger ones holding them (cutting into no other
+    chosen stage), the choice that lowers the arena most: every stage at the peak grown by the
+    fewest operators at once (two blocks at the same peak), or one grown by GROWN_TRIES choices of
+    the most bytes saved. Once column tiles have lowered another stage, the peak can be a stage that
+    leaves an operand of the next ADD whole (`choose` scores its own bytes as if that operand died
+    there), which the stage through the ADD streams."""
+    chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+    peak = best.peak_operators()
+
+    def larger(stage: Stream) -> list[Stream]:
+        mine = members(stage)
+        return [
+            f
+            for f in found
+            if members(f) > mine
+            and all(members(c) <= members(f) or not members(c) & members(f) for c in chosen)
+        ]
+
+    at_peak = [c for c in chosen if members(c) & peak and c.tiles is None]
+    tries: list[list[Stream]] = []
+    least = {
+        id(c): min(larger(c), key=lambda f: (len(f.operators), -f.saving), default=None) for c in at_peak
+    }
+    grown = [g for g in least.values() if g is not None]
+    if len(grown) > 1 and all(not members(a) & members(b) for a in grown for b in grown if a is not b):
+        tries.append([*[c for c in chosen if not any(members(c) <= members(g) for g in grown)], *grown])
+    for stage in at_peak:
+        for f in sorted(larger(stage), key=lambda f: (-f.saving, f.consumer.index))[:GROWN_TRIES]:
+            tries.append([c for c in chosen if not members(c) <= members(f)] + [f])
+    smallest = best
+    for trying in tries:
+        fused = fuse(base, sorted(trying, key=lambda c: c.consumer.index))
+        if not _fusable(fused):
+            continue
+        trial = kernels.plan(fused, ledger.part(2 * len(tries)))
+        considered.append(trial)
+        if trial.arena.arena_bytes < smallest.arena.arena_bytes:
+            smallest = trial
+    return smallest
 
 
 def _untouched(kept: Sequence[Stream], head: Stream) -> list[Stream]:
@@ -1230,6 +1407,15 @@ def add_plan_arguments(parser: Any, *, placement: bool = True) -> None:
             "says why when the input must stay whole (docs/integration.md)",
         )
         parser.add_argument(
+            "--input-passes",
+            type=int,
+            default=1,
+            metavar="N",
+            help="with --stream-input: how many times the application can hand over the input's rows "
+            "(default 1: a camera or microphone delivers them once); with more, the first stage may run "
+            "over up to N column tiles, the rows asked for once per tile (docs/integration.md, Passes)",
+        )
+        parser.add_argument(
             "--no-rewrite",
             action="store_true",
             help="plan the graph as converted: no dilated-convolution rewrite, no PAD fusion",
@@ -1301,6 +1487,7 @@ def options_from_args(args: Any, *, fold: bool = True) -> PlanOptions:
         arena_budget=getattr(args, "arena_budget", None),
         core=core_of_args(args),
         stream_input=getattr(args, "stream_input", False),
+        input_passes=getattr(args, "input_passes", 1),
         stream_mac_budget=getattr(args, "mac_budget", None) if request is None else None,
     )
 

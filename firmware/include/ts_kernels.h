@@ -214,7 +214,9 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
- * p's only in their row fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_conv2d_s8's. */
+ * p's only in their row fields (in_h, out_h, pad_top) and, in a stage over column tiles, their
+ * column fields (in_w, out_w, pad_left): the checks read neither. Arithmetic and read/write order:
+ * ts_conv2d_s8's. */
 int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
 int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int32_t checks);
@@ -520,6 +522,21 @@ typedef struct {
 
 int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *input,
                           const int8_t *weights, const int32_t *bias, int8_t *output);
+
+/* FULLY_CONNECTED by rows: a FULLY_CONNECTED of one batch reading a flattened NHWC map (in_depth =
+ * rows * row_len, row_len = width * channels) as a streamed stage's sink (tinysched/memory/stream.py
+ * `row_dense`). `rows` holds input rows [first, first + count), elements [first * row_len, (first +
+ * count) * row_len) of the input row; for every output o their products (w[o][i] + filter_offset) *
+ * (x[i] + input_offset) are added into sums[o] (4 * out_depth bytes at any alignment: int32 in the
+ * core's byte order; set to this call's sums when first == 0), outputs in pairs, each pair's dot
+ * products on the fast paths of ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium, the
+ * scalar loop otherwise). After the input's last row output o = clamp(output_offset +
+ * requant_o(bias[o] + sums[o])), ts_fully_connected_s8's single rounding: integer addition is exact
+ * in any order (|partial sums| stay under the int32 bound above), so the same bytes. Order: every
+ * byte of `rows` read before any output byte is written; the output only after the last row. */
+int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8_t *rows, int32_t first,
+                               int32_t count, int32_t row_len, const int8_t *weights, const int32_t *bias,
+                               int8_t *sums, int8_t *output);
 
 /* ---- AVERAGE_POOL_2D / MAX_POOL_2D ---------------------------------------------------------------
  * Input and output share one quantisation. The window is clipped to the input (padding is never
@@ -1022,15 +1039,28 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * the main path runs ahead; each row is computed once, when first needed (no MACs are added), and
  * dropped when its last reader has passed it. tinysched/memory/stream.py `row_schedule` is the
  * loop's twin that sizes the windows.
- * A stage may end in a global AVERAGE_POOL_2D: the loop then runs over the pool's input rows, each
- * added into the pool's int32 sums as it arrives (ts_avg_pool2d_s8_rows), its output written after
- * the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
+ * A stage may end in a row-summing sink, a global AVERAGE_POOL_2D or a FULLY_CONNECTED reading the
+ * flattened map: the loop then runs over the sink's input rows, each added into the sink's int32
+ * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
+ * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input
  * is never whole.
+ * A stage may run over column tiles of its sink's output (tinysched/memory/stream.py column_tiles):
+ * the loop above runs once per tile with every window emptied first, each member's parameters a
+ * copy with in_w, out_w and pad_left narrowed to the tile's columns (its window holds the columns
+ * [lo, hi) of the whole tensor, so pad_left = the whole's pad_left + lo - stride_w times its first
+ * output column; the kernel clips at in_w exactly where the whole tensor ends or where no window of
+ * the tile reaches), the halo columns computed again by the next tile; the sink writes each output
+ * row's tile columns (one row per call, so contiguous). A 1x1 head reading a whole input is called
+ * one row at a time at its tile's first byte of that row. Headed by the input, the stage asks
+ * read_rows for every row once per tile, one row per call, each whole into the window's room for
+ * one row after its tile rows, then moves the tile's columns down (memmove). Arithmetic: the
+ * kernels', unchanged. Read/write order: each tile writes every output row again, so the output
+ * shares no byte with any input the stage reads.
  * A CONV_2D member whose output row fills a block of six pixels runs ts_conv2d_s8_strip (the wide
  * path, a row's short end in quad blocks; quad blocks where a six-pixel block does not fit; else the
  * pair path with its fields in the strip) with its strip in the bytes iteration r

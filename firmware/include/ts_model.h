@@ -28,8 +28,11 @@ typedef struct {
 /* The application's row source of a streamed input (tinysched --stream-input): writes rows
  * [first_row, first_row + rows) of the model's input (row_bytes each, contiguous) at `dst`; returns 0,
  * or non-zero to stop the invoke. The generated code asks for the rows in ascending order, each row
- * exactly once, and returns only after the call: the callback may block (e.g. until a camera's DMA
- * has delivered them). `ctx` is what the application passed with it. */
+ * exactly once per pass, and returns only after the call: the callback may block (e.g. until a
+ * camera's DMA has delivered them). One pass, unless the first stage runs over column tiles (the
+ * header's input comment says so): then one pass per tile, each from row 0 to the last, so the
+ * source must deliver the frame that many times (a frame buffer outside the arena, a sensor that
+ * reads out again). `ctx` is what the application passed with it. */
 typedef int (*ts_read_rows_fn)(int32_t first_row, int32_t rows, void *dst, void *ctx);
 
 typedef struct {

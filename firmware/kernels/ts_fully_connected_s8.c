@@ -11,9 +11,11 @@
 #include "ts_mve.h"
 #include "ts_simd.h"
 
-/* acc[0..1] += sum_i (w0[i] + filter_offset) * (x[i] + input_offset), likewise w1. */
-static TS_NOINLINE void fc_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n,
-                                int32_t input_offset, int32_t filter_offset, int32_t *acc)
+/* acc[0..1] += sum_i (w0[i] + filter_offset) * (x[i] + input_offset), likewise w1: inlined into
+ * ts_fully_connected_s8_rows's loop over the pairs (short rows: no call per pair), called as fc_dot2
+ * by the whole kernel. */
+static inline void fc_dot2_inline(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n,
+                                  int32_t input_offset, int32_t filter_offset, int32_t *acc)
 {
     int32_t a0 = acc[0], a1 = acc[1];
 #if TS_DSP
@@ -39,6 +41,12 @@ static TS_NOINLINE void fc_dot2(const int8_t *x, const int8_t *w0, const int8_t 
     }
     acc[0] = a0;
     acc[1] = a1;
+}
+
+static TS_NOINLINE void fc_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n,
+                                int32_t input_offset, int32_t filter_offset, int32_t *acc)
+{
+    fc_dot2_inline(x, w0, w1, n, input_offset, filter_offset, acc);
 }
 
 static inline int8_t fc_out(const ts_fully_connected_s8_params *p, int32_t acc, int32_t o, const int32_t *bias)
@@ -143,6 +151,70 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
         fc_generic(p, input, weights, bias, output);
     } else {
         (TS_MVE ? fc_mve : fc_fast)(p, input, weights, bias, output);
+    }
+    return TS_OK;
+}
+
+/* pair[0..1] = the dot products sum_{i < n} (w[i] + fo) * (x[i] + io) of x with w0 and w1: the
+ * whole kernel's paths on part of the input row (`fast`: io and fo in [-128, 128]; Helium VMLADAV
+ * pairs, the DSP pairs of fc_dot2, else the scalar loop). */
+static inline void fc_rows_pair(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t io,
+                                int32_t fo, int fast, int32_t *pair)
+{
+    int32_t i;
+    pair[0] = pair[1] = 0;
+    if (!fast) {
+        for (i = 0; i < n; ++i) {
+            pair[0] += ((int32_t)w0[i] + fo) * ((int32_t)x[i] + io);
+            pair[1] += ((int32_t)w1[i] + fo) * ((int32_t)x[i] + io);
+        }
+        return;
+    }
+#if TS_MVE
+    if (fo != 0) { /* sum((w + fo)(x + io)) = sum(w (x + io)) + fo sum(x) + n io fo, as fc_mve */
+        pair[0] = pair[1] =
+            (int32_t)((uint32_t)fo * (uint32_t)ts_mve_sum(x, n) + (uint32_t)n * (uint32_t)io * (uint32_t)fo);
+    }
+    ts_mve_dot_1x2(x, w0, w1, n, io, pair);
+#else
+    fc_dot2_inline(x, w0, w1, n, io, fo, pair);
+#endif
+}
+
+/* FULLY_CONNECTED by rows (ts_kernels.h): the int32 sums live in `sums` (any alignment: memcpy)
+ * between calls; each pair of outputs adds its two dot products of this call's rows to them. The
+ * parameters are read into locals once (stores through the int8 sums may alias *p). */
+int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8_t *rows, int32_t first,
+                               int32_t count, int32_t row_len, const int8_t *weights, const int32_t *bias,
+                               int8_t *sums, int8_t *output)
+{
+    const int32_t in_depth = p->in_depth, out_depth = p->out_depth, n = count * row_len;
+    const int32_t io = p->input_offset, fo = p->filter_offset;
+    const int fast = !TS_FC_GENERIC_ONLY && io >= -128 && io <= 128 && fo >= -128 && fo <= 128;
+    const int8_t *const w = weights + (size_t)first * row_len;
+    int32_t o, acc;
+    if (p->batches != 1 || out_depth < 1 || row_len < 1 || in_depth % row_len != 0 || first < 0 || count < 1 ||
+        first + count > in_depth / row_len) {
+        return TS_ERR_PARAMS; /* not rows of one flattened input (tinysched.memory.stream.row_dense) */
+    }
+    for (o = 0; o < out_depth; o += 2) {
+        const int32_t o1 = o + 1 < out_depth ? o + 1 : o;
+        int32_t pair[2];
+        fc_rows_pair(rows, w + (size_t)o * in_depth, w + (size_t)o1 * in_depth, n, io, fo, fast, pair);
+        if (first != 0) {
+            memcpy(&acc, sums + (size_t)4 * o, sizeof acc);
+            pair[0] = (int32_t)((uint32_t)pair[0] + (uint32_t)acc);
+            memcpy(&acc, sums + (size_t)4 * o1, sizeof acc);
+            pair[1] = (int32_t)((uint32_t)pair[1] + (uint32_t)acc);
+        }
+        memcpy(sums + (size_t)4 * o, &pair[0], sizeof acc);
+        memcpy(sums + (size_t)4 * o1, &pair[1], sizeof acc); /* o1 == o: the same sum stored again */
+    }
+    if (first + count == in_depth / row_len) {
+        for (o = 0; o < out_depth; ++o) {
+            memcpy(&acc, sums + (size_t)4 * o, sizeof acc);
+            output[o] = fc_out(p, acc, o, bias);
+        }
     }
     return TS_OK;
 }

@@ -173,6 +173,16 @@ def _member_estimate(graph: Graph, op: Operator, family: str) -> float:
     return line.instructions(operator_macs(graph, op), _outputs(graph, op), _pixels(graph, op))
 
 
+def _halo(graph: Graph, chain: Any, j: int) -> float:
+    """Member j's output columns a stage over column tiles computes, over its output's width (1.0
+    for whole rows): its estimate scales with them (the tiles' extra kernel calls are not counted:
+    the fitted factor has seen no tiled stage)."""
+    if chain.tiles is None:
+        return 1.0
+    width = int(graph.tensors[chain.operators[j].outputs[0]].shape[2])
+    return chain.tiles.computed_columns(j) / width
+
+
 def stream_overhead(graph: Graph, v: int, core: str = DEFAULT_CORE) -> tuple[int, int] | None:
     """(streamed, unstreamed): the estimate of streamed chain `v` against its operators run whole,
     each with its fastest kernel (``wide`` where a CONV_2D can take it: a whole tensor leaves it
@@ -199,7 +209,13 @@ def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE, arena: Are
     chain = stream_of(op)
     if chain is not None:
         factor = _line(family, "STREAM", STREAMED).factor
-        return round(factor * sum(_member_estimate(graph, m, family) for m in chain.operators))
+        return round(
+            factor
+            * sum(
+                _member_estimate(graph, m, family) * _halo(graph, chain, j)
+                for j, m in enumerate(chain.operators)
+            )
+        )
     features = step_features(graph, v, arena)
     sizes = (features["macs"], features["outputs"], features["pixels"])
     cost = _line(family, op.opcode, features["kernel"]).instructions(*sizes)

@@ -92,7 +92,7 @@ def pair_strip_bytes(graph: Graph, member: Operator) -> int:
     w = graph.tensors[member.inputs[1]]
     fh, fw, in_c = (int(d) for d in w.shape[1:])
     k4 = (fh * fw * in_c + 3) // 4 * 4
-    dilated = int(member.options.get("dilation_w_factor", 1) or 1) != 1
+    dilated = int(member.options.get("dilation_wfactor", 1) or 1) != 1
     return 4 * k4 if k4 > PAIR_STACK_K4 and (fw * in_c) % 4 == 0 and not dilated else 0
 
 
@@ -105,7 +105,7 @@ def quad_strip_bytes(graph: Graph, member: Operator) -> int:
     multiple of 4, no column dilation); 0: the quad path does not take it."""
     w = graph.tensors[member.inputs[1]]
     fh, fw, in_c = (int(d) for d in w.shape[1:])
-    dilated = int(member.options.get("dilation_w_factor", 1) or 1) != 1
+    dilated = int(member.options.get("dilation_wfactor", 1) or 1) != 1
     return 2 * QUAD_BLOCK_PIXELS * fh * fw * in_c if in_c % 4 == 0 and not dilated else 0
 
 

@@ -118,10 +118,11 @@ def output_note(prefix: str, position: int, shared_inputs: Sequence[int]) -> lis
 
 def stream_note(prefix: str, position: int, streamed: dict[str, Any]) -> list[str]:
     """The header comment on input `position` with `<prefix>_invoke_streamed` (--stream-input)."""
-    rows, row_bytes = streamed["rows"], streamed["row_bytes"]
+    rows, row_bytes, passes = streamed["rows"], streamed["row_bytes"], streamed.get("passes", 1)
     asked = (
         f"Streamed: {prefix}_invoke_streamed() asks read_rows for its {rows} rows of {row_bytes} B, rows "
         "ascending, each once"
+        + (f" per pass, in {passes} passes (one per column tile of the first stage)" if passes > 1 else "")
     )
     if streamed["whole"]:
         return _wrapped(

@@ -257,6 +257,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_depthwise_conv2d_s8_staged": _depthwise,
     "ts_depthwise_conv2d_s8_checked": _depthwise,  # a streamed stage's member (codegen.lower_stream)
     "ts_fully_connected_s8": _fully_connected,
+    "ts_fully_connected_s8_rows": _fully_connected,  # a streamed stage's FULLY_CONNECTED sink (codegen.lower_stream)
     "ts_lstm_s8": _lstm,
     "ts_mean_s8": _mean,
     "ts_mul_s8": _mul,

@@ -15,11 +15,11 @@ from tinysched.memory.stream import (
     RowSchedule,
     RowWindow,
     broadcast_gate,
-    global_pool,
     loop_rows,
     row_inputs,
     row_pad,
     row_schedule,
+    row_sink,
     row_window,
     staged_members,
     stream_of,
@@ -39,6 +39,7 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
         "MEAN": 2,
         "PAD": 2,
         "PADV2": 2,
+        "FULLY_CONNECTED": 4,
     }.get(call.opcode, 3)
     if len(call.args) != expected:
         raise Unsupported(f"the {call.opcode} call of a streamed pair takes {len(call.args)} arguments")
@@ -57,6 +58,15 @@ ELEMENTWISE_ROWS_FIELD = "shape.dims[3]"
 
 def _rows_field(member: Operator) -> str:
     return ROWS_FIELD.get(member.opcode, ELEMENTWISE_ROWS_FIELD)
+
+
+# A row-summing sink (tinysched.memory.stream.ROW_SINKS) runs its by-rows kernel once per loop
+# iteration on that iteration's input row: opcode -> (kernel, the arguments between the row's count
+# and the sums, from its whole call's arguments and the row's bytes). ts_kernels.h documents each.
+ROW_SINK_CALLS = {
+    "AVERAGE_POOL_2D": ("ts_avg_pool2d_s8_rows", lambda args, row_len: []),
+    "FULLY_CONNECTED": ("ts_fully_connected_s8_rows", lambda args, row_len: [f"{row_len}", args[1], args[2]]),
+}
 
 
 def _geometry(graph, s) -> list[RowWindow]:
@@ -174,8 +184,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     operator_windows = _geometry(graph, s)
     for part, rows_of, member in zip(lowered, operator_windows, s.operators, strict=True):
         fields = dict(part.params)
-        if global_pool(graph, member):  # the sink adds each input row to its sums (ts_avg_pool2d_s8_rows)
-            part.kernel = "ts_avg_pool2d_s8_rows"
+        if row_sink(graph, member):  # the sink adds each input row to its sums (ROW_SINK_CALLS)
+            part.kernel = ROW_SINK_CALLS[member.opcode][0]
         elif part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
             str(rows_of.pad_top),
             str(rows_of.stride),
@@ -185,8 +195,18 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     # CONV_2D members take the widened path with a strip in the part of the stage's output that
     # iteration `row` leaves free (`output_room`), where one block fits in some iteration
     y = s.consumer.outputs[0]
-    iterations = loop_rows(graph, s.consumer)  # the loop's rows: the sink's output's (a global pool: input's)
-    room = output_room(graph, s, ctx.offsets, sched) if ctx.offsets[y] % 4 == 0 and not s.sums else []
+    iterations = loop_rows(graph, s.consumer)  # the loop's rows: the sink's output's (a row sink: input's)
+    # (column tiles: each tile writes every output row, so no part of the output is free; a member
+    # takes the planned strip, or the windows this tile no longer reads, which the next tile fills
+    # again before reading them)
+    tiled = s.tiles is not None
+    room = (
+        output_room(graph, s, ctx.offsets, sched)
+        if ctx.offsets[y] % 4 == 0 and not s.sums and not tiled
+        else []
+    )
+    if tiled and ctx.offsets[y] % 4 == 0:
+        room = [(0, 0)] * iterations
     if strip_bytes and ctx.offsets[op.outputs[-1]] % 4 == 0:  # the planned strip where it is more
         at = ctx.offsets[op.outputs[-1]] - ctx.offsets[y]
         room = [(at, strip_bytes) if strip_bytes > b else (a, b) for a, b in room] or [
@@ -309,11 +329,13 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
     heights = [height(t) for t in s.tensors]
     out_h = iterations
+    rbs = list(s.row_bytes)  # each window's row bytes: the tile's columns with column tiles (set per tile)
     fail = f"return {call.step + 1};"
     whole = [f"{ctx.prefix}_{part.symbol}" if part is not None else "" for part in parts]
     # the members whose parameters no call changes (the narrow 1x1s, a global-pool sink) take their
     # constant ones; the others a copy on the stack, its row fields set per call
-    fixed = set(staged) | ({n} if s.sums else set())
+    # (with column tiles every member's parameters are narrowed per tile: none fixed)
+    fixed = set() if tiled else set(staged) | ({n} if s.sums else set())
     outer = [u for j in range(len(members)) for u in reads[j] if u not in index]
     names = {u: f"x{u}" for u in dict.fromkeys(outer)}
     # a squeeze-excitation gate a member's MUL reads whole (1x1x1xC), the same for every row
@@ -372,7 +394,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         """Row `row` of tensor u: in its window, or in the whole outer input."""
         if u in index:
             k = index[u]
-            return f"w{k} + (size_t)({row} - first{k}) * {s.row_bytes[k]}u"
+            return f"w{k} + (size_t)({row} - first{k}) * {rbs[k]}u"
         return f"{names[u]} + (size_t){row} * {row_bytes(u)}u"
 
     def compute(j: int, row: str, count: str, out_at: str) -> list[str]:
@@ -402,7 +424,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             u = member.inputs[0]
             if u in index:
                 k = index[u]
-                source = f"w{k}, first{k}, next{k} - first{k}, {s.row_bytes[k]}u"
+                source = f"w{k}, first{k}, next{k} - first{k}, {rbs[k]}u"
+            elif tiled:  # a 1x1 head in a tile: the tile's run of input row `row`, one row a call
+                at = f"{names[u]} + (size_t){row} * {row_bytes(u)}u + {head_shift[j]}u"
+                source = f"{at}, {row}, 1, {row_bytes(u)}u"
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
             args = with_args(j, {0: "rows", -1: out_at})
@@ -431,15 +456,16 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     def ensure(k: int) -> list[str]:
         """Rows [lo{k}, hi{k}) of tensor k in its window: the rows no reader still needs dropped, the
         new ones computed (each operand of their stage ensured first)."""
-        rb = f"{s.row_bytes[k]}u"
+        rb = f"{rbs[k]}u"
         out_at = f"w{k} + (size_t)(next{k} - first{k}) * {rb}"
         lines = [f"ts_window_slide(w{k}, {rb}, {s.rows[k]}, &first{k}, &next{k}, {low(k)});"]
-        if k == 0 and s.source:  # the application's rows, requested in order, each once
+        if k == 0 and s.source:  # the application's rows, requested in order, each once (per tile)
             skips = any(w is not None and w.stride > w.span for w in windows)
+            most = 1 if tiled else s.rows[0]  # a tile's window has room for one whole row
             skipped = (
                 [
                     "while (next0 < lo0) { /* rows no output row reads: requested all the same, then dropped */",
-                    f"    const int32_t count = lo0 - next0 < {s.rows[0]} ? lo0 - next0 : {s.rows[0]};",
+                    f"    const int32_t count = lo0 - next0 < {most} ? lo0 - next0 : {most};",
                     *(f"    {line}" for line in read_rows("next0", "count", "w0")),
                     "    next0 += count;",
                     "    first0 = next0;",
@@ -448,6 +474,20 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 if skips
                 else []
             )
+            if tiled:  # each row whole after the window's rows, then its tile's columns moved down
+                shift = tile_source_shift[0]
+                move = (
+                    [f"    memmove(at, at + {shift}u, {rbs[0]}u); /* the tile's columns */"] if shift else []
+                )
+                return [
+                    *skipped,
+                    *lines,
+                    f"for (; next0 < hi0; ++next0) {{ /* row next0 of input t{s.tensors[0]}, from the application */",
+                    f"    int8_t *const at = {out_at};",
+                    *(f"    {line}" for line in read_rows("next0", "1", "at")),
+                    *move,
+                    "}",
+                ]
             return [
                 *skipped,
                 *lines,
@@ -456,7 +496,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 "    next0 = hi0;",
                 "}",
             ]
-        if heads[k]:  # reading whole inputs only: all new rows in one call
+        if heads[k] and not tiled:  # reading whole inputs only: all new rows in one call
             return lines + [
                 f"if (next{k} < hi{k}) {{ /* rows [next{k}, hi{k}) of t{s.tensors[k]} */",
                 *(f"    {line}" for line in compute(k, f"next{k}", f"hi{k} - next{k}", out_at)),
@@ -480,27 +520,55 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 lines += ["{", *(f"    {line}" for line in block), "}"]
         return lines
 
-    out_at = f"output + (size_t)row * {graph.tensors[y].nbytes // height(y)}u"
-    sums = []  # a global-pool sink's int32 sums per channel, after the windows
+    out_row_bytes = graph.tensors[y].nbytes // height(y)
+    out_at = f"output + (size_t)row * {out_row_bytes}u"
+    tile_source_shift = [0]  # with column tiles: the bytes before the tile's columns in an input row
+    head_shift: dict[int, int] = {}  # with column tiles: per 1x1 head (stage j), the same in its input
+    sums = []  # a row-summing sink's int32 sums, after the windows
     if s.sums:
         sums = [
             f"int8_t *const sums = (int8_t *)({ctx.place(base + s.sums_offset)}); "
-            f"/* {s.sums} int32 sums of the pool's input rows [0, row] */"
+            f"/* {s.sums} int32 sums of the {s.consumer.opcode}'s input rows [0, row] */"
         ]
         u = s.consumer.inputs[0]
-        sink = kernel_call(n, [operand(u, "row"), "row", "1", "sums", "output"])
+        extra = ROW_SINK_CALLS[s.consumer.opcode][1](with_args(n, {}), row_bytes(u))
+        sink = kernel_call(n, [operand(u, "row"), "row", "1", *extra, "sums", "output"])
     else:
         sink = compute(n, "row", "1", out_at)
+
+    def loop(c0: int) -> list[str]:
+        """One tile's row loop: its sink writes each output row's columns from c0 on."""
+        at = f"output + (size_t)row * {out_row_bytes}u + {c0 * out_row_bytes // int(graph.tensors[y].shape[2])}u"
+        return [
+            f"for (row = 0; row < {out_h}; ++row) {{",
+            *(
+                [
+                    f"    int8_t *const strip = output + {room_at}[row]; /* the planned strip */",
+                    f"    const int32_t room = {room_bytes}[row];",
+                ]
+                if shared
+                else []
+            ),
+            *(f"    {line}" for line in operands(n, "row")),
+            *(f"    {line}" for line in compute(n, "row", "1", at)),
+            "}",
+        ]
+
     setup = [
         f"p{j}.{_rows_field(m)} = 1; /* one row of [1, H, W, C] per call */"
         for j, m in enumerate(members)
-        if m is not None and m.opcode not in WINDOWED and row_pad(graph, m) is None and not heads[j]
+        if m is not None
+        and m.opcode not in WINDOWED
+        and row_pad(graph, m) is None
+        and not row_sink(graph, m)
+        and not heads[j]
     ]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:
+        most = 1 if tiled else s.rows[0]
         tail = [
             f"while (next0 < {heights[0]}) {{ /* rows {read} to {heights[0] - 1}, which no output row reads: requested all the same */",
-            f"    const int32_t count = {heights[0]} - next0 < {s.rows[0]} ? {heights[0]} - next0 : {s.rows[0]};",
+            f"    const int32_t count = {heights[0]} - next0 < {most} ? {heights[0]} - next0 : {most};",
             *(f"    {line}" for line in read_rows("next0", "count", "w0")),
             "    next0 += count;",
             "}",
@@ -532,20 +600,25 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         *(f"const int32_t checks{j} = {make}(&p{j}, {with_args(j, {})[2]});" for j, make in checked.items()),
         *(line.replace("BIAS", with_args(j, {})[2]) for j, line in zip(staged, staged_checks, strict=True)),
         *setup,
-        f"for (row = 0; row < {out_h}; ++row) {{",
-        *(
-            [
-                f"    int8_t *const strip = output + {room_at}[row]; /* not written yet, no input there */",
-                f"    const int32_t room = {room_bytes}[row];",
-            ]
-            if shared
-            else []
-        ),
-        *(f"    {line}" for line in operands(n, "row")),
-        *(f"    {line}" for line in sink),
-        "}",
-        *tail,
     ]
+    if not tiled:
+        body += [
+            f"for (row = 0; row < {out_h}; ++row) {{",
+            *(
+                [
+                    f"    int8_t *const strip = output + {room_at}[row]; /* not written yet, no input there */",
+                    f"    const int32_t room = {room_bytes}[row];",
+                ]
+                if shared
+                else []
+            ),
+            *(f"    {line}" for line in operands(n, "row")),
+            *(f"    {line}" for line in sink),
+            "}",
+            *tail,
+        ]
+    else:
+        body += _tile_loops(graph, s, parts, index, rbs, (tile_source_shift, head_shift), tail, loop)
     call.pre = ["{", *(f"    {line}" for line in body), "}"]
     call.parts = lowered
     names_text = "input rows -> " * s.source + " -> ".join(member.opcode for member in s.operators)
@@ -556,3 +629,41 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         f"of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes} B) at t{scratch} hold the rows the next "
         "operator still reads (ts_kernels.h)"
     )
+
+
+def _tile_loops(graph, s, parts, index, rbs, shifts, tail, loop) -> list[str]:
+    """A stage over column tiles (tinysched.memory.stream.ColumnTiles): per tile, each member's
+    parameters narrowed to its columns (in_w, out_w: its window's and its own; pad_left: where its
+    first output column's window starts in its window; a 1x1 head reading a whole input: its own
+    columns, from their first byte in the row), the windows emptied, then the row loop (`loop`,
+    writing the sink's columns of each output row) with each window's rows a tile's."""
+    source_shift, head_shift = shifts
+    tiles = s.tiles
+    assert tiles is not None
+    lines: list[str] = []
+    for t in range(tiles.count):
+        for k, (lo, hi) in enumerate(tiles.tensors[t]):
+            rbs[k] = (hi - lo) * int(graph.tensors[s.tensors[k]].shape[3])
+        if s.source:
+            source_shift[0] = tiles.tensors[t][0][0] * int(graph.tensors[s.tensors[0]].shape[3])
+        narrow = []
+        for i, member in enumerate(s.operators):
+            j = i + s.source
+            part = parts[j]
+            assert part is not None
+            fields = dict(part.params)
+            lo_out, hi_out = tiles.members[t][i]
+            u = member.inputs[0]
+            lo_in, hi_in = tiles.tensors[t][index[u]] if u in index else (lo_out, hi_out)
+            if u not in index:  # a 1x1 head (stream.column_tiles)
+                head_shift[j] = lo_out * int(graph.tensors[u].shape[3])
+            stride = int(fields["stride_w"])
+            pad = int(fields["pad_left"]) + lo_in - lo_out * stride
+            narrow.append(
+                f"p{j}.in_w = {hi_in - lo_in}; p{j}.out_w = {hi_out - lo_out}; p{j}.pad_left = {pad};"
+            )
+        c0, c1 = tiles.members[t][-1]
+        reset = ", ".join(f"first{k} = 0, next{k} = 0" for k in range(len(s.tensors)))
+        block = [*narrow, f"{reset};", *loop(c0), *tail]
+        lines += [f"{{ /* column tile {t}: output columns [{c0}, {c1}) */", *(f"    {x}" for x in block), "}"]
+    return lines

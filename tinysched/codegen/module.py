@@ -48,6 +48,7 @@ KERNEL_SOURCE = {
     "ts_depthwise_conv2d_s8_staged": "ts_depthwise_conv2d_s8",
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
     "ts_avg_pool2d_s8_rows": "ts_avg_pool2d_s8",
+    "ts_fully_connected_s8_rows": "ts_fully_connected_s8",
     "ts_conv2d_s8_staged_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_staged_layer": "ts_conv2d_s8",
 }
@@ -206,7 +207,9 @@ def _streamed_entry(graph: Graph, inputs: list[dict[str, Any]]) -> dict[str, Any
         "row_bytes": e["bytes"] // max(rows, 1),
         "whole": chain is None,
         "window_rows": rows if chain is None else chain.rows[0],
-        "window_bytes": e["bytes"] if chain is None else chain.rows[0] * chain.row_bytes[0],
+        "window_bytes": e["bytes"] if chain is None else chain.window_offset(1),
+        # passes over the rows: one per column tile of the chain they head (tinysched.memory.stream)
+        "passes": 1 if chain is None or chain.tiles is None else chain.tiles.count,
     }
 
 

@@ -17,12 +17,19 @@ a tensor read by two members keeping the rows from the lowest either still reads
 for; `row_schedule` is the generated loop's twin that sizes the windows and gives the fused operator's
 D against each outer input.
 
-A stage may end in a global average pool (`global_pool`, issue 33 part 4): its loop runs one turn per
-row of the pool's input, which the pool adds into int32 sums per channel (`Stream.sums`, after the
-windows), writing its output after the last row; the map before it is never whole.
+A stage may end in a sink that sums its input row by row (`ROW_SINKS`, `row_sink`): a global average
+pool (`global_pool`, issue 33 part 4: int32 sums per channel) or a FULLY_CONNECTED reading the flattened
+map (`row_dense`: int32 sums per output unit; through a RESHAPE flattening the map, `flattening_view`,
+which the stage absorbs). Its loop runs one turn per row of the sink's input, which the sink adds
+into its sums (`Stream.sums`, after the windows), writing its output after the last row; the map
+before it is never whole.
 
 A PAD the rewrites could not fold into its reader is a member too (`row_pad`): its output row r is its
 input row r - top, padded, or a row of the padding value.
+
+A stage whose rows are too wide may run over column tiles (`column_tiles`, `ColumnTiles`): the loop
+once per tile of its sink's output columns, each window a tile's columns, the halo columns computed
+again (added MACs, limited by --mac-budget: tinysched.pipeline `_tile_rounds`).
 
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
@@ -43,7 +50,7 @@ chain's streamed tensors (`Stream.source`), and the fused graph no longer lists 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tinysched.model.graph import Graph, Operator
@@ -52,11 +59,19 @@ from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches
 __all__ = [
     "ELEMENTWISE",
     "global_pool",
+    "row_dense",
+    "flattening_view",
+    "row_sink",
+    "ROW_SINKS",
     "row_pad",
     "staged_members",
     "loop_rows",
     "ROW_REDUCTIONS",
     "TwoPass",
+    "ColumnTiles",
+    "MAX_TILES",
+    "column_tiles",
+    "tiled",
     "broadcast_gate",
     "row_mean",
     "two_pass",
@@ -117,8 +132,12 @@ class Stream:
     row_bytes: tuple[int, ...]
     tensor_bytes: tuple[int, ...]
     source: bool = False  # tensors[0] is the graph input, its rows from the application (--stream-input)
-    sums: int = 0  # a global-pool sink's channels: its int32 sums per channel follow the windows
+    sums: int = 0  # a row-summing sink's int32 sums (`row_sink`): they follow the windows
     staged: int = 0  # bytes the narrow 1x1 members' ts_conv2d_s8_staged uses, after the sums
+    # the flattening RESHAPEs the sink read its map through (`flattening_view`): the stage's sink reads
+    # the map itself (a FULLY_CONNECTED flattens its input), and fusing removes them with the members
+    absorbed: tuple[int, ...] = ()
+    tiles: ColumnTiles | None = None  # run over column tiles, `row_bytes` a tile's widest (`tiled`)
 
     @property
     def producer(self) -> Operator:
@@ -134,12 +153,14 @@ class Stream:
         return self.operators[-1]
 
     def window_offset(self, k: int) -> int:
-        """Where tensor k's window starts in the fused operator's scratch (windows end to end)."""
-        return sum(r * b for r, b in zip(self.rows[:k], self.row_bytes[:k], strict=True))
+        """Where tensor k's window starts in the fused operator's scratch (windows end to end; with
+        column tiles, the application's window has room for one whole row after its tile's rows)."""
+        slack = self.tiles.source_slack if self.tiles is not None and self.source and k > 0 else 0
+        return sum(r * b for r, b in zip(self.rows[:k], self.row_bytes[:k], strict=True)) + slack
 
     @property
     def sums_offset(self) -> int:
-        """Where a global-pool sink's int32 sums start in the scratch: right after the windows (the
+        """Where a row-summing sink's int32 sums start in the scratch: right after the windows (the
         kernel reads them at any alignment)."""
         return self.window_offset(len(self.tensors))
 
@@ -193,6 +214,75 @@ def global_pool(graph: Graph, op: Operator) -> bool:
     return kernel == (x[0], x[1]) and window_pads(op, (x[0], x[1]), (1, 1), kernel) == (0, 0, 0, 0)
 
 
+def row_dense(graph: Graph, op: Operator) -> bool:
+    """A FULLY_CONNECTED of one batch reading an int8 NHWC map flattened (constant weights [units,
+    h * w * c], one int8 output row of the units): as a stage's sink it adds each input row's
+    products into int32 sums per output unit as the row arrives and writes its output from the sums
+    after the last (`Stream.sums`; ts_kernels.h "FULLY_CONNECTED by rows")."""
+    if op.opcode != "FULLY_CONNECTED" or len(op.inputs) < 2 or len(op.outputs) != 1 or op.inputs[1] < 0:
+        return False
+    x, w, y = _nhwc1(graph, op.inputs[0]), graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    if x is None or len(w.shape) != 2 or not w.is_constant or int(w.shape[1]) != x[0] * x[1] * x[2]:
+        return False
+    if any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:]):
+        return False
+    return y.dtype == "int8" and y.is_activation and y.nbytes == int(w.shape[0])
+
+
+def flattening_view(graph: Graph, op: Operator) -> Operator | None:
+    """The RESHAPE through which FULLY_CONNECTED `op` reads an int8 NHWC map of several rows flattened
+    to one batch row [1, h * w * c] (a view: same bytes, type and quantisation; the view read only by
+    `op`, the map only by the view, neither a graph output), else None. A FULLY_CONNECTED flattens its
+    input itself, so as a stage's sink it reads the map's rows and the stage absorbs the view."""
+    if op.opcode != "FULLY_CONNECTED" or not op.inputs or op.inputs[0] < 0:
+        return None
+    x = op.inputs[0]
+    v = graph.producer.get(x)
+    if v is None or graph.operators[v].opcode != "RESHAPE" or not graph.operators[v].inputs:
+        return None
+    view = graph.operators[v]
+    m = view.inputs[0]
+    hwc, tx, tm = _nhwc1(graph, m), graph.tensors[x], graph.tensors[m]
+    if hwc is None or hwc[0] < 2 or len(view.outputs) != 1 or x in graph.outputs or m in graph.outputs:
+        return None
+    if list(graph.consumers.get(x, ())) != [op.index] or list(graph.consumers.get(m, ())) != [v]:
+        return None
+    if tuple(tx.shape) != (1, tm.nbytes) or tx.dtype != tm.dtype or tx.quantization != tm.quantization:
+        return None
+    return view
+
+
+def _reading_the_map(graph: Graph, op: Operator) -> Operator:
+    """`op`, or a FULLY_CONNECTED reading through a flattening view: the same operator reading the map."""
+    view = flattening_view(graph, op)
+    if view is None:
+        return op
+    return replace(op, inputs=(view.inputs[0], *op.inputs[1:]))
+
+
+def _pool_sums(graph: Graph, op: Operator) -> int:
+    return int(graph.tensors[op.inputs[0]].shape[3]) if global_pool(graph, op) else 0
+
+
+def _dense_sums(graph: Graph, op: Operator) -> int:
+    return int(graph.tensors[op.inputs[1]].shape[0]) if row_dense(graph, op) else 0
+
+
+# The sinks that reduce their input row by row into int32 sums (opcode -> the sums it keeps, 0: not
+# such a sink): a stage ending in one loops over the sink's input rows, the sink adding each row as it
+# arrives and writing its output after the last; it only ends a stage (its output exists after the loop)
+ROW_SINKS: dict[str, Callable[[Graph, Operator], int]] = {
+    "AVERAGE_POOL_2D": _pool_sums,  # a global pool: per channel
+    "FULLY_CONNECTED": _dense_sums,  # over a flattened map: per output unit
+}
+
+
+def row_sink(graph: Graph, op: Operator) -> int:
+    """The int32 sums `op` keeps as a row-summing stage sink (`ROW_SINKS`), 0 for any other operator."""
+    rule = ROW_SINKS.get(op.opcode)
+    return 0 if rule is None else rule(graph, op)
+
+
 def row_pad(graph: Graph, op: Operator) -> int | None:
     """The rows a PAD / PADV2 of an int8 NHWC image adds above it (None: not such a PAD): one whose
     padding is along the rows and columns only, with constant pads and value and one quantisation,
@@ -217,16 +307,16 @@ def row_pad(graph: Graph, op: Operator) -> int | None:
 
 
 def loop_rows(graph: Graph, op: Operator) -> int:
-    """The rows a stage member computes one by one: its output's, or for a global pool (a sink
-    reading one input row per iteration) its input's."""
-    t = op.inputs[0] if global_pool(graph, op) else op.outputs[0]
+    """The rows a stage member computes one by one: its output's, or for a row-summing sink (reading
+    one input row per iteration) its input's."""
+    t = op.inputs[0] if row_sink(graph, op) else op.outputs[0]
     return int(graph.tensors[t].shape[1])
 
 
 def row_window(graph: Graph, op: Operator) -> RowWindow | None:
     """The row geometry of a windowed operator over its first input (elementwise: one row each; a
-    global pool: iteration r reads input row r)."""
-    if op.opcode in ELEMENTWISE or row_mean(graph, op) or global_pool(graph, op):
+    row-summing sink: iteration r reads input row r)."""
+    if op.opcode in ELEMENTWISE or row_mean(graph, op) or row_sink(graph, op):
         return RowWindow(1, 1, 0)
     top = row_pad(graph, op)
     if top is not None:
@@ -272,8 +362,8 @@ def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
     """(consumer, position, window rows) when the producer's output can stream into its reader."""
     if producer.opcode not in WINDOWED or len(producer.outputs) != 1 or row_window(graph, producer) is None:
         return None
-    if global_pool(graph, producer):
-        return None  # a sink only: its one output row is written after the loop
+    if row_sink(graph, producer):
+        return None  # a sink only: its output is written after the loop
     t = producer.outputs[0]
     hwc = _nhwc1(graph, t)
     readers = graph.consumers.get(t, ())
@@ -317,9 +407,11 @@ def _saving_stream(
     position: int,
     sched: RowSchedule,
     source: bool = False,
+    absorbed: tuple[int, ...] = (),
 ) -> Stream | None:
     """The Stream running `ops` over the streamed `tensors` with the loop's windows (`sched`), its
-    sink reading the last at input `position`; None when it saves nothing."""
+    sink reading the last at input `position` (through the `absorbed` views); None when it saves
+    nothing."""
     stream = Stream(
         tuple(ops),
         tensors,
@@ -330,6 +422,7 @@ def _saving_stream(
         source,
         _sums(graph, ops[-1]),
         _staged(graph, ops, tensors),
+        absorbed,
     )
     return stream if stream.saving > 0 else None
 
@@ -359,6 +452,8 @@ def staged_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
     """The members (positions in `stream.operators`) that run ts_conv2d_s8_staged on their one row
     (`_staged_bytes`): narrow 1x1 layers reading a streamed tensor (not heads: those compute
     several rows per call)."""
+    if stream.tiles is not None:
+        return ()  # a tile's rows are narrower: its 1x1 members run the default kernel
     tensors = set(stream.tensors)
     return tuple(
         k for k, op in enumerate(stream.operators) if _staged_bytes(graph, op) and op.inputs[0] in tensors
@@ -372,8 +467,8 @@ def _staged(graph: Graph, ops: Sequence[Operator], tensors: Sequence[int]) -> in
 
 
 def _sums(graph: Graph, sink: Operator) -> int:
-    """The int32 sums a stage's sink keeps: a global pool's channels, else none."""
-    return int(graph.tensors[sink.outputs[0]].shape[3]) if global_pool(graph, sink) else 0
+    """The int32 sums a stage's sink keeps (`row_sink`), else none."""
+    return row_sink(graph, sink)
 
 
 # ---- stages: streams through a small DAG (issue 33, part 2) -------------------------------------------
@@ -381,8 +476,8 @@ def _sums(graph: Graph, sink: Operator) -> int:
 
 def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
     """The activations a streamable operator reads row by row: a windowed one's first input, an
-    elementwise one's two operands."""
-    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS:
+    elementwise one's two operands, a row-summing sink's input."""
+    if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS or row_sink(graph, op):
         return (op.inputs[0],)
     gate = broadcast_gate(graph, op)
     return tuple(u for u in op.inputs[:2] if u != gate)
@@ -390,7 +485,9 @@ def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
 
 def _streamable(graph: Graph, op: Operator) -> bool:
     """An operator a stage can run row by row: windowed over an int8 image (its other inputs
-    constants), or elementwise on equal shapes, one int8 NHWC output either way."""
+    constants), or elementwise on equal shapes, one int8 NHWC output either way; or a row-summing sink."""
+    if row_sink(graph, op):
+        return True  # a global pool, a FULLY_CONNECTED over the flattened map (`ROW_SINKS`)
     if len(op.outputs) != 1 or _nhwc1(graph, op.outputs[0]) is None or not op.inputs:
         return False
     if op.opcode in WINDOWED:
@@ -533,30 +630,36 @@ def stream_shift(graph: Graph, stream: Stream, x: int) -> int | None:
     own reads of x in the row it writes: tinysched.memory.overlap adds its operator's D): output row
     r is written after every read of the rows its loop iteration makes and before those of the
     iterations after it, which start at the lowest row `row_schedule` names."""
+    if stream.tiles is not None:
+        return None  # each tile writes every output row again: the output shares no outer input's bytes
     sched = row_schedule(graph, stream.operators, stream.source)
     later = None if sched is None else dict(sched.later).get(x)
     y = graph.tensors[stream.consumer.outputs[0]]
     if later is None or len(y.shape) != 4 or stream.sums:
-        return None  # (a global-pool sink's few output bytes share nothing: written after the loop)
+        return None  # (a row-summing sink's few output bytes share nothing: written after the loop)
     in_row = graph.tensors[x].nbytes // int(graph.tensors[x].shape[1])
     out_row = y.nbytes // int(y.shape[1])
     return min(low * in_row - (r + 1) * out_row for r, low in enumerate(later))
 
 
-def _stage(graph: Graph, ops: Sequence[Operator]) -> Stream | None:
+def _stage(graph: Graph, ops: Sequence[Operator], absorbed: tuple[int, ...] = ()) -> Stream | None:
     """The Stream running `ops` (topological, the last the sink), or None when it saves nothing."""
     tensors = tuple(op.outputs[0] for op in ops[:-1])
     sched = row_schedule(graph, ops)
     if sched is None:
         return None
     position = next((p for p, u in enumerate(ops[-1].inputs) if tensors and u == tensors[-1]), 0)
-    return _saving_stream(graph, ops, tensors, position, sched)
+    return _saving_stream(graph, ops, tensors, position, sched, absorbed=absorbed)
 
 
 def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) -> list[Stream]:
     """The stages ending at `sink`, grown backwards: a member's row input joins (its producer with
     it) when the producer is streamable and every reader of it is a member (or it is `shared`: a
-    two-pass stage's feature map, which the other pass computes again), up to MAX_CHAIN."""
+    two-pass stage's feature map, which the other pass computes again), up to MAX_CHAIN. A sink reading
+    its map through a flattening view (`flattening_view`) reads the map itself, the view absorbed."""
+    view = flattening_view(graph, sink)
+    sink = _reading_the_map(graph, sink)
+    absorbed = () if view is None else (view.index,)
     if not _streamable(graph, sink):
         return []
     start = frozenset([sink.index])
@@ -564,31 +667,32 @@ def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) 
     while todo:
         group = todo.pop()
         for v in group:
-            for u in row_inputs(graph, graph.operators[v]):
+            for u in row_inputs(graph, sink if v == sink.index else graph.operators[v]):
                 p = graph.producer.get(u)
                 if p is None or p in group or len(group) >= MAX_CHAIN or u in graph.outputs:
                     continue
-                if not _streamable(graph, graph.operators[p]) or global_pool(graph, graph.operators[p]):
+                if not _streamable(graph, graph.operators[p]) or row_sink(graph, graph.operators[p]):
                     continue
-                if not set(graph.consumers.get(u, ())) <= group and u not in shared:
+                if not set(graph.consumers.get(u, ())) <= group | set(absorbed) and u not in shared:
                     continue
                 grown = group | {p}
                 if grown not in seen:
                     seen.add(grown)
                     todo.append(grown)
-                    stream = _stage(graph, _topological(graph, grown))
+                    stream = _stage(graph, _topological(graph, grown, sink), absorbed)
                     if stream is not None:
                         found.append(stream)
     return found
 
 
-def _topological(graph: Graph, group: frozenset[int]) -> list[Operator]:
-    """The members in an order in which every member comes after the members it reads from."""
+def _topological(graph: Graph, group: frozenset[int], sink: Operator) -> list[Operator]:
+    """The members in an order in which every member comes after the members it reads from (`sink`
+    as given: perhaps reading its map past a flattening view)."""
     order: list[Operator] = []
     placed: set[int] = set()
     while len(order) < len(group):
         for v in sorted(group - placed):
-            op = graph.operators[v]
+            op = sink if v == sink.index else graph.operators[v]
             if all(graph.producer.get(u) not in group - placed for u in op.inputs if u >= 0):
                 order.append(op)
                 placed.add(v)
@@ -640,7 +744,7 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
         who = ", ".join(f"{v} ({graph.operators[v].opcode})" for v in readers)
         return [], f"input 0 is read by {len(readers)} operators ({who}); its rows stream into one"
     first = graph.operators[readers[0]]
-    window = row_window(graph, first) if first.opcode in WINDOWED and not global_pool(graph, first) else None
+    window = row_window(graph, first) if first.opcode in WINDOWED and not row_sink(graph, first) else None
     if window is None or first.inputs[0] != x or x in first.inputs[1:] or len(first.outputs) != 1:
         return [], (
             f"input 0's reader, operator {first.index} ({first.opcode}), does not read it row by row "
@@ -657,7 +761,8 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
 def members(stream: Stream) -> frozenset[int]:
     """The operators a chain runs, and -1 for the application's rows: no chain without the input as
     its head contains one with it."""
-    return frozenset(op.index for op in stream.operators) | ({-1} if stream.source else frozenset())
+    own = frozenset(op.index for op in stream.operators) | frozenset(stream.absorbed)
+    return own | ({-1} if stream.source else frozenset())
 
 
 def chain_shift(graph: Graph, stream: Stream) -> int | None:
@@ -775,8 +880,15 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
             f"are never whole, windows of {'/'.join(map(str, s.rows))} row(s) ({s.window_bytes:,} B) hold "
             "what the next operator still reads"
         )
-        removed = tuple(op.index for op in s.operators[:-1])
-        matches.append(Match("stream", c.index, op, removed, s.tensors, detail))
+        if s.tiles is not None:
+            edges = ", ".join(f"{lo}-{hi - 1}" for lo, hi in (t[-1] for t in s.tiles.members))
+            detail += (
+                f", over {s.tiles.count} column tiles of its output (columns {edges}), each window a tile's "
+                "columns, the halo columns computed again"
+            )
+        removed = tuple(op.index for op in s.operators[:-1]) + s.absorbed
+        views = tuple(graph.operators[v].outputs[0] for v in s.absorbed)  # read through by the sink
+        matches.append(Match("stream", c.index, op, removed, s.tensors + views, detail))
     fused = apply_matches(graph, matches)
     heads = {s.tensors[0] for s in streams if s.source}
     if not heads:
@@ -928,3 +1040,123 @@ def pass_bytes(graph: Graph, stream: Stream) -> int:
         if shift is not None:
             shared = max(shared, min(graph.tensors[x].nbytes, y, y + shift))
     return sum(graph.tensors[u].nbytes for u in outer) + stream.window_bytes + y - shared
+
+
+# ---- column tiles: a stage whose rows are too wide (issue 33, part 2) --------------------------------
+#
+# A stage's windows hold whole rows: `rows[k]` rows of tensor k, each its full width. Where those
+# windows are the peak (mcunet_vww_int8's first stage: 3 rows of 40x48 and of 40x16 beside its
+# 20x20x16 output), the stage can run over column tiles instead, as MCUNetV2's patches do: the
+# loop over the rows runs once per tile, each tile computing a range of the sink's output columns.
+# Every member computes the columns of its output that its readers' column windows reach in that
+# tile (the halo of a k x k window, computed again by the neighbouring tile: added MACs, counted
+# and limited by --mac-budget), and each window holds a tile's columns only. The application's
+# rows (a stage headed by the input) are asked for once per tile, each whole, into room for one
+# row after the window's tile rows, their tile's columns then moved down.
+
+MAX_TILES = 4  # column tiles a stage may run over: each adds its members' halo columns again
+
+
+@dataclass(frozen=True)
+class ColumnTiles:
+    """The column tiles a stage runs over (`column_tiles`): per tile, the columns each member
+    computes and each streamed tensor's window holds (both [lo, hi) of the whole tensor's)."""
+
+    members: tuple[tuple[tuple[int, int], ...], ...]  # per tile, per member: its output columns
+    tensors: tuple[tuple[tuple[int, int], ...], ...]  # per tile, per streamed tensor: its columns held
+    source_slack: int = 0  # the application's window: a whole row's bytes less a tile row's (0: none)
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+    def computed_columns(self, j: int) -> int:
+        """Member j's output columns over all tiles (its output's width, plus the halo recomputed)."""
+        return sum(t[j][1] - t[j][0] for t in self.members)
+
+
+def column_window(graph: Graph, op: Operator) -> RowWindow | None:
+    """The column geometry of a tiled stage's member over its input (`RowWindow` across the
+    columns): a convolution's or pool's; None for the members a tile does not run yet (elementwise
+    ones, a global pool, a PAD, a row-wise MEAN)."""
+    if op.opcode not in WINDOWED or row_sink(graph, op) or row_window(graph, op) is None:
+        return None
+    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
+    kernel = _kernel_hw(graph, op)
+    assert x is not None and y is not None and kernel is not None  # row_window checked them
+    pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)
+    stride = int(op.options.get("stride_w", 1))
+    pooling = op.opcode in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+    dilation = 1 if pooling else int(op.options.get("dilation_wfactor", 1) or 1)
+    if pads is None or stride < 1 or dilation < 1 or pads[2] < 0:
+        return None
+    return RowWindow((kernel[1] - 1) * dilation + 1, stride, pads[2])
+
+
+def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
+    """`stream` run over `count` column tiles of its sink's output (as even as the width allows),
+    each window a tile's widest columns; None when a member cannot run on a column range (every
+    member must read only the stage's streamed tensors: an outer input's rows are whole-width), a
+    tile would compute nothing, or the windows are no smaller."""
+    if count < 2 or stream.sums or stream.tiles is not None:
+        return None
+    ops, tensors = stream.operators, stream.tensors
+    index = {t: k for k, t in enumerate(tensors)}
+    geometry = [column_window(graph, op) for op in ops]
+    inputs = [row_inputs(graph, op) for op in ops]
+    if any(g is None for g in geometry):
+        return None
+    for j, ins in enumerate(inputs):  # an outer input: read whole-width, so by a 1x1 head alone
+        if any(u not in index for u in ins) and not _pointwise_head(graph, ops[j], ins, index):
+            return None
+    width = [int(graph.tensors[op.outputs[0]].shape[2]) for op in ops]
+    tensor_width = [int(graph.tensors[t].shape[2]) for t in tensors]
+    if count > width[-1]:
+        return None
+    producer = {t: j for j, op in enumerate(ops) for t in op.outputs}
+    member_tiles, tensor_tiles = [], []
+    for tile in range(count):
+        cols: list[tuple[int, int] | None] = [None] * len(ops)
+        held: list[tuple[int, int] | None] = [None] * len(tensors)
+        cols[-1] = (tile * width[-1] // count, (tile + 1) * width[-1] // count)
+        for j in reversed(range(len(ops))):
+            mine, g = cols[j], geometry[j]
+            assert g is not None
+            if mine is None or mine[1] <= mine[0]:
+                return None  # no reader in this tile reads the member's output
+            for u in inputs[j]:
+                if u not in index:
+                    continue  # a 1x1 head's outer input: its row's columns [lo, hi) are the head's
+                k = index[u]
+                lo = max(mine[0] * g.stride - g.pad_top, 0)
+                hi = min((mine[1] - 1) * g.stride - g.pad_top + g.span, tensor_width[k])
+                was = held[k]
+                held[k] = (lo, hi) if was is None else (min(lo, was[0]), max(hi, was[1]))
+                if u in producer:
+                    cols[producer[u]] = held[k]
+        if any(h is None or h[1] <= h[0] for h in held):
+            return None
+        member_tiles.append(tuple(c for c in cols if c is not None))
+        tensor_tiles.append(tuple(h for h in held if h is not None))
+    channels = [int(graph.tensors[t].shape[3]) for t in tensors]
+    row_bytes = tuple(
+        max(hi - lo for lo, hi in (t[k] for t in tensor_tiles)) * channels[k] for k in range(len(tensors))
+    )
+    slack = tensor_width[0] * channels[0] - row_bytes[0] if stream.source else 0
+    tiles = ColumnTiles(tuple(member_tiles), tuple(tensor_tiles), slack)
+    result = replace(stream, row_bytes=row_bytes, tiles=tiles, staged=0)
+    return result if result.window_bytes < stream.window_bytes else None
+
+
+def _pointwise_head(graph: Graph, op: Operator, ins: Sequence[int], index: dict[int, int]) -> bool:
+    """A member reading only outer inputs through a 1x1 window of stride 1 without padding (an
+    expansion's 1x1 convolution): in a tile it reads one contiguous run of each input row, so it
+    runs one row per call at the run's first byte."""
+    one = RowWindow(1, 1, 0)
+    return all(u not in index for u in ins) and row_window(graph, op) == one == column_window(graph, op)
+
+
+def tiled(graph: Graph, stream: Stream) -> list[Stream]:
+    """`stream` over 2 to MAX_TILES column tiles, each where it makes the windows smaller."""
+    found = (column_tiles(graph, stream, n) for n in range(2, MAX_TILES + 1))
+    return [s for s in found if s is not None]

@@ -561,10 +561,13 @@ class ModelBuilder:
         use_bias: bool = True,
         output_quant: tuple[float, int] | None = None,
         name: str = "fully_connected",
+        flatten: bool = False,
     ) -> TensorHandle:
-        """FULLY_CONNECTED (v4; v5 with keep_num_dims): weights [O,I], input flattened to [-1,I]."""
+        """FULLY_CONNECTED (v4; v5 with keep_num_dims): weights [O,I], input flattened to [-1,I]; I is
+        the last dimension, or with `flatten` all but the first (a map read whole by each output, as
+        tflm_micro_speech's FULLY_CONNECTED reads its 25x20x8 map without a RESHAPE)."""
         self._check_int8(x)
-        depth = x.shape[-1]
+        depth = math.prod(x.shape[1:]) if flatten else x.shape[-1]
         batch = math.prod(x.shape) // depth
         wq, ws = self._weights((units, depth), depth, 0, per_channel)
         weight = self._tensor(f"{name}/weights", wq.shape, "int8", data=wq, channel_scales=ws, channel_axis=0)

@@ -253,6 +253,7 @@ def _streams_summary(planned: Any, arena_bytes: int) -> dict[str, Any] | None:
                 "window_bytes": r["window_bytes"],
                 "bytes_saved_at_its_steps": r["bytes_saved_at_its_steps"],
                 "macs_added": r["macs_added"],
+                "column_tiles": r["column_tiles"],  # 1: whole rows
             }
             for r in planned.streams_json()
         ],
