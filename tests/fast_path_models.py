@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tinysched.model.modelgen import ModelBuilder
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from tinysched.model.modelgen import ModelBuilder, TensorHandle
 
 
 def pointwise_shapes() -> bytes:
@@ -670,6 +673,61 @@ def max_pool_words() -> bytes:
     return b.build()
 
 
+def _resize(b: ModelBuilder, x: TensorHandle, size: tuple[int, int], mode: str, name: str) -> TensorHandle:
+    """RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR of `x` to `size`; mode "align" (align_corners),
+    "half" (half_pixel_centers) or "plain" (neither)."""
+    align, half = mode == "align", mode == "half"
+    shape = b.constant(np.array(size, dtype=np.int32), name=f"{name}/size")
+    if name.startswith("nearest"):
+        opcode, options = "RESIZE_NEAREST_NEIGHBOR", schema.ResizeNearestNeighborOptionsT(alignCorners=align)
+        options.halfPixelCenters = half
+    else:
+        opcode, options = "RESIZE_BILINEAR", schema.ResizeBilinearOptionsT(alignCorners=align)
+        options.halfPixelCenters = half
+    (y,) = b.op(opcode, [x, shape], [(x.shape[0], *size, x.shape[3])], options, name=name)
+    return y
+
+
+def _arg_max(b: ModelBuilder, x: TensorHandle, dtype: str, name: str) -> TensorHandle:
+    """ARG_MAX over the channels (the last axis) with an int32 or int64 output."""
+    kind = schema.TensorType.INT64 if dtype == "int64" else schema.TensorType.INT32
+    axis = b.constant(np.array([3], dtype=np.int32), name=f"{name}/axis")
+    options = schema.ArgMaxOptionsT(outputType=kind)
+    (y,) = b.op("ARG_MAX", [x, axis], [x.shape[:3]], options, output_dtypes=[dtype], name=name)
+    return y
+
+
+def resize_argmax_segmentation() -> bytes:
+    """deeplab's head in small: a 1x1 convolution into 21 class scores, upsampled bilinearly
+    (align_corners) 5x7 -> 17x25 and reduced to an int64 ARG_MAX map whose 8 B a pixel may start
+    at the dying 21 B a pixel (tinysched.memory.overlap); input zero point -7."""
+    b = ModelBuilder(seed=53)
+    x = b.input("x", (1, 5, 7, 8), zero_point=-7)
+    t = b.conv2d(x, 21, (1, 1), name="scores_21")
+    t = _resize(b, t, (17, 25), "align", "bilinear_align_up")
+    b.output(_arg_max(b, t, "int64", "argmax_int64"))
+    return b.build()
+
+
+def resize_argmax_modes() -> bytes:
+    """Resize -> ARG_MAX heads in every mode: bilinear half_pixel_centers upscale 6x5 -> 13x11 into
+    an int32 ARG_MAX over 6 channels; bilinear plain downscale 6x5 -> 4x3 into int64 over 9
+    channels; nearest (align_corners, half_pixel_centers, plain) up and down into int32 / int64."""
+    b = ModelBuilder(seed=54)
+    x = b.input("x", (1, 6, 5, 4), zero_point=12)
+    six = b.conv2d(x, 6, (1, 1), name="scores_6")
+    nine = b.conv2d(x, 9, (3, 3), activation="RELU", name="scores_9")
+    outs = [
+        _arg_max(b, _resize(b, six, (13, 11), "half", "bilinear_half_up"), "int32", "argmax_half"),
+        _arg_max(b, _resize(b, nine, (4, 3), "plain", "bilinear_plain_down"), "int64", "argmax_down"),
+        _arg_max(b, _resize(b, nine, (11, 9), "align", "nearest_align_up"), "int64", "argmax_nearest_align"),
+        _arg_max(b, _resize(b, six, (9, 7), "half", "nearest_half_up"), "int32", "argmax_nearest_half"),
+        _arg_max(b, _resize(b, nine, (3, 4), "plain", "nearest_plain_down"), "int32", "argmax_nearest_down"),
+    ]
+    b.output(*outs)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -710,4 +768,6 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_eff_helium": depthwise_eff_helium,
     "quads_unrolled_helium": quads_unrolled_helium,
     "max_pool_words": max_pool_words,
+    "resize_argmax_segmentation": resize_argmax_segmentation,
+    "resize_argmax_modes": resize_argmax_modes,
 }

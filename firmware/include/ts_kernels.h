@@ -800,7 +800,12 @@ typedef struct {
 int ts_sum_s8(const ts_sum_s8_params *p, const int8_t *input, int8_t *output);
 
 /* ARG_MAX / ARG_MIN (int8 input viewed as [outer][axis_size][inner]): the index along the axis of
- * the largest (smallest) raw value, the first one on ties; int32 or int64 output. */
+ * the largest (smallest) raw value, the first one on ties; int32 or int64 output.
+ * Read/write order: output elements (o, i) in flat order; element (o, i) is written once, after
+ * all its axis_size inputs (o, a, i) are read, and before any input of a later element is read.
+ * So over the last axis (inner 1) element p reads bytes [p * axis_size, (p + 1) * axis_size) and
+ * then writes its 4 or 8 bytes ending at (p + 1) * 4 or 8: the output may start at the input's
+ * start when its element is no wider than axis_size (tinysched.memory.overlap). */
 typedef struct {
     int32_t outer, axis_size, inner;
     int32_t is_max;
