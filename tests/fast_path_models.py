@@ -728,6 +728,60 @@ def resize_argmax_modes() -> bytes:
     return b.build()
 
 
+def _resize_head(
+    seed: int,
+    shape: tuple[int, int, int, int],
+    classes: int,
+    size: tuple[int, int],
+    mode: str,
+    kind: str,
+    dtype: str,
+) -> bytes:
+    """A 1x1 convolution into `classes` scores, a resize of `kind` ("bilinear" or "nearest") in
+    `mode` to `size`, an ARG_MAX into `dtype`: the resize's step is the peak, so the resize heads a
+    stage into the ARG_MAX (tinysched.memory.stream.row_resize, row_arg)."""
+    b = ModelBuilder(seed=seed)
+    x = b.input("x", shape, zero_point=seed - 60)
+    t = b.conv2d(x, classes, (1, 1), name=f"scores_{classes}")
+    t = _resize(b, t, size, mode, f"{kind}_{mode}")
+    b.output(_arg_max(b, t, dtype, f"argmax_{dtype}"))
+    return b.build()
+
+
+def stream_resize_bilinear_half() -> bytes:
+    """Bilinear, half_pixel_centers, 6x5 -> 13x11 (rows read in pairs, the first and last clamped),
+    6 classes into int32."""
+    return _resize_head(55, (1, 6, 5, 3), 6, (13, 11), "half", "bilinear", "int32")
+
+
+def stream_resize_bilinear_rows_down() -> bytes:
+    """Bilinear, neither option, 9x5 -> 4x23: rows downscaled (output rows skip input rows: the
+    window slides past rows no output reads), columns upscaled; 21 classes into int64."""
+    return _resize_head(56, (1, 9, 5, 4), 21, (4, 23), "plain", "bilinear", "int64")
+
+
+def stream_resize_nearest_align() -> bytes:
+    """Nearest, align_corners (rounded sources), 6x5 -> 11x9, 21 classes into int64."""
+    return _resize_head(57, (1, 6, 5, 2), 21, (11, 9), "align", "nearest", "int64")
+
+
+def stream_resize_nearest_half_down() -> bytes:
+    """Nearest, half_pixel_centers, 9x7 -> 4x19 (rows down, columns up), 16 classes into int32."""
+    return _resize_head(58, (1, 9, 7, 3), 16, (4, 19), "half", "nearest", "int32")
+
+
+def stream_resize_depthwise() -> bytes:
+    """A resize heading a windowed member: bilinear align_corners 5x4 -> 12x10 over 16 channels into a
+    3x3 depthwise (a window of three rows of the upsampled map) and an int32 ARG_MAX."""
+    b = ModelBuilder(seed=59)
+    x = b.input("x", (1, 5, 4, 3), zero_point=-9)
+    t = b.conv2d(x, 16, (1, 1), name="scores_16")
+    t = _resize(b, t, (12, 10), "align", "bilinear_align")
+    t = b.depthwise_conv2d(t, (3, 3), name="dw_after_resize")
+    b.output(_arg_max(b, t, "int32", "argmax_int32"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -770,4 +824,9 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "max_pool_words": max_pool_words,
     "resize_argmax_segmentation": resize_argmax_segmentation,
     "resize_argmax_modes": resize_argmax_modes,
+    "stream_resize_bilinear_half": stream_resize_bilinear_half,
+    "stream_resize_bilinear_rows_down": stream_resize_bilinear_rows_down,
+    "stream_resize_nearest_align": stream_resize_nearest_align,
+    "stream_resize_nearest_half_down": stream_resize_nearest_half_down,
+    "stream_resize_depthwise": stream_resize_depthwise,
 }
