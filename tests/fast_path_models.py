@@ -782,6 +782,17 @@ def stream_resize_depthwise() -> bytes:
     return b.build()
 
 
+def stream_resize_pointwise() -> bytes:
+    """A resize heading a 1x1 convolution: nearest (neither option) 4x3 -> 9x11 over 8 channels,
+    a 1x1 into 21 class scores (rows of 11 pixels), an int64 ARG_MAX; input zero point 21."""
+    b = ModelBuilder(seed=60)
+    x = b.input("x", (1, 4, 3, 8), zero_point=21)
+    t = _resize(b, x, (9, 11), "plain", "nearest_plain")
+    t = b.conv2d(t, 21, (1, 1), activation="RELU", name="scores_after_resize")
+    b.output(_arg_max(b, t, "int64", "argmax_int64"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -829,4 +840,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_resize_nearest_align": stream_resize_nearest_align,
     "stream_resize_nearest_half_down": stream_resize_nearest_half_down,
     "stream_resize_depthwise": stream_resize_depthwise,
+    "stream_resize_pointwise": stream_resize_pointwise,
 }

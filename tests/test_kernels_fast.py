@@ -254,6 +254,10 @@ DSP_ONLY_MODELS = (
     "stream_fc_blocks",
     "stream_fc_single",
     "stream_fc_view",
+    "stream_resize_depthwise",
+    "stream_resize_pointwise",
+    "stream_resize_bilinear_rows_down",
+    "resize_argmax_segmentation",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 
