@@ -793,6 +793,20 @@ def stream_resize_pointwise() -> bytes:
     return b.build()
 
 
+def resize_over_input() -> bytes:
+    """Whole resizes whose output overlaps their dying input (tinysched.memory.overlap `_resize`):
+    bilinear half_pixel_centers 5x4 -> 11x9 over 12 channels (an output), and nearest align_corners
+    of a 1x1 convolution's 5x4x6 map 5x4 -> 3x7 (rows down) into an int32 ARG_MAX."""
+    b = ModelBuilder(seed=61)
+    x = b.input("x", (1, 5, 4, 3), zero_point=-100)
+    t = b.conv2d(x, 12, (1, 1), name="map_12")
+    up = _resize(b, t, (11, 9), "half", "bilinear_half_up")
+    u = b.conv2d(x, 6, (1, 1), name="map_6")
+    down = _resize(b, u, (3, 7), "align", "nearest_align_down")
+    b.output(up, _arg_max(b, down, "int32", "argmax_int32"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -841,4 +855,5 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_resize_nearest_half_down": stream_resize_nearest_half_down,
     "stream_resize_depthwise": stream_resize_depthwise,
     "stream_resize_pointwise": stream_resize_pointwise,
+    "resize_over_input": resize_over_input,
 }

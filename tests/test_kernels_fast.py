@@ -258,6 +258,7 @@ DSP_ONLY_MODELS = (
     "stream_resize_pointwise",
     "stream_resize_bilinear_rows_down",
     "resize_argmax_segmentation",
+    "resize_over_input",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

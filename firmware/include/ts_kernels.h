@@ -837,7 +837,12 @@ typedef struct {
 int ts_resize_nearest(const ts_resize_nearest_params *p, const void *input, void *output);
 /* Output rows [row, row + count) of one batch (input: that batch, whole; output: row `row`), rows in
  * increasing order, pixels of a row left to right; the whole kernel calls it per batch on every row.
- * A streamed stage's resize head (ts_kernels.h "Streamed pairs"). */
+ * A streamed stage's resize head (ts_kernels.h "Streamed pairs").
+ * Read/write order (both resize kernels): batches, then output rows, in increasing order; output row
+ * y of a batch reads only input rows y0[y], y1[y] (nearest: y_map[y]) of that batch, non-decreasing
+ * in y, and its pixels are written left to right as they are computed, each pixel's bytes after its
+ * reads. So the output may overlap the input as long as every output row ends below the first byte
+ * of the lowest source row of it and of every later row (tinysched.memory.overlap `_resize`). */
 int ts_resize_nearest_rows(const ts_resize_nearest_params *p, const void *input, int32_t row, int32_t count,
                            void *output);
 
