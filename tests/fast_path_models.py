@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tinysched.model.modelgen import ModelBuilder
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from tinysched.model.modelgen import ModelBuilder, TensorHandle
 
 
 def pointwise_shapes() -> bytes:
@@ -734,6 +737,140 @@ def stream_column_tiles_conv() -> bytes:
     return b.build()
 
 
+def _resize(b: ModelBuilder, x: TensorHandle, size: tuple[int, int], mode: str, name: str) -> TensorHandle:
+    """RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR of `x` to `size`; mode "align" (align_corners),
+    "half" (half_pixel_centers) or "plain" (neither)."""
+    align, half = mode == "align", mode == "half"
+    shape = b.constant(np.array(size, dtype=np.int32), name=f"{name}/size")
+    if name.startswith("nearest"):
+        opcode, options = "RESIZE_NEAREST_NEIGHBOR", schema.ResizeNearestNeighborOptionsT(alignCorners=align)
+        options.halfPixelCenters = half
+    else:
+        opcode, options = "RESIZE_BILINEAR", schema.ResizeBilinearOptionsT(alignCorners=align)
+        options.halfPixelCenters = half
+    (y,) = b.op(opcode, [x, shape], [(x.shape[0], *size, x.shape[3])], options, name=name)
+    return y
+
+
+def _arg_max(b: ModelBuilder, x: TensorHandle, dtype: str, name: str) -> TensorHandle:
+    """ARG_MAX over the channels (the last axis) with an int32 or int64 output."""
+    kind = schema.TensorType.INT64 if dtype == "int64" else schema.TensorType.INT32
+    axis = b.constant(np.array([3], dtype=np.int32), name=f"{name}/axis")
+    options = schema.ArgMaxOptionsT(outputType=kind)
+    (y,) = b.op("ARG_MAX", [x, axis], [x.shape[:3]], options, output_dtypes=[dtype], name=name)
+    return y
+
+
+def resize_argmax_segmentation() -> bytes:
+    """deeplab's head in small: a 1x1 convolution into 21 class scores, upsampled bilinearly
+    (align_corners) 5x7 -> 17x25 and reduced to an int64 ARG_MAX map whose 8 B a pixel may start
+    at the dying 21 B a pixel (tinysched.memory.overlap); input zero point -7."""
+    b = ModelBuilder(seed=53)
+    x = b.input("x", (1, 5, 7, 8), zero_point=-7)
+    t = b.conv2d(x, 21, (1, 1), name="scores_21")
+    t = _resize(b, t, (17, 25), "align", "bilinear_align_up")
+    b.output(_arg_max(b, t, "int64", "argmax_int64"))
+    return b.build()
+
+
+def resize_argmax_modes() -> bytes:
+    """Resize -> ARG_MAX heads in every mode: bilinear half_pixel_centers upscale 6x5 -> 13x11 into
+    an int32 ARG_MAX over 6 channels; bilinear plain downscale 6x5 -> 4x3 into int64 over 9
+    channels; nearest (align_corners, half_pixel_centers, plain) up and down into int32 / int64."""
+    b = ModelBuilder(seed=54)
+    x = b.input("x", (1, 6, 5, 4), zero_point=12)
+    six = b.conv2d(x, 6, (1, 1), name="scores_6")
+    nine = b.conv2d(x, 9, (3, 3), activation="RELU", name="scores_9")
+    outs = [
+        _arg_max(b, _resize(b, six, (13, 11), "half", "bilinear_half_up"), "int32", "argmax_half"),
+        _arg_max(b, _resize(b, nine, (4, 3), "plain", "bilinear_plain_down"), "int64", "argmax_down"),
+        _arg_max(b, _resize(b, nine, (11, 9), "align", "nearest_align_up"), "int64", "argmax_nearest_align"),
+        _arg_max(b, _resize(b, six, (9, 7), "half", "nearest_half_up"), "int32", "argmax_nearest_half"),
+        _arg_max(b, _resize(b, nine, (3, 4), "plain", "nearest_plain_down"), "int32", "argmax_nearest_down"),
+    ]
+    b.output(*outs)
+    return b.build()
+
+
+def _resize_head(
+    seed: int,
+    shape: tuple[int, int, int, int],
+    classes: int,
+    size: tuple[int, int],
+    mode: str,
+    kind: str,
+    dtype: str,
+) -> bytes:
+    """A 1x1 convolution into `classes` scores, a resize of `kind` ("bilinear" or "nearest") in
+    `mode` to `size`, an ARG_MAX into `dtype`: the resize's step is the peak, so the resize heads a
+    stage into the ARG_MAX (tinysched.memory.stream.row_resize, row_arg)."""
+    b = ModelBuilder(seed=seed)
+    x = b.input("x", shape, zero_point=seed - 60)
+    t = b.conv2d(x, classes, (1, 1), name=f"scores_{classes}")
+    t = _resize(b, t, size, mode, f"{kind}_{mode}")
+    b.output(_arg_max(b, t, dtype, f"argmax_{dtype}"))
+    return b.build()
+
+
+def stream_resize_bilinear_half() -> bytes:
+    """Bilinear, half_pixel_centers, 6x5 -> 13x11 (rows read in pairs, the first and last clamped),
+    6 classes into int32."""
+    return _resize_head(55, (1, 6, 5, 3), 6, (13, 11), "half", "bilinear", "int32")
+
+
+def stream_resize_bilinear_rows_down() -> bytes:
+    """Bilinear, neither option, 9x5 -> 4x23: rows downscaled (output rows skip input rows: the
+    window slides past rows no output reads), columns upscaled; 21 classes into int64."""
+    return _resize_head(56, (1, 9, 5, 4), 21, (4, 23), "plain", "bilinear", "int64")
+
+
+def stream_resize_nearest_align() -> bytes:
+    """Nearest, align_corners (rounded sources), 6x5 -> 11x9, 21 classes into int64."""
+    return _resize_head(57, (1, 6, 5, 2), 21, (11, 9), "align", "nearest", "int64")
+
+
+def stream_resize_nearest_half_down() -> bytes:
+    """Nearest, half_pixel_centers, 9x7 -> 4x19 (rows down, columns up), 16 classes into int32."""
+    return _resize_head(58, (1, 9, 7, 3), 16, (4, 19), "half", "nearest", "int32")
+
+
+def stream_resize_depthwise() -> bytes:
+    """A resize heading a windowed member: bilinear align_corners 5x4 -> 12x10 over 16 channels into a
+    3x3 depthwise (a window of three rows of the upsampled map) and an int32 ARG_MAX."""
+    b = ModelBuilder(seed=59)
+    x = b.input("x", (1, 5, 4, 3), zero_point=-9)
+    t = b.conv2d(x, 16, (1, 1), name="scores_16")
+    t = _resize(b, t, (12, 10), "align", "bilinear_align")
+    t = b.depthwise_conv2d(t, (3, 3), name="dw_after_resize")
+    b.output(_arg_max(b, t, "int32", "argmax_int32"))
+    return b.build()
+
+
+def stream_resize_pointwise() -> bytes:
+    """A resize heading a 1x1 convolution: nearest (neither option) 4x3 -> 9x11 over 8 channels,
+    a 1x1 into 21 class scores (rows of 11 pixels), an int64 ARG_MAX; input zero point 21."""
+    b = ModelBuilder(seed=60)
+    x = b.input("x", (1, 4, 3, 8), zero_point=21)
+    t = _resize(b, x, (9, 11), "plain", "nearest_plain")
+    t = b.conv2d(t, 21, (1, 1), activation="RELU", name="scores_after_resize")
+    b.output(_arg_max(b, t, "int64", "argmax_int64"))
+    return b.build()
+
+
+def resize_over_input() -> bytes:
+    """Whole resizes whose output overlaps their dying input (tinysched.memory.overlap `_resize`):
+    bilinear half_pixel_centers 5x4 -> 11x9 over 12 channels (an output), and nearest align_corners
+    of a 1x1 convolution's 5x4x6 map 5x4 -> 3x7 (rows down) into an int32 ARG_MAX."""
+    b = ModelBuilder(seed=61)
+    x = b.input("x", (1, 5, 4, 3), zero_point=-100)
+    t = b.conv2d(x, 12, (1, 1), name="map_12")
+    up = _resize(b, t, (11, 9), "half", "bilinear_half_up")
+    u = b.conv2d(x, 6, (1, 1), name="map_6")
+    down = _resize(b, u, (3, 7), "align", "nearest_align_down")
+    b.output(up, _arg_max(b, down, "int32", "argmax_int32"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
@@ -778,4 +915,13 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_eff_helium": depthwise_eff_helium,
     "quads_unrolled_helium": quads_unrolled_helium,
     "max_pool_words": max_pool_words,
+    "resize_argmax_segmentation": resize_argmax_segmentation,
+    "resize_argmax_modes": resize_argmax_modes,
+    "stream_resize_bilinear_half": stream_resize_bilinear_half,
+    "stream_resize_bilinear_rows_down": stream_resize_bilinear_rows_down,
+    "stream_resize_nearest_align": stream_resize_nearest_align,
+    "stream_resize_nearest_half_down": stream_resize_nearest_half_down,
+    "stream_resize_depthwise": stream_resize_depthwise,
+    "stream_resize_pointwise": stream_resize_pointwise,
+    "resize_over_input": resize_over_input,
 }

@@ -45,7 +45,10 @@ def test_help_needs_no_checkout(capsys: pytest.CaptureFixture[str]) -> None:
 @needs_gcc
 @pytest.mark.parametrize("model", [tiny_demo_model, _streamed], ids=["demo", "streamed"])
 def test_rewritten_programs_compile(tmp_path: Path, model) -> None:
-    planned = plan(parse_model(model(), source=model.__name__), PlanOptions(time_limit=2.0))
+    # no column tiles (--mac-budget 0): the swap runs a stage's layers whole, which a tile is not
+    planned = plan(
+        parse_model(model(), source=model.__name__), PlanOptions(time_limit=2.0, stream_mac_budget=0)
+    )
     module = generate(planned, "m")
     sources = write_sources(module, tmp_path)
     pieces, steps = bench.plan_swaps((tmp_path / "m.c").read_text())

@@ -258,6 +258,11 @@ DSP_ONLY_MODELS = (
     "stream_fc_view",
     "stream_column_tiles",
     "stream_column_tiles_conv",
+    "stream_resize_depthwise",
+    "stream_resize_pointwise",
+    "stream_resize_bilinear_rows_down",
+    "resize_argmax_segmentation",
+    "resize_over_input",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

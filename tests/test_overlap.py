@@ -271,3 +271,99 @@ def test_squeeze_excite_in_place_bit_exact_on_the_host(tmp_path: Path) -> None:
     path = saved_model(tmp_path / "se.tflite", _squeeze_excite, seed=4)
     result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
+
+
+# ---- ARG_MAX over its dying input (issue 33: deeplab's peak) --------------------------------------
+
+
+def _class_map(b: ModelBuilder) -> None:
+    """A segmentation head: 21 class scores per pixel of a 9x11 map, ARG_MAX into int64 (8 B a pixel)."""
+    from fast_path_models import _arg_max
+
+    x = b.input("x", (1, 9, 11, 8))
+    b.output(_arg_max(b, b.conv2d(x, 21, (1, 1), name="scores"), "int64", "classes"))
+
+
+def test_arg_max_output_starts_over_its_input_when_no_wider() -> None:
+    g = built_graph(_class_map)
+    arg = first_op(g, "ARG_MAX")
+    # pixel p reads bytes [21p, 21p + 21) and then ends its output at 8(p + 1): D = 21 - 8
+    assert max_shift(g, arg, 0) == 13
+    pair = refine(g).pairs[arg.index]
+    assert (pair.input_bytes, pair.output_bytes, pair.saving()) == (99 * 21, 99 * 8, 99 * 8)
+    # whole tensors (--prefer speed: no streams; with them the conv streams into the ARG_MAX)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0, prefer="speed"))
+    at = planned.arena.offsets
+    # the ARG_MAX step holds only the scores (2,079 B), its output inside them: the peak is the
+    # convolution's step (its own output over its dying input), below the 2,871 B of the two apart
+    assert 0 <= at[pair.output] - at[pair.root] <= 13
+    steps = [
+        s.live_bytes for s in profile(planned.graph, planned.schedule.order, refine(planned.graph)).steps
+    ]
+    assert steps[-1] == 99 * 21
+    assert planned.arena.arena_bytes == planned.schedule.peak_bytes == max(steps) < 99 * 8 + 99 * 21
+    check_plan(planned.graph, planned.arena)
+
+
+def test_arg_max_over_a_leading_axis_or_a_wider_element_shifts_less() -> None:
+    from fast_path_models import _arg_max
+
+    def narrow(b: ModelBuilder) -> None:  # int64 over 6 channels: 8 B written per 6 B read
+        x = b.input("x", (1, 3, 4, 8))
+        b.output(_arg_max(b, b.conv2d(x, 6, (1, 1), name="scores"), "int64", "classes"))
+
+    g = built_graph(narrow)
+    # pixel p ends its output at 8(p + 1) while later pixels still read from 6(p + 1); the last
+    # pixel's reads are done when it writes: D = min(6(p + 1) - 8(p + 1)) over p < 11, and 72 - 96
+    assert max_shift(g, first_op(g, "ARG_MAX"), 0) == -24
+
+
+def test_deeplab_plans_its_arg_max_over_the_upsampled_scores() -> None:
+    from conftest import shared_model
+
+    g = parse_model(shared_model("coral_deeplabv3_mnv2_dm05_uint8").read_bytes())
+    planned = plan(g, PlanOptions(time_limit=5.0))
+    # the peak is now the last RESIZE_BILINEAR: 33x33x21 scores (22,869 B) into 513x513x21
+    # (5,526,549 B); the ARG_MAX's 513x513 int64 output (2,105,352 B) sits inside the upsampled
+    # scores, where before its step held both (7,631,901 B)
+    arg = first_op(planned.graph, "ARG_MAX")
+    model = refine(planned.graph)
+    pair = model.pairs[arg.index]
+    assert (pair.input_bytes, pair.output_bytes, pair.shift) == (5_526_549, 2_105_352, 13)
+    assert 0 <= planned.arena.offsets[pair.output] - planned.arena.offsets[pair.root] <= 13
+    # and the upsampled scores end past the start of their last source row (row 32 of 33, rows of
+    # 693 B): they share 32 x 693 = 22,176 B with the scores they are made from
+    resize = model.pairs[planned.graph.producer[arg.inputs[0]]]
+    assert (resize.input_bytes, resize.shift, resize.saving()) == (22_869, 32 * 693 - 5_526_549, 22_176)
+    assert planned.schedule.peak_bytes == 22_869 + 5_526_549 - 22_176
+    assert planned.arena.arena_bytes == 5_527_264  # 16-byte aligned offsets
+    check_plan(planned.graph, planned.arena)
+
+
+def test_resize_output_ends_past_its_last_source_row() -> None:
+    from fast_path_models import resize_over_input
+
+    g = parse_model(resize_over_input())
+    bilinear, nearest = (op for op in g.operators if op.opcode.startswith("RESIZE"))
+    # bilinear half_pixel_centers 5 -> 11 rows: row v's first source row is trunc((465 v - 280) / 1024),
+    # row 10's is 4; rows of 4 x 12 = 48 B in, 9 x 12 = 108 B out: D = 4 x 48 - 11 x 108
+    assert max_shift(g, bilinear, 0) == 4 * 48 - 11 * 108
+    # nearest align_corners 5 -> 3 rows reads rows 0, 2, 4 (rows of 24 B in, 42 B out): the first
+    # output row ends 42 B past row 0's start, the others less far past theirs
+    assert max_shift(g, nearest, 0) == -42
+
+
+@needs_gcc
+@pytest.mark.host
+def test_resize_over_its_input_bit_exact_at_the_shift(tmp_path: Path) -> None:
+    from fast_path_models import resize_over_input
+
+    path = tmp_path / "resize_over_input.tflite"
+    path.write_bytes(resize_over_input())
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
+    at = planned.arena.offsets
+    model = refine(planned.graph)
+    resizes = [model.pairs[op.index] for op in planned.graph.operators if op.opcode.startswith("RESIZE")]
+    assert [at[p.output] - at[p.root] for p in resizes] == [-996, -42]  # exactly at D: overlapping
+    result = host_verify(path, n_inputs=3, seed=4, opt="-O1", sanitize=True, alignment=1)
+    assert result.mismatches == [] and result.outputs_match

@@ -829,7 +829,12 @@ typedef struct {
 int ts_sum_s8(const ts_sum_s8_params *p, const int8_t *input, int8_t *output);
 
 /* ARG_MAX / ARG_MIN (int8 input viewed as [outer][axis_size][inner]): the index along the axis of
- * the largest (smallest) raw value, the first one on ties; int32 or int64 output. */
+ * the largest (smallest) raw value, the first one on ties; int32 or int64 output.
+ * Read/write order: output elements (o, i) in flat order; element (o, i) is written once, after
+ * all its axis_size inputs (o, a, i) are read, and before any input of a later element is read.
+ * So over the last axis (inner 1) element p reads bytes [p * axis_size, (p + 1) * axis_size) and
+ * then writes its 4 or 8 bytes ending at (p + 1) * 4 or 8: the output may start at the input's
+ * start when its element is no wider than axis_size (tinysched.memory.overlap). */
 typedef struct {
     int32_t outer, axis_size, inner;
     int32_t is_max;
@@ -859,6 +864,16 @@ typedef struct {
 } ts_resize_nearest_params;
 
 int ts_resize_nearest(const ts_resize_nearest_params *p, const void *input, void *output);
+/* Output rows [row, row + count) of one batch (input: that batch, whole; output: row `row`), rows in
+ * increasing order, pixels of a row left to right; the whole kernel calls it per batch on every row.
+ * A streamed stage's resize head (ts_kernels.h "Streamed pairs").
+ * Read/write order (both resize kernels): batches, then output rows, in increasing order; output row
+ * y of a batch reads only input rows y0[y], y1[y] (nearest: y_map[y]) of that batch, non-decreasing
+ * in y, and its pixels are written left to right as they are computed, each pixel's bytes after its
+ * reads. So the output may overlap the input as long as every output row ends below the first byte
+ * of the lowest source row of it and of every later row (tinysched.memory.overlap `_resize`). */
+int ts_resize_nearest_rows(const ts_resize_nearest_params *p, const void *input, int32_t row, int32_t count,
+                           void *output);
 
 /* RESIZE_BILINEAR (int8, input and output sharing one quantisation): TFLite's integer version.
  * For output row y the generator gives the two source rows y0[y], y1[y] and the weight wy[y] of y1
@@ -872,6 +887,12 @@ typedef struct {
 
 int ts_resize_bilinear_s8(const ts_resize_bilinear_s8_params *p, const int8_t *input,
                           int8_t *output);
+/* Output rows [row, row + count) of one batch (input: that batch, whole; output: row `row`), rows in
+ * increasing order, the arithmetic above; output row y reads input rows y0[y] and y1[y] only. The
+ * whole kernel calls it per batch on every row; a streamed stage's resize head calls it on the rows
+ * its window still lacks (ts_kernels.h "Streamed pairs"). */
+int ts_resize_bilinear_s8_rows(const ts_resize_bilinear_s8_params *p, const int8_t *input, int32_t row,
+                               int32_t count, int8_t *output);
 
 /* PRELU (int8): x = in + input_offset; out = clamp(output_offset + (x >= 0 ? requant(x, pos) :
  * requant(x * (alpha + alpha_offset), neg))), alpha broadcast against the input (in1 = input,
@@ -1045,6 +1066,11 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
+ * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
+ * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its
+ * source-coordinate tables name (tinysched/model/resize.py gives the planner the same rows). An
+ * ARG_MAX / ARG_MIN over the channels ends a stage: ts_arg_minmax_s8 on one row per call (outer =
+ * the row's pixels), its int32 / int64 output row r written from input row r.
  * A chain may be headed by the model's input (tinysched --stream-input): its rows [next, hi) then
  * come from the application's read_rows callback (ts_model.h, ts_read_rows_fn) into the input's
  * window, rows ascending, each once (rows no output reads are asked for and dropped), and the input

@@ -1,4 +1,6 @@
-/* ts_arg_minmax_s8.c - ARG_MAX / ARG_MIN along one axis of an int8 tensor (see ts_kernels.h). */
+/* ts_arg_minmax_s8.c - ARG_MAX / ARG_MIN along one axis of an int8 tensor (see ts_kernels.h).
+ * The output may overlap the input (ts_kernels.h "Read/write order"): each element's reads all
+ * precede its one store, which precedes the next element's reads. */
 #include "ts_kernels.h"
 
 int ts_arg_minmax_s8(const ts_arg_minmax_s8_params *p, const int8_t *input, void *output)

@@ -20,11 +20,11 @@ import numpy as np
 from tinysched.codegen.cgen import C_TYPES, c_list
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.quant import round_half_away, trunc_div
 from tinysched.codegen.shapes import MAX_DIMS, dims_strides, pad_left, rank_axis
 from tinysched.codegen.table import lowering
 from tinysched.model.fold import NotFoldable, strided_slice_index
 from tinysched.model.graph import Operator
+from tinysched.model.resize import bilinear_map, nearest_map
 
 
 @lowering("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -437,38 +437,6 @@ def lower_gather(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ("indices_are_int64", "1" if ctx.tensor(idx).dtype == "int64" else "0"),
     ]
     call.args = [ctx.ptr(x), ctx.ptr(idx), ctx.ptr(y, const=False)]
-
-
-def nearest_map(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> list[int]:
-    """resize_nearest_neighbor.h GetNearestNeighbor for every output coordinate (float32 arithmetic)."""
-    f = np.float32
-    aligned = align_corners and out_size > 1
-    scale = f(in_size - 1) / f(out_size - 1) if aligned else f(in_size) / f(out_size)
-    offset = f(0.5) if half_pixel else f(0.0)
-    out = []
-    for v in range(out_size):
-        value = (f(v) + offset) * scale
-        r = int(round_half_away(float(value))) if align_corners else math.floor(float(value))
-        r = min(r, in_size - 1)
-        out.append(max(0, r) if half_pixel else r)
-    return out
-
-
-def bilinear_map(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> tuple[list[int], ...]:
-    """resize_bilinear.h (integer version): per output coordinate the two source indices and the
-    weight of the second, in 1/1024."""
-    scale = ((1 << 10) * in_size + out_size // 2) // out_size
-    if align_corners and out_size > 1:
-        scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
-    lo, hi, weight = [], [], []
-    for v in range(out_size):
-        scaled = v * scale + scale // 2 - (1 << 9) if half_pixel else v * scale
-        lower = max(trunc_div(scaled, 1 << 10), 0)
-        upper = min(trunc_div(scaled + (1 << 10) - 1, 1 << 10), in_size - 1)
-        lo.append(lower)
-        hi.append(upper)
-        weight.append(scaled - (1 << 10) * lower)
-    return lo, hi, weight
 
 
 def _resize_shapes(

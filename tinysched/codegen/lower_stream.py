@@ -16,8 +16,10 @@ from tinysched.memory.stream import (
     RowWindow,
     broadcast_gate,
     loop_rows,
+    row_arg,
     row_inputs,
     row_pad,
+    row_resize,
     row_schedule,
     row_sink,
     row_window,
@@ -40,6 +42,10 @@ def _with_args(call: KernelCall, replacements: dict[int, str]) -> list[str]:
         "PAD": 2,
         "PADV2": 2,
         "FULLY_CONNECTED": 4,
+        "RESIZE_BILINEAR": 2,
+        "RESIZE_NEAREST_NEIGHBOR": 2,
+        "ARG_MAX": 2,
+        "ARG_MIN": 2,
     }.get(call.opcode, 3)
     if len(call.args) != expected:
         raise Unsupported(f"the {call.opcode} call of a streamed pair takes {len(call.args)} arguments")
@@ -66,6 +72,14 @@ def _rows_field(member: Operator) -> str:
 ROW_SINK_CALLS = {
     "AVERAGE_POOL_2D": ("ts_avg_pool2d_s8_rows", lambda args, row_len: []),
     "FULLY_CONNECTED": ("ts_fully_connected_s8_rows", lambda args, row_len: [f"{row_len}", args[1], args[2]]),
+}
+
+
+# A resize heading a stage (tinysched.memory.stream.row_resize) computes the rows its window lacks with
+# its kernel's row-range entry: whole kernel -> (params, input, row, count, output) (ts_kernels.h)
+RESIZE_ROWS_CALLS = {
+    "ts_resize_bilinear_s8": "ts_resize_bilinear_s8_rows",
+    "ts_resize_nearest": "ts_resize_nearest_rows",
 }
 
 
@@ -186,6 +200,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         fields = dict(part.params)
         if row_sink(graph, member):  # the sink adds each input row to its sums (ROW_SINK_CALLS)
             part.kernel = ROW_SINK_CALLS[member.opcode][0]
+        elif row_resize(graph, member) is not None:  # a head: rows [row, row + count) of the whole
+            if part.kernel not in RESIZE_ROWS_CALLS or any(u in s.tensors for u in row_inputs(graph, member)):
+                raise Unsupported(f"the {part.opcode} of a streamed stage must read its input whole")
+            part.kernel = RESIZE_ROWS_CALLS[part.kernel]
         elif part.opcode in WINDOWED and (fields["pad_top"], fields["stride_h"]) != (
             str(rows_of.pad_top),
             str(rows_of.stride),
@@ -359,6 +377,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         """lo{k}, hi{k}: the rows of tensor k that row `row` of stage j reads."""
         w = windows[j]
         assert w is not None
+        if w.bounds:
+            raise Unsupported("a resize reading a streamed tensor")
         lowest = [f"const int32_t lo{k} = top{k} > 0 ? top{k} : 0;"] if len(readers[k]) == 1 else []
         return [
             f"const int32_t top{k} = {row} * {w.stride} - {w.pad_top};",
@@ -417,6 +437,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 *(f"    {line}" for line in kernel_call(j, with_args(j, {0: "src", -1: out_at}))),
                 "}",
             ]
+        if row_resize(graph, member) is not None:  # a head: its rows of the whole input, one call
+            return kernel_call(j, [names[member.inputs[0]], row, count, out_at])
+        if row_arg(graph, member):  # the sink: one row of its input (outer = its pixels, set before)
+            return kernel_call(j, with_args(j, {0: operand(member.inputs[0], row), -1: out_at}))
         if j in staged:  # one row, in_h = out_h = 1 (set before the loop), straight from its window
             args = with_args(j, {0: operand(member.inputs[0], row), -1: out_at}) + [staged[j]]
             return kernel_call(j, args)
@@ -561,7 +585,13 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         and m.opcode not in WINDOWED
         and row_pad(graph, m) is None
         and not row_sink(graph, m)
+        and not row_arg(graph, m)
         and not heads[j]
+    ]
+    setup += [  # an ARG_MAX sink: one row of its input per call
+        f"p{j}.outer = {graph.tensors[m.inputs[0]].shape[2]}; /* one row's pixels per call */"
+        for j, m in enumerate(members)
+        if m is not None and row_arg(graph, m)
     ]
     tail = []
     if s.source and (read := source_rows_read(graph, s)) < heights[0]:
@@ -573,6 +603,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             "    next0 += count;",
             "}",
         ]
+    out_ptr = inner.ptr(y, const=False)  # an ARG_MAX sink's int32 / int64 rows: by their bytes
+    out_ptr = out_ptr if graph.tensors[y].dtype == "int8" else f"(int8_t *)({ctx.place(ctx.offsets[y])})"
     body = [
         *(
             f"{part.params_type} p{k} = {whole[k]};"
@@ -586,7 +618,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ),
         *(f"const int8_t *const {name} = {inner.ptr(u)};" for u, name in names.items()),
         *(f"const int8_t *const {name} = {inner.ptr(u)}; /* the gate, whole */" for u, name in gates.items()),
-        f"int8_t *const output = {inner.ptr(y, const=False)};",
+        f"int8_t *const output = {out_ptr};",
         *sums,
         *(
             [

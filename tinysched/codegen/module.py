@@ -51,6 +51,8 @@ KERNEL_SOURCE = {
     "ts_fully_connected_s8_rows": "ts_fully_connected_s8",
     "ts_conv2d_s8_staged_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_staged_layer": "ts_conv2d_s8",
+    "ts_resize_bilinear_s8_rows": "ts_resize_bilinear_s8",
+    "ts_resize_nearest_rows": "ts_resize_nearest",
 }
 
 

@@ -56,6 +56,7 @@ from tinysched.memory.tensor import Lifetime, lifetimes, profile
 from tinysched.memory.variants import variant_of
 from tinysched.model.fold import NotFoldable, strided_slice_index
 from tinysched.model.graph import Graph, Operator
+from tinysched.model.resize import resize_source_rows
 from tinysched.model.rewrite import explicit_padding
 from tinysched.model.shapes import window_padding
 
@@ -273,6 +274,51 @@ def _elementwise(graph: Graph, op: Operator, position: int, out: int) -> int | N
     return (ein - eout) if ein >= eout else count * (ein - eout)
 
 
+def _arg_minmax(graph: Graph, op: Operator, position: int, out: int) -> int | None:
+    """ARG_MAX / ARG_MIN (ts_kernels.h ARG_MAX "Read/write order"): output element (o, i) in flat
+    order, written after all its axis_size input elements (o, a, i) are read: groups of one output
+    element, reads first. Over the last axis (inner 1) with int8 in and int32 / int64 out, element p
+    reads bytes [p * axis, (p + 1) * axis) and ends its output at (p + 1) * out_size, so the output
+    may start at the input's start whenever out_size <= axis."""
+    if position != 0 or out != 0:
+        return None
+    x, y, axis_t = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
+    if axis_t.data is None or not x.shape or x.nbytes != math.prod(x.shape):
+        return None  # the 8-bit kernel only
+    rank = len(x.shape)
+    axis = int(np.asarray(axis_t.data).reshape(-1)[0])
+    axis = axis + rank if axis < 0 else axis
+    count = math.prod(y.shape)
+    if not 0 <= axis < rank or count == 0 or y.nbytes % count:
+        return None
+    outer, size, inner = math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1 :])
+    k = np.arange(outer * inner, dtype=np.int64)
+    in_lo = (k // inner) * size * inner + k % inner
+    return _d_groups(in_lo, (k + 1) * (y.nbytes // count), True, x.nbytes)
+
+
+def _resize(graph: Graph, op: Operator, position: int, out: int) -> int | None:
+    """RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (ts_kernels.h RESIZE "Read/write order"): output rows
+    in flat order, batch by batch; row y's pixels are written as they are computed from input rows
+    y0[y], y1[y] (nearest: y_map[y]) of its batch: groups of one output row, reads interleaved with
+    writes, R(row) from its lowest source row (tinysched.model.resize)."""
+    if position != 0 or out != 0:
+        return None
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    bounds = resize_source_rows(graph, op)
+    if bounds is None or x.shape[0] != y.shape[0] or x.shape[0] < 1:
+        return None
+    n, ih, oh = int(x.shape[0]), int(x.shape[1]), int(y.shape[1])
+    if x.nbytes % (n * ih) or y.nbytes % (n * oh):
+        return None
+    in_row, out_row = x.nbytes // (n * ih), y.nbytes // (n * oh)
+    lows = np.array([lo for lo, _ in bounds], dtype=np.int64)
+    b = np.repeat(np.arange(n, dtype=np.int64), oh)
+    in_lo = (b * ih + np.tile(lows, n)) * in_row
+    out_end = (np.arange(n * oh, dtype=np.int64) + 1) * out_row
+    return _d_groups(in_lo, out_end, False, x.nbytes)
+
+
 def _first_only(fn: Callable[[Graph, Operator, int, int], int | None]):
     def only_first(graph: Graph, op: Operator, position: int, out: int) -> int | None:
         return fn(graph, op, position, out) if position == 0 else None
@@ -333,6 +379,10 @@ OVERLAP: dict[str, ShiftFunction] = {
     "LOGISTIC": _first_only(_elementwise),
     "QUANTIZE": _quantize,
     "DEQUANTIZE": _quantize,
+    "ARG_MAX": _arg_minmax,
+    "ARG_MIN": _arg_minmax,
+    "RESIZE_BILINEAR": _resize,
+    "RESIZE_NEAREST_NEIGHBOR": _resize,
     STREAM_OPCODE: _streamed,
 }
 

@@ -31,6 +31,12 @@ A stage whose rows are too wide may run over column tiles (`column_tiles`, `Colu
 once per tile of its sink's output columns, each window a tile's columns, the halo columns computed
 again (added MACs, limited by --mac-budget: tinysched.pipeline `_tile_rounds`).
 
+A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR reading a whole tensor heads a stage (`row_resize`): its
+output row r reads the input rows TFLite's source-coordinate formula names (tinysched.model.resize),
+so its window's rows are computed on demand like any head's; an ARG_MAX / ARG_MIN over the channels
+ends one (`row_arg`: output row r from input row r alone). A segmentation head's upsampled class
+scores are then never whole (deeplab: 513x513x21, one row of 10,773 B at a time).
+
 `candidates(graph)` finds every chain of up to `MAX_CHAIN` operators, `choose` picks the ones to try
 for the operators at a plan's peak, and `fuse(graph, streams)` replaces each by one operator
 `STREAM_OPCODE` (a rewrite of kind "stream", with the chain recorded in its options) whose scratch
@@ -54,6 +60,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tinysched.model.graph import Graph, Operator
+from tinysched.model.resize import resize_source_rows
 from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches, no_rewrites, window_pads
 
 __all__ = [
@@ -64,6 +71,8 @@ __all__ = [
     "row_sink",
     "ROW_SINKS",
     "row_pad",
+    "row_arg",
+    "row_resize",
     "staged_members",
     "loop_rows",
     "ROW_REDUCTIONS",
@@ -111,11 +120,22 @@ ELEMENTWISE = ("ADD", "SUB", "MUL")  # their kernels walk a ts_broadcast_shape (
 @dataclass(frozen=True)
 class RowWindow:
     """Which input rows output row r of an operator reads: [r * stride - pad_top, ... + span),
-    clipped to the input."""
+    clipped to the input; or, with `bounds` (a resize), [bounds[r][0], bounds[r][1])."""
 
-    span: int  # rows one output row reads: (kernel - 1) * dilation + 1
+    span: int  # rows one output row reads: (kernel - 1) * dilation + 1 (with bounds: the most)
     stride: int
     pad_top: int
+    bounds: tuple[tuple[int, int], ...] = ()  # per output row: its input rows [lo, hi), non-decreasing
+
+    def top(self, r: int) -> int:
+        """The first input row output row r reads."""
+        return self.bounds[r][0] if self.bounds else max(r * self.stride - self.pad_top, 0)
+
+    def end(self, r: int, height: int) -> int:
+        """One past the last input row output row r reads (of `height`)."""
+        if self.bounds:
+            return min(self.bounds[r][1], height)
+        return min(r * self.stride - self.pad_top + self.span, height)
 
 
 @dataclass(frozen=True)
@@ -199,6 +219,36 @@ def _kernel_hw(graph: Graph, op: Operator) -> tuple[int, int] | None:
         shape = graph.tensors[op.inputs[1]].shape
         return int(shape[1]), int(shape[2])
     return int(op.options.get("filter_height", 0)), int(op.options.get("filter_width", 0))
+
+
+def row_resize(graph: Graph, op: Operator) -> tuple[tuple[int, int], ...] | None:
+    """Per output row, the input rows [lo, hi) a resize of an int8 NHWC image of batch 1 reads
+    (its size a constant, input and output of one type and quantisation); None for any other
+    operator. A stage runs it as a head only (its input whole): ts_resize_*_rows computes output
+    rows [row, row + count) from the whole input (ts_kernels.h "Streamed pairs")."""
+    if len(op.inputs) != 2 or len(op.outputs) != 1 or op.inputs[1] < 0:
+        return None
+    x, y = op.inputs[0], op.outputs[0]
+    hx, hy = _nhwc1(graph, x), _nhwc1(graph, y)
+    tx, ty = graph.tensors[x], graph.tensors[y]
+    if hx is None or hy is None or hx[2] != hy[2] or graph.tensors[op.inputs[1]].data is None:
+        return None
+    if tx.dtype != ty.dtype or tx.quantization != ty.quantization:
+        return None
+    return resize_source_rows(graph, op)
+
+
+def row_arg(graph: Graph, op: Operator) -> bool:
+    """An ARG_MAX / ARG_MIN over the channels (the last axis, a constant) of an int8 NHWC image of
+    batch 1 into [1, H, W] int32 or int64: output row r from input row r alone. It ends a stage
+    (its output is no image a member reads by rows): ts_arg_minmax_s8 on one row, outer = W."""
+    if op.opcode not in ("ARG_MAX", "ARG_MIN") or len(op.inputs) != 2 or len(op.outputs) != 1:
+        return False
+    x, y, axis = op.inputs[0], graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
+    hwc = _nhwc1(graph, x)
+    if hwc is None or axis.data is None or axis.data.size != 1 or int(axis.data.reshape(-1)[0]) % 4 != 3:
+        return False
+    return y.dtype in ("int32", "int64") and tuple(y.shape) == (1, hwc[0], hwc[1]) and y.is_activation
 
 
 def global_pool(graph: Graph, op: Operator) -> bool:
@@ -316,8 +366,11 @@ def loop_rows(graph: Graph, op: Operator) -> int:
 def row_window(graph: Graph, op: Operator) -> RowWindow | None:
     """The row geometry of a windowed operator over its first input (elementwise: one row each; a
     row-summing sink: iteration r reads input row r)."""
-    if op.opcode in ELEMENTWISE or row_mean(graph, op) or row_sink(graph, op):
+    if op.opcode in ELEMENTWISE or row_mean(graph, op) or row_sink(graph, op) or row_arg(graph, op):
         return RowWindow(1, 1, 0)
+    bounds = row_resize(graph, op)
+    if bounds is not None:
+        return RowWindow(max(hi - lo for lo, hi in bounds), 1, 0, bounds)
     top = row_pad(graph, op)
     if top is not None:
         return RowWindow(1, 1, top)  # output row r is input row r - top
@@ -479,6 +532,8 @@ def row_inputs(graph: Graph, op: Operator) -> tuple[int, ...]:
     elementwise one's two operands, a row-summing sink's input."""
     if op.opcode in WINDOWED or op.opcode in ROW_REDUCTIONS or op.opcode in PAD_OPS or row_sink(graph, op):
         return (op.inputs[0],)
+    if row_arg(graph, op) or row_resize(graph, op) is not None:
+        return (op.inputs[0],)
     gate = broadcast_gate(graph, op)
     return tuple(u for u in op.inputs[:2] if u != gate)
 
@@ -488,6 +543,8 @@ def _streamable(graph: Graph, op: Operator) -> bool:
     constants), or elementwise on equal shapes, one int8 NHWC output either way; or a row-summing sink."""
     if row_sink(graph, op):
         return True  # a global pool, a FULLY_CONNECTED over the flattened map (`ROW_SINKS`)
+    if row_arg(graph, op) or row_resize(graph, op) is not None:
+        return True  # an ARG_MAX over the channels (a sink); a resize (a head)
     if len(op.outputs) != 1 or _nhwc1(graph, op.outputs[0]) is None or not op.inputs:
         return False
     if op.opcode in WINDOWED:
@@ -571,12 +628,12 @@ def _simulate_rows(graph: Graph, ops: Sequence[Operator], source: bool) -> RowSc
     def top(j: int, m: int) -> int:
         w = windows[j]
         assert w is not None
-        return max(m * w.stride - w.pad_top, 0)
+        return w.top(m)
 
     def end(j: int, m: int, u: int) -> int:
         w = windows[j]
         assert w is not None
-        return min(m * w.stride - w.pad_top + w.span, height[u])
+        return w.end(m, height[u])
 
     def cur(j: int) -> int:
         return row if j == last else nxt[j + source]
@@ -667,12 +724,17 @@ def _stages(graph: Graph, sink: Operator, shared: frozenset[int] = frozenset()) 
     while todo:
         group = todo.pop()
         for v in group:
-            for u in row_inputs(graph, sink if v == sink.index else graph.operators[v]):
+            member = sink if v == sink.index else graph.operators[v]
+            if row_resize(graph, member) is not None:
+                continue  # a head: it reads its input whole
+            for u in row_inputs(graph, member):
                 p = graph.producer.get(u)
                 if p is None or p in group or len(group) >= MAX_CHAIN or u in graph.outputs:
                     continue
                 if not _streamable(graph, graph.operators[p]) or row_sink(graph, graph.operators[p]):
                     continue
+                if row_arg(graph, graph.operators[p]):
+                    continue  # a sink only
                 if not set(graph.consumers.get(u, ())) <= group | set(absorbed) and u not in shared:
                     continue
                 grown = group | {p}
