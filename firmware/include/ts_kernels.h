@@ -503,9 +503,13 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
  * `row_dense`). `rows` holds input rows [first, first + count), elements [first * row_len, (first +
  * count) * row_len) of the input row; for every output o their products (w[o][i] + filter_offset) *
  * (x[i] + input_offset) are added into sums[o] (4 * out_depth bytes at any alignment: int32 in the
- * core's byte order; set to this call's sums when first == 0), outputs in pairs, each pair's dot
- * products on the fast paths of ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium, the
- * scalar loop otherwise). After the input's last row output o = clamp(output_offset +
+ * core's byte order; set to this call's sums when first == 0). On DSP cores without Helium, with
+ * filter_offset 0 (TFLite's int8 weights), units in groups of four (fc_rows_quads): the group's
+ * four sums loaded once into registers, each input word of the rows loaded and widened once
+ * (SXTAB16 with input_offset) and SMLADed with the four units' weight words (SXTB16), 16 bytes a
+ * turn, then whole words, then the bytes past the last word, and the four sums stored once; the
+ * units left (out_depth % 4), and every unit elsewhere, in pairs on the fast paths of
+ * ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium, the scalar loop otherwise). After the input's last row output o = clamp(output_offset +
  * requant_o(bias[o] + sums[o])), ts_fully_connected_s8's single rounding: integer addition is exact
  * in any order (|partial sums| stay under the int32 bound above), so the same bytes. Order: every
  * byte of `rows` read before any output byte is written; the output only after the last row. */
