@@ -589,6 +589,17 @@ def stream_fc_quads() -> bytes:
     return b.build()
 
 
+def stream_fc_quads16() -> bytes:
+    """A FULLY_CONNECTED sink on rows of whole 16-byte turns (DSP cores: fc_rows_quads16, the loop
+    over groups of four units in asm): rows of 32 bytes (2 columns x 16 channels) into 10 units (two
+    groups and a pair), input zero point -7."""
+    b = ModelBuilder(seed=55)
+    z = b.input("z", (1, 22, 2, 1), zero_point=-7)
+    v = b.conv2d(z, 16, (3, 1), padding="VALID", activation="RELU6", name="conv_rows_of_32")
+    b.output(b.fully_connected(v, 10, activation="RELU", flatten=True, name="fc_quads16_10"))
+    return b.build()
+
+
 def layer_tables_helium() -> bytes:
     """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
     input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
@@ -749,6 +760,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_fc_single": stream_fc_single,
     "stream_fc_view": stream_fc_view,
     "stream_fc_quads": stream_fc_quads,
+    "stream_fc_quads16": stream_fc_quads16,
     "stream_column_tiles": stream_column_tiles,
     "stream_column_tiles_conv": stream_column_tiles_conv,
     "layer_tables_helium": layer_tables_helium,

@@ -507,7 +507,8 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
  * filter_offset 0 (TFLite's int8 weights), units in groups of four (fc_rows_quads): the group's
  * four sums loaded once into registers, each input word of the rows loaded and widened once
  * (SXTAB16 with input_offset) and SMLADed with the four units' weight words (SXTB16), 16 bytes a
- * turn, then whole words, then the bytes past the last word, and the four sums stored once; the
+ * turn, then whole words, then the bytes past the last word, and the four sums stored once (rows
+ * of whole 16-byte turns: the loop over the groups in asm too, fc_rows_quads16); the
  * units left (out_depth % 4), and every unit elsewhere, in pairs on the fast paths of
  * ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium, the scalar loop otherwise). After the input's last row output o = clamp(output_offset +
  * requant_o(bias[o] + sums[o])), ts_fully_connected_s8's single rounding: integer addition is exact

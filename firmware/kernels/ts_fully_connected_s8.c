@@ -229,6 +229,72 @@ static inline void fcq_store_sum(int8_t *p, int32_t v)
     __asm__("str     %1, %0" : "=m"(*(int32_t *)(void *)p) : "r"(v));
 }
 
+/* Every group of four units in one asm block, for rows of whole 16-byte turns: the group's sums
+ * loaded from `sums` (or 0: `start`), the row's turns, the four sums stored and `sums` advanced,
+ * then x back to the row's start, w0 and w2 on to the next group (`next`: 4 * stride - n), until
+ * `groups` is 0. What the loop needs besides its 13 registers lives in memory operands. */
+#define FCQ_GROUPS(start)                                                                               \
+    __asm__ volatile("0:\n\t" start "1:\n\t" FCQ_WORD FCQ_WORD FCQ_WORD FCQ_WORD                         \
+                     "ldr     %[t], %[end]\n\t"                                                          \
+                     "cmp     %[x], %[t]\n\t"                                                            \
+                     "bne     1b\n\t"                                                                    \
+                     "ldr     %[w], %[sums]\n\t"                                                         \
+                     "str     %[a0], [%[w]]\n\t"                                                         \
+                     "str     %[a1], [%[w], #4]\n\t"                                                     \
+                     "str     %[a2], [%[w], #8]\n\t"                                                     \
+                     "str     %[a3], [%[w], #12]\n\t"                                                    \
+                     "add     %[w], %[w], #16\n\t"                                                       \
+                     "str     %[w], %[sums]\n\t"                                                         \
+                     "ldr     %[t], %[n]\n\t"                                                            \
+                     "sub     %[x], %[x], %[t]\n\t"                                                      \
+                     "ldr     %[t], %[next]\n\t"                                                         \
+                     "add     %[w0], %[w0], %[t]\n\t"                                                    \
+                     "add     %[w2], %[w2], %[t]\n\t"                                                    \
+                     "ldr     %[t], %[groups]\n\t"                                                       \
+                     "subs    %[t], %[t], #1\n\t"                                                        \
+                     "str     %[t], %[groups]\n\t"                                                       \
+                     "bne     0b\n\t"                                                                    \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "+r"(xp),     \
+                       [w0] "+r"(wp0), [w2] "+r"(wp2), [xe] "=&r"(xe), [xo] "=&r"(xo), [w] "=&r"(wv),    \
+                       [t] "=&r"(tv), [sums] "+m"(sums_at), [groups] "+m"(groups_left)                   \
+                     : [s] "r"(sr), [off2] "r"(off2r), [end] "m"(end_m), [n] "m"(n_m), [next] "m"(next_m) \
+                     : "cc", "memory")
+#define FCQ_LOAD_SUMS                                                                                   \
+    "ldr     %[w], %[sums]\n\t"                                                                          \
+    "ldr     %[a0], [%[w]]\n\t"                                                                          \
+    "ldr     %[a1], [%[w], #4]\n\t"                                                                      \
+    "ldr     %[a2], [%[w], #8]\n\t"                                                                      \
+    "ldr     %[a3], [%[w], #12]\n\t"
+#define FCQ_ZERO_SUMS                                                                                   \
+    "mov     %[a0], #0\n\t"                                                                              \
+    "mov     %[a1], #0\n\t"                                                                              \
+    "mov     %[a2], #0\n\t"                                                                              \
+    "mov     %[a3], #0\n\t"
+
+/* fc_rows_quads for rows of whole 16-byte turns (n a positive multiple of 16, units >= 4): the
+ * group loop in asm (FCQ_GROUPS), no per-group work in C. Returns the units done. */
+static TS_NOINLINE int32_t fc_rows_quads16(const int8_t *x, const int8_t *w, int32_t stride, int32_t n,
+                                           int32_t units, int32_t io, int first, int8_t *sums)
+{
+    int8_t *sums_at = sums;
+    int32_t groups_left = units / 4;
+    const int8_t *const end_m = x + n;
+    const int32_t n_m = n, next_m = 4 * stride - n;
+    /* the block's 13 register operands in registers named here, as fc_rows_quads */
+    register int32_t a0 __asm__("r0"), a1 __asm__("r1"), a2 __asm__("r2"), a3 __asm__("r3");
+    register const int8_t *xp __asm__("r4") = x, *wp0 __asm__("r5") = w;
+    register const int8_t *wp2 __asm__("r6") = w + 2 * (size_t)stride;
+    register const int32_t sr __asm__("r8") = stride;
+    register const uint32_t off2r __asm__("r9") = ts_pack2x16(io);
+    register uint32_t xe __asm__("r10"), xo __asm__("r11"), wv __asm__("r12"), tv __asm__("lr");
+    if (first) {
+        FCQ_GROUPS(FCQ_LOAD_SUMS);
+    } else {
+        FCQ_GROUPS(FCQ_ZERO_SUMS);
+    }
+    return units & ~3;
+}
+
 /* Four output units a pass over this call's rows (DSP cores, filter_offset 0, as TFLite's int8
  * weights): for each group of four units u..u+3 their sums are loaded once (0 when `first` is 0)
  * and kept in registers while the asm loops run over the row, 16 bytes a turn (FCQ_WORD four
@@ -295,6 +361,9 @@ static TS_NOINLINE int32_t fc_rows_quads(const int8_t *x, const int8_t *w, int32
     return u;
 }
 #undef FCQ_LOOP
+#undef FCQ_GROUPS
+#undef FCQ_LOAD_SUMS
+#undef FCQ_ZERO_SUMS
 #undef FCQ_WORD
 #undef FCQ_UNIT
 #endif
@@ -317,7 +386,8 @@ int ts_fully_connected_s8_rows(const ts_fully_connected_s8_params *p, const int8
     }
 #if FC_ROWS_QUADS
     if (fast && fo == 0) {
-        o = fc_rows_quads(rows, w, in_depth, n, out_depth, io, first != 0, sums);
+        o = (n & 15) == 0 && out_depth >= 4 ? fc_rows_quads16(rows, w, in_depth, n, out_depth, io, first != 0, sums)
+                                            : fc_rows_quads(rows, w, in_depth, n, out_depth, io, first != 0, sums);
     }
 #endif
     for (; o < out_depth; o += 2) {
