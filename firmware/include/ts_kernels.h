@@ -475,7 +475,11 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
  * Fast path (when input_offset and filter_offset are in [-128, 128], as int8 zero points give; the
  * same int32 accumulators as the formula): outputs in pairs (o, o+1), one pass over the batch's
  * input row for both; on DSP cores SXTAB16 widens four bytes at a time adding the input offset (and
- * the filter offset, for the weights) and SMLAD accumulates; the tail bytes one at a time.
+ * the filter offset, for the weights) and SMLAD accumulates; the tail bytes one at a time. On DSP
+ * cores without Helium with filter_offset 0 (TFLite's int8 weights) the units go four a pass
+ * instead, in chunks of up to 16 (ts_fully_connected_s8_rows's four-unit path over the batch's row
+ * as one row, the chunk's sums on the stack, then requantised), the units past the last multiple
+ * of four in a pair; input row b is still read before any output of batch b is written.
  * On Helium cores (TS_MVE, see CONV_2D) the pairs' dot products are VMLADAV of the raw bytes, 16 per
  * step (a predicated tail), plus input_offset * sum(w) (VADDV) and, when filter_offset != 0,
  * filter_offset * sum(x) + in_depth * input_offset * filter_offset once per batch; the same int32.

@@ -11,6 +11,17 @@
 #include "ts_mve.h"
 #include "ts_simd.h"
 
+/* The four-unit path (fc_rows_quads, below): DSP cores without Helium, GNU asm (GCC, clang). */
+#if TS_DSP && !TS_MVE && (defined(__GNUC__) || defined(__clang__))
+#define FC_ROWS_QUADS 1
+static int32_t fc_rows_quads(const int8_t *x, const int8_t *w, int32_t stride, int32_t n, int32_t units,
+                             int32_t io, int first, int8_t *sums);
+static int32_t fc_rows_quads16(const int8_t *x, const int8_t *w, int32_t stride, int32_t n, int32_t units,
+                               int32_t io, int first, int8_t *sums);
+#else
+#define FC_ROWS_QUADS 0
+#endif
+
 /* acc[0..1] += sum_i (w0[i] + filter_offset) * (x[i] + input_offset), likewise w1: inlined into
  * ts_fully_connected_s8_rows's loop over the pairs (short rows: no call per pair), called as fc_dot2
  * by the whole kernel. */
@@ -79,6 +90,45 @@ static void fc_fast(const ts_fully_connected_s8_params *p, const int8_t *input, 
         output += out_depth;
     }
 }
+
+#if FC_ROWS_QUADS
+/* DSP cores, filter_offset 0: units in chunks of up to 16 through the rows kernel's four-unit path
+ * (the batch's input row as one row of in_depth bytes; fc_rows_quads16 when in_depth is a multiple
+ * of 16), the chunk's int32 sums in a buffer on the stack, then each requantised (fc_out); the
+ * units past the last multiple of four in a pair as fc_fast. The same int32 accumulators. */
+static void fc_quads(const ts_fully_connected_s8_params *p, const int8_t *input, const int8_t *weights,
+                     const int32_t *bias, int8_t *output)
+{
+    const int32_t in_depth = p->in_depth, out_depth = p->out_depth, io = p->input_offset;
+    int32_t sums[16], b, o, k;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_depth;
+        for (o = 0; o + 4 <= out_depth; o += k) {
+            const int32_t chunk = out_depth - o >= 16 ? 16 : (out_depth - o) & ~3;
+            const int8_t *const w_o = weights + (size_t)o * in_depth;
+            if (in_depth % 16 == 0) {
+                fc_rows_quads16(in_b, w_o, in_depth, in_depth, chunk, io, 0, (int8_t *)sums);
+            } else {
+                fc_rows_quads(in_b, w_o, in_depth, in_depth, chunk, io, 0, (int8_t *)sums);
+            }
+            for (k = 0; k < chunk; ++k) {
+                output[o + k] = fc_out(p, sums[k], o + k, bias);
+            }
+        }
+        for (; o < out_depth; o += 2) {
+            const int32_t o1 = o + 1 < out_depth ? o + 1 : o;
+            int32_t acc[2] = {0, 0};
+            fc_dot2(in_b, weights + (size_t)o * in_depth, weights + (size_t)o1 * in_depth, in_depth, io,
+                    0, acc);
+            output[o] = fc_out(p, acc[0], o, bias);
+            if (o1 != o) {
+                output[o1] = fc_out(p, acc[1], o1, bias);
+            }
+        }
+        output += out_depth;
+    }
+}
+#endif
 
 #if TS_MVE
 /* Helium: outputs in pairs, each a VMLADAV dot product of the raw bytes (ts_mve_dot_1x2, which adds
@@ -150,6 +200,12 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
         p->filter_offset > 128) {
         fc_generic(p, input, weights, bias, output);
     } else {
+#if FC_ROWS_QUADS
+        if (p->filter_offset == 0 && p->in_depth > 0) {
+            fc_quads(p, input, weights, bias, output);
+            return TS_OK;
+        }
+#endif
         (TS_MVE ? fc_mve : fc_fast)(p, input, weights, bias, output);
     }
     return TS_OK;
@@ -181,12 +237,6 @@ static inline void fc_rows_pair(const int8_t *x, const int8_t *w0, const int8_t 
 #endif
 }
 
-/* The four-unit rows path: DSP cores without Helium, GNU asm (GCC, clang). */
-#if TS_DSP && !TS_MVE && (defined(__GNUC__) || defined(__clang__))
-#define FC_ROWS_QUADS 1
-#else
-#define FC_ROWS_QUADS 0
-#endif
 
 #if FC_ROWS_QUADS
 /* One input word for four units, the asm of fc_rows_quads: x's word widened once (SXTAB16: the
