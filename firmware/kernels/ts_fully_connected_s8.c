@@ -281,33 +281,32 @@ static inline void fcq_store_sum(int8_t *p, int32_t v)
 
 /* Every group of four units in one asm block, for rows of whole 16-byte turns: the group's sums
  * loaded from `sums` (or 0: `start`), the row's turns, the four sums stored and `sums` advanced,
- * then x back to the row's start, w0 and w2 on to the next group (`next`: 4 * stride - n), until
- * `groups` is 0. What the loop needs besides its 13 registers lives in memory operands. */
+ * then x back to the row's start (`row`), w0 and w2 on to the next group (`next`: 4 * stride - n),
+ * until w0 reaches `stop` (the first weight row past the last group). What the loop needs besides
+ * its 13 registers lives in memory operands. */
 #define FCQ_GROUPS(start)                                                                               \
     __asm__ volatile("0:\n\t" start "1:\n\t" FCQ_WORD FCQ_WORD FCQ_WORD FCQ_WORD                         \
                      "ldr     %[t], %[end]\n\t"                                                          \
                      "cmp     %[x], %[t]\n\t"                                                            \
                      "bne     1b\n\t"                                                                    \
                      "ldr     %[w], %[sums]\n\t"                                                         \
-                     "str     %[a0], [%[w]]\n\t"                                                         \
-                     "str     %[a1], [%[w], #4]\n\t"                                                     \
-                     "str     %[a2], [%[w], #8]\n\t"                                                     \
-                     "str     %[a3], [%[w], #12]\n\t"                                                    \
-                     "add     %[w], %[w], #16\n\t"                                                       \
+                     "str     %[a0], [%[w]], #4\n\t"                                                     \
+                     "str     %[a1], [%[w]], #4\n\t"                                                     \
+                     "str     %[a2], [%[w]], #4\n\t"                                                     \
+                     "str     %[a3], [%[w]], #4\n\t"                                                     \
                      "str     %[w], %[sums]\n\t"                                                         \
-                     "ldr     %[t], %[n]\n\t"                                                            \
-                     "sub     %[x], %[x], %[t]\n\t"                                                      \
+                     "ldr     %[x], %[row]\n\t"                                                          \
                      "ldr     %[t], %[next]\n\t"                                                         \
                      "add     %[w0], %[w0], %[t]\n\t"                                                    \
                      "add     %[w2], %[w2], %[t]\n\t"                                                    \
-                     "ldr     %[t], %[groups]\n\t"                                                       \
-                     "subs    %[t], %[t], #1\n\t"                                                        \
-                     "str     %[t], %[groups]\n\t"                                                       \
+                     "ldr     %[t], %[stop]\n\t"                                                         \
+                     "cmp     %[w0], %[t]\n\t"                                                           \
                      "bne     0b\n\t"                                                                    \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "+r"(xp),     \
                        [w0] "+r"(wp0), [w2] "+r"(wp2), [xe] "=&r"(xe), [xo] "=&r"(xo), [w] "=&r"(wv),    \
-                       [t] "=&r"(tv), [sums] "+m"(sums_at), [groups] "+m"(groups_left)                   \
-                     : [s] "r"(sr), [off2] "r"(off2r), [end] "m"(end_m), [n] "m"(n_m), [next] "m"(next_m) \
+                       [t] "=&r"(tv), [sums] "+m"(sums_at)                                               \
+                     : [s] "r"(sr), [off2] "r"(off2r), [end] "m"(end_m), [row] "m"(x), [next] "m"(next_m), \
+                       [stop] "m"(stop_m)                                                                \
                      : "cc", "memory")
 #define FCQ_LOAD_SUMS                                                                                   \
     "ldr     %[w], %[sums]\n\t"                                                                          \
@@ -327,9 +326,8 @@ static TS_NOINLINE int32_t fc_rows_quads16(const int8_t *x, const int8_t *w, int
                                            int32_t units, int32_t io, int first, int8_t *sums)
 {
     int8_t *sums_at = sums;
-    int32_t groups_left = units / 4;
-    const int8_t *const end_m = x + n;
-    const int32_t n_m = n, next_m = 4 * stride - n;
+    const int8_t *const end_m = x + n, *const stop_m = w + (size_t)(units / 4) * 4 * stride;
+    const int32_t next_m = 4 * stride - n;
     /* the block's 13 register operands in registers named here, as fc_rows_quads */
     register int32_t a0 __asm__("r0"), a1 __asm__("r1"), a2 __asm__("r2"), a3 __asm__("r3");
     register const int8_t *xp __asm__("r4") = x, *wp0 __asm__("r5") = w;
