@@ -613,6 +613,34 @@ def stream_fc_view() -> bytes:
     return b.build()
 
 
+def stream_fc_quads() -> bytes:
+    """FULLY_CONNECTED sinks on their four-unit path (DSP cores: fc_rows_quads, four sums in
+    registers over each row): rows of 3 bytes (a 3x1 convolution over one channel into 3: no whole
+    word, the bytes alone) into 12 units (three groups of four), input zero point -128 (the largest
+    input offset); rows of 4 bytes (2 columns x 2 channels: one word, no 16-byte turn) into 9 units
+    (two groups and an odd last unit, per channel), input zero point 5."""
+    b = ModelBuilder(seed=54)
+    x = b.input("x", (1, 82, 1, 1), zero_point=-128)
+    t = b.conv2d(x, 3, (3, 1), padding="VALID", activation="RELU", name="conv_rows_of_3")
+    f = b.fully_connected(t, 12, activation="RELU", flatten=True, name="fc_quads_12")
+    y = b.input("y", (1, 50, 2, 1), zero_point=5)
+    u = b.conv2d(y, 2, (3, 1), padding="VALID", name="conv_rows_of_4")
+    g = b.fully_connected(u, 9, per_channel=True, flatten=True, name="fc_quads_9_per_channel")
+    b.output(f, g)
+    return b.build()
+
+
+def stream_fc_quads16() -> bytes:
+    """A FULLY_CONNECTED sink on rows of whole 16-byte turns (DSP cores: fc_rows_quads16, the loop
+    over groups of four units in asm): rows of 32 bytes (2 columns x 16 channels) into 10 units (two
+    groups and a pair), input zero point -7."""
+    b = ModelBuilder(seed=55)
+    z = b.input("z", (1, 22, 2, 1), zero_point=-7)
+    v = b.conv2d(z, 16, (3, 1), padding="VALID", activation="RELU6", name="conv_rows_of_32")
+    b.output(b.fully_connected(v, 10, activation="RELU", flatten=True, name="fc_quads16_10"))
+    return b.build()
+
+
 def layer_tables_helium() -> bytes:
     """CONV_2D quads on Helium against the layer's table (ts_mve.h ts_mve_layer_table: bias +
     input_offset * sum(w) made once per call, no filter sums in the quads' loops, all channels one
@@ -908,6 +936,8 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_fc_blocks": stream_fc_blocks,
     "stream_fc_single": stream_fc_single,
     "stream_fc_view": stream_fc_view,
+    "stream_fc_quads": stream_fc_quads,
+    "stream_fc_quads16": stream_fc_quads16,
     "stream_column_tiles": stream_column_tiles,
     "stream_column_tiles_conv": stream_column_tiles_conv,
     "layer_tables_helium": layer_tables_helium,

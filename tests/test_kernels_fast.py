@@ -256,6 +256,8 @@ DSP_ONLY_MODELS = (
     "stream_fc_blocks",
     "stream_fc_single",
     "stream_fc_view",
+    "stream_fc_quads",
+    "stream_fc_quads16",
     "stream_column_tiles",
     "stream_column_tiles_conv",
     "stream_resize_depthwise",

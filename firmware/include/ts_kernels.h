@@ -500,7 +500,11 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
  * Fast path (when input_offset and filter_offset are in [-128, 128], as int8 zero points give; the
  * same int32 accumulators as the formula): outputs in pairs (o, o+1), one pass over the batch's
  * input row for both; on DSP cores SXTAB16 widens four bytes at a time adding the input offset (and
- * the filter offset, for the weights) and SMLAD accumulates; the tail bytes one at a time.
+ * the filter offset, for the weights) and SMLAD accumulates; the tail bytes one at a time. On DSP
+ * cores without Helium with filter_offset 0 (TFLite's int8 weights) the units go four a pass
+ * instead, in chunks of up to 16 (ts_fully_connected_s8_rows's four-unit path over the batch's row
+ * as one row, the chunk's sums on the stack, then requantised), the units past the last multiple
+ * of four in a pair; input row b is still read before any output of batch b is written.
  * On Helium cores (TS_MVE, see CONV_2D) the pairs' dot products are VMLADAV of the raw bytes, 16 per
  * step (a predicated tail), plus input_offset * sum(w) (VADDV) and, when filter_offset != 0,
  * filter_offset * sum(x) + in_depth * input_offset * filter_offset once per batch; the same int32.
@@ -528,9 +532,14 @@ int ts_fully_connected_s8(const ts_fully_connected_s8_params *p, const int8_t *i
  * `row_dense`). `rows` holds input rows [first, first + count), elements [first * row_len, (first +
  * count) * row_len) of the input row; for every output o their products (w[o][i] + filter_offset) *
  * (x[i] + input_offset) are added into sums[o] (4 * out_depth bytes at any alignment: int32 in the
- * core's byte order; set to this call's sums when first == 0), outputs in pairs, each pair's dot
- * products on the fast paths of ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium, the
- * scalar loop otherwise). After the input's last row output o = clamp(output_offset +
+ * core's byte order; set to this call's sums when first == 0). On DSP cores without Helium, with
+ * filter_offset 0 (TFLite's int8 weights), units in groups of four (fc_rows_quads): the group's
+ * four sums loaded once into registers, each input word of the rows loaded and widened once
+ * (SXTAB16 with input_offset) and SMLADed with the four units' weight words (SXTB16), 16 bytes a
+ * turn, then whole words, then the bytes past the last word, and the four sums stored once (rows
+ * of whole 16-byte turns: the loop over the groups in asm too, fc_rows_quads16); the
+ * units left (out_depth % 4), and every unit elsewhere, in pairs on the fast paths of
+ * ts_fully_connected_s8 (fc_dot2 on DSP cores, VMLADAV on Helium, the scalar loop otherwise). After the input's last row output o = clamp(output_offset +
  * requant_o(bias[o] + sums[o])), ts_fully_connected_s8's single rounding: integer addition is exact
  * in any order (|partial sums| stay under the int32 bound above), so the same bytes. Order: every
  * byte of `rows` read before any output byte is written; the output only after the last row. */
