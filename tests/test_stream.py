@@ -825,7 +825,7 @@ def test_fully_connected_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [2]
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
-    assert "ts_fully_connected_s8_rows(&p1, " in c_source and ", row, 1, 40, " in c_source
+    assert "ts_fully_connected_s8_rows(&bytes_op0_stage1, " in c_source and ", row, 1, 40, " in c_source
     # under UBSan with the sums at byte offset 40 + 120 (the kernel reads them by memcpy)
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
@@ -895,7 +895,7 @@ def test_flattening_view_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     # output over the dying input)
     assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (36 + 184 + 6, 704 + 36)
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
-    assert "ts_fully_connected_s8_rows(&p2, " in c_source and ", row, 1, 32, " in c_source
+    assert "ts_fully_connected_s8_rows(&bytes_op0_stage2, " in c_source and ", row, 1, 32, " in c_source
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
 
