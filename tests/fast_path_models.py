@@ -523,6 +523,44 @@ def stream_pad_rows() -> bytes:
     return b.build()
 
 
+def conv_quads_few() -> bytes:
+    """CONV_2D quads whose last quad holds 1, 2 or 3 pixels, each computed from the generator's table
+    (quad_channels_few: an asm channel loop per pixel): 10x4x1 stride 2 SAME with RELU over 5x5
+    output pixels (a lone last pixel; 10 groups, two a pass), 3x3x2 VALID over 3x5 pixels without an
+    activation (a last three; 5 groups, one a pass; no clamp), 2x2x3 VALID with RELU6 over 3x6
+    pixels (a last two; 3 groups; clamped at both ends); input zero points 3, -128 and 21."""
+    b = ModelBuilder(seed=50)
+    x = b.input("x", (1, 9, 10, 1), zero_point=3)
+    t = b.conv2d(x, 8, (10, 4), (2, 2), "SAME", activation="RELU", name="few_10x4_lone")
+    y = b.input("y", (1, 5, 7, 2), zero_point=-128)
+    u = b.conv2d(y, 7, (3, 3), (1, 1), "VALID", name="few_3x3x2_three")
+    z = b.input("z", (1, 4, 7, 3), zero_point=21)
+    v = b.conv2d(
+        z, 6, (2, 2), (1, 1), "VALID", activation="RELU6", output_quant=(0.02, -3), name="few_2x2x3_two"
+    )
+    b.output(t, u, v)
+    return b.build()
+
+
+def stream_rows_checked() -> bytes:
+    """A DS-CNN-like stage of rows of 5 pixels streamed into its global pool, the per-call checks
+    made once before its loop (ts_conv2d_s8_checks, ts_depthwise_conv2d_s8_checks): a head 3x3
+    over 4 channels into 20 (quads: a quad and a lone pixel a row, 9 groups), a 5x5 depthwise (no
+    blocks: the ts_rq path whose bound the checks looked at), 1x1 20 -> 20 with RELU6 (a three and
+    a last two a row, 5 groups: the last two widened by pw2_widen, clamped), a 3x3 depthwise (the
+    blocks), 1x1 20 -> 26 without an activation, the pool over 25x5 taps of 26 channels (six words
+    of four channels in 16-bit lanes a row, then a tail of two), input zero point -3."""
+    b = ModelBuilder(seed=51)
+    x = b.input("x", (1, 25, 5, 4), zero_point=-3)
+    t = b.conv2d(x, 20, (3, 3), activation="RELU", name="head_quads_lone")
+    t = b.depthwise_conv2d(t, (5, 5), name="dw5x5_checked")
+    t = b.conv2d(t, 20, (1, 1), activation="RELU6", name="pw20_two_clamped")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw3x3_blocks")
+    t = b.conv2d(t, 26, (1, 1), name="pw20_26_two")
+    b.output(b.average_pool2d(t, (25, 5), (1, 1), name="pool_lanes_rows"))
+    return b.build()
+
+
 def stream_fc_rows() -> bytes:
     """tflm_micro_speech in small: a depthwise 4x3 strides 1, 2 SAME over one channel into 5 (depth
     multiplier 5: a channel tail) streamed into a FULLY_CONNECTED reading its 15x6x5 map flattened
@@ -892,6 +930,8 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_pool_rows": stream_pool_rows,
     "stream_pool_narrow": stream_pool_narrow,
     "stream_pad_rows": stream_pad_rows,
+    "conv_quads_few": conv_quads_few,
+    "stream_rows_checked": stream_rows_checked,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,
     "stream_fc_single": stream_fc_single,

@@ -24,6 +24,7 @@ def options(
     recompute: RecomputeRequest | None = None,
     memory_model: str = PlanOptions.memory_model,
     stream_mac_budget: float | None = None,
+    core: str = PlanOptions.core,
 ) -> PlanOptions:
     return PlanOptions(
         alignment=alignment,
@@ -31,6 +32,7 @@ def options(
         recompute=recompute,
         memory_model=memory_model,
         stream_mac_budget=stream_mac_budget,
+        core=core,
     )
 
 
@@ -127,9 +129,12 @@ def generate_for_measure(
     recompute: RecomputeRequest | None = None,
     memory_model: str = PlanOptions.memory_model,
     stream_mac_budget: float | None = None,
+    core: str = PlanOptions.core,
 ) -> MeasureInputs:
+    """The sources generated for `core` (the Helium tables are a Helium core's only), inputs,
+    TFLite's outputs and step checks, the planned arena."""
     planned = planned_model(
-        model, recompute=recompute, memory_model=memory_model, stream_mac_budget=stream_mac_budget
+        model, recompute=recompute, memory_model=memory_model, stream_mac_budget=stream_mac_budget, core=core
     )
     sources = write_sources(generate(planned), Path(out_dir))
     input_sets = [list(s) for s in reference.random_inputs(model, seed, n_inputs)]

@@ -250,6 +250,8 @@ DSP_ONLY_MODELS = (
     "stream_pool_narrow",
     "stream_pad_rows",
     "max_pool_words",
+    "conv_quads_few",
+    "stream_rows_checked",
     "stream_fc_rows",
     "stream_fc_blocks",
     "stream_fc_single",

@@ -686,9 +686,11 @@ def test_global_pool_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [4]
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
-    assert "ts_avg_pool2d_s8_rows(&p3, " in c_source and ", row, 1, sums, output)" in c_source
-    assert "ts_conv2d_s8_staged_checked(&p2, " in c_source  # the 1x1 on its one row
-    assert "const int32_t staged_checks2 = ts_conv2d_s8_staged_checks(&p2, " in c_source
+    # the pool and the 1x1 (on its one row) take their constant parameters: no call changes them
+    assert "ts_avg_pool2d_s8_rows(&bytes_op0_stage3, " in c_source and ", row, 1, sums, output)" in c_source
+    assert "ts_conv2d_s8_staged_checked(&bytes_op0_stage2, " in c_source
+    assert "const int32_t staged_checks2 = ts_conv2d_s8_staged_checks(&bytes_op0_stage2, " in c_source
+    assert " p2 = " not in c_source and " p3 = " not in c_source  # no copies of them on the stack
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
 
@@ -702,6 +704,62 @@ def test_global_pool_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
     # aligned to 16 B: the input 128 B, the scratch 288 B, the pool's output 16 B
     assert gen.arena_bytes_planned == 128 + 288 + 16
     measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+def _ds_cnn_body(b: ModelBuilder) -> None:
+    """mlperf_kws_dscnn's whole body in small: a head convolution, four depthwise -> 1x1 blocks on rows
+    of 5 pixels and the global average pool: ten operators, one stage (MAX_CHAIN)."""
+    x = b.input("x", (1, 25, 5, 1))  # 125 B
+    t = b.conv2d(x, 16, (3, 3), activation="RELU", name="head")  # 25x5x16: 2,000 B, rows of 80 B
+    for k in range(4):
+        t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name=f"dw{k}")
+        t = b.conv2d(t, 16, (1, 1), activation="RELU", name=f"pw{k}")
+    p = b.average_pool2d(t, (25, 5), (1, 1), name="pool")  # 1x1x16
+    b.output(b.fully_connected(b.reshape(p, (1, 16)), 4, name="fc"))
+
+
+def test_a_ds_cnn_body_streams_as_one_stage_of_ten_operators() -> None:
+    g = built_graph(_ds_cnn_body)
+    planned = plan(g, PlanOptions(alignment=1, time_limit=2.0))
+    (stage,) = _streams(planned)
+    assert [op.index for op in stage.operators] == list(range(10))
+    # windows of 80 B rows: 3 head rows for the first depthwise, then per block 1 depthwise row for
+    # its 1x1 and 3 rows of the 1x1's output for the next depthwise (the last: 1 for the pool): 17
+    # rows, 1,360 B; the pool's 16 int32 sums (64 B), the 1x1s' widened threes (6 x 16 channels, 96 B)
+    assert stage.rows == (3, 1, 3, 1, 3, 1, 3, 1, 1) and stage.window_bytes == 1360 + 64 + 96
+    # the step holds the input, the scratch and the pool's 16 B (a 2,000 B map whole: more)
+    assert planned.arena.arena_bytes == 125 + 1520 + 16 and planned.schedule.certified
+    check_plan(planned.graph, planned.arena)
+
+
+def test_longer_stages_are_kept_only_where_the_arena_is_smaller() -> None:
+    """`_stage_rows_16` has a ten-operator stage (the residual stage and its tail), which a first
+    round keeps (6,080 B); rounds from the eight-operator stage stream the tail with its pool too,
+    to less. The pipeline streams stages of up to SHORT_CHAIN operators first, the longer ones in
+    rounds of their own, and keeps the smaller arena."""
+    g = built_graph(_stage_rows_16, seed=7)
+    assert max(len(s.operators) for s in candidates(g)) == 10
+    planned = plan(g, PlanOptions(time_limit=2.0))
+    assert [[op.index for op in s.operators] for s in _streams(planned)] == [list(range(8)), [8, 9]]
+    assert planned.arena.arena_bytes == 5184
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(("board", "core"), [("mps2-an500", "cortex-m7"), ("mps3-an547", "cortex-m55")])
+def test_a_ds_cnn_body_stage_measured_equal_on_qemu(tmp_path: Path, board: str, core: str) -> None:
+    """The ten-operator stage on the M7 (the head's rows of 5 pixels a quad and a lone pixel from the
+    table, quad_channels_few; the 1x1 rows a three and a last two) and on the M55, generated for it
+    (the 1x1 rows against the generator's layer table, ts_conv2d_s8_staged_layer); the depthwise rows
+    through their hoisted checks, the pool's rows in 16-bit lanes; bit-exact, the painted arena
+    equal to the plan."""
+    require("qemu")
+    path = saved_model(tmp_path / "body.tflite", _ds_cnn_body, seed=8)
+    gen = generate_for_measure(path, tmp_path / "gen", 2, core=core)
+    text = model_c_text(gen)
+    staged = "ts_conv2d_s8_staged_layer" if core == "cortex-m55" else "ts_conv2d_s8_staged_checked"
+    assert all(f"ts_depthwise_conv2d_s8_checked(&p{j}, rows, " in text for j in (1, 3, 5, 7))
+    assert all(f"{staged}(&body_op0_stage{j}, " in text for j in (2, 4, 6, 8))
+    measured_equal_on_qemu(gen, tmp_path / "qemu", board)
 
 
 @needs_gcc
@@ -767,7 +825,7 @@ def test_fully_connected_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [2]
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
-    assert "ts_fully_connected_s8_rows(&p1, " in c_source and ", row, 1, 40, " in c_source
+    assert "ts_fully_connected_s8_rows(&bytes_op0_stage1, " in c_source and ", row, 1, 40, " in c_source
     # under UBSan with the sums at byte offset 40 + 120 (the kernel reads them by memcpy)
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
@@ -837,7 +895,7 @@ def test_flattening_view_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     # output over the dying input)
     assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (36 + 184 + 6, 704 + 36)
     c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
-    assert "ts_fully_connected_s8_rows(&p2, " in c_source and ", row, 1, 32, " in c_source
+    assert "ts_fully_connected_s8_rows(&bytes_op0_stage2, " in c_source and ", row, 1, 32, " in c_source
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
 

@@ -34,6 +34,7 @@ from tinysched.memory.inplace import (
 )
 from tinysched.memory.overlap import MODELS, memory_model
 from tinysched.memory.stream import (
+    SHORT_CHAIN,
     Stream,
     TwoPass,
     candidates,
@@ -786,7 +787,12 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
         considered = [best]  # every plan made, for --arena-budget
         unstreamed = best.arena.arena_bytes if streams or heads else None
-        best = _stream_rounds(base, kernels, streams, best, [], whole_ledger, considered)
+        short = [s for s in streams if len(s.operators) <= SHORT_CHAIN]
+        whole_plan, best = best, _stream_rounds(base, kernels, short, best, [], whole_ledger, considered)
+        if len(short) < len(streams):  # the longer stages, from the plan without streams (SHORT_CHAIN)
+            longer = _stream_rounds(base, kernels, streams, whole_plan, [], whole_ledger, considered)
+            if longer.arena.arena_bytes < best.arena.arena_bytes:
+                best = longer
         if pairs:
             best = _two_pass_rounds(base, kernels, pairs, best, whole_ledger, considered, options)
         if streams:

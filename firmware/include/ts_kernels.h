@@ -102,6 +102,12 @@ extern "C" {
  *    every channel's accumulators lie within ts_rq's bound or make it a constant), each whole quad
  *    takes every channel in one asm loop against that table: 13 instructions per 16 products,
  *    then ts_rq, pack, the bytewise clamp and the four bytes stored; same accumulators, same bytes.
+ *    A last quad of one to three pixels (a call's pixels not a multiple of four: a streamed
+ *    stage's rows of 5 pixels end in one) takes the table too, pixel by pixel, every channel in
+ *    one asm loop: its bias, per group two LDRD and two SMLAD (two groups a pass where their
+ *    count is even), ts_rq, the clamp (none where the range is all of int8) and its byte stored;
+ *    same accumulators, same bytes. Its fields were read into the stack block, like every quad's,
+ *    before the first of its outputs is written.
  *  - on DSP cores (__ARM_FEATURE_DSP) each run is reduced four bytes at a time: SXTAB16 widens
  *    two input bytes to 16-bit lanes and adds input_offset in the same step, SXTB16 widens the
  *    filter bytes, SMLAD adds both lane products; bytes past the last whole word one at a time.
@@ -135,7 +141,10 @@ extern "C" {
  *    bytes with the non-accumulating VMLADAV / VADDV, no zeroing; where out_c <= 64 and the call
  *    has 12 output pixels or more, all channels are one block against a table made once per call
  *    (ts_mve_layer_table: bias + input_offset * sum(w) in place of the bias), the loop then
- *    without VADDV, and in_c 16, 32 or 64 written out without a loop); where dilation_w is 1,
+ *    without VADDV, and in_c 16, 32 or 64 written out without a loop; a chunk's lone last pixel
+ *    instead channel by channel, VMLADAVA and VADDVA 16 bytes a step, its accumulators requantised
+ *    four channels a vector with their own multipliers and shifts: the same accumulators, the
+ *    same bytes); where dilation_w is 1,
  *    filter_w * in_c >= 16 and either the output shares no byte with the input (checked per call)
  *    or out_c <= 64 (the quad's outputs then go to a 256-byte stack block, copied to their bytes
  *    after its last channel: all four fields read before any of their outputs is written): four
@@ -241,7 +250,7 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * two) takes every channel in one asm loop against that table: per group one LDRD of the filter
  * words and per pixel LDRD + two SMLAD (82 instructions per 96 products with in_c a multiple of 32,
  * 42 per 48 of 16, 22 per 24 of 8, 12 per 12 otherwise; a last two with in_c a multiple of 32
- * only its two pixels: 58 per 64), then ts_rq, pack, the bytewise clamp
+ * only its two pixels: 58 per 64; a last two widened by one asm loop and requantised alone), then ts_rq, pack, the bytewise clamp
  * (none where [act_min, act_max] is all of int8 and in_c a multiple of 32) and the bytes stored,
  * channel after channel (about 196 instructions per channel of a three at in_c 64); a last single
  * pixel goes through the path without the table (the generator then leaves rq_table NULL where
@@ -275,6 +284,14 @@ int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *
 int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                 const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                                 const int32_t *rq_table, int32_t checks);
+/* ts_conv2d_s8_staged_checked with the generator's Helium layer table `layer` (code generated for a
+ * Helium core: a streamed stage's narrow 1x1 member, out_c <= 64), per output channel bias +
+ * input_offset * sum(w) wrapped to int32, multiplier, shift: what ts_mve_layer_table makes on calls
+ * of 12 pixels or more, here on every call (rows of 2, 3 or 5 pixels), so its quads take no filter
+ * sums. Other cores do not read it. Arithmetic and read/write order: ts_conv2d_s8_staged's. */
+int ts_conv2d_s8_staged_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                              const int32_t *rq_table, int32_t checks, const int32_t *layer);
 
 /* CONV_2D wide (the variant tinysched.kernel_scratch chooses after placement where its scratch fits
  * a gap of the arena at the operator's step; tinysched.variants "wide"): any shape ts_conv2d_s8
@@ -435,6 +452,14 @@ typedef struct {
 int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                            const int8_t *filter, const int32_t *bias, int8_t *output);
 
+/* ts_depthwise_conv2d_s8 with its per-call checks made once (a streamed stage calls it row by row,
+ * the O(out_c) multiplier and ts_rq checks hoisted out of its loop): `checks` =
+ * ts_depthwise_conv2d_s8_checks(p, bias), for parameters that differ from p's only in their row
+ * fields (in_h, out_h, pad_top). Arithmetic and read/write order: ts_depthwise_conv2d_s8's. */
+int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
+int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                   const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+
 /* DEPTHWISE_CONV_2D staged (the in-place variant the refined memory model may choose): any shape
  * ts_depthwise_conv2d_s8 takes. Arithmetic: exactly ts_depthwise_conv2d_s8's per pixel (its fast
  * path one pixel at a time; on DSP cores with depth_multiplier 1 and dilation_w 1 within the ts_rq
@@ -560,8 +585,10 @@ int ts_max_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
  * the rows' sums when first == 0), and after the input's
  * last row output channel c = sums[c] / (in_h * in_w) rounded to nearest, ties away from zero,
  * clamped to [act_min, act_max]: the sum and the division of ts_avg_pool2d_s8 (integer addition is
- * exact in any order: |sum| <= 128 * in_h * in_w), so the same bytes. Order: every byte of `rows`
- * read before any output byte is written; the output only after the last row. */
+ * exact in any order: |sum| <= 128 * in_h * in_w), so the same bytes. On DSP cores (Helium ones too) a
+ * call of up to 255 taps (count * in_w) sums its rows four channels a word in 16-bit lanes (SXTAB16,
+ * exact: |sum| <= 255 * 128 < 2^15), each lane then added to its channel's int32 sum. Order: every
+ * byte of `rows` read before any output byte is written; the output only after the last row. */
 int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int32_t first, int32_t count,
                           int8_t *sums, int8_t *output);
 

@@ -13,9 +13,12 @@ static inline int8_t avg_out(int32_t acc, int32_t count, const ts_pool2d_s8_para
     return (int8_t)ts_clamp_i32(acc, p->act_min, p->act_max);
 }
 
-#if TS_DSP && !TS_MVE
+#if TS_DSP
 /* The largest window the 16-bit lanes below sum exactly: |sum| <= 128 * 255 < 2^15. */
 #define TS_POOL_LANE_TAPS 255
+#endif
+
+#if TS_DSP && !TS_MVE
 
 /* Channels [0, channels & ~3) of one output pixel, its window `rows` rows of `taps` taps from
  * `first` (the window's first tap): per four channels one word per tap, its even and odd bytes
@@ -96,7 +99,19 @@ int ts_avg_pool2d_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *
 }
 
 /* AVERAGE_POOL_2D by rows (ts_kernels.h): the sums are int32 in the host's byte order at any
- * alignment (memcpy: one word load or store where the core allows unaligned ones). */
+ * alignment (memcpy: one word load or store where the core allows unaligned ones). On DSP cores
+ * (Helium ones too) a call's rows (up to TS_POOL_LANE_TAPS taps) are summed four channels a word in 16-bit lanes, as
+ * avg_pool_lanes sums a window, each lane then added to its channel's int32 sum: the same sums. */
+/* A channel's int32 sum at any alignment (memcpy: one word load or store). */
+static inline int32_t sum_get(const int8_t *at)
+{
+    int32_t v;
+    memcpy(&v, at, sizeof v);
+    return v;
+}
+
+static inline void sum_put(int8_t *at, int32_t v) { memcpy(at, &v, sizeof v); }
+
 int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int32_t first, int32_t count,
                           int8_t *sums, int8_t *output)
 {
@@ -106,7 +121,26 @@ int ts_avg_pool2d_s8_rows(const ts_pool2d_s8_params *p, const int8_t *rows, int3
         p->pad_top != 0 || p->pad_left != 0 || total < 1 || first < 0 || count < 1 || first + count > p->in_h) {
         return TS_ERR_PARAMS; /* not one window over the whole input (tinysched.memory.stream.global_pool) */
     }
-    for (c = 0; c < ch; ++c) {
+    c = 0;
+#if TS_DSP
+    if (taps <= TS_POOL_LANE_TAPS) { /* four channels a word, summed in 16-bit lanes (avg_pool_lanes) */
+        for (; c < (ch & ~3); c += 4) {
+            uint32_t even = 0, odd = 0; /* channels (c, c + 2) and (c + 1, c + 3) */
+            const int8_t *q = rows + c;
+            int8_t *const at = sums + (size_t)4 * c;
+            for (t = 0; t < taps; ++t, q += ch) {
+                const uint32_t x = ts_load4(q);
+                even = ts_even_off(x, even);
+                odd = ts_odd_off(x, odd);
+            }
+            sum_put(at, (first != 0 ? sum_get(at) : 0) + (int16_t)(even & 0xFFFFu));
+            sum_put(at + 4, (first != 0 ? sum_get(at + 4) : 0) + (int16_t)(odd & 0xFFFFu));
+            sum_put(at + 8, (first != 0 ? sum_get(at + 8) : 0) + (int16_t)(even >> 16));
+            sum_put(at + 12, (first != 0 ? sum_get(at + 12) : 0) + (int16_t)(odd >> 16));
+        }
+    }
+#endif
+    for (; c < ch; ++c) {
         const int8_t *q = rows + c;
         acc = 0;
         if (first != 0) {

@@ -1751,6 +1751,83 @@ static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, 
 #undef QUAD_RQ
 }
 
+/* A last quad's n < 4 pixels (slots 0 .. n - 1 of xs) from the generator's table (p->quads), the
+ * same arithmetic as quad_channels: pixel by pixel, every output channel in one asm loop: its bias,
+ * per group the filter's two widened words against the pixel's two (LDRD, LDRD, two SMLAD; two
+ * groups a pass where `groups` is even: 5 instructions a group), ts_rq with the table's fields,
+ * the clamp to [lo, hi] (left out where that is all of int8: SSAT has made sure of it) and the
+ * byte stored. Why: the C loop of conv_quads prepares ts_rq and runs quad_dot's four pixels per
+ * channel, about three times the work for the lone pixel that ends a row of 4 k + 1 pixels (a
+ * streamed stage's rows: one call a row). */
+static TS_NOINLINE void quad_channels_few(const uint32_t *xs, const int32_t *table, int32_t groups, int8_t *out,
+                                          int32_t out_c, int32_t n, int32_t lo, int32_t hi)
+{
+    const int32_t filter_bytes = 8 * groups; /* a channel's widened filter words */
+    const int even = (groups & 1) == 0;
+    int32_t q;
+    if (groups < 1 || out_c < 1) {
+        return;
+    }
+    for (q = 0; q < n; ++q) {
+        const uint32_t *const xbase = xs + 2 * q;
+        /* the block's 12 register operands in registers named here (TS_REG, ts_simd.h) */
+        register int32_t acc TS_REG("r0"), lim_lo TS_REG("r1") = lo, lim_hi TS_REG("r2") = hi;
+        register const int32_t *t TS_REG("r3") = table;
+        register const uint32_t *xp TS_REG("r4");
+        register const int32_t *wend TS_REG("r5");
+        register uint32_t we TS_REG("r6"), wo TS_REG("r8"), xe TS_REG("r9"), xo TS_REG("r10");
+        register int8_t *o TS_REG("r11") = out + (size_t)q * out_c;
+        register int8_t *const oend TS_REG("r12") = out + (size_t)q * out_c + out_c;
+#define FEW_GROUP                                                                                       \
+    "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                                               \
+    "ldrd    %[xe], %[xo], [%[xp]], #32\n\t"                                                             \
+    "smlad   %[acc], %[xe], %[we], %[acc]\n\t"                                                           \
+    "smlad   %[acc], %[xo], %[wo], %[acc]\n\t"
+#define FEW_CLAMP                                                                                       \
+    "cmp     %[acc], %[lo]\n\t"                                                                          \
+    "it      lt\n\t"                                                                                     \
+    "movlt   %[acc], %[lo]\n\t"                                                                          \
+    "cmp     %[acc], %[hi]\n\t"                                                                          \
+    "it      gt\n\t"                                                                                     \
+    "movgt   %[acc], %[hi]\n\t"
+/* the channel loop: `groups_pass` one or two FEW_GROUPs a pass, `clamp` FEW_CLAMP or nothing */
+#define FEW_CHANNELS(groups_pass, clamp)                                                                \
+    __asm__ volatile("1:\n\t"                                                                           \
+                     "ldr     %[acc], [%[t]], #4\n\t"                                                    \
+                     "ldr     %[wend], %[fb]\n\t"                                                        \
+                     "add     %[wend], %[wend], %[t]\n\t"                                                \
+                     "ldr     %[xp], %[xbase]\n\t"                                                       \
+                     "2:\n\t" groups_pass                                                                \
+                     "cmp     %[t], %[wend]\n\t"                                                         \
+                     "bne     2b\n\t"                                                                    \
+                     "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                              \
+                     "ldrd    %[xe], %[xo], [%[t]], #8\n\t" TS_RQ_STEPS_ASM("acc", "acc", "acc", "we", "wo", \
+                                                                          "xe", "xo", "wend") clamp      \
+                     "strb    %[acc], [%[o]], #1\n\t"                                                    \
+                     "cmp     %[o], %[oend]\n\t"                                                         \
+                     "bne     1b"                                                                          \
+                     : [acc] "=&r"(acc), [t] "+r"(t), [xp] "=&r"(xp), [wend] "=&r"(wend), [we] "=&r"(we),  \
+                       [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo), [o] "+r"(o)                         \
+                     : [oend] "r"(oend), [lo] "r"(lim_lo), [hi] "r"(lim_hi), [xbase] "m"(xbase),           \
+                       [fb] "m"(filter_bytes)                                                              \
+                     : "cc", "memory")
+        if (lo == -128 && hi == 127) {
+            if (even) {
+                FEW_CHANNELS(FEW_GROUP FEW_GROUP, "");
+            } else {
+                FEW_CHANNELS(FEW_GROUP, "");
+            }
+        } else if (even) {
+            FEW_CHANNELS(FEW_GROUP FEW_GROUP, FEW_CLAMP);
+        } else {
+            FEW_CHANNELS(FEW_GROUP, FEW_CLAMP);
+        }
+#undef FEW_CHANNELS
+#undef FEW_CLAMP
+#undef FEW_GROUP
+    }
+}
+
 /* Value j of pixel q in the quad block xs. */
 static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
 {
@@ -1916,6 +1993,11 @@ static TS_NOINLINE void conv_quads(const ts_conv2d_s8_params *p, const int8_t *i
             }
             if (p->quads != NULL && n == TS_QUAD_PX) {
                 quad_channels(xs, p->quads, k4 / 4, output, out_c, lo4, hi4);
+                output += (size_t)n * out_c;
+                continue;
+            }
+            if (p->quads != NULL) {
+                quad_channels_few(xs, p->quads, k4 / 4, output, out_c, n, lo, hi);
                 output += (size_t)n * out_c;
                 continue;
             }
@@ -2489,7 +2571,9 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
     "ldr     %[we], %[lo4]\n\t"                                                                         \
     "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe")
 #define PW3_NOCLAMP ""
-#define PW3_CHANNELS(group, clamp, stores)                                                              \
+/* the third pixel's requantisation and packing (PW3_THIRD), or nothing for a last two */
+#define PW3_THIRD PW3_RQ("a2") "bfi     %[a0], %[a2], #16, #8\n\t"
+#define PW3_CHANNELS_OF(group, clamp, stores, third)                                                    \
     "1:\n\t"                                                                                            \
     "ldr     %[a0], [%[t]], #4\n\t"                                                                      \
     "ldr     %[xp], %[xbase]\n\t"                                                                       \
@@ -2497,15 +2581,18 @@ static inline void wide_block3_rq(const uint32_t *xs, const int8_t *w, int32_t g
     "mov     %[a2], %[a0]\n\t"                                                                          \
     "2:\n\t" group "cmp     %[xp], %[xend]\n\t"                                                          \
     "bne     2b\n\t"                                                                                    \
-    "ldm     %[t]!, {%[we], %[wo], %[xe], %[xo]}\n\t" PW3_RQ("a0") PW3_RQ("a1") PW3_RQ("a2")                \
-    "bfi     %[a0], %[a1], #8, #8\n\t"                                                                  \
-    "bfi     %[a0], %[a2], #16, #8\n\t" clamp                                                           \
+    "ldm     %[t]!, {%[we], %[wo], %[xe], %[xo]}\n\t" PW3_RQ("a0") PW3_RQ("a1")                             \
+    "bfi     %[a0], %[a1], #8, #8\n\t" third clamp                                                      \
     "strb    %[a0], [%[o]]\n\t"                                                                         \
     "lsr     %[a0], %[a0], #8\n\t"                                                                      \
     "strb    %[a0], [%[o], %[oc]]\n\t" stores                                                           \
     "add     %[o], %[o], #1\n\t"                                                                        \
     "cmp     %[o], %[oend]\n\t"                                                                         \
     "bne     1b"
+#define PW3_CHANNELS(group, clamp, stores) PW3_CHANNELS_OF(group, clamp, stores, PW3_THIRD)
+/* a last two: the third accumulator (bias plus what its zeros add, or nothing) neither requantised
+ * nor stored */
+#define PW2_CHANNELS(group, clamp) PW3_CHANNELS_OF(group, clamp, "", "")
 #define PW3_STORE3                                                                                      \
     "lsr     %[a0], %[a0], #8\n\t"                                                                      \
     "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"
@@ -2542,13 +2629,13 @@ static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, i
     } else if (n == 3) {
         __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, PW3_STORE3) PW3_OPERANDS);
     } else if ((groups & 7) == 0 && lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) { /* a last two */
-        __asm__ volatile(PW3_CHANNELS(PW2_GROUP8, PW3_NOCLAMP, "") PW3_OPERANDS);
+        __asm__ volatile(PW2_CHANNELS(PW2_GROUP8, PW3_NOCLAMP) PW3_OPERANDS);
     } else if ((groups & 7) == 0) {
-        __asm__ volatile(PW3_CHANNELS(PW2_GROUP8, PW3_CLAMP, "") PW3_OPERANDS);
+        __asm__ volatile(PW2_CHANNELS(PW2_GROUP8, PW3_CLAMP) PW3_OPERANDS);
     } else if ((groups & 3) == 0) {
-        __asm__ volatile(PW3_CHANNELS(PW3_GROUP4, PW3_CLAMP, "") PW3_OPERANDS);
+        __asm__ volatile(PW2_CHANNELS(PW3_GROUP4, PW3_CLAMP) PW3_OPERANDS);
     } else {
-        __asm__ volatile(PW3_CHANNELS(PW3_GROUP1, PW3_CLAMP, "") PW3_OPERANDS);
+        __asm__ volatile(PW2_CHANNELS(PW3_GROUP1, PW3_CLAMP) PW3_OPERANDS);
     }
 }
 #undef PW3_PIXEL
@@ -2563,6 +2650,9 @@ static TS_NOINLINE void pw3_channels(const uint32_t *xs, const int32_t *table, i
 #undef PW3_GROUP_AT
 #undef PW3_RQ
 #undef PW3_CHANNELS
+#undef PW3_CHANNELS_OF
+#undef PW2_CHANNELS
+#undef PW3_THIRD
 #undef PW3_STORE3
 #undef PW3_OPERANDS
 
@@ -2597,6 +2687,34 @@ static TS_NOINLINE void pw3_widen(const int8_t *src, int32_t in_c, uint32_t off2
                      : "cc", "memory");
 }
 
+/* A last two pixels of in_c bytes (a multiple of 4) at src widened into xs as pw3_widen lays a three
+ * out, the third pixel's words zeros (pw3_channels reads them for some group counts and stores
+ * nothing of them): per group two loads, four SXTAB16, three STRD (12 instructions a group with
+ * the loop). Why: the C loop it replaces cost three times as much on rows of 5 pixels. */
+static TS_NOINLINE void pw2_widen(const int8_t *src, int32_t in_c, uint32_t off2, uint32_t *xs)
+{
+    const int8_t *const end = src + in_c;
+    uint32_t x0, x1, e, z0 = 0u, z1 = 0u;
+    if (in_c < 4) {
+        return;
+    }
+    __asm__ volatile("1:\n\t"
+                     "ldr     %[x1], [%[s], %[c1]]\n\t"
+                     "ldr     %[x0], [%[s]], #4\n\t"
+                     "sxtab16 %[e], %[off2], %[x1]\n\t"
+                     "sxtab16 %[x1], %[off2], %[x1], ror #8\n\t"
+                     "strd    %[e], %[x1], [%[w], #8]\n\t"
+                     "strd    %[z0], %[z1], [%[w], #16]\n\t"
+                     "sxtab16 %[e], %[off2], %[x0]\n\t"
+                     "sxtab16 %[x0], %[off2], %[x0], ror #8\n\t"
+                     "strd    %[e], %[x0], [%[w]], #24\n\t"
+                     "cmp     %[s], %[end]\n\t"
+                     "bne     1b"
+                     : [s] "+r"(src), [w] "+r"(xs), [x0] "=&r"(x0), [x1] "=&r"(x1), [e] "=&r"(e)
+                     : [end] "r"(end), [c1] "r"(in_c), [off2] "r"(off2), [z0] "r"(z0), [z1] "r"(z1)
+                     : "cc", "memory");
+}
+
 /* The staged variant widened in place (1x1, stride 1, in_c a multiple of 4, in_c <= out_c, ts_rq):
  * pixels of the flat order in threes; each three's input bytes are widened into scratch (as the
  * widened path lays a block out, three pixels per group: 6 * in_c bytes), and only then are its
@@ -2615,6 +2733,11 @@ static void staged_wide3(const ts_conv2d_s8_params *p, const int8_t *input, cons
         const int32_t n = pixels - i < 3 ? pixels - i : 3;
         if (p->quads != NULL && n == 3) { /* widened, then every channel from the generator's table */
             pw3_widen(input + (size_t)i * in_c, in_c, off2, xs);
+            pw3_channels(xs, p->quads, groups, output + (size_t)i * out_c, out_c, n, lo4, hi4);
+            continue;
+        }
+        if (p->quads != NULL && n == 2) { /* the same for a last two */
+            pw2_widen(input + (size_t)i * in_c, in_c, off2, xs);
             pw3_channels(xs, p->quads, groups, output + (size_t)i * out_c, out_c, n, lo4, hi4);
             continue;
         }
@@ -2803,12 +2926,32 @@ int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *
     return mode;
 }
 
+static int staged_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                        const int32_t *rq_table, int32_t mode, const int32_t *layer);
+
 int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                 const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
                                 const int32_t *rq_table, int32_t mode)
 {
+    return staged_paths(p, input, filter, bias, output, scratch, chunk, rq_table, mode, NULL);
+}
+
+int ts_conv2d_s8_staged_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                              const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                              const int32_t *rq_table, int32_t mode, const int32_t *layer)
+{
+    return staged_paths(p, input, filter, bias, output, scratch, chunk, rq_table, mode, layer);
+}
+
+/* The staged kernel's paths, its checks made (mode) and, on Helium cores, the generator's layer
+ * table (NULL: made here where a call has enough pixels to pay for it). */
+static int staged_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t chunk,
+                        const int32_t *rq_table, int32_t mode, const int32_t *layer)
+{
     const int32_t pixels = p->batches * p->out_h * p->out_w, in_c = p->in_c, out_c = p->out_c;
-    ts_conv2d_s8_params sub = *p;
+    ts_conv2d_s8_params sub; /* a chunk's parameters, set only on the paths that take chunks */
     int32_t k, n;
     if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
         p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || chunk < 1 || p->in_c < 1 ||
@@ -2816,8 +2959,7 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
         return TS_ERR_PARAMS;
     }
     (void)rq_table;
-    sub.batches = 1;
-    sub.in_h = sub.out_h = 1;
+    (void)layer; /* read on Helium cores only */
 #if TS_CONV_WIDE
     if (mode == 2 && (in_c & 3) == 0 && in_c <= out_c && (size_t)chunk * out_c >= (size_t)6 * in_c &&
         ((uintptr_t)scratch & 3u) == 0) {
@@ -2830,11 +2972,16 @@ int ts_conv2d_s8_staged_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
         return TS_OK;
     }
 #endif
+    sub = *p;
+    sub.batches = 1;
+    sub.in_h = sub.out_h = 1;
 #if TS_MVE
     /* the 1x1 Helium path's table with the filter sums folded in, made once for the call */
     int32_t layer_tab[3 * TS_MVE_LAYER_CH];
     const int32_t *tab = NULL;
-    if (mode != 0 && out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS) {
+    if (mode != 0 && out_c <= TS_MVE_LAYER_CH && layer != NULL) {
+        tab = layer; /* the generator's: ts_mve_layer_table's values */
+    } else if (mode != 0 && out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS) {
         ts_mve_layer_table(layer_tab, p, filter, bias);
         tab = layer_tab;
     }

@@ -607,9 +607,15 @@ static TS_NOINLINE void dw_blocks_pixel(const ts_depthwise_conv2d_s8_params *p, 
 }
 
 /* Whether the blocks path takes p (ts_kernels.h, "Blocks"), and its per-layer values. */
+/* Whether the blocks (ts_kernels.h, "Blocks") take the layer: fields no row range changes. */
+static int dw_blocks_take(const ts_depthwise_conv2d_s8_params *p)
+{
+    return p->blocks != NULL && p->depth_multiplier == 1 && p->dilation_w == 1 && p->filter_w <= 3;
+}
+
 static int dw_blocks_setup(const ts_depthwise_conv2d_s8_params *p, dw_blk *k)
 {
-    if (p->blocks == NULL || p->depth_multiplier != 1 || p->dilation_w != 1 || p->filter_w > 3) {
+    if (!dw_blocks_take(p)) {
         return 0;
     }
     k->blocks = p->blocks;
@@ -860,6 +866,35 @@ static void dw_generic(const ts_depthwise_conv2d_s8_params *p, const int8_t *inp
 int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                            const int8_t *filter, const int32_t *bias, int8_t *output)
 {
+    return ts_depthwise_conv2d_s8_checked(p, input, filter, bias, output, ts_depthwise_conv2d_s8_checks(p, bias));
+}
+
+/* What ts_depthwise_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0,
+ * the fast paths may run (shapes, input offset, multipliers); bit 1, dw_fast_rq's ts_rq bound holds
+ * for every channel (depth_multiplier 1, dilation_w 1; looked at only where the blocks do not take
+ * the layer, as dw_fast_rq runs only there). */
+int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias)
+{
+    int32_t checks = 0;
+    if (!TS_DEPTHWISE_GENERIC_ONLY && p->in_c >= 1 && p->filter_h >= 1 && p->filter_w >= 1 &&
+        p->input_offset >= -255 && p->input_offset <= 255 && /* 16-bit lanes: int8 zero points give [-127, 128] */
+        ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+        checks = 1;
+#if TS_RQ_ASM
+        if (p->depth_multiplier == 1 && p->dilation_w == 1 && !dw_blocks_take(p) &&
+            ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
+                     TS_RQ_STEPS)) {
+            checks |= 2;
+        }
+#endif
+    }
+    (void)bias; /* read only for the ts_rq bound */
+    return checks;
+}
+
+int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                   const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks)
+{
 #if TS_RQ_ASM
     dw_blk blk;
 #endif
@@ -867,9 +902,7 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
         p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier) {
         return TS_ERR_PARAMS;
     }
-    if (TS_DEPTHWISE_GENERIC_ONLY || p->in_c < 1 || p->filter_h < 1 || p->filter_w < 1 ||
-        p->input_offset < -255 || p->input_offset > 255 || /* 16-bit lanes: int8 zero points give [-127, 128] */
-        !ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
+    if ((checks & 1) == 0) {
         dw_generic(p, input, filter, bias, output);
 #if TS_MVE
     } else if (p->depth_multiplier == 1 && p->in_c >= 32) {
@@ -886,9 +919,7 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
                               bias, output + (size_t)b * p->out_h * p->out_w * p->out_c, NULL, 0);
             }
         }
-    } else if (p->depth_multiplier == 1 && p->dilation_w == 1 &&
-               ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
-                        TS_RQ_STEPS)) {
+    } else if ((checks & 2) != 0) {
         dw_fast_rq(p, input, filter, bias, output);
 #endif
     } else {

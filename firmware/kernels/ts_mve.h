@@ -1413,11 +1413,49 @@ static inline void ts_mve_layer_table(int32_t *tab, const ts_conv2d_s8_params *p
 
 #define TS_MVE_PW_BLOCK 16
 
+/* One pixel x of a 1x1 layer against channels [c0, c0 + nb) (filter rows from w), in steps of
+ * TS_MVE_PW_BLOCK channels: per channel the dot product of the raw bytes (VMLADAVA, 16 a step, the
+ * last predicated) and the filter bytes' sum (VADDVA), then the step's channels through
+ * ts_mve_requant_store (bias + input_offset * sum(w) + the dot product, each channel's multiplier
+ * and shift, offset, clamp, stored as bytes). Why: a quad's four pixels cost the same for one, and
+ * a row of 4 k + 1 pixels (a streamed stage's rows of 5) ends in one. The same accumulator, the
+ * same requantisation: the same bytes. */
+TS_MVE_HOT void ts_mve_pw_one(const ts_conv2d_s8_params *p, const int8_t *x, const int8_t *w, const int32_t *bias,
+                              int32_t c0, int32_t nb, int8_t *out)
+{
+    const int32_t in_c = p->in_c, whole = in_c & ~15, tail = in_c & 15;
+    const mve_pred16_t live = vctp8q((uint32_t)tail);
+    int32_t dots[TS_MVE_PW_BLOCK], sums[TS_MVE_PW_BLOCK];
+    int32_t c, j, i;
+    for (c = 0; c < nb; c += TS_MVE_PW_BLOCK) {
+        const int32_t n = nb - c < TS_MVE_PW_BLOCK ? nb - c : TS_MVE_PW_BLOCK;
+        for (j = 0; j < n; ++j, w += in_c) {
+            int32_t dot = 0, sum = 0;
+            for (i = 0; i < whole; i += 16) {
+                const int8x16_t wv = vldrbq_s8(w + i);
+                dot = vmladavaq_s8(dot, vldrbq_s8(x + i), wv);
+                sum = vaddvaq_s8(sum, wv);
+            }
+            if (tail != 0) {
+                const int8x16_t wv = vldrbq_z_s8(w + whole, live);
+                dot = vmladavaq_s8(dot, vldrbq_z_s8(x + whole, live), wv);
+                sum = vaddvaq_s8(sum, wv);
+            }
+            dots[j] = dot;
+            sums[j] = sum;
+        }
+        ts_mve_requant_store(dots, sums, bias != NULL ? bias + c0 + c : NULL, p->input_offset,
+                             p->multiplier + c0 + c, p->shift + c0 + c, n, p->output_offset, p->act_min, p->act_max,
+                             out + c);
+    }
+}
+
 /* 1x1 CONV_2D without padding (any strides), the DSP path's groups: output pixels of a row (with
  * stride 1 over the whole input: all pixels as one row) in chunks of up to 16; per chunk, output
  * channels in blocks of TS_MVE_PW_BLOCK, each block's {bias, multiplier, shift} tabled once, then
- * the chunk's pixels four at a time (a short last quad has its missing rows repeat the last pixel,
- * computed and not stored), each quad channel by channel through ts_mve_pw_quad. With layer_tab
+ * the chunk's pixels four at a time (a short last quad of two or three has its missing rows repeat
+ * the last pixel, computed and not stored; a lone last pixel goes through ts_mve_pw_one), each quad
+ * channel by channel through ts_mve_pw_quad. With layer_tab
  * (ts_mve_layer_table of this layer, or NULL) every channel is one block against that table, the
  * filter sums taken from it instead of summed per quad. */
 TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -1451,6 +1489,11 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
                 a.end = tab + 3 * nb;
                 for (j = 0; j < n; j += 4) {
                     const int32_t k = n - j < 4 ? n - j : 4;
+                    if (k == 1) { /* a lone last pixel: its own loop, not a quad's four */
+                        ts_mve_pw_one(p, in_x + (size_t)j * px_step, filter + (size_t)c0 * in_c, bias, c0, nb,
+                                      output + (size_t)j * out_c + c0);
+                        continue;
+                    }
                     /* rows past the chunk's last pixel repeat it (read, not stored) */
                     a.x[0] = in_x + (size_t)j * px_step;
                     a.x[1] = a.x[0] + (k > 1 ? px_step : 0);

@@ -247,6 +247,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_depthwise_conv2d_s8": _depthwise,
     "ts_conv2d_s8_staged": _conv,
     "ts_conv2d_s8_staged_checked": _conv,  # a streamed stage's narrow 1x1 member (codegen.lower_stream)
+    "ts_conv2d_s8_staged_layer": _conv,  # the same on a Helium core, with its layer table
     "ts_conv2d_s8_wide": _conv,
     # a streamed stage's CONV_2D members (codegen.lower_stream): lowered and checked as ts_conv2d_s8,
     # then renamed; the same parameters refused the same way
@@ -254,6 +255,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_conv2d_s8_strip": _conv,
     "ts_conv2d_s8_wide_checked": _conv,
     "ts_depthwise_conv2d_s8_staged": _depthwise,
+    "ts_depthwise_conv2d_s8_checked": _depthwise,  # a streamed stage's member (codegen.lower_stream)
     "ts_fully_connected_s8": _fully_connected,
     "ts_fully_connected_s8_rows": _fully_connected,  # a streamed stage's FULLY_CONNECTED sink (codegen.lower_stream)
     "ts_lstm_s8": _lstm,

@@ -351,6 +351,34 @@ def staged_pointwise_table(
     return _widened_channels(graph, op, mults, shifts, out_zp)
 
 
+MVE_LAYER_CHANNELS = 64  # ts_mve.h TS_MVE_LAYER_CH: the most channels a Helium layer table holds
+
+
+def mve_layer_table(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], input_offset: int
+) -> list[int] | None:
+    """A 1x1 CONV_2D's Helium layer table (ts_mve.h ts_mve_layer_table, made here once instead of
+    on the kernel's calls): per output channel bias + input_offset * sum(w) (wrapped to int32, as
+    the kernel's sum wraps), multiplier, shift; for ts_conv2d_s8_staged_layer (a streamed stage's
+    narrow 1x1 member on a Helium core, called row by row: rows too short for the kernel to make
+    the table itself). None over MVE_LAYER_CHANNELS channels or without constant weights."""
+    w = graph.tensors[op.inputs[1]]
+    if op.opcode != "CONV_2D" or w.data is None or len(w.shape) != 4 or w.shape[0] > MVE_LAYER_CHANNELS:
+        return None
+    out_c = int(w.shape[0])
+    sums = w.data.reshape(out_c, -1).astype("int64").sum(axis=1)
+    bias_t = op.inputs[2] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    bias = graph.tensors[bias_t].data if bias_t is not None else None
+    if bias_t is not None and bias is None:
+        return None
+    table = []
+    for c in range(out_c):
+        b = int(bias.reshape(-1)[c]) if bias is not None else 0
+        v = (b + input_offset * int(sums[c])) & 0xFFFFFFFF
+        table += [v - (1 << 32) if v >= 1 << 31 else v, int(mults[c]), int(shifts[c])]
+    return table
+
+
 def _staged(
     ctx: LoweringContext,
     op: Operator,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import rq_table, staged_pointwise_table
+from tinysched.codegen.lower_conv import mve_layer_table, rq_table, staged_pointwise_table
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -157,6 +157,14 @@ def unread_room(s, sched: RowSchedule, base: int, j: int, readers: list[list[int
     return room
 
 
+# a member's kernel -> the kernel its rows call with the checks made once before the stage's loop,
+# and the function that makes them (ts_kernels.h: the `_checked` kernels, ts_conv2d_s8_strip)
+CHECKED_KERNELS = {
+    "ts_conv2d_s8": ("ts_conv2d_s8_checked", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
+    "ts_depthwise_conv2d_s8": ("ts_depthwise_conv2d_s8_checked", "ts_depthwise_conv2d_s8_checks"),
+}
+
 ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's read_rows failed
 
 
@@ -305,20 +313,24 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             else ctx.array(part, "rq", "int32_t", table, "ts_rq fields per output channel")
         )
         part.kernel = "ts_conv2d_s8_staged_checked"
+        # its one row a call: in_h = out_h = 1 in its constant parameters, passed as they are
+        part.params[:] = [(field, "1" if field in ("in_h", "out_h") else v) for field, v in part.params]
         staged[j] = f"staged, {variant.param}, {rq}, staged_checks{j}"
+        offset = int(dict(part.params)["input_offset"])
+        layer = None if ctx.dsp_tables else mve_layer_table(graph, member, mults, shifts, offset)
+        if layer is not None:  # a Helium core: the layer table its calls would not make for a row
+            comment = "per output channel: bias + input_offset * sum(w), multiplier, shift (Helium)"
+            part.kernel = "ts_conv2d_s8_staged_layer"
+            staged[j] += ", " + ctx.array(part, "layer", "int32_t", layer, comment)
         staged_checks.append(
-            f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&p{j}, BIAS, {rq});"
+            f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&{ctx.prefix}_{part.symbol}, BIAS, {rq});"
         )
-    # the other CONV_2D members: ts_conv2d_s8's per-call checks made once, before the loop
-    checked = [
-        j
-        for j, part in enumerate(parts)
-        if part is not None and part.kernel in ("ts_conv2d_s8", "ts_conv2d_s8_strip")
-    ]
-    for j in checked:
-        part = parts[j]
-        assert part is not None
-        part.kernel += "_checked" if part.kernel == "ts_conv2d_s8" else ""
+    # the other CONV_2D and the DEPTHWISE_CONV_2D members: their kernel's per-call checks made once,
+    # before the loop (CHECKED_KERNELS)
+    checked: dict[int, str] = {}  # stage j -> the function making its checks
+    for j, part in enumerate(parts):
+        if part is not None and part.kernel in CHECKED_KERNELS:
+            part.kernel, checked[j] = CHECKED_KERNELS[part.kernel]
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
@@ -338,6 +350,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     rbs = list(s.row_bytes)  # each window's row bytes: the tile's columns with column tiles (set per tile)
     fail = f"return {call.step + 1};"
     whole = [f"{ctx.prefix}_{part.symbol}" if part is not None else "" for part in parts]
+    # the members whose parameters no call changes (the narrow 1x1s, a global-pool sink) take their
+    # constant ones; the others a copy on the stack, its row fields set per call
+    # (with column tiles every member's parameters are narrowed per tile: none fixed)
+    fixed = set() if tiled else set(staged) | ({n} if s.sums else set())
     outer = [u for j in range(len(members)) for u in reads[j] if u not in index]
     names = {u: f"x{u}" for u in dict.fromkeys(outer)}
     # a squeeze-excitation gate a member's MUL reads whole (1x1x1xC), the same for every row
@@ -349,7 +365,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     def kernel_call(k: int, args: list[str]) -> list[str]:
         part = parts[k]
         assert part is not None
-        return [f"if ({part.kernel}(&p{k}, {', '.join(args)}) != TS_OK) {{", f"    {fail}", "}"]
+        params = f"&{whole[k]}" if k in fixed else f"&p{k}"
+        return [f"if ({part.kernel}({params}, {', '.join(args)}) != TS_OK) {{", f"    {fail}", "}"]
 
     def with_args(k: int, replacements: dict[int, str]) -> list[str]:
         part = parts[k]
@@ -570,7 +587,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         and not row_sink(graph, m)
         and not row_arg(graph, m)
         and not heads[j]
-    ] + [f"p{j}.in_h = p{j}.out_h = 1; /* one row per call (ts_conv2d_s8_staged) */" for j in staged]
+    ]
     setup += [  # an ARG_MAX sink: one row of its input per call
         f"p{j}.outer = {graph.tensors[m.inputs[0]].shape[2]}; /* one row's pixels per call */"
         for j, m in enumerate(members)
@@ -589,7 +606,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     out_ptr = inner.ptr(y, const=False)  # an ARG_MAX sink's int32 / int64 rows: by their bytes
     out_ptr = out_ptr if graph.tensors[y].dtype == "int8" else f"(int8_t *)({ctx.place(ctx.offsets[y])})"
     body = [
-        *(f"{part.params_type} p{k} = {whole[k]};" for k, part in enumerate(parts) if part is not None),
+        *(
+            f"{part.params_type} p{k} = {whole[k]};"
+            for k, part in enumerate(parts)
+            if part is not None and k not in fixed
+        ),
         *(
             f"int8_t *const w{k} = (int8_t *)({ctx.place(base + s.window_offset(k))}); /* rows "
             f"[first{k}, next{k}) of t{t}, at most {s.rows[k]} of {s.row_bytes[k]} B */"
@@ -608,7 +629,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ),
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
         f"int32_t {', '.join(f'first{k} = 0, next{k} = 0' for k in range(n))}, row;",
-        *(f"const int32_t checks{j} = ts_conv2d_s8_checks(&p{j}, {with_args(j, {})[2]});" for j in checked),
+        *(f"const int32_t checks{j} = {make}(&p{j}, {with_args(j, {})[2]});" for j, make in checked.items()),
         *(line.replace("BIAS", with_args(j, {})[2]) for j, line in zip(staged, staged_checks, strict=True)),
         *setup,
     ]

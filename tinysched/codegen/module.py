@@ -46,9 +46,11 @@ KERNEL_SOURCE = {
     "ts_conv2d_s8_wide_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_staged": "ts_depthwise_conv2d_s8",
+    "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
     "ts_avg_pool2d_s8_rows": "ts_avg_pool2d_s8",
     "ts_fully_connected_s8_rows": "ts_fully_connected_s8",
     "ts_conv2d_s8_staged_checked": "ts_conv2d_s8",
+    "ts_conv2d_s8_staged_layer": "ts_conv2d_s8",
     "ts_resize_bilinear_s8_rows": "ts_resize_bilinear_s8",
     "ts_resize_nearest_rows": "ts_resize_nearest",
 }

@@ -92,6 +92,7 @@ __all__ = [
     "RowWindow",
     "Stream",
     "MAX_CHAIN",
+    "SHORT_CHAIN",
     "candidates",
     "chain_shift",
     "choose",
@@ -400,7 +401,14 @@ def _elementwise_rows(graph: Graph, op: Operator, t: int) -> bool:
     )
 
 
-MAX_CHAIN = 8  # operators in one stream at most: a residual stage with its downsampling, and its head
+# operators in one stream at most: a residual stage with its downsampling and its head; a DS-CNN's
+# whole body (its head, four depthwise -> 1x1 blocks) into its global pool
+MAX_CHAIN = 10
+# Stages of up to SHORT_CHAIN operators are streamed first (tinysched.pipeline), the longer ones in
+# rounds of their own from the same start, kept only where they give the smaller arena: rounds
+# choose greedily, and a long stage kept in an early round can stop the rounds that would have
+# streamed two shorter ones to a smaller arena.
+SHORT_CHAIN = 8
 
 
 def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
