@@ -696,6 +696,39 @@ def depthwise_eff_helium() -> bytes:
     return b.build()
 
 
+def pointwise_five_helium() -> bytes:
+    """1x1 CONV_2D on Helium whose chunks end in five pixels (ts_mve.h ts_mve_pw_five_row: a quad and
+    one more, each filter byte loaded once, against the layer table): in_c 16 over 13 pixels into 45
+    channels (two quads, then five; the fifth pixel's last vector of channels predicated), in_c 32
+    over 25 pixels (16, then a quad and five) per-tensor, in_c 64 over 13 pixels into 48 with RELU6;
+    input zero points -5, 9 and -128."""
+    b = ModelBuilder(seed=53)
+    x = b.input("x", (1, 1, 13, 16), zero_point=-5)
+    t = b.conv2d(x, 45, (1, 1), activation="RELU", name="p5_16_45")
+    y = b.input("y", (1, 5, 5, 32), zero_point=9)
+    u = b.conv2d(y, 32, (1, 1), per_channel=False, name="p5_32_32")
+    z = b.input("z", (1, 1, 13, 64), zero_point=-128)
+    v = b.conv2d(z, 48, (1, 1), activation="RELU6", name="p5_64_48")
+    b.output(t, u, v)
+    return b.build()
+
+
+def stream_five_helium() -> bytes:
+    """A DS-CNN-like stage of rows of 5 pixels into its global pool whose narrow 1x1 members run on
+    Helium as rows of five (a quad and one more: ts_mve.h ts_mve_pw_five_row, the staged kernel's
+    group of five against the generator's layer table): a head 3x3 over 3 channels into 32, a 3x3
+    depthwise, 1x1 32 -> 32, a 3x3 depthwise, 1x1 32 -> 64 with RELU6; input zero point 11."""
+    b = ModelBuilder(seed=54)
+    x = b.input("x", (1, 25, 5, 3), zero_point=11)
+    t = b.conv2d(x, 32, (3, 3), activation="RELU", name="s5_head")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="s5_dw_a")
+    t = b.conv2d(t, 32, (1, 1), activation="RELU", name="s5_pw_32")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="s5_dw_b")
+    t = b.conv2d(t, 64, (1, 1), activation="RELU6", name="s5_pw_32_64")
+    b.output(b.average_pool2d(t, (25, 5), (1, 1), name="s5_pool"))
+    return b.build()
+
+
 def quads_unrolled_helium() -> bytes:
     """3x3 CONV_2D quads on Helium whose filter rows are 3, 6 or 12 whole vectors (16, 32 or 64
     input channels), against the layer table (ts_mve.h TS_MVE_CQ_ROW_3/6/12: the row unrolled):
@@ -944,6 +977,8 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,
     "quads_unrolled_helium": quads_unrolled_helium,
+    "pointwise_five_helium": pointwise_five_helium,
+    "stream_five_helium": stream_five_helium,
     "max_pool_words": max_pool_words,
     "resize_argmax_segmentation": resize_argmax_segmentation,
     "resize_argmax_modes": resize_argmax_modes,

@@ -259,7 +259,8 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
  * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores, in_c <=
  * out_c: the flat pixels go in groups of up to 16 (a multiple of four when the scratch holds four
- * pixels' input bytes; as many as it holds otherwise, at least
+ * pixels' input bytes, but a last five as one group where it holds five and the layer table is
+ * given; as many as it holds otherwise, at least
  * `chunk` since in_c <= out_c); each group's input bytes are copied into scratch before any of its
  * outputs is written, then the 1x1 Helium path runs from the copy straight to the output bytes.
  * Same arithmetic; groups read first, so (as for the threes above) every overlap `chunk` allows is

@@ -2987,12 +2987,16 @@ static int staged_paths(const ts_conv2d_s8_params *p, const int8_t *input, const
     }
     if (mode != 0 && in_c <= out_c) {
         /* Helium, in_c <= out_c: groups of up to 16 pixels (whole quads where the scratch holds four
-         * pixels' input), each group's input bytes copied into scratch before any of its outputs is
+         * pixels' input; a last five as one group where it holds five and the layer table is there),
+         * each group's input bytes copied into scratch before any of its outputs is
          * written, then the 1x1 Helium path from the copy straight to the output */
         const size_t fit = (size_t)chunk * out_c / (size_t)in_c; /* >= chunk >= 1 */
         const int32_t g = fit >= 16 ? 16 : (fit >= 4 ? (int32_t)fit & ~3 : (int32_t)fit);
         for (k = 0; k < pixels; k += n) {
             n = pixels - k < g ? pixels - k : g;
+            if (n == 4 && pixels - k == 5 && fit >= 5 && tab != NULL) {
+                n = 5; /* a row of 5 as one group: a quad and one more (ts_mve_pw_five_row) */
+            }
             sub.in_w = sub.out_w = n;
             ts_mve_copy(scratch, input + (size_t)k * in_c, n * in_c);
             ts_mve_pointwise(&sub, scratch, filter, bias, output + (size_t)k * out_c, tab);

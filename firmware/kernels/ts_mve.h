@@ -1411,6 +1411,99 @@ static inline void ts_mve_layer_table(int32_t *tab, const ts_conv2d_s8_params *p
     }
 }
 
+/* The five-pixel row of the 1x1 path (a streamed stage's rows of 5, a chunk's last 4 k + 1 pixels),
+ * against the layer table (eff: {bias + input_offset * sum(w), multiplier, shift}, ts_mve_layer_table)
+ * and in_c 16, 32 or 64: the five pixels' inputs lie in_c bytes apart from one word-aligned base (a
+ * single register, fixed immediate offsets: VLDRW.32 of 16 bytes is VLDRB.8's register contents), so
+ * each channel loads its in_c filter bytes once (VLDRB.8 16 a step) for five VMLADAV dot products a
+ * step (r0, r2, r4, r6, r8: pixels 0-4). Pixels 0-3 are requantised and stored as the quad's (the
+ * four sums into one vector, TS_MVE_RQ_EFF, TS_MVE_RQ_SHIFT, one byte scatter); pixel 4's sum plus
+ * the table's first word goes to fifth[] (the caller's, one word a channel) and is requantised after
+ * the block, four channels a vector (ts_mve_pw_five_row). STEP(OP, o0..o4): one 16-byte step, OP
+ * VMLADAV (the first) or VMLADAVA, the pixels' byte offsets o0..o4 from the base in r1. */
+#define TS_MVE_P5_STEP(OP, o0, o1, o2, o3, o4)                                                         \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrw.u32 q0, [r1, #" o0 "]\n\t" OP " r0, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o1 "]\n\t" OP " r2, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o2 "]\n\t" OP " r4, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o3 "]\n\t" OP " r6, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o4 "]\n\t" OP " r8, q0, q1\n\t"
+#define TS_MVE_P5_FIRST(o0, o1, o2, o3, o4) TS_MVE_P5_STEP("vmladav.s8", o0, o1, o2, o3, o4)
+#define TS_MVE_P5_NEXT(o0, o1, o2, o3, o4) TS_MVE_P5_STEP("vmladava.s8", o0, o1, o2, o3, o4)
+#define TS_MVE_P5_ASM(DOTS)                                                                             \
+    __asm__ volatile("push    {r7}\n\t"                                                                 \
+                     "mov     r7, %[out]\n\t"                                                           \
+                     "vldrw.32 q5, [r10]\n\t"                                                           \
+                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
+                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
+                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
+                     "ldr     r1, [r10, #64]\n\t"                                                       \
+                     "ldr     r5, [r10, #92]\n\t"                                                       \
+                     "1:\n\t" DOTS "vmov    q0[2], q0[0], r0, r4\n\t"                                  \
+                     "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
+                     "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
+                     "add     r8, r8, r0\n\t"                                                           \
+                     "str     r8, [%[f]], #4\n\t" TS_MVE_RQ_EFF TS_MVE_RQ_SHIFT TS_MVE_PW_STORE          \
+                     "adds    r7, r7, #1\n\t"                                                           \
+                     "cmp     r12, r5\n\t"                                                              \
+                     "bne     1b\n\t"                                                                   \
+                     "pop     {r7}\n\t"                                                                 \
+                     : [tab] "+r"(tab), [w] "+r"(w), [out] "+r"(out), [f] "+r"(f)                       \
+                     : [a] "r"(a)                                                                       \
+                     : "r1", "r2", "r4", "r5", "r6", "r8", "q0", "q1", "q4", "q5", "q6", "q7", "cc",     \
+                       "memory")
+TS_MVE_HOT void ts_mve_pw_five(const ts_mve_pw_args *args, const int32_t *t, const int8_t *w_first,
+                               int8_t *out_first, int32_t *fifth)
+{
+    register const ts_mve_pw_args *a __asm__("r10") = args;
+    register const int32_t *tab __asm__("r12") = t;
+    register const int8_t *w __asm__("r11") = w_first;
+    register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
+    register int32_t *f __asm__("r3") = fifth;
+    if (a->whole == 3) { /* in_c 64 */
+        TS_MVE_P5_ASM(TS_MVE_P5_FIRST("0", "64", "128", "192", "256")
+                          TS_MVE_P5_NEXT("16", "80", "144", "208", "272")
+                              TS_MVE_P5_NEXT("32", "96", "160", "224", "288")
+                                  TS_MVE_P5_NEXT("48", "112", "176", "240", "304"));
+    } else if (a->whole == 1) { /* in_c 32 */
+        TS_MVE_P5_ASM(TS_MVE_P5_FIRST("0", "32", "64", "96", "128") TS_MVE_P5_NEXT("16", "48", "80", "112", "144"));
+    } else { /* in_c 16 */
+        TS_MVE_P5_ASM(TS_MVE_P5_FIRST("0", "16", "32", "48", "64"));
+    }
+}
+
+/* Whether ts_mve_pw_five takes a row of five pixels of layer p at x (the layer table given). */
+static inline int ts_mve_five_ok(const ts_conv2d_s8_params *p, int32_t px_step, const int8_t *x)
+{
+    return px_step == p->in_c && (p->in_c == 16 || p->in_c == 32 || p->in_c == 64) &&
+           p->out_c <= TS_MVE_LAYER_CH && ((uintptr_t)x & 3u) == 0;
+}
+
+/* Five pixels of a 1x1 layer (a set: x[0] the first pixel, end the table's end; the table tab of
+ * ts_mve_layer_table, every channel one block) through ts_mve_pw_five, then pixel 4's accumulators
+ * (fifth: bias + input_offset * sum(w) + the dot product) requantised four channels a vector with
+ * their own multiplier and shift (gathered from the table), offset, clamped and stored at out + 4 *
+ * out_c (the last vector predicated). */
+TS_MVE_HOT void ts_mve_pw_five_row(const ts_conv2d_s8_params *p, const ts_mve_pw_args *a, const int32_t *tab,
+                                   const int8_t *filter, int8_t *out)
+{
+    int32_t fifth[TS_MVE_LAYER_CH];
+    const int32_t out_c = p->out_c;
+    const uint32x4_t rows = vmulq_n_u32(vidupq_n_u32(0, 1), 3u); /* table words 0, 3, 6, 9 */
+    int8_t *const o4 = out + (size_t)4 * out_c;
+    int32_t c;
+    ts_mve_pw_five(a, tab, filter, out, fifth);
+    for (c = 0; c < out_c; c += 4) {
+        const mve_pred16_t live = vctp32q((uint32_t)(out_c - c));
+        const int32_t *t = tab + 3 * c;
+        int32x4_t v = vldrwq_z_s32(fifth + c, live);
+        v = ts_mve_requant(v, vldrwq_gather_shifted_offset_z_s32(t + 1, rows, live),
+                           vldrwq_gather_shifted_offset_z_s32(t + 2, rows, live));
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+        vstrbq_p_s32(o4 + c, v, live);
+    }
+}
+
 #define TS_MVE_PW_BLOCK 16
 
 /* One pixel x of a 1x1 layer against channels [c0, c0 + nb) (filter rows from w), in steps of
@@ -1457,7 +1550,9 @@ TS_MVE_HOT void ts_mve_pw_one(const ts_conv2d_s8_params *p, const int8_t *x, con
  * the last pixel, computed and not stored; a lone last pixel goes through ts_mve_pw_one), each quad
  * channel by channel through ts_mve_pw_quad. With layer_tab
  * (ts_mve_layer_table of this layer, or NULL) every channel is one block against that table, the
- * filter sums taken from it instead of summed per quad. */
+ * filter sums taken from it instead of summed per quad, and a chunk's last five pixels (in_c 16, 32
+ * or 64, stride 1, the input word-aligned) go through ts_mve_pw_five_row: each filter byte loaded
+ * once for five pixels, the same accumulators and requantisation. */
 TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                  const int32_t *bias, int8_t *output, const int32_t *layer_tab)
 {
@@ -1489,6 +1584,12 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
                 a.end = tab + 3 * nb;
                 for (j = 0; j < n; j += 4) {
                     const int32_t k = n - j < 4 ? n - j : 4;
+                    if (k == 4 && n - j == 5 && layer_tab != NULL && ts_mve_five_ok(p, px_step, in_x)) {
+                        /* the last five: a quad and one more, each filter byte loaded once */
+                        a.x[0] = in_x + (size_t)j * px_step;
+                        ts_mve_pw_five_row(p, &a, tab, filter, output + (size_t)j * out_c);
+                        break;
+                    }
                     if (k == 1) { /* a lone last pixel: its own loop, not a quad's four */
                         ts_mve_pw_one(p, in_x + (size_t)j * px_step, filter + (size_t)c0 * in_c, bias, c0, nb,
                                       output + (size_t)j * out_c + c0);
