@@ -716,15 +716,18 @@ def pointwise_five_helium() -> bytes:
 def stream_five_helium() -> bytes:
     """A DS-CNN-like stage of rows of 5 pixels into its global pool whose narrow 1x1 members run on
     Helium as rows of five (a quad and one more: ts_mve.h ts_mve_pw_five_row, the staged kernel's
-    group of five against the generator's layer table): a head 3x3 over 3 channels into 32, a 3x3
-    depthwise, 1x1 32 -> 32, a 3x3 depthwise, 1x1 32 -> 64 with RELU6; input zero point 11."""
+    group of five against the generator's layer table) and whose depthwise members start their whole
+    windows from the generator's table (ts_depthwise_conv2d_s8_layer): a head 3x3 over 3 channels
+    into 32, a 3x3 depthwise (one pass of two blocks from the table), 1x1 32 -> 40 (five), a 3x3
+    depthwise of 40 channels (a pass from the table, then a whole block without it), 1x1 40 -> 64
+    with RELU6 (in_c 40: a quad and a lone pixel); input zero point 11."""
     b = ModelBuilder(seed=54)
     x = b.input("x", (1, 25, 5, 3), zero_point=11)
     t = b.conv2d(x, 32, (3, 3), activation="RELU", name="s5_head")
     t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="s5_dw_a")
-    t = b.conv2d(t, 32, (1, 1), activation="RELU", name="s5_pw_32")
+    t = b.conv2d(t, 40, (1, 1), activation="RELU", name="s5_pw_32_40")
     t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="s5_dw_b")
-    t = b.conv2d(t, 64, (1, 1), activation="RELU6", name="s5_pw_32_64")
+    t = b.conv2d(t, 64, (1, 1), activation="RELU6", name="s5_pw_40_64")
     b.output(b.average_pool2d(t, (25, 5), (1, 1), name="s5_pool"))
     return b.build()
 

@@ -460,6 +460,15 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+/* ts_depthwise_conv2d_s8_checked with, for Helium cores, the generator's whole-window table of the
+ * layer (a streamed stage's member of 32 to 64 channels, depth multiplier 1, called row by row):
+ * `layer` holds ts_mve_dw_eff_table's values (per whole block pair of 16 channels c, the even then
+ * the odd channels of c..c+7, then of c+8..c+15: bias + input_offset * the channel's filter summed
+ * over every tap, wrapped to int32), which the kernel would otherwise make on every call. Other
+ * cores ignore it. Arithmetic and read/write order: ts_depthwise_conv2d_s8_checked's. */
+int ts_depthwise_conv2d_s8_layer(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                 const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks,
+                                 const int32_t *layer);
 
 /* DEPTHWISE_CONV_2D staged (the in-place variant the refined memory model may choose): any shape
  * ts_depthwise_conv2d_s8 takes. Arithmetic: exactly ts_depthwise_conv2d_s8's per pixel (its fast

@@ -892,8 +892,26 @@ int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, co
     return checks;
 }
 
+static int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer);
+
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks)
+{
+    return dw_checked_paths(p, input, filter, bias, output, checks, NULL);
+}
+
+/* ts_depthwise_conv2d_s8_checked with the generator's whole-window table (Helium cores; ts_kernels.h). */
+int ts_depthwise_conv2d_s8_layer(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                 const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks,
+                                 const int32_t *layer)
+{
+    return dw_checked_paths(p, input, filter, bias, output, checks, layer);
+}
+
+/* The checked kernel's paths; layer (or NULL) read on Helium cores only. */
+static int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer)
 {
 #if TS_RQ_ASM
     dw_blk blk;
@@ -902,11 +920,12 @@ int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const
         p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier) {
         return TS_ERR_PARAMS;
     }
+    (void)layer;
     if ((checks & 1) == 0) {
         dw_generic(p, input, filter, bias, output);
 #if TS_MVE
     } else if (p->depth_multiplier == 1 && p->in_c >= 32) {
-        ts_mve_depthwise_pixels(p, input, filter, bias, output);
+        ts_mve_depthwise_pixels(p, input, filter, bias, output, layer);
     } else if (p->depth_multiplier == 1) {
         ts_mve_depthwise(p, input, filter, bias, output);
 #endif

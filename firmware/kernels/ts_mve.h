@@ -984,16 +984,20 @@ static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depth
 /* DEPTHWISE_CONV_2D with depth multiplier 1 and at least 32 channels, one output pixel at a time
  * (the staged variant's per-pixel arithmetic, ts_mve_dw_taps / ts_mve_dw_pixel, straight into the
  * output): the groups of one pixel of ts_kernels.h's order, every channel of a pixel written after
- * reading only its window. */
+ * reading only its window. layer (in_c <= TS_MVE_DW_EFF_CH: the generator's ts_mve_dw_eff_table of
+ * this layer, for a streamed stage's row calls; or NULL: made here, once a call). */
 TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
-                                        const int8_t *filter, const int32_t *bias, int8_t *output)
+                                        const int8_t *filter, const int32_t *bias, int8_t *output,
+                                        const int32_t *layer)
 {
     const ts_depthwise_conv2d_s8_params q = *p;
     const int32_t c_n = q.in_c, fw = q.filter_w, reach = (fw - 1) * q.dilation_w;
     int32_t b, y, x, ky0, ky1;
     int32_t eff_tab[TS_MVE_DW_EFF_CH];
     const int32_t *eff = NULL;
-    if (c_n <= TS_MVE_DW_EFF_CH) {
+    if (c_n <= TS_MVE_DW_EFF_CH && layer != NULL) {
+        eff = layer;
+    } else if (c_n <= TS_MVE_DW_EFF_CH) {
         ts_mve_dw_eff_table(&q, filter, bias, eff_tab);
         eff = eff_tab;
     }

@@ -47,6 +47,7 @@ KERNEL_SOURCE = {
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_staged": "ts_depthwise_conv2d_s8",
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
+    "ts_depthwise_conv2d_s8_layer": "ts_depthwise_conv2d_s8",
     "ts_avg_pool2d_s8_rows": "ts_avg_pool2d_s8",
     "ts_fully_connected_s8_rows": "ts_fully_connected_s8",
     "ts_conv2d_s8_staged_checked": "ts_conv2d_s8",
