@@ -220,6 +220,13 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
 int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int32_t checks);
+/* ts_conv2d_s8_checked with, for Helium cores, the generator's layer table (ts_mve_layer_table's
+ * values: per output channel bias + input_offset * sum(w) over its K filter bytes, wrapped to int32,
+ * multiplier, shift; out_c <= 64), which the small-field patch quads (in_c < 8, K <= 64, not 1x1)
+ * of a streamed stage's head, called row by row, would otherwise make on every call. Other cores
+ * and other shapes ignore it. Arithmetic and read/write order: ts_conv2d_s8_checked's. */
+int ts_conv2d_s8_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer);
 
 /* CONV_2D staged (the in-place variant the refined memory model may choose; tinysched.variants):
  * pointwise only (1x1, stride 1, no padding, out_h/out_w == in_h/in_w; TS_ERR_PARAMS otherwise).

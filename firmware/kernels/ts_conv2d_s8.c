@@ -2374,6 +2374,26 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
 }
 
+/* ts_conv2d_s8_checked with the generator's layer table (ts_kernels.h): on Helium cores the
+ * small-field patch quads (what conv_paths runs for such a layer, filter not 1x1) take it instead
+ * of making it per call; everything else, and other cores, as ts_conv2d_s8_checked. */
+int ts_conv2d_s8_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer)
+{
+#if TS_MVE
+    const int32_t k = p->filter_h * p->filter_w * p->in_c;
+    if (layer != NULL && (checks & 1) != 0 && p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 &&
+        p->dilation_w >= 1 && p->filter_h * p->filter_w > 1 && k <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
+        p->input_offset >= -127 && p->input_offset <= 128 && k <= TS_MVE_PATCH_QUAD &&
+        p->out_c <= TS_MVE_LAYER_CH) {
+        ts_mve_patch_quads(p, input, filter, bias, output, layer);
+        return TS_OK;
+    }
+#endif
+    (void)layer;
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
+}
+
 /* ts_conv2d_s8, the widened path allowed or not (wide bit 0; not: for the rows the widened path
  * leaves), with its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or
  * NULL); wide bit 1 (TS_PATHS_NO_POINTWISE: ts_conv2d_s8_strip's 1x1 rows without room) sends 1x1
@@ -2444,7 +2464,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
 #if TS_MVE
         if (p->filter_h * p->filter_w * p->in_c <= TS_MVE_PATCH_QUAD) {
-            ts_mve_patch_quads(p, input, filter, bias, output);
+            ts_mve_patch_quads(p, input, filter, bias, output, NULL);
             return TS_OK;
         }
 #endif

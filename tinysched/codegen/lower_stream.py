@@ -334,7 +334,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     members: list[Operator | None] = [None] * s.source + list(s.operators)
     # on a Helium core, the depthwise members of 32 to 64 channels: the generator's whole-window
     # table (ts_mve_dw_eff_table's values), which a row call would otherwise make each time
-    dw_layer: dict[int, str] = {}  # stage j -> the table's array
+    dw_layer: dict[int, str] = {}  # stage j -> the table's array (the depthwise, then the heads below)
     for j, part in enumerate(parts):
         member = members[j]
         if (
@@ -353,6 +353,25 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             )
             part.kernel = "ts_depthwise_conv2d_s8_layer"
             dw_layer[j] = ctx.array(part, "layer", "int32_t", eff, comment)
+    # on a Helium core, a CONV_2D member of small receptive field (the patch quads: in_c < 8, K <= 64
+    # bytes, not 1x1, out_c <= 64; a DS-CNN's head): the generator's layer table, which a row call
+    # would otherwise make each time (ts_conv2d_s8_layer)
+    for j, part in enumerate(parts):
+        member = members[j]
+        if ctx.dsp_tables or part is None or member is None or part.kernel != "ts_conv2d_s8_checked":
+            continue
+        w_shape = graph.tensors[member.inputs[1]].shape
+        offset = int(dict(part.params)["input_offset"])
+        if len(w_shape) != 4 or int(w_shape[1]) * int(w_shape[2]) == 1 or int(w_shape[3]) >= 8:
+            continue
+        if int(w_shape[1]) * int(w_shape[2]) * int(w_shape[3]) > 64 or not -127 <= offset <= 128:
+            continue
+        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        layer = mve_layer_table(graph, member, arrays["multiplier"], arrays["shift"], offset)
+        if layer is not None:
+            comment = "per output channel: bias + input_offset * sum(w), multiplier, shift (Helium)"
+            part.kernel = "ts_conv2d_s8_layer"
+            dw_layer[j] = ctx.array(part, "layer", "int32_t", layer, comment)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
     reads = [() if m is None else row_inputs(graph, m) for m in members]  # stage j's row operands
