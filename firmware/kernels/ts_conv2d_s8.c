@@ -2386,7 +2386,7 @@ int ts_conv2d_s8_layer(const ts_conv2d_s8_params *p, const int8_t *input, const 
         p->dilation_w >= 1 && p->filter_h * p->filter_w > 1 && k <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
         p->input_offset >= -127 && p->input_offset <= 128 && k <= TS_MVE_PATCH_QUAD &&
         p->out_c <= TS_MVE_LAYER_CH) {
-        ts_mve_patch_quads(p, input, filter, bias, output, layer);
+        ts_mve_patch_run(p, input, filter, bias, output, layer);
         return TS_OK;
     }
 #endif
@@ -2464,7 +2464,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
 #if TS_MVE
         if (p->filter_h * p->filter_w * p->in_c <= TS_MVE_PATCH_QUAD) {
-            ts_mve_patch_quads(p, input, filter, bias, output, NULL);
+            ts_mve_patch_run(p, input, filter, bias, output, NULL);
             return TS_OK;
         }
 #endif

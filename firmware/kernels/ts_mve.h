@@ -1701,8 +1701,10 @@ TS_MVE_HOT void ts_mve_pointwise_layer(const ts_conv2d_s8_params *p, const int8_
  * four (five) fields are read before any of their outputs is written. layer (or NULL): the
  * generator's ts_mve_layer_table of the layer (a streamed stage's head, called row by row). */
 #define TS_MVE_PATCH_QUAD 64
-TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                                   const int32_t *bias, int8_t *output, const int32_t *layer)
+static inline __attribute__((always_inline)) void ts_mve_patch_body(const ts_conv2d_s8_params *p,
+                                                                     const int8_t *input, const int8_t *filter,
+                                                                     const int32_t *bias, int8_t *output,
+                                                                     const int32_t *layer, const int fives)
 {
     const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, out_w = p->out_w;
     const int32_t pixels = p->batches * p->out_h * out_w;
@@ -1714,7 +1716,7 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
     /* the table where the call is long enough, or where it ends in five (rows of 5: a quad and one
      * more in one pass, ts_mve_pw_five_row, against it) */
     const int whole_layer =
-        out_c <= TS_MVE_LAYER_CH && (layer != NULL || pixels >= TS_MVE_LAYER_PIXELS || (pixels & 3) == 1);
+        out_c <= TS_MVE_LAYER_CH && (layer != NULL || pixels >= TS_MVE_LAYER_PIXELS || (fives && (pixels & 3) == 1));
     ts_mve_pw_args a __attribute__((aligned(16)));
     int32_t tab[3 * TS_MVE_LAYER_CH];
     const int32_t *lt = out_c <= TS_MVE_LAYER_CH && layer != NULL ? layer : tab; /* the layer's table */
@@ -1724,10 +1726,11 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
     a.whole = (k >> 4) - 1; /* -1: k < 16 */
     a.tail = k & 15;
     for (i = 0; i < pixels; i += 4) {
-        const int five = whole_layer && pixels - i == 5; /* the last five: 64-byte slots */
+        const int five = fives && whole_layer && pixels - i == 5; /* the last five: 64-byte slots */
         const int32_t slot = five ? TS_MVE_PATCH_QUAD : k;
+        const int32_t fields = five ? 5 : 4; /* n <= fields */
         n = five ? 5 : pixels - i < 4 ? pixels - i : 4;
-        for (q = 0; q < n || q < 4; ++q) {
+        for (q = 0; q < fields; ++q) {
             if (q < n) {
                 const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
                 const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
@@ -1751,11 +1754,11 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
                     }
                 }
             }
-            if (q < 4) {
+            if (!fives || q < 4) {
                 a.x[q] = patches + (q < n ? q : n - 1) * slot; /* a short quad repeats its last pixel */
             }
         }
-        a.k = n < 4 ? n : 4;
+        a.k = fives ? (n < 4 ? n : 4) : n;
         if (whole_layer) { /* every channel one block, the table made once (or the generator's) */
             if (i == 0 && lt == tab) {
                 ts_mve_layer_table(tab, p, filter, bias);
@@ -1774,6 +1777,89 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
             a.end = tab + 3 * nb;
             ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0, 0);
         }
+    }
+}
+
+/* The patch quads in two functions, so that calls of 4 k pixels keep their loop (and its register
+ * allocation) as it was: ts_mve_patch_quads, the quads alone (ts_mve_patch_body's loop without the
+ * five and the given table, written out); ts_mve_patch_fives (the generator's table, or a call of
+ * 4 k + 1 pixels; out_c <= TS_MVE_LAYER_CH), ts_mve_patch_body with the last five and the table
+ * pointer (fives 1). ts_mve_patch_run picks. */
+TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, out_w = p->out_w;
+    const int32_t pixels = p->batches * p->out_h * out_w;
+    const int8_t pad = (int8_t)-p->input_offset;
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t row = fw * in_c, in_row = p->dilation_h * in_w * in_c, last_dy = (fh - 1) * p->dilation_h;
+    const int short_rows = p->dilation_w == 1 && row <= 16; /* a window row: one predicated vector */
+    const mve_pred16_t prow = vctp8q((uint32_t)row);
+    const int whole_layer = out_c <= TS_MVE_LAYER_CH && pixels >= TS_MVE_LAYER_PIXELS;
+    ts_mve_pw_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_LAYER_CH];
+    int8_t patches[4 * TS_MVE_PATCH_QUAD];
+    int32_t i, q, n, c0, ky, b = 0, y = 0, x = 0;
+    ts_mve_quad_consts(&a, p);
+    a.whole = (k >> 4) - 1; /* -1: k < 16 */
+    a.tail = k & 15;
+    for (i = 0; i < pixels; i += 4) {
+        n = pixels - i < 4 ? pixels - i : 4;
+        for (q = 0; q < 4; ++q) {
+            if (q < n) {
+                const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+                const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+                if (short_rows && y0 >= 0 && y0 + last_dy < in_h && x0 >= 0 && x0 + fw <= in_w) {
+                    /* the whole window inside the input: its rows copied one vector each */
+                    const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+                    int8_t *dst = patches + q * k;
+                    for (ky = fh; ky > 0; --ky) {
+                        vstrbq_p_s8(dst, vldrbq_z_s8(src, prow), prow);
+                        src += in_row;
+                        dst += row;
+                    }
+                } else {
+                    ts_mve_build_patch(p, in_b, y0, x0, pad, 0, patches + q * k);
+                }
+                if (++x == out_w) {
+                    x = 0;
+                    if (++y == p->out_h) {
+                        y = 0;
+                        ++b;
+                    }
+                }
+            }
+            a.x[q] = patches + (q < n ? q : n - 1) * k; /* a short quad repeats its last pixel */
+        }
+        a.k = n;
+        if (whole_layer) { /* every channel one block, the table made once */
+            if (i == 0) {
+                ts_mve_layer_table(tab, p, filter, bias);
+            }
+            a.end = tab + 3 * out_c;
+            ts_mve_pw_quad(&a, tab, filter, output + (size_t)i * out_c, 1);
+            continue;
+        }
+        for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+            const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+            ts_mve_quad_table(tab, p, bias, c0, nb);
+            a.end = tab + 3 * nb;
+            ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0, 0);
+        }
+    }
+}
+TS_MVE_HOT void ts_mve_patch_fives(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output, const int32_t *layer)
+{
+    ts_mve_patch_body(p, input, filter, bias, output, layer, 1);
+}
+static inline void ts_mve_patch_run(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *layer)
+{
+    if (p->out_c <= TS_MVE_LAYER_CH && (layer != NULL || ((p->batches * p->out_h * p->out_w) & 3) == 1)) {
+        ts_mve_patch_fives(p, input, filter, bias, output, layer);
+    } else {
+        ts_mve_patch_quads(p, input, filter, bias, output);
     }
 }
 
