@@ -2935,7 +2935,8 @@ int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
 #if TS_RQ_ASM
-        if (ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->in_c, p->input_offset),
+        /* Helium cores run modes 1 and 2 alike (the 1x1 Helium path): the bound is not looked at */
+        if (!TS_MVE && ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->in_c, p->input_offset),
                      rq_table != NULL ? TS_RQ_STEPS | TS_RQ_CONST : TS_RQ_STEPS)) {
             mode = 2;
         }

@@ -872,7 +872,8 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 /* What ts_depthwise_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0,
  * the fast paths may run (shapes, input offset, multipliers); bit 1, dw_fast_rq's ts_rq bound holds
  * for every channel (depth_multiplier 1, dilation_w 1; looked at only where the blocks do not take
- * the layer, as dw_fast_rq runs only there). */
+ * the layer, as dw_fast_rq runs only there; never on Helium cores, whose path for such layers
+ * does not read it). */
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias)
 {
     int32_t checks = 0;
@@ -881,7 +882,8 @@ int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, co
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         checks = 1;
 #if TS_RQ_ASM
-        if (p->depth_multiplier == 1 && p->dilation_w == 1 && !dw_blocks_take(p) &&
+        /* Helium cores take every depth multiplier 1 layer on their own path, which reads no bit 1 */
+        if (!TS_MVE && p->depth_multiplier == 1 && p->dilation_w == 1 && !dw_blocks_take(p) &&
             ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
                      TS_RQ_STEPS)) {
             checks |= 2;
