@@ -439,7 +439,9 @@ def run_model(model: Path, board: Any, cmsis: Path, core_inc: Path | None, work:
 
     t0 = time.monotonic()
     graph = read_checked_model(model)
-    planned = plan(graph, replace(DEFAULT_PLAN_OPTIONS, prefer=prefer))
+    # planned for the board's core, as `tinysched build --board` plans (a Helium core's code takes
+    # the generator's Helium tables: pipeline.generate's dsp_tables)
+    planned = plan(graph, replace(DEFAULT_PLAN_OPTIONS, prefer=prefer, core=board.core))
     if planned.recompute is not None or planned.arena.pools:
         raise SystemExit(f"{model.name}: recomputation or a split arena: not what this bench compares")
     module = generate(planned, None)
