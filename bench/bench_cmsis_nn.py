@@ -80,7 +80,13 @@ WRAPPED = {
 STREAM_KERNELS = ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")  # chain members the wrapper runs whole
 # a chain member's row call -> the kernel whose wrapper runs its layer whole (codegen.lower_stream
 # calls ts_conv2d_s8 with its checks made once, or with a strip for the widened path)
-STREAM_ROW_CALLS = {"ts_conv2d_s8_checked": "ts_conv2d_s8", "ts_conv2d_s8_strip": "ts_conv2d_s8"}
+# (on a Helium core, ts_conv2d_s8_layer: the same with the generator's layer table, an argument after
+# the ones the wrapper takes)
+STREAM_ROW_CALLS = {
+    "ts_conv2d_s8_checked": "ts_conv2d_s8",
+    "ts_conv2d_s8_strip": "ts_conv2d_s8",
+    "ts_conv2d_s8_layer": "ts_conv2d_s8",
+}
 SCRATCH_BYTES = 32768  # CMSIS-NN's ctx.buf; the models here need at most a few KiB
 
 WRAPPER_INCLUDE = (
