@@ -894,8 +894,14 @@ int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, co
     return checks;
 }
 
-static int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                            const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer);
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_DW_INLINE inline __attribute__((always_inline))
+#else
+#define TS_DW_INLINE inline
+#endif
+static TS_DW_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                         const int8_t *filter, const int32_t *bias, int8_t *output,
+                                         int32_t checks, const int32_t *layer);
 
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks)
@@ -911,9 +917,11 @@ int ts_depthwise_conv2d_s8_layer(const ts_depthwise_conv2d_s8_params *p, const i
     return dw_checked_paths(p, input, filter, bias, output, checks, layer);
 }
 
-/* The checked kernel's paths; layer (or NULL) read on Helium cores only. */
-static int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                            const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer)
+/* The checked kernel's paths (inlined into both entries: ts_depthwise_conv2d_s8_checked's code as
+ * before); layer (or NULL) read on Helium cores only. */
+static TS_DW_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                         const int8_t *filter, const int32_t *bias, int8_t *output,
+                                         int32_t checks, const int32_t *layer)
 {
 #if TS_RQ_ASM
     dw_blk blk;
