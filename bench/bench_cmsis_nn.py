@@ -79,11 +79,15 @@ WRAPPED = {
 }
 STREAM_KERNELS = ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")  # chain members the wrapper runs whole
 # a chain member's row call -> the kernel whose wrapper runs its layer whole (codegen.lower_stream
-# calls the kernels with their checks made once, a CONV_2D with a strip for the widened path)
+# calls the kernels with their checks made once, a CONV_2D with a strip for the widened path; on a
+# Helium core the _layer entries: the same with the generator's layer table, an argument after the
+# ones the wrapper takes)
 STREAM_ROW_CALLS = {
     "ts_conv2d_s8_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
+    "ts_conv2d_s8_layer": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
+    "ts_depthwise_conv2d_s8_layer": "ts_depthwise_conv2d_s8",
 }
 SCRATCH_BYTES = 32768  # CMSIS-NN's ctx.buf; the models here need at most a few KiB
 
@@ -443,7 +447,9 @@ def run_model(model: Path, board: Any, cmsis: Path, core_inc: Path | None, work:
 
     t0 = time.monotonic()
     graph = read_checked_model(model)
-    planned = plan(graph, replace(DEFAULT_PLAN_OPTIONS, prefer=prefer))
+    # planned for the board's core, as `tinysched build --board` plans (a Helium core's code takes
+    # the generator's Helium tables: pipeline.generate's dsp_tables)
+    planned = plan(graph, replace(DEFAULT_PLAN_OPTIONS, prefer=prefer, core=board.core))
     if planned.recompute is not None or planned.arena.pools:
         raise SystemExit(f"{model.name}: recomputation or a split arena: not what this bench compares")
     module = generate(planned, None)

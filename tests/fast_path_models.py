@@ -696,6 +696,65 @@ def depthwise_eff_helium() -> bytes:
     return b.build()
 
 
+def pointwise_five_helium() -> bytes:
+    """1x1 CONV_2D on Helium whose chunks end in five pixels (ts_mve.h ts_mve_pw_five_row: a quad and
+    one more, each filter byte loaded once, against the layer table): in_c 16 over 13 pixels into 45
+    channels (two quads, then five; the fifth pixel's last vector of channels predicated), in_c 32
+    over 25 pixels (16, then a quad and five) per-tensor, in_c 64 over 13 pixels into 48 with RELU6;
+    input zero points -5, 9 and -128."""
+    b = ModelBuilder(seed=53)
+    x = b.input("x", (1, 1, 13, 16), zero_point=-5)
+    t = b.conv2d(x, 45, (1, 1), activation="RELU", name="p5_16_45")
+    y = b.input("y", (1, 5, 5, 32), zero_point=9)
+    u = b.conv2d(y, 32, (1, 1), per_channel=False, name="p5_32_32")
+    z = b.input("z", (1, 1, 13, 64), zero_point=-128)
+    v = b.conv2d(z, 48, (1, 1), activation="RELU6", name="p5_64_48")
+    b.output(t, u, v)
+    return b.build()
+
+
+def patch_five_helium() -> bytes:
+    """Small-field CONV_2D on Helium (the patch quads against the layer table) over 25 output pixels:
+    five quads, the last a quad and one more, five fields in 64-byte slots (ts_mve.h
+    ts_mve_pw_five_row, slots64): K = 9 (the predicated tail alone), 16, 18 (a step and a tail of 2),
+    32, 36, 54 (three steps and a tail of 6) and 64 bytes; 45 and 64 output channels, SAME windows
+    clipped at every edge; input zero points 3, -128 and 77."""
+    b = ModelBuilder(seed=55)
+    x1 = b.input("x1", (1, 5, 5, 1), zero_point=3)
+    a = b.conv2d(x1, 45, (3, 3), (1, 1), "SAME", activation="RELU", name="pf_k9")
+    c = b.conv2d(x1, 64, (4, 4), (1, 1), "SAME", name="pf_k16")
+    x2 = b.input("x2", (1, 5, 5, 2), zero_point=-128)
+    d = b.conv2d(x2, 45, (3, 3), (1, 1), "SAME", activation="RELU6", name="pf_k18")
+    e = b.conv2d(x2, 64, (4, 4), (1, 1), "SAME", per_channel=False, name="pf_k32")
+    x4 = b.input("x4", (1, 5, 5, 4), zero_point=77)
+    f = b.conv2d(x4, 45, (3, 3), (1, 1), "SAME", name="pf_k36")
+    g = b.conv2d(x4, 64, (4, 4), (1, 1), "SAME", activation="RELU", name="pf_k64")
+    x6 = b.input("x6", (1, 5, 5, 6), zero_point=-9)
+    h = b.conv2d(x6, 45, (3, 3), (1, 1), "SAME", name="pf_k54")
+    b.output(a, c, d, e, f, g, h)
+    return b.build()
+
+
+def stream_five_helium() -> bytes:
+    """A DS-CNN-like stage of rows of 5 pixels into its global pool whose narrow 1x1 members run on
+    Helium as rows of five (a quad and one more: ts_mve.h ts_mve_pw_five_row, the staged kernel's
+    group of five against the generator's layer table) and whose depthwise members start their whole
+    windows from the generator's table (ts_depthwise_conv2d_s8_layer): a head 3x3 over 3 channels
+    into 32 (K = 27: the patch quads' five against the generator's layer table, ts_conv2d_s8_layer),
+    a 3x3 depthwise (one pass of two blocks from the table), 1x1 32 -> 40 (five), a 3x3
+    depthwise of 40 channels (a pass from the table, then a whole block without it), 1x1 40 -> 64
+    with RELU6 (in_c 40: a quad and a lone pixel); input zero point 11."""
+    b = ModelBuilder(seed=54)
+    x = b.input("x", (1, 25, 5, 3), zero_point=11)
+    t = b.conv2d(x, 32, (3, 3), activation="RELU", name="s5_head")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="s5_dw_a")
+    t = b.conv2d(t, 40, (1, 1), activation="RELU", name="s5_pw_32_40")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="s5_dw_b")
+    t = b.conv2d(t, 64, (1, 1), activation="RELU6", name="s5_pw_40_64")
+    b.output(b.average_pool2d(t, (25, 5), (1, 1), name="s5_pool"))
+    return b.build()
+
+
 def quads_unrolled_helium() -> bytes:
     """3x3 CONV_2D quads on Helium whose filter rows are 3, 6 or 12 whole vectors (16, 32 or 64
     input channels), against the layer table (ts_mve.h TS_MVE_CQ_ROW_3/6/12: the row unrolled):
@@ -944,6 +1003,9 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "layer_tables_staged_helium": layer_tables_staged_helium,
     "depthwise_eff_helium": depthwise_eff_helium,
     "quads_unrolled_helium": quads_unrolled_helium,
+    "pointwise_five_helium": pointwise_five_helium,
+    "patch_five_helium": patch_five_helium,
+    "stream_five_helium": stream_five_helium,
     "max_pool_words": max_pool_words,
     "resize_argmax_segmentation": resize_argmax_segmentation,
     "resize_argmax_modes": resize_argmax_modes,

@@ -220,6 +220,13 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
 int32_t ts_conv2d_s8_checks(const ts_conv2d_s8_params *p, const int32_t *bias);
 int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, int32_t checks);
+/* ts_conv2d_s8_checked with, for Helium cores, the generator's layer table (ts_mve_layer_table's
+ * values: per output channel bias + input_offset * sum(w) over its K filter bytes, wrapped to int32,
+ * multiplier, shift; out_c <= 64), which the small-field patch quads (in_c < 8, K <= 64, not 1x1)
+ * of a streamed stage's head, called row by row, would otherwise make on every call. Other cores
+ * and other shapes ignore it. Arithmetic and read/write order: ts_conv2d_s8_checked's. */
+int ts_conv2d_s8_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer);
 
 /* CONV_2D staged (the in-place variant the refined memory model may choose; tinysched.variants):
  * pointwise only (1x1, stride 1, no padding, out_h/out_w == in_h/in_w; TS_ERR_PARAMS otherwise).
@@ -259,7 +266,8 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
  * (with the table as without it): with in_c <= out_c the bound above is set by the last pixel
  * whatever the chunk size, so every overlap `chunk` allows is allowed. Helium cores, in_c <=
  * out_c: the flat pixels go in groups of up to 16 (a multiple of four when the scratch holds four
- * pixels' input bytes; as many as it holds otherwise, at least
+ * pixels' input bytes, but a last five as one group where it holds five and the layer table is
+ * given; as many as it holds otherwise, at least
  * `chunk` since in_c <= out_c); each group's input bytes are copied into scratch before any of its
  * outputs is written, then the 1x1 Helium path runs from the copy straight to the output bytes.
  * Same arithmetic; groups read first, so (as for the threes above) every overlap `chunk` allows is
@@ -459,6 +467,15 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+/* ts_depthwise_conv2d_s8_checked with, for Helium cores, the generator's whole-window table of the
+ * layer (a streamed stage's member of 32 to 64 channels, depth multiplier 1, called row by row):
+ * `layer` holds ts_mve_dw_eff_table's values (per whole block pair of 16 channels c, the even then
+ * the odd channels of c..c+7, then of c+8..c+15: bias + input_offset * the channel's filter summed
+ * over every tap, wrapped to int32), which the kernel would otherwise make on every call. Other
+ * cores ignore it. Arithmetic and read/write order: ts_depthwise_conv2d_s8_checked's. */
+int ts_depthwise_conv2d_s8_layer(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                 const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks,
+                                 const int32_t *layer);
 
 /* DEPTHWISE_CONV_2D staged (the in-place variant the refined memory model may choose): any shape
  * ts_depthwise_conv2d_s8 takes. Arithmetic: exactly ts_depthwise_conv2d_s8's per pixel (its fast

@@ -2374,6 +2374,26 @@ int ts_conv2d_s8_checked(const ts_conv2d_s8_params *p, const int8_t *input, cons
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
 }
 
+/* ts_conv2d_s8_checked with the generator's layer table (ts_kernels.h): on Helium cores the
+ * small-field patch quads (what conv_paths runs for such a layer, filter not 1x1) take it instead
+ * of making it per call; everything else, and other cores, as ts_conv2d_s8_checked. */
+int ts_conv2d_s8_layer(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int32_t checks, const int32_t *layer)
+{
+#if TS_MVE
+    const int32_t k = p->filter_h * p->filter_w * p->in_c;
+    if (layer != NULL && (checks & 1) != 0 && p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 &&
+        p->dilation_w >= 1 && p->filter_h * p->filter_w > 1 && k <= TS_CONV_PATCH_BYTES && p->in_c < 8 &&
+        p->input_offset >= -127 && p->input_offset <= 128 && k <= TS_MVE_PATCH_QUAD &&
+        p->out_c <= TS_MVE_LAYER_CH) {
+        ts_mve_patch_run(p, input, filter, bias, output, layer);
+        return TS_OK;
+    }
+#endif
+    (void)layer;
+    return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, NULL);
+}
+
 /* ts_conv2d_s8, the widened path allowed or not (wide bit 0; not: for the rows the widened path
  * leaves), with its checks (ts_conv2d_s8_checks) made (big: scratch for the pair path's fields, or
  * NULL); wide bit 1 (TS_PATHS_NO_POINTWISE: ts_conv2d_s8_strip's 1x1 rows without room) sends 1x1
@@ -2444,7 +2464,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
                p->input_offset >= -127 && p->input_offset <= 128) { /* the pad byte is an int8 */
 #if TS_MVE
         if (p->filter_h * p->filter_w * p->in_c <= TS_MVE_PATCH_QUAD) {
-            ts_mve_patch_quads(p, input, filter, bias, output);
+            ts_mve_patch_run(p, input, filter, bias, output, NULL);
             return TS_OK;
         }
 #endif
@@ -2915,7 +2935,8 @@ int32_t ts_conv2d_s8_staged_checks(const ts_conv2d_s8_params *p, const int32_t *
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         mode = 1;
 #if TS_RQ_ASM
-        if (ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->in_c, p->input_offset),
+        /* Helium cores run modes 1 and 2 alike (the 1x1 Helium path): the bound is not looked at */
+        if (!TS_MVE && ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->in_c, p->input_offset),
                      rq_table != NULL ? TS_RQ_STEPS | TS_RQ_CONST : TS_RQ_STEPS)) {
             mode = 2;
         }
@@ -2987,12 +3008,16 @@ static int staged_paths(const ts_conv2d_s8_params *p, const int8_t *input, const
     }
     if (mode != 0 && in_c <= out_c) {
         /* Helium, in_c <= out_c: groups of up to 16 pixels (whole quads where the scratch holds four
-         * pixels' input), each group's input bytes copied into scratch before any of its outputs is
+         * pixels' input; a last five as one group where it holds five and the layer table is there),
+         * each group's input bytes copied into scratch before any of its outputs is
          * written, then the 1x1 Helium path from the copy straight to the output */
         const size_t fit = (size_t)chunk * out_c / (size_t)in_c; /* >= chunk >= 1 */
         const int32_t g = fit >= 16 ? 16 : (fit >= 4 ? (int32_t)fit & ~3 : (int32_t)fit);
         for (k = 0; k < pixels; k += n) {
             n = pixels - k < g ? pixels - k : g;
+            if (n == 4 && pixels - k == 5 && fit >= 5 && tab != NULL) {
+                n = 5; /* a row of 5 as one group: a quad and one more (ts_mve_pw_five_row) */
+            }
             sub.in_w = sub.out_w = n;
             ts_mve_copy(scratch, input + (size_t)k * in_c, n * in_c);
             ts_mve_pointwise(&sub, scratch, filter, bias, output + (size_t)k * out_c, tab);

@@ -872,7 +872,8 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 /* What ts_depthwise_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0,
  * the fast paths may run (shapes, input offset, multipliers); bit 1, dw_fast_rq's ts_rq bound holds
  * for every channel (depth_multiplier 1, dilation_w 1; looked at only where the blocks do not take
- * the layer, as dw_fast_rq runs only there). */
+ * the layer, as dw_fast_rq runs only there; never on Helium cores, whose path for such layers
+ * does not read it). */
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias)
 {
     int32_t checks = 0;
@@ -881,7 +882,8 @@ int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, co
         ts_multipliers_ok(p->multiplier, p->shift, p->out_c)) {
         checks = 1;
 #if TS_RQ_ASM
-        if (p->depth_multiplier == 1 && p->dilation_w == 1 && !dw_blocks_take(p) &&
+        /* Helium cores take every depth multiplier 1 layer on their own path, which reads no bit 1 */
+        if (!TS_MVE && p->depth_multiplier == 1 && p->dilation_w == 1 && !dw_blocks_take(p) &&
             ts_rq_ok(p->multiplier, p->shift, bias, p->out_c, ts_acc_reach(p->filter_h * p->filter_w, p->input_offset),
                      TS_RQ_STEPS)) {
             checks |= 2;
@@ -892,8 +894,34 @@ int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, co
     return checks;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_DW_INLINE inline __attribute__((always_inline))
+#else
+#define TS_DW_INLINE inline
+#endif
+static TS_DW_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                         const int8_t *filter, const int32_t *bias, int8_t *output,
+                                         int32_t checks, const int32_t *layer);
+
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks)
+{
+    return dw_checked_paths(p, input, filter, bias, output, checks, NULL);
+}
+
+/* ts_depthwise_conv2d_s8_checked with the generator's whole-window table (Helium cores; ts_kernels.h). */
+int ts_depthwise_conv2d_s8_layer(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                 const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks,
+                                 const int32_t *layer)
+{
+    return dw_checked_paths(p, input, filter, bias, output, checks, layer);
+}
+
+/* The checked kernel's paths (inlined into both entries: ts_depthwise_conv2d_s8_checked's code as
+ * before); layer (or NULL) read on Helium cores only. */
+static TS_DW_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+                                         const int8_t *filter, const int32_t *bias, int8_t *output,
+                                         int32_t checks, const int32_t *layer)
 {
 #if TS_RQ_ASM
     dw_blk blk;
@@ -902,11 +930,12 @@ int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const
         p->depth_multiplier < 1 || p->out_c != p->in_c * p->depth_multiplier) {
         return TS_ERR_PARAMS;
     }
+    (void)layer;
     if ((checks & 1) == 0) {
         dw_generic(p, input, filter, bias, output);
 #if TS_MVE
     } else if (p->depth_multiplier == 1 && p->in_c >= 32) {
-        ts_mve_depthwise_pixels(p, input, filter, bias, output);
+        ts_mve_depthwise_pixels(p, input, filter, bias, output, layer);
     } else if (p->depth_multiplier == 1) {
         ts_mve_depthwise(p, input, filter, bias, output);
 #endif

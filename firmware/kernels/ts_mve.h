@@ -984,16 +984,20 @@ static inline __attribute__((always_inline)) void ts_mve_dw_pixel(const ts_depth
 /* DEPTHWISE_CONV_2D with depth multiplier 1 and at least 32 channels, one output pixel at a time
  * (the staged variant's per-pixel arithmetic, ts_mve_dw_taps / ts_mve_dw_pixel, straight into the
  * output): the groups of one pixel of ts_kernels.h's order, every channel of a pixel written after
- * reading only its window. */
+ * reading only its window. layer (in_c <= TS_MVE_DW_EFF_CH: the generator's ts_mve_dw_eff_table of
+ * this layer, for a streamed stage's row calls; or NULL: made here, once a call). */
 TS_MVE_HOT void ts_mve_depthwise_pixels(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
-                                        const int8_t *filter, const int32_t *bias, int8_t *output)
+                                        const int8_t *filter, const int32_t *bias, int8_t *output,
+                                        const int32_t *layer)
 {
     const ts_depthwise_conv2d_s8_params q = *p;
     const int32_t c_n = q.in_c, fw = q.filter_w, reach = (fw - 1) * q.dilation_w;
     int32_t b, y, x, ky0, ky1;
     int32_t eff_tab[TS_MVE_DW_EFF_CH];
     const int32_t *eff = NULL;
-    if (c_n <= TS_MVE_DW_EFF_CH) {
+    if (c_n <= TS_MVE_DW_EFF_CH && layer != NULL) {
+        eff = layer;
+    } else if (c_n <= TS_MVE_DW_EFF_CH) {
         ts_mve_dw_eff_table(&q, filter, bias, eff_tab);
         eff = eff_tab;
     }
@@ -1411,6 +1415,144 @@ static inline void ts_mve_layer_table(int32_t *tab, const ts_conv2d_s8_params *p
     }
 }
 
+/* The five-pixel row of the 1x1 path (a streamed stage's rows of 5, a chunk's last 4 k + 1 pixels),
+ * against the layer table (eff: {bias + input_offset * sum(w), multiplier, shift}, ts_mve_layer_table)
+ * and in_c 16, 32 or 64: the five pixels' inputs lie in_c bytes apart from one word-aligned base (a
+ * single register, fixed immediate offsets: VLDRW.32 of 16 bytes is VLDRB.8's register contents), so
+ * each channel loads its in_c filter bytes once (VLDRB.8 16 a step) for five VMLADAV dot products a
+ * step (r0, r2, r4, r6, r8: pixels 0-4). Pixels 0-3 are requantised and stored as the quad's (the
+ * four sums into one vector, TS_MVE_RQ_EFF, TS_MVE_RQ_SHIFT, one byte scatter); pixel 4's sum plus
+ * the table's first word goes to fifth[] (the caller's, one word a channel) and is requantised after
+ * the block, four channels a vector (ts_mve_pw_five_row). slots64 (the small-field patches,
+ * ts_mve_patch_quads): five receptive fields of K <= 64 bytes in 64-byte slots, K / 16 whole steps
+ * then the last K % 16 filter bytes under a predicate (TS_MVE_P5_TAIL). STEP(OP, o0..o4): one
+ * 16-byte step, OP VMLADAV (the first) or VMLADAVA, the pixels' byte offsets o0..o4 from the base
+ * in r1. */
+#define TS_MVE_P5_STEP(OP, o0, o1, o2, o3, o4)                                                         \
+    "vldrb.8 q1, [r11], #16\n\t"                                                                        \
+    "vldrw.u32 q0, [r1, #" o0 "]\n\t" OP " r0, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o1 "]\n\t" OP " r2, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o2 "]\n\t" OP " r4, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o3 "]\n\t" OP " r6, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o4 "]\n\t" OP " r8, q0, q1\n\t"
+#define TS_MVE_P5_FIRST(o0, o1, o2, o3, o4) TS_MVE_P5_STEP("vmladav.s8", o0, o1, o2, o3, o4)
+#define TS_MVE_P5_NEXT(o0, o1, o2, o3, o4) TS_MVE_P5_STEP("vmladava.s8", o0, o1, o2, o3, o4)
+/* The last K % 16 filter bytes (r9 = K % 16, the patches' path): the filter load predicated by
+ * VCTP.8 (inactive lanes load 0, nothing past the channel's row or the filter is read), the pixels'
+ * 16 bytes whole (their bytes past K: the next patch or the patch buffer's own, times 0). */
+#define TS_MVE_P5_TAIL(OP, o0, o1, o2, o3, o4)                                                         \
+    "vctp.8  r9\n\t"                                                                                     \
+    "vpst\n\t"                                                                                           \
+    "vldrbt.8 q1, [r11]\n\t"                                                                             \
+    "add     r11, r11, r9\n\t"                                                                           \
+    "vldrw.u32 q0, [r1, #" o0 "]\n\t" OP " r0, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o1 "]\n\t" OP " r2, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o2 "]\n\t" OP " r4, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o3 "]\n\t" OP " r6, q0, q1\n\t"                                             \
+    "vldrw.u32 q0, [r1, #" o4 "]\n\t" OP " r8, q0, q1\n\t"
+/* Steps 0-3 of five pixels 64 bytes apart (the 1x1 path at in_c 64; the patches, each in a 64-byte
+ * slot), and the tail after s whole steps. */
+#define TS_MVE_P5_64_0 TS_MVE_P5_FIRST("0", "64", "128", "192", "256")
+#define TS_MVE_P5_64_1 TS_MVE_P5_NEXT("16", "80", "144", "208", "272")
+#define TS_MVE_P5_64_2 TS_MVE_P5_NEXT("32", "96", "160", "224", "288")
+#define TS_MVE_P5_64_3 TS_MVE_P5_NEXT("48", "112", "176", "240", "304")
+#define TS_MVE_P5_64_T0 TS_MVE_P5_TAIL("vmladav.s8", "0", "64", "128", "192", "256")
+#define TS_MVE_P5_64_T1 TS_MVE_P5_TAIL("vmladava.s8", "16", "80", "144", "208", "272")
+#define TS_MVE_P5_64_T2 TS_MVE_P5_TAIL("vmladava.s8", "32", "96", "160", "224", "288")
+#define TS_MVE_P5_64_T3 TS_MVE_P5_TAIL("vmladava.s8", "48", "112", "176", "240", "304")
+#define TS_MVE_P5_ASM(DOTS)                                                                             \
+    __asm__ volatile("push    {r7}\n\t"                                                                 \
+                     "mov     r7, %[out]\n\t"                                                           \
+                     "vldrw.32 q5, [r10]\n\t"                                                           \
+                     "vldrw.32 q6, [r10, #16]\n\t"                                                      \
+                     "vldrw.32 q7, [r10, #32]\n\t"                                                      \
+                     "vldrw.32 q4, [r10, #48]\n\t"                                                      \
+                     "ldr     r1, [r10, #64]\n\t"                                                       \
+                     "ldr     r5, [r10, #92]\n\t"                                                       \
+                     "ldr     r9, [r10, #84]\n\t"                                                       \
+                     "1:\n\t" DOTS "vmov    q0[2], q0[0], r0, r4\n\t"                                  \
+                     "vmov    q0[3], q0[1], r2, r6\n\t"                                                 \
+                     "ldm     r12!, {r0, r2, r4}\n\t"                                                   \
+                     "add     r8, r8, r0\n\t"                                                           \
+                     "str     r8, [%[f]], #4\n\t" TS_MVE_RQ_EFF TS_MVE_RQ_SHIFT TS_MVE_PW_STORE          \
+                     "adds    r7, r7, #1\n\t"                                                           \
+                     "cmp     r12, r5\n\t"                                                              \
+                     "bne     1b\n\t"                                                                   \
+                     "pop     {r7}\n\t"                                                                 \
+                     : [tab] "+r"(tab), [w] "+r"(w), [out] "+r"(out), [f] "+r"(f)                       \
+                     : [a] "r"(a)                                                                       \
+                     : "r1", "r2", "r4", "r5", "r6", "r8", "r9", "q0", "q1", "q4", "q5", "q6", "q7",     \
+                       "cc", "memory")
+TS_MVE_HOT void ts_mve_pw_five(const ts_mve_pw_args *args, const int32_t *t, const int8_t *w_first,
+                               int8_t *out_first, int32_t *fifth, int slots64)
+{
+    register const ts_mve_pw_args *a __asm__("r10") = args;
+    register const int32_t *tab __asm__("r12") = t;
+    register const int8_t *w __asm__("r11") = w_first;
+    register int8_t *out __asm__("r0") = out_first; /* moved to r7 first thing */
+    register int32_t *f __asm__("r3") = fifth;
+    if (a->whole == 3 && a->tail == 0) { /* in_c 64 (or K 64 in 64-byte slots) */
+        TS_MVE_P5_ASM(TS_MVE_P5_64_0 TS_MVE_P5_64_1 TS_MVE_P5_64_2 TS_MVE_P5_64_3);
+    } else if (slots64 && a->whole < 0) { /* K < 16 */
+        TS_MVE_P5_ASM(TS_MVE_P5_64_T0);
+    } else if (slots64 && a->whole == 0) {
+        if (a->tail == 0) {
+            TS_MVE_P5_ASM(TS_MVE_P5_64_0);
+        } else {
+            TS_MVE_P5_ASM(TS_MVE_P5_64_0 TS_MVE_P5_64_T1);
+        }
+    } else if (slots64 && a->whole == 1) {
+        if (a->tail == 0) {
+            TS_MVE_P5_ASM(TS_MVE_P5_64_0 TS_MVE_P5_64_1);
+        } else {
+            TS_MVE_P5_ASM(TS_MVE_P5_64_0 TS_MVE_P5_64_1 TS_MVE_P5_64_T2);
+        }
+    } else if (slots64) { /* K 48 to 63 */
+        if (a->tail == 0) {
+            TS_MVE_P5_ASM(TS_MVE_P5_64_0 TS_MVE_P5_64_1 TS_MVE_P5_64_2);
+        } else {
+            TS_MVE_P5_ASM(TS_MVE_P5_64_0 TS_MVE_P5_64_1 TS_MVE_P5_64_2 TS_MVE_P5_64_T3);
+        }
+    } else if (a->whole == 1) { /* in_c 32 */
+        TS_MVE_P5_ASM(TS_MVE_P5_FIRST("0", "32", "64", "96", "128") TS_MVE_P5_NEXT("16", "48", "80", "112", "144"));
+    } else { /* in_c 16 */
+        TS_MVE_P5_ASM(TS_MVE_P5_FIRST("0", "16", "32", "48", "64"));
+    }
+}
+
+/* Whether ts_mve_pw_five takes a row of five pixels of layer p at x (the layer table given). */
+static inline int ts_mve_five_ok(const ts_conv2d_s8_params *p, int32_t px_step, const int8_t *x)
+{
+    return px_step == p->in_c && (p->in_c == 16 || p->in_c == 32 || p->in_c == 64) &&
+           p->out_c <= TS_MVE_LAYER_CH && ((uintptr_t)x & 3u) == 0;
+}
+
+/* Five pixels of a 1x1 layer, or five patches in 64-byte slots (slots64; a set: x[0] the first
+ * pixel or slot, end the table's end; the table tab of
+ * ts_mve_layer_table, every channel one block) through ts_mve_pw_five, then pixel 4's accumulators
+ * (fifth: bias + input_offset * sum(w) + the dot product) requantised four channels a vector with
+ * their own multiplier and shift (gathered from the table), offset, clamped and stored at out + 4 *
+ * out_c (the last vector predicated). */
+TS_MVE_HOT void ts_mve_pw_five_row(const ts_conv2d_s8_params *p, const ts_mve_pw_args *a, const int32_t *tab,
+                                   const int8_t *filter, int8_t *out, int slots64)
+{
+    int32_t fifth[TS_MVE_LAYER_CH];
+    const int32_t out_c = p->out_c;
+    const uint32x4_t rows = vmulq_n_u32(vidupq_n_u32(0, 1), 3u); /* table words 0, 3, 6, 9 */
+    int8_t *const o4 = out + (size_t)4 * out_c;
+    int32_t c;
+    ts_mve_pw_five(a, tab, filter, out, fifth, slots64);
+    for (c = 0; c < out_c; c += 4) {
+        const mve_pred16_t live = vctp32q((uint32_t)(out_c - c));
+        const int32_t *t = tab + 3 * c;
+        int32x4_t v = vldrwq_z_s32(fifth + c, live);
+        v = ts_mve_requant(v, vldrwq_gather_shifted_offset_z_s32(t + 1, rows, live),
+                           vldrwq_gather_shifted_offset_z_s32(t + 2, rows, live));
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, p->output_offset), vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+        vstrbq_p_s32(o4 + c, v, live);
+    }
+}
+
 #define TS_MVE_PW_BLOCK 16
 
 /* One pixel x of a 1x1 layer against channels [c0, c0 + nb) (filter rows from w), in steps of
@@ -1457,7 +1599,9 @@ TS_MVE_HOT void ts_mve_pw_one(const ts_conv2d_s8_params *p, const int8_t *x, con
  * the last pixel, computed and not stored; a lone last pixel goes through ts_mve_pw_one), each quad
  * channel by channel through ts_mve_pw_quad. With layer_tab
  * (ts_mve_layer_table of this layer, or NULL) every channel is one block against that table, the
- * filter sums taken from it instead of summed per quad. */
+ * filter sums taken from it instead of summed per quad, and a chunk's last five pixels (in_c 16, 32
+ * or 64, stride 1, the input word-aligned) go through ts_mve_pw_five_row: each filter byte loaded
+ * once for five pixels, the same accumulators and requantisation. */
 TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                  const int32_t *bias, int8_t *output, const int32_t *layer_tab)
 {
@@ -1489,6 +1633,12 @@ TS_MVE_HOT void ts_mve_pointwise(const ts_conv2d_s8_params *p, const int8_t *inp
                 a.end = tab + 3 * nb;
                 for (j = 0; j < n; j += 4) {
                     const int32_t k = n - j < 4 ? n - j : 4;
+                    if (k == 4 && n - j == 5 && layer_tab != NULL && ts_mve_five_ok(p, px_step, in_x)) {
+                        /* the last five: a quad and one more, each filter byte loaded once */
+                        a.x[0] = in_x + (size_t)j * px_step;
+                        ts_mve_pw_five_row(p, &a, tab, filter, output + (size_t)j * out_c, 0);
+                        break;
+                    }
                     if (k == 1) { /* a lone last pixel: its own loop, not a quad's four */
                         ts_mve_pw_one(p, in_x + (size_t)j * px_step, filter + (size_t)c0 * in_c, bias, c0, nb,
                                       output + (size_t)j * out_c + c0);
@@ -1546,9 +1696,95 @@ TS_MVE_HOT void ts_mve_pointwise_layer(const ts_conv2d_s8_params *p, const int8_
  * outside the input hold the input zero point, so w * x + input_offset * w adds 0 for them:
  * ts_mve_build_patch), then the quad as a 1x1 pixel quad over in_c = K (ts_mve_pw_quad: with
  * out_c <= TS_MVE_LAYER_CH every channel against the layer's table of ts_mve_layer_table, made once;
- * else output channels in blocks of 16 tabled per quad). All four fields are read before any of
- * their outputs is written. */
+ * else output channels in blocks of 16 tabled per quad; a call of 4 k + 1 pixels has the table too
+ * and its last five go as one group, their fields in 64-byte slots, through ts_mve_pw_five_row). All
+ * four (five) fields are read before any of their outputs is written. layer (or NULL): the
+ * generator's ts_mve_layer_table of the layer (a streamed stage's head, called row by row). */
 #define TS_MVE_PATCH_QUAD 64
+static inline __attribute__((always_inline)) void ts_mve_patch_body(const ts_conv2d_s8_params *p,
+                                                                     const int8_t *input, const int8_t *filter,
+                                                                     const int32_t *bias, int8_t *output,
+                                                                     const int32_t *layer, const int fives)
+{
+    const int32_t k = p->filter_h * p->filter_w * p->in_c, out_c = p->out_c, out_w = p->out_w;
+    const int32_t pixels = p->batches * p->out_h * out_w;
+    const int8_t pad = (int8_t)-p->input_offset;
+    const int32_t in_h = p->in_h, in_w = p->in_w, in_c = p->in_c, fh = p->filter_h, fw = p->filter_w;
+    const int32_t row = fw * in_c, in_row = p->dilation_h * in_w * in_c, last_dy = (fh - 1) * p->dilation_h;
+    const int short_rows = p->dilation_w == 1 && row <= 16; /* a window row: one predicated vector */
+    const mve_pred16_t prow = vctp8q((uint32_t)row);
+    /* the table where the call is long enough, or where it ends in five (rows of 5: a quad and one
+     * more in one pass, ts_mve_pw_five_row, against it) */
+    const int whole_layer =
+        out_c <= TS_MVE_LAYER_CH && (layer != NULL || pixels >= TS_MVE_LAYER_PIXELS || (fives && (pixels & 3) == 1));
+    ts_mve_pw_args a __attribute__((aligned(16)));
+    int32_t tab[3 * TS_MVE_LAYER_CH];
+    const int32_t *lt = out_c <= TS_MVE_LAYER_CH && layer != NULL ? layer : tab; /* the layer's table */
+    int8_t patches[5 * TS_MVE_PATCH_QUAD] __attribute__((aligned(4)));
+    int32_t i, q, n, c0, ky, b = 0, y = 0, x = 0;
+    ts_mve_quad_consts(&a, p);
+    a.whole = (k >> 4) - 1; /* -1: k < 16 */
+    a.tail = k & 15;
+    for (i = 0; i < pixels; i += 4) {
+        const int five = fives && whole_layer && pixels - i == 5; /* the last five: 64-byte slots */
+        const int32_t slot = five ? TS_MVE_PATCH_QUAD : k;
+        const int32_t fields = five ? 5 : 4; /* n <= fields */
+        n = five ? 5 : pixels - i < 4 ? pixels - i : 4;
+        for (q = 0; q < fields; ++q) {
+            if (q < n) {
+                const int32_t y0 = y * p->stride_h - p->pad_top, x0 = x * p->stride_w - p->pad_left;
+                const int8_t *in_b = input + (size_t)b * in_h * in_w * in_c;
+                if (short_rows && y0 >= 0 && y0 + last_dy < in_h && x0 >= 0 && x0 + fw <= in_w) {
+                    /* the whole window inside the input: its rows copied one vector each */
+                    const int8_t *src = in_b + ((size_t)y0 * in_w + x0) * in_c;
+                    int8_t *dst = patches + q * slot;
+                    for (ky = fh; ky > 0; --ky) {
+                        vstrbq_p_s8(dst, vldrbq_z_s8(src, prow), prow);
+                        src += in_row;
+                        dst += row;
+                    }
+                } else {
+                    ts_mve_build_patch(p, in_b, y0, x0, pad, 0, patches + q * slot);
+                }
+                if (++x == out_w) {
+                    x = 0;
+                    if (++y == p->out_h) {
+                        y = 0;
+                        ++b;
+                    }
+                }
+            }
+            if (!fives || q < 4) {
+                a.x[q] = patches + (q < n ? q : n - 1) * slot; /* a short quad repeats its last pixel */
+            }
+        }
+        a.k = fives ? (n < 4 ? n : 4) : n;
+        if (whole_layer) { /* every channel one block, the table made once (or the generator's) */
+            if (i == 0 && lt == tab) {
+                ts_mve_layer_table(tab, p, filter, bias);
+            }
+            a.end = lt + 3 * out_c;
+            if (five) {
+                ts_mve_pw_five_row(p, &a, lt, filter, output + (size_t)i * out_c, 1);
+                break;
+            }
+            ts_mve_pw_quad(&a, lt, filter, output + (size_t)i * out_c, 1);
+            continue;
+        }
+        for (c0 = 0; c0 < out_c; c0 += TS_MVE_PW_BLOCK) {
+            const int32_t nb = out_c - c0 < TS_MVE_PW_BLOCK ? out_c - c0 : TS_MVE_PW_BLOCK;
+            ts_mve_quad_table(tab, p, bias, c0, nb);
+            a.end = tab + 3 * nb;
+            ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0, 0);
+        }
+    }
+}
+
+/* The patch quads in two functions, so that calls of 4 k pixels keep their loop (and its register
+ * allocation) as it was: ts_mve_patch_quads, the quads alone (ts_mve_patch_body's loop without the
+ * five and the given table, written out); ts_mve_patch_fives (the generator's table, or a call of
+ * 4 k + 1 pixels; out_c <= TS_MVE_LAYER_CH), ts_mve_patch_body with the last five and the table
+ * pointer (fives 1). ts_mve_patch_run picks. */
 TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                    const int32_t *bias, int8_t *output)
 {
@@ -1610,6 +1846,20 @@ TS_MVE_HOT void ts_mve_patch_quads(const ts_conv2d_s8_params *p, const int8_t *i
             a.end = tab + 3 * nb;
             ts_mve_pw_quad(&a, tab, filter + (size_t)c0 * k, output + (size_t)i * out_c + c0, 0);
         }
+    }
+}
+TS_MVE_HOT void ts_mve_patch_fives(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                   const int32_t *bias, int8_t *output, const int32_t *layer)
+{
+    ts_mve_patch_body(p, input, filter, bias, output, layer, 1);
+}
+static inline void ts_mve_patch_run(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *layer)
+{
+    if (p->out_c <= TS_MVE_LAYER_CH && (layer != NULL || ((p->batches * p->out_h * p->out_w) & 3) == 1)) {
+        ts_mve_patch_fives(p, input, filter, bias, output, layer);
+    } else {
+        ts_mve_patch_quads(p, input, filter, bias, output);
     }
 }
 

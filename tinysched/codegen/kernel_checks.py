@@ -253,9 +253,11 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     # then renamed; the same parameters refused the same way
     "ts_conv2d_s8_checked": _conv,
     "ts_conv2d_s8_strip": _conv,
+    "ts_conv2d_s8_layer": _conv,  # the same on a Helium core, a small-field member with its layer table
     "ts_conv2d_s8_wide_checked": _conv,
     "ts_depthwise_conv2d_s8_staged": _depthwise,
     "ts_depthwise_conv2d_s8_checked": _depthwise,  # a streamed stage's member (codegen.lower_stream)
+    "ts_depthwise_conv2d_s8_layer": _depthwise,  # the same on a Helium core, with its whole-window table
     "ts_fully_connected_s8": _fully_connected,
     "ts_fully_connected_s8_rows": _fully_connected,  # a streamed stage's FULLY_CONNECTED sink (codegen.lower_stream)
     "ts_lstm_s8": _lstm,

@@ -354,6 +354,36 @@ def staged_pointwise_table(
 MVE_LAYER_CHANNELS = 64  # ts_mve.h TS_MVE_LAYER_CH: the most channels a Helium layer table holds
 
 
+def mve_dw_eff_table(graph: Graph, op: Operator, input_offset: int) -> list[int] | None:
+    """A DEPTHWISE_CONV_2D's Helium whole-window table (ts_mve.h ts_mve_dw_eff_table, made here once
+    instead of on the kernel's calls): for each whole pair of 8-channel blocks c = 0, 16, ..., the
+    even then the odd channels of c..c+7, then of c+8..c+15, each bias + input_offset * its filter
+    summed over every tap (wrapped to int32, as the kernel's sum wraps); for
+    ts_depthwise_conv2d_s8_layer (a streamed stage's depthwise member on a Helium core, called row by
+    row). None unless depth multiplier 1 and 32 to MVE_LAYER_CHANNELS channels (ts_mve_depthwise_pixels'
+    table) with constant weights and bias."""
+    w = graph.tensors[op.inputs[1]]
+    if op.opcode != "DEPTHWISE_CONV_2D" or w.data is None or len(w.shape) != 4:
+        return None
+    in_c = int(graph.tensors[op.inputs[0]].shape[3])
+    out_c = int(w.shape[3])
+    if out_c != in_c or not 32 <= in_c <= MVE_LAYER_CHANNELS:
+        return None
+    bias_t = op.inputs[2] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    bias = graph.tensors[bias_t].data if bias_t is not None else None
+    if bias_t is not None and bias is None:
+        return None
+    sums = w.data.reshape(-1, out_c).astype("int64").sum(axis=0)
+    table = []
+    for c in range(0, in_c - 15, 16):
+        for h in (0, 8):
+            for ch in [c + h + i for i in (0, 2, 4, 6)] + [c + h + i for i in (1, 3, 5, 7)]:
+                b = int(bias.reshape(-1)[ch]) if bias is not None else 0
+                v = (b + input_offset * int(sums[ch])) & 0xFFFFFFFF
+                table.append(v - (1 << 32) if v >= 1 << 31 else v)
+    return table
+
+
 def mve_layer_table(
     graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], input_offset: int
 ) -> list[int] | None:

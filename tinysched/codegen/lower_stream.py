@@ -6,7 +6,7 @@ from __future__ import annotations
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import mve_layer_table, rq_table, staged_pointwise_table
+from tinysched.codegen.lower_conv import mve_dw_eff_table, mve_layer_table, rq_table, staged_pointwise_table
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -332,6 +332,46 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         if part is not None and part.kernel in CHECKED_KERNELS:
             part.kernel, checked[j] = CHECKED_KERNELS[part.kernel]
     members: list[Operator | None] = [None] * s.source + list(s.operators)
+    # on a Helium core, the depthwise members of 32 to 64 channels: the generator's whole-window
+    # table (ts_mve_dw_eff_table's values), which a row call would otherwise make each time
+    dw_layer: dict[int, str] = {}  # stage j -> the table's array (the depthwise, then the heads below)
+    for j, part in enumerate(parts):
+        member = members[j]
+        if (
+            ctx.dsp_tables
+            or part is None
+            or member is None
+            or part.kernel != "ts_depthwise_conv2d_s8_checked"
+        ):
+            continue
+        if str(dict(part.params).get("depth_multiplier")) != "1":
+            continue
+        eff = mve_dw_eff_table(graph, member, int(dict(part.params)["input_offset"]))
+        if eff is not None:
+            comment = (
+                "whole-window starts: bias + input_offset * sum(w), ts_mve_dw_eff_table's order (Helium)"
+            )
+            part.kernel = "ts_depthwise_conv2d_s8_layer"
+            dw_layer[j] = ctx.array(part, "layer", "int32_t", eff, comment)
+    # on a Helium core, a CONV_2D member of small receptive field (the patch quads: in_c < 8, K <= 64
+    # bytes, not 1x1, out_c <= 64; a DS-CNN's head): the generator's layer table, which a row call
+    # would otherwise make each time (ts_conv2d_s8_layer)
+    for j, part in enumerate(parts):
+        member = members[j]
+        if ctx.dsp_tables or part is None or member is None or part.kernel != "ts_conv2d_s8_checked":
+            continue
+        w_shape = graph.tensors[member.inputs[1]].shape
+        offset = int(dict(part.params)["input_offset"])
+        if len(w_shape) != 4 or int(w_shape[1]) * int(w_shape[2]) == 1 or int(w_shape[3]) >= 8:
+            continue
+        if int(w_shape[1]) * int(w_shape[2]) * int(w_shape[3]) > 64 or not -127 <= offset <= 128:
+            continue
+        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        layer = mve_layer_table(graph, member, arrays["multiplier"], arrays["shift"], offset)
+        if layer is not None:
+            comment = "per output channel: bias + input_offset * sum(w), multiplier, shift (Helium)"
+            part.kernel = "ts_conv2d_s8_layer"
+            dw_layer[j] = ctx.array(part, "layer", "int32_t", layer, comment)
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
     reads = [() if m is None else row_inputs(graph, m) for m in members]  # stage j's row operands
@@ -462,6 +502,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 args += ["strip", "room", wide[j]]
             if j in checked:
                 args.append(f"checks{j}")
+            if j in dw_layer:
+                args.append(dw_layer[j])
             return [
                 f"rows = TS_ROWS(p{j}, {whole[j]}, {source}, {row}, {count});",
                 *kernel_call(j, args),
