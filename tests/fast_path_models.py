@@ -958,7 +958,22 @@ def resize_over_input() -> bytes:
     return b.build()
 
 
+def flat_rest_in_place() -> bytes:
+    """Flat 1x1 layers whose output overlaps their dying input (the refined plan): the widened
+    leading pixels take a strip in the output's part below the input, the rest go by the pointwise
+    chunks, which must start where the whole layer's chunks of 16 do (the plan's overlap holds chunk
+    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels, input zero point -5."""
+    b = ModelBuilder(seed=71)
+    x = b.input("x", (1, 1, 21, 16), zero_point=-5)
+    y = b.conv2d(x, 45, (1, 1), name="pw_21_px")
+    u = b.input("u", (1, 1, 37, 16), zero_point=-5)
+    v = b.conv2d(u, 45, (1, 1), name="pw_37_px")
+    b.output(y, v)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
+    "flat_rest_in_place": flat_rest_in_place,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
     "conv_kxk_shapes": conv_kxk_shapes,

@@ -228,6 +228,7 @@ def test_fast_path_model_bit_exact_on_qemu(name: str, board: str, tmp_path: Path
 # model): the suite samples them, each model on one of the two; bench/bench_fast_paths.py runs every
 # model on both.
 DSP_ONLY_MODELS = (
+    "flat_rest_in_place",
     "conv_kxk_shapes",
     "depthwise_shapes",
     "pointwise_shapes",

@@ -2339,6 +2339,38 @@ static void conv_generic(const ts_conv2d_s8_params *p, const int8_t *input, cons
 static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                       const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big);
 
+#if TS_CONV_WIDE
+/* Pixels the whole layer's flat 1x1 paths take as one group (tinysched.memory.overlap `_conv`: the
+ * pointwise chunks of the flat order, pixels 16 c to 16 c + 15, whose reads precede none of their
+ * writes): the overlap the plan allows holds chunk by chunk of that order only. */
+#define TS_FLAT_CHUNK 16
+
+/* A flat 1x1 layer's pixels [done, total) after the widened leading ones (`rest`: the layer's
+ * parameters), by the other paths: first up to the next multiple of TS_FLAT_CHUNK, then the rest,
+ * so no chunk of theirs spans two of the whole layer's (one such chunk, over an output that
+ * overlaps its input, wrote pixel bytes a later channel pair of it still read). */
+static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_t *filter, const int32_t *bias,
+                     int8_t *output, int32_t done, int32_t total, int32_t checks, uint32_t *big)
+{
+    const int32_t in_c = rest->in_c, out_c = rest->out_c;
+    int32_t at = done;
+    rest->in_h = rest->out_h = 1;
+    while (at < total) {
+        const int32_t aligned = (at / TS_FLAT_CHUNK + 1) * TS_FLAT_CHUNK;
+        const int32_t end = at == done && aligned < total ? aligned : total;
+        int status;
+        rest->in_w = rest->out_w = end - at;
+        status = conv_paths(rest, input + (size_t)at * in_c, filter, bias, output + (size_t)at * out_c, 0, checks,
+                            big);
+        if (status != TS_OK) {
+            return status;
+        }
+        at = end;
+    }
+    return TS_OK;
+}
+#endif
+
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {
@@ -2433,11 +2465,8 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
             if (done == p->out_h * p->out_w) {
                 return TS_OK;
             }
-            if (done % p->out_w != 0) { /* a flat 1x1 layer (conv_wide): its other pixels as one row */
-                rest.in_h = rest.out_h = 1;
-                rest.in_w = rest.out_w = p->out_h * p->out_w - done;
-                return conv_paths(&rest, input + (size_t)done * p->in_c, filter, bias,
-                                  output + (size_t)done * p->out_c, 0, checks, big);
+            if (done % p->out_w != 0) { /* a flat 1x1 layer (conv_wide): its other pixels as rows */
+                return flat_rest(&rest, input, filter, bias, output, done, p->out_h * p->out_w, checks, big);
             }
             rest.out_h = p->out_h - rows;
             if (y0 >= 0) {
