@@ -962,13 +962,15 @@ def flat_rest_in_place() -> bytes:
     """Flat 1x1 layers whose output overlaps their dying input (the refined plan): the widened
     leading pixels take a strip in the output's part below the input, the rest go by the pointwise
     chunks, which must start where the whole layer's chunks of 16 do (the plan's overlap holds chunk
-    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels, input zero point -5."""
+    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels and 12 -> 45 over 5 rows of 7, input zero point -5."""
     b = ModelBuilder(seed=71)
     x = b.input("x", (1, 1, 21, 16), zero_point=-5)
     y = b.conv2d(x, 45, (1, 1), name="pw_21_px")
     u = b.input("u", (1, 1, 37, 16), zero_point=-5)
     v = b.conv2d(u, 45, (1, 1), name="pw_37_px")
-    b.output(y, v)
+    r = b.input("r", (1, 5, 7, 12), zero_point=-5)  # rows widened (12 channels), the rest flat
+    t = b.conv2d(r, 45, (1, 1), name="pw_5_rows_of_7")
+    b.output(y, v, t)
     return b.build()
 
 

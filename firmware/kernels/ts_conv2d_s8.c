@@ -2465,7 +2465,9 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
             if (done == p->out_h * p->out_w) {
                 return TS_OK;
             }
-            if (done % p->out_w != 0) { /* a flat 1x1 layer (conv_wide): its other pixels as rows */
+            if (p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+                /* a 1x1 layer over the whole input (the pointwise paths' flat order): its other pixels */
                 return flat_rest(&rest, input, filter, bias, output, done, p->out_h * p->out_w, checks, big);
             }
             rest.out_h = p->out_h - rows;
