@@ -1678,13 +1678,14 @@ static inline void quad_dot(const uint32_t *xs, const int8_t *w, int32_t groups,
 /* Every output channel of one whole quad from the generator's table (p->quads, ts_kernels.h): per
  * channel in one asm loop its bias, `groups` groups of the quad block xs against its widened
  * filter (LDRD of two filter words, then per pixel LDRD + two SMLAD: 13 instructions per 16
- * products), ts_rq, pack, the bytewise clamp (left out where the activation range is all of int8)
- * and the four bytes stored out_c apart. */
+ * products), ts_rq, then the four bytes stored out_c apart, pixel 0 first: packed (BFI) and clamped
+ * bytewise where the activation range is narrower than int8, else each SSAT result's low byte
+ * stored as it is (SSAT has made sure of the range; no packing). */
 static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, int32_t groups, int8_t *out,
                                       int32_t out_c, uint32_t lo4, uint32_t hi4)
 {
     const uint32_t *const xbase = xs;
-    int32_t channels = out_c;
+    const int8_t *const oend = out + out_c; /* past the first pixel's last channel */
     /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
     register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
     register const int32_t *t TS_REG("r4") = table;
@@ -1699,9 +1700,30 @@ static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, 
     "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
 #define QUAD_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
-/* the channel loop: `clamp` the bytewise clamp's asm text, or nothing where the activation range
- * is all of int8 (SSAT has made sure of it) */
-#define QUAD_CHANNELS(clamp)                                                                            \
+/* the four results packed, clamped bytewise (`clamp`'s asm text) and stored byte by byte */
+#define QUAD_PACKED(clamp)                                                                              \
+    "bfi     %[a0], %[a1], #8, #8\n\t"                                                                  \
+    "bfi     %[a0], %[a2], #16, #8\n\t"                                                                 \
+    "bfi     %[a0], %[a3], #24, #8\n\t" clamp                                                           \
+    "strb    %[a0], [%[o]]\n\t"                                                                         \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "strb    %[a0], [%[o], %[oc]]\n\t"                                                                  \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"                                                          \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "add     %[xp], %[o], %[oc], lsl #1\n\t"                                                            \
+    "strb    %[a0], [%[xp], %[oc]]\n\t"
+/* the four SSAT results stored as they are (the activation range is all of int8) */
+#define QUAD_BYTES                                                                                      \
+    "strb    %[a0], [%[o]]\n\t"                                                                         \
+    "strb    %[a1], [%[o], %[oc]]\n\t"                                                                  \
+    "strb    %[a2], [%[o], %[oc], lsl #1]\n\t"                                                          \
+    "add     %[xp], %[o], %[oc], lsl #1\n\t"                                                            \
+    "strb    %[a3], [%[xp], %[oc]]\n\t"
+/* the group loop's end: back for the next group, or nothing where there is one group */
+#define QUAD_GROUPS "cmp     %[xp], %[xend]\n\tbne     2b\n\t"
+/* the channel loop: `groups_end` QUAD_GROUPS or nothing, `store` QUAD_PACKED(clamp) or QUAD_BYTES */
+#define QUAD_CHANNELS(groups_end, store)                                                                \
     __asm__ volatile("1:\n\t"                                                                           \
                      "ldr     %[a0], [%[t]], #4\n\t"                                                     \
                      "mov     %[a1], %[a0]\n\t"                                                          \
@@ -1710,43 +1732,42 @@ static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, 
                      "ldr     %[xp], %[xbase]\n\t"                                                       \
                      "2:\n\t"                                                                            \
                      "ldrd    %[we], %[wo], [%[t]], #8\n\t" QUAD_PIXEL("a0") QUAD_PIXEL("a1")             \
-                         QUAD_PIXEL("a2") QUAD_PIXEL("a3")                                              \
-                     "cmp     %[xp], %[xend]\n\t"                                                        \
-                     "bne     2b\n\t"                                                                    \
+                         QUAD_PIXEL("a2") QUAD_PIXEL("a3") groups_end                                   \
                      "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                              \
                      "ldrd    %[xe], %[xo], [%[t]], #8\n\t" QUAD_RQ("a0") QUAD_RQ("a1") QUAD_RQ("a2")     \
-                         QUAD_RQ("a3")                                                                  \
-                     "bfi     %[a0], %[a1], #8, #8\n\t"                                                  \
-                     "bfi     %[a0], %[a2], #16, #8\n\t"                                                 \
-                     "bfi     %[a0], %[a3], #24, #8\n\t" clamp                                           \
-                     "strb    %[a0], [%[o]]\n\t"                                                         \
-                     "lsr     %[a0], %[a0], #8\n\t"                                                      \
-                     "strb    %[a0], [%[o], %[oc]]\n\t"                                                  \
-                     "lsr     %[a0], %[a0], #8\n\t"                                                      \
-                     "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"                                          \
-                     "lsr     %[a0], %[a0], #8\n\t"                                                      \
-                     "add     %[xp], %[o], %[oc], lsl #1\n\t"                                            \
-                     "strb    %[a0], [%[xp], %[oc]]\n\t"                                                 \
+                         QUAD_RQ("a3") store                                                            \
                      "add     %[o], %[o], #1\n\t"                                                        \
-                     "ldr     %[xp], %[channels]\n\t"                                                    \
-                     "subs    %[xp], %[xp], #1\n\t"                                                      \
-                     "str     %[xp], %[channels]\n\t"                                                    \
+                     "ldr     %[xp], %[oend]\n\t"                                                        \
+                     "cmp     %[o], %[xp]\n\t"                                                           \
                      "bne     1b"                                                                        \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we),   \
                        [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo), [xp] "=&r"(xp), [t] "+r"(t),     \
-                       [o] "+r"(o), [channels] "+m"(channels)                                            \
-                     : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [lo4] "m"(lo4), [hi4] "m"(hi4) \
+                       [o] "+r"(o)                                                                       \
+                     : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [oend] "m"(oend), [lo4] "m"(lo4), \
+                       [hi4] "m"(hi4)                                                                    \
                      : "cc", "memory")
     if (groups < 1 || out_c < 1) {
         return;
     }
+#define QUAD_CLAMPED                                                                                    \
+    QUAD_PACKED("ldr     %[we], %[lo4]\n\t"                                                                \
+                "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe"))
     if (lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
-        QUAD_CHANNELS("");
+        if (groups == 1) {
+            QUAD_CHANNELS("", QUAD_BYTES);
+        } else {
+            QUAD_CHANNELS(QUAD_GROUPS, QUAD_BYTES);
+        }
+    } else if (groups == 1) {
+        QUAD_CHANNELS("", QUAD_CLAMPED);
     } else {
-        QUAD_CHANNELS("ldr     %[we], %[lo4]\n\t"
-                      "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe"));
+        QUAD_CHANNELS(QUAD_GROUPS, QUAD_CLAMPED);
     }
 #undef QUAD_CHANNELS
+#undef QUAD_CLAMPED
+#undef QUAD_GROUPS
+#undef QUAD_BYTES
+#undef QUAD_PACKED
 #undef QUAD_PIXEL
 #undef QUAD_RQ
 }
