@@ -1857,13 +1857,18 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
 }
 
 /* n >= 1 bytes from src to dst as whole words where n >= 4, the last word overlapping the one
- * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call. */
+ * before it (no byte loop), spelled out up to 12 bytes; under 4, byte by byte, spelled out too:
+ * GCC turns a plain loop into a memcpy call (HAR's 2x2x1 filter: rows of 2 bytes). */
 static inline void quad_run(int8_t *dst, const int8_t *src, int32_t n)
 {
     int32_t c;
     if (n < 4) {
-        for (c = 0; c < n; ++c) {
-            dst[c] = src[c];
+        dst[0] = src[0];
+        if (n > 1) {
+            dst[1] = src[1];
+        }
+        if (n > 2) {
+            dst[2] = src[2];
         }
         return;
     }
