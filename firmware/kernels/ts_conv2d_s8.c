@@ -1857,18 +1857,13 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
 }
 
 /* n >= 1 bytes from src to dst as whole words where n >= 4, the last word overlapping the one
- * before it (no byte loop), spelled out up to 12 bytes; under 4, byte by byte, spelled out too:
- * GCC turns a plain loop into a memcpy call (HAR's 2x2x1 filter: rows of 2 bytes). */
+ * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call. */
 static inline void quad_run(int8_t *dst, const int8_t *src, int32_t n)
 {
     int32_t c;
     if (n < 4) {
-        dst[0] = src[0];
-        if (n > 1) {
-            dst[1] = src[1];
-        }
-        if (n > 2) {
-            dst[2] = src[2];
+        for (c = 0; c < n; ++c) {
+            dst[c] = src[c];
         }
         return;
     }
@@ -1919,6 +1914,36 @@ static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, i
     }
 }
 
+/* quad_fill_inside for filter rows under a word (len < 4: HAR's 2x2x1, rows of 2 bytes), kept apart
+ * so that the other rows' code is the same: each row's bytes copied one by one, spelled out (a loop
+ * is a memcpy call), then widened as quad_fill_inside widens. */
+static TS_NOINLINE void quad_fill_bytes(const int8_t *src, int32_t step, int32_t m, int32_t fh, int32_t len,
+                                        size_t row, int32_t k, int32_t k4, uint32_t off2, uint32_t pad4,
+                                        uint32_t *slot0)
+{
+    int8_t patch[TS_QUAD_K4 + 4];
+    int32_t q, ky, j;
+    for (q = 0; q < m; ++q, src += step) {
+        const int8_t *s = src;
+        int8_t *d = patch;
+        uint32_t *slot = slot0 + 2 * q;
+        for (ky = 0; ky < fh; ++ky, s += row, d += len) {
+            d[0] = s[0];
+            if (len > 1) {
+                d[1] = s[1];
+            }
+            if (len > 2) {
+                d[2] = s[2];
+            }
+        }
+        ts_store4(patch + k, pad4); /* the round-up: k4 - k <= 3 bytes */
+        for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+            const uint32_t v = ts_load4(patch + j), e = ts_even_off(v, off2), o = ts_odd_off(v, off2);
+            __asm__ volatile("strd    %[e], %[o], [%[s]]" : : [e] "r"(e), [o] "r"(o), [s] "r"(slot) : "memory");
+        }
+    }
+}
+
 /* Slots q0 .. q0 + m - 1 of a quad, m consecutive pixels of one output row whose windows lie inside
  * the input, with dilation_w 1 (src: the first window's first tap; step: input bytes from one window
  * to the next): each filter row's bytes copied as one run, then widened as quad_fill widens, the
@@ -1932,6 +1957,10 @@ static TS_NOINLINE void quad_fill_inside(const int8_t *src, int32_t step, int32_
     int8_t patch[TS_QUAD_K4 + 4];
     const int words3 = len >= 8 && len <= 12;
     int32_t q, ky, j;
+    if (len < 4) {
+        quad_fill_bytes(src, step, m, fh, len, row, k, k4, off2, pad4, slot0);
+        return;
+    }
     for (q = 0; q < m; ++q, src += step) {
         const int8_t *s = src;
         int8_t *d = patch;
