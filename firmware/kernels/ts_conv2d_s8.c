@@ -1856,15 +1856,27 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
     return h[(j >> 1) & 1];
 }
 
+/* 1 to 3 bytes from src to dst, spelled out (a loop is a memcpy call); out of line, so that its
+ * callers' code is what a memcpy call made it (KWS's 10x4x1 windows clipped to 2 or 3 columns). */
+static TS_NOINLINE void quad_bytes(int8_t *dst, const int8_t *src, int32_t n)
+{
+    dst[0] = src[0];
+    if (n > 1) {
+        dst[1] = src[1];
+    }
+    if (n > 2) {
+        dst[2] = src[2];
+    }
+}
+
 /* n >= 1 bytes from src to dst as whole words where n >= 4, the last word overlapping the one
- * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call. */
+ * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call
+ * (under 4: quad_bytes). */
 static inline void quad_run(int8_t *dst, const int8_t *src, int32_t n)
 {
     int32_t c;
     if (n < 4) {
-        for (c = 0; c < n; ++c) {
-            dst[c] = src[c];
-        }
+        quad_bytes(dst, src, n);
         return;
     }
     ts_store4(dst, ts_load4(src));
