@@ -542,6 +542,28 @@ def conv_quads_few() -> bytes:
     return b.build()
 
 
+def conv_quads_one_group() -> bytes:
+    """CONV_2D quads of one group (K <= 4: quad_channels' loop without its group loop) as HAR's head,
+    each a streamed stage into a 2x2 max pool and a FULLY_CONNECTED sink over rows of two or three
+    pixels: 2x2x1 VALID into 16 channels without an activation (the four SSAT bytes stored as they
+    are), 1x3x1 SAME with RELU6 (K = 3 rounded up to a word; packed, clamped at both ends), 2x1x2
+    VALID with RELU and an output zero point above -128 (clamped at the bottom); input zero points
+    3, -5 and 0."""
+    b = ModelBuilder(seed=56)
+    outs = []
+    for name, shape, zp, filt, pad, act, quant in (
+        ("2x2", (1, 18, 3, 1), 3, (2, 2), "VALID", "NONE", (0.05, -2)),
+        ("1x3_relu6", (1, 16, 3, 1), -5, (1, 3), "SAME", "RELU6", (0.03, -100)),
+        ("2x1x2_relu", (1, 17, 4, 2), 0, (2, 1), "VALID", "RELU", (0.02, -30)),
+    ):
+        x = b.input(f"x_{name}", shape, zero_point=zp)
+        t = b.conv2d(x, 16, filt, (1, 1), pad, activation=act, output_quant=quant, name=f"one_group_{name}")
+        t = b.max_pool2d(t, (2, 2), (2, 2), "VALID", name=f"one_group_pool_{name}")
+        outs.append(b.fully_connected(t, 6, activation="RELU", flatten=True, name=f"one_group_fc_{name}"))
+    b.output(*outs)
+    return b.build()
+
+
 def stream_rows_checked() -> bytes:
     """A DS-CNN-like stage of rows of 5 pixels streamed into its global pool, the per-call checks
     made once before its loop (ts_conv2d_s8_checks, ts_depthwise_conv2d_s8_checks): a head 3x3
@@ -1007,6 +1029,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_pool_narrow": stream_pool_narrow,
     "stream_pad_rows": stream_pad_rows,
     "conv_quads_few": conv_quads_few,
+    "conv_quads_one_group": conv_quads_one_group,
     "stream_rows_checked": stream_rows_checked,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,

@@ -252,6 +252,7 @@ DSP_ONLY_MODELS = (
     "stream_pad_rows",
     "max_pool_words",
     "conv_quads_few",
+    "conv_quads_one_group",
     "stream_rows_checked",
     "stream_fc_rows",
     "stream_fc_blocks",

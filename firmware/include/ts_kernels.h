@@ -100,8 +100,10 @@ extern "C" {
  *    with zeros and widened to 16-bit lanes, [w_4g | w_4g+2] and [w_4g+1 | w_4g+3] per group g,
  *    then its ts_rq fields m, left + 1, base, rr, 5 + K4 / 2 words a channel; emitted only when
  *    every channel's accumulators lie within ts_rq's bound or make it a constant), each whole quad
- *    takes every channel in one asm loop against that table: 13 instructions per 16 products,
- *    then ts_rq, pack, the bytewise clamp and the four bytes stored; same accumulators, same bytes.
+ *    takes every channel in one asm loop against that table: 13 instructions per 16 products
+ *    (one group, K <= 4: no group loop), then ts_rq, pack, the bytewise clamp and the four bytes
+ *    stored (where the range is all of int8: each SSAT result's byte stored as it is, unpacked);
+ *    same accumulators, same bytes.
  *    A last quad of one to three pixels (a call's pixels not a multiple of four: a streamed
  *    stage's rows of 5 pixels end in one) takes the table too, pixel by pixel, every channel in
  *    one asm loop: its bias, per group two LDRD and two SMLAD (two groups a pass where their

@@ -1678,13 +1678,14 @@ static inline void quad_dot(const uint32_t *xs, const int8_t *w, int32_t groups,
 /* Every output channel of one whole quad from the generator's table (p->quads, ts_kernels.h): per
  * channel in one asm loop its bias, `groups` groups of the quad block xs against its widened
  * filter (LDRD of two filter words, then per pixel LDRD + two SMLAD: 13 instructions per 16
- * products), ts_rq, pack, the bytewise clamp (left out where the activation range is all of int8)
- * and the four bytes stored out_c apart. */
+ * products), ts_rq, then the four bytes stored out_c apart, pixel 0 first: packed (BFI) and clamped
+ * bytewise where the activation range is narrower than int8, else each SSAT result's low byte
+ * stored as it is (SSAT has made sure of the range; no packing). */
 static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, int32_t groups, int8_t *out,
                                       int32_t out_c, uint32_t lo4, uint32_t hi4)
 {
     const uint32_t *const xbase = xs;
-    int32_t channels = out_c;
+    const int8_t *const oend = out + out_c; /* past the first pixel's last channel */
     /* the block's 13 register operands in registers named here (TS_REG, ts_simd.h) */
     register int32_t a0 TS_REG("r0"), a1 TS_REG("r1"), a2 TS_REG("r2"), a3 TS_REG("r3");
     register const int32_t *t TS_REG("r4") = table;
@@ -1699,9 +1700,30 @@ static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, 
     "smlad   %[" a "], %[xo], %[wo], %[" a "]\n\t"
 /* ts_rq_apply's six steps on a, in place: m we, left + 1 wo, base xe, rr xo, xp scratch */
 #define QUAD_RQ(a) TS_RQ_STEPS_ASM(a, a, a, "we", "wo", "xe", "xo", "xp")
-/* the channel loop: `clamp` the bytewise clamp's asm text, or nothing where the activation range
- * is all of int8 (SSAT has made sure of it) */
-#define QUAD_CHANNELS(clamp)                                                                            \
+/* the four results packed, clamped bytewise (`clamp`'s asm text) and stored byte by byte */
+#define QUAD_PACKED(clamp)                                                                              \
+    "bfi     %[a0], %[a1], #8, #8\n\t"                                                                  \
+    "bfi     %[a0], %[a2], #16, #8\n\t"                                                                 \
+    "bfi     %[a0], %[a3], #24, #8\n\t" clamp                                                           \
+    "strb    %[a0], [%[o]]\n\t"                                                                         \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "strb    %[a0], [%[o], %[oc]]\n\t"                                                                  \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"                                                          \
+    "lsr     %[a0], %[a0], #8\n\t"                                                                      \
+    "add     %[xp], %[o], %[oc], lsl #1\n\t"                                                            \
+    "strb    %[a0], [%[xp], %[oc]]\n\t"
+/* the four SSAT results stored as they are (the activation range is all of int8) */
+#define QUAD_BYTES                                                                                      \
+    "strb    %[a0], [%[o]]\n\t"                                                                         \
+    "strb    %[a1], [%[o], %[oc]]\n\t"                                                                  \
+    "strb    %[a2], [%[o], %[oc], lsl #1]\n\t"                                                          \
+    "add     %[xp], %[o], %[oc], lsl #1\n\t"                                                            \
+    "strb    %[a3], [%[xp], %[oc]]\n\t"
+/* the group loop's end: back for the next group, or nothing where there is one group */
+#define QUAD_GROUPS "cmp     %[xp], %[xend]\n\tbne     2b\n\t"
+/* the channel loop: `groups_end` QUAD_GROUPS or nothing, `store` QUAD_PACKED(clamp) or QUAD_BYTES */
+#define QUAD_CHANNELS(groups_end, store)                                                                \
     __asm__ volatile("1:\n\t"                                                                           \
                      "ldr     %[a0], [%[t]], #4\n\t"                                                     \
                      "mov     %[a1], %[a0]\n\t"                                                          \
@@ -1710,43 +1732,42 @@ static TS_NOINLINE void quad_channels(const uint32_t *xs, const int32_t *table, 
                      "ldr     %[xp], %[xbase]\n\t"                                                       \
                      "2:\n\t"                                                                            \
                      "ldrd    %[we], %[wo], [%[t]], #8\n\t" QUAD_PIXEL("a0") QUAD_PIXEL("a1")             \
-                         QUAD_PIXEL("a2") QUAD_PIXEL("a3")                                              \
-                     "cmp     %[xp], %[xend]\n\t"                                                        \
-                     "bne     2b\n\t"                                                                    \
+                         QUAD_PIXEL("a2") QUAD_PIXEL("a3") groups_end                                   \
                      "ldrd    %[we], %[wo], [%[t]], #8\n\t"                                              \
                      "ldrd    %[xe], %[xo], [%[t]], #8\n\t" QUAD_RQ("a0") QUAD_RQ("a1") QUAD_RQ("a2")     \
-                         QUAD_RQ("a3")                                                                  \
-                     "bfi     %[a0], %[a1], #8, #8\n\t"                                                  \
-                     "bfi     %[a0], %[a2], #16, #8\n\t"                                                 \
-                     "bfi     %[a0], %[a3], #24, #8\n\t" clamp                                           \
-                     "strb    %[a0], [%[o]]\n\t"                                                         \
-                     "lsr     %[a0], %[a0], #8\n\t"                                                      \
-                     "strb    %[a0], [%[o], %[oc]]\n\t"                                                  \
-                     "lsr     %[a0], %[a0], #8\n\t"                                                      \
-                     "strb    %[a0], [%[o], %[oc], lsl #1]\n\t"                                          \
-                     "lsr     %[a0], %[a0], #8\n\t"                                                      \
-                     "add     %[xp], %[o], %[oc], lsl #1\n\t"                                            \
-                     "strb    %[a0], [%[xp], %[oc]]\n\t"                                                 \
+                         QUAD_RQ("a3") store                                                            \
                      "add     %[o], %[o], #1\n\t"                                                        \
-                     "ldr     %[xp], %[channels]\n\t"                                                    \
-                     "subs    %[xp], %[xp], #1\n\t"                                                      \
-                     "str     %[xp], %[channels]\n\t"                                                    \
+                     "ldr     %[xp], %[oend]\n\t"                                                        \
+                     "cmp     %[o], %[xp]\n\t"                                                           \
                      "bne     1b"                                                                        \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [we] "=&r"(we),   \
                        [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo), [xp] "=&r"(xp), [t] "+r"(t),     \
-                       [o] "+r"(o), [channels] "+m"(channels)                                            \
-                     : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [lo4] "m"(lo4), [hi4] "m"(hi4) \
+                       [o] "+r"(o)                                                                       \
+                     : [xend] "r"(xend), [oc] "r"(oc), [xbase] "m"(xbase), [oend] "m"(oend), [lo4] "m"(lo4), \
+                       [hi4] "m"(hi4)                                                                    \
                      : "cc", "memory")
     if (groups < 1 || out_c < 1) {
         return;
     }
+#define QUAD_CLAMPED                                                                                    \
+    QUAD_PACKED("ldr     %[we], %[lo4]\n\t"                                                                \
+                "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe"))
     if (lo4 == 0x80808080u && hi4 == 0x7F7F7F7Fu) {
-        QUAD_CHANNELS("");
+        if (groups == 1) {
+            QUAD_CHANNELS("", QUAD_BYTES);
+        } else {
+            QUAD_CHANNELS(QUAD_GROUPS, QUAD_BYTES);
+        }
+    } else if (groups == 1) {
+        QUAD_CHANNELS("", QUAD_CLAMPED);
     } else {
-        QUAD_CHANNELS("ldr     %[we], %[lo4]\n\t"
-                      "ldr     %[wo], %[hi4]\n\t" TS_CLAMP4_ASM("a0", "we", "wo", "xe"));
+        QUAD_CHANNELS(QUAD_GROUPS, QUAD_CLAMPED);
     }
 #undef QUAD_CHANNELS
+#undef QUAD_CLAMPED
+#undef QUAD_GROUPS
+#undef QUAD_BYTES
+#undef QUAD_PACKED
 #undef QUAD_PIXEL
 #undef QUAD_RQ
 }
@@ -1835,15 +1856,27 @@ static inline int32_t quad_get(const uint32_t *xs, int32_t q, int32_t j)
     return h[(j >> 1) & 1];
 }
 
+/* 1 to 3 bytes from src to dst, spelled out (a loop is a memcpy call); out of line, so that its
+ * callers' code is what a memcpy call made it (KWS's 10x4x1 windows clipped to 2 or 3 columns). */
+static TS_NOINLINE void quad_bytes(int8_t *dst, const int8_t *src, int32_t n)
+{
+    dst[0] = src[0];
+    if (n > 1) {
+        dst[1] = src[1];
+    }
+    if (n > 2) {
+        dst[2] = src[2];
+    }
+}
+
 /* n >= 1 bytes from src to dst as whole words where n >= 4, the last word overlapping the one
- * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call. */
+ * before it (no byte loop), spelled out up to 12 bytes: GCC turns a plain loop into a memcpy call
+ * (under 4: quad_bytes). */
 static inline void quad_run(int8_t *dst, const int8_t *src, int32_t n)
 {
     int32_t c;
     if (n < 4) {
-        for (c = 0; c < n; ++c) {
-            dst[c] = src[c];
-        }
+        quad_bytes(dst, src, n);
         return;
     }
     ts_store4(dst, ts_load4(src));
@@ -1893,6 +1926,36 @@ static inline void quad_fill(const ts_conv2d_s8_params *p, const int8_t *in_b, i
     }
 }
 
+/* quad_fill_inside for filter rows under a word (len < 4: HAR's 2x2x1, rows of 2 bytes), kept apart
+ * so that the other rows' code is the same: each row's bytes copied one by one, spelled out (a loop
+ * is a memcpy call), then widened as quad_fill_inside widens. */
+static TS_NOINLINE void quad_fill_bytes(const int8_t *src, int32_t step, int32_t m, int32_t fh, int32_t len,
+                                        size_t row, int32_t k, int32_t k4, uint32_t off2, uint32_t pad4,
+                                        uint32_t *slot0)
+{
+    int8_t patch[TS_QUAD_K4 + 4];
+    int32_t q, ky, j;
+    for (q = 0; q < m; ++q, src += step) {
+        const int8_t *s = src;
+        int8_t *d = patch;
+        uint32_t *slot = slot0 + 2 * q;
+        for (ky = 0; ky < fh; ++ky, s += row, d += len) {
+            d[0] = s[0];
+            if (len > 1) {
+                d[1] = s[1];
+            }
+            if (len > 2) {
+                d[2] = s[2];
+            }
+        }
+        ts_store4(patch + k, pad4); /* the round-up: k4 - k <= 3 bytes */
+        for (j = 0; j < k4; j += 4, slot += 2 * TS_QUAD_PX) {
+            const uint32_t v = ts_load4(patch + j), e = ts_even_off(v, off2), o = ts_odd_off(v, off2);
+            __asm__ volatile("strd    %[e], %[o], [%[s]]" : : [e] "r"(e), [o] "r"(o), [s] "r"(slot) : "memory");
+        }
+    }
+}
+
 /* Slots q0 .. q0 + m - 1 of a quad, m consecutive pixels of one output row whose windows lie inside
  * the input, with dilation_w 1 (src: the first window's first tap; step: input bytes from one window
  * to the next): each filter row's bytes copied as one run, then widened as quad_fill widens, the
@@ -1906,6 +1969,10 @@ static TS_NOINLINE void quad_fill_inside(const int8_t *src, int32_t step, int32_
     int8_t patch[TS_QUAD_K4 + 4];
     const int words3 = len >= 8 && len <= 12;
     int32_t q, ky, j;
+    if (len < 4) {
+        quad_fill_bytes(src, step, m, fh, len, row, k, k4, off2, pad4, slot0);
+        return;
+    }
     for (q = 0; q < m; ++q, src += step) {
         const int8_t *s = src;
         int8_t *d = patch;
