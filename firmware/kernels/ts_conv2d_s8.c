@@ -1935,11 +1935,12 @@ static TS_NOINLINE void quad_fill_bytes(const int8_t *src, int32_t step, int32_t
 {
     int8_t patch[TS_QUAD_K4 + 4];
     int32_t q, ky, j;
+    int8_t *const end = patch + TS_QUAD_K4; /* the caller's bound, k = fh * len <= TS_QUAD_K4 */
     for (q = 0; q < m; ++q, src += step) {
         const int8_t *s = src;
         int8_t *d = patch;
         uint32_t *slot = slot0 + 2 * q;
-        for (ky = 0; ky < fh; ++ky, s += row, d += len) {
+        for (ky = 0; ky < fh && d + len <= end; ++ky, s += row, d += len) {
             d[0] = s[0];
             if (len > 1) {
                 d[1] = s[1];
