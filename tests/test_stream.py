@@ -978,3 +978,36 @@ def test_streamed_pad_measured_equal_on_qemu(tmp_path: Path) -> None:
     # aligned to 16 B: the input 128 B, the windows 176 B, the pool's 64 B inside the input
     assert gen.arena_bytes_planned == 128 + 176 + 64 - 64
     measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+# ---- strip room in the windows a stage's members have consumed (issue 34, part 4) --------------------
+
+
+def test_yamnet_projections_take_the_window_rows_already_consumed(tmp_path: Path) -> None:
+    from tinysched.codegen.lower_stream import _geometry, consumed_room
+
+    path = shared_model("st_yamnet_256_int8")
+    planned = plan(parse_model(path.read_bytes()), PlanOptions(time_limit=2.0))
+    fused = planned.graph.operators[1]
+    s = stream_of(fused)
+    assert s is not None and len(s.operators) == 8 and planned.arena.arena_bytes == 37_888
+    readers = [[k + 1] for k in range(len(s.tensors))]
+    windows = _geometry(planned.graph, s)
+    # the 1x1 128 -> 128 (member 6) and 64 -> 128 (member 4) are called after the 1x1 32 -> 64 has
+    # read its one-row window (1,024 B) and the stride-2 depthwise the first two of its three rows
+    # (2 x 2,048 B, the third its next call's first): 5,120 B, five blocks of 6 x 128 x 2 B, where
+    # the output's unwritten rows leave as little as 768 B in the last iterations
+    base = next(p.offset for p in planned.arena.buffers if p.index == fused.outputs[1])
+    for j in (4, 6):
+        assert consumed_room(planned.graph, s, base, j, windows, readers) == (
+            base + s.window_offset(1),
+            5_120,
+        )
+    assert consumed_room(planned.graph, s, base, 2, windows, readers) == (0, 0)  # its input's window is read
+    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    assert (
+        "strip_bytes[12] = { /* its strip scratch per output row: its bytes */\n    5120, 5376, 5120,"
+        in c_source
+    )
+    result = host_verify(path, n_inputs=1, seed=1)
+    assert result.mismatches == [] and result.outputs_match

@@ -157,6 +157,41 @@ def unread_room(s, sched: RowSchedule, base: int, j: int, readers: list[list[int
     return room
 
 
+def consumed_room(
+    graph: Graph, s, base: int, j: int, windows: list[RowWindow], readers: list[list[int]]
+) -> tuple[int, int]:
+    """(arena offset, bytes) of the largest word-aligned run of window rows that hold nothing any
+    call reads again whenever member j is called (0 bytes: none), in a chain without a source or
+    column tiles: tensor k (k < j - 1) read by member k + 1 alone, whose window after that
+    member's call q holds rows [top(q), end(q)) from its slot 0 (`ts_window_slide` moved row top(q)
+    there; only the ensures before a call of k + 1 slide or fill it, and member j, downstream, is
+    called only after them): its first top(q + 1) - top(q) slots (every row, after the last call)
+    are never read again and stay so until member k + 1's next ensure, after member j returns."""
+    if s.source or s.tiles is not None:
+        return (0, 0)
+    spans = []
+    for k in range(max(j - 1, 0)):
+        w = windows[k + 1]
+        if readers[k] != [k + 1] or w.bounds:
+            continue
+        height = int(graph.tensors[s.tensors[k]].shape[1])
+        calls = int(graph.tensors[s.operators[k + 1].outputs[0]].shape[1])
+        dead = min(
+            (w.end(q, height) if q + 1 == calls else min(w.top(q + 1), w.end(q, height))) - w.top(q)
+            for q in range(calls)
+        )
+        lo = base + s.window_offset(k)
+        if dead > 0:
+            spans.append((lo, lo + min(dead, s.rows[k]) * s.row_bytes[k]))
+    best, run = (0, 0), None
+    for lo, hi in spans:  # ascending, windows end to end: a run goes on past a whole window only
+        run = (run[0], hi) if run is not None and run[1] == lo else (lo, hi)
+        start = -(-run[0] // 4) * 4
+        if run[1] - start > best[1]:
+            best = (start, run[1] - start)
+    return best
+
+
 # a member's kernel -> the kernel its rows call with the checks made once before the stage's loop,
 # and the function that makes them (ts_kernels.h: the `_checked` kernels, ts_conv2d_s8_strip)
 CHECKED_KERNELS = {
@@ -243,6 +278,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             continue
         # late rows: the windows of tensors no member reads any more once j is called, where more
         dead = unread_room(s, sched, base, j - s.source, member_readers)
+        at_call = consumed_room(graph, s, base, j - s.source, operator_windows, member_readers)
+        dead = [max(d, at_call, key=lambda a: a[1]) for d in dead]
         own = [
             (at - ctx.offsets[y], n) if n > b else (a, b) for (a, b), (at, n) in zip(room, dead, strict=True)
         ]
