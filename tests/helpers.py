@@ -213,6 +213,25 @@ def measured_equal_on_qemu(gen: MeasureInputs, work: Path, board: str = "mps2-an
     return result
 
 
+def streamed_input_on_qemu(path: Path, planned: Planned, work: Path) -> Any:
+    """A plan of `path` with its input streamed, generated and run on QEMU's mps2-an500 on two seeded
+    inputs, the harness feeding the rows from its own buffer: outputs bit-identical to TFLite and the
+    painted high-water the plan's (the result, for what else a test asserts)."""
+    from tinysched.device.runner import measure_sources
+
+    sources = write_sources(generate(planned), work / "gen")
+    sets = [list(s) for s in reference.random_inputs(path, 4, 2)]
+    expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(path, sets)]
+    result = measure_sources(
+        sources, "mps2-an500", [[a.tobytes() for a in s] for s in sets], expected, planned.arena.arena_bytes,
+        work / "qemu", arena_high_water_planned=planned.arena.high_water_bytes,
+    )  # fmt: skip
+    assert result.hello["streamed_input"] is True
+    assert result.outputs_match is True and result.ok, result.mismatches
+    assert result.arena_bytes_measured == planned.arena.high_water_bytes
+    return result
+
+
 def model_c_text(gen: MeasureInputs) -> str:
     """The generated model's own C (the kernels' files left out)."""
     return "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))

@@ -14,11 +14,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import built_graph, generate_for_measure, measured_equal_on_qemu, model_c_text, saved_model
+from helpers import (
+    built_graph,
+    generate_for_measure,
+    measured_equal_on_qemu,
+    model_c_text,
+    saved_model,
+    streamed_input_on_qemu,
+)
 from tiers import needs_gcc, require
 
 from tinysched.build.sources import write_sources
-from tinysched.device import reference
 from tinysched.device.verify import verify
 from tinysched.memory.stream import column_tiles, stream_of
 from tinysched.model.modelgen import ModelBuilder
@@ -150,23 +156,12 @@ def test_tiled_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
 def test_input_rows_over_tiles_measured_equal_on_qemu(build, tmp_path: Path) -> None:
     """The harness feeds the rows twice (a pass per tile) from its buffer outside the arena."""
     require("qemu")
-    from tinysched.device.runner import measure_sources
-
     path = saved_model(tmp_path / "model.tflite", build, seed=2)
     planned = plan(
         parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=True, input_passes=2)
     )
     assert _tiled(planned)
-    sources = write_sources(generate(planned), tmp_path / "gen")
-    sets = [list(s) for s in reference.random_inputs(path, 4, 2)]
-    expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(path, sets)]
-    result = measure_sources(
-        sources, "mps2-an500", [[a.tobytes() for a in s] for s in sets], expected, planned.arena.arena_bytes,
-        tmp_path / "qemu", arena_high_water_planned=planned.arena.high_water_bytes,
-    )  # fmt: skip
-    assert result.hello["streamed_input"] is True
-    assert result.outputs_match is True and result.ok, result.mismatches
-    assert result.arena_bytes_measured == planned.arena.high_water_bytes
+    streamed_input_on_qemu(path, planned, tmp_path)
 
 
 CORES = {

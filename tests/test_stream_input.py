@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import built_graph, saved_model
+from helpers import built_graph, saved_model, streamed_input_on_qemu
 from stream_input_models import camera_head, float_input, input_read_twice, skipping_head
 from tiers import needs_gcc, require
 
@@ -191,20 +191,10 @@ def test_measured_on_qemu_through_the_streamed_entry(tmp_path: Path) -> None:
     """The harness feeds the rows from its own input buffer (outside the arena): bit-exact, the
     painted high-water the streamed plan's, the instructions of one invoke counted."""
     require("qemu")
-    from tinysched.device.runner import measure_sources
-
     path = saved_model(tmp_path / "model.tflite", camera_head, seed=2)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=True))
-    sources = write_sources(generate(planned), tmp_path / "gen")
-    sets = [list(s) for s in reference.random_inputs(path, 4, 2)]
-    expected = [[a.tobytes() for a in r.outputs] for r in reference.run_reference_many(path, sets)]
-    result = measure_sources(
-        sources, "mps2-an500", [[a.tobytes() for a in s] for s in sets], expected, planned.arena.arena_bytes,
-        tmp_path / "qemu", arena_high_water_planned=planned.arena.high_water_bytes,
-    )  # fmt: skip
-    assert result.hello["streamed_input"] is True
-    assert result.outputs_match is True and result.ok, result.mismatches
-    assert result.arena_bytes_measured == planned.arena.high_water_bytes == 1040
+    result = streamed_input_on_qemu(path, planned, tmp_path)
+    assert result.arena_bytes_measured == 1040
     assert any(line.startswith("input streamed  the harness fed") for line in result.lines())
 
 
