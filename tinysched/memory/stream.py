@@ -376,17 +376,24 @@ def row_window(graph: Graph, op: Operator) -> RowWindow | None:
         return RowWindow(1, 1, top)  # output row r is input row r - top
     if op.opcode not in WINDOWED or not op.inputs or not op.outputs:
         return None
+    return _axis_window(graph, op, 0)
+
+
+def _axis_window(graph: Graph, op: Operator, axis: int) -> RowWindow | None:
+    """A convolution's or pool's window along its input's rows (axis 0) or columns (axis 1): span,
+    stride and the padding before the first row or column (None: a geometry no stream runs)."""
     x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
     kernel = _kernel_hw(graph, op)
     if x is None or y is None or kernel is None or min(kernel) < 1:
         return None
-    pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)
-    stride = int(op.options.get("stride_h", 1))
+    pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)  # top, bottom, left, right
+    side = "hw"[axis]
+    stride = int(op.options.get(f"stride_{side}", 1))
     pooling = op.opcode in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
-    dilation = 1 if pooling else int(op.options.get("dilation_hfactor", 1) or 1)
-    if pads is None or stride < 1 or dilation < 1 or pads[0] < 0:
+    dilation = 1 if pooling else int(op.options.get(f"dilation_{side}factor", 1) or 1)
+    if pads is None or stride < 1 or dilation < 1 or pads[2 * axis] < 0:
         return None
-    return RowWindow((kernel[0] - 1) * dilation + 1, stride, pads[0])
+    return RowWindow((kernel[axis] - 1) * dilation + 1, stride, pads[2 * axis])
 
 
 def _elementwise_rows(graph: Graph, op: Operator, t: int) -> bool:
@@ -1143,16 +1150,7 @@ def column_window(graph: Graph, op: Operator) -> RowWindow | None:
     ones, a global pool, a PAD, a row-wise MEAN)."""
     if op.opcode not in WINDOWED or row_sink(graph, op) or row_window(graph, op) is None:
         return None
-    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
-    kernel = _kernel_hw(graph, op)
-    assert x is not None and y is not None and kernel is not None  # row_window checked them
-    pads = window_pads(op, (x[0], x[1]), (y[0], y[1]), kernel)
-    stride = int(op.options.get("stride_w", 1))
-    pooling = op.opcode in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
-    dilation = 1 if pooling else int(op.options.get("dilation_wfactor", 1) or 1)
-    if pads is None or stride < 1 or dilation < 1 or pads[2] < 0:
-        return None
-    return RowWindow((kernel[1] - 1) * dilation + 1, stride, pads[2])
+    return _axis_window(graph, op, 1)
 
 
 def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
