@@ -651,12 +651,6 @@ static void conv_pointwise(const ts_conv2d_s8_params *p, const int8_t *input, co
  * bound): output pixels of a row (with stride 1 over the whole input: all pixels as one row) in chunks of up to PW_CHUNK; per chunk, output channel pairs
  * (o, o+1) in turn, the pair's requantisation constants prepared once, then the chunk's pixel pairs
  * (dot_2x2; a last odd pixel dot_1x2). Pixel (y, x) reads input pixel (y * stride_h, x * stride_w). */
-#if defined(__GNUC__) || defined(__clang__)
-#define TS_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define TS_ALWAYS_INLINE inline
-#endif
-
 /* rq_table NULL (a constant in each caller below, so each gets its own code): ts_rq_prepare per
  * chunk and channel pair; else the compile-time constants of the staged variant. */
 static TS_ALWAYS_INLINE void pointwise_rq_body(const ts_conv2d_s8_params *p, const int8_t *input,
@@ -2408,13 +2402,10 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
                       const int32_t *bias, int8_t *output, int wide, int32_t checks, uint32_t *big);
 
 #if TS_CONV_WIDE
-/* Pixels the whole layer's flat 1x1 paths take as one group (tinysched.memory.overlap `_conv`: the
- * pointwise chunks of the flat order, pixels 16 c to 16 c + 15, whose reads precede none of their
- * writes): the overlap the plan allows holds chunk by chunk of that order only. */
-#define TS_FLAT_CHUNK 16
-
 /* A flat 1x1 layer's pixels [done, total) after the widened leading ones (`rest`: the layer's
- * parameters), by the other paths: first up to the next multiple of TS_FLAT_CHUNK, then the rest,
+ * parameters), by the other paths: first up to the next multiple of PW_CHUNK, then the rest (the
+ * overlap the plan allows holds chunk by chunk of the whole layer's flat order only:
+ * tinysched.memory.overlap `_conv`),
  * so no chunk of theirs spans two of the whole layer's (one such chunk, over an output that
  * overlaps its input, wrote pixel bytes a later channel pair of it still read). */
 static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_t *filter, const int32_t *bias,
@@ -2424,7 +2415,7 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
     int32_t at = done;
     rest->in_h = rest->out_h = 1;
     while (at < total) {
-        const int32_t aligned = (at / TS_FLAT_CHUNK + 1) * TS_FLAT_CHUNK;
+        const int32_t aligned = (at / PW_CHUNK + 1) * PW_CHUNK;
         const int32_t end = at == done && aligned < total ? aligned : total;
         int status;
         rest->in_w = rest->out_w = end - at;

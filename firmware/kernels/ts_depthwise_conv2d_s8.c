@@ -894,12 +894,7 @@ int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, co
     return checks;
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define TS_DW_INLINE inline __attribute__((always_inline))
-#else
-#define TS_DW_INLINE inline
-#endif
-static TS_DW_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+static TS_ALWAYS_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                          const int8_t *filter, const int32_t *bias, int8_t *output,
                                          int32_t checks, const int32_t *layer);
 
@@ -919,7 +914,7 @@ int ts_depthwise_conv2d_s8_layer(const ts_depthwise_conv2d_s8_params *p, const i
 
 /* The checked kernel's paths (inlined into both entries: ts_depthwise_conv2d_s8_checked's code as
  * before); layer (or NULL) read on Helium cores only. */
-static TS_DW_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
+static TS_ALWAYS_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                          const int8_t *filter, const int32_t *bias, int8_t *output,
                                          int32_t checks, const int32_t *layer)
 {

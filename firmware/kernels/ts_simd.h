@@ -59,6 +59,14 @@ static inline uint32_t ts_load4(const int8_t *p)
 #define TS_NOINLINE
 #endif
 
+/* Inlined into every caller, so a body shared by two entries (a constant argument each) is compiled
+ * once per entry with that constant folded in. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TS_ALWAYS_INLINE inline
+#endif
+
 #if TS_DSP
 
 /* A 16-bit value in both halves, for the *_off forms. */
