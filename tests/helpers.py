@@ -232,6 +232,11 @@ def streamed_input_on_qemu(path: Path, planned: Planned, work: Path) -> Any:
     return result
 
 
+def planned_c_text(planned: Planned) -> str:
+    """The model's generated C file for `planned` (the kernels' files left out)."""
+    return next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+
+
 def model_c_text(gen: MeasureInputs) -> str:
     """The generated model's own C (the kernels' files left out)."""
     return "".join(p.read_text() for p in gen.sources.c_files if not p.name.startswith("ts_"))

@@ -14,6 +14,7 @@ from helpers import (
     generate_for_measure,
     host_verify,
     measured_equal_on_qemu,
+    planned_c_text,
     saved_model,
 )
 from tiers import needs_gcc, require
@@ -26,7 +27,7 @@ from tinysched.memory.tensor import profile
 from tinysched.model.modelgen import ModelBuilder, random_branching_model
 from tinysched.model.reader import parse_model
 from tinysched.order.scheduler import schedule
-from tinysched.pipeline import PlanOptions, generate, plan
+from tinysched.pipeline import PlanOptions, plan
 
 
 def _chain(b: ModelBuilder, shape=(1, 4, 40, 8)):
@@ -199,7 +200,7 @@ def test_views_generate_no_copy(tmp_path: Path) -> None:
     saved_model(path, _dw_chain, seed=0)
     g = parse_model(path.read_bytes())
     planned = plan(g, PlanOptions(memory_model="refined", time_limit=2.0))
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_copy(" not in c_source and "view: the output is the input's bytes" in c_source
     result = host_verify(path, n_inputs=3, seed=5, opt="-O1", sanitize=True, memory_model="refined")
     assert result.outputs_match

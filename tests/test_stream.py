@@ -16,6 +16,7 @@ from helpers import (
     host_verify,
     measured_equal_on_qemu,
     model_c_text,
+    planned_c_text,
     saved_model,
 )
 from tiers import needs_gcc, require
@@ -184,7 +185,7 @@ def test_streams_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     assert _streams(planned)
     if build is _long_chain:
         assert [len(s.operators) for s in _streams(planned)] == [4]
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_window_slide(" in c_source and "TS_ROWS(" in c_source
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
@@ -427,7 +428,7 @@ def test_residual_streams_bit_exact_on_the_host(tmp_path: Path) -> None:
     saved_model(path, _residual_stage, seed=7)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [8]
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_row_low(" in c_source  # a tensor read by two members
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
@@ -579,7 +580,7 @@ def test_pointwise_rows_without_room_measured_equal_on_qemu(tmp_path: Path, boar
 def test_two_pass_stream_bit_exact_on_the_host(tmp_path: Path) -> None:
     path = saved_model(tmp_path / "se.tflite", _squeeze_excite_block, seed=3)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, stream_mac_budget=66.0))
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "out_dims[4] = 1" in c_source and "/* the gate, whole */" in c_source  # MEAN and MUL by rows
     result = host_verify(
         path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1, stream_mac_budget=66.0
@@ -612,7 +613,7 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     assert planned.arena.arena_bytes == 2848 and fused.options[STREAM_STRIP_OPTION] == 576 == strip.nbytes
     check_plan(planned.graph, planned.arena)
     assert planned.arena.lower_bound_bytes == planned.arena.arena_bytes  # the arena did not grow
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u,")]
     # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
     # (ts_conv2d_s8_strip: as many wide blocks as fit); main1, main2 and down1 (864 B a wide block)
@@ -685,7 +686,7 @@ def test_global_pool_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     path = saved_model(tmp_path / "ds.tflite", _ds_cnn, seed=4)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [4]
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     # the pool and the 1x1 (on its one row) take their constant parameters: no call changes them
     assert "ts_avg_pool2d_s8_rows(&bytes_op0_stage3, " in c_source and ", row, 1, sums, output)" in c_source
     assert "ts_conv2d_s8_staged_checked(&bytes_op0_stage2, " in c_source
@@ -824,7 +825,7 @@ def test_fully_connected_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     path = saved_model(tmp_path / "dwfc.tflite", _dw_fc, seed=5)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [2]
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_fully_connected_s8_rows(&bytes_op0_stage1, " in c_source and ", row, 1, 40, " in c_source
     # under UBSan with the sums at byte offset 40 + 120 (the kernel reads them by memcpy)
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
@@ -894,7 +895,7 @@ def test_flattening_view_stage_bit_exact_on_the_host(tmp_path: Path) -> None:
     # instead holds it (160 B) beside the input and the conv's two rows: 36 + 128 + 160 - 36 (the pool's
     # output over the dying input)
     assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (36 + 184 + 6, 704 + 36)
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_fully_connected_s8_rows(&bytes_op0_stage2, " in c_source and ", row, 1, 32, " in c_source
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
@@ -963,7 +964,7 @@ def test_streamed_pad_bit_exact_on_the_host(tmp_path: Path) -> None:
     path = saved_model(tmp_path / "pad.tflite", _conv_pad_pool, seed=5)
     planned = plan(parse_model(path.read_bytes()), PlanOptions(alignment=1, time_limit=2.0))
     assert [len(s.operators) for s in _streams(planned)] == [3]
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_pad_s8(&p1, src, " in c_source and "p1.pad_before[3] = in_lo - " in c_source
     result = host_verify(path, n_inputs=3, seed=2, opt="-O1", sanitize=True, alignment=1)
     assert result.mismatches == [] and result.outputs_match
@@ -1004,7 +1005,7 @@ def test_yamnet_projections_take_the_window_rows_already_consumed(tmp_path: Path
             5_120,
         )
     assert consumed_room(planned.graph, s, base, 2, windows, readers) == (0, 0)  # its input's window is read
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert (
         "strip_bytes[12] = { /* its strip scratch per output row: its bytes */\n    5120, 5376, 5120,"
         in c_source

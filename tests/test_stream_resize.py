@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from fast_path_models import _arg_max, _resize, resize_argmax_segmentation
-from helpers import built_graph, host_verify, saved_model
+from helpers import built_graph, host_verify, planned_c_text, saved_model
 from tiers import needs_gcc
 
 from tinysched.arena.check import check_plan
 from tinysched.memory.stream import candidates, row_arg, row_window, stream_of
 from tinysched.model.modelgen import ModelBuilder
 from tinysched.model.reader import parse_model
-from tinysched.pipeline import PlanOptions, generate, plan
+from tinysched.pipeline import PlanOptions, plan
 
 
 def _resizes(b: ModelBuilder) -> None:
@@ -65,7 +65,7 @@ def test_segmentation_head_streams_its_upsampled_scores() -> None:
     # 4 x 147 B (576 B at 16-byte offsets): 9,088 B
     assert (planned.arena.arena_bytes, planned.unstreamed_arena_bytes) == (736 + 528 + 3408, 736 + 8928 - 576)
     check_plan(planned.graph, planned.arena)
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_resize_bilinear_s8_rows(&p0, x" in c_source
     assert "p1.outer = 25; /* one row's pixels per call */" in c_source
     assert (

@@ -17,6 +17,7 @@ from helpers import (
     host_verify,
     measured_equal_on_qemu,
     model_c_text,
+    planned_c_text,
     saved_model,
 )
 from tiers import needs_gcc, require
@@ -298,7 +299,7 @@ def test_staged_variants_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     planned = plan(parse_model(path.read_bytes()), PlanOptions(memory_model="refined", time_limit=2.0))
     kinds = {planned.graph.operators[v].opcode for v in planned.variants}
     assert kinds == {"CONV_2D", "DEPTHWISE_CONV_2D"}
-    c_source = next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    c_source = planned_c_text(planned)
     assert "ts_depthwise_conv2d_s8_staged(" in c_source and "ts_conv2d_s8_staged(" in c_source
     result = host_verify(path, n_inputs=3, seed=1, opt="-O1", sanitize=True, memory_model="refined")
     assert result.mismatches == [] and result.outputs_match

@@ -18,6 +18,7 @@ from helpers import (
     generate_for_measure,
     host_verify,
     measured_equal_on_qemu,
+    planned_c_text,
     saved_model,
 )
 from tiers import needs_gcc, require
@@ -38,7 +39,7 @@ from tinysched.pipeline import PlanOptions, generate, plan
 
 
 def _c_source(planned) -> str:
-    return next(text for name, text in generate(planned).files.items() if name.endswith(".c"))
+    return planned_c_text(planned)
 
 
 def _concat_channels(b: ModelBuilder) -> None:
