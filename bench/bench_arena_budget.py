@@ -275,8 +275,25 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
             for m in members
         )
         measured = sum(c for _, c in chains)
-        lines["STREAM/streamed"] = {"factor": round(measured / unstreamed, 4)}
-        print(f"  {'STREAM/streamed':<32} {len(chains):3} chains     factor {measured / unstreamed:.3f}")
+        factor = measured / unstreamed
+        error = max(
+            abs(
+                factor
+                * sum(
+                    _estimate(
+                        lines.get(f"{m['opcode']}/default", lines["*"]), m["macs"], m["outputs"], m["pixels"]
+                    )
+                    for m in members
+                )
+                / count
+                - 1
+            )
+            for members, count in chains
+        )
+        lines["STREAM/streamed"] = {"factor": round(factor, 4), "error": round(error, 3)}
+        print(
+            f"  {'STREAM/streamed':<32} {len(chains):3} chains     factor {factor:.3f}, largest error {error:.3f}"
+        )
     print("per run, the refitted estimate against the measured count:")
     for (path, flags), r in results:
         if not r.get("ok"):

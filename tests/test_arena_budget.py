@@ -22,6 +22,7 @@ from tinysched import report
 from tinysched.arena import cost
 from tinysched.arena.check import check_plan
 from tinysched.cli import main
+from tinysched.memory.stream import stream_of
 from tinysched.model.reader import parse_model
 from tinysched.pipeline import BUDGET_MIN_SAVING, BudgetTooSmall, PlanOptions, plan
 
@@ -274,12 +275,15 @@ def test_measured_on_qemu_fewer_instructions_within_the_budget(model_path, capsy
 
 
 def test_a_dear_stream_is_named(graph, model_path, capsys):
-    """Issue 34, part 4: a chain estimated more than 3% over its operators run whole (each with its
-    fastest kernel) says so in `plan`, with both estimates, and points at --arena-budget."""
+    """Issue 34, part 4: a chain estimated more than 3% over its operators as the plan without
+    streams runs them says so in `plan`, with both estimates, and points at --arena-budget."""
     default = plan(graph)
     [row] = default.streams_json()
-    streamed, whole = cost.stream_overhead(default.graph, row["operator"])
+    chain = stream_of(default.graph.operators[row["operator"]])
+    assert chain is not None and default.unstreamed_estimates is not None
+    streamed, whole = cost.stream_overhead(default.graph, row["operator"], whole=default.unstreamed_estimates)
     assert streamed == cost.operator_estimate(default.graph, row["operator"])
+    assert whole == sum(default.unstreamed_estimates[m.index] for m in chain.operators) > 0
     assert main(["plan", str(model_path), "--json"]) == 0
     [entry] = json.loads(capsys.readouterr().out)["streams"]
     assert (entry["instructions_estimate"], entry["unstreamed_estimate"]) == (streamed, whole)

@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tinysched.arena.check import check_plan
-from tinysched.arena.cost import CORE_FAMILIES, DEFAULT_CORE, order_estimate, stream_overhead, table_note
+from tinysched.arena.cost import (
+    CORE_FAMILIES,
+    DEFAULT_CORE,
+    operator_estimate,
+    order_estimate,
+    stream_estimate_error,
+    stream_overhead,
+    table_note,
+)
 from tinysched.arena.placement import DEFAULT_ALIGNMENT, ArenaPlan, check_alignment, plan_arena, plan_model
 from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
 from tinysched.arena.scratch import with_wide_scratch
@@ -398,6 +406,9 @@ class Planned:
     input_streaming: InputStreaming | None = field(default=None, compare=False)
     # the arena of the same plan with no chain streamed (None: no chain was tried)
     unstreamed_arena_bytes: int | None = field(default=None, compare=False)
+    # that plan's estimated instructions per operator (of the graph before streaming, with the wide
+    # kernels where its arena has room): what a streamed chain's operators cost whole (None: as above)
+    unstreamed_estimates: Mapping[int, int] | None = field(default=None, compare=False)
 
     @property
     def memory_model(self) -> str:
@@ -628,16 +639,24 @@ class Planned:
         costly = [
             (r, over)
             for r in self.streams_json()
-            if (over := stream_overhead(self.graph, r["operator"], self.options.core)) is not None
+            if (
+                over := stream_overhead(
+                    self.graph, r["operator"], self.options.core, self.unstreamed_estimates
+                )
+            )
+            is not None
             and over[0] > STREAM_COST_LIMIT * over[1]
         ]
         if not costly:
             return None
         text = "; ".join(
             f"chain {' -> '.join(map(str, r['model_ops']))} est. {streamed:,} instructions, "
-            f"{100 * (streamed / whole - 1):.0f}% over the same operators whole (est. {whole:,})"
+            f"{100 * (streamed / whole - 1):.0f}% over the same operators in the plan without streams (est. {whole:,})"
             for r, (streamed, whole) in costly
         )
+        error = stream_estimate_error(self.options.core)
+        if error:
+            text += f" (a chain's estimate was within {100 * error:.0f}% of its measured count on the chains measured)"
         if self.budget is None:
             text += ": `--arena-budget BYTES` chooses the fastest plan that fits"
         return text
@@ -763,6 +782,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     ledger = Budget(options.time_limit)  # what every stage below draws on (tinysched.budget)
     input_streaming = None
     unstreamed: int | None = None
+    unstreamed_estimates: dict[int, int] | None = None
     if options.recomputing:
         assert options.recompute is not None
         placed = default_kernels if note is None else base
@@ -787,6 +807,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
         considered = [best]  # every plan made, for --arena-budget
         unstreamed = best.arena.arena_bytes if streams or heads else None
+        if (streams or heads) and note is None:
+            unstreamed_estimates = _operator_estimates(best, options.core)
         short = [s for s in streams if len(s.operators) <= SHORT_CHAIN]
         whole_plan, best = best, _stream_rounds(base, kernels, short, best, [], whole_ledger, considered)
         if len(short) < len(streams):  # the longer stages, from the plan without streams (SHORT_CHAIN)
@@ -860,7 +882,17 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         choice,
         input_streaming,
         unstreamed,
+        unstreamed_estimates,
     )
+
+
+def _operator_estimates(plan: _KernelPlan, core: str) -> dict[int, int]:
+    """Estimated instructions of each operator of `plan`, with the wide kernels where its arena has
+    room (as the final plan gets them)."""
+    graph, arena = plan.graph, plan.arena
+    if arena.memory_model != "tensor":
+        graph, arena = with_wide_scratch(graph, arena)
+    return {v: operator_estimate(graph, v, core, arena) for v in dict.fromkeys(arena.order)}
 
 
 def _fit_budget(

@@ -16,7 +16,7 @@ line, then the family's `*` line.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -38,6 +38,7 @@ __all__ = [
     "operator_estimate",
     "order_estimate",
     "step_features",
+    "stream_estimate_error",
     "stream_overhead",
 ]
 
@@ -64,6 +65,7 @@ class KernelCost:
     per_pixel: float = 0.0  # per output pixel (outputs over the last axis): loop and border overhead
     per_call: float = 0.0
     factor: float = 1.0  # streamed chains only: their cost over their operators' unstreamed
+    error: float = 0.0  # streamed chains only: the largest |estimate / measured - 1| of the fitted chains
 
     def instructions(self, mac_count: int, outputs: int, pixels: int = 0) -> float:
         return self.per_mac * mac_count + self.per_output * outputs + self.per_pixel * pixels + self.per_call
@@ -183,22 +185,28 @@ def _halo(graph: Graph, chain: Any, j: int) -> float:
     return chain.tiles.computed_columns(j) / width
 
 
-def stream_overhead(graph: Graph, v: int, core: str = DEFAULT_CORE) -> tuple[int, int] | None:
-    """(streamed, unstreamed): the estimate of streamed chain `v` against its operators run whole,
-    each with its fastest kernel (``wide`` where a CONV_2D can take it: a whole tensor leaves it
-    the room it lacks in a window); None for an operator that is not a chain."""
+def stream_overhead(
+    graph: Graph, v: int, core: str = DEFAULT_CORE, whole: Mapping[int, int] | None = None
+) -> tuple[int, int] | None:
+    """(streamed, unstreamed): the estimate of streamed chain `v` against its operators run whole;
+    None for an operator that is not a chain. `whole`: the estimate of each operator of the graph
+    before streaming, as the plan without streams runs it (its kernels, the wide ones where its arena
+    has room); without it (or where it lacks a member) each member with its fastest kernel (``wide``
+    where a CONV_2D can take it), which flatters the whole run where the arena leaves no such room."""
     from tinysched.arena.scratch import wide_eligible
 
     chain = stream_of(graph.operators[v])
     if chain is None:
         return None
+    if whole is not None and all(m.index in whole for m in chain.operators):
+        return operator_estimate(graph, v, core), sum(whole[m.index] for m in chain.operators)
     family = core_family(core)
-    whole = 0.0
+    total = 0.0
     for m in chain.operators:
         kernels = ["default", "wide"] if wide_eligible(graph, m) else ["default"]
         mac_count, outputs, pixels = operator_macs(graph, m), _outputs(graph, m), _pixels(graph, m)
-        whole += min(_line(family, m.opcode, k).instructions(mac_count, outputs, pixels) for k in kernels)
-    return operator_estimate(graph, v, core), round(whole)
+        total += min(_line(family, m.opcode, k).instructions(mac_count, outputs, pixels) for k in kernels)
+    return operator_estimate(graph, v, core), round(total)
 
 
 def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE, arena: ArenaPlan | None = None) -> int:
@@ -230,6 +238,12 @@ def order_estimate(
 ) -> int:
     """Estimated instructions per inference of running `order` (repeats counted each time)."""
     return sum(operator_estimate(graph, v, core, arena) for v in order)
+
+
+def stream_estimate_error(core: str = DEFAULT_CORE) -> float:
+    """How far a streamed chain's estimate was from its count, at most, on the chains the table was
+    fitted to (0: not recorded)."""
+    return _line(core_family(core), "STREAM", STREAMED).error
 
 
 def table_note(core: str = DEFAULT_CORE) -> str:

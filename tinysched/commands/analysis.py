@@ -270,7 +270,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["arena_budget"] = planned.budget.as_json() if planned.budget is not None else None
     if planned.recompute is None and planned.codegen_note is None:
         for r in payload["streams"]:  # the chain's estimate against its operators whole
-            streamed, unstreamed = stream_overhead(planned.graph, r["operator"], options.core) or (0, 0)
+            streamed, unstreamed = stream_overhead(
+                planned.graph, r["operator"], options.core, planned.unstreamed_estimates
+            ) or (0, 0)
             r["instructions_estimate"], r["unstreamed_estimate"] = streamed, unstreamed
     if folding is not None:
         payload["folded_operators"] = folding.count
