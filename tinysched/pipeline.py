@@ -713,7 +713,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     interface = choose_interface(graph, options.io)
     io_graph = interface.graph
     folding = fold_constants(io_graph) if options.fold else no_folding(io_graph)
-    if interface.edges:  # every operator index the later stages report is the input model's
+    if interface.operator_map != tuple(range(len(graph.operators))):  # later stages report the model's
         io_map = interface.operator_map
         folding = replace(
             folding,
