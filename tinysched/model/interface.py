@@ -244,11 +244,14 @@ def _uint8_edges(source: Graph, retyping: Uint8Retyping) -> list[IoEdge]:
     return edges
 
 
-def choose_interface(graph: Graph, mode: str) -> Interface:
+def choose_interface(graph: Graph, mode: str, uint8_as_int8: bool = True) -> Interface:
     """The graph with the interface `mode` asks for; a legacy uint8 model computed as int8 first
-    (tinysched.model.uint8), its edges uint8 through QUANTIZEs (`--io model`) or int8 (`--io int8`)."""
+    (tinysched.model.uint8), its edges uint8 through QUANTIZEs (`--io model`) or int8 (`--io int8`),
+    unless `uint8_as_int8` is False (`plan --tflm` reorders the file's own operators)."""
     if mode not in IO_MODES:
         raise TinyschedError(f"--io must be one of {', '.join(IO_MODES)}, got {mode!r}")
+    if not uint8_as_int8:
+        return IO_MODES[mode](graph)
     retyping = int8_arithmetic(graph, uint8_edges=mode == DEFAULT_IO)
     if not retyping.changed:
         chosen = IO_MODES[mode](graph)
