@@ -1067,7 +1067,7 @@ typedef struct {
 int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_state, int16_t *cell_state,
                int8_t *output);
 
-/* ---- Legacy uint8 (tinysched/model/uint8.py; ts_legacy_uint8.c) ----------------------------------------
+/* ---- Legacy uint8 (tinysched/model/uint8.py; ts_legacy_uint8.c, ts_resize_bilinear_float_s8.c) ---------
  * A legacy uint8-quantised model runs on its int8 form: every uint8 byte q as q - 128 (xor 0x80),
  * every zero point minus 128, so TFLite's uint8 arithmetic on (q - zero_point) is unchanged. Its
  * weights keep a non-zero zero point, and two operators round differently for uint8; these kernels
