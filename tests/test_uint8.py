@@ -27,6 +27,7 @@ from tinysched.model.reader import parse_model, read_model
 from tinysched.model.resize import bilinear_map
 from tinysched.model.uint8 import UINT8_ROUNDING
 from tinysched.pipeline import PlanOptions, generate, plan
+from tinysched.report.render import io_sentence
 
 
 def _saved(tmp_path: Path, build) -> Path:
@@ -76,6 +77,10 @@ def test_every_uint8_tensor_is_int8_and_the_edges_stay_uint8_through_quantizes()
         "uint8_outputs": [1, 2],
     }
     assert "legacy uint8 model computed as int8" in planned.interface.summary()
+    assert io_sentence(planned.interface.as_json()) == (
+        f"the model's own inputs and outputs; legacy uint8 model computed as int8 ({len(retyping.retyped)} "
+        "uint8 tensors as int8, 5 filters with a filter offset)"
+    )
 
 
 def test_io_int8_gives_the_uint8_edges_as_the_int8_tensors() -> None:
