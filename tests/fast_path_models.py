@@ -1003,7 +1003,8 @@ def uint8_legacy_layers() -> bytes:
     at the shifted zero point), FULLY_CONNECTED; ADD; a 2x2 SAME AVERAGE_POOL_2D (even windows of 4
     and clipped ones of 2 and 1: ties, which uint8 rounds up and int8 away from zero) and a global
     one; MAX_POOL_2D; RESIZE_BILINEAR align_corners, half_pixel_centers and plain (TFLite's float
-    version for uint8); QUANTIZE uint8 -> uint8; CONCATENATION; ARG_MAX into int64; uint8 edges."""
+    version for uint8); QUANTIZE uint8 -> uint8; CONCATENATION; ARG_MAX into int64; uint8 edges; and
+    filters of zero point 128 (symmetric as int8: the default kernels, weights down to -128)."""
     b = ModelBuilder(seed=61, legacy_uint8=True)
     x = b.input("x", (1, 9, 11, 3), scale=1 / 60, zero_point=-6)
     c = b.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8_k3_s2_same")
@@ -1022,7 +1023,14 @@ def uint8_legacy_layers() -> bytes:
     plain = b.requantize(plain, up.scale or 1, up.zero_point, name="u8_requantize_plain")
     cat = b.concatenation([up, half, plain], axis=3, name="u8_concat")
     fc = b.fully_connected(g, 7, activation="RELU", name="u8_fc")
-    b.output(_arg_max(b, cat, "int64", "u8_argmax"), fc, cat)
+    # uint8 filter zero point 128: symmetric once int8, so the default kernels' fast paths run them,
+    # on weights that reach -128 (uint8 0), which TFLite's int8 weights never hold
+    b.filter_zero_point = 0
+    k = b.conv2d(c, 8, (3, 3), (1, 1), "SAME", name="u8_k3_zp128")
+    k = b.depthwise_conv2d(k, (3, 3), (1, 1), "SAME", activation="RELU6", name="u8_dw_zp128")
+    k = b.conv2d(k, 12, (1, 1), name="u8_pw_zp128")
+    b.filter_zero_point = None
+    b.output(_arg_max(b, cat, "int64", "u8_argmax"), fc, cat, k)
     return b.build()
 
 

@@ -43,25 +43,29 @@ def test_every_uint8_tensor_is_int8_and_the_edges_stay_uint8_through_quantizes()
     assert retyping is not None and retyping.changed and retyping.refusal is None
     # the model's edges are its own uint8 tensors; inside, nothing computes on uint8
     assert [graph.tensors[t].dtype for t in graph.inputs] == ["uint8"]
-    assert [graph.tensors[t].dtype for t in graph.outputs] == ["int64", "uint8", "uint8"]
+    assert [graph.tensors[t].dtype for t in graph.outputs] == ["int64", "uint8", "uint8", "uint8"]
     for op in graph.operators:
         dtypes = {graph.tensors[t].dtype for t in (*op.input_tensors, *op.outputs)}
         assert "uint8" not in dtypes or op.opcode == "QUANTIZE", op
     quantizes = [op for op in graph.operators if op.opcode == "QUANTIZE" and op.index in retyping.inserted]
-    assert len(quantizes) == 3 == len(retyping.inserted)
+    assert len(quantizes) == 4 == len(retyping.inserted)
     (head,) = [op for op in quantizes if op.inputs[0] in graph.inputs]
     assert graph.tensors[head.outputs[0]].dtype == "int8"
     assert (graph.tensors[head.outputs[0]].quantization.zero_point[0]) == (  # type: ignore[union-attr]
         model.tensors[model.inputs[0]].quantization.zero_point[0] - 128  # type: ignore[union-attr]
     )
-    # each filter: the uint8 bytes xor 0x80, its zero point - 128 (not 0: the filter offset)
+    # each filter: the uint8 bytes xor 0x80, its zero point - 128 (not 0: a filter offset, but for
+    # the three of zero point 128, symmetric int8 filters the default kernels run)
+    zero_points = []
     for op in graph.operators:
         if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
             ours, theirs = graph.tensors[op.inputs[1]], model.tensors[op.inputs[1]]
             assert ours.dtype == "int8" and theirs.dtype == "uint8"
             assert np.array_equal(np.asarray(ours.data).view(np.uint8), np.asarray(theirs.data) ^ 0x80)
             zero_point = ours.quantization.zero_point[0]  # type: ignore[union-attr]
-            assert zero_point == theirs.quantization.zero_point[0] - 128 != 0  # type: ignore[union-attr]
+            assert zero_point == theirs.quantization.zero_point[0] - 128  # type: ignore[union-attr]
+            zero_points.append(zero_point)
+    assert len(zero_points) == 8 and zero_points.count(0) == 3 and -128 in np.asarray(ours.data)
     rounded = sorted(op.opcode for op in graph.operators if op.options.get(UINT8_ROUNDING))
     assert rounded == ["AVERAGE_POOL_2D"] * 2 + ["RESIZE_BILINEAR"] * 3
     module = generate(planned, "u8")
@@ -69,12 +73,13 @@ def test_every_uint8_tensor_is_int8_and_the_edges_stay_uint8_through_quantizes()
     kernels = {k for _, k in module.op_kernels}
     assert {"ts_conv2d_filter_offset_s8", "ts_depthwise_conv2d_filter_offset_s8"} <= kernels
     assert {"ts_avg_pool2d_half_up_s8", "ts_resize_bilinear_float_s8"} <= kernels
+    assert {"ts_conv2d_s8", "ts_depthwise_conv2d_s8"} <= set(module.kernels)  # zero point 128 filters
     assert planned.interface.as_json()["uint8"] == {
         "retyped_tensors": len(retyping.retyped),
         "offset_filters": 5,
-        "edge_quantizes": 3,
+        "edge_quantizes": 4,
         "uint8_inputs": [0],
-        "uint8_outputs": [1, 2],
+        "uint8_outputs": [1, 2, 3],
     }
     assert "legacy uint8 model computed as int8" in planned.interface.summary()
     assert io_sentence(planned.interface.as_json()) == (
@@ -90,6 +95,7 @@ def test_io_int8_gives_the_uint8_edges_as_the_int8_tensors() -> None:
         ("input", 0, UINT8_EDGE, 0),
         ("output", 1, UINT8_EDGE, 0),
         ("output", 2, UINT8_EDGE, 0),
+        ("output", 3, UINT8_EDGE, 0),
     ]
     assert {graph.tensors[t].dtype for t in graph.inputs} == {"int8"}
     assert not any(op.opcode == "QUANTIZE" and op.inputs[0] in graph.inputs for op in graph.operators)

@@ -191,6 +191,9 @@ class ModelBuilder:
         tensor becomes uint8 (zero point + 128, bytes xor 0x80) and the weights of CONV_2D,
         DEPTHWISE_CONV_2D and FULLY_CONNECTED are per tensor with a non-zero zero point."""
         self._legacy_uint8 = legacy_uint8
+        # a legacy uint8 model's next filters' zero point in int8 terms (uint8's - 128; None: drawn,
+        # non-zero): 0 is a uint8 zero point of 128, a symmetric filter once computed as int8
+        self.filter_zero_point: int | None = None
         self._rng = np.random.default_rng(seed)
         self._description = description
         self._tensors: list[schema.TensorT] = []
@@ -441,7 +444,10 @@ class ModelBuilder:
         with one scale and a non-zero zero point."""
         if self._legacy_uint8:
             zero_point = int(self._rng.choice([-1, 1]) * self._rng.integers(5, 40))
+            if self.filter_zero_point is not None:
+                zero_point = self.filter_zero_point
             q = self._rng.integers(-128, 128, size=shape).astype(np.int8)
+            q.reshape(-1)[0] = -128  # uint8 0, the far end from any zero point
             base = 1.0 / (160.0 * math.sqrt(fan_in))
             return q, np.array([_f32(base * self._rng.uniform(0.5, 1.5))]), zero_point
         q = self._rng.integers(-127, 128, size=shape).astype(np.int8)
