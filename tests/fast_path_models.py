@@ -1049,7 +1049,26 @@ def uint8_legacy_stream() -> bytes:
     return b.build()
 
 
+def uint8_legacy_more_ops() -> bytes:
+    """A legacy uint8 model's other operators, each the int8 kernel on the shifted bytes: PAD (the
+    output zero point), MUL, RESIZE_NEAREST_NEIGHBOR, RESHAPE, FULLY_CONNECTED into SOFTMAX (uint8
+    (1/256, 0) as int8 (1/256, -128))."""
+    b = ModelBuilder(seed=63, legacy_uint8=True)
+    x = b.input("x", (1, 6, 7, 5), scale=1 / 30, zero_point=-20)
+    t = b.conv2d(x, 10, (1, 1), activation="RELU", name="u8_pw")
+    p = b.pad(t, [(0, 0), (1, 2), (2, 1), (0, 0)], name="u8_pad")
+    m = b.mul(
+        b.conv2d(p, 6, (3, 3), (1, 1), "VALID", name="u8_k3"),
+        b.conv2d(p, 6, (3, 3), (1, 1), "VALID", name="u8_gate"),
+    )
+    n = _resize(b, m, (11, 13), "align", "nearest_u8_align")
+    r = b.reshape(n, (1, 11 * 13 * 6), name="u8_flat")
+    b.output(b.softmax(b.fully_connected(r, 12, name="u8_logits"), name="u8_softmax"), n)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
+    "uint8_legacy_more_ops": uint8_legacy_more_ops,
     "uint8_legacy_layers": uint8_legacy_layers,
     "uint8_legacy_stream": uint8_legacy_stream,
     "flat_rest_in_place": flat_rest_in_place,

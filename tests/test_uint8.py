@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
-from fast_path_models import uint8_legacy_layers, uint8_legacy_stream
+from fast_path_models import uint8_legacy_layers, uint8_legacy_more_ops, uint8_legacy_stream
 from helpers import generate_for_measure, measured_equal_on_qemu
 from tiers import needs_gcc, require
 
@@ -139,6 +139,25 @@ def test_an_operator_without_an_exact_int8_form_refuses_the_model_in_one_line() 
         check_supported(graph)
 
 
+@pytest.mark.parametrize("opcode", ["MEAN", "LOGISTIC"])
+def test_uint8_mean_and_logistic_are_refused_in_one_line(opcode: str) -> None:
+    """TFLite's uint8 MEAN and LOGISTIC are not the int8 arithmetic on shifted bytes (tinysched.model.uint8)."""
+    b = ModelBuilder(seed=5, legacy_uint8=True)
+    x = b.input("x", (1, 4, 4, 3), scale=1 / 50, zero_point=7)
+    y = b.mean(x, [1, 2], keepdims=True) if opcode == "MEAN" else b.logistic(x)
+    b.output(y)
+    planned = plan(parse_model(b.build()), PlanOptions(time_limit=1.0))
+    why = {
+        "MEAN": "TFLite's uint8 MEAN sums the raw bytes and subtracts a truncated zero-point term, not exact "
+        "as int8",
+        "LOGISTIC": "TFLite's uint8 LOGISTIC reads a float-populated table, int8 a fixed-point formula",
+    }[opcode]
+    assert planned.codegen_note == (
+        f"operator 0 ({opcode}) computes on uint8 and cannot be computed exactly as int8: {why} (legacy "
+        "uint8 models are otherwise computed as int8)"
+    )
+
+
 def _tensor(result, name: str) -> np.ndarray:
     (index,) = [d["index"] for d in result.tensor_details if d["name"] == name]
     return np.asarray(result.tensors[index])
@@ -186,7 +205,9 @@ def test_uint8_rounds_average_pool_ties_up_and_resizes_in_float(tmp_path: Path) 
 @needs_gcc
 @pytest.mark.host
 @pytest.mark.parametrize("io", ["model", "int8"])
-@pytest.mark.parametrize("build", [uint8_legacy_layers, uint8_legacy_stream], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "build", [uint8_legacy_layers, uint8_legacy_stream, uint8_legacy_more_ops], ids=lambda f: f.__name__
+)
 def test_legacy_uint8_models_bit_exact_on_the_host(build, io: str, tmp_path: Path) -> None:
     path = _saved(tmp_path, build)
     planned = plan(read_model(path), PlanOptions(time_limit=2.0, io=io))

@@ -10,13 +10,19 @@ int8 form; TFLite's reference kernels for uint8 and int8 are checked one by one 
   TFLite derives from the zero point (and the type's limits, shifted by 128 alike). The uint8
   weights (per tensor, zero point zw) become w - 128 with zero point zw - 128, which is not 0: the
   code generator runs these operators with a filter offset (tinysched.codegen.lower_conv);
-- ADD: (x - z) << 20, requantised per input and summed, requantised, + output zero point;
+- ADD: (x - z) << 20, requantised per input and summed, requantised, + output zero point; MUL:
+  (x - zx) * (y - zy) requantised, + output zero point (reference_ops::Mul is the same template for
+  uint8 and int8);
 - QUANTIZE (requantise: MultiplyByQuantizedMultiplier(q - zi) + zo; from float: round(x / s) + z,
   both clamped to the type) and DEQUANTIZE (s * (q - z));
 - CONCATENATION whose inputs share the output's quantisation (a copy: TFLite's uint8 kernel
   requantises differing inputs in float, which is not exact after the shift, so those are refused);
 - ARG_MAX / ARG_MIN: q - 128 orders as q does, ties too; MAX_POOL_2D likewise;
-- RESHAPE / SQUEEZE: the bytes, unchanged;
+- RESHAPE / SQUEEZE / RESIZE_NEAREST_NEIGHBOR: the bytes, moved; PAD / PADV2: padded with the
+  output zero point or the constant (a uint8 tensor, retyped too), for uint8 as for int8;
+- SOFTMAX uint8 -> uint8: reference_ops::Softmax<InputT, OutputT> for both types, on differences
+  from the row's maximum (unchanged by the shift), its output offset by the type's minimum (0 or
+  -128: TFLite requires the output zero point 0 for uint8, -128 for int8, scale 1/256 both);
 - AVERAGE_POOL_2D: uint8 rounds (sum + n / 2) / n on its non-negative sum (half up), int8 half away
   from zero: the operator is marked `UINT8_ROUNDING` and its kernel rounds half up on the int8 sum
   (the uint8 sum minus 128 n), which gives the uint8 result minus 128;
@@ -24,6 +30,10 @@ int8 form; TFLite's reference kernels for uint8 and int8 are checked one by one 
   float32 weights from floor/ceil source coordinates, the four products summed, + 0.5, truncated
   to uint8), not the 10-bit integer one int8 runs: marked `UINT8_ROUNDING`, its kernel computes that
   float sum on q + 128 (tinysched.model.resize.bilinear_float_map gives the coordinates).
+
+Not here, so refused: MEAN (TFLite's uint8 kernel sums the raw bytes and subtracts a truncated
+zero-point term: not shift-invariant), LOGISTIC / TANH (uint8 reads a float-populated table, int8
+a fixed-point formula), and every operator not listed.
 
 Any other operator reading or writing a uint8 tensor leaves the model as it is, and the code
 generator refuses it with `uint8_refusal`'s one line. Biases (int32) are unchanged.
@@ -64,12 +74,23 @@ EXACT = frozenset(
         "ARG_MAX",
         "ARG_MIN",
         "MAX_POOL_2D",
+        "MUL",
         "RESHAPE",
         "SQUEEZE",
+        "RESIZE_NEAREST_NEIGHBOR",
+        "PAD",
+        "PADV2",
+        "SOFTMAX",
         "AVERAGE_POOL_2D",
         "RESIZE_BILINEAR",
     }
 )
+# operators whose uint8 arithmetic is known to differ from int8's on the shifted bytes, and why
+INEXACT = {
+    "MEAN": "TFLite's uint8 MEAN sums the raw bytes and subtracts a truncated zero-point term, not exact as int8",
+    "LOGISTIC": "TFLite's uint8 LOGISTIC reads a float-populated table, int8 a fixed-point formula",
+    "TANH": "TFLite's uint8 TANH reads a float-populated table, int8 a fixed-point formula",
+}
 ROUNDED = ("AVERAGE_POOL_2D", "RESIZE_BILINEAR")  # exact with their UINT8_ROUNDING kernel
 
 
@@ -135,7 +156,7 @@ def _is_uint8(graph: Graph, t: int) -> bool:
 def _gap(graph: Graph, op: Operator) -> str | None:
     """Why `op`, which reads or writes uint8, has no exact int8 form here (None: it has)."""
     if op.opcode not in EXACT:
-        return "tinysched has not checked its uint8 arithmetic against int8"
+        return INEXACT.get(op.opcode, "tinysched has not checked its uint8 arithmetic against int8")
     touched = [t for t in (*op.input_tensors, *op.outputs) if _is_uint8(graph, t)]
     for t in touched:
         q = graph.tensors[t].quantization
@@ -154,7 +175,9 @@ def _gap(graph: Graph, op: Operator) -> str | None:
         out = graph.tensors[op.outputs[0]].quantization
         if any(graph.tensors[t].quantization != out for t in op.input_tensors):
             return "TFLite's uint8 CONCATENATION requantises differing inputs in float, not exact as int8"
-    if op.opcode in ROUNDED and not all(_is_uint8(graph, t) for t in (op.inputs[0], op.outputs[0])):
+    if op.opcode in (*ROUNDED, "SOFTMAX") and not all(
+        _is_uint8(graph, t) for t in (op.inputs[0], op.outputs[0])
+    ):
         return "its input and output are not both uint8"
     return None
 
