@@ -11,8 +11,8 @@ int8 form; TFLite's reference kernels for uint8 and int8 are checked one by one 
   weights (per tensor, zero point zw) become w - 128 with zero point zw - 128, which is not 0: the
   code generator runs these operators with a filter offset (tinysched.codegen.lower_conv);
 - ADD: (x - z) << 20, requantised per input and summed, requantised, + output zero point; MUL:
-  (x - zx) * (y - zy) requantised, + output zero point (reference_ops::Mul is the same template for
-  uint8 and int8);
+  (x - zx) * (y - zy) requantised, + output zero point (reference_ops::Mul for uint8 and
+  reference_integer_ops::Mul for int8 compute that same formula);
 - QUANTIZE (requantise: MultiplyByQuantizedMultiplier(q - zi) + zo; from float: round(x / s) + z,
   both clamped to the type) and DEQUANTIZE (s * (q - z));
 - CONCATENATION whose inputs share the output's quantisation (a copy: TFLite's uint8 kernel
