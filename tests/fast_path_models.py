@@ -1052,7 +1052,8 @@ def uint8_legacy_stream() -> bytes:
 def uint8_legacy_more_ops() -> bytes:
     """A legacy uint8 model's other operators, each the int8 kernel on the shifted bytes: PAD (the
     output zero point), MUL, RESIZE_NEAREST_NEIGHBOR, RESHAPE, FULLY_CONNECTED into SOFTMAX (uint8
-    (1/256, 0) as int8 (1/256, -128))."""
+    (1/256, 0) as int8 (1/256, -128)); and dilated filter-offset CONV_2D (9 channels: four-channel
+    blocks and a tail) and DEPTHWISE_CONV_2D (dilation along the width only)."""
     b = ModelBuilder(seed=63, legacy_uint8=True)
     x = b.input("x", (1, 6, 7, 5), scale=1 / 30, zero_point=-20)
     t = b.conv2d(x, 10, (1, 1), activation="RELU", name="u8_pw")
@@ -1063,7 +1064,10 @@ def uint8_legacy_more_ops() -> bytes:
     )
     n = _resize(b, m, (11, 13), "align", "nearest_u8_align")
     r = b.reshape(n, (1, 11 * 13 * 6), name="u8_flat")
-    b.output(b.softmax(b.fully_connected(r, 12, name="u8_logits"), name="u8_softmax"), n)
+    # dilated windows of the filter-offset kernels, clipped by SAME padding (taps_inside)
+    d = b.conv2d(t, 9, (3, 3), (1, 1), "SAME", dilation=(2, 2), name="u8_k3_dil2")
+    d = b.depthwise_conv2d(d, (3, 3), (1, 1), "SAME", dilation=(1, 2), activation="RELU", name="u8_dw_dil")
+    b.output(b.softmax(b.fully_connected(r, 12, name="u8_logits"), name="u8_softmax"), n, d)
     return b.build()
 
 

@@ -269,6 +269,7 @@ DSP_ONLY_MODELS = (
     "resize_over_input",
     "uint8_legacy_layers",
     "uint8_legacy_stream",
+    "uint8_legacy_more_ops",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

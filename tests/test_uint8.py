@@ -73,6 +73,7 @@ def test_every_uint8_tensor_is_int8_and_the_edges_stay_uint8_through_quantizes()
     kernels = {k for _, k in module.op_kernels}
     assert {"ts_conv2d_filter_offset_s8", "ts_depthwise_conv2d_filter_offset_s8"} <= kernels
     assert {"ts_avg_pool2d_half_up_s8", "ts_resize_bilinear_float_s8"} <= kernels
+    assert [k for op, k in module.op_kernels if op in retyping.inserted] == ["ts_flip_sign_8bit"] * 4
     assert {"ts_conv2d_s8", "ts_depthwise_conv2d_s8"} <= set(module.kernels)  # zero point 128 filters
     assert planned.interface.as_json()["uint8"] == {
         "retyped_tensors": len(retyping.retyped),

@@ -1071,16 +1071,20 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * A legacy uint8-quantised model runs on its int8 form: every uint8 byte q as q - 128 (xor 0x80),
  * every zero point minus 128, so TFLite's uint8 arithmetic on (q - zero_point) is unchanged. Its
  * weights keep a non-zero zero point, and two operators round differently for uint8; these kernels
- * compute what TFLite's uint8 reference kernels do, one plain loop each.
+ * compute what TFLite's uint8 reference kernels do, plain loops (below: the DSP sums).
  *
  * ts_conv2d_filter_offset_s8 / ts_depthwise_conv2d_filter_offset_s8: ts_conv2d_s8 /
  * ts_depthwise_conv2d_s8's parameters (same names: a streamed stage sets in_h, out_h, pad_top for
  * its rows, a column tile in_w, out_w, pad_left; no tables) and the filter offset (minus the
  * filter's zero point): out = clamp(output_offset + requant_o(bias[o] + sum over the window's
  * taps inside the input of (x + input_offset) * (w + filter_offset))), requant_o = ts_requantize
- * (TFLite's MultiplyByQuantizedMultiplier). Read/write order: output pixels in flat order, one at a
- * time; a pixel's output channels are written in order, each after its window is read (a group of
- * one pixel, as ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
+ * (TFLite's MultiplyByQuantizedMultiplier). On DSP cores the sums take four bytes a word, each
+ * widened with its offset into 16-bit lanes (SXTAB16: |q + offset| <= 255) and multiplied (CONV_2D:
+ * SMLAD over the channels, four output channels a pass over the window; DEPTHWISE_CONV_2D with
+ * depth multiplier 1: SMLABB / SMLATT, four channels a pass); the rest one at a time; the same
+ * int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * channels are written in order, each after its window is read (a group of one pixel, as
+ * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
  *
  * ts_avg_pool2d_half_up_s8: ts_avg_pool2d_s8's parameters and loop order, but the sum of a window's
  * n taps inside the input is rounded as TFLite's uint8 kernel does: (sum + 128 n + n / 2) / n - 128
@@ -1141,6 +1145,16 @@ int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_par
 int ts_avg_pool2d_half_up_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output);
 int ts_resize_bilinear_float_s8(const ts_resize_bilinear_float_s8_params *p, const int8_t *input,
                                 int8_t *output);
+
+/* ts_flip_sign_8bit: the QUANTIZE at a legacy uint8 model's edge, uint8 <-> int8 of one scale and
+ * zero points 128 apart, which is exactly each byte xor 0x80 (TFLite's Requantize with the
+ * multiplier of 1 gives q - zi + zo). Four bytes a word, then the rest; each word (byte) written
+ * after it is read, so the output may start at the input or below it (the elementwise order). */
+typedef struct {
+    int32_t count;
+} ts_flip_sign_8bit_params;
+
+int ts_flip_sign_8bit(const ts_flip_sign_8bit_params *p, const void *input, void *output);
 /* Output rows [row, row + count) of one batch, as ts_resize_bilinear_s8_rows (a streamed stage's
  * resize head). */
 int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p, const int8_t *input,

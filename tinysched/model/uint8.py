@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 UINT8_ROUNDING = "uint8_rounding"  # option of an operator that rounds as TFLite's uint8 kernel does
+UINT8_EDGE = "uint8_edge"  # option of an inserted edge QUANTIZE: uint8 <-> int8, each byte xor 0x80
 SHIFT = 128  # uint8 q stands for int8 q - 128
 
 WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
@@ -271,13 +272,13 @@ def int8_arithmetic(graph: Graph, uint8_edges: bool) -> Uint8Retyping:
         ]
         for k in in_pos:
             t = graph.inputs[k]
-            heads.append(Operator(0, "QUANTIZE", (t,), (renamed[t],), {}, 1))
+            heads.append(Operator(0, "QUANTIZE", (t,), (renamed[t],), {UINT8_EDGE: True}, 1))
             head_map.append(min(graph.consumers.get(t, (0,))))
         for k in out_pos:
             t = graph.outputs[k]
             if t in graph.inputs:
                 continue  # an input given back as it is: no arithmetic, no conversion
-            tails.append(Operator(0, "QUANTIZE", (renamed[t],), (t,), {}, 1))
+            tails.append(Operator(0, "QUANTIZE", (renamed[t],), (t,), {UINT8_EDGE: True}, 1))
             tail_map.append(graph.producer.get(t, len(graph.operators) - 1))
     ordered = [*heads, *operators, *tails]
     renumbered = tuple(replace(op, index=k) for k, op in enumerate(ordered))
