@@ -155,7 +155,6 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
-    call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
 
