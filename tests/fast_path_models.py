@@ -996,7 +996,85 @@ def flat_rest_in_place() -> bytes:
     return b.build()
 
 
+def uint8_legacy_layers() -> bytes:
+    """A legacy uint8 model (tinysched.model.uint8), every operator it computes as int8: asymmetric
+    per-tensor uint8 weights (zero points away from 128) in a 3x3 stride-2 SAME CONV_2D (clipped
+    windows), a 1x1 CONV_2D, DEPTHWISE_CONV_2D with depth multipliers 1 and 2 (RELU, RELU6 clamps
+    at the shifted zero point), FULLY_CONNECTED; ADD; a 2x2 SAME AVERAGE_POOL_2D (even windows of 4
+    and clipped ones of 2 and 1: ties, which uint8 rounds up and int8 away from zero) and a global
+    one; MAX_POOL_2D; RESIZE_BILINEAR align_corners, half_pixel_centers and plain (TFLite's float
+    version for uint8); QUANTIZE uint8 -> uint8; CONCATENATION; ARG_MAX into int64; uint8 edges; and
+    filters of zero point 128 (symmetric as int8: the default kernels, weights down to -128)."""
+    b = ModelBuilder(seed=61, legacy_uint8=True)
+    x = b.input("x", (1, 9, 11, 3), scale=1 / 60, zero_point=-6)
+    c = b.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8_k3_s2_same")
+    p = b.conv2d(c, 6, (1, 1), name="u8_pw")
+    d = b.depthwise_conv2d(p, (3, 3), (1, 1), "SAME", activation="RELU", name="u8_dw")
+    d2 = b.depthwise_conv2d(p, (3, 3), (2, 2), "VALID", depth_multiplier=2, name="u8_dw_m2")
+    a = b.average_pool2d(d, (2, 2), (1, 1), "SAME", name="u8_avg_2x2")
+    s = b.add(a, p, activation="RELU", name="u8_add")
+    m = b.max_pool2d(s, (2, 2), (2, 2), "SAME", name="u8_max")
+    g = b.average_pool2d(s, (5, 6), (1, 1), "VALID", name="u8_global_avg")
+    up = _resize(b, s, (9, 11), "align", "bilinear_u8_align")
+    half = _resize(b, m, (9, 11), "half", "bilinear_u8_half")
+    plain = _resize(b, d2, (9, 11), "plain", "bilinear_u8_plain")
+    up = b.requantize(up, (up.scale or 1) * 1.25, up.zero_point + 5, name="u8_requantize")
+    half = b.requantize(half, up.scale or 1, up.zero_point, name="u8_requantize_half")
+    plain = b.requantize(plain, up.scale or 1, up.zero_point, name="u8_requantize_plain")
+    cat = b.concatenation([up, half, plain], axis=3, name="u8_concat")
+    fc = b.fully_connected(g, 7, activation="RELU", name="u8_fc")
+    # uint8 filter zero point 128: symmetric once int8, so the default kernels' fast paths run them,
+    # on weights that reach -128 (uint8 0), which TFLite's int8 weights never hold
+    b.filter_zero_point = 0
+    k = b.conv2d(c, 8, (3, 3), (1, 1), "SAME", name="u8_k3_zp128")
+    k = b.depthwise_conv2d(k, (3, 3), (1, 1), "SAME", activation="RELU6", name="u8_dw_zp128")
+    k = b.conv2d(k, 12, (1, 1), name="u8_pw_zp128")
+    b.filter_zero_point = None
+    b.output(_arg_max(b, cat, "int64", "u8_argmax"), fc, cat, k)
+    return b.build()
+
+
+def uint8_legacy_stream() -> bytes:
+    """A legacy uint8 model whose plan streams: 1x1 CONV_2D -> 3x3 stride-2 DEPTHWISE_CONV_2D ->
+    1x1 CONV_2D with filter offsets run row by row in a stage (their expanded maps never whole),
+    then a RESIZE_BILINEAR (align_corners, TFLite's float version for uint8) heading a stage into an
+    ARG_MAX, deeplab's tail in small."""
+    b = ModelBuilder(seed=62, legacy_uint8=True)
+    x = b.input("x", (1, 25, 23, 4), scale=1 / 50, zero_point=9)
+    t = b.conv2d(x, 32, (1, 1), activation="RELU6", name="u8_expand")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8_dw_s2")
+    t = b.conv2d(t, 6, (1, 1), name="u8_project")
+    t = b.conv2d(t, 21, (1, 1), name="u8_scores")
+    b.output(_arg_max(b, _resize(b, t, (33, 29), "align", "bilinear_u8_up"), "int64", "u8_classes"))
+    return b.build()
+
+
+def uint8_legacy_more_ops() -> bytes:
+    """A legacy uint8 model's other operators, each the int8 kernel on the shifted bytes: PAD (the
+    output zero point), MUL, RESIZE_NEAREST_NEIGHBOR, RESHAPE, FULLY_CONNECTED into SOFTMAX (uint8
+    (1/256, 0) as int8 (1/256, -128)); and dilated filter-offset CONV_2D (9 channels: four-channel
+    blocks and a tail) and DEPTHWISE_CONV_2D (dilation along the width only)."""
+    b = ModelBuilder(seed=63, legacy_uint8=True)
+    x = b.input("x", (1, 6, 7, 5), scale=1 / 30, zero_point=-20)
+    t = b.conv2d(x, 10, (1, 1), activation="RELU", name="u8_pw")
+    p = b.pad(t, [(0, 0), (1, 2), (2, 1), (0, 0)], name="u8_pad")
+    m = b.mul(
+        b.conv2d(p, 6, (3, 3), (1, 1), "VALID", name="u8_k3"),
+        b.conv2d(p, 6, (3, 3), (1, 1), "VALID", name="u8_gate"),
+    )
+    n = _resize(b, m, (11, 13), "align", "nearest_u8_align")
+    r = b.reshape(n, (1, 11 * 13 * 6), name="u8_flat")
+    # dilated windows of the filter-offset kernels, clipped by SAME padding (taps_inside)
+    d = b.conv2d(t, 9, (3, 3), (1, 1), "SAME", dilation=(2, 2), name="u8_k3_dil2")
+    d = b.depthwise_conv2d(d, (3, 3), (1, 1), "SAME", dilation=(1, 2), activation="RELU", name="u8_dw_dil")
+    b.output(b.softmax(b.fully_connected(r, 12, name="u8_logits"), name="u8_softmax"), n, d)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
+    "uint8_legacy_more_ops": uint8_legacy_more_ops,
+    "uint8_legacy_layers": uint8_legacy_layers,
+    "uint8_legacy_stream": uint8_legacy_stream,
     "flat_rest_in_place": flat_rest_in_place,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,

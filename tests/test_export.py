@@ -107,6 +107,19 @@ def quantize_edges(tmp_path_factory) -> Exported:
 
 
 @pytest.fixture(scope="module")
+def legacy_uint8(tmp_path_factory) -> list[Exported]:
+    """Legacy uint8 models (streamed stages too): ts_legacy_uint8.c's kernels in the compile matrix."""
+    from fast_path_models import uint8_legacy_layers, uint8_legacy_stream
+
+    exported = []
+    for build in (uint8_legacy_layers, uint8_legacy_stream):
+        path = tmp_path_factory.mktemp("models") / f"{build.__name__}.tflite"
+        path.write_bytes(build())
+        exported.append(export(path, tmp_path_factory.mktemp("export") / build.__name__, build.__name__))
+    return exported
+
+
+@pytest.fixture(scope="module")
 def vww(tmp_path_factory) -> Exported:
     model = shared_model("mlperf_vww_mbv1_025_96_int8")
     return export(model, tmp_path_factory.mktemp("export") / "vww", "vww")
@@ -440,14 +453,14 @@ def test_the_header_compiles_as_cxx17(quantize_edges: Exported, demo: Exported, 
 
 @pytest.mark.qemu
 def test_exported_sources_compile_strict_for_four_cores_and_three_levels(
-    demo: Exported, quantize_edges: Exported, tmp_path: Path
+    demo: Exported, quantize_edges: Exported, legacy_uint8: list[Exported], tmp_path: Path
 ) -> None:
     """-std=c99 -Wall -Wextra -Werror -pedantic, M4/M7/M33/M55 at -O0/-Os/-O2 (an IDE's Debug build is
     -O0, where the kernels' asm once ran out of registers), example/main.c included; the headers
     from C++17 with arm-none-eabi-g++."""
     require("qemu")
     jobs = []
-    for ex in (demo, quantize_edges):
+    for ex in (demo, quantize_edges, *legacy_uint8):
         d = ex.directory
         files = [d / s for s in ex.result.library.sources] + [d / "example" / "main.c"]
         includes = [f"-I{d}/include", f"-I{d}/src", f"-I{d}/src/kernels"]

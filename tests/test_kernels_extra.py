@@ -419,16 +419,20 @@ def test_inv_sqrt_multiplier_is_close_to_one_over_sqrt() -> None:
         assert abs(m * 2.0 ** (s - 31) - 1 / np.sqrt(x)) < 1e-6 / np.sqrt(x) * 1e3
 
 
-def test_legacy_uint8_is_refused_in_one_line() -> None:
-    # (int8 SUM, once refused here too, is lowered now: tests/test_sum.py.)
+def test_legacy_uint8_without_an_exact_int8_form_is_refused_in_one_line() -> None:
+    # (int8 SUM, once refused here too, is lowered now: tests/test_sum.py; legacy uint8 models are
+    # computed as int8 where that is exact: tests/test_uint8.py.)
     from tinysched.errors import TinyschedError
 
     b = ModelBuilder(seed=1)
     u = b.input("u", (1, 4), dtype="uint8", scale=1 / 50, zero_point=128)
-    w = b.constant(np.ones((2, 4), dtype=np.uint8), quant=(1 / 100, 128), name="w")
-    (y,) = b.op("FULLY_CONNECTED", [u, w, None], [(1, 2)], schema.FullyConnectedOptionsT())
+    (y,) = b.op("GELU", [u], [(1, 4)])
     b.output(y)
-    with pytest.raises(TinyschedError, match=r"^operator 0 \(FULLY_CONNECTED\) computes on uint8: legacy"):
+    with pytest.raises(
+        TinyschedError,
+        match=r"^operator 0 \(GELU\) computes on uint8 and cannot be computed exactly as int8: tinysched "
+        r"has not checked its uint8 arithmetic against int8 \(legacy uint8 models are otherwise",
+    ):
         check_supported(parse_model(b.build()))
 
 

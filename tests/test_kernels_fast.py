@@ -267,6 +267,9 @@ DSP_ONLY_MODELS = (
     "stream_resize_bilinear_rows_down",
     "resize_argmax_segmentation",
     "resize_over_input",
+    "uint8_legacy_layers",
+    "uint8_legacy_stream",
+    "uint8_legacy_more_ops",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

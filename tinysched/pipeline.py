@@ -729,10 +729,10 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     budget = stage_budget(options)
-    interface = choose_interface(graph, options.io)
+    interface = choose_interface(graph, options.io, uint8_as_int8=options.fold)  # not for plan --tflm
     io_graph = interface.graph
     folding = fold_constants(io_graph) if options.fold else no_folding(io_graph)
-    if interface.edges:  # every operator index the later stages report is the input model's
+    if interface.operator_map != tuple(range(len(graph.operators))):  # later stages report the model's
         io_map = interface.operator_map
         folding = replace(
             folding,

@@ -1067,6 +1067,99 @@ typedef struct {
 int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_state, int16_t *cell_state,
                int8_t *output);
 
+/* ---- Legacy uint8 (tinysched/model/uint8.py; ts_legacy_uint8.c, ts_resize_bilinear_float_s8.c) ---------
+ * A legacy uint8-quantised model runs on its int8 form: every uint8 byte q as q - 128 (xor 0x80),
+ * every zero point minus 128, so TFLite's uint8 arithmetic on (q - zero_point) is unchanged. Its
+ * weights keep a non-zero zero point, and two operators round differently for uint8; these kernels
+ * compute what TFLite's uint8 reference kernels do, plain loops (below: the DSP sums).
+ *
+ * ts_conv2d_filter_offset_s8 / ts_depthwise_conv2d_filter_offset_s8: ts_conv2d_s8 /
+ * ts_depthwise_conv2d_s8's parameters (same names: a streamed stage sets in_h, out_h, pad_top for
+ * its rows, a column tile in_w, out_w, pad_left; no tables) and the filter offset (minus the
+ * filter's zero point): out = clamp(output_offset + requant_o(bias[o] + sum over the window's
+ * taps inside the input of (x + input_offset) * (w + filter_offset))), requant_o = ts_requantize
+ * (TFLite's MultiplyByQuantizedMultiplier). On DSP cores the sums take four bytes a word, each
+ * widened with its offset into 16-bit lanes (SXTAB16: |q + offset| <= 255) and multiplied (CONV_2D:
+ * SMLAD over the channels, four output channels a pass over the window; DEPTHWISE_CONV_2D with
+ * depth multiplier 1: SMLABB / SMLATT, four channels a pass); the rest one at a time; the same
+ * int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * channels are written in order, each after its window is read (a group of one pixel, as
+ * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
+ *
+ * ts_avg_pool2d_half_up_s8: ts_avg_pool2d_s8's parameters and loop order, but the sum of a window's
+ * n taps inside the input is rounded as TFLite's uint8 kernel does: (sum + 128 n + n / 2) / n - 128
+ * (the uint8 sum is non-negative: ties round up), then clamped.
+ *
+ * ts_resize_bilinear_float_s8: TFLite's generic (float) ResizeBilinear, which uint8 runs: the
+ * generator gives per output row the source rows y0 = max(floor(v), 0), y1 = min(ceil(v), in_h - 1)
+ * of v = y * scale (or (y + 0.5) * scale - 0.5) and dy = v - y0, in float32 (likewise columns);
+ * out = (int32)(u00 * (1 - dy) * (1 - dx) + u10 * dy * (1 - dx) + u01 * (1 - dy) * dx + u11 * dy *
+ * dx + 0.5) - 128 with u = q + 128, float32 in that order (no contraction: the sources are compiled
+ * with -ffp-contract=off), truncated toward zero (the reference's rounding_offset for integer T). Read/write order and rows: as ts_resize_bilinear_s8's
+ * (RESIZE "Read/write order"), output row y reading input rows y0[y] and y1[y] only. */
+typedef struct {
+    int32_t batches;
+    int32_t in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t filter_h, filter_w;
+    int32_t stride_h, stride_w;
+    int32_t dilation_h, dilation_w;
+    int32_t pad_top, pad_left;
+    int32_t input_offset;
+    int32_t output_offset;
+    int32_t act_min, act_max;
+    const int32_t *multiplier; /* [out_c] */
+    const int32_t *shift;      /* [out_c] */
+    int32_t filter_offset;
+} ts_conv2d_offset_s8_params;
+
+typedef struct {
+    int32_t batches;
+    int32_t in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c; /* out_c == in_c * depth_multiplier */
+    int32_t depth_multiplier;
+    int32_t filter_h, filter_w;
+    int32_t stride_h, stride_w;
+    int32_t dilation_h, dilation_w;
+    int32_t pad_top, pad_left;
+    int32_t input_offset;
+    int32_t output_offset;
+    int32_t act_min, act_max;
+    const int32_t *multiplier; /* [out_c] */
+    const int32_t *shift;      /* [out_c] */
+    int32_t filter_offset;
+} ts_depthwise_conv2d_offset_s8_params;
+
+typedef struct {
+    int32_t batches, in_h, in_w, channels, out_h, out_w;
+    const int32_t *y0, *y1; /* [out_h] */
+    const float *dy;        /* [out_h] */
+    const int32_t *x0, *x1; /* [out_w] */
+    const float *dx;        /* [out_w] */
+} ts_resize_bilinear_float_s8_params;
+
+int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t *input, const int8_t *filter,
+                               const int32_t *bias, int8_t *output);
+int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input,
+                                         const int8_t *filter, const int32_t *bias, int8_t *output);
+int ts_avg_pool2d_half_up_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+int ts_resize_bilinear_float_s8(const ts_resize_bilinear_float_s8_params *p, const int8_t *input,
+                                int8_t *output);
+
+/* ts_flip_sign_8bit: the QUANTIZE at a legacy uint8 model's edge, uint8 <-> int8 of one scale and
+ * zero points 128 apart, which is exactly each byte xor 0x80 (TFLite's Requantize with the
+ * multiplier of 1 gives q - zi + zo). Four bytes a word, then the rest; each word (byte) written
+ * after it is read, so the output may start at the input or below it (the elementwise order). */
+typedef struct {
+    int32_t count;
+} ts_flip_sign_8bit_params;
+
+int ts_flip_sign_8bit(const ts_flip_sign_8bit_params *p, const void *input, void *output);
+/* Output rows [row, row + count) of one batch, as ts_resize_bilinear_s8_rows (a streamed stage's
+ * resize head). */
+int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p, const int8_t *input,
+                                     int32_t row, int32_t count, int8_t *output);
+
 /* ---- Streamed pairs (tinysched/memory/stream.py) -------------------------------------------------------
  * A windowed producer (CONV_2D, DEPTHWISE_CONV_2D, AVERAGE/MAX_POOL_2D) and its only consumer (one
  * of those, reading the producer's output as its first input, or ADD/SUB/MUL on equal shapes) run as

@@ -33,6 +33,7 @@ from tinysched.memory.stream import stream_of
 from tinysched.memory.tensor import profile
 from tinysched.memory.variants import KernelVariant, scratch_bytes, variant_of, with_scratch, with_variants
 from tinysched.model.graph import Graph, Operator
+from tinysched.model.uint8 import own_kernel_only
 
 __all__ = [
     "STREAM_STRIP_OPTION",
@@ -147,6 +148,8 @@ def _wants_wide(graph: Graph, op: Operator, any_kernel: bool = False, rows: bool
     `wide_worth` judges.)"""
     if op.opcode != "CONV_2D" or (variant_of(graph, op) is not None and not any_kernel) or len(op.inputs) < 2:
         return False
+    if own_kernel_only(graph, op):
+        return False  # a filter offset: the plain kernel of a legacy uint8 model only
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     pixels = int(y.shape[1] if not rows else 1) * int(y.shape[2]) if len(y.shape) == 4 else 0
     return (

@@ -245,6 +245,9 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_max_pool2d_s8": _max_pool,
     "ts_conv2d_s8": _conv,
     "ts_depthwise_conv2d_s8": _depthwise,
+    "ts_conv2d_filter_offset_s8": _conv,  # ts_legacy_uint8.c: the same strides, dilations, channels
+    "ts_depthwise_conv2d_filter_offset_s8": _depthwise,
+    "ts_avg_pool2d_half_up_s8": _avg_pool,
     "ts_conv2d_s8_staged": _conv,
     "ts_conv2d_s8_staged_checked": _conv,  # a streamed stage's narrow 1x1 member (codegen.lower_stream)
     "ts_conv2d_s8_staged_layer": _conv,  # the same on a Helium core, with its layer table

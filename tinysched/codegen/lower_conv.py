@@ -18,6 +18,7 @@ from tinysched.memory.variants import KernelVariant, variant_of
 from tinysched.model.graph import Graph, Operator
 from tinysched.model.rewrite import explicit_padding
 from tinysched.model.shapes import window_padding
+from tinysched.model.uint8 import UINT8_ROUNDING, filter_offset
 
 
 def _pads(
@@ -46,6 +47,14 @@ def _pads(
     return explicit[0], explicit[2]
 
 
+# |q - zero_point| * |w - filter zero point| <= 255 * 255 for a legacy uint8 model's filter
+MAX_OFFSET_PRODUCTS = (2**31 - 1) // (255 * 255)
+FILTER_OFFSET_KERNELS = {  # opcode -> (kernel, its parameters' type), ts_legacy_uint8.c
+    "CONV_2D": ("ts_conv2d_filter_offset_s8", "ts_conv2d_offset_s8_params"),
+    "DEPTHWISE_CONV_2D": ("ts_depthwise_conv2d_filter_offset_s8", "ts_depthwise_conv2d_offset_s8_params"),
+}
+
+
 def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: bool) -> None:
     x, w = op.inputs[0], op.inputs[1]
     b = op.inputs[2] if len(op.inputs) > 2 else -1
@@ -60,8 +69,9 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     in_scale, in_zp = ctx.quant(x)
     out_scale, out_zp = ctx.quant(y)
     wq = ctx.tensor(w).quantization
-    if wq is None or any(z != 0 for z in wq.zero_point):
-        raise Unsupported("filter must be symmetric int8 (zero point 0)")
+    offset = filter_offset(ctx.graph, op)  # a legacy uint8 model's filter (tinysched.model.uint8)
+    if wq is None or (any(z != 0 for z in wq.zero_point) and (len(wq.zero_point) != 1 or not offset)):
+        raise Unsupported("filter must be symmetric int8 (zero point 0) or per-tensor quantised")
     n, ih, iw, ic = ctx.tensor(x).shape
     _, oh, ow, oc = ctx.tensor(y).shape
     fshape = ctx.tensor(w).shape
@@ -85,7 +95,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         if fshape[0] != oc or fshape[3] != ic:
             raise Unsupported(f"filter shape {list(fshape)} for {ic} -> {oc} channels (grouped conv)")
         products = fh * fw * ic
-    if products >= MAX_ACCUMULATED_PRODUCTS:
+    if products >= (MAX_ACCUMULATED_PRODUCTS if not offset else MAX_OFFSET_PRODUCTS):
         raise Unsupported(f"{products} products per output could overflow an int32 accumulator")
     act_min, act_max = activation_range(opts.get("fused_activation_function", "NONE"), out_scale, out_zp)
     pad_top, pad_left = _pads(op, (ih, iw), (oh, ow), (fh, fw), (sh, sw), (dh, dw))
@@ -117,6 +127,11 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     mult_name = ctx.array(call, "multiplier", "int32_t", mults, "per output channel")
     shift_name = ctx.array(call, "shift", "int32_t", shifts, "per output channel")
     call.params = [(k, str(v)) for k, v in params] + [("multiplier", mult_name), ("shift", shift_name)]
+    call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
+    if offset:  # the plain loop of a legacy uint8 model's convolution: no tables, no variant
+        call.kernel, call.params_type = FILTER_OFFSET_KERNELS[op.opcode]
+        call.params.append(("filter_offset", str(offset)))
+        return
     blocks = (
         depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
     )
@@ -140,7 +155,6 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
-    call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
 
@@ -604,7 +618,8 @@ def _pool(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
 
 @lowering("AVERAGE_POOL_2D")
 def lower_average_pool_2d(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
-    call.kernel = "ts_avg_pool2d_s8"
+    # a legacy uint8 model's pool rounds as TFLite's uint8 kernel (tinysched.model.uint8)
+    call.kernel = "ts_avg_pool2d_half_up_s8" if op.options.get(UINT8_ROUNDING) else "ts_avg_pool2d_s8"
     _pool(ctx, op, call)
 
 

@@ -24,7 +24,8 @@ from tinysched.codegen.shapes import MAX_DIMS, dims_strides, pad_left, rank_axis
 from tinysched.codegen.table import lowering
 from tinysched.model.fold import NotFoldable, strided_slice_index
 from tinysched.model.graph import Operator
-from tinysched.model.resize import bilinear_map, nearest_map
+from tinysched.model.resize import bilinear_float_map, bilinear_map, nearest_map
+from tinysched.model.uint8 import UINT8_ROUNDING
 
 
 @lowering("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -487,6 +488,20 @@ def lower_resize_bilinear(ctx: LoweringContext, op: Operator, call: KernelCall) 
         raise Unsupported("align_corners together with half_pixel_centers")
     params = [("batches", n), ("in_h", ih), ("in_w", iw), ("channels", c), ("out_h", oh), ("out_w", ow)]
     call.params = [(k, str(v)) for k, v in params]
+    call.args = [ctx.ptr(x), ctx.ptr(y, const=False)]
+    if op.options.get(UINT8_ROUNDING):  # a legacy uint8 model's resize: TFLite's float version
+        call.kernel, call.params_type = "ts_resize_bilinear_float_s8", "ts_resize_bilinear_float_s8_params"
+        for axis, (size_in, size_out) in (("y", (ih, oh)), ("x", (iw, ow))):
+            lo, hi, frac = bilinear_float_map(size_in, size_out, align, half)
+            call.params += [
+                (f"{axis}0", ctx.array(call, f"{axis}0", "int32_t", lo, "first source index")),
+                (f"{axis}1", ctx.array(call, f"{axis}1", "int32_t", hi, "second source index")),
+                (
+                    f"d{axis}",
+                    ctx.array(call, f"d{axis}", "float", frac, "source coordinate - first, float32"),
+                ),
+            ]
+        return
     for axis, (size_in, size_out) in (("y", (ih, oh)), ("x", (iw, ow))):
         lo, hi, weight = bilinear_map(size_in, size_out, align, half)
         call.params.append((f"{axis}0", ctx.array(call, f"{axis}0", "int32_t", lo, "first source index")))

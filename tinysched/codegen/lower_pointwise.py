@@ -29,6 +29,7 @@ from tinysched.codegen.quant import (
 )
 from tinysched.codegen.table import lowering
 from tinysched.model.graph import Operator
+from tinysched.model.uint8 import UINT8_EDGE
 
 
 def _lut(ctx: LoweringContext, op: Operator, call: KernelCall, table: np.ndarray, what: str) -> None:
@@ -177,6 +178,13 @@ def lower_quantize(ctx: LoweringContext, op: Operator, call: KernelCall) -> None
         so, zo = ctx.quant(y)
         call.kernel, call.params_type = "ts_quantize_f32_s8", "ts_quantize_f32_s8_params"
         call.params = [("count", count), ("scale", c_float(so)), ("zero_point", str(zo))]
+    elif op.options.get(UINT8_EDGE) and {src.dtype, dst.dtype} == {"int8", "uint8"}:
+        # a legacy uint8 model's edge (tinysched.model.uint8): one scale, zero points 128 apart
+        (si, zi), (so, zo) = ctx.quant(x), ctx.quant(y)
+        if si != so or (zi - zo if src.dtype == "uint8" else zo - zi) != 128:
+            raise Unsupported("an edge QUANTIZE whose zero points are not 128 apart at one scale")
+        call.kernel, call.params_type = "ts_flip_sign_8bit", "ts_flip_sign_8bit_params"
+        call.params = [("count", count)]
     elif src.dtype in ("int8", "uint8") and dst.dtype in ("int8", "uint8"):
         (si, zi), (so, zo) = ctx.quant(x), ctx.quant(y)
         mult, shift = quantize_multiplier(float(si) / float(so))

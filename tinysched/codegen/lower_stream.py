@@ -79,6 +79,7 @@ ROW_SINK_CALLS = {
 # its kernel's row-range entry: whole kernel -> (params, input, row, count, output) (ts_kernels.h)
 RESIZE_ROWS_CALLS = {
     "ts_resize_bilinear_s8": "ts_resize_bilinear_s8_rows",
+    "ts_resize_bilinear_float_s8": "ts_resize_bilinear_float_s8_rows",
     "ts_resize_nearest": "ts_resize_nearest_rows",
 }
 

@@ -34,11 +34,16 @@ from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_
 from tinysched.errors import TinyschedError
 from tinysched.memory.stream import STREAM_OPCODE, operator_type, stream_of, streamed_input
 from tinysched.model.graph import Graph, Operator, Tensor
+from tinysched.model.uint8 import uint8_refusal
 from tinysched.text import quoted
 
 # Kernel functions that live in another function's file (variants sharing one implementation);
 # every other kernel `ts_x` is in `firmware/kernels/ts_x.c`.
 KERNEL_SOURCE = {
+    "ts_conv2d_filter_offset_s8": "ts_legacy_uint8",
+    "ts_depthwise_conv2d_filter_offset_s8": "ts_legacy_uint8",
+    "ts_avg_pool2d_half_up_s8": "ts_legacy_uint8",
+    "ts_resize_bilinear_float_s8_rows": "ts_resize_bilinear_float_s8",
     "ts_softmax_s8_s16": "ts_softmax_s8",
     "ts_conv2d_s8_staged": "ts_conv2d_s8",
     "ts_conv2d_s8_wide": "ts_conv2d_s8",
@@ -104,22 +109,14 @@ def scratch_needs(graph: Graph) -> dict[int, int]:
     }
 
 
-_WEIGHTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
-
-
 def refuse_known_gaps(graph: Graph) -> None:
-    """One clear line for what tinysched refuses on purpose: a legacy uint8 (asymmetric) quantised
-    model (the kernels are int8; uint8 is accepted only at the model's edges, through QUANTIZE).
+    """One clear line for what tinysched refuses on purpose: a legacy uint8 model with an operator
+    that cannot be computed exactly as int8 (the pipeline computes the others as int8,
+    tinysched.model.uint8; uint8 is otherwise accepted only at the model's edges, through QUANTIZE).
     (int8 SUM, once refused here, is lowered by `lower_sum` against the optimised kernel.)"""
-    for op in graph.operators:
-        if op.opcode in _WEIGHTED_OPS and any(
-            graph.tensors[t].dtype == "uint8" for t in op.input_tensors[:2]
-        ):
-            raise TinyschedError(
-                f"operator {op.index} ({op.opcode}) computes on uint8: legacy uint8-quantised models "
-                "are not supported by the code generator (its kernels are int8); convert the model "
-                "with int8 quantisation"
-            )
+    refusal = uint8_refusal(graph)
+    if refusal is not None:
+        raise TinyschedError(refusal)
 
 
 def state_layout(graph: Graph, alignment: int) -> tuple[dict[int, int], int]:

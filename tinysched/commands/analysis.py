@@ -335,7 +335,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"    model operators {r['model_ops']} -> operator {r['operator']}: {r['detail']} "
                 f"(removes {r['removed_bytes']:,} B of tensors)"
             )
-    if options.io != "model":
+    if options.io != "model" or planned.interface.retyping is not None:
         print(f"io           {planned.interface.summary()}")
         for edge in planned.interface.edges:
             print(f"    {edge.line()}")

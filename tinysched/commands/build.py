@@ -263,6 +263,7 @@ def step_record(planned: Planned, op: int) -> dict[str, Any]:
         # the tensor TS_STEP_DONE reports (`measure` compares it with TFLite's of the same name)
         "output_tensor": graph.tensors[o.outputs[0]].name if o.outputs and o.outputs[0] >= 0 else None,
         "output_bytes": int(graph.tensors[o.outputs[0]].nbytes) if o.outputs and o.outputs[0] >= 0 else 0,
+        "output_dtype": graph.tensors[o.outputs[0]].dtype if o.outputs and o.outputs[0] >= 0 else None,
     }
 
 
@@ -402,7 +403,7 @@ def print_build(result: BuildResult) -> None:
         print(f"input       {planned.input_streaming.summary()}")
     if planned.shortfalls_summary() is not None:
         print(f"time limit  {planned.shortfalls_summary()}")
-    if planned.options.io != "model":
+    if planned.options.io != "model" or planned.interface.retyping is not None:
         print(f"io          {planned.interface.summary()}")
         for edge in planned.interface.edges:
             print(f"            {edge.line()}")
@@ -510,7 +511,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         f"arena       {format_bytes(result.arena_bytes)} ({planned.memory_model} memory model"
         + (f"; {note})" if note else ")")
     )
-    if planned.options.io != "model":
+    if planned.options.io != "model" or planned.interface.retyping is not None:
         print(f"io          {planned.interface.summary()}")
     if result.recompute is not None:
         print("\n".join(summary_lines(result.recompute, format_bytes)))

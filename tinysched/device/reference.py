@@ -494,6 +494,8 @@ def reference_io(
             if e.tensor not in values:
                 raise TinyschedError(f"the reference kept no value of tensor {e.tensor} ({quoted(e.name)})")
             got = np.asarray(values[e.tensor])
+            if e.is_uint8 and got.dtype == np.uint8:  # a uint8 model's edge given as int8
+                got = (got.astype(np.int16) - 128).astype(np.int8)
             if e.role == "output":
                 outputs[e.position] = got
                 continue
@@ -507,18 +509,26 @@ def reference_io(
     return results, expected
 
 
-def step_tensors(steps: Sequence[dict[str, Any]]) -> list[tuple[str, int] | None]:
-    """Per step of a build record (`steps`: `output_tensor`, `output_bytes`), the tensor TS_STEP_DONE
-    reports: its name and bytes (None: no named output), as `step_checks` takes them."""
-    return [(s["output_tensor"], int(s["output_bytes"])) if s.get("output_tensor") else None for s in steps]
+def step_tensors(steps: Sequence[dict[str, Any]]) -> list[tuple[str, int] | tuple[str, int, str] | None]:
+    """Per step of a build record (`steps`: `output_tensor`, `output_bytes`, `output_dtype`), the tensor
+    TS_STEP_DONE reports: its name, bytes and type where the record gives it (None: no named output),
+    as `step_checks` takes them."""
+    return [
+        (s["output_tensor"], int(s["output_bytes"]), *([s["output_dtype"]] if s.get("output_dtype") else []))
+        if s.get("output_tensor")
+        else None
+        for s in steps
+    ]
 
 
 def step_checks(
-    result: ReferenceResult, outputs: Sequence[tuple[str, int] | None]
+    result: ReferenceResult, outputs: Sequence[tuple[str, int] | tuple[str, int, str] | None]
 ) -> list[tuple[int, int] | None]:
     """TFLite's (bytes, CRC-32 as zlib's) of the tensor each step's first output is, from a run with
-    preserve_all_tensors: `outputs` gives per step its tensor's name and bytes (None: no output). A
-    step gets None where the model has no one tensor of that name and size with a value."""
+    preserve_all_tensors: `outputs` gives per step its tensor's name and bytes (None: no output),
+    and maybe its type: a legacy uint8 model's tensor computed as int8 (tinysched.model.uint8) is
+    TFLite's uint8 bytes xor 0x80. A step gets None where the model has no one tensor of that name
+    and size with a value."""
     by_name: dict[str, list[int]] = {}
     for detail in result.tensor_details:
         by_name.setdefault(str(detail["name"]), []).append(int(detail["index"]))
@@ -530,7 +540,10 @@ def step_checks(
         if out is None or value is None or np.asarray(value).nbytes != out[1]:
             checks.append(None)
             continue
-        data = np.ascontiguousarray(value).tobytes()
+        array = np.ascontiguousarray(value)
+        if len(out) > 2 and out[2] == "int8" and array.dtype == np.uint8:
+            array = array ^ np.uint8(0x80)
+        data = array.tobytes()
         checks.append((len(data), zlib.crc32(data)))
     return checks
 

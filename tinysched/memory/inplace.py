@@ -15,6 +15,7 @@ from tinysched.memory.overlap import memory_model as build_model
 from tinysched.memory.overlap import variant_shift
 from tinysched.memory.variants import KernelVariant, scratch_bytes, with_variants
 from tinysched.model.graph import Graph, Operator
+from tinysched.model.uint8 import own_kernel_only
 
 __all__ = [
     "DEFAULT_PREFERENCE",
@@ -76,7 +77,7 @@ CANDIDATES = {"CONV_2D": _conv_candidate, "DEPTHWISE_CONV_2D": _depthwise_candid
 def candidate(graph: Graph, op: Operator) -> KernelVariant | None:
     """The in-place variant `op` could run (None: none applies to its shapes)."""
     fn = CANDIDATES.get(op.opcode)
-    if fn is None or not op.outputs:
+    if fn is None or not op.outputs or own_kernel_only(graph, op):
         return None
     try:
         return fn(graph, op)

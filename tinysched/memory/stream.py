@@ -62,6 +62,7 @@ from dataclasses import dataclass, replace
 from tinysched.model.graph import Graph, Operator
 from tinysched.model.resize import resize_source_rows
 from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches, no_rewrites, window_pads
+from tinysched.model.uint8 import own_kernel_only
 
 __all__ = [
     "ELEMENTWISE",
@@ -257,6 +258,8 @@ def global_pool(graph: Graph, op: Operator) -> bool:
     output from the sums after the last (`Stream.sums`; ts_kernels.h "AVERAGE_POOL_2D by rows")."""
     if op.opcode != "AVERAGE_POOL_2D" or len(op.inputs) != 1 or len(op.outputs) != 1:
         return False
+    if own_kernel_only(graph, op):
+        return False  # a legacy uint8 model's rounding: its own kernel, whole
     x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
     if x is None or y is None or y != (1, 1, x[2]):
         return False
@@ -497,6 +500,8 @@ def _staged_bytes(graph: Graph, op: Operator) -> int:
     most out_c); 0 for any other operator."""
     if op.opcode != "CONV_2D" or len(op.inputs) < 2 or op.inputs[1] < 0 or len(op.outputs) != 1:
         return 0
+    if own_kernel_only(graph, op):
+        return 0  # a filter offset: the plain kernel of a legacy uint8 model, its rows as they are
     x, y, w = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0]), graph.tensors[op.inputs[1]]
     if x is None or y is None or len(w.shape) != 4 or not w.is_constant or tuple(w.shape[1:3]) != (1, 1):
         return 0

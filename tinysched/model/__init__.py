@@ -2,9 +2,9 @@
 
 Takes: a TFLite flatbuffer (bytes or a path). Gives: a `Graph` (tensors, operators, inputs, outputs;
 frozen) with shapes inferred and checked the way TFLite's Prepare computes them, constant sub-graphs
-folded, graph rewrites (explicit padding, fused PADs, dilated convolutions) and the int8 interface
-(`--io int8`). It also writes models back (`rewrite_model`) and builds them (`ModelBuilder`, the
-test and demo models). Nothing here knows memory, orders or arenas.
+folded, graph rewrites (explicit padding, fused PADs, dilated convolutions), legacy uint8 models as
+int8 and the int8 interface (`--io int8`). It also writes models back (`rewrite_model`) and builds
+them (`ModelBuilder`, the test and demo models). Nothing here knows memory, orders or arenas.
 
     tflite_verify.py  the flatbuffer's structure, before anything reads it
     reader.py         .tflite -> Graph (TFLite's own schema module)
@@ -13,8 +13,9 @@ test and demo models). Nothing here knows memory, orders or arenas.
     fold.py           compile-time evaluation of shape and constant sub-graphs
     rewrite.py        graph rewrites, each a match -> replacement, composed
     interface.py      the model's own float edges or int8 in their place
+    uint8.py          legacy uint8-quantised models computed as int8, exactly (in `choose_interface`)
     writer.py         a model rewritten (reordered operators, offline plan metadata)
-    modelgen.py       int8 models built from scratch, for tests and the demo
+    modelgen.py       int8 (and legacy uint8) models built from scratch, for tests and the demo
 """
 
 from tinysched.exports import lazy_api
@@ -30,11 +31,13 @@ _API = {
     "Quantization": "graph",
     "RewriteResult": "rewrite",
     "Tensor": "graph",
+    "Uint8Retyping": "uint8",
     "check_flatbuffer": "tflite_verify",
     "check_graph": "shapes",
     "choose_interface": "interface",
     "fold_constants": "fold",
     "infer_output_shapes": "shapes",
+    "int8_arithmetic": "uint8",
     "make_graph": "graph",
     "parse_model": "reader",
     "read_model": "reader",

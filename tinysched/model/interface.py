@@ -27,6 +27,7 @@ import numpy as np
 
 from tinysched.errors import TinyschedError
 from tinysched.model.graph import Graph
+from tinysched.model.uint8 import SHIFT, Uint8Retyping, int8_arithmetic
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,19 @@ class IoEdge:
     zero_point: int
     removed_bytes: int  # the float tensor's bytes
 
+    @property
+    def is_uint8(self) -> bool:
+        """A legacy uint8 model's edge given as int8 (no operator removed: the bytes xor 0x80)."""
+        return self.opcode == UINT8_EDGE
+
     def line(self) -> str:
         """One line for `plan`: which edge changed and how to quantise for it."""
+        if self.is_uint8:
+            return (
+                f"{self.role} {self.position}: the model's uint8 tensor {self.model_tensor} as "
+                f"int8{list(self.shape)} scale {self.scale:.9g} zero point {self.zero_point} "
+                f"(int8 q = uint8 q - {SHIFT})"
+            )
         return (
             f"{self.role} {self.position}: model operator {self.model_op} ({self.opcode}) removed; "
             f"int8{list(self.shape)} scale {self.scale:.9g} zero point {self.zero_point} "
@@ -55,6 +67,11 @@ class IoEdge:
 
     def header_note(self) -> str:
         """The comment the generated header puts above this edge's constants."""
+        if self.is_uint8:
+            return (
+                f"--io int8: the model's uint8 {self.role} as int8, q = uint8 q - {SHIFT} (xor 0x80), "
+                f"ZERO_POINT = the uint8 zero point - {SHIFT}"
+            )
         if self.role == "input":  # TFLite's reference AffineQuantize; SCALE is a float literal
             how = "q = clamp(roundf(x / SCALE) + ZERO_POINT, -128, 127), x / SCALE in float32"
         else:
@@ -80,12 +97,21 @@ class Interface:
     graph: Graph
     operator_map: tuple[int, ...]  # this graph's operator index -> the input graph's
     edges: tuple[IoEdge, ...]  # the changed edges, inputs first, by position
+    # a legacy uint8 model computed as int8 (tinysched.model.uint8); None: the model has no uint8
+    # arithmetic, or `retyping.refusal` says why it stays uint8 (the code generator refuses it)
+    retyping: Uint8Retyping | None = None
 
     @property
     def removed_bytes(self) -> int:
         return sum(e.removed_bytes for e in self.edges)
 
     def summary(self) -> str:
+        text = self._edges_summary()
+        if self.retyping is not None and self.retyping.changed:
+            text += f"; {self.retyping.summary()}"
+        return text
+
+    def _edges_summary(self) -> str:
         if self.mode == DEFAULT_IO:
             return "the model's own inputs and outputs"
         if not self.edges:
@@ -99,7 +125,10 @@ class Interface:
         )
 
     def as_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "edges": [e.as_json() for e in self.edges]}
+        payload: dict[str, Any] = {"mode": self.mode, "edges": [e.as_json() for e in self.edges]}
+        if self.retyping is not None and self.retyping.changed:
+            payload["uint8"] = self.retyping.as_json()
+        return payload
 
 
 def model_interface(graph: Graph) -> Interface:
@@ -183,10 +212,57 @@ IO_MODES: dict[str, Callable[[Graph], Interface]] = {"model": model_interface, "
 DEFAULT_IO = "model"
 
 
-def choose_interface(graph: Graph, mode: str) -> Interface:
+UINT8_EDGE = "UINT8"  # IoEdge.opcode of a uint8 model's edge given as int8 (no operator removed)
+
+
+def _uint8_edges(source: Graph, retyping: Uint8Retyping) -> list[IoEdge]:
+    """The uint8 edges of `source` that `--io int8` gives as the int8 tensors themselves."""
+    edges = []
+    for role, positions, tensors in (
+        ("input", retyping.uint8_inputs, source.inputs),
+        ("output", retyping.uint8_outputs, source.outputs),
+    ):
+        for k in positions:
+            t = tensors[k]
+            q = retyping.graph.tensors[t].quantization
+            assert q is not None
+            edges.append(
+                IoEdge(
+                    role=role,
+                    position=k,
+                    model_op=-1,
+                    opcode=UINT8_EDGE,
+                    model_tensor=t,
+                    tensor=t,
+                    name=source.tensors[t].name,
+                    shape=tuple(source.tensors[t].shape),
+                    scale=float(q.scale[0]),
+                    zero_point=int(q.zero_point[0]),
+                    removed_bytes=0,
+                )
+            )
+    return edges
+
+
+def choose_interface(graph: Graph, mode: str, uint8_as_int8: bool = True) -> Interface:
+    """The graph with the interface `mode` asks for; a legacy uint8 model computed as int8 first
+    (tinysched.model.uint8), its edges uint8 through QUANTIZEs (`--io model`) or int8 (`--io int8`),
+    unless `uint8_as_int8` is False (`plan --tflm` reorders the file's own operators)."""
     if mode not in IO_MODES:
         raise TinyschedError(f"--io must be one of {', '.join(IO_MODES)}, got {mode!r}")
-    return IO_MODES[mode](graph)
+    if not uint8_as_int8:
+        return IO_MODES[mode](graph)
+    retyping = int8_arithmetic(graph, uint8_edges=mode == DEFAULT_IO)
+    if not retyping.changed:
+        chosen = IO_MODES[mode](graph)
+        return replace(chosen, retyping=retyping) if retyping.refusal is not None else chosen
+    chosen = IO_MODES[mode](retyping.graph)
+    edges = sorted(
+        (*_uint8_edges(graph, retyping), *chosen.edges) if mode != DEFAULT_IO else chosen.edges,
+        key=lambda e: (e.role != "input", e.position),
+    )
+    model_ops = tuple(retyping.operator_map[v] for v in chosen.operator_map)
+    return replace(chosen, operator_map=model_ops, edges=tuple(edges), retyping=retyping)
 
 
 # ---- running the reference on the model's own interface ---------------------------------------------
@@ -198,7 +274,9 @@ def model_inputs(edges: Sequence[IoEdge], input_set: Sequence[np.ndarray]) -> li
     is far below the half step that could change the rounding; `reference_io` checks it anyway)."""
     arrays = [np.asarray(a) for a in input_set]
     for e in edges:
-        if e.role == "input":
+        if e.role == "input" and e.is_uint8:
+            arrays[e.position] = (arrays[e.position].astype(np.int16) + SHIFT).astype(np.uint8)
+        elif e.role == "input":
             q = arrays[e.position].astype(np.int32)
             arrays[e.position] = (q - np.int32(e.zero_point)).astype(np.float32) * np.float32(e.scale)
     return arrays

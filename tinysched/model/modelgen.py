@@ -15,6 +15,7 @@ instead of saturating. Saturated outputs would hide bugs in bit-exact comparison
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Sequence
@@ -183,7 +184,16 @@ class ModelBuilder:
     with `seed`, so the same calls always produce the same bytes.
     """
 
-    def __init__(self, seed: int = 0, description: str = "tinysched.modelgen") -> None:
+    def __init__(
+        self, seed: int = 0, description: str = "tinysched.modelgen", legacy_uint8: bool = False
+    ) -> None:
+        """`legacy_uint8`: the model is written as a legacy uint8-quantised one: every quantised int8
+        tensor becomes uint8 (zero point + 128, bytes xor 0x80) and the weights of CONV_2D,
+        DEPTHWISE_CONV_2D and FULLY_CONNECTED are per tensor with a non-zero zero point."""
+        self._legacy_uint8 = legacy_uint8
+        # a legacy uint8 model's next filters' zero point in int8 terms (uint8's - 128; None: drawn,
+        # non-zero): 0 is a uint8 zero point of 128, a symmetric filter once computed as int8
+        self.filter_zero_point: int | None = None
         self._rng = np.random.default_rng(seed)
         self._description = description
         self._tensors: list[schema.TensorT] = []
@@ -221,6 +231,7 @@ class ModelBuilder:
         data: np.ndarray | None = None,
         channel_scales: np.ndarray | None = None,
         channel_axis: int = 0,
+        channel_zero_point: int = 0,
     ) -> TensorHandle:
         if dtype not in _TFLITE_TYPES:
             raise ValueError(f"unsupported dtype {dtype!r}")
@@ -234,7 +245,7 @@ class ModelBuilder:
         if channel_scales is not None:
             scales = [_f32(s) for s in np.asarray(channel_scales, dtype=np.float64)]
             quantization = schema.QuantizationParametersT(
-                scale=scales, zeroPoint=[0] * len(scales), quantizedDimension=channel_axis
+                scale=scales, zeroPoint=[channel_zero_point] * len(scales), quantizedDimension=channel_axis
             )
             if len(scales) == 1:
                 scale = scales[0]
@@ -427,13 +438,23 @@ class ModelBuilder:
 
     def _weights(
         self, shape: tuple[int, ...], fan_in: int, channel_axis: int, per_channel: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Symmetric int8 weights in [-127, 127] and their scales (one per channel or one)."""
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Symmetric int8 weights in [-127, 127] and their scales (one per channel or one), and
+        their zero point 0; for a legacy uint8 model, weights over all of int8 (uint8 once written)
+        with one scale and a non-zero zero point."""
+        if self._legacy_uint8:
+            zero_point = int(self._rng.choice([-1, 1]) * self._rng.integers(5, 40))
+            if self.filter_zero_point is not None:
+                zero_point = self.filter_zero_point
+            q = self._rng.integers(-128, 128, size=shape).astype(np.int8)
+            q.reshape(-1)[0] = -128  # uint8 0, the far end from any zero point
+            base = 1.0 / (160.0 * math.sqrt(fan_in))
+            return q, np.array([_f32(base * self._rng.uniform(0.5, 1.5))]), zero_point
         q = self._rng.integers(-127, 128, size=shape).astype(np.int8)
         channels = shape[channel_axis] if per_channel else 1
         base = 1.0 / (127.0 * math.sqrt(fan_in))
         scales = np.array([_f32(s) for s in base * self._rng.uniform(0.5, 1.5, channels)])
-        return q, scales
+        return q, scales, 0
 
     def _bias(
         self, acc: np.ndarray, input_scale: float, weight_scales: np.ndarray, name: str
@@ -478,13 +499,21 @@ class ModelBuilder:
         """
         self._check_int8(x)
         n, h, w, c = x.shape
-        wq, ws = self._weights((filters, *kernel, c), kernel[0] * kernel[1] * c, 0, per_channel)
+        wq, ws, wz = self._weights((filters, *kernel, c), kernel[0] * kernel[1] * c, 0, per_channel)
         if scale_factors is not None:
-            if not per_channel or len(scale_factors) != filters:
+            if len(ws) != filters or len(scale_factors) != filters:
                 raise ValueError(f"{name}: scale_factors needs one factor per output channel ({filters})")
             ws = np.array([_f32(s * f) for s, f in zip(ws, scale_factors, strict=True)])
-        weight = self._tensor(f"{name}/filter", wq.shape, "int8", data=wq, channel_scales=ws, channel_axis=0)
-        real_w = wq * np.broadcast_to(ws, (filters,))[:, None, None, None]
+        weight = self._tensor(
+            f"{name}/filter",
+            wq.shape,
+            "int8",
+            data=wq,
+            channel_scales=ws,
+            channel_axis=0,
+            channel_zero_point=wz,
+        )
+        real_w = (wq.astype(np.int32) - wz) * np.broadcast_to(ws, (filters,))[:, None, None, None]
         xs = _flat(self._sample(x), x.shape)
         taps, (oh, ow) = _windows(xs, kernel, stride, dilation, padding, 0.0)
         acc = np.zeros((xs.shape[0], oh, ow, filters))
@@ -525,9 +554,17 @@ class ModelBuilder:
         self._check_int8(x)
         n, h, w, c = x.shape
         oc = c * depth_multiplier
-        wq, ws = self._weights((1, *kernel, oc), kernel[0] * kernel[1], 3, per_channel)
-        weight = self._tensor(f"{name}/filter", wq.shape, "int8", data=wq, channel_scales=ws, channel_axis=3)
-        real_w = wq * np.broadcast_to(ws, (oc,))
+        wq, ws, wz = self._weights((1, *kernel, oc), kernel[0] * kernel[1], 3, per_channel)
+        weight = self._tensor(
+            f"{name}/filter",
+            wq.shape,
+            "int8",
+            data=wq,
+            channel_scales=ws,
+            channel_axis=3,
+            channel_zero_point=wz,
+        )
+        real_w = (wq.astype(np.int32) - wz) * np.broadcast_to(ws, (oc,))
         xs = _flat(self._sample(x), x.shape)
         taps, (oh, ow) = _windows(xs, kernel, stride, dilation, padding, 0.0)
         acc = np.zeros((xs.shape[0], oh, ow, oc))
@@ -569,9 +606,17 @@ class ModelBuilder:
         self._check_int8(x)
         depth = math.prod(x.shape[1:]) if flatten else x.shape[-1]
         batch = math.prod(x.shape) // depth
-        wq, ws = self._weights((units, depth), depth, 0, per_channel)
-        weight = self._tensor(f"{name}/weights", wq.shape, "int8", data=wq, channel_scales=ws, channel_axis=0)
-        real_w = wq * np.broadcast_to(ws, (units,))[:, None]
+        wq, ws, wz = self._weights((units, depth), depth, 0, per_channel)
+        weight = self._tensor(
+            f"{name}/weights",
+            wq.shape,
+            "int8",
+            data=wq,
+            channel_scales=ws,
+            channel_axis=0,
+            channel_zero_point=wz,
+        )
+        real_w = (wq.astype(np.int32) - wz) * np.broadcast_to(ws, (units,))[:, None]
         acc = self._sample(x).reshape(_CALIB_SAMPLES, batch, depth) @ real_w.T
         inputs = [x.index, weight.index, -1]  # FC accepts an absent (-1) optional bias
         if use_bias:
@@ -932,8 +977,9 @@ class ModelBuilder:
             raise ValueError("mark at least one output with ModelBuilder.output()")
         order = list(range(len(self._operators))) if op_order is None else list(op_order)
         self._check_order(order)
+        tensors, buffers = self._uint8_form() if self._legacy_uint8 else (self._tensors, self._buffers)
         subgraph = schema.SubGraphT(
-            tensors=self._tensors,
+            tensors=tensors,
             inputs=list(self._inputs),
             outputs=list(self._outputs),
             operators=[self._operators[i] for i in order],
@@ -944,11 +990,26 @@ class ModelBuilder:
             operatorCodes=self._opcodes,
             subgraphs=[subgraph],
             description=self._description,
-            buffers=self._buffers,
+            buffers=buffers,
         )
         builder = flatbuffers.Builder(1024)
         builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
         return bytes(builder.Output())
+
+    def _uint8_form(self) -> tuple[list[schema.TensorT], list[schema.BufferT]]:
+        """Copies of the tensors and buffers with every quantised int8 tensor as uint8: zero points
+        + 128, bytes xor 0x80 (the same real values)."""
+        tensors, buffers = copy.deepcopy(self._tensors), list(self._buffers)
+        for t in tensors:
+            q = t.quantization
+            if t.type != schema.TensorType.INT8 or q is None or not q.scale:
+                continue
+            t.type = schema.TensorType.UINT8
+            q.zeroPoint = [int(z) + 128 for z in q.zeroPoint]
+            data = buffers[t.buffer].data
+            if data is not None and len(data):
+                buffers[t.buffer] = _AlignedBufferT(data=np.asarray(data, dtype=np.uint8) ^ np.uint8(0x80))
+        return tensors, buffers
 
     def save(self, path: str | os.PathLike[str], op_order: Sequence[int] | None = None) -> Path:
         """Write the model atomically: a temporary file in the same directory, then os.replace."""

@@ -12,8 +12,9 @@ import math
 import numpy as np
 
 from tinysched.model.graph import Graph, Operator
+from tinysched.model.uint8 import UINT8_ROUNDING
 
-__all__ = ["RESIZE_OPS", "bilinear_map", "nearest_map", "resize_source_rows"]
+__all__ = ["RESIZE_OPS", "bilinear_float_map", "bilinear_map", "nearest_map", "resize_source_rows"]
 
 RESIZE_OPS = ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
 
@@ -61,6 +62,26 @@ def bilinear_map(in_size: int, out_size: int, align_corners: bool, half_pixel: b
     return lo, hi, weight
 
 
+def bilinear_float_map(
+    in_size: int, out_size: int, align_corners: bool, half_pixel: bool
+) -> tuple[list[int], list[int], list[float]]:
+    """resize_bilinear.h's generic (float) version, which TFLite runs for uint8: per output coordinate
+    the two source indices (floor and ceil of the scaled coordinate, clipped) and the scaled
+    coordinate minus the first, all in float32 as ComputeInterpolationValues computes them."""
+    f = np.float32
+    scale = f(in_size) / f(out_size)
+    if align_corners and out_size > 1:
+        scale = f(in_size - 1) / f(out_size - 1)
+    lo, hi, frac = [], [], []
+    for v in range(out_size):
+        scaled = (f(v) + f(0.5)) * scale - f(0.5) if half_pixel else f(v) * scale
+        lower = max(int(math.floor(float(scaled))), 0)
+        lo.append(lower)
+        hi.append(min(int(math.ceil(float(scaled))), in_size - 1))
+        frac.append(float(f(scaled - f(lower))))
+    return lo, hi, frac
+
+
 def resize_source_rows(graph: Graph, op: Operator) -> tuple[tuple[int, int], ...] | None:
     """Per output row of a 4-D (NHWC) resize, the input rows [lo, hi) it reads (bilinear: its two
     source rows, nearest: its one); None for any other operator."""
@@ -75,5 +96,8 @@ def resize_source_rows(graph: Graph, op: Operator) -> tuple[tuple[int, int], ...
     if op.opcode == "RESIZE_NEAREST_NEIGHBOR":
         rows = nearest_map(ih, oh, align, half)
         return tuple((r, r + 1) for r in rows)
-    lo, hi, _ = bilinear_map(ih, oh, align, half)
+    if op.options.get(UINT8_ROUNDING):  # a legacy uint8 model's resize (tinysched.model.uint8)
+        lo, hi, _ = bilinear_float_map(ih, oh, align, half)
+    else:
+        lo, hi, _ = bilinear_map(ih, oh, align, half)
     return tuple((a, max(a, b) + 1) for a, b in zip(lo, hi, strict=True))

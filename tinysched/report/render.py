@@ -172,7 +172,19 @@ TECHNIQUE_WORDS = {
 
 
 def io_sentence(io: dict[str, Any]) -> str:
-    """The generated API's edges in words: the model's own, or which became int8 (--io int8)."""
+    """The generated API's edges in words: the model's own, or which became int8 (--io int8); and a
+    legacy uint8 model computed as int8 (tinysched.model.uint8)."""
+    uint8 = io.get("uint8")
+    tail = (
+        f"; legacy uint8 model computed as int8 ({uint8['retyped_tensors']} uint8 tensors as int8, "
+        f"{uint8['offset_filters']} filters with a filter offset)"
+        if uint8
+        else ""
+    )
+    return _edges_sentence(io) + tail
+
+
+def _edges_sentence(io: dict[str, Any]) -> str:
     edges = io.get("edges") or []
     if io.get("mode", "model") == "model":
         return "the model's own inputs and outputs"
@@ -180,7 +192,11 @@ def io_sentence(io: dict[str, Any]) -> str:
         return f"--io {io.get('mode')}: no edge qualifies; the model's own inputs and outputs"
     parts = [
         f"{e['role']} {e['position']} int8 (scale {e['scale']:.9g}, zero point {e['zero_point']}; "
-        f"model operator {e['model_op']} {e['opcode']} removed)"
+        + (
+            "the model's uint8 tensor, q - 128)"
+            if e["opcode"] == "UINT8"
+            else f"model operator {e['model_op']} {e['opcode']} removed)"
+        )
         for e in edges
     ]
     return f"--io {io.get('mode')}: " + "; ".join(parts)

@@ -1,0 +1,261 @@
+/* ts_legacy_uint8.c - the arithmetic of legacy uint8-quantised models, run on their int8 form (the
+ * bytes xor 0x80, zero points - 128; tinysched/model/uint8.py): convolutions with a filter offset,
+ * AVERAGE_POOL_2D rounding as TFLite's uint8 kernel (RESIZE_BILINEAR's float version:
+ * ts_resize_bilinear_float_s8.c). Plain loops, the convolutions' sums four bytes a word on DSP
+ * cores: speed is secondary for these models. See ts_kernels.h "Legacy uint8". */
+#include <string.h>
+
+#include "ts_fixedpoint.h"
+#include "ts_kernels.h"
+#include "ts_simd.h"
+
+/* sum over c < n of (x[c] + input_offset) * (w[c] + filter_offset): on DSP cores four channels a
+ * word, each byte widened with its offset into 16-bit lanes (SXTAB16: |x + offset| <= 255 fits) and
+ * the lane pairs multiplied and added (SMLAD), then the channels past the last word one at a time;
+ * the same int32 sum (integer addition is exact in any order: the generator bounds the products). */
+static int32_t dot_offsets(const int8_t *x, const int8_t *w, int32_t n, int32_t input_offset, int32_t filter_offset)
+{
+    int32_t acc = 0, c = 0;
+#if TS_DSP
+    const uint32_t in2 = ts_pack2x16(input_offset), f2 = ts_pack2x16(filter_offset);
+    for (; c + 4 <= n; c += 4) {
+        const uint32_t xw = ts_load4(x + c), ww = ts_load4(w + c);
+        acc = ts_smlad(ts_even_off(xw, in2), ts_even_off(ww, f2), acc);
+        acc = ts_smlad(ts_odd_off(xw, in2), ts_odd_off(ww, f2), acc);
+    }
+#endif
+    for (; c < n; ++c) {
+        acc += (x[c] + input_offset) * (w[c] + filter_offset);
+    }
+    return acc;
+}
+
+#if TS_DSP
+/* dot_offsets for four filters at once (w, w + stride, w + 2 stride, w + 3 stride: four output
+ * channels' taps), each input word widened once; added into acc[0..3]. */
+static void dot4_offsets(const int8_t *x, const int8_t *w, size_t stride, int32_t n, int32_t input_offset,
+                         int32_t filter_offset, int32_t *acc)
+{
+    const uint32_t in2 = ts_pack2x16(input_offset), f2 = ts_pack2x16(filter_offset);
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], c = 0;
+    for (; c + 4 <= n; c += 4) {
+        const uint32_t xw = ts_load4(x + c);
+        const uint32_t xe = ts_even_off(xw, in2), xo = ts_odd_off(xw, in2);
+        uint32_t ww = ts_load4(w + c);
+        a0 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a0));
+        ww = ts_load4(w + stride + c);
+        a1 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a1));
+        ww = ts_load4(w + 2 * stride + c);
+        a2 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a2));
+        ww = ts_load4(w + 3 * stride + c);
+        a3 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a3));
+    }
+    for (; c < n; ++c) {
+        const int32_t v = x[c] + input_offset;
+        a0 += v * (w[c] + filter_offset);
+        a1 += v * (w[stride + c] + filter_offset);
+        a2 += v * (w[2 * stride + c] + filter_offset);
+        a3 += v * (w[3 * stride + c] + filter_offset);
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#endif
+
+/* The taps [*lo, *hi) of a window starting at `start` (dilated by `dilation`) that fall inside
+ * [0, size): empty when *hi <= *lo. */
+static void taps_inside(int32_t start, int32_t size, int32_t taps, int32_t dilation, int32_t *lo, int32_t *hi)
+{
+    *lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
+    *hi = start >= size ? 0 : ts_min_i32(taps, (size - 1 - start) / dilation + 1);
+}
+
+/* One output of a convolution: the requantised, offset, clamped accumulator. */
+static int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset, int32_t lo,
+                       int32_t hi)
+{
+    acc = ts_requantize(acc, multiplier, shift) + output_offset;
+    return (int8_t)ts_clamp_i32(acc, lo, hi);
+}
+
+int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t *input, const int8_t *filter,
+                               const int32_t *bias, int8_t *output)
+{
+    const int32_t filter_offset = p->filter_offset;
+    const size_t per_out = (size_t)p->filter_h * p->filter_w * p->in_c; /* one output channel's filter */
+    int32_t b, y, x, o, ky, kx, range[4];
+    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
+        return TS_ERR_PARAMS;
+    }
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            taps_inside(y0, p->in_h, p->filter_h, p->dilation_h, &range[0], &range[1]);
+            for (x = 0; x < p->out_w; ++x) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                taps_inside(x0, p->in_w, p->filter_w, p->dilation_w, &range[2], &range[3]);
+                o = 0;
+#if TS_DSP
+                for (; o + 4 <= p->out_c; o += 4) { /* four output channels a pass over the window */
+                    int32_t acc[4] = {0, 0, 0, 0}, k;
+                    for (ky = range[0]; ky < range[1]; ++ky) {
+                        for (kx = range[2]; kx < range[3]; ++kx) {
+                            const int8_t *in_px =
+                                in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w + (x0 + kx * p->dilation_w)) * p->in_c;
+                            const int8_t *w_px = filter + o * per_out + ((size_t)ky * p->filter_w + kx) * p->in_c;
+                            dot4_offsets(in_px, w_px, per_out, p->in_c, p->input_offset, filter_offset, acc);
+                        }
+                    }
+                    for (k = 0; k < 4; ++k) {
+                        *output++ = conv_out(acc[k] + (bias != NULL ? bias[o + k] : 0), p->multiplier[o + k],
+                                             p->shift[o + k], p->output_offset, p->act_min, p->act_max);
+                    }
+                }
+#endif
+                for (; o < p->out_c; ++o) {
+                    int32_t acc = 0;
+                    for (ky = range[0]; ky < range[1]; ++ky) {
+                        for (kx = range[2]; kx < range[3]; ++kx) {
+                            const int8_t *in_px =
+                                in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w + (x0 + kx * p->dilation_w)) * p->in_c;
+                            const int8_t *w_px = filter + o * per_out + ((size_t)ky * p->filter_w + kx) * p->in_c;
+                            acc += dot_offsets(in_px, w_px, p->in_c, p->input_offset, filter_offset);
+                        }
+                    }
+                    if (bias != NULL) {
+                        acc += bias[o];
+                    }
+                    *output++ = conv_out(acc, p->multiplier[o], p->shift[o], p->output_offset, p->act_min,
+                                         p->act_max);
+                }
+            }
+        }
+    }
+    return TS_OK;
+}
+
+
+#if TS_DSP
+/* Depth multiplier 1, channels [c, c + 4) of one output pixel: four accumulators over the window's
+ * taps inside the input, each tap one word of input and one of filter, their bytes widened with
+ * their offsets into 16-bit lanes (SXTAB16) and multiplied lane by lane (SMLABB / SMLATT): the
+ * same int32 sums as the loop below. */
+static void dw_four(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *in_b, const int8_t *filter,
+                    int32_t c, int32_t y0, int32_t x0, const int32_t *range, int32_t *acc)
+{
+    const uint32_t in2 = ts_pack2x16(p->input_offset), f2 = ts_pack2x16(p->filter_offset);
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, ky, kx;
+    for (ky = range[0]; ky < range[1]; ++ky) {
+        const int8_t *row = in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w) * p->in_c + c;
+        const int8_t *w_row = filter + (size_t)ky * p->filter_w * p->out_c + c;
+        for (kx = range[2]; kx < range[3]; ++kx) {
+            const uint32_t xw = ts_load4(row + (size_t)(x0 + kx * p->dilation_w) * p->in_c);
+            const uint32_t ww = ts_load4(w_row + (size_t)kx * p->out_c);
+            const uint32_t xe = ts_even_off(xw, in2), xo = ts_odd_off(xw, in2);
+            const uint32_t we = ts_even_off(ww, f2), wo = ts_odd_off(ww, f2);
+            a0 = ts_smlabb(xe, we, a0);
+            a1 = ts_smlabb(xo, wo, a1);
+            a2 = ts_smlatt(xe, we, a2);
+            a3 = ts_smlatt(xo, wo, a3);
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#endif
+
+int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input,
+                                         const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const int32_t filter_offset = p->filter_offset, dm = p->depth_multiplier;
+    int32_t b, y, x, ic, m, ky, kx, range[4];
+    if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
+        p->out_c != p->in_c * dm) {
+        return TS_ERR_PARAMS;
+    }
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            taps_inside(y0, p->in_h, p->filter_h, p->dilation_h, &range[0], &range[1]);
+            for (x = 0; x < p->out_w; ++x) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                taps_inside(x0, p->in_w, p->filter_w, p->dilation_w, &range[2], &range[3]);
+                ic = 0;
+#if TS_DSP
+                for (; dm == 1 && ic + 4 <= p->in_c; ic += 4) {
+                    int32_t acc[4], k;
+                    dw_four(p, in_b, filter, ic, y0, x0, range, acc);
+                    for (k = 0; k < 4; ++k) {
+                        const int32_t o = ic + k;
+                        *output++ = conv_out(acc[k] + (bias != NULL ? bias[o] : 0), p->multiplier[o], p->shift[o],
+                                             p->output_offset, p->act_min, p->act_max);
+                    }
+                }
+#endif
+                for (; ic < p->in_c; ++ic) {
+                    for (m = 0; m < dm; ++m) {
+                        const int32_t o = ic * dm + m;
+                        int32_t acc = 0;
+                        for (ky = range[0]; ky < range[1]; ++ky) {
+                            const int8_t *row = in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w) * p->in_c + ic;
+                            const int8_t *w_row = filter + (size_t)ky * p->filter_w * p->out_c + o;
+                            for (kx = range[2]; kx < range[3]; ++kx) {
+                                acc += (row[(size_t)(x0 + kx * p->dilation_w) * p->in_c] + p->input_offset) *
+                                       (w_row[(size_t)kx * p->out_c] + filter_offset);
+                            }
+                        }
+                        if (bias != NULL) {
+                            acc += bias[o];
+                        }
+                        *output++ = conv_out(acc, p->multiplier[o], p->shift[o], p->output_offset, p->act_min,
+                                             p->act_max);
+                    }
+                }
+            }
+        }
+    }
+    return TS_OK;
+}
+
+int ts_avg_pool2d_half_up_s8(const ts_pool2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+    int32_t b, y, x, c, ky, kx;
+    if (p->stride_h < 1 || p->stride_w < 1 || p->filter_h < 1 || p->filter_w < 1) {
+        return TS_ERR_PARAMS;
+    }
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->channels;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * p->stride_h - p->pad_top;
+            const int32_t ky_start = ts_max_i32(0, -y0);
+            const int32_t ky_end = ts_min_i32(p->filter_h, p->in_h - y0);
+            for (x = 0; x < p->out_w; ++x) {
+                const int32_t x0 = x * p->stride_w - p->pad_left;
+                const int32_t kx_start = ts_max_i32(0, -x0);
+                const int32_t kx_end = ts_min_i32(p->filter_w, p->in_w - x0);
+                const int32_t count = (ky_end - ky_start) * (kx_end - kx_start);
+                if (ky_end <= ky_start || kx_end <= kx_start) {
+                    return TS_ERR_PARAMS; /* an empty window: TFLite refuses it too */
+                }
+                for (c = 0; c < p->channels; ++c) {
+                    int32_t sum = 128 * count; /* the uint8 bytes' sum: each int8 q is uint8 q - 128 */
+                    for (ky = ky_start; ky < ky_end; ++ky) {
+                        for (kx = kx_start; kx < kx_end; ++kx) {
+                            sum += in_b[((size_t)(y0 + ky) * p->in_w + (x0 + kx)) * p->channels + c];
+                        }
+                    }
+                    sum = (sum + count / 2) / count - 128; /* TFLite's uint8 rounding, back to int8 */
+                    output[c] = (int8_t)ts_clamp_i32(sum, p->act_min, p->act_max);
+                }
+                output += p->channels;
+            }
+        }
+    }
+    return TS_OK;
+}
