@@ -194,6 +194,23 @@ extern "C" {
  * straight to their outputs only where the output and the input share no byte (no order matters
  * then); otherwise each quad's four fields are all read before any of its outputs is written, as
  * the small-field quads, which every overlap the groups of one or two pixels allow also allows. */
+/* CONV_2D stem (DSP cores without Helium, GCC/Clang): a 3x3 filter over 3 input channels (an RGB
+ * first layer), dilation 1, any strides and padding, with `stem` set: the generator's table, per
+ * group of four output channels (the last group's missing channels zero): their biases plus
+ * input_offset * sum(w) (the input offset folded in, so the input bytes are used as they are), the
+ * filter rows' ninth bytes (w[c][0][8] | w[c][1][8] as lanes, then w[c][2][8] of two channels a
+ * word), per filter row its two words widened to lanes ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two
+ * channels a quadword), the four channels' ts_rq fields (a constant channel's l1 32: LSL by 32
+ * gives 0; every other channel has a right shift) and a word telling whether another group
+ * follows. Each output pixel whose window lies inside the input is computed straight from the
+ * input: per group, its 27 bytes loaded as two words and a byte per filter row (LDR may be
+ * unaligned), widened by SXTB16 and multiplied against the table by SMLAD (the three ninth bytes by
+ * one SMLAD and one SMLABB), ts_rq with its right-shift steps, the four bytes packed (clamped
+ * bytewise where the activation range is narrower than int8) and stored. A window the input clips
+ * is first copied into a 3x12-byte stack patch filled with the input zero point (such a tap adds
+ * zero_point * w, which the folded input_offset * w cancels), then computed the same way. Same
+ * accumulators, same bytes. Read/write order: pixel by pixel in the flat order, each pixel's
+ * window read (once per channel group) before and while its bytes are written group by group. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -209,6 +226,8 @@ typedef struct {
     const int32_t *shift;      /* [out_c] */
     const int32_t *quads;      /* the generator's table for the quads (see above; for a 1x1 layer the
                                   staged variant's, CONV_2D staged), or NULL */
+    const int32_t *stem;       /* the generator's table for 3x3 filters over 3 input channels (CONV_2D
+                                  stem, below), or NULL */
 } ts_conv2d_s8_params;
 
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -964,6 +983,23 @@ int ts_l2_normalization_s8(const ts_l2_normalization_s8_params *p, const int8_t 
  * out[b][y][x][o] = clamp(output_offset + requant_o(bias[o] + sum over taps with
  * y + pad_top - ky = iy * stride_h (likewise x) of w[o][ky][kx][c] * (in[b][iy][ix][c] +
  * input_offset))). The same int32 sums as TFLite's scatter formulation, gathered per output. */
+/* CONV_2D stem (DSP cores without Helium, GCC/Clang): a 3x3 filter over 3 input channels (an RGB
+ * first layer), dilation 1, any strides and padding, with `stem` set: the generator's table, per
+ * group of four output channels (the last group's missing channels zero): their biases plus
+ * input_offset * sum(w) (the input offset folded in, so the input bytes are used as they are), the
+ * filter rows' ninth bytes (w[c][0][8] | w[c][1][8] as lanes, then w[c][2][8] of two channels a
+ * word), per filter row its two words widened to lanes ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two
+ * channels a quadword), the four channels' ts_rq fields (a constant channel's l1 32: LSL by 32
+ * gives 0; every other channel has a right shift) and a word telling whether another group
+ * follows. Each output pixel whose window lies inside the input is computed straight from the
+ * input: per group, its 27 bytes loaded as two words and a byte per filter row (LDR may be
+ * unaligned), widened by SXTB16 and multiplied against the table by SMLAD (the three ninth bytes by
+ * one SMLAD and one SMLABB), ts_rq with its right-shift steps, the four bytes packed (clamped
+ * bytewise where the activation range is narrower than int8) and stored. A window the input clips
+ * is first copied into a 3x12-byte stack patch filled with the input zero point (such a tap adds
+ * zero_point * w, which the folded input_offset * w cancels), then computed the same way. Same
+ * accumulators, same bytes. Read/write order: pixel by pixel in the flat order, each pixel's
+ * window read (once per channel group) before and while its bytes are written group by group. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;

@@ -2339,6 +2339,225 @@ static TS_NOINLINE void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *
     }
 }
 
+/* CONV_2D stem (ts_kernels.h): 3x3 filters over 3 input channels from the generator's table
+ * (p->stem), each output pixel straight from its window in the input, no copy (a clipped window
+ * from a stack patch). stem_pixels' job, read at these byte offsets by its asm: */
+typedef struct {
+    const int32_t *table; /*  0: the generator's table, its first group */
+    int32_t step;         /*  4: input bytes from one pixel's window to the next (3 * stride_w) */
+    int8_t *out_end;      /*  8: past the last pixel's output bytes */
+    uint32_t lo4, hi4;    /* 12, 16: act_min, act_max in every byte */
+    int32_t unused;       /* 20: (the asm's frame is 24 bytes: the six words above) */
+    const int8_t *in8;    /* 24: byte 8 of the first pixel's window's first row */
+    int32_t row;          /* 28: input bytes from one window row to the next */
+    int8_t *out;          /* 32: the first pixel's output bytes */
+} stem_job;
+
+#define TS_STEM_JOB_AT(field, at) typedef char stem_job_##field##_at[offsetof(stem_job, field) == (at) ? 1 : -1]
+TS_STEM_JOB_AT(table, 0);
+TS_STEM_JOB_AT(step, 4);
+TS_STEM_JOB_AT(out_end, 8);
+TS_STEM_JOB_AT(lo4, 12);
+TS_STEM_JOB_AT(hi4, 16);
+TS_STEM_JOB_AT(in8, 24);
+TS_STEM_JOB_AT(row, 28);
+TS_STEM_JOB_AT(out, 32);
+#undef TS_STEM_JOB_AT
+
+/* Output pixels job->out .. job->out_end, one window of 3 rows x 9 bytes each, job->step input bytes
+ * apart, every output channel of each from the stem table, in one asm loop (no C between a call's
+ * first pixel and its last). Per pixel, per group of four channels: the four accumulators start at
+ * the table's biases (input_offset * sum(w) folded in, so the input bytes are used as they are:
+ * int8 x int8 products, the same integer sum); the three rows' ninth bytes (LDRSB; rows 0 and 1
+ * paired by PKHBT) by one SMLAD and one SMLABB/SMLABT a channel; then per filter row its bytes 0-3
+ * and 4-7 each one (unaligned) LDR, widened by SXTB16 into even and odd lanes, each lane pair
+ * multiplied against four channels' widened filter words (LDM, four words a load) by SMLAD: 26
+ * instructions per 32 products; then per channel ts_rq with a right shift (LDM of m, l1, base, rr;
+ * base - [acc < 0] as base + (s2 ASR 31); a constant channel's l1 32 makes s2 0), SSAT, the four
+ * bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out where the range is all of int8) and
+ * stored as one word (a last group of 1-3 channels byte by byte). Reads each pixel's window once per
+ * group, its group's bytes written after. Registers: r0-r3 the accumulators, r4-r7 filter words and
+ * ts_rq fields, r8-r9 input lanes (r8 also the table's "another group?" word), r10 the window's
+ * byte 8 of its first row, r11 the table, r12 the row step, lr the output; the frame [sp] holds
+ * table, step, out_end, lo4, hi4. About 126 instructions per pixel and group of four channels. */
+__attribute__((naked, noinline))
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noipa))
+#endif
+static void stem_pixels(__attribute__((unused)) const stem_job *job)
+{
+/* a filter row's four bytes at r10 + off, widened, against four channels' filter words */
+#define TS_STEM_WORD(off)                                                                              \
+    "ldr     r9, [r10, #" off "]\n\t"                                                                  \
+    "sxtb16  r8, r9\n\t"                                                                               \
+    "sxtb16  r9, r9, ror #8\n\t"                                                                       \
+    "ldm     r11!, {r4-r7}\n\t"                                                                        \
+    "smlad   r0, r8, r4, r0\n\t"                                                                       \
+    "smlad   r0, r9, r5, r0\n\t"                                                                       \
+    "smlad   r1, r8, r6, r1\n\t"                                                                       \
+    "smlad   r1, r9, r7, r1\n\t"                                                                       \
+    "ldm     r11!, {r4-r7}\n\t"                                                                        \
+    "smlad   r2, r8, r4, r2\n\t"                                                                       \
+    "smlad   r2, r9, r5, r2\n\t"                                                                       \
+    "smlad   r3, r8, r6, r3\n\t"                                                                       \
+    "smlad   r3, r9, r7, r3\n\t"
+#define TS_STEM_ROW TS_STEM_WORD("-8") TS_STEM_WORD("-4")
+/* ts_rq with a right shift on accumulator a: m r4, l1 r5, base r6, rr r7 (r | 256), r9 scratch;
+ * `regs` r4-r7, or r4-r8 for the group's last channel (r8: the table's "another group?" word) */
+#define TS_STEM_RQ(a, regs)                                                                            \
+    "ldm     r11!, {" regs "}\n\t"                                                                     \
+    "lsl     " a ", " a ", r5\n\t"                                                                     \
+    "add     r9, r6, " a ", asr #31\n\t"                                                               \
+    "smmlar  " a ", " a ", r4, r9\n\t"                                                                 \
+    "asr     " a ", " a ", r7\n\t"                                                                     \
+    "ssat    " a ", #8, " a "\n\t"
+/* the four results clamped bytewise to [lo4, hi4] */
+#define TS_STEM_CLAMP                                                                                  \
+    "ldrd    r4, r5, [sp, #12]\n\t"                                                                    \
+    "ssub8   r6, r0, r4\n\t"                                                                           \
+    "sel     r0, r0, r4\n\t"                                                                           \
+    "ssub8   r6, r5, r0\n\t"                                                                           \
+    "sel     r0, r0, r5\n\t"
+/* the pixel loop (labels: pixel, group, tail, next pixel), `clamp` TS_STEM_CLAMP or nothing; the
+ * group word r8: 0 another group follows, 1 the last (four channels), 1 + t a last of t < 4 */
+#define TS_STEM_PIXELS(pixel, group, tail, next, clamp)                                                \
+    pixel ":\n\t"                                                                                      \
+    "ldr     r11, [sp]\n\t"                                                                            \
+    group ":\n\t"                                                                                      \
+    "ldm     r11!, {r0-r7}\n\t"                                                                        \
+    "ldrsb   r8, [r10]\n\t"                                                                            \
+    "ldrsb   r9, [r10, r12]\n\t"                                                                       \
+    "pkhbt   r8, r8, r9, lsl #16\n\t"                                                                  \
+    "ldrsb   r9, [r10, r12, lsl #1]\n\t"                                                               \
+    "smlad   r0, r8, r4, r0\n\t"                                                                       \
+    "smlad   r1, r8, r5, r1\n\t"                                                                       \
+    "smlad   r2, r8, r6, r2\n\t"                                                                       \
+    "smlad   r3, r8, r7, r3\n\t"                                                                       \
+    "ldm     r11!, {r4, r5}\n\t"                                                                       \
+    "smlabb  r0, r9, r4, r0\n\t"                                                                       \
+    "smlabt  r1, r9, r4, r1\n\t"                                                                       \
+    "smlabb  r2, r9, r5, r2\n\t"                                                                       \
+    "smlabt  r3, r9, r5, r3\n\t" TS_STEM_ROW                                                           \
+    "add     r10, r10, r12\n\t" TS_STEM_ROW                                                            \
+    "add     r10, r10, r12\n\t" TS_STEM_ROW                                                            \
+    "sub     r10, r10, r12, lsl #1\n\t" TS_STEM_RQ("r0", "r4-r7") TS_STEM_RQ("r1", "r4-r7")             \
+    TS_STEM_RQ("r2", "r4-r7") TS_STEM_RQ("r3", "r4-r8")                                               \
+    "bfi     r0, r1, #8, #8\n\t"                                                                       \
+    "bfi     r0, r2, #16, #8\n\t"                                                                      \
+    "bfi     r0, r3, #24, #8\n\t" clamp                                                                \
+    "cmp     r8, #1\n\t"                                                                               \
+    "bhi     " tail "f\n\t"                                                                            \
+    "str     r0, [lr], #4\n\t"                                                                         \
+    "bne     " group "b\n\t"                                                                           \
+    next ":\n\t"                                                                                       \
+    "ldrd    r8, r9, [sp, #4]\n\t"                                                                     \
+    "add     r10, r10, r8\n\t"                                                                         \
+    "cmp     lr, r9\n\t"                                                                               \
+    "bne     " pixel "b\n\t"                                                                           \
+    "b       9f\n\t" tail ":\n\t"                                                                      \
+    "strb    r0, [lr], #1\n\t"                                                                         \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "sub     r8, r8, #1\n\t"                                                                           \
+    "cmp     r8, #1\n\t"                                                                               \
+    "bne     " tail "b\n\t"                                                                            \
+    "b       " next "b\n\t"
+    __asm__ volatile("push    {r3-r11, lr}\n\t"
+                     "ldm     r0, {r1-r6}\n\t"
+                     "ldr     r10, [r0, #24]\n\t"
+                     "ldr     r12, [r0, #28]\n\t"
+                     "ldr     lr, [r0, #32]\n\t"
+                     "push    {r1-r6}\n\t"
+                     "cmp     r4, #0x80808080\n\t"
+                     "bne     20f\n\t"
+                     "cmp     r5, #0x7f7f7f7f\n\t"
+                     "bne     20f\n\t" TS_STEM_PIXELS("1", "2", "3", "4", "")
+                     "20:\n\t" TS_STEM_PIXELS("11", "12", "13", "14", TS_STEM_CLAMP)
+                     "9:\n\t"
+                     "add     sp, sp, #24\n\t"
+                     "pop     {r3-r11, pc}\n\t");
+#undef TS_STEM_PIXELS
+#undef TS_STEM_CLAMP
+#undef TS_STEM_RQ
+#undef TS_STEM_ROW
+#undef TS_STEM_WORD
+}
+
+/* Whether the stem path takes p: its table, a 3x3 filter over 3 channels, dilation 1, every channel
+ * ts_rq's or a constant (the table's fields; checks bit 2), the pad byte an int8. */
+static inline int stem_takes(const ts_conv2d_s8_params *p, int32_t checks)
+{
+    return p->stem != NULL && (checks & 4) != 0 && p->in_c == 3 && p->filter_h == 3 && p->filter_w == 3 &&
+           p->dilation_h == 1 && p->dilation_w == 1 && p->input_offset >= -127 && p->input_offset <= 128;
+}
+
+/* The window at (y0, x0) that the input clips, into patch (3 rows of 12 bytes, row r at 12 r): its
+ * taps inside the input copied, the others the input zero point `pad`. */
+static void stem_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
+                       int8_t *patch)
+{
+    const uint32_t pad4 = ts_bytes4(pad);
+    int32_t j, ky, ky0, ky1, kx0, kx1;
+    for (j = 0; j < 36; j += 4) { /* a store per word (a plain loop becomes a memset call) */
+        __asm__ volatile("str     %[v], [%[p], %[j]]" : : [v] "r"(pad4), [p] "r"(patch), [j] "r"(j) : "memory");
+    }
+    ts_tap_range(y0, 1, 3, p->in_h, &ky0, &ky1);
+    ts_tap_range(x0, 1, 3, p->in_w, &kx0, &kx1);
+    if (kx1 > kx0) {
+        const int8_t *src = in_b + ((size_t)(y0 + ky0) * p->in_w + (size_t)(x0 + kx0)) * 3;
+        for (ky = ky0; ky < ky1; ++ky, src += (size_t)p->in_w * 3) {
+            quad_run(patch + 12 * ky + 3 * kx0, src, 3 * (kx1 - kx0));
+        }
+    }
+}
+
+/* The layer through stem_pixels, output row by output row: the run of pixels whose windows the input
+ * holds whole in one call, each other pixel from its patch in a call of its own. */
+static TS_NOINLINE void conv_stem(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+    int8_t patch[36] __attribute__((aligned(4)));
+    const int32_t in_h = p->in_h, in_w = p->in_w, out_w = p->out_w, out_c = p->out_c;
+    const int32_t sh = p->stride_h, sw = p->stride_w, pl = p->pad_left;
+    const int8_t pad = (int8_t)-p->input_offset;
+    /* the output columns [xa, xb) whose windows lie inside the input's columns */
+    const int32_t xa = (pl + sw - 1) / sw;
+    const int32_t last = in_w - 3 + pl; /* the last window's first column, plus pad_left */
+    int32_t xb = last >= 0 ? last / sw + 1 : 0;
+    stem_job job;
+    int32_t b, y, x;
+    xb = xb < out_w ? xb : out_w;
+    xb = xb > xa ? xb : xa;
+    job.table = p->stem;
+    job.step = 3 * sw;
+    job.lo4 = ts_bytes4(p->act_min);
+    job.hi4 = ts_bytes4(p->act_max);
+    job.unused = 0;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * 3;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * sh - p->pad_top;
+            const int whole = y0 >= 0 && y0 + 3 <= in_h;
+            for (x = 0; x < out_w;) {
+                const int32_t x0 = x * sw - pl;
+                job.out = output;
+                if (whole && x >= xa && x < xb) {
+                    job.in8 = in_b + ((size_t)y0 * in_w + (size_t)x0) * 3 + 8;
+                    job.row = in_w * 3;
+                    output += (size_t)(xb - x) * out_c;
+                    x = xb;
+                } else {
+                    stem_patch(p, in_b, y0, x0, pad, patch);
+                    job.in8 = patch + 8;
+                    job.row = 12;
+                    output += out_c;
+                    ++x;
+                }
+                job.out_end = output;
+                stem_pixels(&job);
+            }
+        }
+    }
+}
+
 #else
 #define TS_CONV_WIDE 0
 #endif
@@ -2513,6 +2732,10 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_RQ_ASM
     rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
+    if (stem_takes(p, checks)) {
+        conv_stem(p, input, output);
+        return TS_OK;
+    }
     /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
      * channel loop over a table costs less than the widened leading rows for these small K */
     if ((wide & 1) != 0 && !(rq && p->quads != NULL)) {
@@ -3234,8 +3457,8 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
      * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
     const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
-    if (p->quads != NULL && (checks & 2) != 0) {
-        /* the generator's quads table (conv_paths: conv_quads) costs less than the widened path for
+    if ((p->quads != NULL && (checks & 2) != 0) || stem_takes(p, checks)) {
+        /* the generator's quads or stem table (conv_paths: conv_quads) costs less than the widened path for
          * these small K (resnet8's and KWS-L's first layers: K = 27, 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
     }
