@@ -412,6 +412,29 @@ def conv_quads_rows() -> bytes:
     return b.build()
 
 
+def conv_stem_shapes() -> bytes:
+    """3x3 CONV_2D over 3 input channels through the stem path (DSP cores: ts_conv2d_s8.c
+    stem_pixels, the generator's stem table, four output channels a pass): stride 1 SAME (windows
+    clipped on all four sides, from patches) into 5 channels (a last group of one), stride 2 SAME
+    over an odd width and height (clipped on all sides) into 6 with RELU6 and an output zero point
+    of -20 (the bytewise clamp), stride (2, 1) VALID per tensor into 7 (a last group of three),
+    two batches into 8 with pruned channels (constants in the table: l1 32), stride (1, 2) SAME
+    into 3 with RELU6 (a lone group of three, clamped); input zero points 37 and -128."""
+    b = ModelBuilder(seed=48)
+    x = b.input("x", (1, 9, 13, 3), zero_point=37)
+    t = b.conv2d(x, 5, (3, 3), (1, 1), "SAME", activation="RELU", name="stem_s1_same_5")
+    u = b.conv2d(
+        x, 6, (3, 3), (2, 2), "SAME", activation="RELU6", output_quant=(0.02, -20), name="stem_s2_relu6_6"
+    )
+    v = b.conv2d(x, 7, (3, 3), (2, 1), "VALID", per_channel=False, name="stem_s21_valid_7")
+    pruned = [1.0, 1e-6, 1.0, 3e-6, 1.0, 1.0, 2e-6, 1.0]
+    y = b.input("y", (2, 6, 7, 3), zero_point=-128)
+    w = b.conv2d(y, 8, (3, 3), (2, 2), "SAME", scale_factors=pruned, name="stem_batches_pruned_8")
+    z = b.conv2d(y, 3, (3, 3), (1, 2), "SAME", activation="RELU6", name="stem_s12_3")
+    b.output(t, u, v, w, z)
+    return b.build()
+
+
 def avg_pool_lanes() -> bytes:
     """AVERAGE_POOL_2D summed four channels a word in 16-bit lanes (DSP cores, up to 255 taps): a
     global pool of exactly 255 taps (15x17) over 6 channels (a two-channel tail), one of 256 taps
@@ -1021,6 +1044,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_blocks_runs": depthwise_blocks_runs,
     "conv_quads_tables": conv_quads_tables,
     "conv_quads_rows": conv_quads_rows,
+    "conv_stem_shapes": conv_stem_shapes,
     "avg_pool_lanes": avg_pool_lanes,
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,

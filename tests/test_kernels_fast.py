@@ -247,6 +247,7 @@ DSP_ONLY_MODELS = (
     "depthwise_blocks_clamped",
     "depthwise_blocks_runs",
     "conv_quads_rows",
+    "conv_stem_shapes",
     "stream_pool_rows",
     "stream_pool_narrow",
     "stream_pad_rows",
