@@ -196,21 +196,23 @@ extern "C" {
  * the small-field quads, which every overlap the groups of one or two pixels allow also allows. */
 /* CONV_2D stem (DSP cores without Helium, GCC/Clang): a 3x3 filter over 3 input channels (an RGB
  * first layer), dilation 1, any strides and padding, with `stem` set: the generator's table, per
- * group of four output channels (the last group's missing channels zero): their biases plus
- * input_offset * sum(w) (the input offset folded in, so the input bytes are used as they are), the
- * filter rows' ninth bytes (w[c][0][8] | w[c][1][8] as lanes, then w[c][2][8] of two channels a
- * word), per filter row its two words widened to lanes ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two
- * channels a quadword), the four channels' ts_rq fields (a constant channel's l1 32: LSL by 32
- * gives 0; every other channel has a right shift) and a word telling whether another group
- * follows. Each output pixel whose window lies inside the input is computed straight from the
- * input: per group, its 27 bytes loaded as two words and a byte per filter row (LDR may be
- * unaligned), widened by SXTB16 and multiplied against the table by SMLAD (the three ninth bytes by
- * one SMLAD and one SMLABB), ts_rq with its right-shift steps, the four bytes packed (clamped
- * bytewise where the activation range is narrower than int8) and stored. A window the input clips
- * is first copied into a 3x12-byte stack patch filled with the input zero point (such a tap adds
- * zero_point * w, which the folded input_offset * w cancels), then computed the same way. Same
- * accumulators, same bytes. Read/write order: pixel by pixel in the flat order, each pixel's
- * window read (once per channel group) before and while its bytes are written group by group. */
+ * group of four output channels (the last group's missing channels zero), its filter words and
+ * biases doubled (every channel has a right shift, so ts_rq's s2 = acc << 1: the accumulator is s2
+ * already): their biases plus input_offset * sum(w) (the input offset folded in, so the input
+ * bytes are used as they are), the filter rows' ninth bytes (w[c][0][8] | w[c][1][8] as lanes,
+ * then w[c][2][8] of two channels a word), per filter row its two words widened to lanes
+ * ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two channels a quadword), the four channels' ts_rq fields
+ * m, base, rr (a constant channel: filter, bias and m zero, base its value) and a word telling
+ * whether another group follows. Each output pixel whose window lies inside the input is computed
+ * straight from the input: per group, its 27 bytes loaded as two words and a byte per filter row
+ * (LDR may be unaligned), widened by SXTB16 and multiplied against the table by SMLAD (the three
+ * ninth bytes by one SMLAD and one SMLABB), ts_rq with its right-shift steps, the four bytes packed
+ * (clamped bytewise where the activation range is narrower than int8) and stored. A window the
+ * input clips is first copied into a 3x12-byte stack patch filled with the input zero point (such
+ * a tap adds zero_point * w, which the folded input_offset * w cancels), then computed the same
+ * way. Same accumulators (doubled), same bytes. Read/write order: pixel by pixel in the flat
+ * order, each pixel's window read (once per channel group) before and while its bytes are written
+ * group by group. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -983,23 +985,6 @@ int ts_l2_normalization_s8(const ts_l2_normalization_s8_params *p, const int8_t 
  * out[b][y][x][o] = clamp(output_offset + requant_o(bias[o] + sum over taps with
  * y + pad_top - ky = iy * stride_h (likewise x) of w[o][ky][kx][c] * (in[b][iy][ix][c] +
  * input_offset))). The same int32 sums as TFLite's scatter formulation, gathered per output. */
-/* CONV_2D stem (DSP cores without Helium, GCC/Clang): a 3x3 filter over 3 input channels (an RGB
- * first layer), dilation 1, any strides and padding, with `stem` set: the generator's table, per
- * group of four output channels (the last group's missing channels zero): their biases plus
- * input_offset * sum(w) (the input offset folded in, so the input bytes are used as they are), the
- * filter rows' ninth bytes (w[c][0][8] | w[c][1][8] as lanes, then w[c][2][8] of two channels a
- * word), per filter row its two words widened to lanes ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two
- * channels a quadword), the four channels' ts_rq fields (a constant channel's l1 32: LSL by 32
- * gives 0; every other channel has a right shift) and a word telling whether another group
- * follows. Each output pixel whose window lies inside the input is computed straight from the
- * input: per group, its 27 bytes loaded as two words and a byte per filter row (LDR may be
- * unaligned), widened by SXTB16 and multiplied against the table by SMLAD (the three ninth bytes by
- * one SMLAD and one SMLABB), ts_rq with its right-shift steps, the four bytes packed (clamped
- * bytewise where the activation range is narrower than int8) and stored. A window the input clips
- * is first copied into a 3x12-byte stack patch filled with the input zero point (such a tap adds
- * zero_point * w, which the folded input_offset * w cancels), then computed the same way. Same
- * accumulators, same bytes. Read/write order: pixel by pixel in the flat order, each pixel's
- * window read (once per channel group) before and while its bytes are written group by group. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;

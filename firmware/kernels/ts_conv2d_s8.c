@@ -2372,14 +2372,16 @@ TS_STEM_JOB_AT(out, 32);
  * paired by PKHBT) by one SMLAD and one SMLABB/SMLABT a channel; then per filter row its bytes 0-3
  * and 4-7 each one (unaligned) LDR, widened by SXTB16 into even and odd lanes, each lane pair
  * multiplied against four channels' widened filter words (LDM, four words a load) by SMLAD: 26
- * instructions per 32 products; then per channel ts_rq with a right shift (LDM of m, l1, base, rr;
- * base - [acc < 0] as base + (s2 ASR 31); a constant channel's l1 32 makes s2 0), SSAT, the four
+ * instructions per 32 products; then per channel ts_rq with a right shift (left 0, so s2 = acc << 1,
+ * which the accumulator already is: the table's filter words and biases are doubled; LDM of m,
+ * base, rr; base - [acc < 0] as base + (s2 ASR 31); a constant channel's filter and bias are zero,
+ * its m too, so the result is its base), SSAT, the four
  * bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out where the range is all of int8) and
  * stored as one word (a last group of 1-3 channels byte by byte). Reads each pixel's window once per
  * group, its group's bytes written after. Registers: r0-r3 the accumulators, r4-r7 filter words and
  * ts_rq fields, r8-r9 input lanes (r8 also the table's "another group?" word), r10 the window's
  * byte 8 of its first row, r11 the table, r12 the row step, lr the output; the frame [sp] holds
- * table, step, out_end, lo4, hi4. About 126 instructions per pixel and group of four channels. */
+ * table, step, out_end, lo4, hi4. 122 instructions per pixel and group of four channels (127 clamped). */
 __attribute__((naked, noinline))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((noipa))
@@ -2402,14 +2404,14 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "smlad   r3, r8, r6, r3\n\t"                                                                       \
     "smlad   r3, r9, r7, r3\n\t"
 #define TS_STEM_ROW TS_STEM_WORD("-8") TS_STEM_WORD("-4")
-/* ts_rq with a right shift on accumulator a: m r4, l1 r5, base r6, rr r7 (r | 256), r9 scratch;
- * `regs` r4-r7, or r4-r8 for the group's last channel (r8: the table's "another group?" word) */
+/* ts_rq with a right shift on accumulator a, which already holds s2 = acc << 1 (the table's
+ * filter and biases doubled): m r4, base r5, rr r6 (r | 256), r7 scratch; `regs` r4-r6, or r4-r6
+ * and r8 for the group's last channel (r8: the table's "another group?" word) */
 #define TS_STEM_RQ(a, regs)                                                                            \
     "ldm     r11!, {" regs "}\n\t"                                                                     \
-    "lsl     " a ", " a ", r5\n\t"                                                                     \
-    "add     r9, r6, " a ", asr #31\n\t"                                                               \
-    "smmlar  " a ", " a ", r4, r9\n\t"                                                                 \
-    "asr     " a ", " a ", r7\n\t"                                                                     \
+    "add     r7, r5, " a ", asr #31\n\t"                                                               \
+    "smmlar  " a ", " a ", r4, r7\n\t"                                                                 \
+    "asr     " a ", " a ", r6\n\t"                                                                     \
     "ssat    " a ", #8, " a "\n\t"
 /* the four results clamped bytewise to [lo4, hi4] */
 #define TS_STEM_CLAMP                                                                                  \
@@ -2440,8 +2442,8 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "smlabt  r3, r9, r5, r3\n\t" TS_STEM_ROW                                                           \
     "add     r10, r10, r12\n\t" TS_STEM_ROW                                                            \
     "add     r10, r10, r12\n\t" TS_STEM_ROW                                                            \
-    "sub     r10, r10, r12, lsl #1\n\t" TS_STEM_RQ("r0", "r4-r7") TS_STEM_RQ("r1", "r4-r7")             \
-    TS_STEM_RQ("r2", "r4-r7") TS_STEM_RQ("r3", "r4-r8")                                               \
+    "sub     r10, r10, r12, lsl #1\n\t" TS_STEM_RQ("r0", "r4-r6") TS_STEM_RQ("r1", "r4-r6")             \
+    TS_STEM_RQ("r2", "r4-r6") TS_STEM_RQ("r3", "r4-r6, r8")                                           \
     "bfi     r0, r1, #8, #8\n\t"                                                                       \
     "bfi     r0, r2, #16, #8\n\t"                                                                      \
     "bfi     r0, r3, #24, #8\n\t" clamp                                                                \

@@ -144,8 +144,8 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     )
     if stem is not None:
         comment = (
-            "per four output channels: biases + input_offset * sum(w), ninth bytes, 3 rows x 2 words x 4 "
-            "channels of widened filter words, ts_rq fields, another group?"
+            "per four output channels, doubled: biases + input_offset * sum(w), ninth bytes, 3 rows x 2 words x 4 "
+            "channels of widened filter words, ts_rq m, base, rr, another group?"
         )
         call.params.append(("stem", ctx.array(call, "stem", "int32_t", stem, comment)))
     if blocks is not None:
@@ -318,14 +318,15 @@ def conv_stem_table(
     graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
 ) -> list[int] | None:
     """ts_conv2d_s8's stem table (ts_kernels.h, "CONV_2D stem") for a 3x3 filter over 3 input
-    channels with dilation 1: per group of four output channels (missing ones zero) their biases
-    plus input_offset * sum(w) (so the kernel reads input bytes as they are), the ninth bytes of
-    filter rows 0 and 1 as lanes per channel, row 2's two channels a word, per filter row its bytes
-    0-3 and 4-7 widened to lanes ([w0 | w2], [w1 | w3]) for the four channels, their ts_rq fields (a
-    constant channel's l1 32, which shifts its accumulator out) and a word: 0 another group
-    follows, 1 + t a last group of t < 4 channels, 1 a last of four. None where the kernel would
-    not take it or a channel's ts_rq has no right shift (the kernel's five steps assume one) or
-    needs the formula's own steps."""
+    channels with dilation 1, filter and biases doubled (every channel has a right shift, so ts_rq's
+    s2 = acc << 1 is the kernel's accumulator): per group of four output channels (missing ones
+    zero) their biases plus input_offset * sum(w) (so the kernel reads input bytes as they are), the
+    ninth bytes of filter rows 0 and 1 as lanes per channel, row 2's two channels a word, per filter
+    row its bytes 0-3 and 4-7 widened to lanes ([w0 | w2], [w1 | w3]) for the four channels, their
+    ts_rq fields m, base, rr (a constant channel: filter, bias and m zero, base its value) and a
+    word: 0 another group follows, 1 + t a last group of t < 4 channels, 1 a last of four. None
+    where the kernel would not take it, a channel's ts_rq has no right shift (the kernel's steps
+    assume one) or a channel needs the formula's own steps."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     if op.opcode != "CONV_2D" or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:]) != (3, 3, 3):
         return None
@@ -340,26 +341,30 @@ def conv_stem_table(
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
     if not -128 <= int(zp) <= 127:
         return None
-    taps = [[int(v) for v in row] for row in w.data.reshape(out_c, 27)]
+    taps = [[2 * int(v) for v in row] for row in w.data.reshape(out_c, 27)]
     rq: list[list[int]] = []
-    folded: list[int] = []
+    acc0: list[int] = []  # the doubled accumulators' starts
     for c in range(out_c):
         m, l1, base, rr = fields[4 * c : 4 * c + 4]
-        if l1 == 0 or (rr == 0 and m != 0):
+        if m == 0 and rr == 0:  # a constant (RQ_CONST), or a zero multiplier: base whatever the sum
+            taps[c] = [0] * 27
+            acc0.append(0)
+        elif l1 != 1 or rr == 0:  # the formula's own steps, or no right shift
             return None
-        rq.append([m, 32 if rr == 0 else l1, base, rr])  # rr 0 and m 0: a constant, base
-        folded.append(biases[c] - int(zp) * sum(taps[c]))
-        if not -(1 << 31) <= folded[-1] < 1 << 31:
+        else:
+            acc0.append(2 * (biases[c] - int(zp) * sum(taps[c]) // 2))
+        rq.append([m, base, rr])
+        if not -(1 << 31) <= acc0[-1] < 1 << 31:
             return None
     groups = (out_c + STEM_GROUP - 1) // STEM_GROUP
     pad = groups * STEM_GROUP - out_c
     taps += [[0] * 27] * pad
-    folded += [0] * pad
-    rq += [[0, 32, 0, 0]] * pad
+    acc0 += [0] * pad
+    rq += [[0, 0, 0]] * pad
     table: list[int] = []
     for g in range(groups):
         cs = range(g * STEM_GROUP, (g + 1) * STEM_GROUP)
-        table += [folded[c] for c in cs]
+        table += [acc0[c] for c in cs]
         table += [_lanes(taps[c][8], taps[c][17]) for c in cs]
         table += [_lanes(taps[cs[0]][26], taps[cs[1]][26]), _lanes(taps[cs[2]][26], taps[cs[3]][26])]
         for ky in range(3):
