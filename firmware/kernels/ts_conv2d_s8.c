@@ -2344,10 +2344,11 @@ static TS_NOINLINE void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *
  * from a stack patch). stem_pixels' job, read at these byte offsets by its asm: */
 typedef struct {
     const int32_t *table; /*  0: the generator's table, its first group */
-    int32_t step;         /*  4: input bytes from one pixel's window to the next (3 * stride_w) */
+    int32_t step;         /*  4: input bytes from one pixel's window to the next (3 * stride_w), less
+                                 two rows (the widening leaves r10 at the window's third row) */
     int8_t *out_end;      /*  8: past the last pixel's output bytes */
     uint32_t lo4, hi4;    /* 12, 16: act_min, act_max in every byte */
-    int32_t unused;       /* 20: (the asm's frame is 24 bytes: the six words above) */
+    int32_t unused;       /* 20: (the asm's frame: the six words above, then the pixel's lanes) */
     const int8_t *in8;    /* 24: byte 8 of the first pixel's window's first row */
     int32_t row;          /* 28: input bytes from one window row to the next */
     int8_t *out;          /* 32: the first pixel's output bytes */
@@ -2366,33 +2367,33 @@ TS_STEM_JOB_AT(out, 32);
 
 /* Output pixels job->out .. job->out_end, one window of 3 rows x 9 bytes each, job->step input bytes
  * apart, every output channel of each from the stem table, in one asm loop (no C between a call's
- * first pixel and its last). Per pixel, per group of four channels: the four accumulators start at
- * the table's biases (input_offset * sum(w) folded in, so the input bytes are used as they are:
- * int8 x int8 products, the same integer sum); the three rows' ninth bytes (LDRSB; rows 0 and 1
- * paired by PKHBT) by one SMLAD and one SMLABB/SMLABT a channel; then per filter row its bytes 0-3
- * and 4-7 each one (unaligned) LDR, widened by SXTB16 into even and odd lanes, each lane pair
- * multiplied against four channels' widened filter words (LDM, four words a load) by SMLAD: 26
- * instructions per 32 products; then per channel ts_rq with a right shift (left 0, so s2 = acc << 1,
- * which the accumulator already is: the table's filter words and biases are doubled; LDM of m,
- * base, rr; base - [acc < 0] as base + (s2 ASR 31); a constant channel's filter and bias are zero,
- * its m too, so the result is its base), SSAT, the four
- * bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out where the range is all of int8) and
- * stored as one word (a last group of 1-3 channels byte by byte). Reads each pixel's window once per
- * group, its group's bytes written after. Registers: r0-r3 the accumulators, r4-r7 filter words and
- * ts_rq fields, r8-r9 input lanes (r8 also the table's "another group?" word), r10 the window's
- * byte 8 of its first row, r11 the table, r12 the row step, lr the output; the frame [sp] holds
- * table, step, out_end, lo4, hi4. 122 instructions per pixel and group of four channels (127 clamped). */
+ * first pixel and its last). Per pixel, its window widened once into 14 words of 16-bit lanes on
+ * the stack (frame word 6 on): the three rows' ninth bytes (LDRSB; rows 0 and 1 paired by PKHBT,
+ * then row 2's), then per filter row its bytes 0-3 and 4-7, each one (unaligned) LDR widened by
+ * SXTB16 into even and odd lanes (27 instructions, two STM). Then per group of four channels: the
+ * four accumulators start at the table's biases (input_offset * sum(w) folded in, so the input
+ * bytes are used as they are: int8 x int8 products, the same integer sum), the ninth bytes by one
+ * SMLAD and one SMLABB/SMLABT a channel, each of the six lane pairs (LDRD) against four channels'
+ * widened filter words (LDM, four words a load) by SMLAD (11 instructions per 32 products); then
+ * per channel ts_rq with a right shift (left 0, so s2 = acc << 1, which the accumulator already
+ * is: the table's filter words and biases are doubled; LDM of m, base, rr; base - [acc < 0] as
+ * base + (s2 ASR 31); a constant channel's filter, bias and m are zero, so the result is its
+ * base), SSAT, the four bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out where the range
+ * is all of int8) and stored as one word (a last group of 1-3 channels byte by byte). Reads each
+ * pixel's window before any of its bytes is written. Registers: r0-r3 the accumulators, r4-r7
+ * filter words and ts_rq fields, r8-r9 input lanes (r8 also the table's "another group?" word),
+ * r10 the window's byte 8 of its first row, r11 the table, r12 the row step, lr the output; the
+ * frame [sp] holds table, step, out_end, lo4, hi4, then the lanes. 104 instructions per pixel and
+ * group of four channels (109 clamped), 32 per pixel. */
 __attribute__((naked, noinline))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((noipa))
 #endif
 static void stem_pixels(__attribute__((unused)) const stem_job *job)
 {
-/* a filter row's four bytes at r10 + off, widened, against four channels' filter words */
+/* a filter row word's lanes at sp + off, against four channels' filter words */
 #define TS_STEM_WORD(off)                                                                              \
-    "ldr     r9, [r10, #" off "]\n\t"                                                                  \
-    "sxtb16  r8, r9\n\t"                                                                               \
-    "sxtb16  r9, r9, ror #8\n\t"                                                                       \
+    "ldrd    r8, r9, [sp, #" off "]\n\t"                                                               \
     "ldm     r11!, {r4-r7}\n\t"                                                                        \
     "smlad   r0, r8, r4, r0\n\t"                                                                       \
     "smlad   r0, r9, r5, r0\n\t"                                                                       \
@@ -2403,7 +2404,11 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "smlad   r2, r9, r5, r2\n\t"                                                                       \
     "smlad   r3, r8, r6, r3\n\t"                                                                       \
     "smlad   r3, r9, r7, r3\n\t"
-#define TS_STEM_ROW TS_STEM_WORD("-8") TS_STEM_WORD("-4")
+/* four bytes of a filter row at r10 + off widened into even, odd lanes */
+#define TS_STEM_WIDEN(off, even, odd)                                                                  \
+    "ldr     " odd ", [r10, #" off "]\n\t"                                                             \
+    "sxtb16  " even ", " odd "\n\t"                                                                    \
+    "sxtb16  " odd ", " odd ", ror #8\n\t"
 /* ts_rq with a right shift on accumulator a, which already holds s2 = acc << 1 (the table's
  * filter and biases doubled): m r4, base r5, rr r6 (r | 256), r7 scratch; `regs` r4-r6, or r4-r6
  * and r8 for the group's last channel (r8: the table's "another group?" word) */
@@ -2424,13 +2429,18 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
  * group word r8: 0 another group follows, 1 the last (four channels), 1 + t a last of t < 4 */
 #define TS_STEM_PIXELS(pixel, group, tail, next, clamp)                                                \
     pixel ":\n\t"                                                                                      \
-    "ldr     r11, [sp]\n\t"                                                                            \
-    group ":\n\t"                                                                                      \
+    "ldrsb   r0, [r10]\n\t"                                                                            \
+    "ldrsb   r1, [r10, r12]\n\t"                                                                       \
+    "pkhbt   r0, r0, r1, lsl #16\n\t"                                                                  \
+    "ldrsb   r1, [r10, r12, lsl #1]\n\t" TS_STEM_WIDEN("-8", "r2", "r3") TS_STEM_WIDEN("-4", "r4", "r5") \
+    "add     r10, r10, r12\n\t" TS_STEM_WIDEN("-8", "r6", "r7") TS_STEM_WIDEN("-4", "r8", "r9")          \
+    "add     r11, sp, #24\n\t"                                                                         \
+    "stm     r11!, {r0-r9}\n\t"                                                                        \
+    "add     r10, r10, r12\n\t" TS_STEM_WIDEN("-8", "r0", "r1") TS_STEM_WIDEN("-4", "r2", "r3")          \
+    "stm     r11, {r0-r3}\n\t"                                                                         \
+    "ldr     r11, [sp]\n\t" group ":\n\t"                                                              \
     "ldm     r11!, {r0-r7}\n\t"                                                                        \
-    "ldrsb   r8, [r10]\n\t"                                                                            \
-    "ldrsb   r9, [r10, r12]\n\t"                                                                       \
-    "pkhbt   r8, r8, r9, lsl #16\n\t"                                                                  \
-    "ldrsb   r9, [r10, r12, lsl #1]\n\t"                                                               \
+    "ldrd    r8, r9, [sp, #24]\n\t"                                                                    \
     "smlad   r0, r8, r4, r0\n\t"                                                                       \
     "smlad   r1, r8, r5, r1\n\t"                                                                       \
     "smlad   r2, r8, r6, r2\n\t"                                                                       \
@@ -2439,19 +2449,16 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "smlabb  r0, r9, r4, r0\n\t"                                                                       \
     "smlabt  r1, r9, r4, r1\n\t"                                                                       \
     "smlabb  r2, r9, r5, r2\n\t"                                                                       \
-    "smlabt  r3, r9, r5, r3\n\t" TS_STEM_ROW                                                           \
-    "add     r10, r10, r12\n\t" TS_STEM_ROW                                                            \
-    "add     r10, r10, r12\n\t" TS_STEM_ROW                                                            \
-    "sub     r10, r10, r12, lsl #1\n\t" TS_STEM_RQ("r0", "r4-r6") TS_STEM_RQ("r1", "r4-r6")             \
-    TS_STEM_RQ("r2", "r4-r6") TS_STEM_RQ("r3", "r4-r6, r8")                                           \
+    "smlabt  r3, r9, r5, r3\n\t" TS_STEM_WORD("32") TS_STEM_WORD("40") TS_STEM_WORD("48")               \
+    TS_STEM_WORD("56") TS_STEM_WORD("64") TS_STEM_WORD("72") TS_STEM_RQ("r0", "r4-r6")                 \
+    TS_STEM_RQ("r1", "r4-r6") TS_STEM_RQ("r2", "r4-r6") TS_STEM_RQ("r3", "r4-r6, r8")                  \
     "bfi     r0, r1, #8, #8\n\t"                                                                       \
     "bfi     r0, r2, #16, #8\n\t"                                                                      \
     "bfi     r0, r3, #24, #8\n\t" clamp                                                                \
     "cmp     r8, #1\n\t"                                                                               \
     "bhi     " tail "f\n\t"                                                                            \
     "str     r0, [lr], #4\n\t"                                                                         \
-    "bne     " group "b\n\t"                                                                           \
-    next ":\n\t"                                                                                       \
+    "bne     " group "b\n\t" next ":\n\t"                                                              \
     "ldrd    r8, r9, [sp, #4]\n\t"                                                                     \
     "add     r10, r10, r8\n\t"                                                                         \
     "cmp     lr, r9\n\t"                                                                               \
@@ -2468,6 +2475,7 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
                      "ldr     r10, [r0, #24]\n\t"
                      "ldr     r12, [r0, #28]\n\t"
                      "ldr     lr, [r0, #32]\n\t"
+                     "sub     sp, sp, #56\n\t" /* the lanes */
                      "push    {r1-r6}\n\t"
                      "cmp     r4, #0x80808080\n\t"
                      "bne     20f\n\t"
@@ -2475,12 +2483,12 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
                      "bne     20f\n\t" TS_STEM_PIXELS("1", "2", "3", "4", "")
                      "20:\n\t" TS_STEM_PIXELS("11", "12", "13", "14", TS_STEM_CLAMP)
                      "9:\n\t"
-                     "add     sp, sp, #24\n\t"
+                     "add     sp, sp, #80\n\t"
                      "pop     {r3-r11, pc}\n\t");
 #undef TS_STEM_PIXELS
 #undef TS_STEM_CLAMP
 #undef TS_STEM_RQ
-#undef TS_STEM_ROW
+#undef TS_STEM_WIDEN
 #undef TS_STEM_WORD
 }
 
@@ -2529,7 +2537,7 @@ static TS_NOINLINE void conv_stem(const ts_conv2d_s8_params *p, const int8_t *in
     xb = xb < out_w ? xb : out_w;
     xb = xb > xa ? xb : xa;
     job.table = p->stem;
-    job.step = 3 * sw;
+    job.step = 3 * sw - 2 * 3 * in_w; /* the whole windows' calls: rows in_w * 3 bytes apart */
     job.lo4 = ts_bytes4(p->act_min);
     job.hi4 = ts_bytes4(p->act_max);
     job.unused = 0;
