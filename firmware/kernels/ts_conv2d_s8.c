@@ -2492,12 +2492,14 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
 #undef TS_STEM_WORD
 }
 
-/* Whether the stem path takes p: its table, a 3x3 filter over 3 channels, dilation 1, every channel
- * ts_rq's or a constant (the table's fields; checks bit 2), the pad byte an int8. */
+/* Whether the stem path takes p: its table, a 3x3 filter over 3 channels, dilation 1, strides of 1
+ * or more, every channel ts_rq's or a constant (the table's fields; checks bit 2), the pad byte an
+ * int8. */
 static inline int stem_takes(const ts_conv2d_s8_params *p, int32_t checks)
 {
     return p->stem != NULL && (checks & 4) != 0 && p->in_c == 3 && p->filter_h == 3 && p->filter_w == 3 &&
-           p->dilation_h == 1 && p->dilation_w == 1 && p->input_offset >= -127 && p->input_offset <= 128;
+           p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h >= 1 && p->stride_w >= 1 &&
+           p->pad_left >= 0 && p->input_offset >= -127 && p->input_offset <= 128;
 }
 
 /* The window at (y0, x0) that the input clips, into patch (3 rows of 12 bytes, row r at 12 r): its
@@ -2520,20 +2522,23 @@ static void stem_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t
     }
 }
 
-/* The layer through stem_pixels, output row by output row: the run of pixels whose windows the input
- * holds whole in one call, each other pixel from its patch in a call of its own. */
-static TS_NOINLINE void conv_stem(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output)
+/* The layer through stem_pixels where stem_takes p (else 0, nothing done), output row by output row:
+ * the run of pixels whose windows the input holds whole in one call, each other pixel from its
+ * patch in a call of its own. Out of line, so that its callers pay a test of p->stem only. */
+static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, int32_t checks)
 {
     int8_t patch[36] __attribute__((aligned(4)));
     const int32_t in_h = p->in_h, in_w = p->in_w, out_w = p->out_w, out_c = p->out_c;
     const int32_t sh = p->stride_h, sw = p->stride_w, pl = p->pad_left;
     const int8_t pad = (int8_t)-p->input_offset;
-    /* the output columns [xa, xb) whose windows lie inside the input's columns */
-    const int32_t xa = (pl + sw - 1) / sw;
     const int32_t last = in_w - 3 + pl; /* the last window's first column, plus pad_left */
-    int32_t xb = last >= 0 ? last / sw + 1 : 0;
     stem_job job;
-    int32_t b, y, x;
+    int32_t b, y, x, xa, xb; /* the output columns [xa, xb) whose windows lie inside the input's */
+    if (!stem_takes(p, checks)) {
+        return 0;
+    }
+    xa = (pl + sw - 1) / sw;
+    xb = last >= 0 ? last / sw + 1 : 0;
     xb = xb < out_w ? xb : out_w;
     xb = xb > xa ? xb : xa;
     job.table = p->stem;
@@ -2566,6 +2571,7 @@ static TS_NOINLINE void conv_stem(const ts_conv2d_s8_params *p, const int8_t *in
             }
         }
     }
+    return 1;
 }
 
 #else
@@ -2742,8 +2748,7 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_RQ_ASM
     rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
-    if (stem_takes(p, checks)) {
-        conv_stem(p, input, output);
+    if (p->stem != NULL && conv_stem(p, input, output, checks)) {
         return TS_OK;
     }
     /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
@@ -3395,6 +3400,9 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
                               const int32_t *rq_table, int32_t checks)
 {
 #if TS_CONV_WIDE
+    if (p->stem != NULL && conv_stem(p, input, output, checks)) { /* costs less than widened blocks */
+        return TS_OK;
+    }
     if ((checks & 1) != 0 && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 && wide_worth(p->out_h * p->out_w) &&
         p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
         /* with a table, each channel as the table says (ts_rq's steps, a constant, or l1 0: the
@@ -3467,9 +3475,12 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
      * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
     const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
-    if ((p->quads != NULL && (checks & 2) != 0) || stem_takes(p, checks)) {
-        /* the generator's quads or stem table (conv_paths: conv_quads) costs less than the widened path for
-         * these small K (resnet8's and KWS-L's first layers: K = 27, 40) */
+    if (p->stem != NULL && conv_stem(p, input, output, checks)) { /* resnet8's first layer */
+        return TS_OK;
+    }
+    if (p->quads != NULL && (checks & 2) != 0) {
+        /* the generator's quads table (conv_paths: conv_quads) costs less than the widened path for
+         * these small K (KWS-L's first layer: K = 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
     }
     if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {

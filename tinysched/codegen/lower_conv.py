@@ -121,9 +121,16 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
     )
     variant = variant_of(ctx.graph, op)
+    stem = (
+        conv_stem_table(ctx.graph, op, mults, shifts, int(out_zp))
+        if not depthwise and ctx.dsp_tables
+        else None
+    )
+    # a layer with the stem table runs the stem path on every call (ts_conv2d_s8.c stem_takes), so
+    # the quads' table would be flash never read
     quads = (
         conv_quads_table(ctx.graph, op, mults, shifts, int(out_zp))
-        if not depthwise and ctx.dsp_tables
+        if not depthwise and ctx.dsp_tables and stem is None
         else None
     )
     rq = blocks is None
@@ -137,11 +144,6 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
             f"per output channel: its bias, {len(quads) // oc - 5} widened filter words, its ts_rq fields"
         )
         call.params.append(("quads", ctx.array(call, "quads", "int32_t", quads, comment)))
-    stem = (
-        conv_stem_table(ctx.graph, op, mults, shifts, int(out_zp))
-        if not depthwise and ctx.dsp_tables
-        else None
-    )
     if stem is not None:
         comment = (
             "per four output channels, doubled: biases + input_offset * sum(w), ninth bytes, 3 rows x 2 words x 4 "
