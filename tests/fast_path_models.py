@@ -295,12 +295,13 @@ def conv_wide_rq_forms() -> bytes:
     peak, so the chain gets planned scratch; it runs the default kernel, whose widened leading
     pixels (a flat layer: any number of pixels, then a second pass with a one-block strip; the last
     few pixels as one row of the pointwise path) prepare ts_rq four channels at a time (no table);
-    the 3x3 layer before it leaves the last channel's tail (K = 27) to C in its widened rows. Then
+    the 3x3 layer before it leaves the last channel's tail (K = 18; over 3 channels the stem path
+    would take it) to C in its widened rows. Then
     last blocks of one, three and four pixels (the three-pixel loop, a full block), each stored
     through the routine's buffer, and a 3x3 layer whose strips are filled a filter row at a time."""
     b = ModelBuilder(seed=36)
-    z = b.input("z", (1, 20, 20, 3), zero_point=-128)
-    z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
+    z = b.input("z", (1, 20, 20, 2), zero_point=-128)
+    z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_2_to_8")
     z = b.conv2d(z, 32, (1, 1), activation="RELU6", name="peak_pw_8_to_32")
     # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
     z = b.mean(z, (1, 2), keepdims=True, name="pool")
