@@ -607,6 +607,21 @@ def stream_rows_checked() -> bytes:
     return b.build()
 
 
+def stream_stem_rows() -> bytes:
+    """A stage headed by a 3x3 CONV_2D over 3 input channels (the stem path called row by row, its
+    per-call checks made once): stride 1 SAME (each row's first and last pixels and the first and
+    last rows from patches) into 10 channels (a last group of two) with RELU6 and an output zero
+    point of 5 (clamped), a 3x3 depthwise, 1x1 10 -> 12, streamed into a global pool; input zero
+    point 12."""
+    b = ModelBuilder(seed=52)
+    x = b.input("x", (1, 14, 9, 3), zero_point=12)
+    t = b.conv2d(x, 10, (3, 3), activation="RELU6", output_quant=(0.03, 5), name="stem_head_10")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw3x3_after_stem")
+    t = b.conv2d(t, 12, (1, 1), name="pw10_12")
+    b.output(b.average_pool2d(t, (14, 9), (1, 1), name="pool_stem_rows"))
+    return b.build()
+
+
 def stream_fc_rows() -> bytes:
     """tflm_micro_speech in small: a depthwise 4x3 strides 1, 2 SAME over one channel into 5 (depth
     multiplier 5: a channel tail) streamed into a FULLY_CONNECTED reading its 15x6x5 map flattened
@@ -1056,6 +1071,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_quads_few": conv_quads_few,
     "conv_quads_one_group": conv_quads_one_group,
     "stream_rows_checked": stream_rows_checked,
+    "stream_stem_rows": stream_stem_rows,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,
     "stream_fc_single": stream_fc_single,

@@ -255,6 +255,7 @@ DSP_ONLY_MODELS = (
     "conv_quads_few",
     "conv_quads_one_group",
     "stream_rows_checked",
+    "stream_stem_rows",
     "stream_fc_rows",
     "stream_fc_blocks",
     "stream_fc_single",
