@@ -2502,22 +2502,25 @@ static inline int stem_takes(const ts_conv2d_s8_params *p, int32_t checks)
            p->pad_left >= 0 && p->input_offset >= -127 && p->input_offset <= 128;
 }
 
-/* The window at (y0, x0) that the input clips, into patch (3 rows of 12 bytes, row r at 12 r): its
- * taps inside the input copied, the others the input zero point `pad`. */
+/* The window at (y0, x0) that the input clips, into patch (3 rows of 12 bytes, row r at 12 r): per
+ * row, pad words (the input zero point `pad` in every byte), then its taps inside the input copied
+ * over them as one run (quad_run; rows outside the input stay pad). Spelled out, no tap loops: a
+ * stride-1 layer of 32 columns has one such pixel in eight. */
 static void stem_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
                        int8_t *patch)
 {
     const uint32_t pad4 = ts_bytes4(pad);
-    int32_t j, ky, ky0, ky1, kx0, kx1;
-    for (j = 0; j < 36; j += 4) { /* a store per word (a plain loop becomes a memset call) */
-        __asm__ volatile("str     %[v], [%[p], %[j]]" : : [v] "r"(pad4), [p] "r"(patch), [j] "r"(j) : "memory");
-    }
-    ts_tap_range(y0, 1, 3, p->in_h, &ky0, &ky1);
-    ts_tap_range(x0, 1, 3, p->in_w, &kx0, &kx1);
-    if (kx1 > kx0) {
-        const int8_t *src = in_b + ((size_t)(y0 + ky0) * p->in_w + (size_t)(x0 + kx0)) * 3;
-        for (ky = ky0; ky < ky1; ++ky, src += (size_t)p->in_w * 3) {
-            quad_run(patch + 12 * ky + 3 * kx0, src, 3 * (kx1 - kx0));
+    const int32_t in_w = p->in_w, kx0 = x0 < 0 ? (x0 < -3 ? 3 : -x0) : 0;
+    const int32_t kx1 = in_w - x0 < 3 ? (in_w - x0 < kx0 ? kx0 : in_w - x0) : 3;
+    int32_t ky;
+    for (ky = 0; ky < 3; ++ky) {
+        int8_t *const d = patch + 12 * ky;
+        const int32_t iy = y0 + ky;
+        ts_store4(d, pad4);
+        ts_store4(d + 4, pad4);
+        ts_store4(d + 8, pad4);
+        if (iy >= 0 && iy < p->in_h && kx1 > kx0) {
+            quad_run(d + 3 * kx0, in_b + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * 3, 3 * (kx1 - kx0));
         }
     }
 }
