@@ -2348,10 +2348,10 @@ typedef struct {
                                  two rows (the widening leaves r10 at the window's third row) */
     int8_t *out_end;      /*  8: past the last pixel's output bytes */
     uint32_t lo4, hi4;    /* 12, 16: act_min, act_max in every byte */
-    int32_t unused;       /* 20: (the asm's frame: the six words above, then the pixel's lanes) */
+    int32_t row;          /* 20: input bytes from one window row to the next (the asm's frame: the
+                                 six words up to here, then the pixel's lanes) */
     const int8_t *in8;    /* 24: byte 8 of the first pixel's window's first row */
-    int32_t row;          /* 28: input bytes from one window row to the next */
-    int8_t *out;          /* 32: the first pixel's output bytes */
+    int8_t *out;          /* 28: the first pixel's output bytes */
 } stem_job;
 
 #define TS_STEM_JOB_AT(field, at) typedef char stem_job_##field##_at[offsetof(stem_job, field) == (at) ? 1 : -1]
@@ -2360,9 +2360,9 @@ TS_STEM_JOB_AT(step, 4);
 TS_STEM_JOB_AT(out_end, 8);
 TS_STEM_JOB_AT(lo4, 12);
 TS_STEM_JOB_AT(hi4, 16);
+TS_STEM_JOB_AT(row, 20);
 TS_STEM_JOB_AT(in8, 24);
-TS_STEM_JOB_AT(row, 28);
-TS_STEM_JOB_AT(out, 32);
+TS_STEM_JOB_AT(out, 28);
 #undef TS_STEM_JOB_AT
 
 /* Output pixels job->out .. job->out_end, one window of 3 rows x 9 bytes each, job->step input bytes
@@ -2376,15 +2376,16 @@ TS_STEM_JOB_AT(out, 32);
  * SMLAD and one SMLABB/SMLABT a channel, each of the six lane pairs (LDRD) against four channels'
  * widened filter words (LDM, four words a load) by SMLAD (11 instructions per 32 products); then
  * per channel ts_rq with a right shift (left 0, so s2 = acc << 1, which the accumulator already
- * is: the table's filter words and biases are doubled; LDM of m, base, rr; base - [acc < 0] as
- * base + (s2 ASR 31); a constant channel's filter, bias and m are zero, so the result is its
- * base), SSAT, the four bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out where the range
- * is all of int8) and stored as one word (a last group of 1-3 channels byte by byte). Reads each
- * pixel's window before any of its bytes is written. Registers: r0-r3 the accumulators, r4-r7
- * filter words and ts_rq fields, r8-r9 input lanes (r8 also the table's "another group?" word),
- * r10 the window's byte 8 of its first row, r11 the table, r12 the row step, lr the output; the
- * frame [sp] holds table, step, out_end, lo4, hi4, then the lanes. 104 instructions per pixel and
- * group of four channels (109 clamped), 32 per pixel. */
+ * is: the table's filter words and biases are doubled; one LDM of two channels' m, base, rr;
+ * base - [acc < 0] as base + (s2 ASR 31); a constant channel's filter, bias and m are zero, so the
+ * result is its base), SSAT, the four bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out
+ * where the range is all of int8) and stored as one word (a last group of 1-3 channels byte by
+ * byte). Reads each pixel's window before any of its bytes is written. Registers: r0-r3 the
+ * accumulators, r4-r7 filter words, r4-r9 ts_rq fields, r8-r9 input lanes, r10 the window's byte 8
+ * of its first row, r11 the table, r12 the row step (at a group's end the table's "another
+ * group?" word), lr the output; the frame [sp] holds table, step, out_end, lo4, hi4, the row step,
+ * then the lanes. 102 instructions per pixel and group of four channels (107 clamped), 33 per
+ * pixel. */
 __attribute__((naked, noinline))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((noipa))
@@ -2409,15 +2410,20 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "ldr     " odd ", [r10, #" off "]\n\t"                                                             \
     "sxtb16  " even ", " odd "\n\t"                                                                    \
     "sxtb16  " odd ", " odd ", ror #8\n\t"
-/* ts_rq with a right shift on accumulator a, which already holds s2 = acc << 1 (the table's
- * filter and biases doubled): m r4, base r5, rr r6 (r | 256), r7 scratch; `regs` r4-r6, or r4-r6
- * and r8 for the group's last channel (r8: the table's "another group?" word) */
-#define TS_STEM_RQ(a, regs)                                                                            \
+/* ts_rq with a right shift on accumulators a and b, which already hold s2 = acc << 1 (the table's
+ * filter and biases doubled): their m, base, rr (r | 256) in r4-r6 and r7-r9 by one LDM, base -
+ * [acc < 0] computed in place of base; `regs` r4-r9, or r4-r9 and r12 for the group's last pair
+ * (r12: the table's "another group?" word) */
+#define TS_STEM_RQ2(a, b, regs)                                                                        \
     "ldm     r11!, {" regs "}\n\t"                                                                     \
-    "add     r7, r5, " a ", asr #31\n\t"                                                               \
-    "smmlar  " a ", " a ", r4, r7\n\t"                                                                 \
+    "add     r5, r5, " a ", asr #31\n\t"                                                               \
+    "smmlar  " a ", " a ", r4, r5\n\t"                                                                 \
     "asr     " a ", " a ", r6\n\t"                                                                     \
-    "ssat    " a ", #8, " a "\n\t"
+    "ssat    " a ", #8, " a "\n\t"                                                                     \
+    "add     r8, r8, " b ", asr #31\n\t"                                                               \
+    "smmlar  " b ", " b ", r7, r8\n\t"                                                                 \
+    "asr     " b ", " b ", r9\n\t"                                                                     \
+    "ssat    " b ", #8, " b "\n\t"
 /* the four results clamped bytewise to [lo4, hi4] */
 #define TS_STEM_CLAMP                                                                                  \
     "ldrd    r4, r5, [sp, #12]\n\t"                                                                    \
@@ -2426,9 +2432,10 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "ssub8   r6, r5, r0\n\t"                                                                           \
     "sel     r0, r0, r5\n\t"
 /* the pixel loop (labels: pixel, group, tail, next pixel), `clamp` TS_STEM_CLAMP or nothing; the
- * group word r8: 0 another group follows, 1 the last (four channels), 1 + t a last of t < 4 */
+ * group word r12: 0 another group follows, 1 the last (four channels), 1 + t a last of t < 4 */
 #define TS_STEM_PIXELS(pixel, group, tail, next, clamp)                                                \
     pixel ":\n\t"                                                                                      \
+    "ldr     r12, [sp, #20]\n\t"                                                                       \
     "ldrsb   r0, [r10]\n\t"                                                                            \
     "ldrsb   r1, [r10, r12]\n\t"                                                                       \
     "pkhbt   r0, r0, r1, lsl #16\n\t"                                                                  \
@@ -2450,12 +2457,12 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "smlabt  r1, r9, r4, r1\n\t"                                                                       \
     "smlabb  r2, r9, r5, r2\n\t"                                                                       \
     "smlabt  r3, r9, r5, r3\n\t" TS_STEM_WORD("32") TS_STEM_WORD("40") TS_STEM_WORD("48")               \
-    TS_STEM_WORD("56") TS_STEM_WORD("64") TS_STEM_WORD("72") TS_STEM_RQ("r0", "r4-r6")                 \
-    TS_STEM_RQ("r1", "r4-r6") TS_STEM_RQ("r2", "r4-r6") TS_STEM_RQ("r3", "r4-r6, r8")                  \
+    TS_STEM_WORD("56") TS_STEM_WORD("64") TS_STEM_WORD("72") TS_STEM_RQ2("r0", "r1", "r4-r9")          \
+    TS_STEM_RQ2("r2", "r3", "r4-r9, r12")                                                             \
     "bfi     r0, r1, #8, #8\n\t"                                                                       \
     "bfi     r0, r2, #16, #8\n\t"                                                                      \
     "bfi     r0, r3, #24, #8\n\t" clamp                                                                \
-    "cmp     r8, #1\n\t"                                                                               \
+    "cmp     r12, #1\n\t"                                                                              \
     "bhi     " tail "f\n\t"                                                                            \
     "str     r0, [lr], #4\n\t"                                                                         \
     "bne     " group "b\n\t" next ":\n\t"                                                              \
@@ -2466,15 +2473,14 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
     "b       9f\n\t" tail ":\n\t"                                                                      \
     "strb    r0, [lr], #1\n\t"                                                                         \
     "lsr     r0, r0, #8\n\t"                                                                           \
-    "sub     r8, r8, #1\n\t"                                                                           \
-    "cmp     r8, #1\n\t"                                                                               \
+    "sub     r12, r12, #1\n\t"                                                                         \
+    "cmp     r12, #1\n\t"                                                                              \
     "bne     " tail "b\n\t"                                                                            \
     "b       " next "b\n\t"
     __asm__ volatile("push    {r3-r11, lr}\n\t"
                      "ldm     r0, {r1-r6}\n\t"
                      "ldr     r10, [r0, #24]\n\t"
-                     "ldr     r12, [r0, #28]\n\t"
-                     "ldr     lr, [r0, #32]\n\t"
+                     "ldr     lr, [r0, #28]\n\t"
                      "sub     sp, sp, #56\n\t" /* the lanes */
                      "push    {r1-r6}\n\t"
                      "cmp     r4, #0x80808080\n\t"
@@ -2487,7 +2493,7 @@ static void stem_pixels(__attribute__((unused)) const stem_job *job)
                      "pop     {r3-r11, pc}\n\t");
 #undef TS_STEM_PIXELS
 #undef TS_STEM_CLAMP
-#undef TS_STEM_RQ
+#undef TS_STEM_RQ2
 #undef TS_STEM_WIDEN
 #undef TS_STEM_WORD
 }
@@ -2548,7 +2554,6 @@ static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *inp
     job.step = 3 * sw - 2 * 3 * in_w; /* the whole windows' calls: rows in_w * 3 bytes apart */
     job.lo4 = ts_bytes4(p->act_min);
     job.hi4 = ts_bytes4(p->act_max);
-    job.unused = 0;
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * in_h * in_w * 3;
         for (y = 0; y < p->out_h; ++y) {
@@ -2559,7 +2564,7 @@ static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *inp
                 job.out = output;
                 if (whole && x >= xa && x < xb) {
                     job.in8 = in_b + ((size_t)y0 * in_w + (size_t)x0) * 3 + 8;
-                    job.row = in_w * 3;
+                    job.row = 3 * in_w;
                     output += (size_t)(xb - x) * out_c;
                     x = xb;
                 } else {
