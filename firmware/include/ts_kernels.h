@@ -204,15 +204,15 @@ extern "C" {
  * ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two channels a quadword), the four channels' ts_rq fields
  * m, base, rr (a constant channel: filter, bias and m zero, base its value) and a word telling
  * whether another group follows. Each output pixel whose window lies inside the input is computed
- * straight from the input: per group, its 27 bytes loaded as two words and a byte per filter row
- * (LDR may be unaligned), widened by SXTB16 and multiplied against the table by SMLAD (the three
- * ninth bytes by one SMLAD and one SMLABB), ts_rq with its right-shift steps, the four bytes packed
- * (clamped bytewise where the activation range is narrower than int8) and stored. A window the
- * input clips is first copied into a 3x12-byte stack patch filled with the input zero point (such
- * a tap adds zero_point * w, which the folded input_offset * w cancels), then computed the same
- * way. Same accumulators (doubled), same bytes. Read/write order: pixel by pixel in the flat
- * order, each pixel's window read (once per channel group) before and while its bytes are written
- * group by group. */
+ * straight from the input: its 27 bytes loaded as two words and a byte per filter row (LDR may be
+ * unaligned) and widened by SXTB16 once into 16-bit lanes on the stack, then per group multiplied
+ * against the table by SMLAD (the three ninth bytes by one SMLAD and one SMLABB), ts_rq with its
+ * right-shift steps, the four bytes packed (clamped bytewise where the activation range is
+ * narrower than int8) and stored. A window the input clips is first copied into a 3x12-byte stack
+ * patch filled with the input zero point (such a tap adds zero_point * w, which the folded
+ * input_offset * w cancels), then computed the same way. Same accumulators (doubled), same bytes.
+ * Read/write order: pixel by pixel in the flat order, each pixel's window read before any of its
+ * bytes is written. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
