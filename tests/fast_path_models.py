@@ -419,8 +419,10 @@ def conv_stem_shapes() -> bytes:
     clipped on all four sides, from patches) into 5 channels (a last group of one), stride 2 SAME
     over an odd width and height (clipped on all sides) into 6 with RELU6 and an output zero point
     of -20 (the bytewise clamp), stride (2, 1) VALID per tensor into 7 (a last group of three),
-    two batches into 8 with pruned channels (constants in the table: l1 32), stride (1, 2) SAME
-    into 3 with RELU6 (a lone group of three, clamped); input zero points 37 and -128."""
+    two batches into 8 with pruned channels (constants in the table: filter, bias and m zero), stride (1, 2) SAME
+    into 3 with RELU6 (a lone group of three, clamped); over a 4x45 input (its first and last
+    output rows clipped: patches of up to 19 and 10 windows side by side) strides 1 and 2 into 4 and
+    5; input zero points 37, -128 and -7."""
     b = ModelBuilder(seed=48)
     x = b.input("x", (1, 9, 13, 3), zero_point=37)
     t = b.conv2d(x, 5, (3, 3), (1, 1), "SAME", activation="RELU", name="stem_s1_same_5")
@@ -432,7 +434,10 @@ def conv_stem_shapes() -> bytes:
     y = b.input("y", (2, 6, 7, 3), zero_point=-128)
     w = b.conv2d(y, 8, (3, 3), (2, 2), "SAME", scale_factors=pruned, name="stem_batches_pruned_8")
     z = b.conv2d(y, 3, (3, 3), (1, 2), "SAME", activation="RELU6", name="stem_s12_3")
-    b.output(t, u, v, w, z)
+    r = b.input("r", (1, 4, 45, 3), zero_point=-7)
+    r1 = b.conv2d(r, 4, (3, 3), (1, 1), "SAME", name="stem_wide_rows_s1")
+    r2 = b.conv2d(r, 5, (3, 3), (2, 2), "SAME", activation="RELU", name="stem_wide_rows_s2")
+    b.output(t, u, v, w, z, r1, r2)
     return b.build()
 
 

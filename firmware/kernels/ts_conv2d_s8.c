@@ -2508,41 +2508,46 @@ static inline int stem_takes(const ts_conv2d_s8_params *p, int32_t checks)
            p->pad_left >= 0 && p->input_offset >= -127 && p->input_offset <= 128;
 }
 
-/* The window at (y0, x0) that the input clips, into patch (3 rows of 12 bytes, row r at 12 r): per
- * row, pad words (the input zero point `pad` in every byte), then its taps inside the input copied
- * over them as one run (quad_run; rows outside the input stay pad). Spelled out, no tap loops: a
- * stride-1 layer of 32 columns has one such pixel in eight. */
-static void stem_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int8_t pad,
-                       int8_t *patch)
+#define TS_STEM_PATCH_ROW 64 /* bytes of a patch row: windows of 1 + 18 / stride_w pixels side by side */
+
+/* The windows of consecutive pixels of an output row that the input clips, `span` input columns
+ * from column x0 (x0 < 0: left of the input) of rows y0 .. y0 + 2, into patch (3 rows of `row`
+ * bytes, a multiple of 4): per row, pad words (the input zero point `pad` in every byte), then its
+ * columns inside the input copied over them as one run (quad_run; rows outside the input stay
+ * pad). */
+static void stem_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int32_t span,
+                       int32_t row, int8_t pad, int8_t *patch)
 {
     const uint32_t pad4 = ts_bytes4(pad);
-    const int32_t in_w = p->in_w, kx0 = x0 < 0 ? (x0 < -3 ? 3 : -x0) : 0;
-    const int32_t kx1 = in_w - x0 < 3 ? (in_w - x0 < kx0 ? kx0 : in_w - x0) : 3;
-    int32_t ky;
+    const int32_t in_w = p->in_w, c0 = x0 < 0 ? (x0 < -span ? span : -x0) : 0;
+    const int32_t c1 = in_w - x0 < span ? (in_w - x0 < c0 ? c0 : in_w - x0) : span;
+    int32_t ky, j;
     for (ky = 0; ky < 3; ++ky) {
-        int8_t *const d = patch + 12 * ky;
+        int8_t *const d = patch + row * ky;
         const int32_t iy = y0 + ky;
-        ts_store4(d, pad4);
-        ts_store4(d + 4, pad4);
-        ts_store4(d + 8, pad4);
-        if (iy >= 0 && iy < p->in_h && kx1 > kx0) {
-            quad_run(d + 3 * kx0, in_b + ((size_t)iy * in_w + (size_t)(x0 + kx0)) * 3, 3 * (kx1 - kx0));
+        for (j = 0; j < row; j += 4) { /* a store per word (a plain loop becomes a memset call) */
+            __asm__ volatile("str     %[v], [%[p], %[j]]" : : [v] "r"(pad4), [p] "r"(d), [j] "r"(j) : "memory");
+        }
+        if (iy >= 0 && iy < p->in_h && c1 > c0) {
+            quad_run(d + 3 * c0, in_b + ((size_t)iy * in_w + (size_t)(x0 + c0)) * 3, 3 * (c1 - c0));
         }
     }
 }
 
 /* The layer through stem_pixels where stem_takes p (else 0, nothing done), output row by output row:
- * the run of pixels whose windows the input holds whole in one call, each other pixel from its
- * patch in a call of its own. Out of line, so that its callers pay a test of p->stem only. */
+ * the run of pixels whose windows the input holds whole in one call, the others (a clipped row's,
+ * its clipped first and last columns') in runs of up to 1 + 18 / stride_w pixels, each run's
+ * windows first copied into a stack patch. Out of line, so that its callers pay a test of p->stem
+ * only. */
 static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, int32_t checks)
 {
-    int8_t patch[36] __attribute__((aligned(4)));
+    int8_t patch[3 * TS_STEM_PATCH_ROW] __attribute__((aligned(4)));
     const int32_t in_h = p->in_h, in_w = p->in_w, out_w = p->out_w, out_c = p->out_c;
     const int32_t sh = p->stride_h, sw = p->stride_w, pl = p->pad_left;
     const int8_t pad = (int8_t)-p->input_offset;
     const int32_t last = in_w - 3 + pl; /* the last window's first column, plus pad_left */
     stem_job job;
-    int32_t b, y, x, xa, xb; /* the output columns [xa, xb) whose windows lie inside the input's */
+    int32_t b, y, x, xa, xb, most; /* the output columns [xa, xb) whose windows lie inside the input's */
     if (!stem_takes(p, checks)) {
         return 0;
     }
@@ -2550,8 +2555,8 @@ static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *inp
     xb = last >= 0 ? last / sw + 1 : 0;
     xb = xb < out_w ? xb : out_w;
     xb = xb > xa ? xb : xa;
+    most = (TS_STEM_PATCH_ROW / 3 - 3) / sw + 1;
     job.table = p->stem;
-    job.step = 3 * sw - 2 * 3 * in_w; /* the whole windows' calls: rows in_w * 3 bytes apart */
     job.lo4 = ts_bytes4(p->act_min);
     job.hi4 = ts_bytes4(p->act_max);
     for (b = 0; b < p->batches; ++b) {
@@ -2568,12 +2573,15 @@ static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *inp
                     output += (size_t)(xb - x) * out_c;
                     x = xb;
                 } else {
-                    stem_patch(p, in_b, y0, x0, pad, patch);
+                    const int32_t end = whole && x < xa ? xa : out_w;
+                    const int32_t n = end - x < most ? end - x : most, span = (n - 1) * sw + 3;
+                    job.row = (3 * span + 3) & ~3;
+                    stem_patch(p, in_b, y0, x0, span, job.row, pad, patch);
                     job.in8 = patch + 8;
-                    job.row = 12;
-                    output += out_c;
-                    ++x;
+                    output += (size_t)n * out_c;
+                    x += n;
                 }
+                job.step = 3 * sw - 2 * job.row; /* the next window, from its third row */
                 job.out_end = output;
                 stem_pixels(&job);
             }
