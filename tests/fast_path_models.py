@@ -295,12 +295,13 @@ def conv_wide_rq_forms() -> bytes:
     peak, so the chain gets planned scratch; it runs the default kernel, whose widened leading
     pixels (a flat layer: any number of pixels, then a second pass with a one-block strip; the last
     few pixels as one row of the pointwise path) prepare ts_rq four channels at a time (no table);
-    the 3x3 layer before it leaves the last channel's tail (K = 27) to C in its widened rows. Then
+    the 3x3 layer before it leaves the last channel's tail (K = 18; over 3 channels the stem path
+    would take it) to C in its widened rows. Then
     last blocks of one, three and four pixels (the three-pixel loop, a full block), each stored
     through the routine's buffer, and a 3x3 layer whose strips are filled a filter row at a time."""
     b = ModelBuilder(seed=36)
-    z = b.input("z", (1, 20, 20, 3), zero_point=-128)
-    z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_3_to_8")
+    z = b.input("z", (1, 20, 20, 2), zero_point=-128)
+    z = b.conv2d(z, 8, (3, 3), (1, 1), "SAME", activation="RELU", name="k3_2_to_8")
     z = b.conv2d(z, 32, (1, 1), activation="RELU6", name="peak_pw_8_to_32")
     # a global MEAN, not AVERAGE_POOL_2D: a stage would stream the peak layer into the pool's sums
     z = b.mean(z, (1, 2), keepdims=True, name="pool")
@@ -409,6 +410,34 @@ def conv_quads_rows() -> bytes:
     z = b.input("z", (1, 3, 28, 3), zero_point=0)
     v = b.conv2d(z, 6, (1, 5), (1, 3), "VALID", activation="RELU", name="c1x5x3_s3")
     b.output(t, u, v)
+    return b.build()
+
+
+def conv_stem_shapes() -> bytes:
+    """3x3 CONV_2D over 3 input channels through the stem path (DSP cores: ts_conv2d_s8.c
+    stem_pixels, the generator's stem table, four output channels a pass): stride 1 SAME (windows
+    clipped on all four sides, from patches) into 5 channels (a last group of one), stride 2 SAME
+    over an odd width and height (clipped on all sides) into 6 with RELU6 and an output zero point
+    of -20 (the bytewise clamp), stride (2, 1) VALID per tensor into 7 (a last group of three),
+    two batches into 8 with pruned channels (constants in the table: filter, bias and m zero), stride (1, 2) SAME
+    into 3 with RELU6 (a lone group of three, clamped); over a 4x45 input (its first and last
+    output rows clipped: patches of up to 19 and 10 windows side by side) strides 1 and 2 into 4 and
+    5; input zero points 37, -128 and -7."""
+    b = ModelBuilder(seed=48)
+    x = b.input("x", (1, 9, 13, 3), zero_point=37)
+    t = b.conv2d(x, 5, (3, 3), (1, 1), "SAME", activation="RELU", name="stem_s1_same_5")
+    u = b.conv2d(
+        x, 6, (3, 3), (2, 2), "SAME", activation="RELU6", output_quant=(0.02, -20), name="stem_s2_relu6_6"
+    )
+    v = b.conv2d(x, 7, (3, 3), (2, 1), "VALID", per_channel=False, name="stem_s21_valid_7")
+    pruned = [1.0, 1e-6, 1.0, 3e-6, 1.0, 1.0, 2e-6, 1.0]
+    y = b.input("y", (2, 6, 7, 3), zero_point=-128)
+    w = b.conv2d(y, 8, (3, 3), (2, 2), "SAME", scale_factors=pruned, name="stem_batches_pruned_8")
+    z = b.conv2d(y, 3, (3, 3), (1, 2), "SAME", activation="RELU6", name="stem_s12_3")
+    r = b.input("r", (1, 4, 45, 3), zero_point=-7)
+    r1 = b.conv2d(r, 4, (3, 3), (1, 1), "SAME", name="stem_wide_rows_s1")
+    r2 = b.conv2d(r, 5, (3, 3), (2, 2), "SAME", activation="RELU", name="stem_wide_rows_s2")
+    b.output(t, u, v, w, z, r1, r2)
     return b.build()
 
 
@@ -580,6 +609,21 @@ def stream_rows_checked() -> bytes:
     t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw3x3_blocks")
     t = b.conv2d(t, 26, (1, 1), name="pw20_26_two")
     b.output(b.average_pool2d(t, (25, 5), (1, 1), name="pool_lanes_rows"))
+    return b.build()
+
+
+def stream_stem_rows() -> bytes:
+    """A stage headed by a 3x3 CONV_2D over 3 input channels (the stem path called row by row, its
+    per-call checks made once): stride 1 SAME (each row's first and last pixels and the first and
+    last rows from patches) into 10 channels (a last group of two) with RELU6 and an output zero
+    point of 5 (clamped), a 3x3 depthwise, 1x1 10 -> 12, streamed into a global pool; input zero
+    point 12."""
+    b = ModelBuilder(seed=52)
+    x = b.input("x", (1, 14, 9, 3), zero_point=12)
+    t = b.conv2d(x, 10, (3, 3), activation="RELU6", output_quant=(0.03, 5), name="stem_head_10")
+    t = b.depthwise_conv2d(t, (3, 3), activation="RELU", name="dw3x3_after_stem")
+    t = b.conv2d(t, 12, (1, 1), name="pw10_12")
+    b.output(b.average_pool2d(t, (14, 9), (1, 1), name="pool_stem_rows"))
     return b.build()
 
 
@@ -1099,6 +1143,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "depthwise_blocks_runs": depthwise_blocks_runs,
     "conv_quads_tables": conv_quads_tables,
     "conv_quads_rows": conv_quads_rows,
+    "conv_stem_shapes": conv_stem_shapes,
     "avg_pool_lanes": avg_pool_lanes,
     "avg_pool_shapes": avg_pool_shapes,
     "conv_quads_helium": conv_quads_helium,
@@ -1109,6 +1154,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_quads_few": conv_quads_few,
     "conv_quads_one_group": conv_quads_one_group,
     "stream_rows_checked": stream_rows_checked,
+    "stream_stem_rows": stream_stem_rows,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,
     "stream_fc_single": stream_fc_single,

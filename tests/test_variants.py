@@ -23,7 +23,13 @@ from helpers import (
 from tiers import needs_gcc, require
 
 from tinysched.arena.check import check_plan
-from tinysched.codegen.lower_conv import conv_quads_table, depthwise_blocks, rq_fields, rq_table
+from tinysched.codegen.lower_conv import (
+    conv_quads_table,
+    conv_stem_table,
+    depthwise_blocks,
+    rq_fields,
+    rq_table,
+)
 from tinysched.errors import TinyschedError
 from tinysched.memory.inplace import candidate, select_variants
 from tinysched.memory.overlap import max_shift, memory_model, variant_shift
@@ -151,6 +157,58 @@ def test_conv_quads_table_holds_bias_widened_filter_and_rq_fields() -> None:
     assert conv_quads_table(g, op, mults, [30] + shifts[1:], -128) is None
 
 
+def test_conv_stem_table_holds_doubled_sums_filter_rows_and_rq_fields() -> None:
+    """ts_kernels.h CONV_2D stem: per group of four output channels their doubled biases plus
+    input_offset * sum(w), the rows' ninth filter bytes, each row's two words as lanes for the four
+    channels, their ts_rq m, base, rr and the group word; a constant channel's filter and bias zero;
+    none for other shapes or a channel without a right shift."""
+
+    def conv(b: ModelBuilder, kernel: tuple[int, int] = (3, 3), channels: int = 3) -> None:
+        x = b.input("x", (1, 8, 8, channels), zero_point=-5)
+        b.output(b.conv2d(x, 6, kernel, (2, 2), "SAME", activation="RELU", name="c"))
+
+    g = built_graph(conv)
+    op = first_op(g, "CONV_2D")
+    mults, shifts = [1 << 30] * 6, [-4, -5, -4, -6, -4, -4]
+    table = conv_stem_table(g, op, mults, shifts, -128)
+    group = 4 + 4 + 2 + 3 * 2 * 8 + 4 * 3 + 1
+    assert table is not None and len(table) == 2 * group
+    bias = [int(v) for v in g.tensors[op.inputs[2]].data]
+    fields = rq_table(g, op, mults, shifts, -128)
+    w = [[int(v) for v in row] for row in g.tensors[op.inputs[1]].data.reshape(6, 27)]
+
+    def lanes(word: int) -> list[int]:
+        return [((word & 0xFFFF) ^ 0x8000) - 0x8000, word >> 16]
+
+    for c in range(6):
+        at, k = (c // 4) * group, c % 4
+        assert table[at + k] == 2 * (bias[c] + 5 * sum(w[c]))  # input_offset 5
+        assert lanes(table[at + 4 + k]) == [2 * w[c][8], 2 * w[c][17]]
+        assert lanes(table[at + 8 + k // 2])[k % 2] == 2 * w[c][26]
+        for ky in range(3):
+            for j in range(2):
+                pair = at + 10 + 8 * (2 * ky + j) + 2 * k
+                t = w[c][9 * ky + 4 * j : 9 * ky + 4 * j + 4]
+                assert lanes(table[pair]) == [2 * t[0], 2 * t[2]]
+                assert lanes(table[pair + 1]) == [2 * t[1], 2 * t[3]]
+        m, _, base, rr = fields[4 * c : 4 * c + 4]
+        assert table[at + 58 + 3 * k : at + 61 + 3 * k] == [m, base, rr]
+    assert table[group - 1] == 0 and table[2 * group - 1] == 1 + 2  # another group; a last of two
+    assert table[group + 6 : group + 8] == [0, 0]  # the missing channels' biases
+    # a pruned channel whose output is one constant: filter and bias zero, m zero, base its value
+    pruned = [-31] + shifts[1:]
+    m0, l1, value, rr0 = rq_table(g, op, mults, pruned, -128)[:4]
+    assert (m0, l1, rr0) == (0, 1, 0)  # RQ_CONST
+    const = conv_stem_table(g, op, mults, pruned, -128)
+    assert const is not None and const[0] == 0 and const[58:61] == [0, value, 0]
+    assert lanes(const[4])[0] == 0 and all(lanes(v)[0] == 0 for v in const[10:58:8])
+    # no right shift (shift >= 0), a 1x1 or 3x3x4 filter: none
+    assert conv_stem_table(g, op, mults, [0] + shifts[1:], -128) is None
+    for build in (lambda b: conv(b, kernel=(1, 1)), lambda b: conv(b, channels=4)):
+        other = built_graph(build)
+        assert conv_stem_table(other, first_op(other, "CONV_2D"), mults, shifts, -128) is None
+
+
 def test_dsp_tables_only_where_the_core_reads_them() -> None:
     """The DSP cores' kernels read the depthwise blocks and the quads' tables; a Helium core's
     (mps3-an547) take their own paths, so its sources carry neither (flash they would never read)
@@ -168,8 +226,11 @@ def test_dsp_tables_only_where_the_core_reads_them() -> None:
         module = generate(planned)
         texts[core] = "".join(module.files.values())
         assert module.arena_bytes == planned.arena.arena_bytes
-    assert ".blocks = " in texts["cortex-m7"] and ".quads = " in texts["cortex-m7"]
+    # (the 3x3 layer over 3 channels: the stem table, in place of the quads')
+    assert ".blocks = " in texts["cortex-m7"] and ".stem = " in texts["cortex-m7"]
+    assert ".quads = " not in texts["cortex-m7"]
     assert "blocks" not in texts["cortex-m55"] and "quads" not in texts["cortex-m55"]
+    assert "stem" not in texts["cortex-m55"]
 
 
 # ---- which operators get one -----------------------------------------------------------------------

@@ -194,6 +194,25 @@ extern "C" {
  * straight to their outputs only where the output and the input share no byte (no order matters
  * then); otherwise each quad's four fields are all read before any of its outputs is written, as
  * the small-field quads, which every overlap the groups of one or two pixels allow also allows. */
+/* CONV_2D stem (DSP cores without Helium, GCC/Clang): a 3x3 filter over 3 input channels (an RGB
+ * first layer), dilation 1, any strides and padding, with `stem` set: the generator's table, per
+ * group of four output channels (the last group's missing channels zero), its filter words and
+ * biases doubled (every channel has a right shift, so ts_rq's s2 = acc << 1: the accumulator is s2
+ * already): their biases plus input_offset * sum(w) (the input offset folded in, so the input
+ * bytes are used as they are), the filter rows' ninth bytes (w[c][0][8] | w[c][1][8] as lanes,
+ * then w[c][2][8] of two channels a word), per filter row its two words widened to lanes
+ * ([w_4j | w_4j+2], [w_4j+1 | w_4j+3], two channels a quadword), the four channels' ts_rq fields
+ * m, base, rr (a constant channel: filter, bias and m zero, base its value) and a word telling
+ * whether another group follows. Each output pixel whose window lies inside the input is computed
+ * straight from the input: its 27 bytes loaded as two words and a byte per filter row (LDR may be
+ * unaligned) and widened by SXTB16 once into 16-bit lanes on the stack, then per group multiplied
+ * against the table by SMLAD (the three ninth bytes by one SMLAD and one SMLABB), ts_rq with its
+ * right-shift steps, the four bytes packed (clamped bytewise where the activation range is
+ * narrower than int8) and stored. A window the input clips is first copied into a 3x12-byte stack
+ * patch filled with the input zero point (such a tap adds zero_point * w, which the folded
+ * input_offset * w cancels), then computed the same way. Same accumulators (doubled), same bytes.
+ * Read/write order: pixel by pixel in the flat order, each pixel's window read before any of its
+ * bytes is written. */
 typedef struct {
     int32_t batches;
     int32_t in_h, in_w, in_c;
@@ -209,6 +228,8 @@ typedef struct {
     const int32_t *shift;      /* [out_c] */
     const int32_t *quads;      /* the generator's table for the quads (see above; for a 1x1 layer the
                                   staged variant's, CONV_2D staged), or NULL */
+    const int32_t *stem;       /* the generator's table for 3x3 filters over 3 input channels (CONV_2D
+                                  stem, below), or NULL */
 } ts_conv2d_s8_params;
 
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

@@ -2339,6 +2339,257 @@ static TS_NOINLINE void quad_pixels(const ts_conv2d_s8_params *p, const int8_t *
     }
 }
 
+/* CONV_2D stem (ts_kernels.h): 3x3 filters over 3 input channels from the generator's table
+ * (p->stem), each output pixel straight from its window in the input, no copy (a clipped window
+ * from a stack patch). stem_pixels' job, read at these byte offsets by its asm: */
+typedef struct {
+    const int32_t *table; /*  0: the generator's table, its first group */
+    int32_t step;         /*  4: input bytes from one pixel's window to the next (3 * stride_w), less
+                                 two rows (the widening leaves r10 at the window's third row) */
+    int8_t *out_end;      /*  8: past the last pixel's output bytes */
+    uint32_t lo4, hi4;    /* 12, 16: act_min, act_max in every byte */
+    int32_t row;          /* 20: input bytes from one window row to the next (the asm's frame: the
+                                 six words up to here, then the pixel's lanes) */
+    const int8_t *in8;    /* 24: byte 8 of the first pixel's window's first row */
+    int8_t *out;          /* 28: the first pixel's output bytes */
+} stem_job;
+
+#define TS_STEM_JOB_AT(field, at) typedef char stem_job_##field##_at[offsetof(stem_job, field) == (at) ? 1 : -1]
+TS_STEM_JOB_AT(table, 0);
+TS_STEM_JOB_AT(step, 4);
+TS_STEM_JOB_AT(out_end, 8);
+TS_STEM_JOB_AT(lo4, 12);
+TS_STEM_JOB_AT(hi4, 16);
+TS_STEM_JOB_AT(row, 20);
+TS_STEM_JOB_AT(in8, 24);
+TS_STEM_JOB_AT(out, 28);
+#undef TS_STEM_JOB_AT
+
+/* Output pixels job->out .. job->out_end, one window of 3 rows x 9 bytes each, job->step input bytes
+ * apart, every output channel of each from the stem table, in one asm loop (no C between a call's
+ * first pixel and its last). Per pixel, its window widened once into 14 words of 16-bit lanes on
+ * the stack (frame word 6 on): the three rows' ninth bytes (LDRSB; rows 0 and 1 paired by PKHBT,
+ * then row 2's), then per filter row its bytes 0-3 and 4-7, each one (unaligned) LDR widened by
+ * SXTB16 into even and odd lanes (27 instructions, two STM). Then per group of four channels: the
+ * four accumulators start at the table's biases (input_offset * sum(w) folded in, so the input
+ * bytes are used as they are: int8 x int8 products, the same integer sum), the ninth bytes by one
+ * SMLAD and one SMLABB/SMLABT a channel, each of the six lane pairs (LDRD) against four channels'
+ * widened filter words (LDM, four words a load) by SMLAD (11 instructions per 32 products); then
+ * per channel ts_rq with a right shift (left 0, so s2 = acc << 1, which the accumulator already
+ * is: the table's filter words and biases are doubled; one LDM of two channels' m, base, rr;
+ * base - [acc < 0] as base + (s2 ASR 31); a constant channel's filter, bias and m are zero, so the
+ * result is its base), SSAT, the four bytes packed (BFI), clamped bytewise (SSUB8/SEL; left out
+ * where the range is all of int8) and stored as one word (a last group of 1-3 channels byte by
+ * byte). Reads each pixel's window before any of its bytes is written. Registers: r0-r3 the
+ * accumulators, r4-r7 filter words, r4-r9 ts_rq fields, r8-r9 input lanes, r10 the window's byte 8
+ * of its first row, r11 the table, r12 the row step (at a group's end the table's "another
+ * group?" word), lr the output; the frame [sp] holds table, step, out_end, lo4, hi4, the row step,
+ * then the lanes. 102 instructions per pixel and group of four channels (107 clamped), 33 per
+ * pixel. */
+__attribute__((naked, noinline))
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noipa))
+#endif
+static void stem_pixels(__attribute__((unused)) const stem_job *job)
+{
+/* a filter row word's lanes at sp + off, against four channels' filter words */
+#define TS_STEM_WORD(off)                                                                              \
+    "ldrd    r8, r9, [sp, #" off "]\n\t"                                                               \
+    "ldm     r11!, {r4-r7}\n\t"                                                                        \
+    "smlad   r0, r8, r4, r0\n\t"                                                                       \
+    "smlad   r0, r9, r5, r0\n\t"                                                                       \
+    "smlad   r1, r8, r6, r1\n\t"                                                                       \
+    "smlad   r1, r9, r7, r1\n\t"                                                                       \
+    "ldm     r11!, {r4-r7}\n\t"                                                                        \
+    "smlad   r2, r8, r4, r2\n\t"                                                                       \
+    "smlad   r2, r9, r5, r2\n\t"                                                                       \
+    "smlad   r3, r8, r6, r3\n\t"                                                                       \
+    "smlad   r3, r9, r7, r3\n\t"
+/* four bytes of a filter row at r10 + off widened into even, odd lanes */
+#define TS_STEM_WIDEN(off, even, odd)                                                                  \
+    "ldr     " odd ", [r10, #" off "]\n\t"                                                             \
+    "sxtb16  " even ", " odd "\n\t"                                                                    \
+    "sxtb16  " odd ", " odd ", ror #8\n\t"
+/* ts_rq with a right shift on accumulators a and b, which already hold s2 = acc << 1 (the table's
+ * filter and biases doubled): their m, base, rr (r | 256) in r4-r6 and r7-r9 by one LDM, base -
+ * [acc < 0] computed in place of base; `regs` r4-r9, or r4-r9 and r12 for the group's last pair
+ * (r12: the table's "another group?" word) */
+#define TS_STEM_RQ2(a, b, regs)                                                                        \
+    "ldm     r11!, {" regs "}\n\t"                                                                     \
+    "add     r5, r5, " a ", asr #31\n\t"                                                               \
+    "smmlar  " a ", " a ", r4, r5\n\t"                                                                 \
+    "asr     " a ", " a ", r6\n\t"                                                                     \
+    "ssat    " a ", #8, " a "\n\t"                                                                     \
+    "add     r8, r8, " b ", asr #31\n\t"                                                               \
+    "smmlar  " b ", " b ", r7, r8\n\t"                                                                 \
+    "asr     " b ", " b ", r9\n\t"                                                                     \
+    "ssat    " b ", #8, " b "\n\t"
+/* the four results clamped bytewise to [lo4, hi4] */
+#define TS_STEM_CLAMP                                                                                  \
+    "ldrd    r4, r5, [sp, #12]\n\t"                                                                    \
+    "ssub8   r6, r0, r4\n\t"                                                                           \
+    "sel     r0, r0, r4\n\t"                                                                           \
+    "ssub8   r6, r5, r0\n\t"                                                                           \
+    "sel     r0, r0, r5\n\t"
+/* the pixel loop (labels: pixel, group, tail, next pixel), `clamp` TS_STEM_CLAMP or nothing; the
+ * group word r12: 0 another group follows, 1 the last (four channels), 1 + t a last of t < 4 */
+#define TS_STEM_PIXELS(pixel, group, tail, next, clamp)                                                \
+    pixel ":\n\t"                                                                                      \
+    "ldr     r12, [sp, #20]\n\t"                                                                       \
+    "ldrsb   r0, [r10]\n\t"                                                                            \
+    "ldrsb   r1, [r10, r12]\n\t"                                                                       \
+    "pkhbt   r0, r0, r1, lsl #16\n\t"                                                                  \
+    "ldrsb   r1, [r10, r12, lsl #1]\n\t" TS_STEM_WIDEN("-8", "r2", "r3") TS_STEM_WIDEN("-4", "r4", "r5") \
+    "add     r10, r10, r12\n\t" TS_STEM_WIDEN("-8", "r6", "r7") TS_STEM_WIDEN("-4", "r8", "r9")          \
+    "add     r11, sp, #24\n\t"                                                                         \
+    "stm     r11!, {r0-r9}\n\t"                                                                        \
+    "add     r10, r10, r12\n\t" TS_STEM_WIDEN("-8", "r0", "r1") TS_STEM_WIDEN("-4", "r2", "r3")          \
+    "stm     r11, {r0-r3}\n\t"                                                                         \
+    "ldr     r11, [sp]\n\t" group ":\n\t"                                                              \
+    "ldm     r11!, {r0-r7}\n\t"                                                                        \
+    "ldrd    r8, r9, [sp, #24]\n\t"                                                                    \
+    "smlad   r0, r8, r4, r0\n\t"                                                                       \
+    "smlad   r1, r8, r5, r1\n\t"                                                                       \
+    "smlad   r2, r8, r6, r2\n\t"                                                                       \
+    "smlad   r3, r8, r7, r3\n\t"                                                                       \
+    "ldm     r11!, {r4, r5}\n\t"                                                                       \
+    "smlabb  r0, r9, r4, r0\n\t"                                                                       \
+    "smlabt  r1, r9, r4, r1\n\t"                                                                       \
+    "smlabb  r2, r9, r5, r2\n\t"                                                                       \
+    "smlabt  r3, r9, r5, r3\n\t" TS_STEM_WORD("32") TS_STEM_WORD("40") TS_STEM_WORD("48")               \
+    TS_STEM_WORD("56") TS_STEM_WORD("64") TS_STEM_WORD("72") TS_STEM_RQ2("r0", "r1", "r4-r9")          \
+    TS_STEM_RQ2("r2", "r3", "r4-r9, r12")                                                             \
+    "bfi     r0, r1, #8, #8\n\t"                                                                       \
+    "bfi     r0, r2, #16, #8\n\t"                                                                      \
+    "bfi     r0, r3, #24, #8\n\t" clamp                                                                \
+    "cmp     r12, #1\n\t"                                                                              \
+    "bhi     " tail "f\n\t"                                                                            \
+    "str     r0, [lr], #4\n\t"                                                                         \
+    "bne     " group "b\n\t" next ":\n\t"                                                              \
+    "ldrd    r8, r9, [sp, #4]\n\t"                                                                     \
+    "add     r10, r10, r8\n\t"                                                                         \
+    "cmp     lr, r9\n\t"                                                                               \
+    "bne     " pixel "b\n\t"                                                                           \
+    "b       9f\n\t" tail ":\n\t"                                                                      \
+    "strb    r0, [lr], #1\n\t"                                                                         \
+    "lsr     r0, r0, #8\n\t"                                                                           \
+    "sub     r12, r12, #1\n\t"                                                                         \
+    "cmp     r12, #1\n\t"                                                                              \
+    "bne     " tail "b\n\t"                                                                            \
+    "b       " next "b\n\t"
+    __asm__ volatile("push    {r3-r11, lr}\n\t"
+                     "ldm     r0, {r1-r6}\n\t"
+                     "ldr     r10, [r0, #24]\n\t"
+                     "ldr     lr, [r0, #28]\n\t"
+                     "sub     sp, sp, #56\n\t" /* the lanes */
+                     "push    {r1-r6}\n\t"
+                     "cmp     r4, #0x80808080\n\t"
+                     "bne     20f\n\t"
+                     "cmp     r5, #0x7f7f7f7f\n\t"
+                     "bne     20f\n\t" TS_STEM_PIXELS("1", "2", "3", "4", "")
+                     "20:\n\t" TS_STEM_PIXELS("11", "12", "13", "14", TS_STEM_CLAMP)
+                     "9:\n\t"
+                     "add     sp, sp, #80\n\t"
+                     "pop     {r3-r11, pc}\n\t");
+#undef TS_STEM_PIXELS
+#undef TS_STEM_CLAMP
+#undef TS_STEM_RQ2
+#undef TS_STEM_WIDEN
+#undef TS_STEM_WORD
+}
+
+/* Whether the stem path takes p: its table, a 3x3 filter over 3 channels, dilation 1, strides of 1
+ * or more, every channel ts_rq's or a constant (the table's fields; checks bit 2), the pad byte an
+ * int8. */
+static inline int stem_takes(const ts_conv2d_s8_params *p, int32_t checks)
+{
+    return p->stem != NULL && (checks & 4) != 0 && p->in_c == 3 && p->filter_h == 3 && p->filter_w == 3 &&
+           p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h >= 1 && p->stride_w >= 1 &&
+           p->pad_left >= 0 && p->input_offset >= -127 && p->input_offset <= 128;
+}
+
+#define TS_STEM_PATCH_ROW 64 /* bytes of a patch row: windows of 1 + 18 / stride_w pixels side by side */
+
+/* The windows of consecutive pixels of an output row that the input clips, `span` input columns
+ * from column x0 (x0 < 0: left of the input) of rows y0 .. y0 + 2, into patch (3 rows of `row`
+ * bytes, a multiple of 4): per row, pad words (the input zero point `pad` in every byte), then its
+ * columns inside the input copied over them as one run (quad_run; rows outside the input stay
+ * pad). */
+static void stem_patch(const ts_conv2d_s8_params *p, const int8_t *in_b, int32_t y0, int32_t x0, int32_t span,
+                       int32_t row, int8_t pad, int8_t *patch)
+{
+    const uint32_t pad4 = ts_bytes4(pad);
+    const int32_t in_w = p->in_w, c0 = x0 < 0 ? (x0 < -span ? span : -x0) : 0;
+    const int32_t c1 = in_w - x0 < span ? (in_w - x0 < c0 ? c0 : in_w - x0) : span;
+    int32_t ky, j;
+    for (ky = 0; ky < 3; ++ky) {
+        int8_t *const d = patch + row * ky;
+        const int32_t iy = y0 + ky;
+        for (j = 0; j < row; j += 4) { /* a store per word (a plain loop becomes a memset call) */
+            __asm__ volatile("str     %[v], [%[p], %[j]]" : : [v] "r"(pad4), [p] "r"(d), [j] "r"(j) : "memory");
+        }
+        if (iy >= 0 && iy < p->in_h && c1 > c0) {
+            quad_run(d + 3 * c0, in_b + ((size_t)iy * in_w + (size_t)(x0 + c0)) * 3, 3 * (c1 - c0));
+        }
+    }
+}
+
+/* The layer through stem_pixels where stem_takes p (else 0, nothing done), output row by output row:
+ * the run of pixels whose windows the input holds whole in one call, the others (a clipped row's,
+ * its clipped first and last columns') in runs of up to 1 + 18 / stride_w pixels, each run's
+ * windows first copied into a stack patch. Out of line, so that its callers pay a test of p->stem
+ * only. */
+static TS_NOINLINE int conv_stem(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, int32_t checks)
+{
+    int8_t patch[3 * TS_STEM_PATCH_ROW] __attribute__((aligned(4)));
+    const int32_t in_h = p->in_h, in_w = p->in_w, out_w = p->out_w, out_c = p->out_c;
+    const int32_t sh = p->stride_h, sw = p->stride_w, pl = p->pad_left;
+    const int8_t pad = (int8_t)-p->input_offset;
+    const int32_t last = in_w - 3 + pl; /* the last window's first column, plus pad_left */
+    stem_job job;
+    int32_t b, y, x, xa, xb, most; /* the output columns [xa, xb) whose windows lie inside the input's */
+    if (!stem_takes(p, checks)) {
+        return 0;
+    }
+    xa = (pl + sw - 1) / sw;
+    xb = last >= 0 ? last / sw + 1 : 0;
+    xb = xb < out_w ? xb : out_w;
+    xb = xb > xa ? xb : xa;
+    most = (TS_STEM_PATCH_ROW / 3 - 3) / sw + 1;
+    job.table = p->stem;
+    job.lo4 = ts_bytes4(p->act_min);
+    job.hi4 = ts_bytes4(p->act_max);
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * in_h * in_w * 3;
+        for (y = 0; y < p->out_h; ++y) {
+            const int32_t y0 = y * sh - p->pad_top;
+            const int whole = y0 >= 0 && y0 + 3 <= in_h;
+            for (x = 0; x < out_w;) {
+                const int32_t x0 = x * sw - pl;
+                job.out = output;
+                if (whole && x >= xa && x < xb) {
+                    job.in8 = in_b + ((size_t)y0 * in_w + (size_t)x0) * 3 + 8;
+                    job.row = 3 * in_w;
+                    output += (size_t)(xb - x) * out_c;
+                    x = xb;
+                } else {
+                    const int32_t end = whole && x < xa ? xa : out_w;
+                    const int32_t n = end - x < most ? end - x : most, span = (n - 1) * sw + 3;
+                    job.row = (3 * span + 3) & ~3;
+                    stem_patch(p, in_b, y0, x0, span, job.row, pad, patch);
+                    job.in8 = patch + 8;
+                    output += (size_t)n * out_c;
+                    x += n;
+                }
+                job.step = 3 * sw - 2 * job.row; /* the next window, from its third row */
+                job.out_end = output;
+                stem_pixels(&job);
+            }
+        }
+    }
+    return 1;
+}
+
 #else
 #define TS_CONV_WIDE 0
 #endif
@@ -2513,6 +2764,9 @@ static int conv_paths(const ts_conv2d_s8_params *p, const int8_t *input, const i
 #if TS_RQ_ASM
     rq = (checks & 2) != 0;
 #if TS_CONV_WIDE
+    if (p->stem != NULL && conv_stem(p, input, output, checks)) {
+        return TS_OK;
+    }
     /* with the generator's quads table (and ts_rq) the quads below take the layer whole: their asm
      * channel loop over a table costs less than the widened leading rows for these small K */
     if ((wide & 1) != 0 && !(rq && p->quads != NULL)) {
@@ -3162,6 +3416,9 @@ int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input,
                               const int32_t *rq_table, int32_t checks)
 {
 #if TS_CONV_WIDE
+    if (p->stem != NULL && conv_stem(p, input, output, checks)) { /* costs less than widened blocks */
+        return TS_OK;
+    }
     if ((checks & 1) != 0 && blocks >= 1 && ((uintptr_t)scratch & 3u) == 0 && wide_worth(p->out_h * p->out_w) &&
         p->stride_h >= 1 && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
         /* with a table, each channel as the table says (ts_rq's steps, a constant, or l1 0: the
@@ -3234,9 +3491,12 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     /* as many six-pixel blocks a strip as the room holds (up to TS_WIDE_STRIP): each channel's set-up
      * paid once for more pixels (the room is the row's own, no output rows to leave it for) */
     const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
+    if (p->stem != NULL && conv_stem(p, input, output, checks)) { /* resnet8's first layer */
+        return TS_OK;
+    }
     if (p->quads != NULL && (checks & 2) != 0) {
         /* the generator's quads table (conv_paths: conv_quads) costs less than the widened path for
-         * these small K (resnet8's and KWS-L's first layers: K = 27, 40) */
+         * these small K (KWS-L's first layer: K = 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
     }
     if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {

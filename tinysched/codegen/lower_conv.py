@@ -136,9 +136,16 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
     )
     variant = variant_of(ctx.graph, op)
+    stem = (
+        conv_stem_table(ctx.graph, op, mults, shifts, int(out_zp))
+        if not depthwise and ctx.dsp_tables
+        else None
+    )
+    # a layer with the stem table runs the stem path on every call (ts_conv2d_s8.c stem_takes), so
+    # the quads' table would be flash never read
     quads = (
         conv_quads_table(ctx.graph, op, mults, shifts, int(out_zp))
-        if not depthwise and ctx.dsp_tables
+        if not depthwise and ctx.dsp_tables and stem is None
         else None
     )
     rq = blocks is None
@@ -152,6 +159,12 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
             f"per output channel: its bias, {len(quads) // oc - 5} widened filter words, its ts_rq fields"
         )
         call.params.append(("quads", ctx.array(call, "quads", "int32_t", quads, comment)))
+    if stem is not None:
+        comment = (
+            "per four output channels, doubled: biases + input_offset * sum(w), ninth bytes, 3 rows x 2 words x 4 "
+            "channels of widened filter words, ts_rq m, base, rr, another group?"
+        )
+        call.params.append(("stem", ctx.array(call, "stem", "int32_t", stem, comment)))
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
@@ -312,6 +325,74 @@ def conv_quads_table(
     if fh * fw == 1 or in_c >= 8 or k4 > QUAD_K4 or w.data is None:
         return None
     return _widened_channels(graph, op, mults, shifts, out_zp)
+
+
+STEM_GROUP = 4  # ts_conv2d_s8.c stem_pixels: output channels a pass
+
+
+def conv_stem_table(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+) -> list[int] | None:
+    """ts_conv2d_s8's stem table (ts_kernels.h, "CONV_2D stem") for a 3x3 filter over 3 input
+    channels with dilation 1, filter and biases doubled (every channel has a right shift, so ts_rq's
+    s2 = acc << 1 is the kernel's accumulator): per group of four output channels (missing ones
+    zero) their biases plus input_offset * sum(w) (so the kernel reads input bytes as they are), the
+    ninth bytes of filter rows 0 and 1 as lanes per channel, row 2's two channels a word, per filter
+    row its bytes 0-3 and 4-7 widened to lanes ([w0 | w2], [w1 | w3]) for the four channels, their
+    ts_rq fields m, base, rr (a constant channel: filter, bias and m zero, base its value) and a
+    word: 0 another group follows, 1 + t a last group of t < 4 channels, 1 a last of four. None
+    where the kernel would not take it, a channel's ts_rq has no right shift (the kernel's steps
+    assume one) or a channel needs the formula's own steps."""
+    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    if op.opcode != "CONV_2D" or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:]) != (3, 3, 3):
+        return None
+    opts = op.options
+    if int(opts.get("dilation_hfactor", 1) or 1) != 1 or int(opts.get("dilation_wfactor", 1) or 1) != 1:
+        return None
+    out_c = int(w.shape[0])
+    biases = _biases(graph, op, out_c)
+    fields = rq_table(graph, op, mults, shifts, out_zp)
+    if biases is None or fields is None:
+        return None
+    zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
+    if not -128 <= int(zp) <= 127:
+        return None
+    taps = [[2 * int(v) for v in row] for row in w.data.reshape(out_c, 27)]
+    rq: list[list[int]] = []
+    acc0: list[int] = []  # the doubled accumulators' starts
+    for c in range(out_c):
+        m, l1, base, rr = fields[4 * c : 4 * c + 4]
+        if m == 0 and rr == 0:  # a constant (RQ_CONST), or a zero multiplier: base whatever the sum
+            taps[c] = [0] * 27
+            acc0.append(0)
+        elif l1 != 1 or rr == 0:  # the formula's own steps, or no right shift
+            return None
+        else:
+            acc0.append(2 * (biases[c] - int(zp) * sum(taps[c]) // 2))
+        rq.append([m, base, rr])
+        if not -(1 << 31) <= acc0[-1] < 1 << 31:
+            return None
+    groups = (out_c + STEM_GROUP - 1) // STEM_GROUP
+    pad = groups * STEM_GROUP - out_c
+    taps += [[0] * 27] * pad
+    acc0 += [0] * pad
+    rq += [[0, 0, 0]] * pad
+    table: list[int] = []
+    for g in range(groups):
+        cs = range(g * STEM_GROUP, (g + 1) * STEM_GROUP)
+        table += [acc0[c] for c in cs]
+        table += [_lanes(taps[c][8], taps[c][17]) for c in cs]
+        table += [_lanes(taps[cs[0]][26], taps[cs[1]][26]), _lanes(taps[cs[2]][26], taps[cs[3]][26])]
+        for ky in range(3):
+            for j in (0, 4):
+                for c in cs:
+                    t = taps[c][9 * ky + j : 9 * ky + j + 4]
+                    table += [_lanes(t[0], t[2]), _lanes(t[1], t[3])]
+        for c in cs:
+            table += rq[c]
+        last = g == groups - 1
+        table.append(0 if not last else 1 + (out_c % STEM_GROUP))
+    return table
 
 
 def _widened_channels(
