@@ -984,20 +984,69 @@ def flat_rest_in_place() -> bytes:
     """Flat 1x1 layers whose output overlaps their dying input (the refined plan): the widened
     leading pixels take a strip in the output's part below the input, the rest go by the pointwise
     chunks, which must start where the whole layer's chunks of 16 do (the plan's overlap holds chunk
-    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels and 12 -> 45 over 5 rows of 7, input zero point -5."""
+    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels and 12 -> 45 over 5 rows of 7, input zero point -5.
+    RELU with an output zero point above -128 keeps these layers off the pixel table (its range is
+    not all of int8: pixel_regs_k16 takes such shapes through that path)."""
     b = ModelBuilder(seed=71)
+    narrow = {"activation": "RELU", "output_quant": (0.03, -40)}
     x = b.input("x", (1, 1, 21, 16), zero_point=-5)
-    y = b.conv2d(x, 45, (1, 1), name="pw_21_px")
+    y = b.conv2d(x, 45, (1, 1), name="pw_21_px", **narrow)
     u = b.input("u", (1, 1, 37, 16), zero_point=-5)
-    v = b.conv2d(u, 45, (1, 1), name="pw_37_px")
+    v = b.conv2d(u, 45, (1, 1), name="pw_37_px", **narrow)
     r = b.input("r", (1, 5, 7, 12), zero_point=-5)  # rows widened (12 channels), the rest flat
-    t = b.conv2d(r, 45, (1, 1), name="pw_5_rows_of_7")
+    t = b.conv2d(r, 45, (1, 1), name="pw_5_rows_of_7", **narrow)
     b.output(y, v, t)
+    return b.build()
+
+
+def pixel_regs_k16() -> bytes:
+    """1x1 CONV_2D with K = 16 from the generator's pixel table (ts_kernels.h, CONV_2D "pixel in
+    registers"), outputs over their dying inputs as the refined plan places them: 16 -> 45 channels
+    over 21 pixels with two pruned channels the table holds as constants, 16 -> 45 over 37 pixels
+    with input zero point 19, 16 -> 16 over 5 rows of 7 (out_c == in_c); then layers the table
+    refuses, which take the default paths: RELU with an output zero point above -128 (a range
+    narrower than int8), channels with a small output scale (r == 0: no right shift), 16 -> 8 (out_c
+    < in_c)."""
+    b = ModelBuilder(seed=72)
+    x = b.input("x", (1, 1, 21, 16), zero_point=-5)
+    factors = [1e-6 if c in (3, 30) else 1.0 for c in range(45)]
+    y = b.conv2d(x, 45, (1, 1), scale_factors=factors, name="pw16_21px_constants")
+    u = b.input("u", (1, 1, 37, 16), zero_point=19)
+    v = b.conv2d(u, 45, (1, 1), name="pw16_37px")
+    r = b.input("r", (1, 5, 7, 16), zero_point=-5)
+    t = b.conv2d(r, 16, (1, 1), name="pw16_to_16")
+    t = b.conv2d(t, 16, (1, 1), activation="RELU", output_quant=(0.03, -40), name="pw16_relu_narrow")
+    factors = [300.0 if c % 3 == 1 else 1.0 for c in range(16)]
+    t = b.conv2d(t, 16, (1, 1), scale_factors=factors, output_quant=(0.002, 3), name="pw16_no_right_shift")
+    t = b.conv2d(t, 8, (1, 1), name="pw16_to_8")
+    b.output(y, v, t)
+    return b.build()
+
+
+def pixel_regs_k8_k12() -> bytes:
+    """The pixel table's K = 12 and K = 8 (ts_kernels.h, CONV_2D "pixel in registers"), outputs over
+    their dying inputs: 12 -> 20 channels over two batches (the flat order crosses the batch) with
+    input zero point 37, 8 -> 27 over 37 pixels, 8 -> 11 over 5 rows of 7, 12 -> 45 over 35 pixels."""
+    b = ModelBuilder(seed=73)
+    u = b.input("u", (2, 3, 5, 12), zero_point=37)
+    # a second reader keeps each input alive past the first layer (no in-place variant there)
+    u1 = b.conv2d(u, 20, (1, 1), name="pw12_to_20")
+    u2 = b.conv2d(u, 3, (1, 1), name="pw12_to_3")
+    r = b.input("r", (1, 1, 37, 8), zero_point=0)
+    r = b.conv2d(r, 27, (1, 1), name="pw8_to_27")
+    q = b.input("q", (1, 5, 7, 8), zero_point=-7)
+    q1 = b.conv2d(q, 11, (1, 1), name="pw8_to_11")
+    q2 = b.conv2d(q, 3, (1, 1), name="pw8_to_3")
+    z = b.input("z", (1, 5, 7, 12), zero_point=-5)
+    z = b.conv2d(z, 45, (1, 1), name="pw12_to_45")
+    b.output(u1, u2, r, q1, q2, z)
     return b.build()
 
 
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "flat_rest_in_place": flat_rest_in_place,
+    "pixel_regs_k16": pixel_regs_k16,
+    "pixel_regs_k8_k12": pixel_regs_k8_k12,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
     "conv_kxk_shapes": conv_kxk_shapes,

@@ -3,6 +3,8 @@ calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
@@ -222,7 +224,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     graph, n = ctx.graph, len(s.tensors)
     sched = _schedule(graph, s)
     base = ctx.offsets[scratch]
-    inner = ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}})
+    inner = replace(
+        ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}}),
+        whole_layers=False,
+    )
     lowered = [
         lower(inner, member, call.step, f"op{op.index}_stage{k + s.source}")
         for k, member in enumerate(s.operators)
