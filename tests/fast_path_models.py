@@ -316,9 +316,10 @@ def conv_wide_rq_forms() -> bytes:
     u = b.input("u", (1, 1, 13, 12), zero_point=2)
     u = b.conv2d(u, 10, (1, 1), activation="RELU6", name="pw_13px")
     v = b.input("v", (1, 3, 3, 16), zero_point=-128)
-    v = b.conv2d(v, 20, (1, 1), name="pw_9px")
+    # fewer output channels than input ones keeps these two off the pixel table (ts_conv2d_s8_pixels)
+    v = b.conv2d(v, 15, (1, 1), name="pw_9px")
     w = b.input("w", (1, 4, 4, 8), zero_point=0)
-    w = b.conv2d(w, 9, (1, 1), activation="RELU", name="pw_16px")
+    w = b.conv2d(w, 7, (1, 1), activation="RELU", name="pw_16px")
     # filter rows as runs of whole words (in_c 8): SAME windows clipped on every side, rows
     # dilated, stride 2 down the columns
     r = b.input("r", (1, 9, 10, 8), zero_point=-7)
@@ -1043,10 +1044,27 @@ def pixel_regs_k8_k12() -> bytes:
     return b.build()
 
 
+def pixel_regs_stage() -> bytes:
+    """Streamed stages whose 1x1 members take the pixel table row by row (ts_conv2d_s8_pixels on each
+    call's rows: one batch, out_h rows of an input that holds more): an inverted residual 16 -> 48
+    (K = 16), depthwise, 48 -> 16 as mcunet's blocks; then 16 -> 8 -> 16 (K = 8) into a stride-2
+    depthwise as VWW's second stage; input zero point -3."""
+    b = ModelBuilder(seed=74)
+    x = b.input("x", (1, 16, 12, 16), zero_point=-3)
+    t = b.conv2d(x, 48, (1, 1), activation="RELU6", name="expand_16_to_48")
+    t = b.depthwise_conv2d(t, (3, 3), (1, 1), "SAME", activation="RELU6", name="dw_48")
+    t = b.conv2d(t, 8, (1, 1), name="project_48_to_8")
+    t = b.conv2d(t, 16, (1, 1), activation="RELU6", name="expand_8_to_16")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", activation="RELU6", name="dw_16_s2")
+    b.output(t)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "flat_rest_in_place": flat_rest_in_place,
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,
+    "pixel_regs_stage": pixel_regs_stage,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
     "conv_kxk_shapes": conv_kxk_shapes,

@@ -298,6 +298,11 @@ def test_pixel_table_only_where_its_path_holds() -> None:
     }
     assert texts["cortex-m7"].count("ts_conv2d_s8_pixels(&") == 3
     assert "pixel_table" not in texts["cortex-m55"]
+    # a streamed stage's 1x1 member on its rows (K = 16), the 8 -> 16 layer after it whole
+    stage = planned_c_text(
+        plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage"]()), PlanOptions(time_limit=2.0))
+    )
+    assert "ts_conv2d_s8_pixels(&p0, rows," in stage and stage.count("ts_conv2d_s8_pixels(&") == 2
 
 
 def _qemu_ready() -> None:
@@ -330,6 +335,7 @@ DSP_ONLY_MODELS = (
     "flat_rest_in_place",
     "pixel_regs_k16",
     "pixel_regs_k8_k12",
+    "pixel_regs_stage",
     "conv_kxk_shapes",
     "depthwise_shapes",
     "pointwise_shapes",

@@ -860,7 +860,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement, ledger.part())
     if note is None and not options.recomputing:  # faster kernels where the arena has room at their step
-        placed, arena = with_wide_scratch(placed, arena, ceiling)
+        placed, arena = with_wide_scratch(placed, arena, ceiling, codegen.pixel_path)
     seconds["placement"] = arena.seconds
     clock = time.perf_counter()
     check_plan(placed, arena)
@@ -889,9 +889,11 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
 def _operator_estimates(plan: _KernelPlan, core: str) -> dict[int, int]:
     """Estimated instructions of each operator of `plan`, with the wide kernels where its arena has
     room (as the final plan gets them)."""
+    from tinysched import codegen
+
     graph, arena = plan.graph, plan.arena
     if arena.memory_model != "tensor":
-        graph, arena = with_wide_scratch(graph, arena)
+        graph, arena = with_wide_scratch(graph, arena, keep_default=codegen.pixel_path)
     return {v: operator_estimate(graph, v, core, arena) for v in dict.fromkeys(arena.order)}
 
 
@@ -902,6 +904,8 @@ def _fit_budget(
     budget, the one that fits with the fewest estimated instructions (the least-memory plan unless
     that is BUDGET_MIN_SAVING fewer): the choice, the plan, and the ceiling its wide scratch was
     given (None: only the bytes the arena leaves free)."""
+    from tinysched import codegen
+
     budget = options.arena_budget
     assert budget is not None
     if least.arena.arena_bytes > budget:
@@ -915,7 +919,7 @@ def _fit_budget(
         for ceiling in (None, budget):
             graph, arena = kernel_plan.graph, kernel_plan.arena
             if arena.memory_model != "tensor":
-                graph, arena = with_wide_scratch(graph, arena, ceiling)
+                graph, arena = with_wide_scratch(graph, arena, ceiling, codegen.pixel_path)
             chosen = [variant_of(graph, op) for op in graph.operators]
             wide = sum(1 for v in chosen if v is not None and v.name == "wide")
             variants = sum(1 for v in chosen if v is not None and v.name != "wide")

@@ -2557,15 +2557,17 @@ static void pixel_regs8(__attribute__((unused)) const int8_t *input, __attribute
 typedef void (*pixel_regs_fn)(const int8_t *, const int8_t *, const int32_t *, int8_t *);
 
 /* The whole layer by the pixel-in-registers path with the generator's table, where it takes p (1;
- * else 0, nothing done): a 1x1 filter at stride 1 without padding over the whole input (the flat
- * order), in_c 8, 12 or 16, out_c >= in_c (the order argument above), a word-aligned input. */
+ * else 0, nothing done): a 1x1 filter at stride 1 without padding, rows as wide as the input's, over
+ * the whole input or (one batch: a streamed stage's rows) its first out_h rows (the flat order),
+ * in_c 8, 12 or 16, out_c >= in_c (the order argument above), a word-aligned input. */
 static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table)
 {
     pixel_regs_fn run;
     size_t pixels;
     if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
-        p->pad_left != 0 || p->out_h != p->in_h || p->out_w != p->in_w || p->out_c < p->in_c || p->batches < 1 ||
-        p->out_h < 1 || p->out_w < 1 || ((uintptr_t)input & 3u) != 0) {
+        p->pad_left != 0 || p->out_w != p->in_w || p->out_c < p->in_c || p->batches < 1 || p->out_h < 1 ||
+        p->out_w < 1 || (p->out_h != p->in_h && (p->batches != 1 || p->out_h > p->in_h)) ||
+        ((uintptr_t)input & 3u) != 0) {
         return 0;
     }
     switch (p->in_c) {

@@ -137,12 +137,11 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
             f"per output channel: its bias, {len(quads) // oc - 5} widened filter words, its ts_rq fields"
         )
         call.params.append(("quads", ctx.array(call, "quads", "int32_t", quads, comment)))
-    # the pixel-in-registers path costs less than the widened variant's strips (whose scratch, in a gap
-    # of the arena below its peak, then goes unused)
+    # (the planner gives such a layer no wide variant: pixel_path)
     pixels = (
         pixel_table(ctx.graph, op, mults, shifts, int(out_zp), (act_min, act_max))
         if quads is None
-        and (variant is None or variant.name == "wide")
+        and variant is None
         and not depthwise
         and ctx.dsp_tables
         and ctx.whole_layers
@@ -157,7 +156,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {ic // 2} filter words << l1, m, base, rr"
         call.kernel = "ts_conv2d_s8_pixels"
         call.args.append(ctx.array(call, "pixel_table", "int32_t", pixels, comment))
-    elif variant is not None:
+    if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
 
 
@@ -400,6 +399,30 @@ def pixel_table(
             table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]
         table += [m, base, rr | last]
     return table
+
+
+def pixel_path(graph: Graph, op: Operator) -> bool:
+    """Whether the code generator runs `op` on DSP cores by the pixel-in-registers path
+    (ts_conv2d_s8_pixels, `pixel_table`): the planner then gives it no ``wide`` strip scratch, which
+    that path would leave unused (tinysched.arena.scratch, `keep_default`)."""
+    if op.opcode != "CONV_2D" or len(op.inputs) < 3 or op.inputs[2] < 0:
+        return False
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    quants = (x.quantization, w.quantization, y.quantization)
+    if any(t.dtype != "int8" for t in (x, w, y)) or any(q is None or len(q.scale) == 0 for q in quants):
+        return False
+    assert x.quantization is not None and w.quantization is not None and y.quantization is not None
+    if any(z != 0 for z in w.quantization.zero_point) or len(w.shape) != 4:
+        return False
+    in_scale, out_scale = float(x.quantization.scale[0]), float(y.quantization.scale[0])
+    out_zp = int(y.quantization.zero_point[0]) if len(y.quantization.zero_point) else 0
+    scales = list(w.quantization.scale)
+    scales = scales * w.shape[0] if len(scales) == 1 else scales
+    if len(scales) != w.shape[0] or out_scale <= 0:
+        return False
+    mults, shifts = zip(*(quantize_multiplier(in_scale * float(s) / out_scale) for s in scales), strict=True)
+    act = activation_range(op.options.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    return pixel_table(graph, op, mults, shifts, out_zp, act) is not None
 
 
 def staged_pointwise_table(
