@@ -2445,114 +2445,108 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
  *          base - (s2 >> 31, logical)); rr's bit 9 marks the layer's last channel (ASR by register
  *          reads rr's low byte only).
  * A constant channel (ts_rq's m 0, rr 0) has acc0 and its filter all 0, so s2 = 0 needs no
- * correction and SMMLAR gives base, its value. Then per output: SUB (correction), SMMLAR, ASR, SSAT
- * (the activation range is all of int8: the generator emits the table only then) and STRB: 19
- * instructions per 16 products at in_c 16 (4 LDM, 8 SMLAD, 5, TST + BEQ), 15 per 12, 12 per 8; per
- * pixel 1 LDM, in_c / 2 SXTB16 and 5 more. Read/write order: every input byte of pixel i is read
+ * correction and SMMLAR gives base, its value. (r >= 1 means no left shift: l1 is 1 for every
+ * channel that is not a constant.) Then per output: SUB (correction), SMMLAR, ASR, SSAT (the
+ * activation range is all of int8: the generator emits the table only then) and STRB: 19
+ * instructions per 16 products at in_c 16 (4 LDM, 8 SMLAD, 5, TST + BEQ), 15 per 12, 12 per 8; with
+ * out_c even two channels a pass share the TST + BEQ (18, 14, 11); per pixel 1 LDM, in_c / 2
+ * SXTB16 and 5 more. Read/write order: every input byte of pixel i is read
  * (one LDM) before its first output byte is written, pixels in increasing order, outputs of pixel i
  * channel by channel: no overlap the default order allows is broken (for out_c >= in_c the binding
  * pixel is the last for both). Registers: r0 the accumulator, r1-r3 (r8-r11 where the pixel leaves
  * them free) table words, the pixel in r4 up, r12 the table, lr the output; the input pointer and
  * its end on the stack. */
-#define TS_PX_HEAD(load)                                                                               \
-    "push    {r4-r11, lr}\n\t"                                                                         \
-    "push    {r0, r1, r2}\n\t" /* [sp] input, [sp, #4] its end, [sp, #8] the table */                  \
-    "mov     lr, r3\n\t"                                                                               \
-    "1:\n\t"                                                                                           \
-    "ldm     r0!, " load "\n\t"                                                                        \
-    "str     r0, [sp]\n\t"
-#define TS_PX_WIDEN(e, o) /* word in e: e = even lanes, o = odd */                                     \
+#define TS_PX_WIDEN(e, o) /* a word in e: e = its even lanes, o = its odd */                         \
     "sxtb16  " o ", " e ", ror #8\n\t"                                                                 \
     "sxtb16  " e ", " e "\n\t"
-/* base in b, the accumulator in r0, m in m, rr in rr: the output byte stored, channel loop closed */
+/* one output: base in b, the accumulator (s2) in r0, m in m, rr in rr; its byte stored */
 #define TS_PX_RQ_STORE(b, m, rr)                                                                       \
     "sub     " b ", " b ", r0, lsr #31\n\t"                                                            \
     "smmlar  " b ", r0, " m ", " b "\n\t"                                                              \
     "asr     " b ", " b ", " rr "\n\t"                                                                 \
     "ssat    " b ", #8, " b "\n\t"                                                                     \
-    "strb    " b ", [lr], #1\n\t"                                                                      \
-    "tst     " rr ", #512\n\t"                                                                         \
-    "beq     2b\n\t"
-#define TS_PX_TAIL                                                                                     \
-    "ldrd    r0, r1, [sp]\n\t"                                                                         \
-    "cmp     r0, r1\n\t"                                                                               \
-    "bne     1b\n\t"                                                                                   \
-    "add     sp, sp, #12\n\t"                                                                          \
-    "pop     {r4-r11, pc}\n\t"
-
-/* pixel_regs16/12/8: pixels [input, end) (word-aligned, a whole number of pixels, at least one),
- * every channel of the table, outputs from `output` on. */
-__attribute__((naked, noinline))
+    "strb    " b ", [lr], #1\n\t"
+/* one channel's words (r12) against the pixel, its output stored */
+#define TS_PX_CHANNEL16                                                                                \
+    "ldm     r12!, {r0, r1, r2, r3}\n\t" /* acc0, e0, o0, e1 */                                        \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "ldm     r12!, {r1, r2, r3}\n\t" /* o1, e2, o2 */                                                  \
+    "smlad   r0, r7, r1, r0\n\t"                                                                       \
+    "smlad   r0, r8, r2, r0\n\t"                                                                       \
+    "smlad   r0, r9, r3, r0\n\t"                                                                       \
+    "ldm     r12!, {r1, r2, r3}\n\t" /* e3, o3, m */                                                   \
+    "smlad   r0, r10, r1, r0\n\t"                                                                      \
+    "smlad   r0, r11, r2, r0\n\t"                                                                      \
+    "ldm     r12!, {r1, r2}\n\t" /* base, rr */                                                        \
+    TS_PX_RQ_STORE("r1", "r3", "r2")
+#define TS_PX_CHANNEL12                                                                                \
+    "ldm     r12!, {r0, r1, r2, r3, r10, r11}\n\t" /* acc0, e0, o0, e1, o1, e2 */                      \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "smlad   r0, r7, r10, r0\n\t"                                                                      \
+    "smlad   r0, r8, r11, r0\n\t"                                                                      \
+    "ldm     r12!, {r1, r2, r3, r10}\n\t" /* o2, m, base, rr */                                        \
+    "smlad   r0, r9, r1, r0\n\t"                                                                       \
+    TS_PX_RQ_STORE("r3", "r2", "r10")
+#define TS_PX_CHANNEL8                                                                                 \
+    "ldm     r12!, {r0, r1, r2, r3, r8, r9, r10, r11}\n\t" /* acc0, e0, o0, e1, o1, m, base, rr */     \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "smlad   r0, r7, r8, r0\n\t"                                                                       \
+    TS_PX_RQ_STORE("r10", "r9", "r11")
+/* pixels [input, end) (r0, r1: word-aligned, a whole number of pixels, at least one), every
+ * channel of the table (r2), outputs from r3 on: per pixel its words loaded into the registers
+ * `load` and widened (`widen`), then `channels` (one or two channel bodies) until the last
+ * channel's rr (in register `rr`) has bit 9 set */
+#define TS_PX_FUNCTION(name, load, widen, channels, rr)                                                \
+    __attribute__((naked, noinline)) TS_PX_NOIPA static void name(                                     \
+        __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,       \
+        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)         \
+    {                                                                                                  \
+        __asm__ volatile("push    {r4-r11, lr}\n\t"                                                    \
+                         "push    {r0, r1, r2}\n\t" /* [sp] input, [sp, #4] its end, [sp, #8] table */ \
+                         "mov     lr, r3\n\t"                                                          \
+                         "1:\n\t"                                                                      \
+                         "ldm     r0!, " load "\n\t"                                                   \
+                         "str     r0, [sp]\n\t" widen "ldr     r12, [sp, #8]\n\t"                      \
+                         "2:\n\t" channels "tst     " rr ", #512\n\t"                                  \
+                         "beq     2b\n\t"                                                              \
+                         "ldrd    r0, r1, [sp]\n\t"                                                    \
+                         "cmp     r0, r1\n\t"                                                          \
+                         "bne     1b\n\t"                                                              \
+                         "add     sp, sp, #12\n\t"                                                     \
+                         "pop     {r4-r11, pc}\n\t");                                                  \
+    }
 #if defined(__GNUC__) && !defined(__clang__)
-__attribute__((noipa))
+#define TS_PX_NOIPA __attribute__((noipa))
+#else
+#define TS_PX_NOIPA
 #endif
-static void pixel_regs16(__attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,
-                         __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)
-{
-    __asm__ volatile(TS_PX_HEAD("{r4, r6, r8, r10}")
-                     TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9")
-                     TS_PX_WIDEN("r10", "r11")
-                     "ldr     r12, [sp, #8]\n\t"
-                     "2:\n\t"
-                     "ldm     r12!, {r0, r1, r2, r3}\n\t" /* acc0, e0, o0, e1 */
-                     "smlad   r0, r4, r1, r0\n\t"
-                     "smlad   r0, r5, r2, r0\n\t"
-                     "smlad   r0, r6, r3, r0\n\t"
-                     "ldm     r12!, {r1, r2, r3}\n\t" /* o1, e2, o2 */
-                     "smlad   r0, r7, r1, r0\n\t"
-                     "smlad   r0, r8, r2, r0\n\t"
-                     "smlad   r0, r9, r3, r0\n\t"
-                     "ldm     r12!, {r1, r2, r3}\n\t" /* e3, o3, m */
-                     "smlad   r0, r10, r1, r0\n\t"
-                     "smlad   r0, r11, r2, r0\n\t"
-                     "ldm     r12!, {r1, r2}\n\t" /* base, rr */
-                     TS_PX_RQ_STORE("r1", "r3", "r2") TS_PX_TAIL);
-}
-
-__attribute__((naked, noinline))
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((noipa))
-#endif
-static void pixel_regs12(__attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,
-                         __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)
-{
-    __asm__ volatile(TS_PX_HEAD("{r4, r6, r8}")
-                     TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9")
-                     "ldr     r12, [sp, #8]\n\t"
-                     "2:\n\t"
-                     "ldm     r12!, {r0, r1, r2, r3, r10, r11}\n\t" /* acc0, e0, o0, e1, o1, e2 */
-                     "smlad   r0, r4, r1, r0\n\t"
-                     "smlad   r0, r5, r2, r0\n\t"
-                     "smlad   r0, r6, r3, r0\n\t"
-                     "smlad   r0, r7, r10, r0\n\t"
-                     "smlad   r0, r8, r11, r0\n\t"
-                     "ldm     r12!, {r1, r2, r3, r10}\n\t" /* o2, m, base, rr */
-                     "smlad   r0, r9, r1, r0\n\t"
-                     TS_PX_RQ_STORE("r3", "r2", "r10") TS_PX_TAIL);
-}
-
-__attribute__((naked, noinline))
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((noipa))
-#endif
-static void pixel_regs8(__attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,
-                        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)
-{
-    __asm__ volatile(TS_PX_HEAD("{r4, r6}")
-                     TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7")
-                     "ldr     r12, [sp, #8]\n\t"
-                     "2:\n\t"
-                     "ldm     r12!, {r0, r1, r2, r3, r8, r9, r10, r11}\n\t" /* acc0, e0, o0, e1, o1, m, base, rr */
-                     "smlad   r0, r4, r1, r0\n\t"
-                     "smlad   r0, r5, r2, r0\n\t"
-                     "smlad   r0, r6, r3, r0\n\t"
-                     "smlad   r0, r7, r8, r0\n\t"
-                     TS_PX_RQ_STORE("r10", "r9", "r11") TS_PX_TAIL);
-}
-#undef TS_PX_HEAD
+#define TS_PX_WIDEN16 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9") TS_PX_WIDEN("r10", "r11")
+#define TS_PX_WIDEN12 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9")
+#define TS_PX_WIDEN8 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7")
+/* one channel a pass: any out_c (19 instructions per 16 products at in_c 16) */
+TS_PX_FUNCTION(pixel_regs16, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16, "r2")
+TS_PX_FUNCTION(pixel_regs12, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12, "r10")
+TS_PX_FUNCTION(pixel_regs8, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8, "r11")
+/* two channels a pass, one test of the marker (the second's): out_c even (18 per 16 at in_c 16) */
+TS_PX_FUNCTION(pixel_regs16_pairs, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16 TS_PX_CHANNEL16, "r2")
+TS_PX_FUNCTION(pixel_regs12_pairs, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12 TS_PX_CHANNEL12, "r10")
+TS_PX_FUNCTION(pixel_regs8_pairs, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8 TS_PX_CHANNEL8, "r11")
 #undef TS_PX_WIDEN
 #undef TS_PX_RQ_STORE
-#undef TS_PX_TAIL
+#undef TS_PX_CHANNEL16
+#undef TS_PX_CHANNEL12
+#undef TS_PX_CHANNEL8
+#undef TS_PX_FUNCTION
+#undef TS_PX_NOIPA
+#undef TS_PX_WIDEN16
+#undef TS_PX_WIDEN12
+#undef TS_PX_WIDEN8
 
 typedef void (*pixel_regs_fn)(const int8_t *, const int8_t *, const int32_t *, int8_t *);
 
@@ -2572,13 +2566,13 @@ static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t
     }
     switch (p->in_c) {
     case 16:
-        run = pixel_regs16;
+        run = (p->out_c & 1) == 0 ? pixel_regs16_pairs : pixel_regs16;
         break;
     case 12:
-        run = pixel_regs12;
+        run = (p->out_c & 1) == 0 ? pixel_regs12_pairs : pixel_regs12;
         break;
     case 8:
-        run = pixel_regs8;
+        run = (p->out_c & 1) == 0 ? pixel_regs8_pairs : pixel_regs8;
         break;
     default:
         return 0;
