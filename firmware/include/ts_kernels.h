@@ -227,12 +227,14 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * widened by SXTB16 (no offset: it is in the first word) into registers, then every channel's words
  * by LDM; its SMLAD sum is ts_rq's s2 = acc << l1 (equal mod 2^32; ts_rq's bound makes it exact),
  * then ts_rq's steps without the shift (the negative correction base - (s2 < 0), r >= 1), SSAT and
- * one byte stored: 19 instructions per 16 products at in_c 16, 15 per 12, 12 per 8, plus about 15 per
- * pixel. Same accumulators, same bytes. Elsewhere (other shapes, other cores, a misaligned input)
- * ts_conv2d_s8. Read/write order: every input byte of pixel i is read before the first output byte
- * of pixel i is written; pixels in increasing order, each pixel's outputs channel by channel. With
- * out_c >= in_c this allows every overlap ts_conv2d_s8's order allows (for both the binding pixel is
- * the last). */
+ * one byte stored: 19 instructions per 16 products at in_c 16, 15 per 12, 12 per 8 (18, 14, 11 with
+ * out_c even: two channels a pass), plus about 15 per pixel. Same accumulators, same bytes. A call
+ * may also be given the first out_h rows of an input of in_h rows (one batch: a streamed stage's
+ * member, whose rows the stage passes as ts_conv2d_s8_checked's). Elsewhere (other shapes, other
+ * cores, a misaligned input) ts_conv2d_s8. Read/write order: every input byte of pixel i is read
+ * before the first output byte of pixel i is written; pixels in increasing order, each pixel's
+ * outputs channel by channel. With out_c >= in_c this allows every overlap ts_conv2d_s8's order
+ * allows (for both the binding pixel is the last). */
 int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, const int32_t *pixel_table);
 
@@ -1114,7 +1116,8 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * flattened map: the loop then runs over the sink's input rows, each added into the sink's int32
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
- * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
+ * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels on the rows of each call. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its
