@@ -340,8 +340,9 @@ def _widened_channels(
     return table
 
 
-PIXEL_IN_C = (8, 12, 16)  # ts_conv2d_s8.c pixel_regs_for: the in_c whose pixel fits in registers
-PIXEL_MAX_L1 = 8  # int8 filter bytes << l1 stay int16 lanes (-128 << 8 = -32768)
+PIXEL_IN_C = (8, 12, 16)  # ts_conv2d_s8.c pixel_layer: the in_c whose pixel fits in registers
+# int8 filter bytes << l1 stay int16 lanes (-128 << 8 = -32768); r >= 1 (no left shift) makes l1 1
+PIXEL_MAX_L1 = 8
 
 
 def _int32(value: int) -> int:
@@ -376,6 +377,7 @@ def pixel_table(
         or out_c < in_c
         or (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) != (1, 1)
         or tuple(x.shape[1:3]) != tuple(y.shape[1:3])
+        or any(explicit_padding(op) or ())
         or act_range != (-128, 127)
         or w.data is None
     ):
@@ -405,7 +407,7 @@ def pixel_path(graph: Graph, op: Operator) -> bool:
     """Whether the code generator runs `op` on DSP cores by the pixel-in-registers path
     (ts_conv2d_s8_pixels, `pixel_table`): the planner then gives it no ``wide`` strip scratch, which
     that path would leave unused (tinysched.arena.scratch, `keep_default`)."""
-    if op.opcode != "CONV_2D" or len(op.inputs) < 3 or op.inputs[2] < 0:
+    if op.opcode != "CONV_2D" or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     quants = (x.quantization, w.quantization, y.quantization)
