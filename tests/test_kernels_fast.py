@@ -302,7 +302,8 @@ def test_pixel_table_only_where_its_path_holds() -> None:
     stage = planned_c_text(
         plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage"]()), PlanOptions(time_limit=2.0))
     )
-    assert "ts_conv2d_s8_pixels(&p0, rows," in stage and stage.count("ts_conv2d_s8_pixels(&") == 2
+    assert "ts_conv2d_s8_pixels_checked(&p0, rows," in stage and "_stage0_pixel_table, checks0)" in stage
+    assert stage.count("ts_conv2d_s8_pixels(&") == 1
 
 
 def _qemu_ready() -> None:

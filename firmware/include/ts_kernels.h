@@ -230,13 +230,17 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * one byte stored: 19 instructions per 16 products at in_c 16, 15 per 12, 12 per 8 (18, 14, 11 with
  * out_c even: two channels a pass), plus about 15 per pixel. Same accumulators, same bytes. A call
  * may also be given the first out_h rows of an input of in_h rows (one batch: a streamed stage's
- * member, whose rows the stage passes as ts_conv2d_s8_checked's). Elsewhere (other shapes, other
- * cores, a misaligned input) ts_conv2d_s8. Read/write order: every input byte of pixel i is read
+ * member, whose rows the stage passes as ts_conv2d_s8_checked's: ts_conv2d_s8_pixels_checked).
+ * Elsewhere (other shapes, other cores, a misaligned input) ts_conv2d_s8. Read/write order: every input byte of pixel i is read
  * before the first output byte of pixel i is written; pixels in increasing order, each pixel's
  * outputs channel by channel. With out_c >= in_c this allows every overlap ts_conv2d_s8's order
  * allows (for both the binding pixel is the last). */
 int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, const int32_t *pixel_table);
+/* ts_conv2d_s8_pixels with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
+ * member, called row by row): where the pixel path does not take p, ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks);
 
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
@@ -1117,7 +1121,7 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
- * pixel table (on DSP cores) runs ts_conv2d_s8_pixels on the rows of each call. A PAD member runs ts_pad_s8 on the rows
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked on the rows of each call. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its

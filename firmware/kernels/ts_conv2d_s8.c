@@ -2603,6 +2603,20 @@ int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
     return ts_conv2d_s8(p, input, filter, bias, output);
 }
 
+/* ts_conv2d_s8_pixels with ts_conv2d_s8's checks made once (a streamed stage's 1x1 member, called
+ * row by row): its fallback is ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
+
 /* What ts_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0, the fast
  * paths may run (shapes, input offset, multipliers); bit 1, every channel takes ts_rq's steps;
  * bit 2, every channel takes them or is a constant (for the paths that read a compile-time table). */

@@ -37,6 +37,7 @@ from tinysched.model.graph import Graph, Operator
 
 __all__ = [
     "STREAM_STRIP_OPTION",
+    "KeepDefault",
     "WIDE_MAX_BLOCKS",
     "WIDE_STRIP_BYTES",
     "member_strip",
