@@ -317,9 +317,10 @@ def conv_wide_rq_forms() -> bytes:
     u = b.input("u", (1, 1, 13, 12), zero_point=2)
     u = b.conv2d(u, 10, (1, 1), activation="RELU6", name="pw_13px")
     v = b.input("v", (1, 3, 3, 16), zero_point=-128)
-    v = b.conv2d(v, 20, (1, 1), name="pw_9px")
+    # fewer output channels than input ones keeps these two off the pixel table (ts_conv2d_s8_pixels)
+    v = b.conv2d(v, 15, (1, 1), name="pw_9px")
     w = b.input("w", (1, 4, 4, 8), zero_point=0)
-    w = b.conv2d(w, 9, (1, 1), activation="RELU", name="pw_16px")
+    w = b.conv2d(w, 7, (1, 1), activation="RELU", name="pw_16px")
     # filter rows as runs of whole words (in_c 8): SAME windows clipped on every side, rows
     # dilated, stride 2 down the columns
     r = b.input("r", (1, 9, 10, 8), zero_point=-7)
@@ -1028,14 +1029,17 @@ def flat_rest_in_place() -> bytes:
     """Flat 1x1 layers whose output overlaps their dying input (the refined plan): the widened
     leading pixels take a strip in the output's part below the input, the rest go by the pointwise
     chunks, which must start where the whole layer's chunks of 16 do (the plan's overlap holds chunk
-    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels and 12 -> 45 over 5 rows of 7, input zero point -5."""
+    by chunk of the flat order), 16 -> 45 channels over 21 and 37 pixels and 12 -> 45 over 5 rows of 7, input zero point -5.
+    RELU with an output zero point above -128 keeps these layers off the pixel table (its range is
+    not all of int8: pixel_regs_k16 takes such shapes through that path)."""
     b = ModelBuilder(seed=71)
+    narrow = {"activation": "RELU", "output_quant": (0.03, -40)}
     x = b.input("x", (1, 1, 21, 16), zero_point=-5)
-    y = b.conv2d(x, 45, (1, 1), name="pw_21_px")
+    y = b.conv2d(x, 45, (1, 1), name="pw_21_px", **narrow)
     u = b.input("u", (1, 1, 37, 16), zero_point=-5)
-    v = b.conv2d(u, 45, (1, 1), name="pw_37_px")
+    v = b.conv2d(u, 45, (1, 1), name="pw_37_px", **narrow)
     r = b.input("r", (1, 5, 7, 12), zero_point=-5)  # rows widened (12 channels), the rest flat
-    t = b.conv2d(r, 45, (1, 1), name="pw_5_rows_of_7")
+    t = b.conv2d(r, 45, (1, 1), name="pw_5_rows_of_7", **narrow)
     b.output(y, v, t)
     return b.build()
 
@@ -1115,11 +1119,74 @@ def uint8_legacy_more_ops() -> bytes:
     return b.build()
 
 
+def pixel_regs_k16() -> bytes:
+    """1x1 CONV_2D with K = 16 from the generator's pixel table (ts_kernels.h, CONV_2D "pixel in
+    registers"), outputs over their dying inputs as the refined plan places them: 16 -> 45 channels
+    over 21 pixels with two pruned channels the table holds as constants, 16 -> 45 over 37 pixels
+    with input zero point 19, 16 -> 16 over 5 rows of 7 (out_c == in_c); then layers the table
+    refuses, which take the default paths: RELU with an output zero point above -128 (a range
+    narrower than int8), channels with a small output scale (r == 0: no right shift), 16 -> 8 (out_c
+    < in_c)."""
+    b = ModelBuilder(seed=72)
+    x = b.input("x", (1, 1, 21, 16), zero_point=-5)
+    factors = [1e-6 if c in (3, 30) else 1.0 for c in range(45)]
+    y = b.conv2d(x, 45, (1, 1), scale_factors=factors, name="pw16_21px_constants")
+    u = b.input("u", (1, 1, 37, 16), zero_point=19)
+    v = b.conv2d(u, 45, (1, 1), name="pw16_37px")
+    r = b.input("r", (1, 5, 7, 16), zero_point=-5)
+    t = b.conv2d(r, 16, (1, 1), name="pw16_to_16")
+    t = b.conv2d(t, 16, (1, 1), activation="RELU", output_quant=(0.03, -40), name="pw16_relu_narrow")
+    factors = [300.0 if c % 3 == 1 else 1.0 for c in range(16)]
+    t = b.conv2d(t, 16, (1, 1), scale_factors=factors, output_quant=(0.002, 3), name="pw16_no_right_shift")
+    t = b.conv2d(t, 8, (1, 1), name="pw16_to_8")
+    b.output(y, v, t)
+    return b.build()
+
+
+def pixel_regs_k8_k12() -> bytes:
+    """The pixel table's K = 12 and K = 8 (ts_kernels.h, CONV_2D "pixel in registers"), outputs over
+    their dying inputs: 12 -> 20 channels over two batches (the flat order crosses the batch) with
+    input zero point 37, 8 -> 27 over 37 pixels, 8 -> 11 over 5 rows of 7, 12 -> 45 over 35 pixels."""
+    b = ModelBuilder(seed=73)
+    u = b.input("u", (2, 3, 5, 12), zero_point=37)
+    # a second reader keeps each input alive past the first layer (no in-place variant there)
+    u1 = b.conv2d(u, 20, (1, 1), name="pw12_to_20")
+    u2 = b.conv2d(u, 3, (1, 1), name="pw12_to_3")
+    r = b.input("r", (1, 1, 37, 8), zero_point=0)
+    r = b.conv2d(r, 27, (1, 1), name="pw8_to_27")
+    q = b.input("q", (1, 5, 7, 8), zero_point=-7)
+    q1 = b.conv2d(q, 11, (1, 1), name="pw8_to_11")
+    q2 = b.conv2d(q, 3, (1, 1), name="pw8_to_3")
+    z = b.input("z", (1, 5, 7, 12), zero_point=-5)
+    z = b.conv2d(z, 45, (1, 1), name="pw12_to_45")
+    b.output(u1, u2, r, q1, q2, z)
+    return b.build()
+
+
+def pixel_regs_stage() -> bytes:
+    """Streamed stages whose 1x1 members take the pixel table row by row (ts_conv2d_s8_pixels on each
+    call's rows: one batch, out_h rows of an input that holds more): an inverted residual 16 -> 48
+    (K = 16), depthwise, 48 -> 16 as mcunet's blocks; then 16 -> 8 -> 16 (K = 8) into a stride-2
+    depthwise as VWW's second stage; input zero point -3."""
+    b = ModelBuilder(seed=74)
+    x = b.input("x", (1, 16, 12, 16), zero_point=-3)
+    t = b.conv2d(x, 48, (1, 1), activation="RELU6", name="expand_16_to_48")
+    t = b.depthwise_conv2d(t, (3, 3), (1, 1), "SAME", activation="RELU6", name="dw_48")
+    t = b.conv2d(t, 8, (1, 1), name="project_48_to_8")
+    t = b.conv2d(t, 16, (1, 1), activation="RELU6", name="expand_8_to_16")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", activation="RELU6", name="dw_16_s2")
+    b.output(t)
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "uint8_legacy_more_ops": uint8_legacy_more_ops,
     "uint8_legacy_layers": uint8_legacy_layers,
     "uint8_legacy_stream": uint8_legacy_stream,
     "flat_rest_in_place": flat_rest_in_place,
+    "pixel_regs_k16": pixel_regs_k16,
+    "pixel_regs_k8_k12": pixel_regs_k8_k12,
+    "pixel_regs_stage": pixel_regs_stage,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
     "conv_kxk_shapes": conv_kxk_shapes,

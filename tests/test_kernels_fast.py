@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 from fast_path_models import FAST_PATH_MODELS
-from helpers import generate_for_measure, host_verify
+from helpers import generate_for_measure, host_verify, planned_c_text
 from tiers import needs_gcc, require
 
-from tinysched.codegen.lower_conv import RQ_CONST, RQ_STEPS, acc_reach, rq_fields, rq_form
-from tinysched.codegen.quant import mbqm
+from tinysched.codegen.lower_conv import RQ_CONST, RQ_STEPS, acc_reach, pixel_table, rq_fields, rq_form
+from tinysched.codegen.quant import activation_range, mbqm, quantize_multiplier
 from tinysched.device.runner import measure_sources
+from tinysched.model.reader import parse_model
+from tinysched.pipeline import PlanOptions, plan
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "firmware" / "kernels"
@@ -201,6 +203,109 @@ def test_compile_time_rq_fields_agree_with_the_kernels_check(tmp_path: Path) -> 
             assert rq_fields(m, shift, 3, bias, reach) == (0, 1, mbqm(bias - reach, m, shift) + 3, 0)
 
 
+def _conv_quantisation(graph, op):
+    """(multipliers, shifts, output zero point, activation range) of a CONV_2D as the generator makes them."""
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    in_scale, out_scale = float(x.quantization.scale[0]), float(y.quantization.scale[0])
+    out_zp = int(y.quantization.zero_point[0])
+    scales = list(w.quantization.scale) * (w.shape[0] if len(w.quantization.scale) == 1 else 1)
+    mults, shifts = zip(*(quantize_multiplier(in_scale * float(s) / out_scale) for s in scales), strict=True)
+    act = activation_range(op.options.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    return list(mults), list(shifts), out_zp, act
+
+
+def _pixel_tables(name: str) -> dict[str, list[int] | None]:
+    """Each CONV_2D of fast-path model `name` (by output name) -> its pixel table or None."""
+    graph = parse_model(FAST_PATH_MODELS[name]())
+    tables = {}
+    for op in graph.operators:
+        mults, shifts, out_zp, act = _conv_quantisation(graph, op)
+        tables[graph.tensors[op.outputs[0]].name] = pixel_table(graph, op, mults, shifts, out_zp, act)
+    return tables
+
+
+def test_pixel_table_gives_ts_rq_of_the_accumulator() -> None:
+    """The pixel path's arithmetic (ts_kernels.h, CONV_2D "pixel in registers") over the generator's
+    table, in Python: acc0 plus the SMLAD sums of the pre-shifted lanes with the raw int8 bytes (int32
+    wrap), then SUB of the sign, SMMLAR, ASR by rr's low byte and SSAT give TFLite's outputs for
+    random pixels, for every channel (constants included) of the fast-path models' tables; the last
+    channel alone carries bit 9."""
+    rng = random.Random(11)
+    checked = 0
+    for name in ("pixel_regs_k16", "pixel_regs_k8_k12"):
+        graph = parse_model(FAST_PATH_MODELS[name]())
+        for op in graph.operators:
+            mults, shifts, out_zp, act = _conv_quantisation(graph, op)
+            table = pixel_table(graph, op, mults, shifts, out_zp, act)
+            if table is None:
+                continue
+            x, w, b = (graph.tensors[t] for t in op.inputs[:3])
+            in_zp, out_c, in_c = int(x.quantization.zero_point[0]), w.shape[0], w.shape[3]
+            rows, bias = w.data.reshape(out_c, in_c).astype(int), [int(v) for v in b.data]
+            words = 4 + in_c // 2
+            assert len(table) == out_c * words
+            assert [table[o * words + words - 1] >> 9 & 1 for o in range(out_c)] == [0] * (out_c - 1) + [1]
+            for _ in range(40):
+                px = [rng.randrange(-128, 128) for _ in range(in_c)]
+                lanes = [
+                    (px[g], px[g + 2]) if e == 0 else (px[g + 1], px[g + 3])
+                    for g in range(0, in_c, 4)
+                    for e in (0, 1)
+                ]
+                for o in range(out_c):
+                    acc0, *ws = table[o * words : o * words + 1 + in_c // 2]
+                    m, base, rr = table[o * words + words - 3 : o * words + words]
+                    s2 = acc0
+                    for (lo, hi), word in zip(lanes, ws, strict=True):
+                        s2 += lo * _int16(word) + hi * _int16(word >> 16)
+                    s2 = (s2 + (1 << 31)) % (1 << 32) - (1 << 31)
+                    a = base - (1 if s2 < 0 else 0)
+                    h = (s2 * m + (a << 32) + (1 << 31)) >> 32
+                    got = max(-128, min(127, h >> (rr & 255)))
+                    acc = bias[o] + sum((v - in_zp) * int(f) for v, f in zip(px, rows[o], strict=True))
+                    want = max(act[0], min(act[1], mbqm(acc, mults[o], shifts[o]) + out_zp))
+                    assert got == want, (name, o, px)
+                    checked += 1
+    assert checked > 5000
+
+
+def _int16(word: int) -> int:
+    low = word & 0xFFFF
+    return low - 0x10000 if low >= 0x8000 else low
+
+
+def test_pixel_table_only_where_its_path_holds() -> None:
+    """The generator emits the pixel table (and calls ts_conv2d_s8_pixels) for flat 1x1 layers with
+    in_c 8, 12 or 16, out_c >= in_c, a range all of int8 and every channel r >= 1 or a constant, and
+    for those alone; pruned channels become constants; never for a Helium core."""
+    k16, k8_k12 = _pixel_tables("pixel_regs_k16"), _pixel_tables("pixel_regs_k8_k12")
+    assert {n for n, t in k16.items() if t is not None} == {"pw16_21px_constants", "pw16_37px", "pw16_to_16"}
+    assert {n for n, t in k8_k12.items() if t is not None} == {
+        "pw12_to_20",
+        "pw8_to_27",
+        "pw8_to_11",
+        "pw12_to_45",
+    }
+    constants = k16["pw16_21px_constants"]
+    assert [o for o in range(45) if constants[o * 12 + 9] == 0 and constants[o * 12 + 11] & 255 == 0] == [
+        3,
+        30,
+    ]
+    graph = parse_model(FAST_PATH_MODELS["pixel_regs_k16"]())
+    texts = {
+        core: planned_c_text(plan(graph, PlanOptions(core=core, time_limit=2.0)))
+        for core in ("cortex-m7", "cortex-m55")
+    }
+    assert texts["cortex-m7"].count("ts_conv2d_s8_pixels(&") == 3
+    assert "pixel_table" not in texts["cortex-m55"]
+    # a streamed stage's 1x1 member on its rows (K = 16), the 8 -> 16 layer after it whole
+    stage = planned_c_text(
+        plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage"]()), PlanOptions(time_limit=2.0))
+    )
+    assert "ts_conv2d_s8_pixels_checked(&p0, rows," in stage and "_stage0_pixel_table, checks0)" in stage
+    assert stage.count("ts_conv2d_s8_pixels(&") == 1
+
+
 def _qemu_ready() -> None:
     require("qemu")
 
@@ -229,6 +334,9 @@ def test_fast_path_model_bit_exact_on_qemu(name: str, board: str, tmp_path: Path
 # model on both.
 DSP_ONLY_MODELS = (
     "flat_rest_in_place",
+    "pixel_regs_k16",
+    "pixel_regs_k8_k12",
+    "pixel_regs_stage",
     "conv_kxk_shapes",
     "depthwise_shapes",
     "pointwise_shapes",

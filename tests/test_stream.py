@@ -553,11 +553,13 @@ def _pointwise_chain(b: ModelBuilder) -> None:
     """A chain CONV_2D -> DEPTHWISE -> 1x1 CONV_2D -> DEPTHWISE (stride 2) over 16-pixel rows whose
     room (the output's rows not written yet) shrinks to 64 bytes: the 1x1 layer's rows take six-pixel
     blocks and a quad, then (row 10, less than a quad block's 128 B) the pair path's fields on the
-    stack, then (the last row) the windows no member reads any more."""
+    stack, then (the last row) the windows no member reads any more. Its output zero point above
+    -128 makes the RELU's range narrower than int8, which keeps the 1x1 layer off the pixel table
+    (ts_conv2d_s8_pixels, which needs no room)."""
     x = b.input("x", (1, 24, 16, 4))
     h = b.conv2d(x, 16, (3, 3), activation="RELU", name="c1")
     h = b.depthwise_conv2d(h, (3, 3), (1, 1), "SAME", activation="RELU", name="dw")
-    h = b.conv2d(h, 32, (1, 1), activation="RELU", name="pw")
+    h = b.conv2d(h, 32, (1, 1), activation="RELU", output_quant=(0.03, -100), name="pw")
     h = b.depthwise_conv2d(h, (3, 3), (2, 2), "SAME", activation="RELU", name="dw2")
     b.output(b.mean(h, (1, 2), keepdims=True, name="avg"))  # a MEAN: no stage ends in it
 

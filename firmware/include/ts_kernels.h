@@ -235,6 +235,34 @@ typedef struct {
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output);
 
+/* CONV_2D pixel in registers: ts_conv2d_s8 with the generator's pixel table, for a whole 1x1 layer
+ * (stride 1, no padding, output as large as the input) with in_c 8, 12 or 16 and out_c >= in_c,
+ * whose activation range is all of int8 and whose every channel takes ts_rq's steps with a right
+ * shift (r >= 1) and left + 1 <= 8, or is a constant (kernels/ts_simd.h). The table, per output
+ * channel, 4 + in_c / 2 int32 words: (bias + input_offset * sum(w)) * 2^l1 wrapped to int32 (l1 =
+ * left + 1; 1x1 has no padding, so every product carries input_offset), the in_c filter bytes
+ * widened to 16-bit lanes, [w_4g | w_4g+2] then [w_4g+1 | w_4g+3] per group g, each times 2^l1 (still
+ * int16 for l1 <= 8), then ts_rq's m, base, rr, with bit 9 of rr set on the last channel; a constant
+ * channel: zeros, then 0, its value + output_offset, 0. On DSP cores (GCC/Clang, input word-aligned)
+ * the layer goes pixel by pixel of the flat order: the pixel's in_c bytes loaded by one LDM and
+ * widened by SXTB16 (no offset: it is in the first word) into registers, then every channel's words
+ * by LDM; its SMLAD sum is ts_rq's s2 = acc << l1 (equal mod 2^32; ts_rq's bound makes it exact),
+ * then ts_rq's steps without the shift (the negative correction base - (s2 < 0), r >= 1), SSAT and
+ * one byte stored: 19 instructions per 16 products at in_c 16, 15 per 12, 12 per 8 (18, 14, 11 with
+ * out_c even: two channels a pass), plus about 15 per pixel. Same accumulators, same bytes. A call
+ * may also be given the first out_h rows of an input of in_h rows (one batch: a streamed stage's
+ * member, whose rows the stage passes as ts_conv2d_s8_checked's: ts_conv2d_s8_pixels_checked).
+ * Elsewhere (other shapes, other cores, a misaligned input) ts_conv2d_s8. Read/write order: every input byte of pixel i is read
+ * before the first output byte of pixel i is written; pixels in increasing order, each pixel's
+ * outputs channel by channel. With out_c >= in_c this allows every overlap ts_conv2d_s8's order
+ * allows (for both the binding pixel is the last). */
+int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, const int32_t *pixel_table);
+/* ts_conv2d_s8_pixels with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
+ * member, called row by row): where the pixel path does not take p, ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks);
+
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
  * p's only in their row fields (in_h, out_h, pad_top) and, in a stage over column tiles, their
@@ -1206,7 +1234,8 @@ int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p
  * flattened map: the loop then runs over the sink's input rows, each added into the sink's int32
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
- * one row (in_h = out_h = 1), its scratch after the sums. A PAD member runs ts_pad_s8 on the rows
+ * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked on the rows of each call. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its

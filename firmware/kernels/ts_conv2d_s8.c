@@ -2681,10 +2681,191 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
 }
 #endif
 
+#if TS_CONV_WIDE
+/* 1x1 CONV_2D with a short K (in_c 8, 12 or 16) from the generator's pixel table (ts_kernels.h,
+ * CONV_2D "pixel in registers"): pixel by pixel of the flat order, the pixel's in_c bytes loaded by
+ * one LDM and widened by SXTB16 / SXTB16 ROR #8 into in_c / 2 registers of int16 lane pairs, even
+ * bytes [x_4g | x_4g+2] then odd [x_4g+1 | x_4g+3] per group g, where they stay for all of its
+ * output channels. Per channel the table holds (4 + in_c / 2 words, read by LDM in this order):
+ *   acc0 = (bias + input_offset * sum(w)) * 2^l1 (wrapped to int32: 1x1 has no padding, so every
+ *          product carries input_offset; l1 = left + 1 of the channel's ts_rq),
+ *   the filter widened to lanes in the pixel's order and pre-shifted by l1 (w * 2^l1 is int16 for
+ *          l1 <= 8), so the SMLAD sum IS ts_rq's s2 = acc << l1 (the same value mod 2^32, which
+ *          ts_rq's bound makes exact), no shift,
+ *   m, base, rr: ts_rq's fields, every channel's r >= 1 (the negative correction is then
+ *          base - (s2 >> 31, logical)); rr's bit 9 marks the layer's last channel (ASR by register
+ *          reads rr's low byte only).
+ * A constant channel (ts_rq's m 0, rr 0) has acc0 and its filter all 0, so s2 = 0 needs no
+ * correction and SMMLAR gives base, its value. (r >= 1 means no left shift: l1 is 1 for every
+ * channel that is not a constant.) Then per output: SUB (correction), SMMLAR, ASR, SSAT (the
+ * activation range is all of int8: the generator emits the table only then) and STRB: 19
+ * instructions per 16 products at in_c 16 (4 LDM, 8 SMLAD, 5, TST + BEQ), 15 per 12, 12 per 8; with
+ * out_c even two channels a pass share the TST + BEQ (18, 14, 11); per pixel 1 LDM, in_c / 2
+ * SXTB16 and 5 more. Read/write order: every input byte of pixel i is read
+ * (one LDM) before its first output byte is written, pixels in increasing order, outputs of pixel i
+ * channel by channel: no overlap the default order allows is broken (for out_c >= in_c the binding
+ * pixel is the last for both). Registers: r0 the accumulator, r1-r3 (r8-r11 where the pixel leaves
+ * them free) table words, the pixel in r4 up, r12 the table, lr the output; the input pointer and
+ * its end on the stack. */
+#define TS_PX_WIDEN(e, o) /* a word in e: e = its even lanes, o = its odd */                         \
+    "sxtb16  " o ", " e ", ror #8\n\t"                                                                 \
+    "sxtb16  " e ", " e "\n\t"
+/* one output: base in b, the accumulator (s2) in r0, m in m, rr in rr; its byte stored */
+#define TS_PX_RQ_STORE(b, m, rr)                                                                       \
+    "sub     " b ", " b ", r0, lsr #31\n\t"                                                            \
+    "smmlar  " b ", r0, " m ", " b "\n\t"                                                              \
+    "asr     " b ", " b ", " rr "\n\t"                                                                 \
+    "ssat    " b ", #8, " b "\n\t"                                                                     \
+    "strb    " b ", [lr], #1\n\t"
+/* one channel's words (r12) against the pixel, its output stored */
+#define TS_PX_CHANNEL16                                                                                \
+    "ldm     r12!, {r0, r1, r2, r3}\n\t" /* acc0, e0, o0, e1 */                                        \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "ldm     r12!, {r1, r2, r3}\n\t" /* o1, e2, o2 */                                                  \
+    "smlad   r0, r7, r1, r0\n\t"                                                                       \
+    "smlad   r0, r8, r2, r0\n\t"                                                                       \
+    "smlad   r0, r9, r3, r0\n\t"                                                                       \
+    "ldm     r12!, {r1, r2, r3}\n\t" /* e3, o3, m */                                                   \
+    "smlad   r0, r10, r1, r0\n\t"                                                                      \
+    "smlad   r0, r11, r2, r0\n\t"                                                                      \
+    "ldm     r12!, {r1, r2}\n\t" /* base, rr */                                                        \
+    TS_PX_RQ_STORE("r1", "r3", "r2")
+#define TS_PX_CHANNEL12                                                                                \
+    "ldm     r12!, {r0, r1, r2, r3, r10, r11}\n\t" /* acc0, e0, o0, e1, o1, e2 */                      \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "smlad   r0, r7, r10, r0\n\t"                                                                      \
+    "smlad   r0, r8, r11, r0\n\t"                                                                      \
+    "ldm     r12!, {r1, r2, r3, r10}\n\t" /* o2, m, base, rr */                                        \
+    "smlad   r0, r9, r1, r0\n\t"                                                                       \
+    TS_PX_RQ_STORE("r3", "r2", "r10")
+#define TS_PX_CHANNEL8                                                                                 \
+    "ldm     r12!, {r0, r1, r2, r3, r8, r9, r10, r11}\n\t" /* acc0, e0, o0, e1, o1, m, base, rr */     \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "smlad   r0, r7, r8, r0\n\t"                                                                       \
+    TS_PX_RQ_STORE("r10", "r9", "r11")
+/* pixels [input, end) (r0, r1: word-aligned, a whole number of pixels, at least one), every
+ * channel of the table (r2), outputs from r3 on: per pixel its words loaded into the registers
+ * `load` and widened (`widen`), then `channels` (one or two channel bodies) until the last
+ * channel's rr (in register `rr`) has bit 9 set */
+#define TS_PX_FUNCTION(name, load, widen, channels, rr)                                                \
+    __attribute__((naked, noinline)) TS_PX_NOIPA static void name(                                     \
+        __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,       \
+        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)         \
+    {                                                                                                  \
+        __asm__ volatile("push    {r4-r11, lr}\n\t"                                                    \
+                         "push    {r0, r1, r2}\n\t" /* [sp] input, [sp, #4] its end, [sp, #8] table */ \
+                         "mov     lr, r3\n\t"                                                          \
+                         "1:\n\t"                                                                      \
+                         "ldm     r0!, " load "\n\t"                                                   \
+                         "str     r0, [sp]\n\t" widen "ldr     r12, [sp, #8]\n\t"                      \
+                         "2:\n\t" channels "tst     " rr ", #512\n\t"                                  \
+                         "beq     2b\n\t"                                                              \
+                         "ldrd    r0, r1, [sp]\n\t"                                                    \
+                         "cmp     r0, r1\n\t"                                                          \
+                         "bne     1b\n\t"                                                              \
+                         "add     sp, sp, #12\n\t"                                                     \
+                         "pop     {r4-r11, pc}\n\t");                                                  \
+    }
+#if defined(__GNUC__) && !defined(__clang__)
+#define TS_PX_NOIPA __attribute__((noipa))
+#else
+#define TS_PX_NOIPA
+#endif
+#define TS_PX_WIDEN16 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9") TS_PX_WIDEN("r10", "r11")
+#define TS_PX_WIDEN12 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9")
+#define TS_PX_WIDEN8 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7")
+/* one channel a pass: any out_c (19 instructions per 16 products at in_c 16) */
+TS_PX_FUNCTION(pixel_regs16, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16, "r2")
+TS_PX_FUNCTION(pixel_regs12, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12, "r10")
+TS_PX_FUNCTION(pixel_regs8, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8, "r11")
+/* two channels a pass, one test of the marker (the second's): out_c even (18 per 16 at in_c 16) */
+TS_PX_FUNCTION(pixel_regs16_pairs, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16 TS_PX_CHANNEL16, "r2")
+TS_PX_FUNCTION(pixel_regs12_pairs, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12 TS_PX_CHANNEL12, "r10")
+TS_PX_FUNCTION(pixel_regs8_pairs, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8 TS_PX_CHANNEL8, "r11")
+#undef TS_PX_WIDEN
+#undef TS_PX_RQ_STORE
+#undef TS_PX_CHANNEL16
+#undef TS_PX_CHANNEL12
+#undef TS_PX_CHANNEL8
+#undef TS_PX_FUNCTION
+#undef TS_PX_NOIPA
+#undef TS_PX_WIDEN16
+#undef TS_PX_WIDEN12
+#undef TS_PX_WIDEN8
+
+typedef void (*pixel_regs_fn)(const int8_t *, const int8_t *, const int32_t *, int8_t *);
+
+/* The whole layer by the pixel-in-registers path with the generator's table, where it takes p (1;
+ * else 0, nothing done): a 1x1 filter at stride 1 without padding, rows as wide as the input's, over
+ * the whole input or (one batch: a streamed stage's rows) its first out_h rows (the flat order),
+ * in_c 8, 12 or 16, out_c >= in_c (the order argument above), a word-aligned input. */
+static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table)
+{
+    pixel_regs_fn run;
+    size_t pixels;
+    if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
+        p->pad_left != 0 || p->out_w != p->in_w || p->out_c < p->in_c || p->batches < 1 || p->out_h < 1 ||
+        p->out_w < 1 || (p->out_h != p->in_h && (p->batches != 1 || p->out_h > p->in_h)) ||
+        ((uintptr_t)input & 3u) != 0) {
+        return 0;
+    }
+    switch (p->in_c) {
+    case 16:
+        run = (p->out_c & 1) == 0 ? pixel_regs16_pairs : pixel_regs16;
+        break;
+    case 12:
+        run = (p->out_c & 1) == 0 ? pixel_regs12_pairs : pixel_regs12;
+        break;
+    case 8:
+        run = (p->out_c & 1) == 0 ? pixel_regs8_pairs : pixel_regs8;
+        break;
+    default:
+        return 0;
+    }
+    pixels = (size_t)p->batches * (size_t)p->out_h * (size_t)p->out_w;
+    run(input, input + pixels * (size_t)p->in_c, table, output);
+    return 1;
+}
+#endif
+
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, ts_conv2d_s8_checks(p, bias), NULL);
+}
+
+/* ts_conv2d_s8 with the generator's pixel table (ts_kernels.h, CONV_2D "pixel in registers"): the
+ * whole layer pixel by pixel where that path takes it, else (and on other cores) ts_conv2d_s8. */
+int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                        const int32_t *bias, int8_t *output, const int32_t *pixel_table)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8(p, input, filter, bias, output);
+}
+
+/* ts_conv2d_s8_pixels with ts_conv2d_s8's checks made once (a streamed stage's 1x1 member, called
+ * row by row): its fallback is ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
 }
 
 /* What ts_conv2d_s8 checks on every call that no row range changes (ts_kernels.h): bit 0, the fast

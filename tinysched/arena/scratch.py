@@ -18,6 +18,7 @@ default's), so the placement stays valid.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from tinysched.arena.placement import (
@@ -37,6 +38,7 @@ from tinysched.model.uint8 import own_kernel_only
 
 __all__ = [
     "STREAM_STRIP_OPTION",
+    "KeepDefault",
     "WIDE_MAX_BLOCKS",
     "WIDE_STRIP_BYTES",
     "member_strip",
@@ -54,6 +56,11 @@ WIDE_BLOCK_PIXELS = 6  # TS_WIDE_PX there
 
 
 STREAM_STRIP_OPTION = "stream_strip"  # a streamed stage's option: bytes of its strip tensor (its last output)
+
+
+# (graph, operator) -> whether its default kernel runs it faster than the ``wide`` one would (the
+# code generator's own choice, passed down by the pipeline): such operators get no strip scratch
+KeepDefault = Callable[[Graph, Operator], bool]
 
 
 def strip_blocks(graph: Graph, member: Operator) -> tuple[int, int]:
@@ -75,12 +82,16 @@ def stage_member_wide(graph: Graph, member: Operator) -> bool:
     )
 
 
-def _stage_convs(graph: Graph, op: Operator) -> list[Operator]:
+def _stage_convs(graph: Graph, op: Operator, keep_default: KeepDefault | None = None) -> list[Operator]:
     """The CONV_2D members of a streamed stage that could run the ``wide`` kernel on their rows."""
     stream = stream_of(op)
     if stream is None:
         return []
-    return [m for m in stream.operators if stage_member_wide(graph, m)]
+    return [
+        m
+        for m in stream.operators
+        if stage_member_wide(graph, m) and (keep_default is None or not keep_default(graph, m))
+    ]
 
 
 PAIR_STACK_K4 = 144  # TS_PAIR_K4 in firmware/kernels/ts_conv2d_s8.c: the pair path's fields on the stack
@@ -124,10 +135,10 @@ def member_strip(graph: Graph, member: Operator, room: int) -> int:
     return pair if 0 < pair <= room else 0
 
 
-def stage_strip(graph: Graph, op: Operator, room: int) -> int:
+def stage_strip(graph: Graph, op: Operator, room: int, keep_default: KeepDefault | None = None) -> int:
     """Bytes of the strip scratch a streamed stage's CONV_2D members share (they run one at a time)
     within `room` bytes: the most any member uses (`member_strip`; 0: none fits)."""
-    return max((member_strip(graph, m, room) for m in _stage_convs(graph, op)), default=0)
+    return max((member_strip(graph, m, room) for m in _stage_convs(graph, op, keep_default)), default=0)
 
 
 def wide_worth(pixels: int) -> bool:
@@ -221,7 +232,9 @@ def _best_fit(
     return None
 
 
-def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None) -> tuple[Graph, ArenaPlan]:
+def with_wide_scratch(
+    graph: Graph, arena: ArenaPlan, ceiling: int | None = None, keep_default: KeepDefault | None = None
+) -> tuple[Graph, ArenaPlan]:
     """`graph` and `arena` with the ``wide`` CONV_2D variant on every operator whose strip scratch
     fits in a gap of the arena at its step, the scratch placed there; unchanged when none fits or
     the plan runs operators more than once or is in the tensor memory model (the model `--tflm`
@@ -229,7 +242,9 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
 
     With `ceiling` (`--arena-budget`: bytes the arena may grow to), a strip may also take bytes above
     the high-water up to the ceiling and raise its step above the lower bound: the arena grows (to
-    at most `ceiling`) and is then no longer claimed optimal, its bound the widened graph's."""
+    at most `ceiling`) and is then no longer claimed optimal, its bound the widened graph's.
+
+    `keep_default` names the operators (and stage members) to leave on their default kernel."""
     order = tuple(arena.order)
     if len(set(order)) != len(order) or arena.memory_model == "tensor":
         return graph, arena
@@ -238,8 +253,9 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
     strips: dict[int, tuple[int, int]] = {}  # streamed stage -> (strip bytes, offset)
     for step, v in enumerate(order):
         op = graph.operators[v]
-        stage = bool(_stage_convs(graph, op)) and not arena.pools  # the strip beside the output
-        if not _wants_wide(graph, op) and not stage:
+        stage = bool(_stage_convs(graph, op, keep_default)) and not arena.pools  # the strip beside the output
+        keep = keep_default is not None and keep_default(graph, op)
+        if (keep or not _wants_wide(graph, op)) and not stage:
             continue
         # below the peak (strictly: the peak step the reports name stays the same one)
         most = free = min(arena.lower_bound_bytes - live[step], arena.peak_bytes - 1 - plain[step])
@@ -249,7 +265,7 @@ def with_wide_scratch(graph: Graph, arena: ArenaPlan, ceiling: int | None = None
         if stage:  # in the bytes free at its step only: the estimate does not see a stage's strip
             room = [(lo, min(hi, lo + free)) for lo, hi in _gaps(arena, step)]
             widest = max(((hi - lo, lo) for lo, hi in room if hi > lo), default=(0, 0))
-            need = stage_strip(graph, op, widest[0])
+            need = stage_strip(graph, op, widest[0], keep_default)
             if need:
                 strips[v] = (need, widest[1])
             continue

@@ -75,6 +75,9 @@ class LoweringContext:
     # (DEPTHWISE_CONV_2D blocks, CONV_2D quads); False leaves them out of the flash (Helium cores
     # take other paths)
     dsp_tables: bool = True
+    # False inside a streamed stage (codegen.lower_stream): its members are called on rows, by kernels
+    # it renames from ts_conv2d_s8 and the others, so no whole-layer-only kernel may be chosen
+    whole_layers: bool = True
 
     def at_step(self, offsets: Mapping[int, int]) -> LoweringContext:
         return replace(self, offsets=offsets)

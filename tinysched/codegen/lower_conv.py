@@ -168,6 +168,22 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
+    # (the planner gives such a layer no wide variant: pixel_path)
+    pixels = (
+        pixel_table(ctx.graph, op, mults, shifts, int(out_zp), (act_min, act_max))
+        if quads is None
+        and stem is None
+        and variant is None
+        and not depthwise
+        and ctx.dsp_tables
+        and ctx.whole_layers
+        and (pad_top, pad_left) == (0, 0)
+        else None
+    )
+    if pixels is not None:  # a whole layer whose pixel stays in registers (ts_kernels.h)
+        comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {ic // 2} filter words << l1, m, base, rr"
+        call.kernel = "ts_conv2d_s8_pixels"
+        call.args.append(ctx.array(call, "pixel_table", "int32_t", pixels, comment))
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
 
@@ -418,6 +434,93 @@ def _widened_channels(
             table += [_lanes(row[g], row[g + 2]), _lanes(row[g + 1], row[g + 3])]
         table += fields[4 * o : 4 * o + 4]
     return table
+
+
+PIXEL_IN_C = (8, 12, 16)  # ts_conv2d_s8.c pixel_layer: the in_c whose pixel fits in registers
+# int8 filter bytes << l1 stay int16 lanes (-128 << 8 = -32768); r >= 1 (no left shift) makes l1 1
+PIXEL_MAX_L1 = 8
+
+
+def _int32(value: int) -> int:
+    """value wrapped to a signed 32-bit integer (the kernels' int32 arithmetic)."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def pixel_table(
+    graph: Graph,
+    op: Operator,
+    mults: Sequence[int],
+    shifts: Sequence[int],
+    out_zp: int,
+    act_range: tuple[int, int],
+) -> list[int] | None:
+    """ts_conv2d_s8's table for its pixel-in-registers path (ts_kernels.h, CONV_2D "pixel in
+    registers"): per output channel (bias + input_offset * sum(w)) << l1, its filter widened to
+    16-bit lanes ([w_4g | w_4g+2], [w_4g+1 | w_4g+3] per group g) each << l1, then m, base and rr
+    (bit 9 set on the last channel). The SMLAD sum is then ts_rq's s2 with no shift. None where the
+    path cannot hold: not a flat 1x1 layer (stride 1, no padding, output as large as the input), in_c
+    not 8, 12 or 16, out_c < in_c (the read/write order), an activation range narrower than int8
+    (no clamp), a bias not constant, or a channel that is neither ts_rq's steps with a right shift
+    (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant."""
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    out_c, fh, fw, in_c = w.shape
+    opts = op.options
+    if (
+        op.opcode != "CONV_2D"
+        or (fh, fw) != (1, 1)
+        or in_c not in PIXEL_IN_C
+        or out_c < in_c
+        or (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) != (1, 1)
+        or tuple(x.shape[1:3]) != tuple(y.shape[1:3])
+        or any(explicit_padding(op) or ())
+        or act_range != (-128, 127)
+        or w.data is None
+    ):
+        return None
+    fields = rq_table(graph, op, mults, shifts, out_zp)
+    biases = _biases(graph, op, out_c)
+    if fields is None or biases is None:
+        return None
+    zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
+    table: list[int] = []
+    for o, row in enumerate([int(v) for v in r] for r in w.data.reshape(out_c, in_c)):
+        m, l1, base, rr = fields[4 * o : 4 * o + 4]
+        last = 512 if o == out_c - 1 else 0
+        if m == 0 and rr == 0 and l1 == 1:  # a constant (rq_fields' RQ_CONST): s2 = 0 gives base
+            table += [0] * (1 + in_c // 2) + [0, base, last]
+            continue
+        if l1 == 0 or rr & 255 == 0 or l1 > PIXEL_MAX_L1:
+            return None
+        table.append(_int32((biases[o] - int(zp) * sum(row)) << l1))
+        for g in range(0, in_c, 4):
+            table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]
+        table += [m, base, rr | last]
+    return table
+
+
+def pixel_path(graph: Graph, op: Operator) -> bool:
+    """Whether the code generator runs `op` on DSP cores by the pixel-in-registers path
+    (ts_conv2d_s8_pixels, `pixel_table`): the planner then gives it no ``wide`` strip scratch, which
+    that path would leave unused (tinysched.arena.scratch, `keep_default`)."""
+    if op.opcode != "CONV_2D" or len(op.inputs) < 2:
+        return False
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    quants = (x.quantization, w.quantization, y.quantization)
+    if any(t.dtype != "int8" for t in (x, w, y)) or any(q is None or len(q.scale) == 0 for q in quants):
+        return False
+    assert x.quantization is not None and w.quantization is not None and y.quantization is not None
+    if any(z != 0 for z in w.quantization.zero_point) or len(w.shape) != 4:
+        return False
+    in_scale, out_scale = float(x.quantization.scale[0]), float(y.quantization.scale[0])
+    out_zp = int(y.quantization.zero_point[0]) if len(y.quantization.zero_point) else 0
+    scales = list(w.quantization.scale)
+    scales = scales * w.shape[0] if len(scales) == 1 else scales
+    if len(scales) != w.shape[0] or out_scale <= 0:
+        return False
+    mults, shifts = zip(*(quantize_multiplier(in_scale * float(s) / out_scale) for s in scales), strict=True)
+    act = activation_range(op.options.get("fused_activation_function", "NONE"), out_scale, out_zp)
+    return pixel_table(graph, op, mults, shifts, out_zp, act) is not None
 
 
 def staged_pointwise_table(

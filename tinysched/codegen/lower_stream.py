@@ -3,10 +3,18 @@ calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import mve_dw_eff_table, mve_layer_table, rq_table, staged_pointwise_table
+from tinysched.codegen.lower_conv import (
+    mve_dw_eff_table,
+    mve_layer_table,
+    pixel_table,
+    rq_table,
+    staged_pointwise_table,
+)
 from tinysched.codegen.table import lower, lowering
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
@@ -198,6 +206,7 @@ def consumed_room(
 CHECKED_KERNELS = {
     "ts_conv2d_s8": ("ts_conv2d_s8_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_pixels": ("ts_conv2d_s8_pixels_checked", "ts_conv2d_s8_checks"),
     "ts_depthwise_conv2d_s8": ("ts_depthwise_conv2d_s8_checked", "ts_depthwise_conv2d_s8_checks"),
 }
 
@@ -223,7 +232,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     graph, n = ctx.graph, len(s.tensors)
     sched = _schedule(graph, s)
     base = ctx.offsets[scratch]
-    inner = ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}})
+    inner = replace(
+        ctx.at_step({**ctx.offsets, **{t: base + s.window_offset(k) for k, t in enumerate(s.tensors)}}),
+        whole_layers=False,
+    )
     lowered = [
         lower(inner, member, call.step, f"op{op.index}_stage{k + s.source}")
         for k, member in enumerate(s.operators)
@@ -266,6 +278,33 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         room = [(at, strip_bytes) if strip_bytes > b else (a, b) for a, b in room] or [
             (at, strip_bytes)
         ] * iterations
+    # 1x1 members the pixel path takes (ts_conv2d_s8_pixels with the generator's pixel table): their
+    # rows pixel by pixel, each pixel held in registers for all of its channels, no strip needed
+    # (not the narrow members: ts_conv2d_s8_staged_checked below, whose scratch the plan holds)
+    pixel_tables: dict[int, str] = {}  # stage j -> its pixel table
+    narrow = {k + s.source for k in staged_members(graph, s)}
+    for j, part in enumerate(parts):
+        member = None if part is None else s.operators[j - s.source]
+        if (
+            part is None
+            or member is None
+            or part.kernel != "ts_conv2d_s8"
+            or not ctx.dsp_tables
+            or j in narrow
+        ):
+            continue
+        fields = dict(part.params)
+        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        act = (int(fields["act_min"]), int(fields["act_max"]))
+        table = pixel_table(
+            graph, member, arrays["multiplier"], arrays["shift"], int(fields["output_offset"]), act
+        )
+        if table is None:
+            continue
+        out_c = int(graph.tensors[member.outputs[0]].shape[3])
+        comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {(len(table) // out_c) - 4} filter words << l1, m, base, rr"
+        part.kernel = "ts_conv2d_s8_pixels"
+        pixel_tables[j] = ctx.array(part, "pixel_table", "int32_t", table, comment)
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
     member_readers = [  # per streamed tensor: the members (indices in s.operators) that read it by rows
         [i for i, m in enumerate(s.operators) if t in row_inputs(graph, m)] for t in s.tensors
@@ -538,6 +577,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 args += [f"output + {at}[row]", f"{size}[row]", wide[j]]
             elif j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
                 args += ["strip", "room", wide[j]]
+            elif j in pixel_tables:
+                args.append(pixel_tables[j])
             if j in checked:
                 args.append(f"checks{j}")
             if j in dw_layer:
