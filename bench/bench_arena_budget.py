@@ -216,7 +216,7 @@ def _estimate(line: dict[str, float], macs: int, outputs: int, pixels: int) -> f
     )
 
 
-def _member_base(lines: dict[str, Any], member: dict[str, Any]) -> float:
+def member_base(lines: dict[str, Any], member: dict[str, Any]) -> float:
     """tinysched.arena.cost's base of a streamed chain's member: its fastest line unstreamed (the
     widened CONV_2D's where the table has it, else its default)."""
     sizes = (member["macs"], member["outputs"], member["pixels"])
@@ -231,7 +231,7 @@ def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
         return lines.get(f"{opcode}/{kernel}") or lines.get(f"{opcode}/default") or lines["*"]
 
     if step.get("kernel") == "streamed":
-        return lines["STREAM/streamed"]["factor"] * sum(_member_base(lines, m) for m in step["members"])
+        return lines["STREAM/streamed"]["factor"] * sum(member_base(lines, m) for m in step["members"])
     sizes = (step["macs"], step["outputs"], step["pixels"])
     cost = _estimate(line(step["type"], step["kernel"]), *sizes)
     share = step.get("own_strip") or 0.0
@@ -286,12 +286,11 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
         est = sum(_estimate(lines[key], int(r[0]), int(r[1]), int(r[2])) for r in rows)
         print(f"  {key:<32} {len(rows):3} operators  {lines[key]}  estimate/measured {est / got:.3f}")
     if chains:
-        unstreamed = sum(_member_base(lines, m) for members, _ in chains for m in members)
+        unstreamed = sum(member_base(lines, m) for members, _ in chains for m in members)
         measured = sum(c for _, c in chains)
         factor = measured / unstreamed
         error = max(
-            abs(factor * sum(_member_base(lines, m) for m in members) / count - 1)
-            for members, count in chains
+            abs(factor * sum(member_base(lines, m) for m in members) / count - 1) for members, count in chains
         )
         lines["STREAM/streamed"] = {"factor": round(factor, 4), "error": round(error, 3)}
         print(
