@@ -161,6 +161,9 @@ static uint32_t profile_steps; /* entries of step_ticks (and pairs of step_outpu
 static volatile int profiling; /* set during the timed invoke only */
 static volatile int checking;  /* set during the first painted run only */
 static uint64_t step_last;
+static uint32_t *member_counts; /* per member slot of the streamed stages: step, ticks, calls, or NULL */
+static uint32_t profile_members; /* slots of member_counts */
+static uint64_t member_mark;     /* the counter at the last member's end (TS_MEMBER_DONE) */
 static const void *input_ptrs[16];
 static void *output_ptrs_a[16];
 static void *output_ptrs_b[16];
@@ -242,6 +245,11 @@ static void setup_buffers(void)
     step_outputs = step_ticks ? heap_take(8u * profile_steps) : NULL;
     if (!step_ticks || !step_outputs) {
         profile_steps = 0;
+    }
+    profile_members = profile_steps ? model->num_members : 0u;
+    member_counts = profile_members ? heap_take(12u * profile_members) : NULL;
+    if (!member_counts) {
+        profile_members = 0;
     }
     buffers_ok = 1;
 }
@@ -493,7 +501,11 @@ static void handle_run(uint8_t seq)
     if (step_ticks) {
         memset(step_ticks, 0, 4u * profile_steps);
     }
+    if (member_counts) {
+        memset(member_counts, 0, 12u * profile_members);
+    }
     step_last = 0;
+    member_mark = 0;
     profiling = 1;
     ts_counter_start();
     int rc = run_model(output_ptrs_b);
@@ -516,7 +528,8 @@ static void handle_run(uint8_t seq)
             region_touched[k] = span_touched(k);
         }
     }
-    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 12u * profile_steps + 4u + 8u * n_regions);
+    frame_begin(TS_MSG_RESULT, seq,
+                4u * 10u + total_output_bytes + 4u + 12u * profile_steps + 4u + 8u * n_regions + 4u + 12u * profile_members);
     put_u32((uint32_t)status);
     put_u32(rflags);
     put_u32((uint32_t)ticks);
@@ -538,6 +551,10 @@ static void handle_run(uint8_t seq)
     for (uint32_t k = 0; k < n_regions; k++) {
         put_u32(region_high_water[k]);
         put_u32(region_touched[k]);
+    }
+    put_u32(profile_members); /* then per member slot: its step, its ticks in the timed invoke, its calls */
+    for (uint32_t i = 0; i < 3u * profile_members; i++) {
+        put_u32(member_counts[i]);
     }
     frame_end();
 }
@@ -561,6 +578,26 @@ void ts_step_done(uint32_t step, const void *output, uint32_t output_bytes)
     uint64_t now = ts_counter_now();
     step_ticks[step] = (uint32_t)(now - step_last);
     step_last = now;
+}
+
+/* Called by a streamed stage's loop after each call of a member's row kernel (TS_MEMBER_DONE in
+ * ts_model.h): during the timed run the ticks since the last member's or step's end go to this
+ * member, so a member's count holds its kernel calls and the loop's work for its rows (window
+ * slides, row bounds, the application's rows), and the hook's own few instructions: the call, the
+ * counter read and this bookkeeping (the step's count includes them too). ts_step_done is left as
+ * it was: the later of its mark and the member's is where the member's ticks start. */
+void ts_member_done(uint32_t step, uint32_t slot)
+{
+    if (!profiling || slot >= profile_members) {
+        return;
+    }
+    uint64_t now = ts_counter_now();
+    uint64_t since = member_mark > step_last ? member_mark : step_last;
+    uint32_t *m = member_counts + 3u * slot;
+    m[0] = step;
+    m[1] += (uint32_t)(now - since);
+    m[2] += 1u;
+    member_mark = now;
 }
 
 /* ---- inputs by semihosting (emulated boards only) ---------------------------------------------- */

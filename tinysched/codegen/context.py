@@ -75,6 +75,9 @@ class LoweringContext:
     # (DEPTHWISE_CONV_2D blocks, CONV_2D quads); False leaves them out of the flash (Helium cores
     # take other paths)
     dsp_tables: bool = True
+    # the slot (ts_model.h TS_MEMBER_DONE) of this step's first streamed member: the members of the
+    # streamed steps before it
+    first_member: int = 0
 
     def at_step(self, offsets: Mapping[int, int]) -> LoweringContext:
         return replace(self, offsets=offsets)

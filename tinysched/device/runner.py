@@ -371,6 +371,10 @@ class MeasureResult:
     # the bytes): how many steps were compared over the inputs, and the steps that differed in any
     steps_compared: int = 0
     steps_differing: list[int] = field(default_factory=list)
+    # each operator run inside a streamed stage, in slot order (the stages in step order, each one's
+    # members in order), from the first input's timed invoke: {step, count, calls} (its count in the
+    # step_counts unit; calls: of its row kernel)
+    member_counts: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -478,6 +482,17 @@ def step_counts(board: Board, hello: Hello, step_ticks: Sequence[int]) -> list[i
         _unit, cycles, instructions = ticks_to_count(board, hello, ticks)
         counts.append(int(cycles if cycles is not None else instructions or 0))
     return counts
+
+
+def member_counts(
+    board: Board, hello: Hello, member_ticks: Sequence[tuple[int, int, int]]
+) -> list[dict[str, int]]:
+    """Each streamed member's (step, ticks, calls) with its ticks in the run's unit, as step_counts."""
+    counts = step_counts(board, hello, [ticks for _step, ticks, _calls in member_ticks])
+    return [
+        {"step": step, "count": count, "calls": calls}
+        for (step, _ticks, calls), count in zip(member_ticks, counts, strict=True)
+    ]
 
 
 # ---- how long a run may take ---------------------------------------------------------------------------
@@ -709,6 +724,7 @@ def measure_image(
         runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
         inputs_semihosted=semihosted,
         step_counts=step_counts(run_board, hello, results[0].step_ticks if results else ()),
+        member_counts=member_counts(run_board, hello, results[0].member_ticks if results else ()),
         regions=regions,
         steps_compared=compared,
         steps_differing=differing,
