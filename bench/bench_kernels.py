@@ -142,11 +142,12 @@ def report_lines(m: dict[str, Any]) -> list[str]:
             f"| {name} | {'. ' if member else ''}{r['type']} | {shape_text(r)} | {r.get('macs') or 0:,} | "
             f"{r['count']:,} | {'-' if per_mac is None else f'{per_mac:.2f}'} | {verdict(r)} | {kernel} |"
         )
-        counted = [x["count"] for x in r.get("members") or [] if "count" in x]
+        counted = [x for x in r.get("members") or [] if "count" in x]
         if not member and counted:
+            total, calls = sum(x["count"] for x in counted), sum(x["calls"] for x in counted)
             gaps.append(
-                f"step {name}: members {sum(counted):,} of the stage's {r['count']:,} "
-                f"(gap {r['count'] - sum(counted):,}: the loop after its last member's call)"
+                f"step {name}: members {total:,} of the stage's {r['count']:,} (gap {r['count'] - total:,}: "
+                f"the timed run's {calls:,} member hooks returning at once, and the loop after its last member)"
             )
     lines += ["", target_summary(m), *gaps]
     cmsis = CMSIS_NN_M7.get(m["model"])

@@ -324,9 +324,11 @@ class RunResult:
     region_high_water: tuple[int, ...] = ()
     region_touched: tuple[int, ...] = ()
     # each operator run inside a streamed stage (ts_model.h TS_MEMBER_DONE), the stages in step order
-    # and each stage's members in order: (step, counter ticks in the timed invoke, kernel calls)
-    # (protocol 6)
+    # and each stage's members in order: (step, counter ticks, kernel calls) from the harness's
+    # members' pass before the timed invoke, and the ticks of one hook call, which each of a
+    # member's calls adds to its ticks (protocol 6)
     member_ticks: tuple[tuple[int, int, int], ...] = ()
+    member_hook_ticks: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -368,17 +370,18 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         )
     per_region = struct.unpack_from(f"<{2 * n_regions}I", profile, 8 + 12 * steps)
     members = profile[8 + 12 * steps + 8 * n_regions :]
-    if len(members) < 4:
+    if len(members) < 8:
         raise LinkError(
-            f"result frame ends after the regions: the member count is missing ({len(members)} bytes)"
+            f"result frame ends after the regions: the member count and hook ticks are missing "
+            f"({len(members)} bytes)"
         )
-    (n_members,) = struct.unpack_from("<I", members)
-    if len(members) != 4 + 12 * n_members:
+    (n_members, hook) = struct.unpack_from("<II", members)
+    if len(members) != 8 + 12 * n_members:
         raise LinkError(
-            f"result frame declares {n_members:,} streamed members and carries {len(members) - 4:,} bytes "
+            f"result frame declares {n_members:,} streamed members and carries {len(members) - 8:,} bytes "
             "for them (12 each)"
         )
-    per_member = struct.unpack_from(f"<{3 * n_members}I", members, 4)
+    per_member = struct.unpack_from(f"<{3 * n_members}I", members, 8)
     outs, off = [], 0
     for size in output_bytes:
         outs.append(data[off : off + size])
@@ -399,6 +402,7 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         region_high_water=tuple(per_region[0::2]),
         region_touched=tuple(per_region[1::2]),
         member_ticks=tuple(zip(per_member[0::3], per_member[1::3], per_member[2::3], strict=True)),
+        member_hook_ticks=hook,
     )
 
 
@@ -437,7 +441,10 @@ def encode_result(r: RunResult) -> bytes:
             *(v for pair in zip(r.region_high_water, r.region_touched, strict=True) for v in pair),
         )
         + struct.pack(
-            f"<I{3 * len(r.member_ticks)}I", len(r.member_ticks), *(v for m in r.member_ticks for v in m)
+            f"<II{3 * len(r.member_ticks)}I",
+            len(r.member_ticks),
+            r.member_hook_ticks,
+            *(v for m in r.member_ticks for v in m),
         )
     )
 

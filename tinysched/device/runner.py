@@ -372,9 +372,11 @@ class MeasureResult:
     steps_compared: int = 0
     steps_differing: list[int] = field(default_factory=list)
     # each operator run inside a streamed stage, in slot order (the stages in step order, each one's
-    # members in order), from the first input's timed invoke: {step, count, calls} (its count in the
-    # step_counts unit; calls: of its row kernel)
+    # members in order), from the first input's members' pass: {step, count, calls} (its count in
+    # the step_counts unit, the hook's own taken off per call; calls: of its row kernel), and one
+    # hook call's count, as measured on the device
     member_counts: list[dict[str, int]] = field(default_factory=list)
+    member_hook_count: int = 0
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -484,14 +486,18 @@ def step_counts(board: Board, hello: Hello, step_ticks: Sequence[int]) -> list[i
     return counts
 
 
-def member_counts(
-    board: Board, hello: Hello, member_ticks: Sequence[tuple[int, int, int]]
-) -> list[dict[str, int]]:
-    """Each streamed member's (step, ticks, calls) with its ticks in the run's unit, as step_counts."""
-    counts = step_counts(board, hello, [ticks for _step, ticks, _calls in member_ticks])
+def member_counts(board: Board, hello: Hello, result: RunResult | None) -> list[dict[str, int]]:
+    """Each streamed member's {step, count, calls}: its ticks less one hook call's per call, in the
+    run's unit as step_counts."""
+    if result is None:
+        return []
+    hook = result.member_hook_ticks
+    net = [max(0, ticks - calls * hook) for _step, ticks, calls in result.member_ticks]
     return [
         {"step": step, "count": count, "calls": calls}
-        for (step, _ticks, calls), count in zip(member_ticks, counts, strict=True)
+        for (step, _ticks, calls), count in zip(
+            result.member_ticks, step_counts(board, hello, net), strict=True
+        )
     ]
 
 
@@ -724,7 +730,8 @@ def measure_image(
         runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
         inputs_semihosted=semihosted,
         step_counts=step_counts(run_board, hello, results[0].step_ticks if results else ()),
-        member_counts=member_counts(run_board, hello, results[0].member_ticks if results else ()),
+        member_counts=member_counts(run_board, hello, results[0] if results else None),
+        member_hook_count=step_counts(run_board, hello, [results[0].member_hook_ticks if results else 0])[0],
         regions=regions,
         steps_compared=compared,
         steps_differing=differing,
