@@ -82,7 +82,8 @@ void ts_step_done(uint32_t step, const void *output, uint32_t output_bytes);
 /* Per-member profiling, in the same builds: inside a streamed stage's row loop (one step running
  * several operators row by row) the generated code calls ts_member_done() after each call of a
  * member's row kernel with the step and the member's slot (0 .. num_members - 1), so the harness
- * can count each operator of the stage on its own; elsewhere it compiles to nothing. */
+ * can count each operator of the stage on its own (in a pass of its own: in the timed run the call
+ * returns at once); elsewhere it compiles to nothing. */
 #ifdef TS_PROFILE_STEPS
 void ts_member_done(uint32_t step, uint32_t slot);
 #define TS_MEMBER_DONE(step, slot) ts_member_done((step), (slot))
