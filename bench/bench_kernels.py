@@ -12,8 +12,9 @@ MACs (tinysched.order.recompute.macs of the planned operator), instructions, ins
 and the kernel the plan gave it ("default": the type's own kernel, which picks its fast path at run
 time; otherwise the variant: staged in place, or wide). A streamed stage (one step running several
 operators row by row) is followed by its members, step.k, each with its own count (the harness's
-TS_MEMBER_DONE hook after each row-kernel call: a member's count holds its calls, the loop's work
-for its rows and the hook's own few instructions) and the members' sum against the stage's count.
+members' pass, TS_MEMBER_DONE after each row-kernel call: a member's count holds its calls and the
+loop's work for its rows, the hook's own measured cost taken off) and the members' sum against the
+stage's count (the timed run's hooks return at once: 5 to 9 instructions a call in the step counts).
 The per-layer targets (members included): 1x1 and 3x3 CONV_2D <= 1.3 instructions per MAC,
 DEPTHWISE_CONV_2D <= 4.0; per model <= 0.55x CMSIS-NN's instructions per inference measured on the
 M7 (../shared/benchmarks/cmsis_nn_side_by_side.md).
