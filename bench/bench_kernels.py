@@ -10,9 +10,14 @@ instructions, not cycles; outputs compared byte for byte with TFLite). The per-l
 measure's `per_operator` (`tinysched measure MODEL --board B --json`): operator, type, shapes,
 MACs (tinysched.order.recompute.macs of the planned operator), instructions, instructions per MAC
 and the kernel the plan gave it ("default": the type's own kernel, which picks its fast path at run
-time; otherwise the variant: staged in place, or wide). The per-layer targets: 1x1 and 3x3
-CONV_2D <= 1.3 instructions per MAC, DEPTHWISE_CONV_2D <= 4.0; per model <= 0.55x CMSIS-NN's
-instructions per inference measured on the M7 (../shared/benchmarks/cmsis_nn_side_by_side.md).
+time; otherwise the variant: staged in place, or wide). A streamed stage (one step running several
+operators row by row) is followed by its members, step.k, each with its own count (the harness's
+members' pass, TS_MEMBER_DONE after each row-kernel call: a member's count holds its calls and the
+loop's work for its rows, the hook's own measured cost taken off) and the members' sum against the
+stage's count (the timed run's hooks return at once: 5 to 9 instructions a call in the step counts).
+The per-layer targets (members included): 1x1 and 3x3 CONV_2D <= 1.3 instructions per MAC,
+DEPTHWISE_CONV_2D <= 4.0; per model <= 0.55x CMSIS-NN's instructions per inference measured on the
+M7 (../shared/benchmarks/cmsis_nn_side_by_side.md).
 """
 
 from __future__ import annotations
@@ -84,6 +89,35 @@ def measure_model(path: Path, board: str) -> dict[str, Any]:
     }
 
 
+def verdict(row: dict[str, Any]) -> str:
+    """The layer's target check ("" where it has no target or no count per MAC)."""
+    per_mac, target = row.get("instructions_per_mac"), layer_target(row)
+    if target is None or per_mac is None:
+        return ""
+    return f"<= {target}: " + ("met" if per_mac <= target else "missed")
+
+
+def layers(m: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every layer with a count: the steps, and after a streamed stage its counted members ("s.k")."""
+    out = []
+    for r in m["per_operator"]:
+        out.append((str(r["step"]), r))
+        members = r.get("members") or []
+        out += [(f"{r['step']}.{k}", x) for k, x in enumerate(members) if "count" in x]
+    return out
+
+
+def target_summary(m: dict[str, Any]) -> str:
+    """How many layers with a target met it, the streamed stages' members among them."""
+    checked = [(name, verdict(r)) for name, r in layers(m) if verdict(r)]
+    missed = [name for name, v in checked if v.endswith("missed")]
+    inside = sum(1 for name, _ in checked if "." in name)
+    return (
+        f"per-layer targets: {len(checked) - len(missed)} met, {len(missed)} missed of {len(checked)} "
+        f"layers ({inside} inside streamed stages)" + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
+
+
 def report_lines(m: dict[str, Any]) -> list[str]:
     lines = [
         f"### {m['model']} on {m['board']}: {m['instructions']:,} instructions per inference, outputs "
@@ -100,16 +134,23 @@ def report_lines(m: dict[str, Any]) -> list[str]:
         "| step | type | shape | MACs | instructions | instr/MAC | target | kernel |",
         "| ---: | --- | --- | ---: | ---: | ---: | --- | --- |",
     ]
-    for r in m["per_operator"]:
+    gaps = []
+    for name, r in layers(m):
         per_mac = r.get("instructions_per_mac")
-        target = layer_target(r)
-        verdict = "" if target is None or per_mac is None else (
-            f"<= {target}: " + ("met" if per_mac <= target else "missed")
-        )  # fmt: skip
+        member = "." in name
+        kernel = f"in the stage, {r['calls']:,} calls" if member else r.get("kernel_function") or "default"
         lines.append(
-            f"| {r['step']} | {r['type']} | {shape_text(r)} | {r.get('macs') or 0:,} | {r['count']:,} | "
-            f"{'-' if per_mac is None else f'{per_mac:.2f}'} | {verdict} | {r.get('kernel_function') or 'default'} |"
+            f"| {name} | {'. ' if member else ''}{r['type']} | {shape_text(r)} | {r.get('macs') or 0:,} | "
+            f"{r['count']:,} | {'-' if per_mac is None else f'{per_mac:.2f}'} | {verdict(r)} | {kernel} |"
         )
+        counted = [x for x in r.get("members") or [] if "count" in x]
+        if not member and counted:
+            total, calls = sum(x["count"] for x in counted), sum(x["calls"] for x in counted)
+            gaps.append(
+                f"step {name}: members {total:,} of the stage's {r['count']:,} (gap {r['count'] - total:,}: "
+                f"the timed run's {calls:,} member hooks returning at once, and the loop after its last member)"
+            )
+    lines += ["", target_summary(m), *gaps]
     cmsis = CMSIS_NN_M7.get(m["model"])
     if cmsis and m["instructions"]:
         ratio = m["instructions"] / cmsis

@@ -389,7 +389,7 @@ def _hello_head(n_in: int, n_out: int, version: int = PROTOCOL_VERSION) -> bytes
             r"the build id \(64 bytes declared\) at byte 61 needs 64 bytes, 3 left",
         ),
         (encode_hello(HELLO) + b"xy", r"2 bytes after the last field \(the arena regions\)"),
-        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 5: rebuild the firmware"),
+        (_hello_head(1, 1, version=1), r"device speaks protocol 1, this host speaks 6: rebuild the firmware"),
     ],
     ids=["empty", "short", "huge-count", "string-past-end", "trailing", "old-protocol"],
 )
@@ -637,7 +637,7 @@ def test_result_carries_per_step_counts_and_outputs_and_refuses_a_short_profile(
     back = parse_result(encode_result(r), [2])
     assert back.step_ticks == (600, 300, 100) and back.step_outputs == outputs
     with pytest.raises(LinkError, match="declares 3 steps and carries 32 bytes"):
-        parse_result(encode_result(r)[:-8], [2])  # the region count and the last step's CRC cut off
+        parse_result(encode_result(r)[:-16], [2])  # the members, region count, last step's CRC cut off
 
 
 def test_a_split_arena_reports_each_region_in_hello_and_result():
@@ -652,4 +652,21 @@ def test_a_split_arena_reports_each_region_in_hello_and_result():
     back = parse_result(encode_result(r), [2])
     assert (back.region_high_water, back.region_touched) == ((8192, 10240), (8000, 10000))
     with pytest.raises(LinkError, match="declares 2 arena regions and carries 12 bytes for them"):
-        parse_result(encode_result(r)[:-4], [2])
+        parse_result(encode_result(r)[:-12], [2])  # the members (8 bytes) and 4 of the regions'
+
+
+def test_result_carries_the_streamed_members_counts_after_the_regions():
+    from tinysched.device.link import RunResult, encode_result, parse_result
+
+    members = ((0, 5000, 32), (0, 7000, 32), (2, 900, 16))
+    r = RunResult(
+        0, True, True, 1000, 64, 64, 0, 100, 200, outputs=(b"\x01\x02",), step_ticks=(13000, 5, 1000),
+        region_high_water=(64,), region_touched=(60,), member_ticks=members, member_hook_ticks=33,
+    )  # fmt: skip
+    back = parse_result(encode_result(r), [2])
+    assert back.member_ticks == members and back.member_hook_ticks == 33
+    assert (back.step_ticks, back.region_high_water) == ((13000, 5, 1000), (64,))
+    with pytest.raises(LinkError, match="declares 3 streamed members and carries 24 bytes"):
+        parse_result(encode_result(r)[:-12], [2])
+    with pytest.raises(LinkError, match="member count and hook ticks are missing"):
+        parse_result(encode_result(r)[:-44], [2])  # a protocol-5 result: nothing after the regions

@@ -130,6 +130,16 @@ def test_measure_counts_each_operator(model: Path, tmp_path: Path, capsys) -> No
     # the demo streams expand -> depthwise -> project: named by its operators, never TS_STREAM
     chain = "CONV_2D+DEPTHWISE_CONV_2D+CONV_2D (streamed)"
     assert chain in [r["type"] for r in rows] and f" {chain} " in text
+    # its members each with their own count (the harness's members' pass), adding up to the stage's
+    stage = next(r for r in rows if r["type"] == chain)
+    assert [m["type"] for m in stage["members"]] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"]
+    for m in stage["members"]:
+        assert (
+            m["count"] > 0
+            and m["calls"] > 0
+            and m["instructions_per_mac"] == round(m["count"] / m["macs"], 3)
+        )
+    assert 0 <= stage["count"] - sum(m["count"] for m in stage["members"]) < 0.01 * stage["count"]
     assert "TS_STREAM" not in json.dumps(result) + text and "ts_stream" not in json.dumps(result) + text
 
 

@@ -161,6 +161,11 @@ static uint32_t profile_steps; /* entries of step_ticks (and pairs of step_outpu
 static volatile int profiling; /* set during the timed invoke only */
 static volatile int checking;  /* set during the first painted run only */
 static uint64_t step_last;
+static uint32_t *member_counts; /* per member slot of the streamed stages: step, ticks, calls, or NULL */
+static uint32_t profile_members; /* slots of member_counts (two more follow: the hook's calibration) */
+static uint32_t member_hook;     /* ticks of one hook call (ts_member_done), measured in the members' pass */
+static volatile int members_on;  /* set during the members' pass only */
+static uint64_t member_mark;     /* the counter at the last member's end (TS_MEMBER_DONE) */
 static const void *input_ptrs[16];
 static void *output_ptrs_a[16];
 static void *output_ptrs_b[16];
@@ -242,6 +247,11 @@ static void setup_buffers(void)
     step_outputs = step_ticks ? heap_take(8u * profile_steps) : NULL;
     if (!step_ticks || !step_outputs) {
         profile_steps = 0;
+    }
+    profile_members = profile_steps ? model->num_members : 0u;
+    member_counts = profile_members ? heap_take(12u * (profile_members + 2u)) : NULL;
+    if (!member_counts) {
+        profile_members = 0;
     }
     buffers_ok = 1;
 }
@@ -445,6 +455,34 @@ static void restore_state(void)
     }
 }
 
+void ts_member_done(uint32_t step, uint32_t slot) __attribute__((noinline)); /* timed as the model calls it */
+
+/* The members' pass, before the timed run (which then counts the steps and the whole invoke with
+ * the hooks returning at once): each streamed member's ticks with the hooks on, and first the ticks
+ * of one hook call measured on its own (two calls in a row, the second's ticks), which the host
+ * takes off each member's count per call. */
+static void run_members(int *status)
+{
+    const uint32_t calibration = profile_members; /* the two slots after the members' */
+    memset(member_counts, 0, 12u * (profile_members + 2u));
+    restore_state();
+    step_last = 0;
+    member_mark = 0;
+    members_on = 1;
+    profiling = 1;
+    ts_counter_start();
+    ts_member_done(0u, calibration);      /* marks the counter */
+    ts_member_done(0u, calibration + 1u); /* the ticks since: one call */
+    member_hook = member_counts[3u * (calibration + 1u) + 1u];
+    int rc = run_model(output_ptrs_b);
+    (void)ts_counter_stop();
+    profiling = 0;
+    members_on = 0;
+    if (rc && !*status) {
+        *status = rc;
+    }
+}
+
 static void handle_run(uint8_t seq)
 {
     uint32_t flags = (uint32_t)rx_buf[0] | ((uint32_t)rx_buf[1] << 8) | ((uint32_t)rx_buf[2] << 16) |
@@ -493,6 +531,10 @@ static void handle_run(uint8_t seq)
     if (step_ticks) {
         memset(step_ticks, 0, 4u * profile_steps);
     }
+    if (member_counts) {
+        run_members(&status);
+        agree = agree && memcmp(out_a, out_b, total_output_bytes) == 0;
+    }
     step_last = 0;
     profiling = 1;
     ts_counter_start();
@@ -516,7 +558,9 @@ static void handle_run(uint8_t seq)
             region_touched[k] = span_touched(k);
         }
     }
-    frame_begin(TS_MSG_RESULT, seq, 4u * 10u + total_output_bytes + 4u + 12u * profile_steps + 4u + 8u * n_regions);
+    frame_begin(TS_MSG_RESULT, seq,
+                4u * 10u + total_output_bytes + 4u + 12u * profile_steps + 4u + 8u * n_regions + 8u +
+                    12u * profile_members);
     put_u32((uint32_t)status);
     put_u32(rflags);
     put_u32((uint32_t)ticks);
@@ -538,6 +582,11 @@ static void handle_run(uint8_t seq)
     for (uint32_t k = 0; k < n_regions; k++) {
         put_u32(region_high_water[k]);
         put_u32(region_touched[k]);
+    }
+    put_u32(profile_members); /* then one hook call's ticks, and per member slot: its step, ticks, calls */
+    put_u32(member_hook);
+    for (uint32_t i = 0; i < 3u * profile_members; i++) {
+        put_u32(member_counts[i]);
     }
     frame_end();
 }
@@ -561,6 +610,26 @@ void ts_step_done(uint32_t step, const void *output, uint32_t output_bytes)
     uint64_t now = ts_counter_now();
     step_ticks[step] = (uint32_t)(now - step_last);
     step_last = now;
+}
+
+/* Called by a streamed stage's loop after each call of a member's row kernel (TS_MEMBER_DONE in
+ * ts_model.h): in the members' pass (run_members) the ticks since the last member's or step's end
+ * go to this member, so a member's count holds its kernel calls and the loop's work for its rows
+ * (window slides, row bounds, the application's rows), and one hook call (the host takes that off);
+ * elsewhere, the timed run included, it returns at once (a few instructions a call). The later of
+ * ts_step_done's mark and the last member's is where a member's ticks start. */
+void ts_member_done(uint32_t step, uint32_t slot)
+{
+    if (!members_on || slot > profile_members + 1u) {
+        return;
+    }
+    uint64_t now = ts_counter_now();
+    uint64_t since = member_mark > step_last ? member_mark : step_last;
+    uint32_t *m = member_counts + 3u * slot;
+    m[0] = step;
+    m[1] += (uint32_t)(now - since);
+    m[2] += 1u;
+    member_mark = now;
 }
 
 /* ---- inputs by semihosting (emulated boards only) ---------------------------------------------- */

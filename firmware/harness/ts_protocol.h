@@ -15,8 +15,10 @@
  * 4: the hello ends with a split arena's regions (u32 count, then u32 address, u32 bytes each), the
  *    result with each region's high-water and touched bytes (u32 count, then u32, u32 each)
  * 5: each step of the result carries its output's bytes and CRC-32 (first painted run) after its
- *    counter ticks */
-#define TS_PROTOCOL_VERSION 5u
+ *    counter ticks
+ * 6: the result ends with the streamed stages' members (u32 count, u32 ticks of one hook call, then
+ *    u32 step, u32 ticks, u32 calls each, from a pass before the timed run; run_members in harness.c) */
+#define TS_PROTOCOL_VERSION 6u
 #define TS_FRAME_MAGIC0 0x54u /* 'T' */
 #define TS_FRAME_MAGIC1 0x53u /* 'S' */
 #define TS_FRAME_HEADER_BYTES 10u

@@ -63,6 +63,9 @@ typedef struct {
     int (*invoke_streamed)(ts_read_rows_fn read_rows, void *ctx, void *const *outputs);
     uint32_t streamed_rows;
     uint32_t streamed_row_bytes;
+    /* The operators run inside streamed stages, each stage's in order, the stages in step order: the
+     * slots TS_MEMBER_DONE counts (0: no streamed stage). */
+    uint32_t num_members;
 } ts_model_info;
 
 /* Per-step profiling: a firmware build defines TS_PROFILE_STEPS and the harness provides
@@ -74,6 +77,18 @@ void ts_step_done(uint32_t step, const void *output, uint32_t output_bytes);
 #define TS_STEP_DONE(step, output, output_bytes) ts_step_done((step), (output), (output_bytes))
 #else
 #define TS_STEP_DONE(step, output, output_bytes) ((void)0)
+#endif
+
+/* Per-member profiling, in the same builds: inside a streamed stage's row loop (one step running
+ * several operators row by row) the generated code calls ts_member_done() after each call of a
+ * member's row kernel with the step and the member's slot (0 .. num_members - 1), so the harness
+ * can count each operator of the stage on its own (in a pass of its own: in the timed run the call
+ * returns at once); elsewhere it compiles to nothing. */
+#ifdef TS_PROFILE_STEPS
+void ts_member_done(uint32_t step, uint32_t slot);
+#define TS_MEMBER_DONE(step, slot) ts_member_done((step), (slot))
+#else
+#define TS_MEMBER_DONE(step, slot) ((void)0)
 #endif
 
 #ifdef __cplusplus

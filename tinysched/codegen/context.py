@@ -78,6 +78,9 @@ class LoweringContext:
     # False inside a streamed stage (codegen.lower_stream): its members are called on rows, by kernels
     # it renames from ts_conv2d_s8 and the others, so no whole-layer-only kernel may be chosen
     whole_layers: bool = True
+    # the slot (ts_model.h TS_MEMBER_DONE) of this step's first streamed member: the members of the
+    # streamed steps before it
+    first_member: int = 0
 
     def at_step(self, offsets: Mapping[int, int]) -> LoweringContext:
         return replace(self, offsets=offsets)

@@ -480,10 +480,17 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         return "row" if j == n else f"next{j}"
 
     def kernel_call(k: int, args: list[str]) -> list[str]:
+        """Stage k's kernel, then the member hook (ts_model.h: counts each member on its own)."""
         part = parts[k]
         assert part is not None
         params = f"&{whole[k]}" if k in fixed else f"&p{k}"
-        return [f"if ({part.kernel}({params}, {', '.join(args)}) != TS_OK) {{", f"    {fail}", "}"]
+        slot = ctx.first_member + k - s.source
+        return [
+            f"if ({part.kernel}({params}, {', '.join(args)}) != TS_OK) {{",
+            f"    {fail}",
+            "}",
+            f"TS_MEMBER_DONE({call.step}u, {slot}u); /* {part.opcode} */",
+        ]
 
     def with_args(k: int, replacements: dict[int, str]) -> list[str]:
         part = parts[k]

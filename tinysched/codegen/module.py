@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -477,10 +477,13 @@ def generate(
     )
     calls = []
     runs: dict[int, int] = {}
+    members = 0  # slots of the streamed members so far (TS_MEMBER_DONE)
     for step, op_index in enumerate(plan.order):
         op = graph.operators[op_index]
         here = per_step[step]  # the instances this step reads and writes
-        call = lower(ctx.at_step(here), op, step)
+        call = lower(replace(ctx.at_step(here), first_member=members), op, step)
+        chain = stream_of(op)
+        members += len(chain.operators) if chain is not None else 0
         call.first_run = op_index not in runs
         runs[op_index] = runs.get(op_index, 0) + 1
         again = "" if call.first_run else f" (recomputed, run {runs[op_index]})"
@@ -585,6 +588,7 @@ def generate(
         "step_functions": functions,  # the steps in functions (many steps); empty: all in `_steps`
         "steps_per_function": STEPS_PER_FUNCTION,
         "streamed": streamed,  # <prefix>_invoke_streamed (--stream-input); None: no such entry
+        "num_members": members,  # the streamed stages' members (ts_model_info.num_members)
     }
     files = {
         f"{prefix}.h": render("model.h.j2", **context),

@@ -34,7 +34,8 @@ from tinysched.commands.common import (
 )
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
 from tinysched.files import output_folder
-from tinysched.memory.stream import operator_type
+from tinysched.memory.stream import operator_type, stream_of
+from tinysched.model.graph import Graph, Operator
 from tinysched.order.recompute import macs, summary_lines, total_macs
 from tinysched.pipeline import (
     DEFAULT_PLAN_OPTIONS,
@@ -252,19 +253,45 @@ def step_record(planned: Planned, op: int) -> dict[str, Any]:
     return {
         "op": op,
         "model_op": planned.source_operator(op),
-        "type": operator_type(o),
         "macs": macs(graph, op),
-        "input_shape": list(graph.tensors[o.inputs[0]].shape) if o.inputs and o.inputs[0] >= 0 else None,
-        "filter_shape": list(graph.tensors[o.inputs[1]].shape)
-        if o.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(o.inputs) > 1
-        else None,
-        "output_shape": list(graph.tensors[o.outputs[0]].shape) if o.outputs else None,
+        **operator_shapes(graph, o),
         "kernel_function": variant.kernel if variant is not None else None,
         # the tensor TS_STEP_DONE reports (`measure` compares it with TFLite's of the same name)
         "output_tensor": graph.tensors[o.outputs[0]].name if o.outputs and o.outputs[0] >= 0 else None,
         "output_bytes": int(graph.tensors[o.outputs[0]].nbytes) if o.outputs and o.outputs[0] >= 0 else 0,
         "output_dtype": graph.tensors[o.outputs[0]].dtype if o.outputs and o.outputs[0] >= 0 else None,
     }
+
+
+def operator_shapes(graph: Graph, o: Operator) -> dict[str, Any]:
+    """An operator's type and the shapes it reads and writes (the filter's of a convolution), as a
+    step's row and a streamed stage's member show them (bench_kernels checks targets by them)."""
+    return {
+        "type": operator_type(o),
+        "input_shape": list(graph.tensors[o.inputs[0]].shape) if o.inputs and o.inputs[0] >= 0 else None,
+        "filter_shape": list(graph.tensors[o.inputs[1]].shape)
+        if o.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(o.inputs) > 1
+        else None,
+        "output_shape": list(graph.tensors[o.outputs[0]].shape) if o.outputs else None,
+    }
+
+
+def step_entry(planned: Planned, v: int) -> dict[str, Any]:
+    """A step of the build record: step_record, the cost table's features and estimate; a streamed
+    stage's members with their types and shapes too (measure adds each one's count)."""
+    graph = planned.graph
+    entry = {
+        **step_record(planned, v),
+        **step_features(graph, v, planned.arena),
+        "estimate": operator_estimate(graph, v, planned.options.core, planned.arena),
+    }
+    chain = stream_of(graph.operators[v])
+    if chain is not None and "members" in entry:
+        entry["members"] = [
+            {**operator_shapes(graph, m), **features}
+            for m, features in zip(chain.operators, entry["members"], strict=True)
+        ]
+    return entry
 
 
 def build_record(
@@ -289,14 +316,7 @@ def build_record(
         # what each step of the firmware's invoke runs (measure's per-operator counts follow it)
         # (and the kernel it calls, its MACs, shapes and outputs, and its estimated instructions on
         # `plan_options.core`: what measure compares and bench_arena_budget fits the cost table to)
-        "steps": [
-            {
-                **step_record(planned, v),
-                **step_features(planned.graph, v, planned.arena),
-                "estimate": operator_estimate(planned.graph, v, options.core, planned.arena),
-            }
-            for v in planned.run_order
-        ],
+        "steps": [step_entry(planned, v) for v in planned.run_order],
         "instructions_estimate": planned.instructions_estimate,
         "arena_budget": planned.budget.as_json() if planned.budget is not None else None,
         "arena_bytes": int(planned.arena.arena_bytes),

@@ -382,14 +382,47 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
 
 def per_operator(result: MeasureResult, record: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Each step of the timed invoke with its operator and count (the build record names them)."""
+    """Each step of the timed invoke with its operator and count (the build record names them); a
+    streamed stage's members each with their own count where the device counted them."""
     steps = (record or {}).get("steps") or []
     if len(steps) != len(result.step_counts):
         return []
-    return [
+    rows = [
         {"step": k, **s, "count": c, "instructions_per_mac": _per_mac(c, s.get("macs"))}
         for k, (s, c) in enumerate(zip(steps, result.step_counts, strict=True))
     ]
+    return with_member_counts(rows, getattr(result, "member_counts", None) or [])
+
+
+def with_member_counts(rows: list[dict[str, Any]], counted: list[dict[str, int]]) -> list[dict[str, Any]]:
+    """`rows` with each streamed step's members given their count, calls and count per MAC from the
+    device's member slots (the members of the streamed steps in step order, each stage's in order,
+    as the generated code numbers them); unchanged where the slots do not line up with the steps
+    (an older image, or one built from another plan)."""
+    slots = [(row["step"], k) for row in rows for k in range(len(row.get("members") or []))]
+    if len(slots) != len(counted) or any(
+        step != c["step"] for (step, _), c in zip(slots, counted, strict=True)
+    ):
+        return rows
+    out, at = [], 0
+    for row in rows:
+        members = row.get("members") or []
+        if members:
+            row = {
+                **row,
+                "members": [
+                    {
+                        **m,
+                        "count": c["count"],
+                        "calls": c["calls"],
+                        "instructions_per_mac": _per_mac(c["count"], m.get("macs")),
+                    }
+                    for m, c in zip(members, counted[at : at + len(members)], strict=True)
+                ],
+            }
+            at += len(members)
+        out.append(row)
+    return out
 
 
 def estimate_line(record: dict[str, Any] | None, instructions: int | None) -> str | None:

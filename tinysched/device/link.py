@@ -36,7 +36,7 @@ MAGIC = b"TS"
 HEADER_BYTES = 10
 # 2: the hello ends with a fourth string, the image id (TS_IMAGE_ID), so the host can refuse a
 # device that runs another image than the one it just flashed.
-PROTOCOL_VERSION = 5  # 5: each step of the result carries its output's bytes and CRC-32
+PROTOCOL_VERSION = 6  # 6: the result ends with the streamed stages' members' counts
 MAX_PAYLOAD = 64 << 20  # host-side sanity bound
 
 MSG_QUERY = ord("Q")
@@ -323,6 +323,12 @@ class RunResult:
     # end to end, as the plan's offsets are
     region_high_water: tuple[int, ...] = ()
     region_touched: tuple[int, ...] = ()
+    # each operator run inside a streamed stage (ts_model.h TS_MEMBER_DONE), the stages in step order
+    # and each stage's members in order: (step, counter ticks, kernel calls) from the harness's
+    # members' pass before the timed invoke, and the ticks of one hook call, which each of a
+    # member's calls adds to its ticks (protocol 6)
+    member_ticks: tuple[tuple[int, int, int], ...] = ()
+    member_hook_ticks: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -357,12 +363,25 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         )
     per_step = struct.unpack_from(f"<{3 * steps}I", profile, 4)
     (n_regions,) = struct.unpack_from("<I", profile, 4 + 12 * steps)
-    if len(profile) != 8 + 12 * steps + 8 * n_regions:
+    if len(profile) < 8 + 12 * steps + 8 * n_regions:
         raise LinkError(
             f"result frame declares {n_regions:,} arena regions and carries "
             f"{len(profile) - 8 - 12 * steps:,} bytes for them"
         )
     per_region = struct.unpack_from(f"<{2 * n_regions}I", profile, 8 + 12 * steps)
+    members = profile[8 + 12 * steps + 8 * n_regions :]
+    if len(members) < 8:
+        raise LinkError(
+            f"result frame ends after the regions: the member count and hook ticks are missing "
+            f"({len(members)} bytes)"
+        )
+    (n_members, hook) = struct.unpack_from("<II", members)
+    if len(members) != 8 + 12 * n_members:
+        raise LinkError(
+            f"result frame declares {n_members:,} streamed members and carries {len(members) - 8:,} bytes "
+            "for them (12 each)"
+        )
+    per_member = struct.unpack_from(f"<{3 * n_members}I", members, 8)
     outs, off = [], 0
     for size in output_bytes:
         outs.append(data[off : off + size])
@@ -382,6 +401,8 @@ def parse_result(payload: bytes, output_bytes: Sequence[int]) -> RunResult:
         step_outputs=tuple(zip(per_step[1::3], per_step[2::3], strict=True)),
         region_high_water=tuple(per_region[0::2]),
         region_touched=tuple(per_region[1::2]),
+        member_ticks=tuple(zip(per_member[0::3], per_member[1::3], per_member[2::3], strict=True)),
+        member_hook_ticks=hook,
     )
 
 
@@ -418,6 +439,12 @@ def encode_result(r: RunResult) -> bytes:
             f"<I{2 * len(r.region_high_water)}I",
             len(r.region_high_water),
             *(v for pair in zip(r.region_high_water, r.region_touched, strict=True) for v in pair),
+        )
+        + struct.pack(
+            f"<II{3 * len(r.member_ticks)}I",
+            len(r.member_ticks),
+            r.member_hook_ticks,
+            *(v for m in r.member_ticks for v in m),
         )
     )
 

@@ -371,6 +371,12 @@ class MeasureResult:
     # the bytes): how many steps were compared over the inputs, and the steps that differed in any
     steps_compared: int = 0
     steps_differing: list[int] = field(default_factory=list)
+    # each operator run inside a streamed stage, in slot order (the stages in step order, each one's
+    # members in order), from the first input's members' pass: {step, count, calls} (its count in
+    # the step_counts unit, the hook's own taken off per call; calls: of its row kernel), and one
+    # hook call's count, as measured on the device
+    member_counts: list[dict[str, int]] = field(default_factory=list)
+    member_hook_count: int = 0
 
     @property
     def arena_matches_plan(self) -> bool:
@@ -478,6 +484,21 @@ def step_counts(board: Board, hello: Hello, step_ticks: Sequence[int]) -> list[i
         _unit, cycles, instructions = ticks_to_count(board, hello, ticks)
         counts.append(int(cycles if cycles is not None else instructions or 0))
     return counts
+
+
+def member_counts(board: Board, hello: Hello, result: RunResult | None) -> list[dict[str, int]]:
+    """Each streamed member's {step, count, calls}: its ticks less one hook call's per call, in the
+    run's unit as step_counts."""
+    if result is None:
+        return []
+    hook = result.member_hook_ticks
+    net = [max(0, ticks - calls * hook) for _step, ticks, calls in result.member_ticks]
+    return [
+        {"step": step, "count": count, "calls": calls}
+        for (step, _ticks, calls), count in zip(
+            result.member_ticks, step_counts(board, hello, net), strict=True
+        )
+    ]
 
 
 # ---- how long a run may take ---------------------------------------------------------------------------
@@ -709,6 +730,8 @@ def measure_image(
         runs=[{k: v for k, v in r.to_json().items() if k != "outputs"} for r in results],
         inputs_semihosted=semihosted,
         step_counts=step_counts(run_board, hello, results[0].step_ticks if results else ()),
+        member_counts=member_counts(run_board, hello, results[0] if results else None),
+        member_hook_count=step_counts(run_board, hello, [results[0].member_hook_ticks if results else 0])[0],
         regions=regions,
         steps_compared=compared,
         steps_differing=differing,
