@@ -486,12 +486,13 @@ def _measure_shared(path, work):
     from tinysched.device.runner import measure_sources
     from tinysched.errors import TinyschedError
     from tinysched.model.reader import read_model
+    from tinysched.model.uint8 import int8_arithmetic
     from tinysched.order.recompute import macs
 
     graph = read_model(path)
     total = sum(macs(graph, v) for v in range(len(graph.operators)))
     try:  # a model the code generator refuses is skipped below, with its own reason
-        check_supported(graph)
+        check_supported(int8_arithmetic(graph, uint8_edges=True).graph)  # a legacy uint8 model as built
         supported = True
     except TinyschedError:
         supported = False
