@@ -31,7 +31,7 @@ from tinysched.build.sources import write_sources
 from tinysched.device import reference
 from tinysched.device.runner import invoke_instructions_estimate, measure_sources
 from tinysched.errors import TinyschedError
-from tinysched.model.modelgen import random_branching_model, tiny_demo_model
+from tinysched.model.modelgen import ModelBuilder, random_branching_model, tiny_demo_model
 from tinysched.model.reader import read_model
 from tinysched.order.recompute import total_macs
 from tinysched.pipeline import DEFAULT_PLAN_OPTIONS, generate, plan
@@ -41,10 +41,24 @@ SEMIHOST_ABOVE = 32 * 1024  # input bytes above which inputs go by semihosting (
 OUT = Path(__file__).resolve().parent.parent / "targets" / "kernel_stack.yaml"
 
 
+def legacy_uint8_model() -> bytes:
+    """A small legacy uint8 model (tinysched.model.uint8): the filter-offset CONV_2D and
+    DEPTHWISE_CONV_2D, the half-up AVERAGE_POOL_2D and the edges' sign flips, which no shared model
+    the boards can hold calls."""
+    b = ModelBuilder(seed=5, legacy_uint8=True)
+    x = b.input("x", (1, 16, 16, 3), scale=1 / 50, zero_point=9)
+    t = b.conv2d(x, 16, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8_conv")
+    t = b.depthwise_conv2d(t, (3, 3), (1, 1), "SAME", activation="RELU6", name="u8_dw")
+    t = b.average_pool2d(t, (2, 2), (2, 2), "VALID", name="u8_pool")
+    b.output(b.conv2d(t, 5, (1, 1), name="u8_scores"))
+    return b.build()
+
+
 def models(work: Path) -> list[Path]:
-    """The shared models (when present) and generated ones covering the element-wise kernels."""
+    """The shared models (when present) and generated ones covering the element-wise kernels and a
+    legacy uint8 model's."""
     found = sorted(SHARED.glob("*.tflite")) if SHARED.is_dir() else []
-    generated = {"demo": tiny_demo_model()}
+    generated = {"demo": tiny_demo_model(), "legacy_uint8": legacy_uint8_model()}
     for seed in (1, 3, 5, 7):
         generated[f"branching_{seed}"] = random_branching_model(seed=seed, n_blocks=6)
     for name, data in generated.items():
