@@ -447,6 +447,12 @@ def _int32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+def _reads_inside(in_hw: Sequence[int], out_hw: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a 1x1 filter without padding at these strides reads every output pixel's input from
+    inside the input (ts_conv2d_s8.c pixel_layer's test): (out - 1) * stride < in on both axes."""
+    return all(s >= 1 and o >= 1 and (o - 1) * s < i for i, o, s in zip(in_hw, out_hw, strides, strict=True))
+
+
 def pixel_table(
     graph: Graph,
     op: Operator,
@@ -459,8 +465,10 @@ def pixel_table(
     registers"): per output channel (bias + input_offset * sum(w)) << l1, its filter widened to
     16-bit lanes ([w_4g | w_4g+2], [w_4g+1 | w_4g+3] per group g) each << l1, then m, base and rr
     (bit 9 set on the last channel). The SMLAD sum is then ts_rq's s2 with no shift. None where the
-    path cannot hold: not a flat 1x1 layer (stride 1, no padding, output as large as the input), in_c
-    not 8, 12 or 16, out_c < in_c (the read/write order), an activation range narrower than int8
+    path cannot hold: not a 1x1 layer without padding whose output pixels all read inside the input
+    (any strides: the kernel steps stride_w * in_c bytes from pixel to pixel and stride_h input rows
+    from row to row), in_c not 8, 12 or 16, out_c < in_c (the read/write order), an activation range
+    narrower than int8
     (no clamp), a bias not constant, or a channel that is neither ts_rq's steps with a right shift
     (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant."""
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
@@ -471,8 +479,11 @@ def pixel_table(
         or (fh, fw) != (1, 1)
         or in_c not in PIXEL_IN_C
         or out_c < in_c
-        or (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) != (1, 1)
-        or tuple(x.shape[1:3]) != tuple(y.shape[1:3])
+        or len(x.shape) != 4
+        or len(y.shape) != 4
+        or not _reads_inside(
+            x.shape[1:3], y.shape[1:3], (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1)))
+        )
         or any(explicit_padding(op) or ())
         or act_range != (-128, 127)
         or w.data is None
