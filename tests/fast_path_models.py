@@ -1226,12 +1226,35 @@ def pixel_regs_strided_in_place() -> bytes:
     return b.build()
 
 
+def pixel_regs_strided_k32() -> bytes:
+    """Strided 1x1 CONV_2D with in_c 32 from the pixel table in two halves (ts_conv2d_s8.c
+    pixel_steps32: each half widened once, the first half's partial sums on the stack): 32 -> 64 at
+    stride 2 over 7x9 (odd rows and columns) with a pruned channel the table holds as a constant,
+    32 -> 33 at stride (2, 1) over 5x6 (pixels 32 bytes apart), 32 -> 40 at stride (1, 2) over two
+    batches of 3x5, input zero points -128, 21 and 0; then layers the table refuses: 32 -> 65 at
+    stride 2 (more partial sums than the stack holds) and 32 -> 48 at stride 1 (a flat layer)."""
+    b = ModelBuilder(seed=78)
+    x = b.input("x", (1, 7, 9, 32), zero_point=-128)
+    factors = [1e-6 if c == 17 else 1.0 for c in range(64)]
+    x = b.conv2d(x, 64, (1, 1), (2, 2), "SAME", scale_factors=factors, name="pw32_s2_to_64_constant")
+    y = b.input("y", (1, 5, 6, 32), zero_point=21)
+    y = b.conv2d(y, 33, (1, 1), (2, 1), "SAME", name="pw32_s2x1_to_33")
+    z = b.input("z", (2, 3, 5, 32), zero_point=0)
+    z = b.conv2d(z, 40, (1, 1), (1, 2), "SAME", name="pw32_s1x2_batches")
+    r = b.input("r", (1, 5, 5, 32), zero_point=-3)
+    r1 = b.conv2d(r, 65, (1, 1), (2, 2), "SAME", name="pw32_s2_to_65")
+    r2 = b.conv2d(r, 48, (1, 1), name="pw32_to_48_flat")
+    b.output(x, y, z, r1, r2)
+    return b.build()
+
+
 def pixel_regs_stage_strided() -> bytes:
-    """Residual blocks streamed as stages whose stride-2 1x1 projection shortcut takes the pixel table
-    on each call's rows (ts_conv2d_s8_pixels_checked: one output row from the rows present, every
-    other one read, pixels 2 * in_c bytes apart): 16 -> 32 over 11x9 (odd rows and columns: the last
-    output row and column read the input's last), then 32 -> 48 (K = 32: no table, the default
-    path) over the block's 6x5 output; input zero point -3."""
+    """Two residual blocks with stride-2 1x1 projection shortcuts from the pixel table: the first
+    streamed as a stage, its shortcut 16 -> 32 over 11x9 on each call's rows
+    (ts_conv2d_s8_pixels_checked: one output row from the rows present, every other one read, pixels
+    2 * in_c bytes apart; odd rows and columns: the last output row and column read the input's
+    last), the second's 32 -> 48 (K = 32: pixel_steps32, in two halves) whole over the first's 6x5
+    output; input zero point -3."""
     b = ModelBuilder(seed=76)
     x = b.input("x", (1, 11, 9, 16), zero_point=-3)
     t = b.conv2d(x, 32, (3, 3), (2, 2), "SAME", activation="RELU", name="block1_k3_s2")
@@ -1256,6 +1279,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pixel_regs_stage": pixel_regs_stage,
     "pixel_regs_strided": pixel_regs_strided,
     "pixel_regs_strided_in_place": pixel_regs_strided_in_place,
+    "pixel_regs_strided_k32": pixel_regs_strided_k32,
     "pixel_regs_stage_strided": pixel_regs_stage_strided,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,

@@ -328,11 +328,34 @@ def test_pixel_table_for_strided_layers_and_stage_rows() -> None:
     m7 = planned_c_text(plan(graph, PlanOptions(core="cortex-m7", time_limit=2.0)))
     assert m7.count("ts_conv2d_s8_pixels(&") == 6
     assert "pixel_table" not in planned_c_text(plan(graph, PlanOptions(core="cortex-m55", time_limit=2.0)))
-    # the stage's stride-2 shortcut 16 -> 32 on its rows; the K = 32 one has no table
+    # the first block's stride-2 shortcut 16 -> 32 on the stage's rows, the second's 32 -> 48 (K = 32,
+    # in two halves) whole
     stage = planned_c_text(
         plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage_strided"]()), PlanOptions(time_limit=2.0))
     )
     assert stage.count("ts_conv2d_s8_pixels_checked(&") == 1 and "rows = TS_ROWS(" in stage
+    assert stage.count("ts_conv2d_s8_pixels(&") == 1
+
+
+def test_pixel_table_k32_halves() -> None:
+    """in_c 32 (ts_conv2d_s8.c pixel_steps32) only at a stride and out_c <= 64: the table is the
+    one-pass words of each channel split in two, out_c * 4 before each half, the first half's
+    channels from the last (acc0 and bytes 0-15's lanes), the second's from the first (bytes
+    16-31's lanes, m, base, rr with bit 9 on the last channel alone)."""
+    tables = _pixel_tables("pixel_regs_strided_k32")
+    assert {n for n, t in tables.items() if t is not None} == {
+        "pw32_s2_to_64_constant",
+        "pw32_s2x1_to_33",
+        "pw32_s1x2_batches",
+    }
+    table = tables["pw32_s2_to_64_constant"]
+    out_c = 64
+    assert len(table) == 2 + 20 * out_c and table[0] == table[1 + 9 * out_c] == 4 * out_c
+    first, second = table[1 : 1 + 9 * out_c], table[2 + 9 * out_c :]
+    assert [second[11 * o + 10] >> 9 & 1 for o in range(out_c)] == [0] * (out_c - 1) + [1]
+    # the pruned channel 17: a constant (acc0 and every lane 0, m 0), its first half 17th from the end
+    assert first[9 * (out_c - 1 - 17) : 9 * (out_c - 17)] == [0] * 9
+    assert second[11 * 17 : 11 * 17 + 9] == [0] * 9 and second[11 * 17 + 10] & 255 == 0
 
 
 def _qemu_ready() -> None:

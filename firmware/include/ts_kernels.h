@@ -253,7 +253,12 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * out_c even: two channels a pass), plus about 15 per pixel. Where the output pixels' inputs are not
  * consecutive (a stride, or rows narrower than the input's) the same output row by output row, each
  * from input row y * stride_h, its pixels stride_w * in_c bytes apart (2 more instructions a pixel
- * where stride_w > 1, about 25 a row). Same accumulators, same bytes. A call may also be given out_h
+ * where stride_w > 1, about 25 a row). At a stride (any layer whose strides are not both 1) also
+ * in_c 32 with out_c <= 64, whose pixel takes two halves of 16 bytes: the table then holds out_c * 4,
+ * per channel from the last acc0 and the lane words of bytes 0-15, out_c * 4 again, then per channel
+ * from the first the lane words of bytes 16-31, m, base, rr; the first half's partial sums go on the
+ * stack (below the caller's sp only once made room for), the second half adds to them: 34
+ * instructions per 32 products plus about 35 a pixel. Same accumulators, same bytes. A call may also be given out_h
  * rows of an input of in_h rows present (one batch, (out_h - 1) * stride_h < in_h: a streamed
  * stage's member, whose rows the stage passes as ts_conv2d_s8_checked's:
  * ts_conv2d_s8_pixels_checked).

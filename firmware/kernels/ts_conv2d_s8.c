@@ -2807,6 +2807,84 @@ TS_PX_FUNCTION(pixel_steps8, TS_PX_STEPPED, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHAN
 TS_PX_FUNCTION(pixel_steps16_pairs, TS_PX_STEPPED, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16 TS_PX_CHANNEL16, "r2", TS_PX_STEPPED_ARG)
 TS_PX_FUNCTION(pixel_steps12_pairs, TS_PX_STEPPED, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12 TS_PX_CHANNEL12, "r10", TS_PX_STEPPED_ARG)
 TS_PX_FUNCTION(pixel_steps8_pairs, TS_PX_STEPPED, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8 TS_PX_CHANNEL8, "r11", TS_PX_STEPPED_ARG)
+#define TS_PIXEL32_MAX_OUT_C 64 /* its partial sums on the stack: 256 bytes at most */
+/* in_c 32 (strided layers only, out_c 32 to TS_PIXEL32_MAX_OUT_C: pixel_rows): the pixel in two halves of 16 bytes,
+ * each widened once into r4-r11. The table: first, per channel from the last to the first, acc0 and
+ * the 8 lane words of bytes 0-15 (9 words); then out_c * 4; then per channel from the first, the 8
+ * lane words of bytes 16-31, m, base, rr (11 words; bit 9 of the last rr). Per pixel: the first half
+ * widened, out_c words made room for below sp (so an interrupt never writes over them), each
+ * channel's partial sum (acc0 + 8 SMLAD) stored from the top down (STR pre-indexed, lr), 14
+ * instructions per 16 products; then the second half widened and each channel's partial popped from
+ * the stack (channel 0 first), 8 SMLAD, ts_rq's steps and its byte stored, 20 per 16: 34 per 32
+ * products plus about 35 a pixel. The frame: [sp] input, [sp, #4] its end, [sp, #8] table, [sp,
+ * #12] the step to the next pixel, [sp, #16] the output. Read/write order: pixel_layer's (the
+ * pixel's 32 bytes read before its first output byte is written). */
+__attribute__((naked, noinline)) TS_PX_NOIPA static void pixel_steps32(
+    __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,
+    __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output,
+    __attribute__((unused)) int32_t step)
+{
+    __asm__ volatile("push    {r4-r11, lr}\n\t"
+                     "ldr     r12, [sp, #36]\n\t" /* the step */
+                     "sub     sp, sp, #20\n\t"
+                     "stm     sp, {r0, r1, r2, r12}\n\t"
+                     "str     r3, [sp, #16]\n\t"
+                     "1:\n\t"
+                     "ldm     r0, {r4, r6, r8, r10}\n\t" /* bytes 0-15 */
+                     TS_PX_WIDEN16
+                     "ldr     r12, [sp, #8]\n\t"
+                     "mov     lr, sp\n\t"
+                     "ldr     r1, [r12, #-4]\n\t" /* out_c * 4, the word before the table */
+                     "sub     sp, sp, r1\n\t"
+                     "2:\n\t" /* the first half of one channel (from the last) */
+                     "ldm     r12!, {r0, r1, r2, r3}\n\t"
+                     "smlad   r0, r4, r1, r0\n\t"
+                     "smlad   r0, r5, r2, r0\n\t"
+                     "smlad   r0, r6, r3, r0\n\t"
+                     "ldm     r12!, {r1, r2, r3}\n\t"
+                     "smlad   r0, r7, r1, r0\n\t"
+                     "smlad   r0, r8, r2, r0\n\t"
+                     "smlad   r0, r9, r3, r0\n\t"
+                     "ldm     r12!, {r1, r2}\n\t"
+                     "smlad   r0, r10, r1, r0\n\t"
+                     "smlad   r0, r11, r2, r0\n\t"
+                     "str     r0, [lr, #-4]!\n\t"
+                     "cmp     sp, lr\n\t"
+                     "bne     2b\n\t"
+                     "ldr     r1, [r12], #4\n\t" /* out_c * 4 again: the frame above the partials */
+                     "add     r2, sp, r1\n\t"
+                     "ldr     r0, [r2]\n\t"
+                     "ldr     lr, [r2, #16]\n\t"
+                     "ldr     r3, [r2, #12]\n\t"
+                     "add     r1, r0, #16\n\t"
+                     "add     r0, r0, r3\n\t"
+                     "str     r0, [r2]\n\t"
+                     "ldm     r1, {r4, r6, r8, r10}\n\t" /* bytes 16-31 */
+                     TS_PX_WIDEN16
+                     "3:\n\t" /* the second half of one channel (from the first), its byte stored */
+                     "pop     {r0}\n\t"
+                     "ldm     r12!, {r1, r2, r3}\n\t"
+                     "smlad   r0, r4, r1, r0\n\t"
+                     "smlad   r0, r5, r2, r0\n\t"
+                     "smlad   r0, r6, r3, r0\n\t"
+                     "ldm     r12!, {r1, r2, r3}\n\t"
+                     "smlad   r0, r7, r1, r0\n\t"
+                     "smlad   r0, r8, r2, r0\n\t"
+                     "smlad   r0, r9, r3, r0\n\t"
+                     "ldm     r12!, {r1, r2, r3}\n\t" /* e7, o7, m */
+                     "smlad   r0, r10, r1, r0\n\t"
+                     "smlad   r0, r11, r2, r0\n\t"
+                     "ldm     r12!, {r1, r2}\n\t" /* base, rr */
+                     TS_PX_RQ_STORE("r1", "r3", "r2")
+                     "tst     r2, #512\n\t"
+                     "beq     3b\n\t"
+                     "str     lr, [sp, #16]\n\t"
+                     "ldrd    r0, r1, [sp]\n\t"
+                     "cmp     r0, r1\n\t"
+                     "bne     1b\n\t"
+                     "add     sp, sp, #20\n\t"
+                     "pop     {r4-r11, pc}\n\t");
+}
 #undef TS_PX_WIDEN
 #undef TS_PX_RQ_STORE
 #undef TS_PX_CHANNEL16
@@ -2829,7 +2907,8 @@ typedef void (*pixel_steps_fn)(const int8_t *, const int8_t *, const int32_t *, 
  * consecutive (1; else 0, nothing done): a 1x1 filter without padding at any strides, every output
  * pixel's input inside the input ((out_h - 1) * stride_h < in_h, (out_w - 1) * stride_w < in_w: a
  * whole layer, or one batch's rows in a stage's call, where in_h counts the rows present), in_c 8,
- * 12 or 16, out_c >= in_c, a word-aligned input. Output row by output row, each from its input row
+ * 12 or 16 (or 32 with out_c <= TS_PIXEL32_MAX_OUT_C: pixel_steps32), out_c >= in_c, a
+ * word-aligned input. Output row by output row, each from its input row
  * (y * stride_h), its pixels stride_w * in_c bytes apart (the stepping functions; stride_w 1: the
  * flat ones): output pixels in increasing order, each read before it is written, as pixel_layer. */
 __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
@@ -2860,6 +2939,14 @@ __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, co
         flat = pairs ? pixel_regs8_pairs : pixel_regs8;
         steps = pairs ? pixel_steps8_pairs : pixel_steps8;
         break;
+    case 32: /* the table's out_c * 4 first: the function gets the words after it */
+        if (p->out_c > TS_PIXEL32_MAX_OUT_C) {
+            return 0;
+        }
+        table += 1;
+        flat = NULL;
+        steps = pixel_steps32;
+        break;
     default:
         return 0;
     }
@@ -2867,7 +2954,7 @@ __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, co
         const int8_t *in_b = input + (size_t)b * (size_t)p->in_h * row_bytes;
         for (y = 0; y < p->out_h; ++y) {
             const int8_t *row = in_b + (size_t)y * (size_t)p->stride_h * row_bytes;
-            if (p->stride_w == 1) {
+            if (flat != NULL && p->stride_w == 1) {
                 flat(row, row + run, table, output);
             } else {
                 steps(row, row + run, table, output, (int32_t)step);

@@ -181,7 +181,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         else None
     )
     if pixels is not None:  # a whole layer whose pixel stays in registers (ts_kernels.h)
-        comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {ic // 2} filter words << l1, m, base, rr"
+        comment = pixel_table_comment(ic)
         call.kernel = "ts_conv2d_s8_pixels"
         call.args.append(ctx.array(call, "pixel_table", "int32_t", pixels, comment))
     if variant is not None:
@@ -437,6 +437,8 @@ def _widened_channels(
 
 
 PIXEL_IN_C = (8, 12, 16)  # ts_conv2d_s8.c pixel_layer: the in_c whose pixel fits in registers
+# ts_conv2d_s8.c pixel_steps32: in_c 32 in two halves, strided layers only, its partial sums on the stack
+PIXEL32_MAX_OUT_C = 64
 # int8 filter bytes << l1 stay int16 lanes (-128 << 8 = -32768); r >= 1 (no left shift) makes l1 1
 PIXEL_MAX_L1 = 8
 
@@ -477,7 +479,14 @@ def pixel_table(
     if (
         op.opcode != "CONV_2D"
         or (fh, fw) != (1, 1)
-        or in_c not in PIXEL_IN_C
+        or not (
+            in_c in PIXEL_IN_C
+            or (
+                in_c == 32
+                and out_c <= PIXEL32_MAX_OUT_C
+                and (opts.get("stride_h", 1), opts.get("stride_w", 1)) != (1, 1)
+            )
+        )
         or out_c < in_c
         or len(x.shape) != 4
         or len(y.shape) != 4
@@ -507,7 +516,28 @@ def pixel_table(
         for g in range(0, in_c, 4):
             table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]
         table += [m, base, rr | last]
-    return table
+    return table if in_c != 32 else _pixel32_halves(table, out_c)
+
+
+def pixel_table_comment(in_c: int) -> str:
+    """The generated C's comment on a pixel table of `in_c` input channels (its layout)."""
+    if in_c == 32:
+        return (
+            "out_c * 4; per output channel from the last: (bias + input_offset * sum(w)) << l1, 8 filter words "
+            "<< l1 (bytes 0-15); out_c * 4; per output channel: 8 filter words << l1 (bytes 16-31), m, base, rr"
+        )
+    return f"per output channel: (bias + input_offset * sum(w)) << l1, {in_c // 2} filter words << l1, m, base, rr"
+
+
+def _pixel32_halves(table: list[int], out_c: int) -> list[int]:
+    """The in_c 32 table (ts_conv2d_s8.c pixel_steps32) from the one-pass layout of 20 words a channel
+    (acc0, 16 lane words, m, base, rr): out_c * 4, per channel from the last acc0 and the first 8
+    lane words (bytes 0-15), out_c * 4 again, per channel from the first the last 8 lane words
+    (bytes 16-31), m, base and rr."""
+    channels = [table[20 * o : 20 * o + 20] for o in range(out_c)]
+    first = [word for ch in reversed(channels) for word in ch[:9]]
+    second = [word for ch in channels for word in ch[9:]]
+    return [4 * out_c, *first, 4 * out_c, *second]
 
 
 def pixel_path(graph: Graph, op: Operator) -> bool:

@@ -12,6 +12,7 @@ from tinysched.codegen.lower_conv import (
     mve_dw_eff_table,
     mve_layer_table,
     pixel_table,
+    pixel_table_comment,
     rq_table,
     staged_pointwise_table,
 )
@@ -301,8 +302,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         )
         if table is None:
             continue
-        out_c = int(graph.tensors[member.outputs[0]].shape[3])
-        comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {(len(table) // out_c) - 4} filter words << l1, m, base, rr"
+        comment = pixel_table_comment(int(graph.tensors[member.inputs[0]].shape[3]))
         part.kernel = "ts_conv2d_s8_pixels"
         pixel_tables[j] = ctx.array(part, "pixel_table", "int32_t", table, comment)
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
