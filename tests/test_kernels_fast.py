@@ -307,7 +307,7 @@ def test_pixel_table_only_where_its_path_holds() -> None:
 
 
 def test_pixel_table_for_strided_layers_and_stage_rows() -> None:
-    """The pixel table (ts_conv2d_s8.c pixel_rows) for 1x1 layers at any strides without padding,
+    """The pixel table (ts_conv2d_s8_pixel_rows: pixel_rows) for 1x1 layers at any strides without padding,
     whole (stride 2, (1, 2), (2, 1), 3 VALID, two batches, odd out_c) and as a stage's stride-2
     projection shortcut on its rows, not where out_c < in_c or the range is narrower than int8; its
     words are the flat layers' (the stride is the kernel's, not the table's)."""
@@ -326,15 +326,15 @@ def test_pixel_table_for_strided_layers_and_stage_rows() -> None:
     }
     graph = parse_model(FAST_PATH_MODELS["pixel_regs_strided"]())
     m7 = planned_c_text(plan(graph, PlanOptions(core="cortex-m7", time_limit=2.0)))
-    assert m7.count("ts_conv2d_s8_pixels(&") == 6
+    assert m7.count("ts_conv2d_s8_pixel_rows(&") == 6 and "ts_conv2d_s8_pixels(&" not in m7
     assert "pixel_table" not in planned_c_text(plan(graph, PlanOptions(core="cortex-m55", time_limit=2.0)))
     # the first block's stride-2 shortcut 16 -> 32 on the stage's rows, the second's 32 -> 48 (K = 32,
     # in two halves) whole
     stage = planned_c_text(
         plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage_strided"]()), PlanOptions(time_limit=2.0))
     )
-    assert stage.count("ts_conv2d_s8_pixels_checked(&") == 1 and "rows = TS_ROWS(" in stage
-    assert stage.count("ts_conv2d_s8_pixels(&") == 1
+    assert stage.count("ts_conv2d_s8_pixel_rows_checked(&") == 1 and "rows = TS_ROWS(" in stage
+    assert stage.count("ts_conv2d_s8_pixel_rows(&") == 1
 
 
 def test_pixel_table_k32_halves() -> None:

@@ -274,6 +274,15 @@ int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
  * member, called row by row): where the pixel path does not take p, ts_conv2d_s8_checked. */
 int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                 const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks);
+/* The same for a layer whose output pixels' inputs are not consecutive (a stride, rows narrower
+ * than the input's: output row by output row, as above), by entry points of their own so that the
+ * flat layers' calls test nothing more; where the path does not take p, ts_conv2d_s8 /
+ * ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, const int32_t *pixel_table);
+int ts_conv2d_s8_pixel_rows_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *pixel_table,
+                                    int32_t checks);
 
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from

@@ -2969,8 +2969,8 @@ __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, co
  * nothing done): a 1x1 filter without padding, in_c 8, 12 or 16, out_c >= in_c (the order argument
  * above), a word-aligned input (then every pixel is: in_c is a multiple of 4). At stride 1 with rows
  * as wide as the input's, over the whole input or (one batch: a streamed stage's rows) its first
- * out_h rows, one call over the flat order (else pixel_rows may take p: the callers try it next,
- * so that this test stays as short as it was for the flat layers). */
+ * out_h rows, one call over the flat order (strided layers: pixel_rows, by their own entry
+ * points). */
 static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table)
 {
     pixel_regs_fn run;
@@ -3012,8 +3012,7 @@ int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *bias, int8_t *output, const int32_t *pixel_table)
 {
 #if TS_CONV_WIDE
-    if (pixel_table != NULL &&
-        (pixel_layer(p, input, output, pixel_table) || pixel_rows(p, input, output, pixel_table))) {
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
         return TS_OK;
     }
 #endif
@@ -3027,8 +3026,37 @@ int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
                                 const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks)
 {
 #if TS_CONV_WIDE
-    if (pixel_table != NULL &&
-        (pixel_layer(p, input, output, pixel_table) || pixel_rows(p, input, output, pixel_table))) {
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
+
+/* ts_conv2d_s8 with the generator's pixel table for a strided 1x1 layer (ts_kernels.h, CONV_2D
+ * "pixel in registers"): output row by output row where that path takes it (pixel_rows), else (and
+ * on other cores) ts_conv2d_s8. Its own entry, so that the flat layers' calls test nothing more. */
+int ts_conv2d_s8_pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, const int32_t *pixel_table)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_rows(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8(p, input, filter, bias, output);
+}
+
+/* ts_conv2d_s8_pixel_rows with ts_conv2d_s8's checks made once (a streamed stage's strided 1x1
+ * member, called row by row): its fallback is ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixel_rows_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *pixel_table,
+                                    int32_t checks)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_rows(p, input, output, pixel_table)) {
         return TS_OK;
     }
 #endif

@@ -182,7 +182,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     )
     if pixels is not None:  # a whole layer whose pixel stays in registers (ts_kernels.h)
         comment = pixel_table_comment(ic)
-        call.kernel = "ts_conv2d_s8_pixels"
+        call.kernel = pixel_kernel(ctx.graph, op)
         call.args.append(ctx.array(call, "pixel_table", "int32_t", pixels, comment))
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
@@ -517,6 +517,15 @@ def pixel_table(
             table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]
         table += [m, base, rr | last]
     return table if in_c != 32 else _pixel32_halves(table, out_c)
+
+
+def pixel_kernel(graph: Graph, op: Operator) -> str:
+    """The kernel a 1x1 layer with a pixel table calls: ts_conv2d_s8_pixels where its output pixels'
+    inputs are consecutive (stride 1), else ts_conv2d_s8_pixel_rows (row by row), so that the flat
+    layers' calls test nothing more."""
+    opts = op.options
+    flat = (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) == (1, 1)
+    return "ts_conv2d_s8_pixels" if flat else "ts_conv2d_s8_pixel_rows"
 
 
 def pixel_table_comment(in_c: int) -> str:
