@@ -258,10 +258,11 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * per channel from the last acc0 and the lane words of bytes 0-15, out_c * 4 again, then per channel
  * from the first the lane words of bytes 16-31, m, base, rr; the first half's partial sums go on the
  * stack (below the caller's sp only once made room for), the second half adds to them: 34
- * instructions per 32 products plus about 35 a pixel. Same accumulators, same bytes. A call may also be given out_h
+ * instructions per 32 products plus about 35 a pixel (the strided layers by their own entry points,
+ * ts_conv2d_s8_pixel_rows below). Same accumulators, same bytes. A call may also be given out_h
  * rows of an input of in_h rows present (one batch, (out_h - 1) * stride_h < in_h: a streamed
  * stage's member, whose rows the stage passes as ts_conv2d_s8_checked's:
- * ts_conv2d_s8_pixels_checked).
+ * ts_conv2d_s8_pixels_checked, ts_conv2d_s8_pixel_rows_checked).
  * Elsewhere (other shapes, other cores, a misaligned input) ts_conv2d_s8. Read/write order: every input byte of pixel i is read
  * before the first output byte of pixel i is written; pixels in increasing order, each pixel's
  * outputs channel by channel (strided: output pixel i reads its one input pixel, at any stride,
@@ -1256,7 +1257,7 @@ int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
- * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked on the rows of each call. A PAD member runs ts_pad_s8 on the rows
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked (strided: ts_conv2d_s8_pixel_rows_checked) on the rows of each call. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its
