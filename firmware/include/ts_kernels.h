@@ -258,7 +258,7 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * per channel from the last acc0 and the lane words of bytes 0-15, out_c * 4 again, then per channel
  * from the first the lane words of bytes 16-31, m, base, rr; the first half's partial sums go on the
  * stack (below the caller's sp only once made room for), the second half adds to them: 34
- * instructions per 32 products plus about 35 a pixel (the strided layers by their own entry points,
+ * instructions per 32 products (32 with out_c even) plus about 35 a pixel (the strided layers by their own entry points,
  * ts_conv2d_s8_pixel_rows below). Same accumulators, same bytes. A call may also be given out_h
  * rows of an input of in_h rows present (one batch, (out_h - 1) * stride_h < in_h: a streamed
  * stage's member, whose rows the stage passes as ts_conv2d_s8_checked's:

@@ -2816,75 +2816,87 @@ TS_PX_FUNCTION(pixel_steps8_pairs, TS_PX_STEPPED, "{r4, r6}", TS_PX_WIDEN8, TS_P
  * channel's partial sum (acc0 + 8 SMLAD) stored from the top down (STR pre-indexed, lr), 14
  * instructions per 16 products; then the second half widened and each channel's partial popped from
  * the stack (channel 0 first), 8 SMLAD, ts_rq's steps and its byte stored, 20 per 16: 34 per 32
- * products plus about 35 a pixel. The frame: [sp] input, [sp, #4] its end, [sp, #8] table, [sp,
+ * products (32 with out_c even: two channels a pass in each half, one test of the end) plus about
+ * 35 a pixel. The frame: [sp] input, [sp, #4] its end, [sp, #8] table, [sp,
  * #12] the step to the next pixel, [sp, #16] the output. Read/write order: pixel_layer's (the
  * pixel's 32 bytes read before its first output byte is written). */
-__attribute__((naked, noinline)) TS_PX_NOIPA static void pixel_steps32(
-    __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,
-    __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output,
-    __attribute__((unused)) int32_t step)
-{
-    __asm__ volatile("push    {r4-r11, lr}\n\t"
-                     "ldr     r12, [sp, #36]\n\t" /* the step */
-                     "sub     sp, sp, #20\n\t"
-                     "stm     sp, {r0, r1, r2, r12}\n\t"
-                     "str     r3, [sp, #16]\n\t"
-                     "1:\n\t"
-                     "ldm     r0, {r4, r6, r8, r10}\n\t" /* bytes 0-15 */
-                     TS_PX_WIDEN16
-                     "ldr     r12, [sp, #8]\n\t"
-                     "mov     lr, sp\n\t"
-                     "ldr     r1, [r12, #-4]\n\t" /* out_c * 4, the word before the table */
-                     "sub     sp, sp, r1\n\t"
-                     "2:\n\t" /* the first half of one channel (from the last) */
-                     "ldm     r12!, {r0, r1, r2, r3}\n\t"
-                     "smlad   r0, r4, r1, r0\n\t"
-                     "smlad   r0, r5, r2, r0\n\t"
-                     "smlad   r0, r6, r3, r0\n\t"
-                     "ldm     r12!, {r1, r2, r3}\n\t"
-                     "smlad   r0, r7, r1, r0\n\t"
-                     "smlad   r0, r8, r2, r0\n\t"
-                     "smlad   r0, r9, r3, r0\n\t"
-                     "ldm     r12!, {r1, r2}\n\t"
-                     "smlad   r0, r10, r1, r0\n\t"
-                     "smlad   r0, r11, r2, r0\n\t"
-                     "str     r0, [lr, #-4]!\n\t"
-                     "cmp     sp, lr\n\t"
-                     "bne     2b\n\t"
-                     "ldr     r1, [r12], #4\n\t" /* out_c * 4 again: the frame above the partials */
-                     "add     r2, sp, r1\n\t"
-                     "ldr     r0, [r2]\n\t"
-                     "ldr     lr, [r2, #16]\n\t"
-                     "ldr     r3, [r2, #12]\n\t"
-                     "add     r1, r0, #16\n\t"
-                     "add     r0, r0, r3\n\t"
-                     "str     r0, [r2]\n\t"
-                     "ldm     r1, {r4, r6, r8, r10}\n\t" /* bytes 16-31 */
-                     TS_PX_WIDEN16
-                     "3:\n\t" /* the second half of one channel (from the first), its byte stored */
-                     "pop     {r0}\n\t"
-                     "ldm     r12!, {r1, r2, r3}\n\t"
-                     "smlad   r0, r4, r1, r0\n\t"
-                     "smlad   r0, r5, r2, r0\n\t"
-                     "smlad   r0, r6, r3, r0\n\t"
-                     "ldm     r12!, {r1, r2, r3}\n\t"
-                     "smlad   r0, r7, r1, r0\n\t"
-                     "smlad   r0, r8, r2, r0\n\t"
-                     "smlad   r0, r9, r3, r0\n\t"
-                     "ldm     r12!, {r1, r2, r3}\n\t" /* e7, o7, m */
-                     "smlad   r0, r10, r1, r0\n\t"
-                     "smlad   r0, r11, r2, r0\n\t"
-                     "ldm     r12!, {r1, r2}\n\t" /* base, rr */
-                     TS_PX_RQ_STORE("r1", "r3", "r2")
-                     "tst     r2, #512\n\t"
-                     "beq     3b\n\t"
-                     "str     lr, [sp, #16]\n\t"
-                     "ldrd    r0, r1, [sp]\n\t"
-                     "cmp     r0, r1\n\t"
-                     "bne     1b\n\t"
-                     "add     sp, sp, #20\n\t"
-                     "pop     {r4-r11, pc}\n\t");
+#define TS_PX32_FIRST \
+    "ldm     r12!, {r0, r1, r2, r3}\n\t" \
+    "smlad   r0, r4, r1, r0\n\t" \
+    "smlad   r0, r5, r2, r0\n\t" \
+    "smlad   r0, r6, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" \
+    "smlad   r0, r7, r1, r0\n\t" \
+    "smlad   r0, r8, r2, r0\n\t" \
+    "smlad   r0, r9, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2}\n\t" \
+    "smlad   r0, r10, r1, r0\n\t" \
+    "smlad   r0, r11, r2, r0\n\t" \
+    "str     r0, [lr, #-4]!\n\t"
+#define TS_PX32_SECOND \
+    "pop     {r0}\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" \
+    "smlad   r0, r4, r1, r0\n\t" \
+    "smlad   r0, r5, r2, r0\n\t" \
+    "smlad   r0, r6, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" \
+    "smlad   r0, r7, r1, r0\n\t" \
+    "smlad   r0, r8, r2, r0\n\t" \
+    "smlad   r0, r9, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" /* e7, o7, m */ \
+    "smlad   r0, r10, r1, r0\n\t" \
+    "smlad   r0, r11, r2, r0\n\t" \
+    "ldm     r12!, {r1, r2}\n\t" /* base, rr */ \
+    TS_PX_RQ_STORE("r1", "r3", "r2")
+#define TS_PX32_FUNCTION(name, first, second) \
+__attribute__((naked, noinline)) TS_PX_NOIPA static void name( \
+    __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end, \
+    __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output, \
+    __attribute__((unused)) int32_t step) \
+{ \
+    __asm__ volatile("push    {r4-r11, lr}\n\t" \
+                     "ldr     r12, [sp, #36]\n\t" /* the step */ \
+                     "sub     sp, sp, #20\n\t" \
+                     "stm     sp, {r0, r1, r2, r12}\n\t" \
+                     "str     r3, [sp, #16]\n\t" \
+                     "1:\n\t" \
+                     "ldm     r0, {r4, r6, r8, r10}\n\t" /* bytes 0-15 */ \
+                     TS_PX_WIDEN16 \
+                     "ldr     r12, [sp, #8]\n\t" \
+                     "mov     lr, sp\n\t" \
+                     "ldr     r1, [r12, #-4]\n\t" /* out_c * 4, the word before the table */ \
+                     "sub     sp, sp, r1\n\t" \
+                     "2:\n\t" /* the first half of one channel (from the last) */ \
+                     first \
+                     "cmp     sp, lr\n\t" \
+                     "bne     2b\n\t" \
+                     "ldr     r1, [r12], #4\n\t" /* out_c * 4 again: the frame above the partials */ \
+                     "add     r2, sp, r1\n\t" \
+                     "ldr     r0, [r2]\n\t" \
+                     "ldr     lr, [r2, #16]\n\t" \
+                     "ldr     r3, [r2, #12]\n\t" \
+                     "add     r1, r0, #16\n\t" \
+                     "add     r0, r0, r3\n\t" \
+                     "str     r0, [r2]\n\t" \
+                     "ldm     r1, {r4, r6, r8, r10}\n\t" /* bytes 16-31 */ \
+                     TS_PX_WIDEN16 \
+                     "3:\n\t" /* the second half of one channel (from the first), its byte stored */ \
+                     second \
+                     "tst     r2, #512\n\t" \
+                     "beq     3b\n\t" \
+                     "str     lr, [sp, #16]\n\t" \
+                     "ldrd    r0, r1, [sp]\n\t" \
+                     "cmp     r0, r1\n\t" \
+                     "bne     1b\n\t" \
+                     "add     sp, sp, #20\n\t" \
+                     "pop     {r4-r11, pc}\n\t"); \
 }
+/* one channel a pass (any out_c) and two (out_c even: one test of the loop's end for two) */
+TS_PX32_FUNCTION(pixel_steps32, TS_PX32_FIRST, TS_PX32_SECOND)
+TS_PX32_FUNCTION(pixel_steps32_pairs, TS_PX32_FIRST TS_PX32_FIRST, TS_PX32_SECOND TS_PX32_SECOND)
+#undef TS_PX32_FIRST
+#undef TS_PX32_SECOND
+#undef TS_PX32_FUNCTION
 #undef TS_PX_WIDEN
 #undef TS_PX_RQ_STORE
 #undef TS_PX_CHANNEL16
@@ -2945,7 +2957,7 @@ __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, co
         }
         table += 1;
         flat = NULL;
-        steps = pixel_steps32;
+        steps = pairs ? pixel_steps32_pairs : pixel_steps32;
         break;
     default:
         return 0;
