@@ -166,7 +166,9 @@ def own_path(step: dict[str, Any]) -> bool:
     if step.get("type") != "CONV_2D":
         return False
     shape = step.get("filter_shape") or []
-    return step.get("kernel_function") == "ts_conv2d_s8_pixels" or list(shape[1:]) == [3, 3, 3]
+    return step.get("kernel_function") in ("ts_conv2d_s8_pixels", "ts_conv2d_s8_pixel_rows") or list(
+        shape[1:]
+    ) == [3, 3, 3]
 
 
 def _solve(rows: list[Row], use: tuple[int, ...]) -> list[float] | None:

@@ -1179,6 +1179,96 @@ def pixel_regs_stage() -> bytes:
     return b.build()
 
 
+def pixel_regs_strided() -> bytes:
+    """Strided 1x1 CONV_2D from the pixel table (ts_conv2d_s8.c pixel_rows: output row by output row,
+    pixels stride_w * in_c bytes apart), outputs over their dying inputs as the refined plan places
+    them: 16 -> 32 at stride 2 over 8x8 (resnet's projection shortcut), 16 -> 17 at stride 2 over 7x9
+    (odd rows and columns, odd out_c: one channel a pass), 8 -> 16 at stride (1, 2) over 5x9, 12 -> 20
+    at stride (2, 1) over 7x6 (rows as wide as the input's, every other one: the flat functions a
+    row), 12 -> 24 at stride 2 over two batches of 5x5, 8 -> 8 at stride 3 VALID over 7x8; then
+    strided layers the table refuses, which take the default paths: 16 -> 8 (out_c < in_c) and RELU
+    with an output zero point above -128 (a range narrower than int8)."""
+    b = ModelBuilder(seed=75)
+    x = b.input("x", (1, 8, 8, 16), zero_point=-128)
+    x = b.conv2d(x, 32, (1, 1), (2, 2), "SAME", name="pw16_s2_to_32")
+    y = b.input("y", (1, 7, 9, 16), zero_point=19)
+    y = b.conv2d(y, 17, (1, 1), (2, 2), "SAME", name="pw16_s2_odd_to_17")
+    z = b.input("z", (1, 5, 9, 8), zero_point=-5)
+    z = b.conv2d(z, 16, (1, 1), (1, 2), "SAME", name="pw8_s1x2_to_16")
+    u = b.input("u", (1, 7, 6, 12), zero_point=37)
+    u = b.conv2d(u, 20, (1, 1), (2, 1), "SAME", name="pw12_s2x1_to_20")
+    v = b.input("v", (2, 5, 5, 12), zero_point=0)
+    v = b.conv2d(v, 24, (1, 1), (2, 2), "SAME", name="pw12_s2_batches")
+    w = b.input("w", (1, 7, 8, 8), zero_point=-7)
+    w = b.conv2d(w, 8, (1, 1), (3, 3), "VALID", name="pw8_s3_to_8")
+    r = b.input("r", (1, 9, 9, 16), zero_point=3)
+    r1 = b.conv2d(r, 8, (1, 1), (2, 2), "SAME", name="pw16_s2_to_8")
+    r2 = b.conv2d(
+        r, 16, (1, 1), (2, 2), "SAME", activation="RELU", output_quant=(0.03, -40), name="pw16_s2_narrow"
+    )
+    b.output(x, y, z, u, v, w, r1, r2)
+    return b.build()
+
+
+def pixel_regs_strided_in_place() -> bytes:
+    """Strided 1x1 CONV_2D from the pixel table whose outputs the refined plan places over their
+    dying inputs (one input, the arena's peak at these layers; each output read by two layers, so
+    that no stage streams it): 12 -> 16 at stride (2, 1) over 9x8, then 16 -> 32 at stride 2 over
+    its 5x8 output (odd rows: the last output row reads the input's last)."""
+    b = ModelBuilder(seed=77)
+    x = b.input("x", (1, 9, 8, 12), zero_point=-5)
+    x = b.conv2d(x, 16, (1, 1), (2, 1), "SAME", name="pw12_s2x1_in_place")
+    y = b.conv2d(x, 32, (1, 1), (2, 2), "SAME", name="pw16_s2_to_32_in_place")
+    z = b.mean(y, (1, 2), keepdims=True, name="pool")
+    b.output(
+        b.mean(x, (1, 2), keepdims=True, name="pool_x"), z, b.mean(y, (1,), keepdims=True, name="pool_h")
+    )
+    return b.build()
+
+
+def pixel_regs_strided_k32() -> bytes:
+    """Strided 1x1 CONV_2D with in_c 32 from the pixel table in two halves (ts_conv2d_s8.c
+    pixel_steps32: each half widened once, the first half's partial sums on the stack): 32 -> 64 at
+    stride 2 over 7x9 (odd rows and columns) with a pruned channel the table holds as a constant,
+    32 -> 33 at stride (2, 1) over 5x6 (pixels 32 bytes apart), 32 -> 40 at stride (1, 2) over two
+    batches of 3x5, input zero points -128, 21 and 0; then layers the table refuses: 32 -> 65 at
+    stride 2 (more partial sums than the stack holds) and 32 -> 48 at stride 1 (a flat layer)."""
+    b = ModelBuilder(seed=78)
+    x = b.input("x", (1, 7, 9, 32), zero_point=-128)
+    factors = [1e-6 if c == 17 else 1.0 for c in range(64)]
+    x = b.conv2d(x, 64, (1, 1), (2, 2), "SAME", scale_factors=factors, name="pw32_s2_to_64_constant")
+    y = b.input("y", (1, 5, 6, 32), zero_point=21)
+    y = b.conv2d(y, 33, (1, 1), (2, 1), "SAME", name="pw32_s2x1_to_33")
+    z = b.input("z", (2, 3, 5, 32), zero_point=0)
+    z = b.conv2d(z, 40, (1, 1), (1, 2), "SAME", name="pw32_s1x2_batches")
+    r = b.input("r", (1, 5, 5, 32), zero_point=-3)
+    r1 = b.conv2d(r, 65, (1, 1), (2, 2), "SAME", name="pw32_s2_to_65")
+    r2 = b.conv2d(r, 48, (1, 1), name="pw32_to_48_flat")
+    b.output(x, y, z, r1, r2)
+    return b.build()
+
+
+def pixel_regs_stage_strided() -> bytes:
+    """Two residual blocks with stride-2 1x1 projection shortcuts from the pixel table: the first
+    streamed as a stage, its shortcut 16 -> 32 over 11x9 on each call's rows
+    (ts_conv2d_s8_pixels_checked: one output row from the rows present, every other one read, pixels
+    2 * in_c bytes apart; odd rows and columns: the last output row and column read the input's
+    last), the second's 32 -> 48 (K = 32: pixel_steps32, in two halves) whole over the first's 6x5
+    output; input zero point -3."""
+    b = ModelBuilder(seed=76)
+    x = b.input("x", (1, 11, 9, 16), zero_point=-3)
+    t = b.conv2d(x, 32, (3, 3), (2, 2), "SAME", activation="RELU", name="block1_k3_s2")
+    t = b.conv2d(t, 32, (3, 3), (1, 1), "SAME", name="block1_k3")
+    s = b.conv2d(x, 32, (1, 1), (2, 2), "SAME", name="block1_shortcut_16_s2")
+    x = b.add(t, s, activation="RELU", name="block1_add")
+    t = b.conv2d(x, 48, (3, 3), (2, 2), "SAME", activation="RELU", name="block2_k3_s2")
+    t = b.conv2d(t, 48, (3, 3), (1, 1), "SAME", name="block2_k3")
+    s = b.conv2d(x, 48, (1, 1), (2, 2), "SAME", name="block2_shortcut_32_s2")
+    x = b.add(t, s, activation="RELU", name="block2_add")
+    b.output(b.mean(x, (1, 2), keepdims=True, name="pool"))
+    return b.build()
+
+
 FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "uint8_legacy_more_ops": uint8_legacy_more_ops,
     "uint8_legacy_layers": uint8_legacy_layers,
@@ -1187,6 +1277,10 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,
     "pixel_regs_stage": pixel_regs_stage,
+    "pixel_regs_strided": pixel_regs_strided,
+    "pixel_regs_strided_in_place": pixel_regs_strided_in_place,
+    "pixel_regs_strided_k32": pixel_regs_strided_k32,
+    "pixel_regs_stage_strided": pixel_regs_stage_strided,
     "pointwise_shapes": pointwise_shapes,
     "pointwise_batches_offsets": pointwise_batches_offsets,
     "conv_kxk_shapes": conv_kxk_shapes,

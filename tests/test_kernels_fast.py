@@ -218,7 +218,7 @@ def _pixel_tables(name: str) -> dict[str, list[int] | None]:
     """Each CONV_2D of fast-path model `name` (by output name) -> its pixel table or None."""
     graph = parse_model(FAST_PATH_MODELS[name]())
     tables = {}
-    for op in graph.operators:
+    for op in (op for op in graph.operators if op.opcode == "CONV_2D"):
         mults, shifts, out_zp, act = _conv_quantisation(graph, op)
         tables[graph.tensors[op.outputs[0]].name] = pixel_table(graph, op, mults, shifts, out_zp, act)
     return tables
@@ -232,7 +232,7 @@ def test_pixel_table_gives_ts_rq_of_the_accumulator() -> None:
     channel alone carries bit 9."""
     rng = random.Random(11)
     checked = 0
-    for name in ("pixel_regs_k16", "pixel_regs_k8_k12"):
+    for name in ("pixel_regs_k16", "pixel_regs_k8_k12", "pixel_regs_strided"):
         graph = parse_model(FAST_PATH_MODELS[name]())
         for op in graph.operators:
             mults, shifts, out_zp, act = _conv_quantisation(graph, op)
@@ -306,6 +306,58 @@ def test_pixel_table_only_where_its_path_holds() -> None:
     assert stage.count("ts_conv2d_s8_pixels(&") == 1
 
 
+def test_pixel_table_for_strided_layers_and_stage_rows() -> None:
+    """The pixel table (ts_conv2d_s8_pixel_rows: pixel_rows) for 1x1 layers at any strides without padding,
+    whole (stride 2, (1, 2), (2, 1), 3 VALID, two batches, odd out_c) and as a stage's stride-2
+    projection shortcut on its rows, not where out_c < in_c or the range is narrower than int8; its
+    words are the flat layers' (the stride is the kernel's, not the table's)."""
+    tables = _pixel_tables("pixel_regs_strided")
+    assert {n for n, t in tables.items() if t is not None} == {
+        "pw16_s2_to_32",
+        "pw16_s2_odd_to_17",
+        "pw8_s1x2_to_16",
+        "pw12_s2x1_to_20",
+        "pw12_s2_batches",
+        "pw8_s3_to_8",
+    }
+    assert {n for n, t in _pixel_tables("pixel_regs_strided_in_place").items() if t is not None} == {
+        "pw12_s2x1_in_place",
+        "pw16_s2_to_32_in_place",
+    }
+    graph = parse_model(FAST_PATH_MODELS["pixel_regs_strided"]())
+    m7 = planned_c_text(plan(graph, PlanOptions(core="cortex-m7", time_limit=2.0)))
+    assert m7.count("ts_conv2d_s8_pixel_rows(&") == 6 and "ts_conv2d_s8_pixels(&" not in m7
+    assert "pixel_table" not in planned_c_text(plan(graph, PlanOptions(core="cortex-m55", time_limit=2.0)))
+    # the first block's stride-2 shortcut 16 -> 32 on the stage's rows, the second's 32 -> 48 (K = 32,
+    # in two halves) whole
+    stage = planned_c_text(
+        plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage_strided"]()), PlanOptions(time_limit=2.0))
+    )
+    assert stage.count("ts_conv2d_s8_pixel_rows_checked(&") == 1 and "rows = TS_ROWS(" in stage
+    assert stage.count("ts_conv2d_s8_pixel_rows(&") == 1
+
+
+def test_pixel_table_k32_halves() -> None:
+    """in_c 32 (ts_conv2d_s8.c pixel_steps32) only at a stride and out_c <= 64: the table is the
+    one-pass words of each channel split in two, out_c * 4 before each half, the first half's
+    channels from the last (acc0 and bytes 0-15's lanes), the second's from the first (bytes
+    16-31's lanes, m, base, rr with bit 9 on the last channel alone)."""
+    tables = _pixel_tables("pixel_regs_strided_k32")
+    assert {n for n, t in tables.items() if t is not None} == {
+        "pw32_s2_to_64_constant",
+        "pw32_s2x1_to_33",
+        "pw32_s1x2_batches",
+    }
+    table = tables["pw32_s2_to_64_constant"]
+    out_c = 64
+    assert len(table) == 2 + 20 * out_c and table[0] == table[1 + 9 * out_c] == 4 * out_c
+    first, second = table[1 : 1 + 9 * out_c], table[2 + 9 * out_c :]
+    assert [second[11 * o + 10] >> 9 & 1 for o in range(out_c)] == [0] * (out_c - 1) + [1]
+    # the pruned channel 17: a constant (acc0 and every lane 0, m 0), its first half 17th from the end
+    assert first[9 * (out_c - 1 - 17) : 9 * (out_c - 17)] == [0] * 9
+    assert second[11 * 17 : 11 * 17 + 9] == [0] * 9 and second[11 * 17 + 10] & 255 == 0
+
+
 def _qemu_ready() -> None:
     require("qemu")
 
@@ -337,6 +389,10 @@ DSP_ONLY_MODELS = (
     "pixel_regs_k16",
     "pixel_regs_k8_k12",
     "pixel_regs_stage",
+    "pixel_regs_strided",
+    "pixel_regs_strided_k32",
+    "pixel_regs_stage_strided",
+    "pixel_regs_strided_in_place",
     "conv_kxk_shapes",
     "depthwise_shapes",
     "pointwise_shapes",

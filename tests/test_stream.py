@@ -617,21 +617,24 @@ def test_stage_members_get_the_wide_kernels_strip_in_free_bytes(tmp_path: Path) 
     assert planned.arena.lower_bound_bytes == planned.arena.arena_bytes  # the arena did not grow
     c_source = planned_c_text(planned)
     loop = c_source[c_source.index("/* step 0: operator 0") : c_source.index("TS_STEP_DONE(0u,")]
-    # the head (blocks of 6 x 28 x 2 = 336 B) and the projection (96 B) take the strip the row leaves
-    # (ts_conv2d_s8_strip: as many wide blocks as fit); main1, main2 and down1 (864 B a wide block)
-    # take quad blocks (4 x 72 x 2 = 576 B); down2 (a quad block of 1,152 B, its pair fields on the
-    # stack) keeps the default kernel
-    for j in (0, 1, 2, 4, 6):
+    # the head (blocks of 6 x 28 x 2 = 336 B) takes the strip the row leaves (ts_conv2d_s8_strip: as
+    # many wide blocks as fit); main1, main2 and down1 (864 B a wide block) take quad blocks (4 x 72 x
+    # 2 = 576 B); down2 (a quad block of 1,152 B, its pair fields on the stack) keeps the default
+    # kernel; the stride-2 projection (K = 8) takes the pixel table row by row, no strip
+    for j in (0, 1, 2, 4):
         assert f"ts_conv2d_s8_strip(&p{j}, rows, " in loop and f"bytes_op0_stage{j}_rq, checks{j})" in loop
+    assert (
+        "ts_conv2d_s8_pixel_rows_checked(&p6, rows, " in loop
+        and "bytes_op0_stage6_pixel_table, checks6)" in loop
+    )
     assert "strip, room, bytes_op0_stage1_rq, checks1)" in loop  # the stage's room, row by row
-    # down1 and the projection run after the 16x12 part's last calls in the last iterations: the
-    # windows of its tensors (no member reads them again) are theirs then, a room of their own
+    # down1 runs after the 16x12 part's last calls in the last iterations: the windows of its tensors
+    # (no member reads them again) are its own then, a room of its own
     sched = row_schedule(planned.graph, _streams(planned)[0].operators)
     # (head's output, read by main1 and sum: unread from row 6 when down1 is called; sum's, read by
     # down1 itself and the projection: never, 8)
     assert sched is not None and sched.unread_from(4, [1, 3]) == 6 and sched.unread_from(4, [4, 6]) == 8
-    for j in (4, 6):
-        assert f"output + bytes_op0_stage{j}_strip_at[row], bytes_op0_stage{j}_strip_bytes[row], " in loop
+    assert "output + bytes_op0_stage4_strip_at[row], bytes_op0_stage4_strip_bytes[row], " in loop
     assert "ts_conv2d_s8_checked(&p5, " in loop and "ts_conv2d_s8_strip(&p5, " not in loop
     assert "const int32_t checks5 = ts_conv2d_s8_checks(&p5, " in loop  # once, before the row loop
     result = host_verify(path, n_inputs=2, seed=1, opt="-O1", sanitize=True, alignment=1)

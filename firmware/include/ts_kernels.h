@@ -236,7 +236,8 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
                  const int32_t *bias, int8_t *output);
 
 /* CONV_2D pixel in registers: ts_conv2d_s8 with the generator's pixel table, for a whole 1x1 layer
- * (stride 1, no padding, output as large as the input) with in_c 8, 12 or 16 and out_c >= in_c,
+ * without padding at any strides (every output pixel's input inside the input: (out_h - 1) *
+ * stride_h < in_h, (out_w - 1) * stride_w < in_w) with in_c 8, 12 or 16 and out_c >= in_c,
  * whose activation range is all of int8 and whose every channel takes ts_rq's steps with a right
  * shift (r >= 1) and left + 1 <= 8, or is a constant (kernels/ts_simd.h). The table, per output
  * channel, 4 + in_c / 2 int32 words: (bias + input_offset * sum(w)) * 2^l1 wrapped to int32 (l1 =
@@ -249,19 +250,40 @@ int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t
  * by LDM; its SMLAD sum is ts_rq's s2 = acc << l1 (equal mod 2^32; ts_rq's bound makes it exact),
  * then ts_rq's steps without the shift (the negative correction base - (s2 < 0), r >= 1), SSAT and
  * one byte stored: 19 instructions per 16 products at in_c 16, 15 per 12, 12 per 8 (18, 14, 11 with
- * out_c even: two channels a pass), plus about 15 per pixel. Same accumulators, same bytes. A call
- * may also be given the first out_h rows of an input of in_h rows (one batch: a streamed stage's
- * member, whose rows the stage passes as ts_conv2d_s8_checked's: ts_conv2d_s8_pixels_checked).
+ * out_c even: two channels a pass), plus about 15 per pixel. Where the output pixels' inputs are not
+ * consecutive (a stride, or rows narrower than the input's) the same output row by output row, each
+ * from input row y * stride_h, its pixels stride_w * in_c bytes apart (2 more instructions a pixel
+ * where stride_w > 1, about 25 a row). At a stride (any layer whose strides are not both 1) also
+ * in_c 32 with out_c <= 64, whose pixel takes two halves of 16 bytes: the table then holds out_c * 4,
+ * per channel from the last acc0 and the lane words of bytes 0-15, out_c * 4 again, then per channel
+ * from the first the lane words of bytes 16-31, m, base, rr; the first half's partial sums go on the
+ * stack (below the caller's sp only once made room for), the second half adds to them: 34
+ * instructions per 32 products (32 with out_c even) plus about 35 a pixel (the strided layers by their own entry points,
+ * ts_conv2d_s8_pixel_rows below). Same accumulators, same bytes. A call may also be given out_h
+ * rows of an input of in_h rows present (one batch, (out_h - 1) * stride_h < in_h: a streamed
+ * stage's member, whose rows the stage passes as ts_conv2d_s8_checked's:
+ * ts_conv2d_s8_pixels_checked, ts_conv2d_s8_pixel_rows_checked).
  * Elsewhere (other shapes, other cores, a misaligned input) ts_conv2d_s8. Read/write order: every input byte of pixel i is read
  * before the first output byte of pixel i is written; pixels in increasing order, each pixel's
- * outputs channel by channel. With out_c >= in_c this allows every overlap ts_conv2d_s8's order
- * allows (for both the binding pixel is the last). */
+ * outputs channel by channel (strided: output pixel i reads its one input pixel, at any stride,
+ * before writing its out_c bytes). With out_c >= in_c this allows every overlap ts_conv2d_s8's order
+ * allows (for both the binding pixel is the last; one pixel at a time is one of the runs of at most
+ * two that tinysched/memory/overlap.py `_conv` allows for, at any stride). */
 int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                         const int32_t *bias, int8_t *output, const int32_t *pixel_table);
 /* ts_conv2d_s8_pixels with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
  * member, called row by row): where the pixel path does not take p, ts_conv2d_s8_checked. */
 int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                 const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks);
+/* The same for a layer whose output pixels' inputs are not consecutive (a stride, rows narrower
+ * than the input's: output row by output row, as above), by entry points of their own so that the
+ * flat layers' calls test nothing more; where the path does not take p, ts_conv2d_s8 /
+ * ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, const int32_t *pixel_table);
+int ts_conv2d_s8_pixel_rows_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *pixel_table,
+                                    int32_t checks);
 
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
@@ -1235,7 +1257,7 @@ int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
- * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked on the rows of each call. A PAD member runs ts_pad_s8 on the rows
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked (strided: ts_conv2d_s8_pixel_rows_checked) on the rows of each call. A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its

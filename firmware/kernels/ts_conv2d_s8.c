@@ -2701,10 +2701,12 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
  * activation range is all of int8: the generator emits the table only then) and STRB: 19
  * instructions per 16 products at in_c 16 (4 LDM, 8 SMLAD, 5, TST + BEQ), 15 per 12, 12 per 8; with
  * out_c even two channels a pass share the TST + BEQ (18, 14, 11); per pixel 1 LDM, in_c / 2
- * SXTB16 and 5 more. Read/write order: every input byte of pixel i is read
+ * SXTB16 and 5 more (7 for the pixels of a strided row: the LDM without write-back, then the step
+ * from the stack added; pixel_rows). Read/write order: every input byte of pixel i is read
  * (one LDM) before its first output byte is written, pixels in increasing order, outputs of pixel i
  * channel by channel: no overlap the default order allows is broken (for out_c >= in_c the binding
- * pixel is the last for both). Registers: r0 the accumulator, r1-r3 (r8-r11 where the pixel leaves
+ * pixel is the last for both; at a stride pixel i is output pixel i and its one input pixel, one
+ * pixel at a time being one of the runs tinysched/memory/overlap.py `_conv` allows for). Registers: r0 the accumulator, r1-r3 (r8-r11 where the pixel leaves
  * them free) table words, the pixel in r4 up, r12 the table, lr the output; the input pointer and
  * its end on the stack. */
 #define TS_PX_WIDEN(e, o) /* a word in e: e = its even lanes, o = its odd */                         \
@@ -2749,21 +2751,21 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
     "smlad   r0, r6, r3, r0\n\t"                                                                       \
     "smlad   r0, r7, r8, r0\n\t"                                                                       \
     TS_PX_RQ_STORE("r10", "r9", "r11")
-/* pixels [input, end) (r0, r1: word-aligned, a whole number of pixels, at least one), every
- * channel of the table (r2), outputs from r3 on: per pixel its words loaded into the registers
- * `load` and widened (`widen`), then `channels` (one or two channel bodies) until the last
- * channel's rr (in register `rr`) has bit 9 set */
-#define TS_PX_FUNCTION(name, load, widen, channels, rr)                                                \
+/* pixels from input up to end (r0, r1: word-aligned, at least one pixel, end reached exactly by
+ * the steps), every channel of the table (r2), outputs from r3 on: per pixel its words loaded into
+ * the registers `regs` by `load` (which also moves r0 to the next pixel) and widened (`widen`), then
+ * `channels` (one or two channel bodies) until the last channel's rr (in register `rr`) has bit 9
+ * set. TS_PX_STEPPED's functions take a fifth argument (`step`): the bytes from one pixel to the
+ * next. */
+#define TS_PX_FUNCTION(name, load, regs, widen, channels, rr, step_arg)                                \
     __attribute__((naked, noinline)) TS_PX_NOIPA static void name(                                     \
         __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,       \
-        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)         \
+        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output step_arg) \
     {                                                                                                  \
         __asm__ volatile("push    {r4-r11, lr}\n\t"                                                    \
                          "push    {r0, r1, r2}\n\t" /* [sp] input, [sp, #4] its end, [sp, #8] table */ \
                          "mov     lr, r3\n\t"                                                          \
-                         "1:\n\t"                                                                      \
-                         "ldm     r0!, " load "\n\t"                                                   \
-                         "str     r0, [sp]\n\t" widen "ldr     r12, [sp, #8]\n\t"                      \
+                         "1:\n\t" load(regs) "str     r0, [sp]\n\t" widen "ldr     r12, [sp, #8]\n\t"  \
                          "2:\n\t" channels "tst     " rr ", #512\n\t"                                  \
                          "beq     2b\n\t"                                                              \
                          "ldrd    r0, r1, [sp]\n\t"                                                    \
@@ -2772,6 +2774,16 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
                          "add     sp, sp, #12\n\t"                                                     \
                          "pop     {r4-r11, pc}\n\t");                                                  \
     }
+/* consecutive pixels: one LDM with write-back (no fifth argument) */
+#define TS_PX_FLAT(regs) "ldm     r0!, " regs "\n\t"
+#define TS_PX_FLAT_ARG
+/* pixels `step` bytes apart (a strided row): the step, the fifth argument, is on the stack above the
+ * twelve words pushed ([sp, #48]) */
+#define TS_PX_STEPPED(regs)                                                                            \
+    "ldm     r0, " regs "\n\t"                                                                         \
+    "ldr     r1, [sp, #48]\n\t"                                                                        \
+    "add     r0, r0, r1\n\t"
+#define TS_PX_STEPPED_ARG , __attribute__((unused)) int32_t step
 #if defined(__GNUC__) && !defined(__clang__)
 #define TS_PX_NOIPA __attribute__((noipa))
 #else
@@ -2781,30 +2793,196 @@ static int flat_rest(ts_conv2d_s8_params *rest, const int8_t *input, const int8_
 #define TS_PX_WIDEN12 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7") TS_PX_WIDEN("r8", "r9")
 #define TS_PX_WIDEN8 TS_PX_WIDEN("r4", "r5") TS_PX_WIDEN("r6", "r7")
 /* one channel a pass: any out_c (19 instructions per 16 products at in_c 16) */
-TS_PX_FUNCTION(pixel_regs16, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16, "r2")
-TS_PX_FUNCTION(pixel_regs12, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12, "r10")
-TS_PX_FUNCTION(pixel_regs8, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8, "r11")
+TS_PX_FUNCTION(pixel_regs16, TS_PX_FLAT, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16, "r2", TS_PX_FLAT_ARG)
+TS_PX_FUNCTION(pixel_regs12, TS_PX_FLAT, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12, "r10", TS_PX_FLAT_ARG)
+TS_PX_FUNCTION(pixel_regs8, TS_PX_FLAT, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8, "r11", TS_PX_FLAT_ARG)
 /* two channels a pass, one test of the marker (the second's): out_c even (18 per 16 at in_c 16) */
-TS_PX_FUNCTION(pixel_regs16_pairs, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16 TS_PX_CHANNEL16, "r2")
-TS_PX_FUNCTION(pixel_regs12_pairs, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12 TS_PX_CHANNEL12, "r10")
-TS_PX_FUNCTION(pixel_regs8_pairs, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8 TS_PX_CHANNEL8, "r11")
+TS_PX_FUNCTION(pixel_regs16_pairs, TS_PX_FLAT, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16 TS_PX_CHANNEL16, "r2", TS_PX_FLAT_ARG)
+TS_PX_FUNCTION(pixel_regs12_pairs, TS_PX_FLAT, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12 TS_PX_CHANNEL12, "r10", TS_PX_FLAT_ARG)
+TS_PX_FUNCTION(pixel_regs8_pairs, TS_PX_FLAT, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8 TS_PX_CHANNEL8, "r11", TS_PX_FLAT_ARG)
+/* the same over the pixels of a strided row (stride_w >= 2): 2 more instructions a pixel */
+TS_PX_FUNCTION(pixel_steps16, TS_PX_STEPPED, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16, "r2", TS_PX_STEPPED_ARG)
+TS_PX_FUNCTION(pixel_steps12, TS_PX_STEPPED, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12, "r10", TS_PX_STEPPED_ARG)
+TS_PX_FUNCTION(pixel_steps8, TS_PX_STEPPED, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8, "r11", TS_PX_STEPPED_ARG)
+TS_PX_FUNCTION(pixel_steps16_pairs, TS_PX_STEPPED, "{r4, r6, r8, r10}", TS_PX_WIDEN16, TS_PX_CHANNEL16 TS_PX_CHANNEL16, "r2", TS_PX_STEPPED_ARG)
+TS_PX_FUNCTION(pixel_steps12_pairs, TS_PX_STEPPED, "{r4, r6, r8}", TS_PX_WIDEN12, TS_PX_CHANNEL12 TS_PX_CHANNEL12, "r10", TS_PX_STEPPED_ARG)
+TS_PX_FUNCTION(pixel_steps8_pairs, TS_PX_STEPPED, "{r4, r6}", TS_PX_WIDEN8, TS_PX_CHANNEL8 TS_PX_CHANNEL8, "r11", TS_PX_STEPPED_ARG)
+#define TS_PIXEL32_MAX_OUT_C 64 /* its partial sums on the stack: 256 bytes at most */
+/* in_c 32 (strided layers only, out_c 32 to TS_PIXEL32_MAX_OUT_C: pixel_rows): the pixel in two halves of 16 bytes,
+ * each widened once into r4-r11. The table: first, per channel from the last to the first, acc0 and
+ * the 8 lane words of bytes 0-15 (9 words); then out_c * 4; then per channel from the first, the 8
+ * lane words of bytes 16-31, m, base, rr (11 words; bit 9 of the last rr). Per pixel: the first half
+ * widened, out_c words made room for below sp (so an interrupt never writes over them), each
+ * channel's partial sum (acc0 + 8 SMLAD) stored from the top down (STR pre-indexed, lr), 14
+ * instructions per 16 products; then the second half widened and each channel's partial popped from
+ * the stack (channel 0 first), 8 SMLAD, ts_rq's steps and its byte stored, 20 per 16: 34 per 32
+ * products (32 with out_c even: two channels a pass in each half, one test of the end) plus about
+ * 35 a pixel. The frame: [sp] input, [sp, #4] its end, [sp, #8] table, [sp,
+ * #12] the step to the next pixel, [sp, #16] the output. Read/write order: pixel_layer's (the
+ * pixel's 32 bytes read before its first output byte is written). */
+#define TS_PX32_FIRST \
+    "ldm     r12!, {r0, r1, r2, r3}\n\t" \
+    "smlad   r0, r4, r1, r0\n\t" \
+    "smlad   r0, r5, r2, r0\n\t" \
+    "smlad   r0, r6, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" \
+    "smlad   r0, r7, r1, r0\n\t" \
+    "smlad   r0, r8, r2, r0\n\t" \
+    "smlad   r0, r9, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2}\n\t" \
+    "smlad   r0, r10, r1, r0\n\t" \
+    "smlad   r0, r11, r2, r0\n\t" \
+    "str     r0, [lr, #-4]!\n\t"
+#define TS_PX32_SECOND \
+    "pop     {r0}\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" \
+    "smlad   r0, r4, r1, r0\n\t" \
+    "smlad   r0, r5, r2, r0\n\t" \
+    "smlad   r0, r6, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" \
+    "smlad   r0, r7, r1, r0\n\t" \
+    "smlad   r0, r8, r2, r0\n\t" \
+    "smlad   r0, r9, r3, r0\n\t" \
+    "ldm     r12!, {r1, r2, r3}\n\t" /* e7, o7, m */ \
+    "smlad   r0, r10, r1, r0\n\t" \
+    "smlad   r0, r11, r2, r0\n\t" \
+    "ldm     r12!, {r1, r2}\n\t" /* base, rr */ \
+    TS_PX_RQ_STORE("r1", "r3", "r2")
+#define TS_PX32_FUNCTION(name, first, second) \
+__attribute__((naked, noinline)) TS_PX_NOIPA static void name( \
+    __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end, \
+    __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output, \
+    __attribute__((unused)) int32_t step) \
+{ \
+    __asm__ volatile("push    {r4-r11, lr}\n\t" \
+                     "ldr     r12, [sp, #36]\n\t" /* the step */ \
+                     "sub     sp, sp, #20\n\t" \
+                     "stm     sp, {r0, r1, r2, r12}\n\t" \
+                     "str     r3, [sp, #16]\n\t" \
+                     "1:\n\t" \
+                     "ldm     r0, {r4, r6, r8, r10}\n\t" /* bytes 0-15 */ \
+                     TS_PX_WIDEN16 \
+                     "ldr     r12, [sp, #8]\n\t" \
+                     "mov     lr, sp\n\t" \
+                     "ldr     r1, [r12, #-4]\n\t" /* out_c * 4, the word before the table */ \
+                     "sub     sp, sp, r1\n\t" \
+                     "2:\n\t" /* the first half of one channel (from the last) */ \
+                     first \
+                     "cmp     sp, lr\n\t" \
+                     "bne     2b\n\t" \
+                     "ldr     r1, [r12], #4\n\t" /* out_c * 4 again: the frame above the partials */ \
+                     "add     r2, sp, r1\n\t" \
+                     "ldr     r0, [r2]\n\t" \
+                     "ldr     lr, [r2, #16]\n\t" \
+                     "ldr     r3, [r2, #12]\n\t" \
+                     "add     r1, r0, #16\n\t" \
+                     "add     r0, r0, r3\n\t" \
+                     "str     r0, [r2]\n\t" \
+                     "ldm     r1, {r4, r6, r8, r10}\n\t" /* bytes 16-31 */ \
+                     TS_PX_WIDEN16 \
+                     "3:\n\t" /* the second half of one channel (from the first), its byte stored */ \
+                     second \
+                     "tst     r2, #512\n\t" \
+                     "beq     3b\n\t" \
+                     "str     lr, [sp, #16]\n\t" \
+                     "ldrd    r0, r1, [sp]\n\t" \
+                     "cmp     r0, r1\n\t" \
+                     "bne     1b\n\t" \
+                     "add     sp, sp, #20\n\t" \
+                     "pop     {r4-r11, pc}\n\t"); \
+}
+/* one channel a pass (any out_c) and two (out_c even: one test of the loop's end for two) */
+TS_PX32_FUNCTION(pixel_steps32, TS_PX32_FIRST, TS_PX32_SECOND)
+TS_PX32_FUNCTION(pixel_steps32_pairs, TS_PX32_FIRST TS_PX32_FIRST, TS_PX32_SECOND TS_PX32_SECOND)
+#undef TS_PX32_FIRST
+#undef TS_PX32_SECOND
+#undef TS_PX32_FUNCTION
 #undef TS_PX_WIDEN
 #undef TS_PX_RQ_STORE
 #undef TS_PX_CHANNEL16
 #undef TS_PX_CHANNEL12
 #undef TS_PX_CHANNEL8
 #undef TS_PX_FUNCTION
+#undef TS_PX_FLAT
+#undef TS_PX_STEPPED
+#undef TS_PX_FLAT_ARG
+#undef TS_PX_STEPPED_ARG
 #undef TS_PX_NOIPA
 #undef TS_PX_WIDEN16
 #undef TS_PX_WIDEN12
 #undef TS_PX_WIDEN8
 
 typedef void (*pixel_regs_fn)(const int8_t *, const int8_t *, const int32_t *, int8_t *);
+typedef void (*pixel_steps_fn)(const int8_t *, const int8_t *, const int32_t *, int8_t *, int32_t);
 
-/* The whole layer by the pixel-in-registers path with the generator's table, where it takes p (1;
- * else 0, nothing done): a 1x1 filter at stride 1 without padding, rows as wide as the input's, over
- * the whole input or (one batch: a streamed stage's rows) its first out_h rows (the flat order),
- * in_c 8, 12 or 16, out_c >= in_c (the order argument above), a word-aligned input. */
+/* The pixel-in-registers path for the layers pixel_layer leaves, whose output pixels' inputs are not
+ * consecutive (1; else 0, nothing done): a 1x1 filter without padding at any strides, every output
+ * pixel's input inside the input ((out_h - 1) * stride_h < in_h, (out_w - 1) * stride_w < in_w: a
+ * whole layer, or one batch's rows in a stage's call, where in_h counts the rows present), in_c 8,
+ * 12 or 16 (or 32 with out_c <= TS_PIXEL32_MAX_OUT_C: pixel_steps32), out_c >= in_c, a
+ * word-aligned input. Output row by output row, each from its input row
+ * (y * stride_h), its pixels stride_w * in_c bytes apart (the stepping functions; stride_w 1: the
+ * flat ones): output pixels in increasing order, each read before it is written, as pixel_layer. */
+__attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
+                                                const int32_t *table)
+{
+    const int pairs = (p->out_c & 1) == 0;
+    const size_t row_bytes = (size_t)p->in_w * (size_t)p->in_c, out_row = (size_t)p->out_w * (size_t)p->out_c;
+    const size_t step = (size_t)p->stride_w * (size_t)p->in_c, run = (size_t)p->out_w * step;
+    pixel_regs_fn flat;
+    pixel_steps_fn steps;
+    int32_t b, y;
+    if (p->filter_h != 1 || p->filter_w != 1 || p->pad_top != 0 || p->pad_left != 0 || p->out_c < p->in_c ||
+        p->batches < 1 || p->out_h < 1 || p->out_w < 1 || p->stride_h < 1 || p->stride_w < 1 ||
+        (p->out_h - 1) * p->stride_h >= p->in_h || (p->out_w - 1) * p->stride_w >= p->in_w ||
+        ((uintptr_t)input & 3u) != 0) {
+        return 0;
+    }
+    switch (p->in_c) {
+    case 16:
+        flat = pairs ? pixel_regs16_pairs : pixel_regs16;
+        steps = pairs ? pixel_steps16_pairs : pixel_steps16;
+        break;
+    case 12:
+        flat = pairs ? pixel_regs12_pairs : pixel_regs12;
+        steps = pairs ? pixel_steps12_pairs : pixel_steps12;
+        break;
+    case 8:
+        flat = pairs ? pixel_regs8_pairs : pixel_regs8;
+        steps = pairs ? pixel_steps8_pairs : pixel_steps8;
+        break;
+    case 32: /* the table's out_c * 4 first: the function gets the words after it */
+        if (p->out_c > TS_PIXEL32_MAX_OUT_C) {
+            return 0;
+        }
+        table += 1;
+        flat = NULL;
+        steps = pairs ? pixel_steps32_pairs : pixel_steps32;
+        break;
+    default:
+        return 0;
+    }
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *in_b = input + (size_t)b * (size_t)p->in_h * row_bytes;
+        for (y = 0; y < p->out_h; ++y) {
+            const int8_t *row = in_b + (size_t)y * (size_t)p->stride_h * row_bytes;
+            if (flat != NULL && p->stride_w == 1) {
+                flat(row, row + run, table, output);
+            } else {
+                steps(row, row + run, table, output, (int32_t)step);
+            }
+            output += out_row;
+        }
+    }
+    return 1;
+}
+
+/* The layer by the pixel-in-registers path with the generator's table, where it takes p (1; else 0,
+ * nothing done): a 1x1 filter without padding, in_c 8, 12 or 16, out_c >= in_c (the order argument
+ * above), a word-aligned input (then every pixel is: in_c is a multiple of 4). At stride 1 with rows
+ * as wide as the input's, over the whole input or (one batch: a streamed stage's rows) its first
+ * out_h rows, one call over the flat order (strided layers: pixel_rows, by their own entry
+ * points). */
 static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table)
 {
     pixel_regs_fn run;
@@ -2861,6 +3039,36 @@ int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
 {
 #if TS_CONV_WIDE
     if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
+
+/* ts_conv2d_s8 with the generator's pixel table for a strided 1x1 layer (ts_kernels.h, CONV_2D
+ * "pixel in registers"): output row by output row where that path takes it (pixel_rows), else (and
+ * on other cores) ts_conv2d_s8. Its own entry, so that the flat layers' calls test nothing more. */
+int ts_conv2d_s8_pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, const int32_t *pixel_table)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_rows(p, input, output, pixel_table)) {
+        return TS_OK;
+    }
+#endif
+    (void)pixel_table;
+    return ts_conv2d_s8(p, input, filter, bias, output);
+}
+
+/* ts_conv2d_s8_pixel_rows with ts_conv2d_s8's checks made once (a streamed stage's strided 1x1
+ * member, called row by row): its fallback is ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixel_rows_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *pixel_table,
+                                    int32_t checks)
+{
+#if TS_CONV_WIDE
+    if (pixel_table != NULL && pixel_rows(p, input, output, pixel_table)) {
         return TS_OK;
     }
 #endif

@@ -181,8 +181,8 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         else None
     )
     if pixels is not None:  # a whole layer whose pixel stays in registers (ts_kernels.h)
-        comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {ic // 2} filter words << l1, m, base, rr"
-        call.kernel = "ts_conv2d_s8_pixels"
+        comment = pixel_table_comment(ic)
+        call.kernel = pixel_kernel(ctx.graph, op)
         call.args.append(ctx.array(call, "pixel_table", "int32_t", pixels, comment))
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
@@ -437,6 +437,8 @@ def _widened_channels(
 
 
 PIXEL_IN_C = (8, 12, 16)  # ts_conv2d_s8.c pixel_layer: the in_c whose pixel fits in registers
+# ts_conv2d_s8.c pixel_steps32: in_c 32 in two halves, strided layers only, its partial sums on the stack
+PIXEL32_MAX_OUT_C = 64
 # int8 filter bytes << l1 stay int16 lanes (-128 << 8 = -32768); r >= 1 (no left shift) makes l1 1
 PIXEL_MAX_L1 = 8
 
@@ -445,6 +447,12 @@ def _int32(value: int) -> int:
     """value wrapped to a signed 32-bit integer (the kernels' int32 arithmetic)."""
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _reads_inside(in_hw: Sequence[int], out_hw: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a 1x1 filter without padding at these strides reads every output pixel's input from
+    inside the input (ts_conv2d_s8.c pixel_layer's test): (out - 1) * stride < in on both axes."""
+    return all(s >= 1 and o >= 1 and (o - 1) * s < i for i, o, s in zip(in_hw, out_hw, strides, strict=True))
 
 
 def pixel_table(
@@ -459,8 +467,10 @@ def pixel_table(
     registers"): per output channel (bias + input_offset * sum(w)) << l1, its filter widened to
     16-bit lanes ([w_4g | w_4g+2], [w_4g+1 | w_4g+3] per group g) each << l1, then m, base and rr
     (bit 9 set on the last channel). The SMLAD sum is then ts_rq's s2 with no shift. None where the
-    path cannot hold: not a flat 1x1 layer (stride 1, no padding, output as large as the input), in_c
-    not 8, 12 or 16, out_c < in_c (the read/write order), an activation range narrower than int8
+    path cannot hold: not a 1x1 layer without padding whose output pixels all read inside the input
+    (any strides: the kernel steps stride_w * in_c bytes from pixel to pixel and stride_h input rows
+    from row to row), in_c not 8, 12 or 16, out_c < in_c (the read/write order), an activation range
+    narrower than int8
     (no clamp), a bias not constant, or a channel that is neither ts_rq's steps with a right shift
     (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant."""
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
@@ -469,10 +479,20 @@ def pixel_table(
     if (
         op.opcode != "CONV_2D"
         or (fh, fw) != (1, 1)
-        or in_c not in PIXEL_IN_C
+        or not (
+            in_c in PIXEL_IN_C
+            or (
+                in_c == 32
+                and out_c <= PIXEL32_MAX_OUT_C
+                and (opts.get("stride_h", 1), opts.get("stride_w", 1)) != (1, 1)
+            )
+        )
         or out_c < in_c
-        or (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) != (1, 1)
-        or tuple(x.shape[1:3]) != tuple(y.shape[1:3])
+        or len(x.shape) != 4
+        or len(y.shape) != 4
+        or not _reads_inside(
+            x.shape[1:3], y.shape[1:3], (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1)))
+        )
         or any(explicit_padding(op) or ())
         or act_range != (-128, 127)
         or w.data is None
@@ -496,7 +516,37 @@ def pixel_table(
         for g in range(0, in_c, 4):
             table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]
         table += [m, base, rr | last]
-    return table
+    return table if in_c != 32 else _pixel32_halves(table, out_c)
+
+
+def pixel_kernel(graph: Graph, op: Operator) -> str:
+    """The kernel a 1x1 layer with a pixel table calls: ts_conv2d_s8_pixels where its output pixels'
+    inputs are consecutive (stride 1), else ts_conv2d_s8_pixel_rows (row by row), so that the flat
+    layers' calls test nothing more."""
+    opts = op.options
+    flat = (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) == (1, 1)
+    return "ts_conv2d_s8_pixels" if flat else "ts_conv2d_s8_pixel_rows"
+
+
+def pixel_table_comment(in_c: int) -> str:
+    """The generated C's comment on a pixel table of `in_c` input channels (its layout)."""
+    if in_c == 32:
+        return (
+            "out_c * 4; per output channel from the last: (bias + input_offset * sum(w)) << l1, 8 filter words "
+            "<< l1 (bytes 0-15); out_c * 4; per output channel: 8 filter words << l1 (bytes 16-31), m, base, rr"
+        )
+    return f"per output channel: (bias + input_offset * sum(w)) << l1, {in_c // 2} filter words << l1, m, base, rr"
+
+
+def _pixel32_halves(table: list[int], out_c: int) -> list[int]:
+    """The in_c 32 table (ts_conv2d_s8.c pixel_steps32) from the one-pass layout of 20 words a channel
+    (acc0, 16 lane words, m, base, rr): out_c * 4, per channel from the last acc0 and the first 8
+    lane words (bytes 0-15), out_c * 4 again, per channel from the first the last 8 lane words
+    (bytes 16-31), m, base and rr."""
+    channels = [table[20 * o : 20 * o + 20] for o in range(out_c)]
+    first = [word for ch in reversed(channels) for word in ch[:9]]
+    second = [word for ch in channels for word in ch[9:]]
+    return [4 * out_c, *first, 4 * out_c, *second]
 
 
 def pixel_path(graph: Graph, op: Operator) -> bool:

@@ -11,7 +11,9 @@ from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.lower_conv import (
     mve_dw_eff_table,
     mve_layer_table,
+    pixel_kernel,
     pixel_table,
+    pixel_table_comment,
     rq_table,
     staged_pointwise_table,
 )
@@ -207,6 +209,7 @@ CHECKED_KERNELS = {
     "ts_conv2d_s8": ("ts_conv2d_s8_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixels": ("ts_conv2d_s8_pixels_checked", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_pixel_rows": ("ts_conv2d_s8_pixel_rows_checked", "ts_conv2d_s8_checks"),
     "ts_depthwise_conv2d_s8": ("ts_depthwise_conv2d_s8_checked", "ts_depthwise_conv2d_s8_checks"),
 }
 
@@ -301,9 +304,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         )
         if table is None:
             continue
-        out_c = int(graph.tensors[member.outputs[0]].shape[3])
-        comment = f"per output channel: (bias + input_offset * sum(w)) << l1, {(len(table) // out_c) - 4} filter words << l1, m, base, rr"
-        part.kernel = "ts_conv2d_s8_pixels"
+        comment = pixel_table_comment(int(graph.tensors[member.inputs[0]].shape[3]))
+        part.kernel = pixel_kernel(graph, member)
         pixel_tables[j] = ctx.array(part, "pixel_table", "int32_t", table, comment)
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
     member_readers = [  # per streamed tensor: the members (indices in s.operators) that read it by rows
