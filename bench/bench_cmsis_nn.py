@@ -70,7 +70,13 @@ DEFAULT_MODELS = ("mlperf_ic_resnet8_int8", "mlperf_vww_mbv1_025_96_int8", "mlpe
 SWAPPED_TYPES = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "SOFTMAX")
 # tinysched kernel -> its wrapper (the same arguments), per operator type
 WRAPPED = {
-    "CONV_2D": ("ts_conv2d_s8", "ts_conv2d_s8_staged", "ts_conv2d_s8_wide", "ts_conv2d_s8_pixels"),
+    "CONV_2D": (
+        "ts_conv2d_s8",
+        "ts_conv2d_s8_staged",
+        "ts_conv2d_s8_wide",
+        "ts_conv2d_s8_pixels",
+        "ts_conv2d_s8_pixel_rows",
+    ),
     "DEPTHWISE_CONV_2D": ("ts_depthwise_conv2d_s8", "ts_depthwise_conv2d_s8_staged"),
     "FULLY_CONNECTED": ("ts_fully_connected_s8",),
     "ADD": ("ts_add_s8",),
@@ -87,6 +93,7 @@ STREAM_ROW_CALLS = {
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
     "ts_conv2d_s8_layer": "ts_conv2d_s8",
     "ts_conv2d_s8_pixels_checked": "ts_conv2d_s8",
+    "ts_conv2d_s8_pixel_rows_checked": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
     "ts_depthwise_conv2d_s8_layer": "ts_depthwise_conv2d_s8",
 }
