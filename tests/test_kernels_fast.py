@@ -18,9 +18,18 @@ from fast_path_models import FAST_PATH_MODELS
 from helpers import generate_for_measure, host_verify, planned_c_text
 from tiers import needs_gcc, require
 
-from tinysched.codegen.lower_conv import RQ_CONST, RQ_STEPS, acc_reach, pixel_table, rq_fields, rq_form
+from tinysched.codegen.lower_conv import (
+    RQ_CONST,
+    RQ_STEPS,
+    acc_reach,
+    own_path,
+    pixel_table,
+    rq_fields,
+    rq_form,
+)
 from tinysched.codegen.quant import activation_range, mbqm, quantize_multiplier
 from tinysched.device.runner import measure_sources
+from tinysched.memory.variants import variant_of
 from tinysched.model.reader import parse_model
 from tinysched.pipeline import PlanOptions, plan
 
@@ -304,6 +313,23 @@ def test_pixel_table_only_where_its_path_holds() -> None:
     )
     assert "ts_conv2d_s8_pixels_checked(&p0, rows," in stage and "_stage0_pixel_table, checks0)" in stage
     assert stage.count("ts_conv2d_s8_pixels(&") == 1
+
+
+def test_own_path_layers_get_no_wide_strip() -> None:
+    """Layers that take the stem or the pixel path get no ``wide`` strip, even where --arena-budget
+    lets the arena grow for one: those paths would never touch it, and the measured high-water would
+    sit below the plan (VWW under `--arena-budget 1M` did, by 1,008 B, its stem layer's strip)."""
+    for name in ("conv_stem_shapes", "pixel_regs_k16"):
+        graph = parse_model(FAST_PATH_MODELS[name]())
+        own = {op.index for op in graph.operators if own_path(graph, op)}
+        assert own, name
+        planned = plan(graph, PlanOptions(arena_budget=1 << 20, time_limit=2.0))
+        wide = {
+            v
+            for v, op in enumerate(planned.graph.operators)
+            if (k := variant_of(planned.graph, op)) and k.name == "wide"
+        }
+        assert not {planned.source_operator(v) for v in wide} & own, name
 
 
 def test_pixel_table_for_strided_layers_and_stage_rows() -> None:

@@ -860,7 +860,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     if options.pools is not None:
         arena = plan_pools(placed, arena, options.pools, budget.placement, refinement, ledger.part())
     if note is None and not options.recomputing:  # faster kernels where the arena has room at their step
-        placed, arena = with_wide_scratch(placed, arena, ceiling, _pixel_layers(options.core))
+        placed, arena = with_wide_scratch(placed, arena, ceiling, _own_path_layers(options.core))
     seconds["placement"] = arena.seconds
     clock = time.perf_counter()
     check_plan(placed, arena)
@@ -886,13 +886,14 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     )
 
 
-def _pixel_layers(core: str) -> KeepDefault | None:
-    """The code generator's test for the layers it runs by the pixel-in-registers path
-    (codegen.pixel_path), which the planner leaves on their default kernel (no ``wide`` strip), on a
-    DSP core; None on a Helium core, whose kernels have no such path."""
+def _own_path_layers(core: str) -> KeepDefault | None:
+    """The code generator's test for the layers it runs by a path of its own that needs no strip
+    (codegen.own_path: the pixel in registers, the stem), which the planner leaves on their
+    default kernel (no ``wide`` strip), on a DSP core; None on a Helium core, whose kernels have
+    neither path."""
     from tinysched import codegen
 
-    return None if CORE_FAMILIES.get(core) == "mve" else codegen.pixel_path
+    return None if CORE_FAMILIES.get(core) == "mve" else codegen.own_path
 
 
 def _operator_estimates(plan: _KernelPlan, core: str) -> dict[int, int]:
@@ -900,7 +901,7 @@ def _operator_estimates(plan: _KernelPlan, core: str) -> dict[int, int]:
     room (as the final plan gets them)."""
     graph, arena = plan.graph, plan.arena
     if arena.memory_model != "tensor":
-        graph, arena = with_wide_scratch(graph, arena, keep_default=_pixel_layers(core))
+        graph, arena = with_wide_scratch(graph, arena, keep_default=_own_path_layers(core))
     return {v: operator_estimate(graph, v, core, arena) for v in dict.fromkeys(arena.order)}
 
 
@@ -924,7 +925,7 @@ def _fit_budget(
         for ceiling in (None, budget):
             graph, arena = kernel_plan.graph, kernel_plan.arena
             if arena.memory_model != "tensor":
-                graph, arena = with_wide_scratch(graph, arena, ceiling, _pixel_layers(options.core))
+                graph, arena = with_wide_scratch(graph, arena, ceiling, _own_path_layers(options.core))
             chosen = [variant_of(graph, op) for op in graph.operators]
             wide = sum(1 for v in chosen if v is not None and v.name == "wide")
             variants = sum(1 for v in chosen if v is not None and v.name != "wide")

@@ -44,7 +44,7 @@ from tinysched.codegen.cgen import (
 )
 from tinysched.codegen.context import ConstArray, KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
-from tinysched.codegen.lower_conv import pixel_path
+from tinysched.codegen.lower_conv import own_path
 from tinysched.codegen.module import (
     KERNEL_SOURCE,
     SCRATCH_BYTES,
@@ -115,7 +115,7 @@ __all__ = [
     "lowering",
     "lut_int8",
     "model_name",
-    "pixel_path",
+    "own_path",
     "quantize_multiplier",
     "quantize_value",
     "refuse_known_gaps",

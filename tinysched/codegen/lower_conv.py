@@ -168,7 +168,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if blocks is not None:
         comment = f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 widened filter words"
         call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", blocks, comment)))
-    # (the planner gives such a layer no wide variant: pixel_path)
+    # (the planner gives such a layer no wide variant: own_path)
     pixels = (
         pixel_table(ctx.graph, op, mults, shifts, int(out_zp), (act_min, act_max))
         if quads is None
@@ -549,10 +549,12 @@ def _pixel32_halves(table: list[int], out_c: int) -> list[int]:
     return [4 * out_c, *first, 4 * out_c, *second]
 
 
-def pixel_path(graph: Graph, op: Operator) -> bool:
-    """Whether the code generator runs `op` on DSP cores by the pixel-in-registers path
-    (ts_conv2d_s8_pixels, `pixel_table`): the planner then gives it no ``wide`` strip scratch, which
-    that path would leave unused (tinysched.arena.scratch, `keep_default`)."""
+def own_path(graph: Graph, op: Operator) -> bool:
+    """Whether the code generator runs `op` on DSP cores by a path of its own that needs no strip:
+    the pixel in registers (ts_conv2d_s8_pixels / _pixel_rows, `pixel_table`) or the stem
+    (`conv_stem_table`, taken before the widened path even where a strip is given). The planner
+    then gives it no ``wide`` strip scratch, which would be planned bytes never touched
+    (tinysched.arena.scratch, `keep_default`)."""
     if op.opcode != "CONV_2D" or len(op.inputs) < 2:
         return False
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
@@ -570,7 +572,10 @@ def pixel_path(graph: Graph, op: Operator) -> bool:
         return False
     mults, shifts = zip(*(quantize_multiplier(in_scale * float(s) / out_scale) for s in scales), strict=True)
     act = activation_range(op.options.get("fused_activation_function", "NONE"), out_scale, out_zp)
-    return pixel_table(graph, op, mults, shifts, out_zp, act) is not None
+    return (
+        pixel_table(graph, op, mults, shifts, out_zp, act) is not None
+        or conv_stem_table(graph, op, mults, shifts, out_zp) is not None
+    )
 
 
 def staged_pointwise_table(
