@@ -894,17 +894,7 @@ def _storage_graph(
     for j, (root, index) in enumerate(buffers.items()):
         operators.append(Operator(n_ops + j, "IN_PLACE_BUFFER", (), (index,), {"for_tensor": root}))
     outputs = tuple(dict.fromkeys((*graph.outputs, *(buffer(t) for t in graph.outputs))))
-    storage = Graph(
-        tuple(tensors),
-        tuple(operators),
-        graph.inputs,
-        outputs,
-        graph.name,
-        graph.description,
-        graph.metadata,
-        graph.source,
-        graph.sha256,
-    )
+    storage = graph.derived(tensors, operators, outputs=outputs)
     return storage, buffers
 
 

@@ -86,14 +86,20 @@ class Graph:
     def __post_init__(self) -> None:
         self._validate()
 
-    def derived(self, tensors: Sequence[Tensor], operators: Sequence[Operator]) -> Graph:
-        """The same model (edges, names, source) with other tensors and operators: what folding,
-        rewriting and scratch tensors produce."""
+    def derived(
+        self,
+        tensors: Sequence[Tensor],
+        operators: Sequence[Operator],
+        inputs: Sequence[int] | None = None,
+        outputs: Sequence[int] | None = None,
+    ) -> Graph:
+        """The same model (names, source; edges unless given) with other tensors and operators: what
+        folding, rewriting, scratch tensors and the interface's edge changes produce."""
         return Graph(
             tuple(tensors),
             tuple(operators),
-            self.inputs,
-            self.outputs,
+            self.inputs if inputs is None else tuple(inputs),
+            self.outputs if outputs is None else tuple(outputs),
             self.name,
             self.description,
             self.metadata,

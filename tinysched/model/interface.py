@@ -174,17 +174,7 @@ def int8_interface(graph: Graph) -> Interface:
         return Interface("int8", graph, tuple(range(len(ops))), ())
     kept = [op for op in ops if op.index not in removed]
     renumbered = [replace(op, index=k) for k, op in enumerate(kept)]
-    stripped = Graph(
-        graph.tensors,
-        tuple(renumbered),
-        tuple(inputs),
-        tuple(outputs),
-        graph.name,
-        graph.description,
-        graph.metadata,
-        graph.source,
-        graph.sha256,
-    )
+    stripped = graph.derived(graph.tensors, renumbered, inputs, outputs)
     edges = []
     for v, (role, position, model_tensor, t) in removed.items():
         q = tensors[t].quantization

@@ -282,17 +282,7 @@ def int8_arithmetic(graph: Graph, uint8_edges: bool) -> Uint8Retyping:
             tail_map.append(graph.producer.get(t, len(graph.operators) - 1))
     ordered = [*heads, *operators, *tails]
     renumbered = tuple(replace(op, index=k) for k, op in enumerate(ordered))
-    retyped_graph = Graph(
-        tuple(tensors),
-        renumbered,
-        tuple(inputs),
-        tuple(outputs),
-        graph.name,
-        graph.description,
-        graph.metadata,
-        graph.source,
-        graph.sha256,
-    )
+    retyped_graph = graph.derived(tensors, renumbered, inputs, outputs)
     inserted = (*range(len(heads)), *range(len(heads) + len(operators), len(ordered)))
     return Uint8Retyping(
         retyped_graph,
