@@ -262,3 +262,17 @@ def saved_model(path: Path, build: Any, seed: int = 0, order_seed: int | None = 
 
 def first_op(graph: Graph, opcode: str) -> Operator:
     return next(op for op in graph.operators if op.opcode == opcode)
+
+
+def residual_blocks(b: ModelBuilder, x: Any) -> Any:
+    """resnet8 in small on `x`: a head conv, a residual block (its input on the skip path), a
+    downsampling block (3x3 stride 2 -> 3x3 on the main path, a 1x1 stride-2 projection on the skip
+    path); the last ADD's output. The streamed-stage tests' model (test_stream, test_member_counts)."""
+    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")  # read by main1 and sum
+    t = b.conv2d(h, 8, (3, 3), activation="RELU", name="main1")
+    t = b.conv2d(t, 8, (3, 3), name="main2")
+    s = b.add(h, t, activation="RELU", name="sum")  # read by down1 and project
+    d = b.conv2d(s, 16, (3, 3), stride=(2, 2), activation="RELU", name="down1")
+    d = b.conv2d(d, 16, (3, 3), name="down2")
+    p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
+    return b.add(p, d, activation="RELU", name="sum2")

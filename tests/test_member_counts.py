@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import generate_for_measure, measured_equal_on_qemu, model_c_text, saved_model
+from helpers import generate_for_measure, measured_equal_on_qemu, model_c_text, residual_blocks, saved_model
 from tiers import require
 
 from tinysched.commands.device import with_member_counts
@@ -25,15 +25,7 @@ LOOP_TAIL_MAX = 200
 def _residual_stage(b: ModelBuilder) -> None:
     """A head conv, a residual block and a downsampling block with a 1x1 projection (one stage), then
     a classifier outside it."""
-    x = b.input("x", (1, 12, 8, 3))
-    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")
-    t = b.conv2d(h, 8, (3, 3), activation="RELU", name="main1")
-    t = b.conv2d(t, 8, (3, 3), name="main2")
-    s = b.add(h, t, activation="RELU", name="sum")
-    d = b.conv2d(s, 16, (3, 3), stride=(2, 2), activation="RELU", name="down1")
-    d = b.conv2d(d, 16, (3, 3), name="down2")
-    p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
-    y = b.add(p, d, activation="RELU", name="sum2")
+    y = residual_blocks(b, b.input("x", (1, 12, 8, 3)))
     b.output(b.fully_connected(b.reshape(y, (1, 6 * 4 * 16)), 10, name="fc"))  # a step of its own
 
 

@@ -17,6 +17,7 @@ from helpers import (
     measured_equal_on_qemu,
     model_c_text,
     planned_c_text,
+    residual_blocks,
     saved_model,
 )
 from tiers import needs_gcc, require
@@ -374,17 +375,8 @@ def test_a_compiler_failure_says_the_compilers_first_error_line(tmp_path: Path) 
 
 
 def _residual_stage(b: ModelBuilder) -> None:
-    """resnet8 in small: a head conv, a residual block (its input on the skip path), a downsampling
-    block (3x3 stride 2 -> 3x3 on the main path, a 1x1 stride-2 projection on the skip path)."""
-    x = b.input("x", (1, 12, 8, 3))
-    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")  # 12x8x8: 768 B, read by main1 and sum
-    t = b.conv2d(h, 8, (3, 3), activation="RELU", name="main1")
-    t = b.conv2d(t, 8, (3, 3), name="main2")
-    s = b.add(h, t, activation="RELU", name="sum")  # read by down1 and project
-    d = b.conv2d(s, 16, (3, 3), stride=(2, 2), activation="RELU", name="down1")  # 6x4x16: 384 B
-    d = b.conv2d(d, 16, (3, 3), name="down2")
-    p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
-    b.output(b.add(p, d, activation="RELU", name="sum2"))
+    """`residual_blocks` on a 12x8x3 input (head 12x8x8: 768 B; down1 6x4x16: 384 B)."""
+    b.output(residual_blocks(b, b.input("x", (1, 12, 8, 3))))
 
 
 def test_a_residual_blocks_input_keeps_the_rows_both_paths_still_read() -> None:
@@ -486,15 +478,7 @@ def test_two_pass_streams_a_squeeze_excitation_block_within_the_mac_budget() -> 
 def _stage_then_tail(b: ModelBuilder) -> None:
     """A residual stage (as `_residual_stage`, 16x12) whose step leaves bytes free once it streams:
     the tail convolution's step is the peak then."""
-    x = b.input("x", (1, 16, 12, 3))
-    h = b.conv2d(x, 8, (3, 3), activation="RELU", name="head")
-    t = b.conv2d(h, 8, (3, 3), activation="RELU", name="main1")
-    t = b.conv2d(t, 8, (3, 3), name="main2")
-    s = b.add(h, t, activation="RELU", name="sum")
-    d = b.conv2d(s, 16, (3, 3), stride=(2, 2), activation="RELU", name="down1")
-    d = b.conv2d(d, 16, (3, 3), name="down2")
-    p = b.conv2d(s, 16, (1, 1), stride=(2, 2), name="project")
-    y = b.add(p, d, activation="RELU", name="sum2")
+    y = residual_blocks(b, b.input("x", (1, 16, 12, 3)))
     y = b.conv2d(y, 56, (3, 3), name="tail")  # 8x6x56: the peak after the stage streams
     # the global average as a MEAN over both axes, which no stage ends at (a global AVERAGE_POOL_2D
     # would stream the tail into its sums, and the tail's step would no longer be the peak)
