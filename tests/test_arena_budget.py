@@ -277,7 +277,8 @@ def test_a_dear_stream_is_named(graph, model_path, capsys):
     [row] = default.streams_json()
     chain = stream_of(default.graph.operators[row["operator"]])
     assert chain is not None and default.unstreamed_estimates is not None
-    streamed, whole = cost.stream_overhead(default.graph, row["operator"], whole=default.unstreamed_estimates)
+    streamed, whole = cost.stream_overhead(default.graph, row["operator"], default.unstreamed_estimates)
+    assert default.stream_overhead(row["operator"]) == (streamed, whole)
     assert streamed == cost.operator_estimate(default.graph, row["operator"])
     assert whole == sum(default.unstreamed_estimates[m.index] for m in chain.operators) > 0
     assert main(["plan", str(model_path), "--json"]) == 0

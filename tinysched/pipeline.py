@@ -633,18 +633,20 @@ class Planned:
         costs = self.stream_costs_summary()
         return text if costs is None else f"{text}; {costs}"
 
+    def stream_overhead(self, op: int) -> tuple[int, int] | None:
+        """(streamed, unstreamed) estimates of chain `op` against its operators in the plan without
+        streams (tinysched.arena.cost.stream_overhead); None for an operator that is not a chain."""
+        if self.unstreamed_estimates is None:  # no chain was tried
+            return None
+        return stream_overhead(self.graph, op, self.unstreamed_estimates, self.options.core)
+
     def stream_costs_summary(self) -> str | None:
         """The streamed chains estimated over STREAM_COST_LIMIT times their operators run whole
         (issue 34: a chain should cost at most 3% more), in words (None: none is)."""
         costly = [
             (r, over)
             for r in self.streams_json()
-            if (
-                over := stream_overhead(
-                    self.graph, r["operator"], self.options.core, self.unstreamed_estimates
-                )
-            )
-            is not None
+            if (over := self.stream_overhead(r["operator"])) is not None
             and over[0] > STREAM_COST_LIMIT * over[1]
         ]
         if not costly:

@@ -188,27 +188,17 @@ def _halo(graph: Graph, chain: Any, j: int) -> float:
 
 
 def stream_overhead(
-    graph: Graph, v: int, core: str = DEFAULT_CORE, whole: Mapping[int, int] | None = None
+    graph: Graph, v: int, whole: Mapping[int, int], core: str = DEFAULT_CORE
 ) -> tuple[int, int] | None:
     """(streamed, unstreamed): the estimate of streamed chain `v` against its operators run whole;
     None for an operator that is not a chain. `whole`: the estimate of each operator of the graph
-    before streaming, as the plan without streams runs it (its kernels, the wide ones where its arena
-    has room); without it (or where it lacks a member) each member with its fastest kernel (``wide``
-    where a CONV_2D can take it), which flatters the whole run where the arena leaves no such room."""
-    from tinysched.arena.scratch import wide_eligible
-
+    before streaming, as the plan without streams runs it (its kernels, the wide ones where its
+    arena has room: each member's fastest kernel would flatter the whole run where the arena leaves
+    no such room)."""
     chain = stream_of(graph.operators[v])
     if chain is None:
         return None
-    if whole is not None and all(m.index in whole for m in chain.operators):
-        return operator_estimate(graph, v, core), sum(whole[m.index] for m in chain.operators)
-    family = core_family(core)
-    total = 0.0
-    for m in chain.operators:
-        kernels = ["default", "wide"] if wide_eligible(graph, m) else ["default"]
-        mac_count, outputs, pixels = operator_macs(graph, m), _outputs(graph, m), _pixels(graph, m)
-        total += min(_line(family, m.opcode, k).instructions(mac_count, outputs, pixels) for k in kernels)
-    return operator_estimate(graph, v, core), round(total)
+    return operator_estimate(graph, v, core), sum(whole[m.index] for m in chain.operators)
 
 
 def operator_estimate(graph: Graph, v: int, core: str = DEFAULT_CORE, arena: ArenaPlan | None = None) -> int:

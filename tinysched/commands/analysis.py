@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tinysched.arena.cost import stream_overhead
 from tinysched.arena.placement import STOCK_TFLM_PLACER, greedy_plan
 from tinysched.commands.common import (
     TerminalProgress,
@@ -270,9 +269,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     payload["arena_budget"] = planned.budget.as_json() if planned.budget is not None else None
     if planned.recompute is None and planned.codegen_note is None:
         for r in payload["streams"]:  # the chain's estimate against its operators whole
-            streamed, unstreamed = stream_overhead(
-                planned.graph, r["operator"], options.core, planned.unstreamed_estimates
-            ) or (0, 0)
+            streamed, unstreamed = planned.stream_overhead(r["operator"]) or (0, 0)
             r["instructions_estimate"], r["unstreamed_estimate"] = streamed, unstreamed
     if folding is not None:
         payload["folded_operators"] = folding.count
