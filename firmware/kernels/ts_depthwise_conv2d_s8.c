@@ -428,6 +428,8 @@ static TS_NOINLINE void dw_blocks_full(const int8_t *in, int32_t in_step, int32_
     /* where pixel jj goes; past the ring's last slot, its first */
     int8_t *dst = scratch != NULL ? scratch + (size_t)*s * c_n : output + (size_t)*j * c_n;
     int8_t *const wrap = scratch != NULL ? scratch + (size_t)(lag + 1) * c_n : NULL;
+    /* c_n is 4 * groups here: with the ring and the output word-aligned, every copy is in words */
+    const int words = ((uintptr_t)output & 3u) == 0 && ((uintptr_t)scratch & 3u) == 0;
     int32_t i, jj = *j;
     if (k->groups < 1) {
         return;
@@ -443,7 +445,11 @@ static TS_NOINLINE void dw_blocks_full(const int8_t *in, int32_t in_step, int32_
             dst = scratch;                                                                              \
         }                                                                                               \
         if (scratch != NULL && jj >= lag) { /* dst: the slot of pixel jj + 1, which held jj - lag */    \
-            ts_copy_bytes(output + (size_t)(jj - lag) * c_n, dst, (size_t)c_n);                         \
+            if (words) {                                                                                \
+                ts_copy_words(output + (size_t)(jj - lag) * c_n, dst, (size_t)c_n);                     \
+            } else {                                                                                    \
+                ts_copy_bytes(output + (size_t)(jj - lag) * c_n, dst, (size_t)c_n);                     \
+            }                                                                                           \
         }                                                                                               \
     }
     if (clamp) {

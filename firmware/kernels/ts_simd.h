@@ -273,24 +273,34 @@ static inline void ts_store2(int8_t *p, uint32_t v)
     memcpy(p, &h, sizeof h);
 }
 
+#if TS_DSP && (defined(__GNUC__) || defined(__clang__))
+/* n bytes from src to dst (disjoint), both pointers and n word-aligned (the caller knows): eight
+ * bytes per LDRD/STRD pair, then the last word. A ring's per-pixel copy that has checked the
+ * alignment once per row takes this, not ts_copy_bytes's test per call. */
+static inline void ts_copy_words(int8_t *dst, const int8_t *src, size_t n)
+{
+    const int8_t *const end = src + (n & ~(size_t)7);
+    uint32_t a, b;
+    while (src != end) {
+        __asm__ volatile("ldrd    %[a], %[b], [%[s]], #8\n\t"
+                         "strd    %[a], %[b], [%[d]], #8"
+                         : [a] "=&r"(a), [b] "=&r"(b), [s] "+r"(src), [d] "+r"(dst)
+                         :
+                         : "memory");
+    }
+    if (n & 4u) {
+        ts_store4(dst, ts_load4(src));
+    }
+}
+#endif
+
 /* n bytes from src to dst (disjoint). newlib-nano's memcpy goes byte by byte (4 instructions a
- * byte); on DSP cores with both pointers and n word-aligned, eight bytes per LDRD/STRD pair. */
+ * byte); on DSP cores with both pointers and n word-aligned, ts_copy_words. */
 static inline void ts_copy_bytes(int8_t *dst, const int8_t *src, size_t n)
 {
 #if TS_DSP && (defined(__GNUC__) || defined(__clang__))
     if ((((uintptr_t)dst | (uintptr_t)src | n) & 3u) == 0) {
-        const int8_t *const end = src + (n & ~(size_t)7);
-        uint32_t a, b;
-        while (src != end) {
-            __asm__ volatile("ldrd    %[a], %[b], [%[s]], #8\n\t"
-                             "strd    %[a], %[b], [%[d]], #8"
-                             : [a] "=&r"(a), [b] "=&r"(b), [s] "+r"(src), [d] "+r"(dst)
-                             :
-                             : "memory");
-        }
-        if (n & 4u) {
-            ts_store4(dst, ts_load4(src));
-        }
+        ts_copy_words(dst, src, n);
         return;
     }
 #endif
