@@ -76,6 +76,7 @@ WRAPPED = {
         "ts_conv2d_s8_wide",
         "ts_conv2d_s8_pixels",
         "ts_conv2d_s8_pixel_rows",
+        "ts_conv2d_s8_pixels_own",
     ),
     "DEPTHWISE_CONV_2D": ("ts_depthwise_conv2d_s8", "ts_depthwise_conv2d_s8_staged"),
     "FULLY_CONNECTED": ("ts_fully_connected_s8",),
@@ -94,6 +95,7 @@ STREAM_ROW_CALLS = {
     "ts_conv2d_s8_layer": "ts_conv2d_s8",
     "ts_conv2d_s8_pixels_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_pixel_rows_checked": "ts_conv2d_s8",
+    "ts_conv2d_s8_pixels_own_checked": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",
     "ts_depthwise_conv2d_s8_layer": "ts_depthwise_conv2d_s8",
 }

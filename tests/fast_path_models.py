@@ -1163,6 +1163,26 @@ def pixel_regs_k8_k12() -> bytes:
     return b.build()
 
 
+def pixel_own_loops() -> bytes:
+    """Flat 1x1 CONV_2D with K = 8 through their own generated loops (ts_kernels.h, CONV_2D "own
+    pixel loop": every channel unrolled, SSAT shifting by its r), outputs over their dying inputs:
+    8 -> 64 over two batches of 3x5 (the most channels a loop unrolls) with input zero point 37 and
+    two pruned channels (constants: SSAT without a shift), 8 -> 8 over 4x6 (out_c == in_c) into
+    8 -> 13 (odd out_c); then 8 -> 65 over 9 pixels, one channel past the loops' limit, which
+    takes the pixel table's shared loop."""
+    b = ModelBuilder(seed=79)
+    x = b.input("x", (2, 3, 5, 8), zero_point=37)
+    factors = [1e-6 if c in (0, 41) else 1.0 for c in range(64)]
+    x = b.conv2d(x, 64, (1, 1), scale_factors=factors, name="pw8_to_64_constants")
+    y = b.input("y", (1, 4, 6, 8), zero_point=-128)
+    y = b.conv2d(y, 8, (1, 1), name="pw8_to_8")
+    u = b.conv2d(y, 13, (1, 1), name="pw8_to_13")  # y an output too: no in-place variant for this one
+    z = b.input("z", (1, 1, 9, 8), zero_point=-5)
+    z = b.conv2d(z, 65, (1, 1), name="pw8_to_65")
+    b.output(x, y, u, z)
+    return b.build()
+
+
 def pixel_regs_stage() -> bytes:
     """Streamed stages whose 1x1 members take the pixel table row by row (ts_conv2d_s8_pixels on each
     call's rows: one batch, out_h rows of an input that holds more): an inverted residual 16 -> 48
@@ -1277,6 +1297,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,
     "pixel_regs_stage": pixel_regs_stage,
+    "pixel_own_loops": pixel_own_loops,
     "pixel_regs_strided": pixel_regs_strided,
     "pixel_regs_strided_in_place": pixel_regs_strided_in_place,
     "pixel_regs_strided_k32": pixel_regs_strided_k32,

@@ -22,7 +22,9 @@ from tinysched.codegen.lower_conv import (
     RQ_CONST,
     RQ_STEPS,
     acc_reach,
+    own_loop_code,
     own_path,
+    own_pixel_loop,
     pixel_table,
     rq_fields,
     rq_form,
@@ -312,7 +314,47 @@ def test_pixel_table_only_where_its_path_holds() -> None:
         plan(parse_model(FAST_PATH_MODELS["pixel_regs_stage"]()), PlanOptions(time_limit=2.0))
     )
     assert "ts_conv2d_s8_pixels_checked(&p0, rows," in stage and "_stage0_pixel_table, checks0)" in stage
-    assert stage.count("ts_conv2d_s8_pixels(&") == 1
+    assert stage.count("ts_conv2d_s8_pixels_own(&") == 1  # K = 8: its own loop (below)
+
+
+def test_own_pixel_loops_only_for_flat_k8_layers() -> None:
+    """Flat 1x1 layers with in_c 8 and 8 to 64 output channels get their own loop (ts_kernels.h,
+    CONV_2D "own pixel loop"): its table is the pixel table without rr (7 words a channel), every
+    channel's SSAT shifts by that rr's low byte (none for a constant channel), the loop rewinds the
+    table by 28 * out_c bytes; 65 channels, strided layers and in_c 12 or 16 keep the shared loops."""
+    graph = parse_model(FAST_PATH_MODELS["pixel_own_loops"]())
+    loops = {}
+    for op in (op for op in graph.operators if op.opcode == "CONV_2D"):
+        mults, shifts, out_zp, act = _conv_quantisation(graph, op)
+        table = pixel_table(graph, op, mults, shifts, out_zp, act)
+        assert table is not None
+        loops[graph.tensors[op.outputs[0]].name] = (table, own_pixel_loop(graph, op, table))
+    assert {n for n, (_, own) in loops.items() if own is not None} == {
+        "pw8_to_64_constants",
+        "pw8_to_8",
+        "pw8_to_13",
+    }
+    table, (own_table, own_shifts) = loops["pw8_to_64_constants"]
+    assert own_table == [w for o in range(64) for w in table[8 * o : 8 * o + 7]]
+    assert own_shifts == [table[8 * o + 7] & 255 for o in range(64)]
+    assert [o for o, r in enumerate(own_shifts) if r == 0] == [0, 41] and min(own_shifts[1:41]) >= 1
+    code = own_loop_code("m_loop", own_shifts)
+    assert "TS_PIXEL_OWN_LOOP(m_loop, 1792," in code
+    assert code.count("TS_PIXEL_OWN_CHANNEL(") == 64 and code.count('TS_PIXEL_OWN_CHANNEL("lsl #0")') == 2
+    assert f'TS_PIXEL_OWN_CHANNEL("asr #{own_shifts[1]}") /* channel 1 */' in code
+    for name in ("pixel_regs_strided", "pixel_regs_k16"):
+        other = parse_model(FAST_PATH_MODELS[name]())
+        for op in (op for op in other.operators if op.opcode == "CONV_2D"):
+            mults, shifts, out_zp, act = _conv_quantisation(other, op)
+            table = pixel_table(other, op, mults, shifts, out_zp, act)
+            assert table is None or own_pixel_loop(other, op, table) is None
+    texts = {
+        core: planned_c_text(plan(graph, PlanOptions(core=core, time_limit=2.0)))
+        for core in ("cortex-m7", "cortex-m55")
+    }
+    assert texts["cortex-m7"].count("ts_conv2d_s8_pixels_own(&") == 3
+    assert texts["cortex-m7"].count("ts_conv2d_s8_pixels(&") == 1  # 8 -> 65
+    assert "pixel_loop" not in texts["cortex-m55"]
 
 
 def test_own_path_layers_get_no_wide_strip() -> None:
@@ -415,6 +457,7 @@ DSP_ONLY_MODELS = (
     "pixel_regs_k16",
     "pixel_regs_k8_k12",
     "pixel_regs_stage",
+    "pixel_own_loops",
     "pixel_regs_strided",
     "pixel_regs_strided_k32",
     "pixel_regs_stage_strided",

@@ -158,6 +158,14 @@ int tsb_conv2d_s8_pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, 
     return tsb_conv2d_s8(p, input, filter, bias, output);
 }
 
+int tsb_conv2d_s8_pixels_own(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                             const int32_t *bias, int8_t *output, const int32_t *table, ts_pixel_loop own)
+{
+    (void)table;
+    (void)own;
+    return tsb_conv2d_s8(p, input, filter, bias, output);
+}
+
 /* ---- DEPTHWISE_CONV_2D: depthwise_conv.cc's EvalQuantizedPerChannel ------------------------------ */
 
 int tsb_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

@@ -45,6 +45,8 @@ int tsb_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, cons
                          const int32_t *bias, int8_t *output, const int32_t *pixel_table);
 int tsb_conv2d_s8_pixel_rows(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                              const int32_t *bias, int8_t *output, const int32_t *pixel_table);
+int tsb_conv2d_s8_pixels_own(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                             const int32_t *bias, int8_t *output, const int32_t *table, ts_pixel_loop own);
 int tsb_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                             const int32_t *bias, int8_t *output);
 int tsb_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,

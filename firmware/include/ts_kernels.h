@@ -285,6 +285,78 @@ int ts_conv2d_s8_pixel_rows_checked(const ts_conv2d_s8_params *p, const int8_t *
                                     const int32_t *bias, int8_t *output, const int32_t *pixel_table,
                                     int32_t checks);
 
+/* CONV_2D own pixel loop: for a flat 1x1 layer with in_c 8 (stride 1, rows as wide as the input's,
+ * out_c 8 to 64), the pixel path's shortest K, where the per-channel requantisation is most of the
+ * work, the generator writes the layer's own loop (TS_PIXEL_OWN_LOOP below, in the model's C
+ * file): every output channel unrolled with its own right shift r as the immediate of its SSAT
+ * (SSAT #8 of x ASR #r is the pixel path's ASR then SSAT: the same bytes), so that a channel is 9
+ * instructions for its 8 products (one LDM of its 7 words, 4 SMLAD, the negative correction,
+ * SMMLAR, SSAT, STRB) and a pixel 9 more (one LDM, 4 SXTB16, the table rewound, the end tested).
+ * Its table is the pixel table without rr: per channel acc0, the 4 lane words, m, base. The loop
+ * runs where TS_PIXEL_OWN is 1 (DSP cores without Helium, GCC/Clang asm: where the pixel path
+ * runs); elsewhere TS_PIXEL_OWN_LOOP makes a null `ts_pixel_loop` and the call is ts_conv2d_s8's
+ * (the table unread). ts_conv2d_s8_pixels_own runs `own` over the layer's flat pixels where the
+ * pixel path takes p (as ts_conv2d_s8_pixels: same read/write order, pixel by pixel, each pixel's
+ * bytes read before its outputs are written); else, or with own NULL, ts_conv2d_s8 (_checked:
+ * ts_conv2d_s8_checked with `checks`). */
+typedef void (*ts_pixel_loop)(const int8_t *input, const int8_t *end, const int32_t *table, int8_t *output);
+int ts_conv2d_s8_pixels_own(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, const int32_t *table, ts_pixel_loop own);
+int ts_conv2d_s8_pixels_own_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *table,
+                                    ts_pixel_loop own, int32_t checks);
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define TS_PIXEL_OWN 1
+#if defined(__GNUC__) && !defined(__clang__)
+#define TS_PIXEL_OWN_NOIPA __attribute__((noipa))
+#else
+#define TS_PIXEL_OWN_NOIPA
+#endif
+/* One output channel of the own loop: its 7 words by LDM (acc0 e0 o0 e1 o1 m base), the pixel's
+ * lanes in r4-r7, its byte stored at lr; `shift` the SSAT's shift: "asr #r" (r >= 1), or "lsl #0"
+ * for a constant channel (m 0: SMMLAR gives base, its value). */
+#define TS_PIXEL_OWN_CHANNEL(shift)                                                                    \
+    "ldm     r12!, {r0, r1, r2, r3, r8, r9, r10}\n\t"                                                   \
+    "smlad   r0, r4, r1, r0\n\t"                                                                       \
+    "smlad   r0, r5, r2, r0\n\t"                                                                       \
+    "smlad   r0, r6, r3, r0\n\t"                                                                       \
+    "smlad   r0, r7, r8, r0\n\t"                                                                       \
+    "sub     r10, r10, r0, lsr #31\n\t"                                                                \
+    "smmlar  r10, r0, r9, r10\n\t"                                                                     \
+    "ssat    r10, #8, r10, " shift "\n\t"                                                              \
+    "strb    r10, [lr], #1\n\t"
+/* The loop `name` (a ts_pixel_loop) over pixels [input, end) (8 bytes each, word-aligned), its
+ * channels `channels` (TS_PIXEL_OWN_CHANNEL each), `table_bytes` = 28 * out_c: the input pointer in
+ * r11, the table in r12, the output in lr, the end on the stack. */
+#define TS_PIXEL_OWN_LOOP(name, table_bytes, channels)                                                  \
+    __attribute__((naked, noinline)) TS_PIXEL_OWN_NOIPA static void name(                               \
+        __attribute__((unused)) const int8_t *input, __attribute__((unused)) const int8_t *end,        \
+        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *output)          \
+    {                                                                                                   \
+        __asm__ volatile("push    {r4-r11, lr}\n\t"                                                     \
+                         "push    {r1, r2}\n\t" /* [sp] the end */                                     \
+                         "mov     r11, r0\n\t"                                                          \
+                         "mov     r12, r2\n\t"                                                          \
+                         "mov     lr, r3\n\t"                                                           \
+                         "1:\n\t"                                                                      \
+                         "ldm     r11!, {r4, r6}\n\t"                                                   \
+                         "sxtb16  r5, r4, ror #8\n\t"                                                   \
+                         "sxtb16  r4, r4\n\t"                                                           \
+                         "sxtb16  r7, r6, ror #8\n\t"                                                   \
+                         "sxtb16  r6, r6\n\t" channels "subw    r12, r12, #" #table_bytes "\n\t"      \
+                         "ldr     r0, [sp]\n\t"                                                         \
+                         "cmp     r11, r0\n\t"                                                          \
+                         "bne     1b\n\t"                                                               \
+                         "add     sp, sp, #8\n\t"                                                       \
+                         "pop     {r4-r11, pc}\n\t");                                                   \
+    }
+#else
+#define TS_PIXEL_OWN 0
+#define TS_PIXEL_OWN_CHANNEL(shift)
+#define TS_PIXEL_OWN_LOOP(name, table_bytes, channels) static const ts_pixel_loop name = NULL;
+#endif
+
 /* ts_conv2d_s8 with its per-call checks made once (a streamed chain calls it row by row, the checks
  * hoisted out of its loop): `checks` = ts_conv2d_s8_checks(p, bias), for parameters that differ from
  * p's only in their row fields (in_h, out_h, pad_top) and, in a stage over column tiles, their
@@ -1329,8 +1401,32 @@ static inline int32_t ts_rows_min(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
+/* n bytes from src down to dst (dst <= src; they may overlap): rows kept when a window slides.
+ * With both pointers and n word-aligned on Armv7-M / Armv8-M Mainline, 32 bytes per LDM/STM pair
+ * (each block read before it is written, and dst never passes src); newlib's memmove moves 16 bytes
+ * per 12 instructions. The rest by memmove. */
+static inline void ts_move_down(int8_t *dst, const int8_t *src, size_t n)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB == 2
+    if ((((uintptr_t)dst | (uintptr_t)src | n) & 3u) == 0) {
+        const int8_t *const end = src + (n & ~(size_t)31);
+        while (src != end) {
+            __asm__ volatile("ldm     %[s]!, {r3, r4, r5, r6, r8, r10, r11, r12}\n\t"
+                             "stm     %[d]!, {r3, r4, r5, r6, r8, r10, r11, r12}"
+                             : [s] "+r"(src), [d] "+r"(dst)
+                             :
+                             : "r3", "r4", "r5", "r6", "r8", "r10", "r11", "r12", "memory");
+        }
+        n &= 31;
+    }
+#endif
+    if (n > 0) {
+        memmove(dst, src, n);
+    }
+}
+
 /* Drop the rows below `lo` from a window of `rows` rows holding rows [*first, *next) (at most
- * `rows` of them): the rows kept move down to its start (memmove: they may overlap). A window of
+ * `rows` of them): the rows kept move down to its start (ts_move_down: they may overlap). A window of
  * one row keeps nothing when it slides (lo > first, so lo >= next), and the code says so: without
  * `rows > 1` the compiler, inlining a one-row window that ends the arena, sees the move of a row
  * from past the window's only one and refuses it (-Warray-bounds; the path never runs). A move in a
@@ -1342,7 +1438,7 @@ static inline void ts_window_slide(int8_t *window, size_t row_bytes, int32_t row
         return;
     }
     if (rows > 1 && *next > lo) {
-        memmove(window, window + (size_t)(lo - *first) * row_bytes, (size_t)(*next - lo) * row_bytes);
+        ts_move_down(window, window + (size_t)(lo - *first) * row_bytes, (size_t)(*next - lo) * row_bytes);
     } else {
         *next = lo;
     }

@@ -2983,7 +2983,8 @@ __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, co
  * as wide as the input's, over the whole input or (one batch: a streamed stage's rows) its first
  * out_h rows, one call over the flat order (strided layers: pixel_rows, by their own entry
  * points). */
-static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table)
+static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table,
+                       ts_pixel_loop own)
 {
     pixel_regs_fn run;
     size_t pixels;
@@ -2993,7 +2994,13 @@ static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t
         ((uintptr_t)input & 3u) != 0) {
         return 0;
     }
-    switch (p->in_c) {
+    switch (own != NULL ? -1 : p->in_c) {
+    case -1: /* the layer's own loop (in_c 8: ts_kernels.h, "own pixel loop") */
+        if (p->in_c != 8) {
+            return 0;
+        }
+        run = own;
+        break;
     case 16:
         run = (p->out_c & 1) == 0 ? pixel_regs16_pairs : pixel_regs16;
         break;
@@ -3024,7 +3031,7 @@ int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *bias, int8_t *output, const int32_t *pixel_table)
 {
 #if TS_CONV_WIDE
-    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table, NULL)) {
         return TS_OK;
     }
 #endif
@@ -3038,11 +3045,42 @@ int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
                                 const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks)
 {
 #if TS_CONV_WIDE
-    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table)) {
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table, NULL)) {
         return TS_OK;
     }
 #endif
     (void)pixel_table;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
+
+/* ts_conv2d_s8 with the layer's own pixel loop (ts_kernels.h, "own pixel loop") where the pixel
+ * path takes the layer; without one (other cores) ts_conv2d_s8, the table unread. */
+int ts_conv2d_s8_pixels_own(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, const int32_t *table, ts_pixel_loop own)
+{
+#if TS_CONV_WIDE
+    if (own != NULL && table != NULL && pixel_layer(p, input, output, table, own)) {
+        return TS_OK;
+    }
+#endif
+    (void)table;
+    (void)own;
+    return ts_conv2d_s8(p, input, filter, bias, output);
+}
+
+/* ts_conv2d_s8_pixels_own with ts_conv2d_s8's checks made once (a streamed stage's member): its
+ * fallback is ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixels_own_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                    const int32_t *bias, int8_t *output, const int32_t *table,
+                                    ts_pixel_loop own, int32_t checks)
+{
+#if TS_CONV_WIDE
+    if (own != NULL && table != NULL && pixel_layer(p, input, output, table, own)) {
+        return TS_OK;
+    }
+#endif
+    (void)table;
+    (void)own;
     return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
 }
 

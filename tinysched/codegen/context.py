@@ -38,6 +38,7 @@ class KernelCall:
     params: list[tuple[str, str]]  # designated initializers, in struct order
     args: list[str]  # C expressions after the params pointer
     local_arrays: list[ConstArray] = field(default_factory=list)  # multipliers, tables, chunk sizes
+    local_code: list[str] = field(default_factory=list)  # C definitions after them (a layer's own loop)
     comment: list[str] = field(default_factory=list)
     pre: list[str] = field(default_factory=list)  # C statements before the call (e.g. pointer lists)
     first_run: bool = True  # False for a recomputed operator's later runs (parameters emitted once)

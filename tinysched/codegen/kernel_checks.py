@@ -256,6 +256,8 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_conv2d_s8_pixels_checked": _conv,  # a streamed stage's 1x1 member with one (codegen.lower_stream)
     "ts_conv2d_s8_pixel_rows": _conv,  # the same for a strided 1x1 layer (its rows one by one)
     "ts_conv2d_s8_pixel_rows_checked": _conv,
+    "ts_conv2d_s8_pixels_own": _conv,  # with the layer's own pixel loop (codegen.lower_conv own_pixel_loop)
+    "ts_conv2d_s8_pixels_own_checked": _conv,
     # a streamed stage's CONV_2D members (codegen.lower_stream): lowered and checked as ts_conv2d_s8,
     # then renamed; the same parameters refused the same way
     "ts_conv2d_s8_checked": _conv,

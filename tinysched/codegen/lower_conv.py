@@ -181,9 +181,7 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
         else None
     )
     if pixels is not None:  # a whole layer whose pixel stays in registers (ts_kernels.h)
-        comment = pixel_table_comment(ic)
-        call.kernel = pixel_kernel(ctx.graph, op)
-        call.args.append(ctx.array(call, "pixel_table", "int32_t", pixels, comment))
+        call.args += pixel_path(ctx, call, op, pixels)
     if variant is not None:
         _staged(ctx, op, call, variant, mults, shifts, out_zp, rq=rq)
 
@@ -526,6 +524,64 @@ def pixel_kernel(graph: Graph, op: Operator) -> str:
     opts = op.options
     flat = (int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))) == (1, 1)
     return "ts_conv2d_s8_pixels" if flat else "ts_conv2d_s8_pixel_rows"
+
+
+OWN_LOOP_IN_C = 8  # ts_kernels.h "own pixel loop": the in_c whose flat layers get a loop of their own
+OWN_LOOP_MAX_OUT_C = 64  # its channels unrolled, 36 bytes of code each
+OWN_LOOP_WORDS = 7  # per channel: acc0, 4 lane words, m, base (the pixel table's without rr)
+
+
+def own_pixel_loop(graph: Graph, op: Operator, table: Sequence[int]) -> tuple[list[int], list[int]] | None:
+    """The table and the right shifts of a layer's own pixel loop (ts_kernels.h, CONV_2D "own pixel
+    loop"), from its pixel table: at in_c 8 the requantisation is most of a channel's work, so a
+    flat layer (stride 1: ts_conv2d_s8_pixels) of 8 to OWN_LOOP_MAX_OUT_C channels gets every
+    channel unrolled with its shift r as an SSAT immediate instead of an ASR by register. None for
+    the other layers of the pixel path."""
+    in_c = int(graph.tensors[op.inputs[0]].shape[3])
+    out_c = int(graph.tensors[op.outputs[0]].shape[3])
+    if (
+        in_c != OWN_LOOP_IN_C
+        or out_c > OWN_LOOP_MAX_OUT_C
+        or pixel_kernel(graph, op) != "ts_conv2d_s8_pixels"
+    ):
+        return None
+    words = 4 + in_c // 2
+    channels = [list(table[words * o : words * o + words]) for o in range(out_c)]
+    return [w for ch in channels for w in ch[:OWN_LOOP_WORDS]], [ch[-1] & 255 for ch in channels]
+
+
+def own_loop_code(name: str, shifts: Sequence[int]) -> str:
+    """The generated C of a layer's own pixel loop `name` (TS_PIXEL_OWN_LOOP, one TS_PIXEL_OWN_CHANNEL
+    per output channel: SSAT's shift its r, or none for a constant channel)."""
+    lines = [
+        "/* its own pixel loop: every channel unrolled, SSAT shifting by the channel's r (ts_kernels.h, CONV_2D "
+        '"own pixel loop") */',
+        f"TS_PIXEL_OWN_LOOP({name}, {OWN_LOOP_WORDS * 4 * len(shifts)},",
+    ]
+    lines += [
+        f'    TS_PIXEL_OWN_CHANNEL("{f"asr #{r}" if r else "lsl #0"}") /* channel {o} */'
+        for o, r in enumerate(shifts)
+    ]
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def pixel_path(ctx: LoweringContext, call: KernelCall, op: Operator, table: list[int]) -> list[str]:
+    """Give `call` (a 1x1 layer, or a stage's member) the pixel path with its table (`pixel_table`):
+    its kernel, its arrays (and its own loop where `own_pixel_loop` takes it) and the arguments
+    they add to the call."""
+    graph = ctx.graph
+    in_c = int(graph.tensors[op.inputs[0]].shape[3])
+    own = own_pixel_loop(graph, op, table)
+    if own is None:
+        call.kernel = pixel_kernel(graph, op)
+        return [ctx.array(call, "pixel_table", "int32_t", table, pixel_table_comment(in_c))]
+    own_table, shifts = own
+    call.kernel = "ts_conv2d_s8_pixels_own"
+    comment = "per output channel: (bias + input_offset * sum(w)) << l1, 4 filter words << l1, m, base"
+    name = f"{ctx.prefix}_{call.symbol}_pixel_loop"
+    call.local_code.append(own_loop_code(name, shifts))
+    return [ctx.array(call, "pixel_table", "int32_t", own_table, comment), name]
 
 
 def pixel_table_comment(in_c: int) -> str:

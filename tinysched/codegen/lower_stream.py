@@ -11,9 +11,8 @@ from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.lower_conv import (
     mve_dw_eff_table,
     mve_layer_table,
-    pixel_kernel,
+    pixel_path,
     pixel_table,
-    pixel_table_comment,
     rq_table,
     staged_pointwise_table,
 )
@@ -210,6 +209,7 @@ CHECKED_KERNELS = {
     "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixels": ("ts_conv2d_s8_pixels_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixel_rows": ("ts_conv2d_s8_pixel_rows_checked", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_pixels_own": ("ts_conv2d_s8_pixels_own_checked", "ts_conv2d_s8_checks"),
     "ts_depthwise_conv2d_s8": ("ts_depthwise_conv2d_s8_checked", "ts_depthwise_conv2d_s8_checks"),
 }
 
@@ -284,7 +284,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     # 1x1 members the pixel path takes (ts_conv2d_s8_pixels with the generator's pixel table): their
     # rows pixel by pixel, each pixel held in registers for all of its channels, no strip needed
     # (not the narrow members: ts_conv2d_s8_staged_checked below, whose scratch the plan holds)
-    pixel_tables: dict[int, str] = {}  # stage j -> its pixel table
+    pixel_tables: dict[int, list[str]] = {}  # stage j -> its pixel table (and own loop) arguments
     narrow = {k + s.source for k in staged_members(graph, s)}
     for j, part in enumerate(parts):
         member = None if part is None else s.operators[j - s.source]
@@ -304,9 +304,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         )
         if table is None:
             continue
-        comment = pixel_table_comment(int(graph.tensors[member.inputs[0]].shape[3]))
-        part.kernel = pixel_kernel(graph, member)
-        pixel_tables[j] = ctx.array(part, "pixel_table", "int32_t", table, comment)
+        pixel_tables[j] = pixel_path(ctx, part, member, table)
     wide: dict[int, str] = {}  # stage j -> its ts_rq table (the member runs ts_conv2d_s8_strip)
     member_readers = [  # per streamed tensor: the members (indices in s.operators) that read it by rows
         [i for i, m in enumerate(s.operators) if t in row_inputs(graph, m)] for t in s.tensors
@@ -587,7 +585,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             elif j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
                 args += ["strip", "room", wide[j]]
             elif j in pixel_tables:
-                args.append(pixel_tables[j])
+                args += pixel_tables[j]
             if j in checked:
                 args.append(f"checks{j}")
             if j in dw_layer:

@@ -51,6 +51,8 @@ KERNEL_SOURCE = {
     "ts_conv2d_s8_pixels_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_pixel_rows": "ts_conv2d_s8",
     "ts_conv2d_s8_pixel_rows_checked": "ts_conv2d_s8",
+    "ts_conv2d_s8_pixels_own": "ts_conv2d_s8",
+    "ts_conv2d_s8_pixels_own_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_wide_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
