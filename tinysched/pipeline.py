@@ -514,9 +514,13 @@ class Planned:
 
     def stream_macs(self) -> tuple[int, int]:
         """(MACs the streams add, MACs of one inference without them): a two-pass stream's second
-        pass computes its feature map's rows again (tinysched.memory.stream.TwoPass)."""
-        added = sum(stream_macs_added([c for _, c in self._chains()], self.graph))
-        return added, total_macs(self.graph) - added
+        pass computes its feature map's rows again (tinysched.memory.stream.TwoPass), which the
+        planned graph counts (its members are in both fused operators); column tiles compute their
+        halo columns again, which it does not (a fused operator counts its members' MACs once)."""
+        chains = [c for _, c in self._chains()]
+        added = sum(stream_macs_added(chains, self.graph))
+        halo = sum(tile_macs_added(self.graph, c) for c in chains)
+        return added, total_macs(self.graph) - (added - halo)
 
     def stream_macs_json(self) -> dict[str, Any]:
         added, whole = self.stream_macs()
