@@ -67,6 +67,17 @@ def _wide_halo(b: ModelBuilder) -> None:
     b.output(b.depthwise_conv2d(t, (7, 7), (2, 2), padding="SAME", name="dw7_s2"))
 
 
+def _padded_tail(b: ModelBuilder) -> None:
+    """mcunet_vww_int8's stage 29 -> 31 -> 30 -> 32 on its shapes: a 1x1 10x10x24 -> 144, a PAD
+    (top 3 bottom 2 left 3 right 2, fused into the depthwise), a 7x7 stride-2 VALID depthwise to
+    5x5x144 and a 1x1 to 40: two tiles split the 5 output columns 0-1, 2-4."""
+    x = b.input("x", (1, 10, 10, 24), zero_point=-5)
+    t = b.conv2d(x, 144, (1, 1), activation="RELU6", name="expand")
+    t = b.pad(t, [(0, 0), (3, 2), (3, 2), (0, 0)], name="pad")
+    t = b.depthwise_conv2d(t, (7, 7), (2, 2), padding="VALID", activation="RELU6", name="dw7_s2")
+    b.output(b.conv2d(t, 40, (1, 1), name="project"))
+
+
 def _tiled(planned) -> list:
     return [s for op in planned.graph.operators if (s := stream_of(op)) is not None and s.tiles is not None]
 
@@ -128,6 +139,36 @@ def test_tile_offers_cheapest_saving_first() -> None:
     assert tile_offers(planned.graph, [s], peak | {max(peak) + 1}, 10**9, 1) == []
 
 
+def test_mcunet_tail_stage_over_two_and_four_tiles_by_hand() -> None:
+    """`_padded_tail`: untiled, 7 rows of 10 x 144 and one of 5 x 144 beside the 10x10x24 input (the
+    5x5x40 output overlaps it). Its halo is 26% of this small model's MACs over two tiles (the
+    head's columns [0, 6) and [1, 10): 5 of 10 again), 47% over three and 73% over four: --mac-budget
+    30 takes two, 100 four (the least arena), the default none."""
+    own = 10 * 10 * 24 * 144 + 5 * 5 * 144 * 49 + 5 * 5 * 144 * 40
+    found = {}
+    for budget in (None, 30.0, 100.0):
+        planned = plan(
+            built_graph(_padded_tail, seed=7), PlanOptions(time_limit=2.0, stream_mac_budget=budget)
+        )
+        (s,) = [s for op in planned.graph.operators if (s := stream_of(op)) is not None]
+        halo = tile_macs_added(planned.graph, s)
+        assert planned.stream_macs() == (halo, own)
+        found[budget] = (
+            planned.arena.arena_bytes,
+            1 if s.tiles is None else s.tiles.count,
+            s.window_bytes,
+            halo,
+        )
+        if budget == 30.0:
+            assert [t[-1] for t in s.tiles.members] == [(0, 2), (2, 5)]
+            assert [t[0] for t in s.tiles.tensors] == [(0, 6), (1, 10)] and s.row_bytes == (9 * 144, 3 * 144)
+    assert found == {
+        None: (7 * 1440 + 720 + 2400, 1, 10800, 0),
+        30.0: (7 * 1296 + 432 + 2400 + 1008, 2, 9504, 172800),  # the output no longer overlaps the input
+        100.0: (7 * 1008 + 288 + 2400 + 1008, 4, 7344, 483840),
+    }
+
+
 def test_the_input_streamed_over_two_tiles_by_hand() -> None:
     """Tiles 0-11 and 12-23 of the 24 output columns read input columns [0, 27) and [22, 48): the
     input's window is 3 rows of 27 x 3 B and room for one whole row (63 B more), the convolution's 3
@@ -156,13 +197,23 @@ def test_the_input_streamed_over_two_tiles_by_hand() -> None:
 
 @needs_gcc
 @pytest.mark.host
-@pytest.mark.parametrize("build", [_conv_sink, _camera, _pool], ids=["conv_sink", "input_rows", "pool"])
+@pytest.mark.parametrize(
+    "build",
+    [_conv_sink, _camera, _pool, _padded_tail],
+    ids=["conv_sink", "input_rows", "pool", "mcunet_tail"],
+)
 def test_tiled_stages_bit_exact_on_the_host(build, tmp_path: Path) -> None:
     """The host runner checks every pass over the input's rows comes in order, each row once."""
     path = saved_model(tmp_path / "model.tflite", build, seed=5)
+    whole = build in (_conv_sink, _padded_tail)
     planned = plan(
         parse_model(path.read_bytes()),
-        PlanOptions(time_limit=2.0, stream_input=build is not _conv_sink, input_passes=2),
+        PlanOptions(
+            time_limit=2.0,
+            stream_input=not whole,
+            input_passes=2,
+            stream_mac_budget=30.0 if build is _padded_tail else None,
+        ),
     )
     assert _tiled(planned)
     result = verify(path, planned, generate(planned), n_inputs=3, seed=1, opt="-O1", sanitize=True)
@@ -175,6 +226,15 @@ def test_tiled_stage_measured_equal_on_qemu(tmp_path: Path) -> None:
     path = saved_model(tmp_path / "model.tflite", _conv_sink, seed=6)
     gen = generate_for_measure(path, tmp_path / "gen", 2)
     assert "column tile 3: output columns [11, 15)" in model_c_text(gen)
+    measured_equal_on_qemu(gen, tmp_path / "qemu")
+
+
+@pytest.mark.qemu
+def test_mcunet_tail_over_two_tiles_measured_equal_on_qemu(tmp_path: Path) -> None:
+    require("qemu")
+    path = saved_model(tmp_path / "model.tflite", _padded_tail, seed=6)
+    gen = generate_for_measure(path, tmp_path / "gen", 2, stream_mac_budget=30.0)
+    assert "column tile 1: output columns [2, 5)" in model_c_text(gen)
     measured_equal_on_qemu(gen, tmp_path / "qemu")
 
 
