@@ -259,13 +259,17 @@ CORES = {
 }
 
 
-@pytest.mark.parametrize("build", [_conv_sink, _camera], ids=["conv_sink", "input_rows"])
+@pytest.mark.parametrize(
+    "build", [_conv_sink, _camera, _padded_tail], ids=["conv_sink", "input_rows", "mcunet_tail"]
+)
 def test_tiled_module_compiles_strict_for_four_cores_and_three_levels(build, tmp_path: Path) -> None:
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc is not installed")
-    planned = plan(
-        built_graph(build, seed=5), PlanOptions(time_limit=2.0, stream_input=build is _camera, input_passes=2)
+    budget = 30.0 if build is _padded_tail else None
+    options = PlanOptions(
+        time_limit=2.0, stream_input=build is _camera, input_passes=2, stream_mac_budget=budget
     )
+    planned = plan(built_graph(build, seed=5), options)
     assert _tiled(planned)
     module = generate(planned)
     sources = write_sources(module, tmp_path / "gen")
