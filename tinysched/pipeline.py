@@ -1109,14 +1109,16 @@ def _tile_rounds(
     already) and keeps the smallest arena, of equal arenas the fewest halo MACs (then the fewest
     tiles): the default flags mean least memory, and --mac-budget is what a plan may spend for it.
 
-    Why no cap of its own: a tiling that does not lower the arena is never kept, so tiles only
-    cost time where they save bytes, and on the shared models' default plans (one pass over the
-    input's rows: a stage headed by the input is never tiled) no tiling lowers the arena, so
-    their instructions do not change (docs/BENCHMARKS.md). Tiles cost more than their halo MACs
-    (each tile calls its members' kernels again on narrower rows, without the staged 1x1 path; on
-    the M7 mcunet_vww_int8's first stage over 2 tiles, 3.5% halo: 5.40 M -> 6.54 M instructions),
-    which the estimate does not count (tinysched.arena.cost): --mac-budget lower, or --input-passes
-    1, keeps a plan faster."""
+    Why no cap of its own (it was 5% of the stage's MACs): a tiling that does not lower the arena
+    is never kept, so tiles cost time only where they save bytes; with one pass over the input's
+    rows (the default) a stage headed by the input is never tiled, and no other tiling lowers a
+    shared model's default or --stream-input arena, so none of those plans changes. Where tiles
+    do lower it, the instructions rise by more than the halo: tiled CONV_2D members find no room
+    for the widened kernel's strip in the stage's output, each tile calls the kernels again on
+    narrower rows, and the lower peak makes later steps choose in-place kernels (VWW --stream-input
+    --input-passes 2: 15,072 -> 10,848 B, 10.1 M -> 16.9 M instructions on the emulated M7). That is the
+    least-memory plan the flags ask for; --mac-budget lower, or --arena-budget (the fastest plan
+    that fits), keeps a plan faster."""
     percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
     cap = math.floor(total_macs(base) * percent / 100)
     if percent == 0:
