@@ -144,8 +144,9 @@ def table(rows: list[dict[str, Any]], seconds: float, n_inputs: int) -> str:
             "",
             "An arena target missed is set by a step away from the input (the last column): once the "
             "input's stage runs over column tiles, the peak is a later stage that holds a whole input "
-            "beside the windows of a 7x7 stride-2 depthwise on rows of 10 or 20 columns, whose halo "
-            '(over 5% of the stage\'s MACs) the plan does not tile (docs/memory-model.md, "Column tiles").',
+            "beside the windows of a 7x7 stride-2 depthwise on rows of 20 columns, whose output "
+            "overlaps that input untiled and could not over tiles (each tile writes every output row), "
+            'so tiling it would grow the step (docs/memory-model.md, "Column tiles").',
         ]
     return "\n".join(out) + "\n"
 

@@ -514,9 +514,13 @@ class Planned:
 
     def stream_macs(self) -> tuple[int, int]:
         """(MACs the streams add, MACs of one inference without them): a two-pass stream's second
-        pass computes its feature map's rows again (tinysched.memory.stream.TwoPass)."""
-        added = sum(stream_macs_added([c for _, c in self._chains()], self.graph))
-        return added, total_macs(self.graph) - added
+        pass computes its feature map's rows again (tinysched.memory.stream.TwoPass), which the
+        planned graph counts (its members are in both fused operators); column tiles compute their
+        halo columns again, which it does not (a fused operator counts its members' MACs once)."""
+        chains = [c for _, c in self._chains()]
+        added = sum(stream_macs_added(chains, self.graph))
+        halo = sum(tile_macs_added(self.graph, c) for c in chains)
+        return added, total_macs(self.graph) - (added - halo)
 
     def stream_macs_json(self) -> dict[str, Any]:
         added, whole = self.stream_macs()
@@ -1049,10 +1053,46 @@ def tile_macs_added(graph: Graph, stream: Stream) -> int:
 
 
 TILE_ROUNDS = 3  # plans that run the stages at the peak over column tiles, each on top of the last kept
-# the halo a tiling may add, in % of its stage's MACs: each tile also pays its rows' kernel calls
-# again on narrower rows (measured on the M7: mcunet_vww_int8's first stage over 2 tiles, 3.5% halo,
-# 5.40 M -> 6.54 M instructions; VWW's over 3 tiles, 22% halo, 4.74 M -> 7.65 M)
-TILE_HALO_PERCENT = 5
+
+
+@dataclass(frozen=True)
+class TileOffer:
+    """One stage at the peak run over column tiles (`tiled`): the window bytes it saves at the
+    stage's step and the halo MACs it adds (`tile_macs_added`)."""
+
+    stage: Stream
+    tiles: Stream
+    saved: int
+    halo: int
+
+    def cost_key(self) -> tuple[float, int, int]:
+        """Halo MACs per window byte saved, then the fewer tiles and the earlier stage: the
+        cheapest saving first."""
+        assert self.tiles.tiles is not None
+        return self.halo / self.saved, self.tiles.tiles.count, self.stage.consumer.index
+
+
+def tile_offers(
+    graph: Graph, chosen: Sequence[Stream], peak: set[int], budget_macs: int, passes: int
+) -> list[TileOffer]:
+    """The tilings a round may try, the cheapest saving first (`TileOffer.cost_key`): every tile
+    count of the untiled stage of `chosen` that holds every operator at the peak (where another
+    step is at the peak too, tiling one stage cannot lower it, and planning it would only spend
+    the budget) whose halo fits `budget_macs` (what --mac-budget leaves after the chains' added
+    MACs), a stage headed by the input only over at most `passes` tiles (the application's rows
+    are asked for once per tile)."""
+    offers = []
+    for stage in chosen:
+        if stage.tiles is not None or not peak or not peak <= members(stage):
+            continue
+        for tiles in tiled(graph, stage):
+            assert tiles.tiles is not None
+            if stage.source and tiles.tiles.count > passes:
+                continue
+            halo = tile_macs_added(graph, tiles)
+            if halo <= budget_macs:
+                offers.append(TileOffer(stage, tiles, stage.window_bytes - tiles.window_bytes, halo))
+    return sorted(offers, key=TileOffer.cost_key)
 
 
 def _tile_rounds(
@@ -1063,10 +1103,22 @@ def _tile_rounds(
     considered: list[_KernelPlan],
     options: PlanOptions,
 ) -> _KernelPlan:
-    """Up to TILE_ROUNDS plans that run a stage at the peak over column tiles (issue 33 part 2):
-    per stage, each tile count whose halo MACs are at most TILE_HALO_PERCENT of the stage's and fit
-    what --mac-budget leaves (fewest tiles first), kept when it lowers the arena, a count with more
-    tiles only when it lowers it further: the arena saved against the MACs added."""
+    """Up to TILE_ROUNDS rounds that run one more stage at the peak over column tiles (issue 33 part
+    2), the arena they save against the MACs they add. A round plans every `tile_offers` tiling
+    (the halo charged against --mac-budget, the hard limit, with the MACs the plan's chains add
+    already) and keeps the smallest arena, of equal arenas the fewest halo MACs (then the fewest
+    tiles): the default flags mean least memory, and --mac-budget is what a plan may spend for it.
+
+    Why no cap of its own (it was 5% of the stage's MACs): a tiling that does not lower the arena
+    is never kept, so tiles cost time only where they save bytes; with one pass over the input's
+    rows (the default) a stage headed by the input is never tiled, and no other tiling lowers a
+    shared model's default or --stream-input arena, so none of those plans changes. Where tiles
+    do lower it, the instructions rise by more than the halo: tiled CONV_2D members find no room
+    for the widened kernel's strip in the stage's output, each tile calls the kernels again on
+    narrower rows, and the lower peak makes later steps choose in-place kernels (VWW --stream-input
+    --input-passes 2: 15,072 -> 10,848 B, 10.1 M -> 16.9 M instructions on the emulated M7). That is the
+    least-memory plan the flags ask for; --mac-budget lower, or --arena-budget (the fastest plan
+    that fits), keeps a plan faster."""
     percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
     cap = math.floor(total_macs(base) * percent / 100)
     if percent == 0:
@@ -1074,29 +1126,22 @@ def _tile_rounds(
     for done in range(TILE_ROUNDS):
         chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
         spent = sum(stream_macs_added(chosen, base))
-        peak = best.peak_operators()
-        improved = False
-        for stage in chosen:
-            if stage.tiles is not None or not members(stage) & peak:
+        offers = tile_offers(base, chosen, best.peak_operators(), cap - spent, options.input_passes)
+        kept: tuple[int, int, int] | None = None  # (arena, halo, tiles) of the round's best
+        round_best = best
+        for k, offer in enumerate(offers):
+            fused = fuse(base, [offer.tiles if c is offer.stage else c for c in chosen])
+            if not _fusable(fused):
                 continue
-            own = sum(operator_macs(base, op) for op in stage.operators)
-            for tiles in tiled(base, stage):
-                if stage.source and tiles.tiles is not None and tiles.tiles.count > options.input_passes:
-                    break  # the application's rows asked for once per tile: more than it can give
-                halo = tile_macs_added(base, tiles)
-                if spent + halo > cap or 100 * halo > TILE_HALO_PERCENT * own:
-                    break  # more tiles add more halo
-                fused = fuse(base, [tiles if c is stage else c for c in chosen])
-                if not _fusable(fused):
-                    break
-                trial = kernels.plan(fused, ledger.part(2 * (TILE_ROUNDS - done)))
-                considered.append(trial)
-                if trial.arena.arena_bytes < best.arena.arena_bytes:
-                    best, improved = trial, True
-            if improved:
-                break
-        if not improved:
+            trial = kernels.plan(fused, ledger.part((len(offers) - k) * (TILE_ROUNDS - done)))
+            considered.append(trial)
+            assert offer.tiles.tiles is not None
+            key = (trial.arena.arena_bytes, offer.halo, offer.tiles.tiles.count)
+            if trial.arena.arena_bytes < best.arena.arena_bytes and (kept is None or key < kept):
+                round_best, kept = trial, key
+        if kept is None:
             break
+        best = round_best
     return best
 
 
