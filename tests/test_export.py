@@ -120,6 +120,16 @@ def legacy_uint8(tmp_path_factory) -> list[Exported]:
 
 
 @pytest.fixture(scope="module")
+def own_loops(tmp_path_factory) -> Exported:
+    """1x1 layers over 8 channels: their own pixel loops (TS_PIXEL_OWN_LOOP) in the module's C file."""
+    from fast_path_models import pixel_own_loops
+
+    path = tmp_path_factory.mktemp("models") / "pixel_own_loops.tflite"
+    path.write_bytes(pixel_own_loops())
+    return export(path, tmp_path_factory.mktemp("export") / "own", "own")
+
+
+@pytest.fixture(scope="module")
 def vww(tmp_path_factory) -> Exported:
     model = shared_model("mlperf_vww_mbv1_025_96_int8")
     return export(model, tmp_path_factory.mktemp("export") / "vww", "vww")
@@ -453,14 +463,19 @@ def test_the_header_compiles_as_cxx17(quantize_edges: Exported, demo: Exported, 
 
 @pytest.mark.qemu
 def test_exported_sources_compile_strict_for_four_cores_and_three_levels(
-    demo: Exported, quantize_edges: Exported, legacy_uint8: list[Exported], tmp_path: Path
+    demo: Exported,
+    quantize_edges: Exported,
+    legacy_uint8: list[Exported],
+    own_loops: Exported,
+    tmp_path: Path,
 ) -> None:
     """-std=c99 -Wall -Wextra -Werror -pedantic, M4/M7/M33/M55 at -O0/-Os/-O2 (an IDE's Debug build is
     -O0, where the kernels' asm once ran out of registers), example/main.c included; the headers
     from C++17 with arm-none-eabi-g++."""
     require("qemu")
     jobs = []
-    for ex in (demo, quantize_edges, *legacy_uint8):
+    assert "TS_PIXEL_OWN_LOOP(" in (own_loops.directory / "src" / "own.c").read_text()
+    for ex in (demo, quantize_edges, *legacy_uint8, own_loops):
         d = ex.directory
         files = [d / s for s in ex.result.library.sources] + [d / "example" / "main.c"]
         includes = [f"-I{d}/include", f"-I{d}/src", f"-I{d}/src/kernels"]
