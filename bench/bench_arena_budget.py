@@ -50,6 +50,12 @@ REFRESH_MODELS = (
     "arm_kws_ds_cnn_l_int8",
     "arm_har_cnn_int8",
     "st_yamnet_256_int8",
+    # shapes the others lack: 1x1 layers of few output channels and 5x5 / 7x7 depthwise layers in
+    # stages (mcunet), rows one pixel wide (sww), a 7x7 first layer over one channel into a PAD and
+    # a pool, residual blocks of 64 channels (miniresnet)
+    "mcunet_vww_int8",
+    "mlperf_sww_dscnn_int8",
+    "st_miniresnetv2_1stack_int8",
 )
 REFRESH_FLAGS = ((), ("--prefer", "speed"), ("--arena-budget", "1M"))
 
@@ -195,7 +201,7 @@ def fit_line(rows: list[Row], features: tuple[int, ...] | None = None) -> dict[s
     from itertools import combinations
 
     if features is not None and any(r[0] for r in rows) and len(_relative(rows)) > len(features):
-        return fit_validated(rows, features)
+        return fit_validated(rows, features, relative=features == FIT_ALL)
     candidates = FIT_MACS if any(r[0] for r in rows) else FIT_NO_MACS
     present = [i for i in candidates if any(r[i] for r in rows)]
     for k in range(len(present), 0, -1):
@@ -224,12 +230,12 @@ def _relative(rows: list[Row]) -> list[Row]:
     return [(*(f / (sum(c) / len(c)) for f in shape), 1.0) for shape, c in counts.items() if sum(c) > 0]  # type: ignore[misc]
 
 
-def fit_validated(rows: list[Row], features: tuple[int, ...]) -> dict[str, float]:
+def fit_validated(rows: list[Row], features: tuple[int, ...], relative: bool = False) -> dict[str, float]:
     """The line over a subset of `features` whose leave-one-shape-out relative error is least (ties:
-    fewer features), none negative, fitted to every shape's relative error: a feature enters only
-    where it predicts the shapes it was not fitted to (with all four over a dozen shapes, a per-call
-    constant fitted KWS-like shapes to 13,300 instructions a row call). One shape: per MAC (per
-    output without MACs)."""
+    fewer features, then the earlier), none negative: a feature enters only where it predicts the
+    shapes it was not fitted to (with all four over a dozen shapes, a per-call constant fitted
+    KWS-like shapes to 13,300 instructions a row call). One shape: per MAC (per output without
+    MACs)."""
     from itertools import combinations
 
     shapes = _relative(rows)
@@ -246,12 +252,17 @@ def fit_validated(rows: list[Row], features: tuple[int, ...]) -> dict[str, float
                 if x is None:
                     break
                 errors.append(abs(sum(v * shapes[i][f] for f, v in zip(use, x, strict=True)) - 1))
-            else:
-                score = sum(errors) / len(errors)
+            else:  # ties (features proportional on every shape measured: a depthwise's MACs and
+                # outputs over 3x3 filters only): the fewer features, then the earlier (per MAC)
+                score = round(sum(errors) / len(errors), 6)
                 if best is None or (score, k) < best[:2]:
                     best = (score, k, use)
     use = best[2] if best is not None else (0,) if any(r[0] for r in shapes) else (1,)
-    x = _solve(shapes, use) if len(shapes) >= len(use) else None
+    # the chosen features' coefficients: by least squares on each shape's relative error (`relative`:
+    # a stage member's line, each chain's estimate against its own count), else on the counts
+    # themselves (an operator's line: the large layers, which make up a model's count, weigh most)
+    x = _solve(shapes if relative else rows, use) if len(shapes) >= len(use) else None
+    x = x if x is not None or relative or len(shapes) < len(use) else _solve(shapes, use)
     if x is None:  # one shape the first feature alone
         use = use[:1]
         x = [len(shapes) / sum(r[use[0]] for r in shapes)] if any(r[use[0]] for r in shapes) else [0.0]
@@ -354,7 +365,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
         rows = steps[key]
         lines[key] = fit_line(rows, line_features(key))
         got = sum(r[COUNT] for r in rows)
-        est = sum(_estimate(lines[key], r[0], r[1], r[2], r[3]) for r in rows)
+        est = sum(_estimate(lines[key], *r[:COUNT]) for r in rows)
         print(f"  {key:<32} {len(rows):3} operators  {lines[key]}  estimate/measured {est / got:.3f}")
     if chains:  # the stage loop's own instructions: what a chain counts beyond its members, per row call
         calls = sum(m["row_calls"] for _, members, _ in chains for m in members)

@@ -133,20 +133,15 @@ def _own_path_name(graph: Graph, op: Operator, own_path: KeepDefault | None) -> 
 
 def kernel_name(graph: Graph, op: Operator, own_path: KeepDefault | None = None) -> str:
     """The kernel an operator of a planned graph runs, as the table names it: ``streamed`` for a
-    fused chain; ``pixels`` / ``stem`` for a CONV_2D that `own_path` gives a path of its own,
-    ``small`` for one of small receptive field (`_small_field`: its paths whether or not it has a
-    ``wide`` strip); else its variant's name (``staged``, ``wide``), else ``default``; a staged
-    pointwise CONV_2D whose chunk holds three pixels' widened inputs is ``staged-widened`` (its DSP path,
+    fused chain; its variant's name (``staged``, ``wide``); without one, ``pixels`` / ``stem`` for a
+    CONV_2D that `own_path` gives a path of its own, ``small`` for one of small receptive field
+    (`_small_field`), else ``default``; a staged pointwise CONV_2D whose chunk holds three pixels' widened inputs is ``staged-widened`` (its DSP path,
     `staged_wide3` in ts_conv2d_s8.c: in_c a multiple of 4, in_c <= out_c, chunk * out_c >= 6 * in_c)."""
     if stream_of(op) is not None:
         return STREAMED
     variant = variant_of(graph, op)
-    if variant is None or variant.name == "wide":
-        own = _own_path_name(graph, op, own_path) or ("small" if _small_field(graph, op) else None)
-        if own is not None:
-            return own
     if variant is None:
-        return "default"
+        return _own_path_name(graph, op, own_path) or ("small" if _small_field(graph, op) else "default")
     if op.opcode == "CONV_2D" and variant.name == "staged":
         in_c = int(graph.tensors[op.inputs[0]].shape[-1])
         out_c = variant.out_channels
@@ -206,14 +201,16 @@ def _pixels(graph: Graph, op: Operator) -> int:
 def own_strip_share(
     graph: Graph, op: Operator, arena: ArenaPlan | None, own_path: KeepDefault | None = None
 ) -> float:
-    """The share of a default-kernel CONV_2D's output that takes the widened path with its strip in
-    the operator's own output (ts_kernels.h "CONV_2D wide": the leading rows whose outputs end
-    before a strip that fits in the part of the output holding no input bytes), from the placed
-    offsets: 0 without an arena, for another kernel (a path of its own, `own_path`, takes no strip),
-    or where no strip fits."""
+    """The share of a default-kernel CONV_2D's output (``default``, or ``small``: KWS-L's first
+    layer) that takes the widened path with its strip in the operator's own output (ts_kernels.h
+    "CONV_2D wide": the leading rows whose outputs end before a strip that fits in the part of the
+    output holding no input bytes), from the placed offsets: 0 without an arena, for another kernel
+    (a path of its own, `own_path`, takes no strip), or where no strip fits."""
     from tinysched.arena.scratch import wide_eligible
 
-    if arena is None or kernel_name(graph, op, own_path) != "default" or not wide_eligible(graph, op):
+    if arena is None or kernel_name(graph, op, own_path) not in ("default", "small"):
+        return 0.0
+    if not wide_eligible(graph, op):
         return 0.0
     where = {p.index: p for p in arena.buffers if p.instance == 0}
     x, y = where.get(op.inputs[0]), where.get(op.outputs[0])
@@ -264,24 +261,20 @@ def family_lines(core: str) -> Mapping[str, Mapping[str, float]]:
     return _table()["families"][core_family(core)]
 
 
-def _member_line(
-    lines: Mapping[str, Mapping[str, float]], opcode: str, kernel: str
-) -> tuple[KernelCost, bool]:
-    """A stage member's line (``OPCODE/KERNEL``, else ``OPCODE/member``) and True, else its
-    opcode's default line (per call, not per row call), else the `*` line, and False."""
-    for key in (f"{opcode}/{kernel}", f"{opcode}/member"):
-        if key in lines:
-            return KernelCost(**lines[key]), True
-    return KernelCost(**lines.get(f"{opcode}/default", lines.get("*", {}))), False
-
-
 def member_estimate(member: Mapping[str, Any], lines: Mapping[str, Mapping[str, float]]) -> float:
     """One member of a streamed stage (its entry of `step_features`' members) as the stage runs it:
-    its member line of `lines` over the columns it computes (`halo`), per_call for each row call;
-    without a member line: its default line, called once."""
-    line, rows = _member_line(lines, member["opcode"], member["kernel"])
-    work = line.instructions(member["macs"], member["outputs"], member["pixels"], calls=0)
-    return member["halo"] * work + line.per_call * (member["row_calls"] if rows else 1)
+    its member line of `lines` (``OPCODE/KERNEL``, else ``OPCODE/member``) over the columns it
+    computes (`halo`), per_call for each row call; without a member line: its operator's fastest
+    line unstreamed (default or wide, else `*`), called once."""
+    opcode, sizes = member["opcode"], (member["macs"], member["outputs"], member["pixels"])
+    for key in (f"{opcode}/{member['kernel']}", f"{opcode}/member"):
+        if key in lines:
+            line = KernelCost(**lines[key])
+            return member["halo"] * line.instructions(*sizes, calls=0) + line.per_call * member["row_calls"]
+    found = [KernelCost(**lines[k]) for k in (f"{opcode}/default", f"{opcode}/wide") if k in lines]
+    return member["halo"] * min(
+        line.instructions(*sizes) for line in found or [KernelCost(**lines.get("*", {}))]
+    )
 
 
 def _halo(graph: Graph, chain: Stream, j: int) -> float:
