@@ -10,12 +10,12 @@ pixel in registers, the 3x3 stem over 3 channels: the code generator's `own_path
 pipeline passes down), ``small`` (a small receptive field). A streamed chain costs what its
 members cost as the stage calls them, each by a line of its own (``OPCODE/member``, or the path its
 rows take: ``member-pixels``, ``member-stem``, ``member-small``, ``member-staged``, ``member-wide``;
-per_call per row call), plus the stage loop's own instructions per member row call
-(STREAM/streamed, whose `error` is the largest chain error of the fit). The table is fitted to
-measured per-operator instruction counts (`measure --json`'s `per_operator`, each streamed stage
-member's own count) by `bench/bench_arena_budget.py --refresh-costs`, which rewrites the file;
-`measure` prints the estimate against what it measured. An (opcode, kernel) the table lacks takes the opcode's default
-line, then the family's `*` line.
+per_call per row call; a path without a line: its fastest unstreamed line), plus the stage loop's
+own instructions per member row call (STREAM/streamed, whose `error` is the largest chain error of
+the fit). The table is fitted to measured per-operator instruction counts (`measure --json`'s
+`per_operator`, each streamed stage member's own count) by `bench/bench_arena_budget.py
+--refresh-costs`, which rewrites the file; `measure` prints the estimate against what it measured.
+An (opcode, kernel) the table lacks takes the opcode's default line, then the family's `*` line.
 """
 
 from __future__ import annotations
@@ -121,6 +121,15 @@ def _small_field(graph: Graph, op: Operator) -> bool:
     return fh * fw > 1 and in_c < 8 and fh * fw * in_c <= SMALL_FIELD_BYTES
 
 
+def _offset_filter(graph: Graph, op: Operator) -> bool:
+    """A CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED whose filter has a non-zero zero point (a
+    legacy uint8 model's, tinysched.model.uint8): the legacy kernels run it."""
+    if op.opcode not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") or len(op.inputs) < 2:
+        return False
+    q = graph.tensors[op.inputs[1]].quantization
+    return q is not None and any(int(z) != 0 for z in q.zero_point)
+
+
 def _own_path_name(graph: Graph, op: Operator, own_path: KeepDefault | None) -> str | None:
     """``pixels`` or ``stem`` for a CONV_2D that `own_path` (the code generator's test, None on a
     core without such paths) says runs by a path of its own: the 1x1 pixel in registers, the 3x3
@@ -153,11 +162,15 @@ def kernel_name(graph: Graph, op: Operator, own_path: KeepDefault | None = None)
 def member_kernel(graph: Graph, chain: Stream, j: int, own_path: KeepDefault | None = None) -> str:
     """The line of member j of a streamed stage, by the path its row calls take (as
     tinysched.codegen's lower_stream picks it): ``member-pixels`` / ``member-stem`` (`own_path`),
-    ``member-small`` (`_small_field`), ``member-staged`` (a narrow 1x1 on its one row,
+    ``member-small`` (`_small_field`), ``member-legacy`` (a legacy uint8 model's filter with a zero
+    point: ts_legacy_uint8.c's rows, which no refresh measures: the QEMU harness cannot hold
+    deeplab), ``member-staged`` (a narrow 1x1 on its one row,
     `staged_members`), ``member-wide`` (a CONV_2D whose rows fill a block of the widened path,
     `stage_member_wide`: the strip where the stage has room for it), else ``member`` (the kernel's
     checked row calls)."""
     op = chain.operators[j]
+    if _offset_filter(graph, op):
+        return "member-legacy"
     own = _own_path_name(graph, op, own_path) or ("small" if _small_field(graph, op) else None)
     if own is not None:
         return f"member-{own}"
@@ -263,14 +276,14 @@ def family_lines(core: str) -> Mapping[str, Mapping[str, float]]:
 
 def member_estimate(member: Mapping[str, Any], lines: Mapping[str, Mapping[str, float]]) -> float:
     """One member of a streamed stage (its entry of `step_features`' members) as the stage runs it:
-    its member line of `lines` (``OPCODE/KERNEL``, else ``OPCODE/member``) over the columns it
-    computes (`halo`), per_call for each row call; without a member line: its operator's fastest
-    line unstreamed (default or wide, else `*`), called once."""
+    its member line of `lines` (``OPCODE/KERNEL``) over the columns it computes (`halo`), per_call
+    for each row call; without one (a path no refresh measured): its operator's fastest line
+    unstreamed (default or wide, else `*`), called once."""
     opcode, sizes = member["opcode"], (member["macs"], member["outputs"], member["pixels"])
-    for key in (f"{opcode}/{member['kernel']}", f"{opcode}/member"):
-        if key in lines:
-            line = KernelCost(**lines[key])
-            return member["halo"] * line.instructions(*sizes, calls=0) + line.per_call * member["row_calls"]
+    key = f"{opcode}/{member['kernel']}"
+    if key in lines:
+        line = KernelCost(**lines[key])
+        return member["halo"] * line.instructions(*sizes, calls=0) + line.per_call * member["row_calls"]
     found = [KernelCost(**lines[k]) for k in (f"{opcode}/default", f"{opcode}/wide") if k in lines]
     return member["halo"] * min(
         line.instructions(*sizes) for line in found or [KernelCost(**lines.get("*", {}))]
