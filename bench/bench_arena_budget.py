@@ -210,7 +210,7 @@ def fit_line(rows: list[Row], features: tuple[int, ...] | None = None) -> dict[s
             x = _solve(rows, use) if len(use) <= len(rows) else None
             if x is not None:
                 err = sum((sum(v * r[i] for i, v in zip(use, x, strict=True)) - r[COUNT]) ** 2 for r in rows)
-                if best is None or err < best[0]:
+                if best is None or err < best[0] * (1 - 1e-9) - 1e-6:  # ties: the earlier features
                     best = (err, x, use)
         if best is not None:
             line = {name: 0.0 for name in FEATURES}
