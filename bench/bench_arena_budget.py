@@ -14,8 +14,10 @@ markdown table of docs/BENCHMARKS.md, "RAM budget (issue 34, part 3)".
 and a generous budget (so every kernel the budget chooses among runs somewhere), fits each
 (opcode, kernel) line of tinysched/arena/kernel_costs.json to the per-operator counts by least
 squares (instructions = per_mac x MACs + per_output x outputs + per_pixel x output pixels +
-per_call, no coefficient negative; of the feature sets of one size, the best fit) and a streamed chain's factor over its operators' unstreamed estimate, and rewrites the
-board's core family in that file, printing each line's fit error.
+per_call, no coefficient negative; of the feature sets of one size, the best fit), each streamed
+stage member's line to the members' own counts (protocol 6: per_call per row call) and the stage
+loop's cost per member row call to what the chains count beyond their members, and rewrites the
+board's core family in that file, printing each line's fit error and each chain's estimate.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tinysched.arena.cost import CORE_FAMILIES, COST_TABLE, FALLBACK_FAMILY  # noqa: E402
+from tinysched.arena.cost import CORE_FAMILIES, COST_TABLE, FALLBACK_FAMILY, chain_estimate  # noqa: E402
 from tinysched.boards import get_board  # noqa: E402
 
 TARGET_MODEL = "arm_kws_ds_cnn_l_int8"
@@ -48,6 +50,12 @@ REFRESH_MODELS = (
     "arm_kws_ds_cnn_l_int8",
     "arm_har_cnn_int8",
     "st_yamnet_256_int8",
+    # shapes the others lack: 1x1 layers of few output channels and 5x5 / 7x7 depthwise layers in
+    # stages (mcunet), rows one pixel wide (sww), a 7x7 first layer over one channel into a PAD and
+    # a pool, residual blocks of 64 channels (miniresnet)
+    "mcunet_vww_int8",
+    "mlperf_sww_dscnn_int8",
+    "st_miniresnetv2_1stack_int8",
 )
 REFRESH_FLAGS = ((), ("--prefer", "speed"), ("--arena-budget", "1M"))
 
@@ -151,24 +159,24 @@ COUNT = len(FEATURES)  # where a row holds the measured count
 # for one that does not. per_pixel stays 0 (cost.py reads it): on the models measured it fitted the
 # seen shapes better and the unseen ones worse (a small-K first layer, the streamed chains' operators)
 FIT_MACS = (0, 1)
+# an operator that computes, measured in more shapes than features: the subset of per MAC, per output
+# and per pixel that best predicts shapes left out of its fit (fit_validated); a stage's member also
+# per row call (its per_call: the call's checks, its row's borders)
+FIT_SHAPES = (0, 1, 2)
+FIT_ALL = (0, 1, 2, 3)
 OWN_STRIP_MOST = 0.1  # a default CONV_2D widening more of its rows in its own output is not fitted
 FIT_NO_MACS = (1, 3)
 
 
-Row = tuple[float, float, float, float, float]  # macs, outputs, pixels, 1, measured count
-
-
-def own_path(step: dict[str, Any]) -> bool:
-    """A CONV_2D the DSP kernels run by a path of its own that tinysched.arena.cost does not tell
-    apart from its kernel's: the pixel-in-registers 1x1 (ts_conv2d_s8_pixels) and the 3x3 stem over
-    3 input channels (ts_kernels.h, "CONV_2D stem"). Their counts are left out of the fit, so the
-    estimate of such a layer is its kernel's line, above its count."""
-    if step.get("type") != "CONV_2D":
-        return False
-    shape = step.get("filter_shape") or []
-    return step.get("kernel_function") in ("ts_conv2d_s8_pixels", "ts_conv2d_s8_pixel_rows") or list(
-        shape[1:]
-    ) == [3, 3, 3]
+ABOUT = (
+    "Instructions per kernel call on QEMU -icount: per_mac * MACs + per_output * output elements + "
+    "per_pixel * output pixels + per_call (an operator: once; a streamed stage's member, OPCODE/member...: "
+    "per row call, its sizes over the columns it computes); a streamed chain: its members' lines plus "
+    "STREAM/streamed per_call per member row call (the stage loop; error: the largest |estimate / "
+    "measured - 1| over the chains fitted). Written by bench/bench_arena_budget.py --refresh-costs "
+    "(tinysched/arena/cost.py reads it)."
+)
+Row = tuple[float, float, float, float, float]  # macs, outputs, pixels, calls (1, or row calls), count
 
 
 def _solve(rows: list[Row], use: tuple[int, ...]) -> list[float] | None:
@@ -184,13 +192,16 @@ def _solve(rows: list[Row], use: tuple[int, ...]) -> list[float] | None:
     return None if (x < 0).any() else [float(v) for v in x]
 
 
-def fit_line(rows: list[Row]) -> dict[str, float]:
+def fit_line(rows: list[Row], features: tuple[int, ...] | None = None) -> dict[str, float]:
     """The line with the most features the rows support, none negative (of the sets of one size,
     the least squared error). An operator that computes (MACs) gets no per-call constant: fitted
     over a few shapes it would swallow what differs between them and dwarf a small operator of the
-    same kind."""
+    same kind. With `features` (indices into FEATURES) and more shapes measured than features:
+    `fit_validated`'s line over them (each feature tried on shapes it was not fitted to)."""
     from itertools import combinations
 
+    if features is not None and any(r[0] for r in rows) and len(_relative(rows)) > len(features):
+        return fit_validated(rows, features, relative=features == FIT_ALL)
     candidates = FIT_MACS if any(r[0] for r in rows) else FIT_NO_MACS
     present = [i for i in candidates if any(r[i] for r in rows)]
     for k in range(len(present), 0, -1):
@@ -199,7 +210,7 @@ def fit_line(rows: list[Row]) -> dict[str, float]:
             x = _solve(rows, use) if len(use) <= len(rows) else None
             if x is not None:
                 err = sum((sum(v * r[i] for i, v in zip(use, x, strict=True)) - r[COUNT]) ** 2 for r in rows)
-                if best is None or err < best[0]:
+                if best is None or err < best[0] * (1 - 1e-9) - 1e-6:  # ties: the earlier features
                     best = (err, x, use)
         if best is not None:
             line = {name: 0.0 for name in FEATURES}
@@ -209,21 +220,83 @@ def fit_line(rows: list[Row]) -> dict[str, float]:
     return {**{name: 0.0 for name in FEATURES}, "per_call": round(sum(r[COUNT] for r in rows) / len(rows), 1)}
 
 
-def _estimate(line: dict[str, float], macs: int, outputs: int, pixels: int) -> float:
+def _relative(rows: list[Row]) -> list[Row]:
+    """The rows of distinct shapes (a shape measured in several runs: its mean count), each divided
+    by its count: least squares on them weighs each shape's relative error alike, so a small
+    layer's line is not a large one's."""
+    counts: dict[tuple[float, ...], list[float]] = defaultdict(list)
+    for r in rows:
+        counts[r[:COUNT]].append(r[COUNT])
+    return [(*(f / (sum(c) / len(c)) for f in shape), 1.0) for shape, c in counts.items() if sum(c) > 0]  # type: ignore[misc]
+
+
+def fit_validated(rows: list[Row], features: tuple[int, ...], relative: bool = False) -> dict[str, float]:
+    """The line over a subset of `features` whose leave-one-shape-out relative error is least (ties:
+    fewer features, then the earlier), none negative: a feature enters only where it predicts the
+    shapes it was not fitted to (with all four over a dozen shapes, a per-call constant fitted
+    KWS-like shapes to 13,300 instructions a row call). One shape: per MAC (per output without
+    MACs)."""
+    from itertools import combinations
+
+    shapes = _relative(rows)
+    line = {name: 0.0 for name in FEATURES}
+    present = [i for i in features if any(r[i] for r in shapes)]
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    for k in range(1, len(present) + 1):
+        for use in combinations(present, k):
+            if len(shapes) <= len(use):
+                continue
+            errors = []
+            for i in range(len(shapes)):
+                x = _solve(shapes[:i] + shapes[i + 1 :], use)
+                if x is None:
+                    break
+                errors.append(abs(sum(v * shapes[i][f] for f, v in zip(use, x, strict=True)) - 1))
+            else:  # ties (features proportional on every shape measured: a depthwise's MACs and
+                # outputs over 3x3 filters only): the fewer features, then the earlier (per MAC)
+                score = round(sum(errors) / len(errors), 6)
+                if best is None or (score, k) < best[:2]:
+                    best = (score, k, use)
+    use = best[2] if best is not None else (0,) if any(r[0] for r in shapes) else (1,)
+    # the chosen features' coefficients: by least squares on each shape's relative error (`relative`:
+    # a stage member's line, each chain's estimate against its own count), else on the counts
+    # themselves (an operator's line: the large layers, which make up a model's count, weigh most)
+    x = _solve(shapes if relative else rows, use) if len(shapes) >= len(use) else None
+    x = x if x is not None or relative or len(shapes) < len(use) else _solve(shapes, use)
+    if x is None:  # one shape the first feature alone
+        use = use[:1]
+        x = [len(shapes) / sum(r[use[0]] for r in shapes)] if any(r[use[0]] for r in shapes) else [0.0]
+    for i, v in zip(use, x, strict=True):
+        line[FEATURES[i]] = round(v, 4)
+    return line
+
+
+def _estimate(line: dict[str, float], macs: float, outputs: float, pixels: float, calls: float = 1) -> float:
     return (
         line.get("per_mac", 0) * macs
         + line.get("per_output", 0) * outputs
         + line.get("per_pixel", 0) * pixels
-        + line.get("per_call", 0)
+        + line.get("per_call", 0) * calls
     )
 
 
-def member_base(lines: dict[str, Any], member: dict[str, Any]) -> float:
-    """tinysched.arena.cost's base of a streamed chain's member: its fastest line unstreamed (the
-    widened CONV_2D's where the table has it, else its default)."""
-    sizes = (member["macs"], member["outputs"], member["pixels"])
-    found = [lines[k] for k in (f"{member['opcode']}/default", f"{member['opcode']}/wide") if k in lines]
-    return min((_estimate(line, *sizes) for line in found), default=_estimate(lines["*"], *sizes))
+def line_features(key: str) -> tuple[int, ...]:
+    """The features `fit_validated` chooses among for a line: every one for a stage member's line
+    (per_call: per row call), per MAC, output and pixel for an operator's (no per-call constant)."""
+    return FIT_ALL if key.split("/", 1)[1].startswith("member") else FIT_SHAPES
+
+
+def member_row(member: dict[str, Any]) -> Row:
+    """A measured stage member as a row of its line's fit: its sizes over the columns it computes,
+    its row calls (cost.member_estimate), its count."""
+    halo = member["halo"]
+    return (
+        halo * member["macs"],
+        halo * member["outputs"],
+        halo * member["pixels"],
+        member["row_calls"],
+        member["count"],
+    )
 
 
 def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
@@ -233,7 +306,7 @@ def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
         return lines.get(f"{opcode}/{kernel}") or lines.get(f"{opcode}/default") or lines["*"]
 
     if step.get("kernel") == "streamed":
-        return lines["STREAM/streamed"]["factor"] * sum(member_base(lines, m) for m in step["members"])
+        return chain_estimate(step["members"], lines)
     sizes = (step["macs"], step["outputs"], step["pixels"])
     cost = _estimate(line(step["type"], step["kernel"]), *sizes)
     share = step.get("own_strip") or 0.0
@@ -261,7 +334,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
             runs_file.write_text(json.dumps([[str(p), list(f), r] for (p, f), r in results]))
     seconds = time.perf_counter() - started
     steps: dict[str, list[Row]] = defaultdict(list)
-    chains: list[tuple[list[dict[str, Any]], int]] = []
+    chains: list[tuple[str, list[dict[str, Any]], int]] = []  # (run and step, its members, its count)
     for (path, flags), r in results:
         if not r.get("ok"):
             print(f"warning: {path.stem} {' '.join(flags)}: measurement not ok, left out", file=sys.stderr)
@@ -270,12 +343,19 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
             if "kernel" not in s:
                 continue
             if s["kernel"] == "streamed":
-                chains.append((s["members"], s["count"]))
+                if all("count" in m for m in s["members"]):  # each member counted (protocol 6)
+                    chains.append(
+                        (
+                            f"{path.stem} {' '.join(flags) or '(default)'} step {s['step']}",
+                            s["members"],
+                            s["count"],
+                        )
+                    )
+                    for m in s["members"]:
+                        steps[f"{m['opcode']}/{m['kernel']}"].append(member_row(m))
                 continue
             opcode = s["type"]
             if (s.get("own_strip") or 0) > OWN_STRIP_MOST:  # largely the widened path: neither line's
-                continue
-            if own_path(s):  # a faster path the table has no line for: it would skew its kernel's line
                 continue
             steps[f"{opcode}/{s['kernel']}"].append((s["macs"], s["outputs"], s["pixels"], 1, s["count"]))
     table = json.loads(COST_TABLE.read_text())
@@ -283,20 +363,24 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
     print(f"fitted to {sum(map(len, steps.values()))} operators of {len(results)} runs ({seconds:.0f} s):")
     for key in sorted(steps):
         rows = steps[key]
-        lines[key] = fit_line(rows)
+        lines[key] = fit_line(rows, line_features(key))
         got = sum(r[COUNT] for r in rows)
-        est = sum(_estimate(lines[key], int(r[0]), int(r[1]), int(r[2])) for r in rows)
+        est = sum(_estimate(lines[key], *r[:COUNT]) for r in rows)
         print(f"  {key:<32} {len(rows):3} operators  {lines[key]}  estimate/measured {est / got:.3f}")
-    if chains:
-        unstreamed = sum(member_base(lines, m) for members, _ in chains for m in members)
-        measured = sum(c for _, c in chains)
-        factor = measured / unstreamed
-        error = max(
-            abs(factor * sum(member_base(lines, m) for m in members) / count - 1) for members, count in chains
-        )
-        lines["STREAM/streamed"] = {"factor": round(factor, 4), "error": round(error, 3)}
+    if chains:  # the stage loop's own instructions: what a chain counts beyond its members, per row call
+        calls = sum(m["row_calls"] for _, members, _ in chains for m in members)
+        loop = sum(count - sum(m["count"] for m in members) for _, members, count in chains)
+        lines["STREAM/streamed"] = {"per_call": round(max(loop, 0) / calls, 4)}
+        errors = []
+        print("streamed chains, the refitted estimate (members' lines + the loop's) against the count:")
+        for name, members, count in chains:
+            est = chain_estimate(members, lines)
+            errors.append(abs(est / count - 1))
+            print(f"  {name:<58} measured {count:>11,} estimate {round(est):>11,} ({est / count:.3f})")
+        lines["STREAM/streamed"]["error"] = round(max(errors), 4)
         print(
-            f"  {'STREAM/streamed':<32} {len(chains):3} chains     factor {factor:.3f}, largest error {error:.3f}"
+            f"  {'STREAM/streamed':<32} {len(chains):3} chains     loop {lines['STREAM/streamed']['per_call']} per "
+            f"member row call, largest error {max(errors):.4f}"
         )
     print("per run, the refitted estimate against the measured count:")
     for (path, flags), r in results:
@@ -307,6 +391,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
             f"  {path.stem:<30} {' '.join(flags) or '(default)':<20} arena {r['arena_bytes_planned']:>9,} B "
             f"measured {r['instructions']:>12,} estimate {round(est):>12,} ({est / r['instructions']:.3f})"
         )
+    table["about"] = ABOUT
     table["families"][family] = dict(sorted(lines.items()))
     names = sorted({p.stem for (p, _), _ in results})
     table.setdefault("measured", {})[family] = {

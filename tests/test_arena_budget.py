@@ -151,34 +151,42 @@ def test_plan_prints_and_writes_the_choice(model_path, generous, capsys):
 
 
 def test_estimate_reads_the_table(graph, generous):
-    """The estimate is the table's lines over MACs and outputs, a streamed chain its factor over
-    its operators' fastest lines (wide or default)."""
+    """The estimate is the table's lines over MACs, outputs and pixels; a streamed chain the sum of
+    its members' lines (per_call per row call) and the stage loop's cost per member row call."""
     lines = cost._table()["families"]["dsp"]
 
-    def by_line(key: str, f: dict) -> float:
+    def by_line(key: str, f: dict, calls: int = 1) -> float:
         line = lines.get(key) or lines.get(key.split("/")[0] + "/default") or lines["*"]
         want = line.get("per_mac", 0) * f["macs"] + line.get("per_output", 0) * f["outputs"]
-        return want + line.get("per_pixel", 0) * f["pixels"] + line.get("per_call", 0)
+        return want + line.get("per_pixel", 0) * f["pixels"] + line.get("per_call", 0) * calls
 
+    loop = lines["STREAM/streamed"]["per_call"]
     for planned in (generous, plan(graph, PlanOptions(prefer="speed"))):
         g, total, shares = planned.graph, 0, []
         for v in planned.run_order:
-            f = cost.step_features(g, v, planned.arena)
+            f = cost.step_features(g, v, planned.arena, planned.own_path_layers)
             op = g.operators[v]
-            if f["kernel"] == "streamed":  # the chain's factor over its members' fastest lines
-                factor = lines["STREAM/streamed"]["factor"]
-                want = factor * sum(
-                    min(by_line(f"{m['opcode']}/{k}", m) for k in ("default", "wide")) for m in f["members"]
+            if f["kernel"] == "streamed":  # each member by its line, per row call, then the loop's
+                want = sum(
+                    by_line(f"{m['opcode']}/{m['kernel']}", m, m["row_calls"]) + loop * m["row_calls"]
+                    for m in f["members"]
                 )
             else:
                 want = by_line(f"{op.opcode}/{f['kernel']}", f)
             # a default CONV_2D's rows that widen in its own output: that share at the wide line
             want += f["own_strip"] * (by_line(f"{op.opcode}/wide", f) - want) if f["own_strip"] else 0
             shares.append(f["own_strip"])
-            assert cost.operator_estimate(g, v, arena=planned.arena) == round(want)
+            estimate = cost.operator_estimate(g, v, arena=planned.arena, own_path=planned.own_path_layers)
+            assert estimate == round(want)
             total += round(want)
         assert planned.instructions_estimate == total
         assert all(0 <= s <= 1 for s in shares)
+
+
+def test_chain_members_have_lines_of_their_own(graph):
+    """The default plan's chain: the 5x4 first layer over one channel (the small receptive field
+    path) called once per row its strided depthwise reader needs (it is the stage's head: two rows
+    a call), the depthwise once per output row; each member has a measured line of its own."""
     default = plan(graph)
     [chain] = [
         v
@@ -186,11 +194,47 @@ def test_estimate_reads_the_table(graph, generous):
         if cost.kernel_name(default.graph, default.graph.operators[v]) == "streamed"
     ]
     members = cost.step_features(default.graph, chain)["members"]
-    assert [m["opcode"] for m in members] == ["CONV_2D", "DEPTHWISE_CONV_2D"]
-    unstreamed = sum(bench_arena_budget.member_base(lines, m) for m in members)
-    assert cost.operator_estimate(default.graph, chain) == round(
-        lines["STREAM/streamed"]["factor"] * unstreamed
+    lines = cost._table()["families"]["dsp"]
+    assert [(m["opcode"], m["kernel"], m["row_calls"], m["halo"]) for m in members] == [
+        ("CONV_2D", "member-small", 10, 1.0),
+        ("DEPTHWISE_CONV_2D", "member", 10, 1.0),
+    ]
+    assert all(f"{m['opcode']}/{m['kernel']}" in lines for m in members)
+    assert cost.operator_estimate(default.graph, chain) == round(cost.chain_estimate(members, lines)) > 0
+    # without a member line (a family not refitted since): its fastest line unstreamed, called once
+    bare = {k: v for k, v in lines.items() if "member" not in k}
+    first = members[0]
+    sizes = (first["macs"], first["outputs"], first["pixels"])
+    assert cost.member_estimate(first, bare) == min(
+        cost.KernelCost(**lines[f"CONV_2D/{k}"]).instructions(*sizes) for k in ("default", "wide")
     )
+
+
+def test_own_paths_have_lines_of_their_own():
+    """A 3x3 CONV_2D over 3 channels (the stem) and a 1x1 over 8 (the pixel in registers) take the
+    ``stem`` and ``pixels`` lines where the code generator's own_path says so (DSP cores); a small
+    receptive field over one channel is ``small``."""
+    from tinysched import codegen
+    from tinysched.model.modelgen import ModelBuilder
+
+    b = ModelBuilder(seed=7, description="a stem, a pointwise of 8 channels, a small field")
+    x = b.input("image", (1, 16, 16, 3))
+    t = b.conv2d(x, 8, (3, 3), stride=(2, 2), activation="RELU", name="stem")
+    t = b.conv2d(t, 16, (1, 1), activation="RELU", name="pw")
+    b.output(t)
+    g = parse_model(b.build(), source="own_paths")
+    ops = {op.index: op for op in g.operators if op.opcode == "CONV_2D"}
+    assert [cost.kernel_name(g, op, codegen.own_path) for op in ops.values()] == ["stem", "pixels"]
+    # without the code generator's paths (a Helium core): the stem's 3x3x3 field is a small one
+    assert [cost.kernel_name(g, op) for op in ops.values()] == ["small", "default"]
+    lines = cost._table()["families"]["dsp"]
+    assert {"CONV_2D/stem", "CONV_2D/pixels", "CONV_2D/small"} <= set(lines)
+    one = ModelBuilder(seed=8, description="a 3x3 field over one channel")
+    y = one.conv2d(one.input("spectrogram", (1, 12, 8, 1)), 16, (3, 3), activation="RELU", name="first")
+    one.output(y)
+    g1 = parse_model(one.build(), source="small")
+    [conv] = [op for op in g1.operators if op.opcode == "CONV_2D"]
+    assert cost.kernel_name(g1, conv, codegen.own_path) == "small"
 
 
 def test_cost_fit_recovers_a_line():
@@ -207,6 +251,19 @@ def test_cost_fit_recovers_a_line():
     rows = [(m, o, 0, 1, 2 * m - 5 * o) for m, o in ((100, 1), (200, 10), (400, 4))]
     line = bench_arena_budget.fit_line(rows)
     assert line["per_output"] == 0.0 and line["per_mac"] > 0
+
+
+def test_validated_fit_keeps_the_features_that_predict():
+    """With more shapes than features, a line keeps the features that predict the shapes left out
+    of its fit: a true per-pixel cost is found, a per-call constant the counts do not have is not."""
+    shapes = [(1000, 100, 10), (5000, 200, 50), (800, 300, 30), (4000, 80, 20), (900, 90, 45), (3000, 60, 6)]
+    rows = [(m, o, p, c, 1.25 * m + 40 * p) for (m, o, p), c in zip(shapes, (3, 5, 2, 7, 4, 6), strict=True)]
+    line = bench_arena_budget.fit_line(rows, bench_arena_budget.FIT_ALL)
+    assert (line["per_mac"], line["per_pixel"]) == (1.25, 40.0)
+    assert line["per_output"] == line["per_call"] == 0.0
+    # no more shapes than features: the default fit (per MAC and per output)
+    few = rows[:3]
+    assert bench_arena_budget.fit_line(few, bench_arena_budget.FIT_ALL) == bench_arena_budget.fit_line(few)
 
 
 def test_report_draws_the_trade_off(model_path, generous, tmp_path):

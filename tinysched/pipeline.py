@@ -400,7 +400,13 @@ class Planned:
     @property
     def instructions_estimate(self) -> int:
         """Estimated instructions per inference on `options.core` (tinysched.arena.cost)."""
-        return order_estimate(self.graph, self.run_order, self.options.core, self.arena)
+        return order_estimate(self.graph, self.run_order, self.options.core, self.arena, self.own_path_layers)
+
+    @property
+    def own_path_layers(self) -> KeepDefault | None:
+        """The code generator's test for the CONV_2D layers it runs by a path of its own on
+        `options.core` (the estimate's ``pixels`` and ``stem`` lines; None: the core has none)."""
+        return _own_path_layers(self.options.core)
 
     # --stream-input: the input streamed or why not, and the arena both ways (None: not asked)
     input_streaming: InputStreaming | None = field(default=None, compare=False)
@@ -642,7 +648,9 @@ class Planned:
         streams (tinysched.arena.cost.stream_overhead); None for an operator that is not a chain."""
         if self.unstreamed_estimates is None:  # no chain was tried
             return None
-        return stream_overhead(self.graph, op, self.unstreamed_estimates, self.options.core)
+        return stream_overhead(
+            self.graph, op, self.unstreamed_estimates, self.options.core, self.own_path_layers
+        )
 
     def stream_costs_summary(self) -> str | None:
         """The streamed chains estimated over STREAM_COST_LIMIT times their operators run whole
@@ -905,10 +913,10 @@ def _own_path_layers(core: str) -> KeepDefault | None:
 def _operator_estimates(plan: _KernelPlan, core: str) -> dict[int, int]:
     """Estimated instructions of each operator of `plan`, with the wide kernels where its arena has
     room (as the final plan gets them)."""
-    graph, arena = plan.graph, plan.arena
+    graph, arena, own = plan.graph, plan.arena, _own_path_layers(core)
     if arena.memory_model != "tensor":
-        graph, arena = with_wide_scratch(graph, arena, keep_default=_own_path_layers(core))
-    return {v: operator_estimate(graph, v, core, arena) for v in dict.fromkeys(arena.order)}
+        graph, arena = with_wide_scratch(graph, arena, keep_default=own)
+    return {v: operator_estimate(graph, v, core, arena, own) for v in dict.fromkeys(arena.order)}
 
 
 def _fit_budget(
@@ -936,7 +944,7 @@ def _fit_budget(
             wide = sum(1 for v in chosen if v is not None and v.name == "wide")
             variants = sum(1 for v in chosen if v is not None and v.name != "wide")
             chains = sum(1 for r in kernel_plan.streaming.rewrites if r.kind == "stream")
-            estimate = order_estimate(graph, arena.order, options.core, arena)
+            estimate = order_estimate(graph, arena.order, options.core, arena, _own_path_layers(options.core))
             key = (arena.arena_bytes, estimate, chains, variants, wide)
             if key in seen:
                 continue

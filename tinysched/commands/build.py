@@ -282,8 +282,8 @@ def step_entry(planned: Planned, v: int) -> dict[str, Any]:
     graph = planned.graph
     entry = {
         **step_record(planned, v),
-        **step_features(graph, v, planned.arena),
-        "estimate": operator_estimate(graph, v, planned.options.core, planned.arena),
+        **step_features(graph, v, planned.arena, planned.own_path_layers),
+        "estimate": operator_estimate(graph, v, planned.options.core, planned.arena, planned.own_path_layers),
     }
     chain = stream_of(graph.operators[v])
     if chain is not None and "members" in entry:
