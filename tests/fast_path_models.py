@@ -1119,6 +1119,34 @@ def uint8_legacy_more_ops() -> bytes:
     return b.build()
 
 
+def uint8_legacy_depthwise_blocks() -> bytes:
+    """Legacy uint8 DEPTHWISE_CONV_2D layers through the int8 blocks on their filter plus the filter
+    offset (ts_depthwise_conv2d_s8_blocks on DSP cores, tinysched.codegen.lower_conv
+    depthwise_blocks): input zero point -128 (|x + input_offset| up to 255) against uint8 filter zero
+    points 255 (w + filter_offset down to -255) and 0 (up to 255); 3x3 stride 1 SAME without a clamp
+    (whole windows, six-tap edges, corners), 3x3 stride 2 SAME with RELU6's clamp, dilation 2 down
+    the height, 2x3 and 3x1 filters (the blocks' rectangles), no bias, 4 and 12 channels; then 6
+    channels (not a multiple of 4: the kernel's own loop) beside them."""
+    b = ModelBuilder(seed=64, legacy_uint8=True)
+    x = b.input("x", (1, 7, 9, 8), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
+    whole = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", name="u8b_dw_k3_far_low")
+    b.filter_zero_point = -128  # uint8 0: w + filter_offset in [0, 255]
+    s2 = b.depthwise_conv2d(x, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8b_dw_k3_s2_far_high")
+    b.filter_zero_point = None
+    dil = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", dilation=(2, 1), name="u8b_dw_dil_h2")
+    rect = b.depthwise_conv2d(x, (2, 3), (1, 1), "SAME", activation="RELU", name="u8b_dw_k2x3")
+    col = b.depthwise_conv2d(x, (3, 1), (1, 2), "SAME", use_bias=False, name="u8b_dw_k3x1_no_bias")
+    four = b.input("four", (1, 5, 6, 4), scale=1 / 30, zero_point=17)
+    one_group = b.depthwise_conv2d(four, (3, 3), (1, 1), "VALID", activation="RELU6", name="u8b_dw_c4")
+    twelve = b.input("twelve", (1, 6, 5, 12), scale=1 / 30, zero_point=-3)
+    three = b.depthwise_conv2d(twelve, (3, 3), (2, 1), "SAME", name="u8b_dw_c12_s2x1")
+    six = b.input("six", (1, 5, 5, 6), scale=1 / 30, zero_point=5)
+    tail = b.depthwise_conv2d(six, (3, 3), (1, 1), "SAME", name="u8b_dw_c6_own_loop")
+    b.output(whole, s2, dil, rect, col, one_group, three, tail)
+    return b.build()
+
+
 def pixel_regs_k16() -> bytes:
     """1x1 CONV_2D with K = 16 from the generator's pixel table (ts_kernels.h, CONV_2D "pixel in
     registers"), outputs over their dying inputs as the refined plan places them: 16 -> 45 channels
@@ -1293,6 +1321,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "uint8_legacy_more_ops": uint8_legacy_more_ops,
     "uint8_legacy_layers": uint8_legacy_layers,
     "uint8_legacy_stream": uint8_legacy_stream,
+    "uint8_legacy_depthwise_blocks": uint8_legacy_depthwise_blocks,
     "flat_rest_in_place": flat_rest_in_place,
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,

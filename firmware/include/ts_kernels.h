@@ -612,6 +612,11 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+/* The "Blocks" path alone on p->blocks, reading neither the filter nor the bias (the table holds
+ * both): 1 where it ran (DSP cores, the blocks' conditions, in_c a multiple of 4, out_c == in_c),
+ * 0 where it did not and the caller must compute the layer itself. For ts_legacy_uint8.c, whose
+ * blocks hold w + filter_offset (see "Legacy uint8"). Arithmetic and read/write order: the blocks'. */
+int ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output);
 /* ts_depthwise_conv2d_s8_checked with, for Helium cores, the generator's whole-window table of the
  * layer (a streamed stage's member of 32 to 64 channels, depth multiplier 1, called row by row):
  * `layer` holds ts_mve_dw_eff_table's values (per whole block pair of 16 channels c, the even then
@@ -1228,6 +1233,16 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
+ * DEPTHWISE_CONV_2D with `blocks` (the generator's, DSP cores only): since sum((x + input_offset) *
+ * (w + filter_offset)) is sum((x + input_offset) * w') with w' = w + filter_offset in [-255, 255],
+ * still a 16-bit lane, the layer is ts_depthwise_conv2d_s8's "Blocks" arithmetic on a table built
+ * from w' (its ts_rq fields checked by the generator for accumulators reaching
+ * products * max|x + input_offset| * max|w'|, not |w| <= 128): ts_depthwise_conv2d_s8_blocks runs
+ * it where the blocks take the layer (depth multiplier 1, dilation_w 1, filter_w <= 3) and in_c is
+ * a multiple of 4 (no tail channel through the formula, which reads the raw filter); elsewhere
+ * (other cores, the host) the loop above, which ignores `blocks`. The same int32 sums, so the same
+ * bytes; read/write order: the blocks' group of one pixel (channels in blocks of four, ascending,
+ * each written after its window is read), the same claim as above.
  *
  * ts_avg_pool2d_half_up_s8: ts_avg_pool2d_s8's parameters and loop order, but the sum of a window's
  * n taps inside the input is rounded as TFLite's uint8 kernel does: (sum + 128 n + n / 2) / n - 128
@@ -1271,6 +1286,7 @@ typedef struct {
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
     int32_t filter_offset;
+    const int32_t *blocks; /* the generator's blocks of w + filter_offset ("Blocks" above), or NULL */
 } ts_depthwise_conv2d_offset_s8_params;
 
 typedef struct {

@@ -2,7 +2,9 @@
  * bytes xor 0x80, zero points - 128; tinysched/model/uint8.py): convolutions with a filter offset,
  * AVERAGE_POOL_2D rounding as TFLite's uint8 kernel (RESIZE_BILINEAR's float version:
  * ts_resize_bilinear_float_s8.c). Plain loops, the convolutions' sums four bytes a word on DSP
- * cores: speed is secondary for these models. See ts_kernels.h "Legacy uint8". */
+ * cores; on DSP cores a depthwise layer with the generator's blocks (its filter plus the filter
+ * offset, widened) runs ts_depthwise_conv2d_s8's blocks path instead. See ts_kernels.h "Legacy
+ * uint8". */
 #include <string.h>
 
 #include "ts_fixedpoint.h"
@@ -169,6 +171,36 @@ static void dw_four(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t 
 }
 #endif
 
+/* ts_depthwise_conv2d_s8_blocks on p's blocks (ts_kernels.h, "Legacy uint8"): 1 where it ran. */
+static int depthwise_blocks(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
+{
+    ts_depthwise_conv2d_s8_params q;
+    q.batches = p->batches;
+    q.in_h = p->in_h;
+    q.in_w = p->in_w;
+    q.in_c = p->in_c;
+    q.out_h = p->out_h;
+    q.out_w = p->out_w;
+    q.out_c = p->out_c;
+    q.depth_multiplier = p->depth_multiplier;
+    q.filter_h = p->filter_h;
+    q.filter_w = p->filter_w;
+    q.stride_h = p->stride_h;
+    q.stride_w = p->stride_w;
+    q.dilation_h = p->dilation_h;
+    q.dilation_w = p->dilation_w;
+    q.pad_top = p->pad_top;
+    q.pad_left = p->pad_left;
+    q.input_offset = p->input_offset;
+    q.output_offset = p->output_offset;
+    q.act_min = p->act_min;
+    q.act_max = p->act_max;
+    q.multiplier = p->multiplier;
+    q.shift = p->shift;
+    q.blocks = p->blocks;
+    return ts_depthwise_conv2d_s8_blocks(&q, input, output);
+}
+
 int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input,
                                          const int8_t *filter, const int32_t *bias, int8_t *output)
 {
@@ -177,6 +209,9 @@ int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_par
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
         p->out_c != p->in_c * dm) {
         return TS_ERR_PARAMS;
+    }
+    if (p->blocks != NULL && dm == 1 && depthwise_blocks(p, input, output)) {
+        return TS_OK; /* DSP cores: the int8 blocks path on the generator's table of w + filter_offset */
     }
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;
