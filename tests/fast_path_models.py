@@ -1147,6 +1147,31 @@ def uint8_legacy_depthwise_blocks() -> bytes:
     return b.build()
 
 
+def uint8_legacy_conv_sums() -> bytes:
+    """Legacy uint8 CONV_2D layers through ts_conv2d_filter_offset_s8's DSP sums (four output
+    channels a pass over the raw filter, filter_offset * sum(x + input_offset) added per pixel, the
+    generator's ts_rq fields for accumulators of w + filter_offset): input zero point -128 against
+    uint8 filter zero points 255 and 0 (|w + filter_offset| up to 255); a 3x3 SAME over 5 channels
+    (clipped windows, each row's taps one run of 15 bytes: words and a tail), a 1x1 5 -> 12 with
+    RELU6, a 3x3 stride-2 VALID dilated across (tap by tap) into 16 channels, a 1x1 8 -> 10 (two
+    channels past the fours) into a tiny output scale whose left shift leaves no ts_rq (the
+    formula), a 1x1 16 -> 20 of input zero point 40."""
+    b = ModelBuilder(seed=65, legacy_uint8=True)
+    x = b.input("x", (1, 6, 7, 5), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
+    k3 = b.conv2d(x, 8, (3, 3), (1, 1), "SAME", name="u8c_k3_c5_far_low")
+    b.filter_zero_point = -128  # uint8 0: w + filter_offset in [0, 255]
+    pw = b.conv2d(x, 12, (1, 1), activation="RELU6", name="u8c_pw_c5_far_high")
+    b.filter_zero_point = None
+    t = b.conv2d(x, 8, (1, 1), name="u8c_pw_c5_to_8")
+    dil = b.conv2d(t, 16, (3, 3), (2, 2), "VALID", dilation=(1, 2), name="u8c_k3_s2_dil_w2")
+    tiny = b.conv2d(t, 10, (1, 1), output_quant=(1e-8, 3), name="u8c_pw_10_no_rq")
+    u = b.input("u", (1, 1, 9, 16), scale=1 / 30, zero_point=40)
+    wide = b.conv2d(u, 20, (1, 1), name="u8c_pw_16_20")
+    b.output(k3, pw, dil, tiny, wide)
+    return b.build()
+
+
 def pixel_regs_k16() -> bytes:
     """1x1 CONV_2D with K = 16 from the generator's pixel table (ts_kernels.h, CONV_2D "pixel in
     registers"), outputs over their dying inputs as the refined plan places them: 16 -> 45 channels
@@ -1322,6 +1347,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "uint8_legacy_layers": uint8_legacy_layers,
     "uint8_legacy_stream": uint8_legacy_stream,
     "uint8_legacy_depthwise_blocks": uint8_legacy_depthwise_blocks,
+    "uint8_legacy_conv_sums": uint8_legacy_conv_sums,
     "flat_rest_in_place": flat_rest_in_place,
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,

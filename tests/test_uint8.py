@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from fast_path_models import (
+    uint8_legacy_conv_sums,
     uint8_legacy_depthwise_blocks,
     uint8_legacy_layers,
     uint8_legacy_more_ops,
@@ -23,7 +24,8 @@ from tiers import needs_gcc, require
 
 from tinysched.build.sources import write_sources
 from tinysched.codegen import check_supported
-from tinysched.codegen.lower_conv import acc_reach, filter_reach
+from tinysched.codegen.lower_conv import acc_reach, filter_reach, rq_table
+from tinysched.codegen.quant import quantize_multiplier
 from tinysched.device.reference import interface_inputs, reference_io, run_reference
 from tinysched.device.verify import verify
 from tinysched.errors import TinyschedError
@@ -221,6 +223,41 @@ def test_legacy_depthwise_layers_take_the_int8_blocks_of_the_offset_filter() -> 
     assert "_blocks" not in generate(helium, "u8").files["u8.c"]
 
 
+def test_legacy_conv_layers_get_ts_rq_fields_for_the_offset_filter_reach() -> None:
+    """ts_conv2d_filter_offset_s8 on DSP cores: the generator's ts_rq fields per output channel, made
+    for accumulators reaching max|x + input_offset| * max|w + filter_offset| per product (up to 255,
+    not int8's 128), and none where a channel's left shift leaves its accumulators outside ts_rq's
+    bound (the kernel's formula); none for a Helium core's plan."""
+    planned = plan(parse_model(uint8_legacy_conv_sums()), PlanOptions(time_limit=2.0))
+    graph, module = planned.graph, generate(planned, "u8")
+    text = module.files["u8.c"]
+    with_rq, without = [], []
+    for op in graph.operators:
+        if op.opcode != "CONV_2D":
+            continue
+        name = graph.tensors[op.outputs[0]].name.split("/")[0]
+        x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+        offset = -int(w.quantization.zero_point[0])  # type: ignore[union-attr]
+        ratio = (
+            float(x.quantization.scale[0]) * float(w.quantization.scale[0]) / float(y.quantization.scale[0])
+        )  # type: ignore[union-attr]
+        mult, shift = quantize_multiplier(ratio)
+        out_c = w.shape[0]
+        fields = rq_table(
+            graph, op, [mult] * out_c, [shift] * out_c, int(y.quantization.zero_point[0]), offset
+        )  # type: ignore[union-attr]
+        assert fields is not None
+        if f"u8_op{op.index}_rq" in text:
+            with_rq.append(name)
+            assert all(fields[4 * c + 1] != 0 for c in range(out_c))
+        else:
+            without.append(name)
+            assert any(fields[4 * c + 1] == 0 for c in range(out_c))  # a channel the formula takes
+    assert without == ["u8c_pw_10_no_rq"] and len(with_rq) == 5
+    helium = plan(parse_model(uint8_legacy_conv_sums()), PlanOptions(time_limit=2.0, core="cortex-m55"))
+    assert ".rq = " not in generate(helium, "u8").files["u8.c"]
+
+
 def _tensor(result, name: str) -> np.ndarray:
     (index,) = [d["index"] for d in result.tensor_details if d["name"] == name]
     return np.asarray(result.tensors[index])
@@ -270,7 +307,13 @@ def test_uint8_rounds_average_pool_ties_up_and_resizes_in_float(tmp_path: Path) 
 @pytest.mark.parametrize("io", ["model", "int8"])
 @pytest.mark.parametrize(
     "build",
-    [uint8_legacy_layers, uint8_legacy_stream, uint8_legacy_more_ops, uint8_legacy_depthwise_blocks],
+    [
+        uint8_legacy_layers,
+        uint8_legacy_stream,
+        uint8_legacy_more_ops,
+        uint8_legacy_depthwise_blocks,
+        uint8_legacy_conv_sums,
+    ],
     ids=lambda f: f.__name__,
 )
 def test_legacy_uint8_models_bit_exact_on_the_host(build, io: str, tmp_path: Path) -> None:

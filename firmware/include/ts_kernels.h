@@ -1223,14 +1223,23 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  *
  * ts_conv2d_filter_offset_s8 / ts_depthwise_conv2d_filter_offset_s8: ts_conv2d_s8 /
  * ts_depthwise_conv2d_s8's parameters (same names: a streamed stage sets in_h, out_h, pad_top for
- * its rows, a column tile in_w, out_w, pad_left; no tables) and the filter offset (minus the
- * filter's zero point): out = clamp(output_offset + requant_o(bias[o] + sum over the window's
- * taps inside the input of (x + input_offset) * (w + filter_offset))), requant_o = ts_requantize
- * (TFLite's MultiplyByQuantizedMultiplier). On DSP cores the sums take four bytes a word, each
- * widened with its offset into 16-bit lanes (SXTAB16: |q + offset| <= 255) and multiplied (CONV_2D:
- * SMLAD over the channels, four output channels a pass over the window; DEPTHWISE_CONV_2D with
- * depth multiplier 1: SMLABB / SMLATT, four channels a pass); the rest one at a time; the same
- * int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * its rows, a column tile in_w, out_w, pad_left; tables only as below) and the filter offset
+ * (minus the filter's zero point): out = clamp(output_offset + requant_o(bias[o] + sum over the
+ * window's taps inside the input of (x + input_offset) * (w + filter_offset))), requant_o =
+ * ts_requantize (TFLite's MultiplyByQuantizedMultiplier). On DSP cores the sums take four bytes a
+ * word, each widened into 16-bit lanes (SXTAB16 / SXTB16: |q + offset| <= 255) and multiplied.
+ * CONV_2D, four output channels a pass over the window (the out_c % 4 last ones one at a time as
+ * below): since sum((x + input_offset) * (w + filter_offset)) = sum((x + input_offset) * w) +
+ * filter_offset * sum(x + input_offset), the pixel's sum(x) over the window's taps inside the
+ * input is taken once (USADA8 of x xor 0x80, four bytes a word, less 128 a byte) and each pass
+ * multiplies the input (widened with input_offset) by the raw filter (SXTB16), a window row's taps
+ * as one run of bytes where dilation_w is 1; each part is bounded as the whole sum is. Where `rq`
+ * is given (the generator's ts_rq fields per output channel, m, left + 1, base, rr as
+ * ts_conv2d_s8_staged's rq_table, checked for accumulators reaching products * max|x +
+ * input_offset| * max|w + filter_offset|), the four accumulators are requantised by ts_rq, clamped
+ * bytewise and stored as one word (ts_rq4_store); without it, or without the DSP asm,
+ * ts_requantize. DEPTHWISE_CONV_2D with depth multiplier 1: SMLABB / SMLATT on both offsets, four
+ * channels a pass; the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
  * DEPTHWISE_CONV_2D with `blocks` (the generator's, DSP cores only): since sum((x + input_offset) *
@@ -1269,6 +1278,7 @@ typedef struct {
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
     int32_t filter_offset;
+    const int32_t *rq; /* [out_c][4] ts_rq fields for accumulators of w + filter_offset, or NULL */
 } ts_conv2d_offset_s8_params;
 
 typedef struct {

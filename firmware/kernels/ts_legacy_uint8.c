@@ -2,9 +2,10 @@
  * bytes xor 0x80, zero points - 128; tinysched/model/uint8.py): convolutions with a filter offset,
  * AVERAGE_POOL_2D rounding as TFLite's uint8 kernel (RESIZE_BILINEAR's float version:
  * ts_resize_bilinear_float_s8.c). Plain loops, the convolutions' sums four bytes a word on DSP
- * cores; on DSP cores a depthwise layer with the generator's blocks (its filter plus the filter
- * offset, widened) runs ts_depthwise_conv2d_s8's blocks path instead. See ts_kernels.h "Legacy
- * uint8". */
+ * cores (CONV_2D: the raw filter against the input, filter_offset * sum(x + input_offset) added
+ * once per pixel, the generator's ts_rq fields where given); on DSP cores a depthwise layer with
+ * the generator's blocks (its filter plus the filter offset, widened) runs
+ * ts_depthwise_conv2d_s8's blocks path instead. See ts_kernels.h "Legacy uint8". */
 #include <string.h>
 
 #include "ts_fixedpoint.h"
@@ -33,31 +34,56 @@ static int32_t dot_offsets(const int8_t *x, const int8_t *w, int32_t n, int32_t 
 }
 
 #if TS_DSP
-/* dot_offsets for four filters at once (w, w + stride, w + 2 stride, w + 3 stride: four output
- * channels' taps), each input word widened once; added into acc[0..3]. */
-static void dot4_offsets(const int8_t *x, const int8_t *w, size_t stride, int32_t n, int32_t input_offset,
-                         int32_t filter_offset, int32_t *acc)
+/* sum over c < n of x[c] (signed bytes): USADA8 adds the bytes' unsigned form (x xor 0x80, that is
+ * x + 128) four a word, then 128 per byte is taken off; the tail one at a time. */
+static int32_t sum_bytes(const int8_t *x, int32_t n)
 {
-    const uint32_t in2 = ts_pack2x16(input_offset), f2 = ts_pack2x16(filter_offset);
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], c = 0;
+    uint32_t u = 0;
+    int32_t c = 0, s;
     for (; c + 4 <= n; c += 4) {
-        const uint32_t xw = ts_load4(x + c);
-        const uint32_t xe = ts_even_off(xw, in2), xo = ts_odd_off(xw, in2);
-        uint32_t ww = ts_load4(w + c);
-        a0 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a0));
-        ww = ts_load4(w + stride + c);
-        a1 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a1));
-        ww = ts_load4(w + 2 * stride + c);
-        a2 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a2));
-        ww = ts_load4(w + 3 * stride + c);
-        a3 = ts_smlad(xo, ts_odd_off(ww, f2), ts_smlad(xe, ts_even_off(ww, f2), a3));
+        u = __usada8(ts_load4(x + c) ^ 0x80808080u, 0u, u);
     }
+    s = (int32_t)u - 128 * c;
     for (; c < n; ++c) {
+        s += x[c];
+    }
+    return s;
+}
+
+/* Four output channels' sums over n bytes of a window, the raw filter (no filter offset: the caller
+ * adds filter_offset * sum(x + input_offset) once per pixel for every channel), filters w, w +
+ * stride, w + 2 stride, w + 3 stride: each input word widened once with the input offset
+ * (SXTAB16), each filter word widened (SXTB16), SMLAD; the bytes past the last word one at a time.
+ * Added into acc[0..3]. Two filter pointers (w, w + 2 stride) with the stride as the offset keep
+ * the loop's values in registers. */
+static TS_NOINLINE void dot4_raw(const int8_t *x, const int8_t *w, size_t stride, int32_t n, int32_t input_offset,
+                                 int32_t *acc)
+{
+    const uint32_t in2 = ts_pack2x16(input_offset);
+    const int8_t *wb = w + 2 * stride;
+    const int8_t *const end = x + (n & ~3);
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], c;
+    while (x != end) {
+        const uint32_t xw = ts_load4(x);
+        const uint32_t xe = ts_even_off(xw, in2), xo = ts_odd_off(xw, in2);
+        uint32_t ww = ts_load4(w);
+        a0 = ts_smlad(xo, ts_odd(ww), ts_smlad(xe, ts_even(ww), a0));
+        ww = ts_load4(w + stride);
+        a1 = ts_smlad(xo, ts_odd(ww), ts_smlad(xe, ts_even(ww), a1));
+        ww = ts_load4(wb);
+        a2 = ts_smlad(xo, ts_odd(ww), ts_smlad(xe, ts_even(ww), a2));
+        ww = ts_load4(wb + stride);
+        a3 = ts_smlad(xo, ts_odd(ww), ts_smlad(xe, ts_even(ww), a3));
+        x += 4;
+        w += 4;
+        wb += 4;
+    }
+    for (c = 0; c < (n & 3); ++c) {
         const int32_t v = x[c] + input_offset;
-        a0 += v * (w[c] + filter_offset);
-        a1 += v * (w[stride + c] + filter_offset);
-        a2 += v * (w[2 * stride + c] + filter_offset);
-        a3 += v * (w[3 * stride + c] + filter_offset);
+        a0 += v * w[c];
+        a1 += v * w[stride + c];
+        a2 += v * wb[c];
+        a3 += v * wb[stride + c];
     }
     acc[0] = a0;
     acc[1] = a1;
@@ -88,6 +114,9 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
     const int32_t filter_offset = p->filter_offset;
     const size_t per_out = (size_t)p->filter_h * p->filter_w * p->in_c; /* one output channel's filter */
     int32_t b, y, x, o, ky, kx, range[4];
+#if TS_RQ_ASM
+    const uint32_t lim[2] = {ts_bytes4(p->act_min), ts_bytes4(p->act_max)};
+#endif
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
@@ -101,19 +130,45 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
                 taps_inside(x0, p->in_w, p->filter_w, p->dilation_w, &range[2], &range[3]);
                 o = 0;
 #if TS_DSP
-                for (; o + 4 <= p->out_c; o += 4) { /* four output channels a pass over the window */
-                    int32_t acc[4] = {0, 0, 0, 0}, k;
+                if (p->out_c >= 4 && range[1] > range[0] && range[3] > range[2]) {
+                    /* the window's taps inside the input as runs of contiguous bytes: a row's taps
+                     * at once without dilation across, else tap by tap */
+                    const int32_t run_taps = p->dilation_w == 1 ? range[3] - range[2] : 1;
+                    const int32_t run = run_taps * p->in_c;
+                    int32_t sum = 0, count = 0; /* sum(x) and the number of bytes over the window */
                     for (ky = range[0]; ky < range[1]; ++ky) {
-                        for (kx = range[2]; kx < range[3]; ++kx) {
-                            const int8_t *in_px =
-                                in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w + (x0 + kx * p->dilation_w)) * p->in_c;
-                            const int8_t *w_px = filter + o * per_out + ((size_t)ky * p->filter_w + kx) * p->in_c;
-                            dot4_offsets(in_px, w_px, per_out, p->in_c, p->input_offset, filter_offset, acc);
+                        for (kx = range[2]; kx < range[3]; kx += run_taps) {
+                            sum += sum_bytes(in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w +
+                                                     (x0 + kx * p->dilation_w)) * p->in_c, run);
+                            count += run;
                         }
                     }
-                    for (k = 0; k < 4; ++k) {
-                        *output++ = conv_out(acc[k] + (bias != NULL ? bias[o + k] : 0), p->multiplier[o + k],
-                                             p->shift[o + k], p->output_offset, p->act_min, p->act_max);
+                    sum = filter_offset * (sum + count * p->input_offset); /* filter_offset * sum(x + input_offset) */
+                    for (; o + 4 <= p->out_c; o += 4) { /* four output channels a pass over the window */
+                        int32_t acc[4] = {0, 0, 0, 0}, k;
+                        for (ky = range[0]; ky < range[1]; ++ky) {
+                            for (kx = range[2]; kx < range[3]; kx += run_taps) {
+                                const int8_t *in_px = in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w +
+                                                              (x0 + kx * p->dilation_w)) * p->in_c;
+                                const int8_t *w_px = filter + o * per_out + ((size_t)ky * p->filter_w + kx) * p->in_c;
+                                dot4_raw(in_px, w_px, per_out, run, p->input_offset, acc);
+                            }
+                        }
+                        for (k = 0; k < 4; ++k) {
+                            acc[k] += sum + (bias != NULL ? bias[o + k] : 0);
+                        }
+#if TS_RQ_ASM
+                        if (p->rq != NULL) { /* the generator's ts_rq fields: requantised, clamped, one word */
+                            ts_rq4_store(output, acc[0], acc[1], acc[2], acc[3], (const ts_rq *)(const void *)(p->rq + 4 * o),
+                                         lim);
+                            output += 4;
+                            continue;
+                        }
+#endif
+                        for (k = 0; k < 4; ++k) {
+                            *output++ = conv_out(acc[k], p->multiplier[o + k], p->shift[o + k], p->output_offset,
+                                                 p->act_min, p->act_max);
+                        }
                     }
                 }
 #endif

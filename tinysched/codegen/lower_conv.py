@@ -133,7 +133,18 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if offset:  # a legacy uint8 model's convolution: its own kernel, no variant
         call.kernel, call.params_type = FILTER_OFFSET_KERNELS[op.opcode]
         call.params.append(("filter_offset", str(offset)))
-        # the int8 blocks on w + filter_offset (DSP cores; the kernel's own loop elsewhere)
+        # DSP cores: a CONV_2D's ts_rq fields, a DEPTHWISE_CONV_2D's int8 blocks, both for the
+        # accumulators of w + filter_offset (the kernel's own formula elsewhere)
+        offset_rq = (
+            _table_fields(ctx.graph, op, mults, shifts, int(out_zp), oc, offset)
+            if not depthwise and ctx.dsp_tables
+            else None
+        )
+        if offset_rq is not None:
+            comment = (
+                "ts_rq fields per output channel (accumulators of w + filter_offset): m, left + 1, base, rr"
+            )
+            call.params.append(("rq", ctx.array(call, "rq", "int32_t", offset_rq, comment)))
         offset_blocks = (
             depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp), offset)
             if depthwise and ctx.dsp_tables
