@@ -55,15 +55,57 @@ static int32_t sum_bytes(const int8_t *x, int32_t n)
  * stride, w + 2 stride, w + 3 stride: each input word widened once with the input offset
  * (SXTAB16), each filter word widened (SXTB16), SMLAD; the bytes past the last word one at a time.
  * Added into acc[0..3]. Two filter pointers (w, w + 2 stride) with the stride as the offset keep
- * the loop's values in registers. */
+ * the loop's values in registers; with the asm, pairs of words go through one asm loop (DOT4_WORD
+ * twice, 49 instructions per 32 products), its 13 operands named at -O0 (TS_REG). */
+#if TS_RQ_ASM
+/* One input word (p) against the four filters' words (w: channel 0, w + k: 1, b: 2, b + k: 3), each
+ * filter pointer stepped past its word; t, u scratch. */
+#define DOT4_FILTER(a, load)                                                                            \
+    load "sxtb16  %[u], %[t]\n\t"                                                                        \
+    "sxtb16  %[t], %[t], ror #8\n\t"                                                                     \
+    "smlad   %[" a "], %[xe], %[u], %[" a "]\n\t"                                                        \
+    "smlad   %[" a "], %[xo], %[t], %[" a "]\n\t"
+#define DOT4_WORD                                                                                       \
+    "ldr     %[t], [%[p]], #4\n\t"                                                                       \
+    "sxtab16 %[xe], %[off2], %[t]\n\t"                                                                   \
+    "sxtab16 %[xo], %[off2], %[t], ror #8\n\t" DOT4_FILTER("a1", "ldr     %[t], [%[w], %[k]]\n\t")        \
+        DOT4_FILTER("a0", "ldr     %[t], [%[w]], #4\n\t") DOT4_FILTER("a3", "ldr     %[t], [%[b], %[k]]\n\t") \
+            DOT4_FILTER("a2", "ldr     %[t], [%[b]], #4\n\t")
+#endif
 static TS_NOINLINE void dot4_raw(const int8_t *x, const int8_t *w, size_t stride, int32_t n, int32_t input_offset,
                                  int32_t *acc)
 {
     const uint32_t in2 = ts_pack2x16(input_offset);
     const int8_t *wb = w + 2 * stride;
-    const int8_t *const end = x + (n & ~3);
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], c;
-    while (x != end) {
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], c, words = n >> 2;
+#if TS_RQ_ASM
+    if (words >= 2) {
+        const int8_t *const end = x + 8 * (words >> 1);
+        register int32_t r0 TS_REG("r0") = a0, r1 TS_REG("r1") = a1, r2 TS_REG("r2") = a2, r3 TS_REG("r3") = a3;
+        register const int8_t *px TS_REG("r4") = x;
+        register const int8_t *pw TS_REG("r5") = w;
+        register const int8_t *pb TS_REG("r6") = wb;
+        register const int32_t k TS_REG("r8") = (int32_t)stride;
+        register const uint32_t off2 TS_REG("r9") = in2;
+        register uint32_t xe TS_REG("r10"), xo TS_REG("r11"), t TS_REG("r12"), u TS_REG("lr");
+        __asm__ volatile("1:\n\t" DOT4_WORD DOT4_WORD "ldr     %[t], %[end]\n\t"
+                         "cmp     %[p], %[t]\n\t"
+                         "bne     1b"
+                         : [a0] "+r"(r0), [a1] "+r"(r1), [a2] "+r"(r2), [a3] "+r"(r3), [p] "+r"(px), [w] "+r"(pw),
+                           [b] "+r"(pb), [xe] "=&r"(xe), [xo] "=&r"(xo), [t] "=&r"(t), [u] "=&r"(u)
+                         : [k] "r"(k), [off2] "r"(off2), [end] "m"(end)
+                         : "cc", "memory");
+        a0 = r0;
+        a1 = r1;
+        a2 = r2;
+        a3 = r3;
+        x = px;
+        w = pw;
+        wb = pb;
+        words &= 1;
+    }
+#endif
+    for (; words > 0; --words) {
         const uint32_t xw = ts_load4(x);
         const uint32_t xe = ts_even_off(xw, in2), xo = ts_odd_off(xw, in2);
         uint32_t ww = ts_load4(w);
@@ -145,7 +187,11 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
                     }
                     sum = filter_offset * (sum + count * p->input_offset); /* filter_offset * sum(x + input_offset) */
                     for (; o + 4 <= p->out_c; o += 4) { /* four output channels a pass over the window */
-                        int32_t acc[4] = {0, 0, 0, 0}, k;
+                        int32_t acc[4], k;
+                        acc[0] = sum + (bias != NULL ? bias[o] : 0);
+                        acc[1] = sum + (bias != NULL ? bias[o + 1] : 0);
+                        acc[2] = sum + (bias != NULL ? bias[o + 2] : 0);
+                        acc[3] = sum + (bias != NULL ? bias[o + 3] : 0);
                         for (ky = range[0]; ky < range[1]; ++ky) {
                             for (kx = range[2]; kx < range[3]; kx += run_taps) {
                                 const int8_t *in_px = in_b + ((size_t)(y0 + ky * p->dilation_h) * p->in_w +
@@ -153,9 +199,6 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
                                 const int8_t *w_px = filter + o * per_out + ((size_t)ky * p->filter_w + kx) * p->in_c;
                                 dot4_raw(in_px, w_px, per_out, run, p->input_offset, acc);
                             }
-                        }
-                        for (k = 0; k < 4; ++k) {
-                            acc[k] += sum + (bias != NULL ? bias[o + k] : 0);
                         }
 #if TS_RQ_ASM
                         if (p->rq != NULL) { /* the generator's ts_rq fields: requantised, clamped, one word */
