@@ -56,8 +56,10 @@ static int32_t sum_bytes(const int8_t *x, int32_t n)
  * (SXTAB16), each filter word widened (SXTB16), SMLAD; the bytes past the last word one at a time.
  * Added into acc[0..3]. Two filter pointers (w, w + 2 stride) with the stride as the offset keep
  * the loop's values in registers; with the asm, pairs of words go through one asm loop (DOT4_WORD
- * twice, 49 instructions per 32 products), its 13 operands named at -O0 (TS_REG). */
+ * twice, 49 instructions per 32 products), its 13 operands in registers named at every level
+ * (DOT4_REG: left to the allocator, GCC 12 finds no room for them at -O3 on FPU cores). */
 #if TS_RQ_ASM
+#define DOT4_REG(r) __asm__(r)
 /* One input word (p) against the four filters' words (w: channel 0, w + k: 1, b: 2, b + k: 3), each
  * filter pointer stepped past its word; t, u scratch. */
 #define DOT4_FILTER(a, load)                                                                            \
@@ -72,8 +74,8 @@ static int32_t sum_bytes(const int8_t *x, int32_t n)
         DOT4_FILTER("a0", "ldr     %[t], [%[w]], #4\n\t") DOT4_FILTER("a3", "ldr     %[t], [%[b], %[k]]\n\t") \
             DOT4_FILTER("a2", "ldr     %[t], [%[b]], #4\n\t")
 #endif
-static TS_NOINLINE void dot4_raw(const int8_t *x, const int8_t *w, size_t stride, int32_t n, int32_t input_offset,
-                                 int32_t *acc)
+static TS_ALWAYS_INLINE void dot4_words(const int8_t *x, const int8_t *w, size_t stride, int32_t n,
+                                        int32_t input_offset, int32_t *acc)
 {
     const uint32_t in2 = ts_pack2x16(input_offset);
     const int8_t *wb = w + 2 * stride;
@@ -81,13 +83,13 @@ static TS_NOINLINE void dot4_raw(const int8_t *x, const int8_t *w, size_t stride
 #if TS_RQ_ASM
     if (words >= 2) {
         const int8_t *const end = x + 8 * (words >> 1);
-        register int32_t r0 TS_REG("r0") = a0, r1 TS_REG("r1") = a1, r2 TS_REG("r2") = a2, r3 TS_REG("r3") = a3;
-        register const int8_t *px TS_REG("r4") = x;
-        register const int8_t *pw TS_REG("r5") = w;
-        register const int8_t *pb TS_REG("r6") = wb;
-        register const int32_t k TS_REG("r8") = (int32_t)stride;
-        register const uint32_t off2 TS_REG("r9") = in2;
-        register uint32_t xe TS_REG("r10"), xo TS_REG("r11"), t TS_REG("r12"), u TS_REG("lr");
+        register int32_t r0 DOT4_REG("r0") = a0, r1 DOT4_REG("r1") = a1, r2 DOT4_REG("r2") = a2, r3 DOT4_REG("r3") = a3;
+        register const int8_t *px DOT4_REG("r4") = x;
+        register const int8_t *pw DOT4_REG("r5") = w;
+        register const int8_t *pb DOT4_REG("r6") = wb;
+        register const int32_t k DOT4_REG("r8") = (int32_t)stride;
+        register const uint32_t off2 DOT4_REG("r9") = in2;
+        register uint32_t xe DOT4_REG("r10"), xo DOT4_REG("r11"), t DOT4_REG("r12"), u DOT4_REG("lr");
         __asm__ volatile("1:\n\t" DOT4_WORD DOT4_WORD "ldr     %[t], %[end]\n\t"
                          "cmp     %[p], %[t]\n\t"
                          "bne     1b"
@@ -132,6 +134,39 @@ static TS_NOINLINE void dot4_raw(const int8_t *x, const int8_t *w, size_t stride
     acc[2] = a2;
     acc[3] = a3;
 }
+
+/* dot4_words as a function of its own (its loop's registers its own). */
+static TS_NOINLINE void dot4_raw(const int8_t *x, const int8_t *w, size_t stride, int32_t n, int32_t input_offset,
+                                 int32_t *acc)
+{
+    dot4_words(x, w, stride, n, input_offset, acc);
+}
+
+#if TS_RQ_ASM
+/* Every group of four output channels of one pixel whose window's taps inside the input are `rows`
+ * runs of n bytes (x_row bytes apart in the input, w_row in each filter; one run for a 1x1 window):
+ * per group its accumulators from `start` (filter_offset * sum(x + input_offset)) plus its biases,
+ * dot4_words over the runs, then ts_rq with the generator's fields, clamped to lim, one word stored
+ * (ts_rq4_store); the groups in order, each written after its window is read. In one function so a
+ * group costs no call and no address arithmetic but its filter step. */
+static TS_NOINLINE void pixel_groups(const int8_t *x, const int8_t *w, size_t per_out, int32_t n, int32_t rows,
+                                     size_t x_row, size_t w_row, int32_t groups, int32_t input_offset,
+                                     int32_t start, const int32_t *bias, const int32_t *rq, const uint32_t *lim,
+                                     int8_t *out)
+{
+    int32_t g, r, acc[4];
+    for (g = 0; g < groups; ++g, w += 4 * per_out, rq += 16, out += 4) {
+        acc[0] = start + (bias != NULL ? bias[4 * g] : 0);
+        acc[1] = start + (bias != NULL ? bias[4 * g + 1] : 0);
+        acc[2] = start + (bias != NULL ? bias[4 * g + 2] : 0);
+        acc[3] = start + (bias != NULL ? bias[4 * g + 3] : 0);
+        for (r = 0; r < rows; ++r) {
+            dot4_words(x + r * x_row, w + r * w_row, per_out, n, input_offset, acc);
+        }
+        ts_rq4_store(out, acc[0], acc[1], acc[2], acc[3], (const ts_rq *)(const void *)rq, lim);
+    }
+}
+#endif
 #endif
 
 /* The taps [*lo, *hi) of a window starting at `start` (dilated by `dilation`) that fall inside
@@ -186,6 +221,18 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
                         }
                     }
                     sum = filter_offset * (sum + count * p->input_offset); /* filter_offset * sum(x + input_offset) */
+#if TS_RQ_ASM
+                    if (p->rq != NULL && run_taps == range[3] - range[2]) { /* a run per window row */
+                        const int32_t groups = p->out_c / 4;
+                        pixel_groups(in_b + ((size_t)(y0 + range[0] * p->dilation_h) * p->in_w + (x0 + range[2])) * p->in_c,
+                                     filter + ((size_t)range[0] * p->filter_w + range[2]) * p->in_c, per_out, run,
+                                     range[1] - range[0], (size_t)p->dilation_h * p->in_w * p->in_c,
+                                     (size_t)p->filter_w * p->in_c, groups, p->input_offset, sum, bias, p->rq, lim,
+                                     output);
+                        o = 4 * groups;
+                        output += o;
+                    }
+#endif
                     for (; o + 4 <= p->out_c; o += 4) { /* four output channels a pass over the window */
                         int32_t acc[4], k;
                         acc[0] = sum + (bias != NULL ? bias[o] : 0);
