@@ -1172,6 +1172,35 @@ def uint8_legacy_conv_sums() -> bytes:
     return b.build()
 
 
+def uint8_legacy_pixel_tables() -> bytes:
+    """Legacy uint8 1x1 CONV_2D layers through the int8 pixel-in-registers path on a table of
+    w + filter_offset (ts_conv2d_s8_pixel_table on DSP cores, tinysched.codegen.lower_conv
+    pixel_table with an offset): in_c 8 into 13 channels (odd: no pairs) with input zero point -128
+    against uint8 filter zero point 255 (w + filter_offset down to -255), in_c 8 into 16 against zero
+    point 0 (up to 255), 12 -> 24, a strided 16 -> 16 (by rows), a strided 32 -> 40 (the table's
+    halves), and a 16 -> 48 expansion, 3x3 stride-2 depthwise and 48 -> 16 projection the plan runs
+    row by row in a stage."""
+    b = ModelBuilder(seed=66, legacy_uint8=True)
+    x = b.input("x", (1, 5, 6, 8), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
+    low = b.conv2d(x, 13, (1, 1), name="u8p_8_13_far_low")
+    b.filter_zero_point = -128  # uint8 0: w + filter_offset in [0, 255]
+    high = b.conv2d(x, 16, (1, 1), name="u8p_8_16_far_high")
+    b.filter_zero_point = None
+    t12 = b.input("t12", (1, 4, 5, 12), scale=1 / 30, zero_point=9)
+    c12 = b.conv2d(t12, 24, (1, 1), name="u8p_12_24")
+    t16 = b.input("t16", (1, 7, 7, 16), scale=1 / 30, zero_point=-7)
+    s16 = b.conv2d(t16, 16, (1, 1), (2, 2), "VALID", name="u8p_16_16_s2")
+    t32 = b.input("t32", (1, 5, 5, 32), scale=1 / 30, zero_point=3)
+    s32 = b.conv2d(t32, 40, (1, 1), (2, 2), "VALID", name="u8p_32_40_s2")
+    e = b.input("e", (1, 18, 14, 16), scale=1 / 30, zero_point=-11)
+    t = b.conv2d(e, 48, (1, 1), name="u8p_expand_16_48")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", name="u8p_dw_s2")
+    t = b.conv2d(t, 16, (1, 1), name="u8p_project_48_16")
+    b.output(low, high, c12, s16, s32, t)
+    return b.build()
+
+
 def pixel_regs_k16() -> bytes:
     """1x1 CONV_2D with K = 16 from the generator's pixel table (ts_kernels.h, CONV_2D "pixel in
     registers"), outputs over their dying inputs as the refined plan places them: 16 -> 45 channels
@@ -1348,6 +1377,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "uint8_legacy_stream": uint8_legacy_stream,
     "uint8_legacy_depthwise_blocks": uint8_legacy_depthwise_blocks,
     "uint8_legacy_conv_sums": uint8_legacy_conv_sums,
+    "uint8_legacy_pixel_tables": uint8_legacy_pixel_tables,
     "flat_rest_in_place": flat_rest_in_place,
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,

@@ -17,6 +17,7 @@ from fast_path_models import (
     uint8_legacy_depthwise_blocks,
     uint8_legacy_layers,
     uint8_legacy_more_ops,
+    uint8_legacy_pixel_tables,
     uint8_legacy_stream,
 )
 from helpers import generate_for_measure, measured_equal_on_qemu
@@ -24,7 +25,7 @@ from tiers import needs_gcc, require
 
 from tinysched.build.sources import write_sources
 from tinysched.codegen import check_supported
-from tinysched.codegen.lower_conv import acc_reach, filter_reach, rq_table
+from tinysched.codegen.lower_conv import acc_reach, filter_reach, pixel_table, rq_table
 from tinysched.codegen.quant import quantize_multiplier
 from tinysched.device.reference import interface_inputs, reference_io, run_reference
 from tinysched.device.verify import verify
@@ -258,6 +259,42 @@ def test_legacy_conv_layers_get_ts_rq_fields_for_the_offset_filter_reach() -> No
     assert ".rq = " not in generate(helium, "u8").files["u8.c"]
 
 
+def test_legacy_pointwise_layers_take_the_pixel_table_of_the_offset_filter() -> None:
+    """A legacy uint8 1x1 layer the pixel path would take keeps its own kernel with the pixel table
+    of w' = w + filter_offset on DSP cores (whole layers and a stage's member): lanes w' << l1 (every
+    one an int16, here with w' down to -255), the first word (bias + input_offset * sum(w')) << l1;
+    none for a Helium core's plan."""
+    planned = plan(parse_model(uint8_legacy_pixel_tables()), PlanOptions(time_limit=2.0))
+    text = generate(planned, "u8").files["u8.c"]
+    tables = re.findall(r"\.pixel_table = (u8_op\d+(?:_stage\d+)?_pixel_table),", text)
+    assert len(tables) == 6  # every 1x1 layer but the projection (out_c < in_c)
+    graph = planned.graph
+    (op,) = [
+        o
+        for o in graph.operators
+        if o.opcode == "CONV_2D" and graph.tensors[o.outputs[0]].name.startswith("u8p_8_13_far_low")
+    ]
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    offset = -int(w.quantization.zero_point[0])  # type: ignore[union-attr]
+    assert offset == -127 and filter_reach(graph, op, offset) == 255
+    ratio = float(x.quantization.scale[0]) * float(w.quantization.scale[0]) / float(y.quantization.scale[0])  # type: ignore[union-attr]
+    mult, shift = quantize_multiplier(ratio)
+    zp = int(y.quantization.zero_point[0])  # type: ignore[union-attr]
+    table = pixel_table(graph, op, [mult] * 13, [shift] * 13, zp, (-128, 127), offset)
+    assert table is not None and f"u8_op{op.index}_pixel_table" in tables
+    fields = rq_table(graph, op, [mult] * 13, [shift] * 13, zp, offset)
+    assert fields is not None
+    l1 = fields[1]
+    wp = np.asarray(w.data).astype(np.int64).reshape(13, 8) + offset
+    bias = int(np.asarray(graph.tensors[op.inputs[2]].data)[0])
+    x_zp = int(x.quantization.zero_point[0])  # type: ignore[union-attr]
+    assert table[0] == ((bias - x_zp * int(wp[0].sum())) << l1)
+    assert table[1] == _lanes(int(wp[0, 0]) << l1, int(wp[0, 2]) << l1)
+    assert int(wp.min()) == -255 and -255 << l1 >= -(1 << 15)
+    helium = plan(parse_model(uint8_legacy_pixel_tables()), PlanOptions(time_limit=2.0, core="cortex-m55"))
+    assert ".pixel_table = " not in generate(helium, "u8").files["u8.c"]
+
+
 def _tensor(result, name: str) -> np.ndarray:
     (index,) = [d["index"] for d in result.tensor_details if d["name"] == name]
     return np.asarray(result.tensors[index])
@@ -313,6 +350,7 @@ def test_uint8_rounds_average_pool_ties_up_and_resizes_in_float(tmp_path: Path) 
         uint8_legacy_more_ops,
         uint8_legacy_depthwise_blocks,
         uint8_legacy_conv_sums,
+        uint8_legacy_pixel_tables,
     ],
     ids=lambda f: f.__name__,
 )

@@ -612,6 +612,13 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+/* The pixel-in-registers path alone (CONV_2D "pixel in registers", flat or by rows) on `table`,
+ * reading neither the filter nor the bias (the table holds both): 1 where it ran (DSP cores without
+ * Helium, the path's conditions), 0 where it did not and the caller must compute the layer itself.
+ * For ts_legacy_uint8.c, whose table holds w + filter_offset (see "Legacy uint8"). Arithmetic and
+ * read/write order: that path's. */
+int ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
+                             const int32_t *table);
 /* The "Blocks" path alone on p->blocks, reading neither the filter nor the bias (the table holds
  * both): 1 where it ran (DSP cores, the blocks' conditions, in_c a multiple of 4, out_c == in_c),
  * 0 where it did not and the caller must compute the layer itself. For ts_legacy_uint8.c, whose
@@ -1238,8 +1245,14 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * ts_conv2d_s8_staged's rq_table, checked for accumulators reaching products * max|x +
  * input_offset| * max|w + filter_offset|), the four accumulators are requantised by ts_rq, clamped
  * bytewise and stored as one word (ts_rq4_store); without it, or without the DSP asm,
- * ts_requantize. DEPTHWISE_CONV_2D with depth multiplier 1: SMLABB / SMLATT on both offsets, four
- * channels a pass; the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * ts_requantize. A 1x1 CONV_2D with `pixel_table` (the generator's, DSP cores only: CONV_2D "pixel
+ * in registers"'s table built from w' = w + filter_offset, in [-255, 255], each lane w' << l1
+ * still an int16, and (bias + input_offset * sum(w')) << l1, its ts_rq fields checked for
+ * accumulators reaching products * max|x + input_offset| * max|w'|) is that path's arithmetic:
+ * ts_conv2d_s8_pixel_table runs it where it takes the layer (or the stage's rows), reading the
+ * input bytes and writing each pixel's outputs after reading it, a group of one pixel; elsewhere
+ * (other cores, the host) the loops here. DEPTHWISE_CONV_2D with depth multiplier 1: SMLABB /
+ * SMLATT on both offsets, four channels a pass; the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
  * DEPTHWISE_CONV_2D with `blocks` (the generator's, DSP cores only): since sum((x + input_offset) *
@@ -1279,6 +1292,7 @@ typedef struct {
     const int32_t *shift;      /* [out_c] */
     int32_t filter_offset;
     const int32_t *rq; /* [out_c][4] ts_rq fields for accumulators of w + filter_offset, or NULL */
+    const int32_t *pixel_table; /* the pixel path's table of w + filter_offset, or NULL */
 } ts_conv2d_offset_s8_params;
 
 typedef struct {

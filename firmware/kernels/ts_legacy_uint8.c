@@ -3,9 +3,10 @@
  * AVERAGE_POOL_2D rounding as TFLite's uint8 kernel (RESIZE_BILINEAR's float version:
  * ts_resize_bilinear_float_s8.c). Plain loops, the convolutions' sums four bytes a word on DSP
  * cores (CONV_2D: the raw filter against the input, filter_offset * sum(x + input_offset) added
- * once per pixel, the generator's ts_rq fields where given); on DSP cores a depthwise layer with
- * the generator's blocks (its filter plus the filter offset, widened) runs
- * ts_depthwise_conv2d_s8's blocks path instead. See ts_kernels.h "Legacy uint8". */
+ * once per pixel, the generator's ts_rq fields where given); on DSP cores a layer with the
+ * generator's table of its filter plus the filter offset runs an int8 path of
+ * ts_conv2d_s8.c / ts_depthwise_conv2d_s8.c on it instead (a 1x1 CONV_2D's pixel table, a
+ * DEPTHWISE_CONV_2D's blocks). See ts_kernels.h "Legacy uint8". */
 #include <string.h>
 
 #include "ts_fixedpoint.h"
@@ -185,6 +186,36 @@ static int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t o
     return (int8_t)ts_clamp_i32(acc, lo, hi);
 }
 
+/* ts_conv2d_s8_pixel_table on p's pixel table (ts_kernels.h, "Legacy uint8"): 1 where it ran. */
+static int conv_pixel_table(const ts_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
+{
+    ts_conv2d_s8_params q;
+    q.batches = p->batches;
+    q.in_h = p->in_h;
+    q.in_w = p->in_w;
+    q.in_c = p->in_c;
+    q.out_h = p->out_h;
+    q.out_w = p->out_w;
+    q.out_c = p->out_c;
+    q.filter_h = p->filter_h;
+    q.filter_w = p->filter_w;
+    q.stride_h = p->stride_h;
+    q.stride_w = p->stride_w;
+    q.dilation_h = p->dilation_h;
+    q.dilation_w = p->dilation_w;
+    q.pad_top = p->pad_top;
+    q.pad_left = p->pad_left;
+    q.input_offset = p->input_offset;
+    q.output_offset = p->output_offset;
+    q.act_min = p->act_min;
+    q.act_max = p->act_max;
+    q.multiplier = p->multiplier;
+    q.shift = p->shift;
+    q.quads = NULL;
+    q.stem = NULL;
+    return ts_conv2d_s8_pixel_table(&q, input, output, p->pixel_table);
+}
+
 int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t *input, const int8_t *filter,
                                const int32_t *bias, int8_t *output)
 {
@@ -196,6 +227,9 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
 #endif
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
+    }
+    if (p->pixel_table != NULL && conv_pixel_table(p, input, output)) {
+        return TS_OK; /* DSP cores: the int8 pixel path on the generator's table of w + filter_offset */
     }
     for (b = 0; b < p->batches; ++b) {
         const int8_t *in_b = input + (size_t)b * p->in_h * p->in_w * p->in_c;

@@ -145,6 +145,16 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
                 "ts_rq fields per output channel (accumulators of w + filter_offset): m, left + 1, base, rr"
             )
             call.params.append(("rq", ctx.array(call, "rq", "int32_t", offset_rq, comment)))
+        offset_pixels = (
+            pixel_table(ctx.graph, op, mults, shifts, int(out_zp), (act_min, act_max), offset)
+            if not depthwise and ctx.dsp_tables and (pad_top, pad_left) == (0, 0)
+            else None
+        )
+        if offset_pixels is not None:  # a 1x1 layer: the int8 pixel path on w + filter_offset
+            comment = pixel_table_comment(ic).replace("sum(w)", "sum(w + filter_offset)")
+            call.params.append(
+                ("pixel_table", ctx.array(call, "pixel_table", "int32_t", offset_pixels, comment))
+            )
         offset_blocks = (
             depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp), offset)
             if depthwise and ctx.dsp_tables
@@ -516,6 +526,7 @@ def pixel_table(
     shifts: Sequence[int],
     out_zp: int,
     act_range: tuple[int, int],
+    offset: int = 0,
 ) -> list[int] | None:
     """ts_conv2d_s8's table for its pixel-in-registers path (ts_kernels.h, CONV_2D "pixel in
     registers"): per output channel (bias + input_offset * sum(w)) << l1, its filter widened to
@@ -526,7 +537,10 @@ def pixel_table(
     from row to row), in_c not 8, 12 or 16, out_c < in_c (the read/write order), an activation range
     narrower than int8
     (no clamp), a bias not constant, or a channel that is neither ts_rq's steps with a right shift
-    (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant."""
+    (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant.
+    `offset`: a legacy uint8 layer's filter offset; the table then holds w' = w + offset (in
+    [-255, 255]; ts_conv2d_s8_pixel_table for ts_conv2d_filter_offset_s8), its ts_rq fields for
+    accumulators reaching max|w'| per product, and every lane w' << l1 must stay an int16."""
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     out_c, fh, fw, in_c = w.shape
     opts = op.options
@@ -552,13 +566,14 @@ def pixel_table(
         or w.data is None
     ):
         return None
-    fields = rq_table(graph, op, mults, shifts, out_zp)
+    fields = rq_table(graph, op, mults, shifts, out_zp, offset)
     biases = _biases(graph, op, out_c)
-    if fields is None or biases is None:
+    filt = offset_filter(graph, op, offset)
+    if fields is None or biases is None or filt is None:
         return None
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
     table: list[int] = []
-    for o, row in enumerate([int(v) for v in r] for r in w.data.reshape(out_c, in_c)):
+    for o, row in enumerate([int(v) for v in r] for r in filt.reshape(out_c, in_c)):
         m, l1, base, rr = fields[4 * o : 4 * o + 4]
         last = 512 if o == out_c - 1 else 0
         if m == 0 and rr == 0 and l1 == 1:  # a constant (rq_fields' RQ_CONST): s2 = 0 gives base
@@ -566,6 +581,8 @@ def pixel_table(
             continue
         if l1 == 0 or rr & 255 == 0 or l1 > PIXEL_MAX_L1:
             return None
+        if offset and not all(-(1 << 15) <= v << l1 < 1 << 15 for v in row):
+            return None  # w + offset << l1 past an int16 lane
         table.append(_int32((biases[o] - int(zp) * sum(row)) << l1))
         for g in range(0, in_c, 4):
             table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]

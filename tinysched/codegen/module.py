@@ -68,9 +68,9 @@ KERNEL_SOURCE = {
     "ts_resize_nearest_rows": "ts_resize_nearest",
 }
 
-# Kernel files whose functions call another file's (linked with it): the legacy uint8 depthwise runs
-# ts_depthwise_conv2d_s8's blocks path on DSP cores (ts_depthwise_conv2d_s8_blocks).
-KERNEL_FILE_NEEDS = {"ts_legacy_uint8": ("ts_depthwise_conv2d_s8",)}
+# Kernel files whose functions call another file's (linked with it): the legacy uint8 convolutions
+# run int8 paths on their tables on DSP cores (ts_conv2d_s8_pixel_table, ts_depthwise_conv2d_s8_blocks).
+KERNEL_FILE_NEEDS = {"ts_legacy_uint8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")}
 
 
 @dataclass(frozen=True)
