@@ -1155,7 +1155,9 @@ def uint8_legacy_conv_sums() -> bytes:
     (clipped windows, each row's taps one run of 15 bytes: words and a tail), a 1x1 5 -> 12 with
     RELU6, a 3x3 stride-2 VALID dilated across (tap by tap) into 16 channels, a 1x1 8 -> 10 (two
     channels past the fours) into a tiny output scale whose left shift leaves no ts_rq (the
-    formula), a 1x1 16 -> 20 of input zero point 40."""
+    formula), a 1x1 16 -> 20 of input zero point 40; and 3x3 layers over 3 channels (the stem
+    path's table of w + filter_offset: stride 1 into 6 channels, stride 2 with RELU6) at the far
+    zero points."""
     b = ModelBuilder(seed=65, legacy_uint8=True)
     x = b.input("x", (1, 6, 7, 5), scale=1 / 40, zero_point=-128)
     b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
@@ -1168,7 +1170,14 @@ def uint8_legacy_conv_sums() -> bytes:
     tiny = b.conv2d(t, 10, (1, 1), output_quant=(1e-8, 3), name="u8c_pw_10_no_rq")
     u = b.input("u", (1, 1, 9, 16), scale=1 / 30, zero_point=40)
     wide = b.conv2d(u, 20, (1, 1), name="u8c_pw_16_20")
-    b.output(k3, pw, dil, tiny, wide)
+    # 3x3 over 3 channels: the int8 stem path on its table of w + filter_offset, doubled
+    rgb = b.input("rgb", (1, 9, 10, 3), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127
+    stem = b.conv2d(rgb, 6, (3, 3), (1, 1), "SAME", name="u8c_stem_far_low")
+    b.filter_zero_point = -128
+    stem2 = b.conv2d(rgb, 8, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8c_stem_s2_far_high")
+    b.filter_zero_point = None
+    b.output(k3, pw, dil, tiny, wide, stem, stem2)
     return b.build()
 
 

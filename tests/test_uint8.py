@@ -254,9 +254,12 @@ def test_legacy_conv_layers_get_ts_rq_fields_for_the_offset_filter_reach() -> No
         else:
             without.append(name)
             assert any(fields[4 * c + 1] == 0 for c in range(out_c))  # a channel the formula takes
-    assert without == ["u8c_pw_10_no_rq"] and len(with_rq) == 5
+    assert without == ["u8c_pw_10_no_rq"] and len(with_rq) == 7
+    stems = re.findall(r"\.stem = (u8_op\d+_stem),", text)
+    assert len(stems) == 2  # the 3x3 layers over 3 channels: the stem path's table
     helium = plan(parse_model(uint8_legacy_conv_sums()), PlanOptions(time_limit=2.0, core="cortex-m55"))
-    assert ".rq = " not in generate(helium, "u8").files["u8.c"]
+    helium_text = generate(helium, "u8").files["u8.c"]
+    assert ".rq = " not in helium_text and ".stem = " not in helium_text
 
 
 def test_legacy_pointwise_layers_take_the_pixel_table_of_the_offset_filter() -> None:

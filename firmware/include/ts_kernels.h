@@ -619,6 +619,10 @@ int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const
  * read/write order: that path's. */
 int ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
                              const int32_t *table);
+/* The stem path alone (CONV_2D "stem") on p->stem, the generator's fields taken as checked (see
+ * ts_conv2d_s8.c): 1 where it ran, 0 where the caller must compute the layer itself. For
+ * ts_legacy_uint8.c (see "Legacy uint8"). Arithmetic and read/write order: that path's. */
+int ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output);
 /* The "Blocks" path alone on p->blocks, reading neither the filter nor the bias (the table holds
  * both): 1 where it ran (DSP cores, the blocks' conditions, in_c a multiple of 4, out_c == in_c),
  * 0 where it did not and the caller must compute the layer itself. For ts_legacy_uint8.c, whose
@@ -1251,7 +1255,10 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * accumulators reaching products * max|x + input_offset| * max|w'|) is that path's arithmetic:
  * ts_conv2d_s8_pixel_table runs it where it takes the layer (or the stage's rows), reading the
  * input bytes and writing each pixel's outputs after reading it, a group of one pixel; elsewhere
- * (other cores, the host) the loops here. DEPTHWISE_CONV_2D with depth multiplier 1: SMLABB /
+ * (other cores, the host) the loops here. Likewise a 3x3 CONV_2D over 3 channels with `stem` (CONV_2D
+ * "stem"'s table of w', doubled: lanes 2 w' in [-510, 510], biases 2 (bias + input_offset *
+ * sum(w'))): ts_conv2d_s8_stem_table, that path's order (output rows in order, each pixel's
+ * outputs written after its window is read). DEPTHWISE_CONV_2D with depth multiplier 1: SMLABB /
  * SMLATT on both offsets, four channels a pass; the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
@@ -1293,6 +1300,7 @@ typedef struct {
     int32_t filter_offset;
     const int32_t *rq; /* [out_c][4] ts_rq fields for accumulators of w + filter_offset, or NULL */
     const int32_t *pixel_table; /* the pixel path's table of w + filter_offset, or NULL */
+    const int32_t *stem;        /* the stem path's table of w + filter_offset, or NULL */
 } ts_conv2d_offset_s8_params;
 
 typedef struct {

@@ -6,7 +6,8 @@
  * once per pixel, the generator's ts_rq fields where given); on DSP cores a layer with the
  * generator's table of its filter plus the filter offset runs an int8 path of
  * ts_conv2d_s8.c / ts_depthwise_conv2d_s8.c on it instead (a 1x1 CONV_2D's pixel table, a
- * DEPTHWISE_CONV_2D's blocks). See ts_kernels.h "Legacy uint8". */
+ * 3x3 CONV_2D over 3 channels' stem table, a DEPTHWISE_CONV_2D's blocks). See ts_kernels.h "Legacy
+ * uint8". */
 #include <string.h>
 
 #include "ts_fixedpoint.h"
@@ -186,8 +187,9 @@ static int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t o
     return (int8_t)ts_clamp_i32(acc, lo, hi);
 }
 
-/* ts_conv2d_s8_pixel_table on p's pixel table (ts_kernels.h, "Legacy uint8"): 1 where it ran. */
-static int conv_pixel_table(const ts_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
+/* ts_conv2d_s8_stem_table or ts_conv2d_s8_pixel_table on p's stem or pixel table (ts_kernels.h,
+ * "Legacy uint8"): 1 where it ran. */
+static int conv_table_path(const ts_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
 {
     ts_conv2d_s8_params q;
     q.batches = p->batches;
@@ -212,7 +214,10 @@ static int conv_pixel_table(const ts_conv2d_offset_s8_params *p, const int8_t *i
     q.multiplier = p->multiplier;
     q.shift = p->shift;
     q.quads = NULL;
-    q.stem = NULL;
+    q.stem = p->stem;
+    if (p->stem != NULL) {
+        return ts_conv2d_s8_stem_table(&q, input, output);
+    }
     return ts_conv2d_s8_pixel_table(&q, input, output, p->pixel_table);
 }
 
@@ -228,7 +233,7 @@ int ts_conv2d_filter_offset_s8(const ts_conv2d_offset_s8_params *p, const int8_t
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1) {
         return TS_ERR_PARAMS;
     }
-    if (p->pixel_table != NULL && conv_pixel_table(p, input, output)) {
+    if ((p->pixel_table != NULL || p->stem != NULL) && conv_table_path(p, input, output)) {
         return TS_OK; /* DSP cores: the int8 pixel path on the generator's table of w + filter_offset */
     }
     for (b = 0; b < p->batches; ++b) {

@@ -145,9 +145,20 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
                 "ts_rq fields per output channel (accumulators of w + filter_offset): m, left + 1, base, rr"
             )
             call.params.append(("rq", ctx.array(call, "rq", "int32_t", offset_rq, comment)))
+        offset_stem = (
+            conv_stem_table(ctx.graph, op, mults, shifts, int(out_zp), offset)
+            if not depthwise and ctx.dsp_tables
+            else None
+        )
+        if offset_stem is not None:  # a 3x3 layer over 3 channels: the int8 stem path on w + filter_offset
+            comment = (
+                "per four output channels, doubled: biases + input_offset * sum(w + filter_offset), the stem "
+                "table's words of w + filter_offset (ts_kernels.h CONV_2D stem)"
+            )
+            call.params.append(("stem", ctx.array(call, "stem", "int32_t", offset_stem, comment)))
         offset_pixels = (
             pixel_table(ctx.graph, op, mults, shifts, int(out_zp), (act_min, act_max), offset)
-            if not depthwise and ctx.dsp_tables and (pad_top, pad_left) == (0, 0)
+            if not depthwise and ctx.dsp_tables and (pad_top, pad_left) == (0, 0) and offset_stem is None
             else None
         )
         if offset_pixels is not None:  # a 1x1 layer: the int8 pixel path on w + filter_offset
@@ -411,7 +422,7 @@ STEM_GROUP = 4  # ts_conv2d_s8.c stem_pixels: output channels a pass
 
 
 def conv_stem_table(
-    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int, offset: int = 0
 ) -> list[int] | None:
     """ts_conv2d_s8's stem table (ts_kernels.h, "CONV_2D stem") for a 3x3 filter over 3 input
     channels with dilation 1, filter and biases doubled (every channel has a right shift, so ts_rq's
@@ -422,7 +433,9 @@ def conv_stem_table(
     ts_rq fields m, base, rr (a constant channel: filter, bias and m zero, base its value) and a
     word: 0 another group follows, 1 + t a last group of t < 4 channels, 1 a last of four. None
     where the kernel would not take it, a channel's ts_rq has no right shift (the kernel's steps
-    assume one) or a channel needs the formula's own steps."""
+    assume one) or a channel needs the formula's own steps. `offset`: a legacy uint8 layer's filter
+    offset; the table then holds w' = w + offset (doubled lanes in [-510, 510];
+    ts_conv2d_s8_stem_table for ts_conv2d_filter_offset_s8) and fields for max|w'| per product."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     if op.opcode != "CONV_2D" or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:]) != (3, 3, 3):
         return None
@@ -431,13 +444,14 @@ def conv_stem_table(
         return None
     out_c = int(w.shape[0])
     biases = _biases(graph, op, out_c)
-    fields = rq_table(graph, op, mults, shifts, out_zp)
-    if biases is None or fields is None:
+    fields = rq_table(graph, op, mults, shifts, out_zp, offset)
+    filt = offset_filter(graph, op, offset)
+    if biases is None or fields is None or filt is None:
         return None
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
     if not -128 <= int(zp) <= 127:
         return None
-    taps = [[2 * int(v) for v in row] for row in w.data.reshape(out_c, 27)]
+    taps = [[2 * int(v) for v in row] for row in filt.reshape(out_c, 27)]
     rq: list[list[int]] = []
     acc0: list[int] = []  # the doubled accumulators' starts
     for c in range(out_c):
