@@ -1255,11 +1255,12 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * accumulators reaching products * max|x + input_offset| * max|w'|) is that path's arithmetic:
  * ts_conv2d_s8_pixel_table runs it where it takes the layer (or the stage's rows), reading the
  * input bytes and writing each pixel's outputs after reading it, a group of one pixel; elsewhere
- * (other cores, the host) the loops here. Likewise a 3x3 CONV_2D over 3 channels with `stem` (CONV_2D
- * "stem"'s table of w', doubled: lanes 2 w' in [-510, 510], biases 2 (bias + input_offset *
- * sum(w'))): ts_conv2d_s8_stem_table, that path's order (output rows in order, each pixel's
- * outputs written after its window is read). DEPTHWISE_CONV_2D with depth multiplier 1: SMLABB /
- * SMLATT on both offsets, four channels a pass; the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * (other cores, the host) the loops here. Likewise a 3x3 CONV_2D over 3 channels with `stem`
+ * (CONV_2D "stem"'s table of w', doubled: lanes 2 w' in [-510, 510], biases 2 (bias +
+ * input_offset * sum(w'))): ts_conv2d_s8_stem_table, that path's order (pixel by pixel in the flat
+ * order, each pixel's window read before any of its bytes is written). DEPTHWISE_CONV_2D with depth
+ * multiplier 1: SMLABB / SMLATT on both offsets, four channels a pass; the rest one at a time; the
+ * same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
  * DEPTHWISE_CONV_2D with `blocks` (the generator's, DSP cores only): since sum((x + input_offset) *
