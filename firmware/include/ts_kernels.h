@@ -1259,8 +1259,8 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  * (CONV_2D "stem"'s table of w', doubled: lanes 2 w' in [-510, 510], biases 2 (bias +
  * input_offset * sum(w'))): ts_conv2d_s8_stem_table, that path's order (pixel by pixel in the flat
  * order, each pixel's window read before any of its bytes is written). DEPTHWISE_CONV_2D with depth
- * multiplier 1: SMLABB / SMLATT on both offsets, four channels a pass; the rest one at a time; the
- * same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * multiplier 1: SMLABB / SMLATT on both offsets, four channels a pass (requantised by ts_rq4_store
+ * where `rq` is given, as CONV_2D's); the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
  * DEPTHWISE_CONV_2D with `blocks` (the generator's, DSP cores only): since sum((x + input_offset) *
@@ -1320,6 +1320,7 @@ typedef struct {
     const int32_t *shift;      /* [out_c] */
     int32_t filter_offset;
     const int32_t *blocks; /* the generator's blocks of w + filter_offset ("Blocks" above), or NULL */
+    const int32_t *rq;     /* [out_c][4] ts_rq fields for accumulators of w + filter_offset, or NULL */
 } ts_depthwise_conv2d_offset_s8_params;
 
 typedef struct {

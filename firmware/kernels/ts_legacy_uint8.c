@@ -390,6 +390,9 @@ int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_par
 {
     const int32_t filter_offset = p->filter_offset, dm = p->depth_multiplier;
     int32_t b, y, x, ic, m, ky, kx, range[4];
+#if TS_RQ_ASM
+    const uint32_t lim[2] = {ts_bytes4(p->act_min), ts_bytes4(p->act_max)};
+#endif
     if (p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 ||
         p->out_c != p->in_c * dm) {
         return TS_ERR_PARAMS;
@@ -410,6 +413,17 @@ int ts_depthwise_conv2d_filter_offset_s8(const ts_depthwise_conv2d_offset_s8_par
                 for (; dm == 1 && ic + 4 <= p->in_c; ic += 4) {
                     int32_t acc[4], k;
                     dw_four(p, in_b, filter, ic, y0, x0, range, acc);
+#if TS_RQ_ASM
+                    if (p->rq != NULL) { /* the generator's ts_rq fields: requantised, clamped, one word */
+                        for (k = 0; k < 4; ++k) {
+                            acc[k] += bias != NULL ? bias[ic + k] : 0;
+                        }
+                        ts_rq4_store(output, acc[0], acc[1], acc[2], acc[3],
+                                     (const ts_rq *)(const void *)(p->rq + 4 * ic), lim);
+                        output += 4;
+                        continue;
+                    }
+#endif
                     for (k = 0; k < 4; ++k) {
                         const int32_t o = ic + k;
                         *output++ = conv_out(acc[k] + (bias != NULL ? bias[o] : 0), p->multiplier[o], p->shift[o],

@@ -133,11 +133,16 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     if offset:  # a legacy uint8 model's convolution: its own kernel, no variant
         call.kernel, call.params_type = FILTER_OFFSET_KERNELS[op.opcode]
         call.params.append(("filter_offset", str(offset)))
-        # DSP cores: a CONV_2D's ts_rq fields, a DEPTHWISE_CONV_2D's int8 blocks, both for the
-        # accumulators of w + filter_offset (the kernel's own formula elsewhere)
+        # DSP cores: a DEPTHWISE_CONV_2D's int8 blocks, or the ts_rq fields of the kernel's passes of
+        # four channels, both for the accumulators of w + filter_offset (its own formula elsewhere)
+        offset_blocks = (
+            depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp), offset)
+            if depthwise and ctx.dsp_tables
+            else None
+        )
         offset_rq = (
             _table_fields(ctx.graph, op, mults, shifts, int(out_zp), oc, offset)
-            if not depthwise and ctx.dsp_tables
+            if ctx.dsp_tables and offset_blocks is None and (not depthwise or oc == ic)
             else None
         )
         if offset_rq is not None:
@@ -166,11 +171,6 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
             call.params.append(
                 ("pixel_table", ctx.array(call, "pixel_table", "int32_t", offset_pixels, comment))
             )
-        offset_blocks = (
-            depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp), offset)
-            if depthwise and ctx.dsp_tables
-            else None
-        )
         if offset_blocks is not None:
             comment = (
                 f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 "
