@@ -617,17 +617,17 @@ int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const
  * Helium, the path's conditions), 0 where it did not and the caller must compute the layer itself.
  * For ts_legacy_uint8.c, whose table holds w + filter_offset (see "Legacy uint8"). Arithmetic and
  * read/write order: that path's. */
-int ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
-                             const int32_t *table);
+int32_t ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
+                                 const int32_t *table);
 /* The stem path alone (CONV_2D "stem") on p->stem, the generator's fields taken as checked (see
  * ts_conv2d_s8.c): 1 where it ran, 0 where the caller must compute the layer itself. For
  * ts_legacy_uint8.c (see "Legacy uint8"). Arithmetic and read/write order: that path's. */
-int ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output);
+int32_t ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output);
 /* The "Blocks" path alone on p->blocks, reading neither the filter nor the bias (the table holds
  * both): 1 where it ran (DSP cores, the blocks' conditions, in_c a multiple of 4, out_c == in_c),
  * 0 where it did not and the caller must compute the layer itself. For ts_legacy_uint8.c, whose
  * blocks hold w + filter_offset (see "Legacy uint8"). Arithmetic and read/write order: the blocks'. */
-int ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output);
+int32_t ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output);
 /* ts_depthwise_conv2d_s8_checked with, for Helium cores, the generator's whole-window table of the
  * layer (a streamed stage's member of 32 to 64 channels, depth multiplier 1, called row by row):
  * `layer` holds ts_mve_dw_eff_table's values (per whole block pair of 16 channels c, the even then

@@ -3023,8 +3023,8 @@ static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t
  * legacy uint8 layer's table holds its filter plus the filter offset, which no other path of this
  * file knows, so nothing here falls back: 1 where pixel_layer or pixel_rows ran, 0 where the caller
  * computes the layer itself. Reads neither the filter nor the bias (the table holds both). */
-int ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
-                             const int32_t *table)
+int32_t ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
+                                 const int32_t *table)
 {
 #if TS_CONV_WIDE
     if (table != NULL && (pixel_layer(p, input, output, table, NULL) || pixel_rows(p, input, output, table))) {
@@ -3042,7 +3042,7 @@ int ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, 
  * table (filter plus filter offset, doubled) has every channel's fields checked by the generator for
  * that filter's reach, so checks bit 2 is the generator's, not ts_conv2d_s8_checks' (whose reach
  * assumes |w| <= 128). 1 where conv_stem ran, else 0. */
-int ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output)
+int32_t ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output)
 {
 #if TS_CONV_WIDE
     if (p->stem != NULL && conv_stem(p, input, output, 4)) {

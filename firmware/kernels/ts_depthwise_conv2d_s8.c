@@ -909,7 +909,7 @@ static TS_ALWAYS_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params
  * may read the raw filter or fall back: with in_c a multiple of 4 the blocks read every product's
  * filter from the table (no tail channels through the formula), so the filter and bias pointers are
  * never read. 1 where the blocks ran (DSP cores with the asm), 0 where the caller runs its own loop. */
-int ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output)
+int32_t ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output)
 {
 #if TS_RQ_ASM
     dw_blk blk;

@@ -189,7 +189,7 @@ static int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t o
 
 /* ts_conv2d_s8_stem_table or ts_conv2d_s8_pixel_table on p's stem or pixel table (ts_kernels.h,
  * "Legacy uint8"): 1 where it ran. */
-static int conv_table_path(const ts_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
+static int32_t conv_table_path(const ts_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
 {
     ts_conv2d_s8_params q;
     q.batches = p->batches;
@@ -356,7 +356,7 @@ static void dw_four(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t 
 #endif
 
 /* ts_depthwise_conv2d_s8_blocks on p's blocks (ts_kernels.h, "Legacy uint8"): 1 where it ran. */
-static int depthwise_blocks(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
+static int32_t depthwise_blocks(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
 {
     ts_depthwise_conv2d_s8_params q;
     q.batches = p->batches;
