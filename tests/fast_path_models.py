@@ -1119,6 +1119,97 @@ def uint8_legacy_more_ops() -> bytes:
     return b.build()
 
 
+def uint8_legacy_depthwise_blocks() -> bytes:
+    """Legacy uint8 DEPTHWISE_CONV_2D layers through the int8 blocks on their filter plus the filter
+    offset (ts_depthwise_conv2d_s8_blocks on DSP cores, tinysched.codegen.lower_conv
+    depthwise_blocks): input zero point -128 (|x + input_offset| up to 255) against uint8 filter zero
+    points 255 (w + filter_offset down to -255) and 0 (up to 255); 3x3 stride 1 SAME without a clamp
+    (whole windows, six-tap edges, corners), 3x3 stride 2 SAME with RELU6's clamp, dilation 2 down
+    the height, 2x3 and 3x1 filters (the blocks' rectangles), no bias, 4 and 12 channels; then 6
+    channels (not a multiple of 4: the kernel's own loop) beside them."""
+    b = ModelBuilder(seed=64, legacy_uint8=True)
+    x = b.input("x", (1, 7, 9, 8), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
+    whole = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", name="u8b_dw_k3_far_low")
+    b.filter_zero_point = -128  # uint8 0: w + filter_offset in [0, 255]
+    s2 = b.depthwise_conv2d(x, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8b_dw_k3_s2_far_high")
+    b.filter_zero_point = None
+    dil = b.depthwise_conv2d(x, (3, 3), (1, 1), "SAME", dilation=(2, 1), name="u8b_dw_dil_h2")
+    rect = b.depthwise_conv2d(x, (2, 3), (1, 1), "SAME", activation="RELU", name="u8b_dw_k2x3")
+    col = b.depthwise_conv2d(x, (3, 1), (1, 2), "SAME", use_bias=False, name="u8b_dw_k3x1_no_bias")
+    four = b.input("four", (1, 5, 6, 4), scale=1 / 30, zero_point=17)
+    one_group = b.depthwise_conv2d(four, (3, 3), (1, 1), "VALID", activation="RELU6", name="u8b_dw_c4")
+    twelve = b.input("twelve", (1, 6, 5, 12), scale=1 / 30, zero_point=-3)
+    three = b.depthwise_conv2d(twelve, (3, 3), (2, 1), "SAME", name="u8b_dw_c12_s2x1")
+    six = b.input("six", (1, 5, 5, 6), scale=1 / 30, zero_point=5)
+    tail = b.depthwise_conv2d(six, (3, 3), (1, 1), "SAME", name="u8b_dw_c6_own_loop")
+    b.output(whole, s2, dil, rect, col, one_group, three, tail)
+    return b.build()
+
+
+def uint8_legacy_conv_sums() -> bytes:
+    """Legacy uint8 CONV_2D layers through ts_conv2d_filter_offset_s8's DSP sums (four output
+    channels a pass over the raw filter, filter_offset * sum(x + input_offset) added per pixel, the
+    generator's ts_rq fields for accumulators of w + filter_offset): input zero point -128 against
+    uint8 filter zero points 255 and 0 (|w + filter_offset| up to 255); a 3x3 SAME over 5 channels
+    (clipped windows, each row's taps one run of 15 bytes: words and a tail), a 1x1 5 -> 12 with
+    RELU6, a 3x3 stride-2 VALID dilated across (tap by tap) into 16 channels, a 1x1 8 -> 10 (two
+    channels past the fours) into a tiny output scale whose left shift leaves no ts_rq (the
+    formula), a 1x1 16 -> 20 of input zero point 40; and 3x3 layers over 3 channels (the stem
+    path's table of w + filter_offset: stride 1 into 6 channels, stride 2 with RELU6) at the far
+    zero points."""
+    b = ModelBuilder(seed=65, legacy_uint8=True)
+    x = b.input("x", (1, 6, 7, 5), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
+    k3 = b.conv2d(x, 8, (3, 3), (1, 1), "SAME", name="u8c_k3_c5_far_low")
+    b.filter_zero_point = -128  # uint8 0: w + filter_offset in [0, 255]
+    pw = b.conv2d(x, 12, (1, 1), activation="RELU6", name="u8c_pw_c5_far_high")
+    b.filter_zero_point = None
+    t = b.conv2d(x, 8, (1, 1), name="u8c_pw_c5_to_8")
+    dil = b.conv2d(t, 16, (3, 3), (2, 2), "VALID", dilation=(1, 2), name="u8c_k3_s2_dil_w2")
+    tiny = b.conv2d(t, 10, (1, 1), output_quant=(1e-8, 3), name="u8c_pw_10_no_rq")
+    u = b.input("u", (1, 1, 9, 16), scale=1 / 30, zero_point=40)
+    wide = b.conv2d(u, 20, (1, 1), name="u8c_pw_16_20")
+    # 3x3 over 3 channels: the int8 stem path on its table of w + filter_offset, doubled
+    rgb = b.input("rgb", (1, 9, 10, 3), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127
+    stem = b.conv2d(rgb, 6, (3, 3), (1, 1), "SAME", name="u8c_stem_far_low")
+    b.filter_zero_point = -128
+    stem2 = b.conv2d(rgb, 8, (3, 3), (2, 2), "SAME", activation="RELU6", name="u8c_stem_s2_far_high")
+    b.filter_zero_point = None
+    b.output(k3, pw, dil, tiny, wide, stem, stem2)
+    return b.build()
+
+
+def uint8_legacy_pixel_tables() -> bytes:
+    """Legacy uint8 1x1 CONV_2D layers through the int8 pixel-in-registers path on a table of
+    w + filter_offset (ts_conv2d_s8_pixel_table on DSP cores, tinysched.codegen.lower_conv
+    pixel_table with an offset): in_c 8 into 13 channels (odd: no pairs) with input zero point -128
+    against uint8 filter zero point 255 (w + filter_offset down to -255), in_c 8 into 16 against zero
+    point 0 (up to 255), 12 -> 24, a strided 16 -> 16 (by rows), a strided 32 -> 40 (the table's
+    halves), and a 16 -> 48 expansion, 3x3 stride-2 depthwise and 48 -> 16 projection the plan runs
+    row by row in a stage."""
+    b = ModelBuilder(seed=66, legacy_uint8=True)
+    x = b.input("x", (1, 5, 6, 8), scale=1 / 40, zero_point=-128)
+    b.filter_zero_point = 127  # uint8 255: w + filter_offset in [-255, 0]
+    low = b.conv2d(x, 13, (1, 1), name="u8p_8_13_far_low")
+    b.filter_zero_point = -128  # uint8 0: w + filter_offset in [0, 255]
+    high = b.conv2d(x, 16, (1, 1), name="u8p_8_16_far_high")
+    b.filter_zero_point = None
+    t12 = b.input("t12", (1, 4, 5, 12), scale=1 / 30, zero_point=9)
+    c12 = b.conv2d(t12, 24, (1, 1), name="u8p_12_24")
+    t16 = b.input("t16", (1, 7, 7, 16), scale=1 / 30, zero_point=-7)
+    s16 = b.conv2d(t16, 16, (1, 1), (2, 2), "VALID", name="u8p_16_16_s2")
+    t32 = b.input("t32", (1, 5, 5, 32), scale=1 / 30, zero_point=3)
+    s32 = b.conv2d(t32, 40, (1, 1), (2, 2), "VALID", name="u8p_32_40_s2")
+    e = b.input("e", (1, 18, 14, 16), scale=1 / 30, zero_point=-11)
+    t = b.conv2d(e, 48, (1, 1), name="u8p_expand_16_48")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", name="u8p_dw_s2")
+    t = b.conv2d(t, 16, (1, 1), name="u8p_project_48_16")
+    b.output(low, high, c12, s16, s32, t)
+    return b.build()
+
+
 def pixel_regs_k16() -> bytes:
     """1x1 CONV_2D with K = 16 from the generator's pixel table (ts_kernels.h, CONV_2D "pixel in
     registers"), outputs over their dying inputs as the refined plan places them: 16 -> 45 channels
@@ -1293,6 +1384,9 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "uint8_legacy_more_ops": uint8_legacy_more_ops,
     "uint8_legacy_layers": uint8_legacy_layers,
     "uint8_legacy_stream": uint8_legacy_stream,
+    "uint8_legacy_depthwise_blocks": uint8_legacy_depthwise_blocks,
+    "uint8_legacy_conv_sums": uint8_legacy_conv_sums,
+    "uint8_legacy_pixel_tables": uint8_legacy_pixel_tables,
     "flat_rest_in_place": flat_rest_in_place,
     "pixel_regs_k16": pixel_regs_k16,
     "pixel_regs_k8_k12": pixel_regs_k8_k12,

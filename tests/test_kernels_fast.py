@@ -505,6 +505,9 @@ DSP_ONLY_MODELS = (
     "uint8_legacy_layers",
     "uint8_legacy_stream",
     "uint8_legacy_more_ops",
+    "uint8_legacy_depthwise_blocks",
+    "uint8_legacy_conv_sums",
+    "uint8_legacy_pixel_tables",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -6,17 +6,27 @@ models uint8_legacy_layers and uint8_legacy_stream also run on M7, M55, M4 and M
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
-from fast_path_models import uint8_legacy_layers, uint8_legacy_more_ops, uint8_legacy_stream
+from fast_path_models import (
+    uint8_legacy_conv_sums,
+    uint8_legacy_depthwise_blocks,
+    uint8_legacy_layers,
+    uint8_legacy_more_ops,
+    uint8_legacy_pixel_tables,
+    uint8_legacy_stream,
+)
 from helpers import generate_for_measure, measured_equal_on_qemu
 from tiers import needs_gcc, require
 
 from tinysched.build.sources import write_sources
 from tinysched.codegen import check_supported
+from tinysched.codegen.lower_conv import acc_reach, filter_reach, pixel_table, rq_table
+from tinysched.codegen.quant import quantize_multiplier
 from tinysched.device.reference import interface_inputs, reference_io, run_reference
 from tinysched.device.verify import verify
 from tinysched.errors import TinyschedError
@@ -159,6 +169,135 @@ def test_uint8_mean_and_logistic_are_refused_in_one_line(opcode: str) -> None:
     )
 
 
+def _lanes(low: int, high: int) -> int:
+    word = (low & 0xFFFF) | ((high & 0xFFFF) << 16)
+    return word - (1 << 32) if word >= 1 << 31 else word
+
+
+def test_legacy_depthwise_layers_take_the_int8_blocks_of_the_offset_filter() -> None:
+    """sum((x + xo) * (w + wo)) = sum((x + xo) * w') with w' = w + wo in [-255, 255], a 16-bit lane:
+    a legacy uint8 depthwise layer keeps its own kernel (ts_depthwise_conv2d_filter_offset_s8, the
+    loop on the host and Helium cores) with the int8 blocks of w' for DSP cores, where in_c is a
+    multiple of 4; the blocks' ts_rq fields are checked for accumulators reaching max|w'| per
+    product, not 128."""
+    graph = parse_model(uint8_legacy_depthwise_blocks())
+    planned = plan(graph, PlanOptions(time_limit=2.0))
+    module = generate(planned, "u8")
+    assert {"ts_legacy_uint8", "ts_depthwise_conv2d_s8"} <= set(module.kernels)  # the blocks path's file
+    text = module.files["u8.c"]
+    graph = planned.graph
+    with_blocks, without = [], []
+    for op in graph.operators:
+        if op.opcode != "DEPTHWISE_CONV_2D":
+            continue
+        name = graph.tensors[op.outputs[0]].name.split("/")[0]  # an output edge's is "<name>/int8"
+        (kernel,) = [k for o, k in module.op_kernels if o == op.index]
+        assert kernel == "ts_depthwise_conv2d_filter_offset_s8", name
+        (with_blocks if f"u8_op{op.index}_blocks" in text else without).append(name)
+        w = graph.tensors[op.inputs[1]]
+        offset = -int(w.quantization.zero_point[0])  # type: ignore[union-attr]
+        reach = int(np.abs(np.asarray(w.data).astype(np.int64) + offset).max())
+        assert filter_reach(graph, op, offset) == reach
+        if name in ("u8b_dw_k3_far_low", "u8b_dw_k3_s2_far_high"):
+            assert reach == 255  # uint8 filter zero points 255 and 0 against a byte at the far end
+    assert without == ["u8b_dw_c6_own_loop"]  # 6 channels: the tail channels' formula reads raw bytes
+    assert len(with_blocks) == 7
+    # the first block's lanes hold w + filter_offset: tap 0, channels [0 | 2] and [1 | 3]
+    (op,) = [
+        o
+        for o in graph.operators
+        if o.opcode == "DEPTHWISE_CONV_2D"
+        and graph.tensors[o.outputs[0]].name.startswith("u8b_dw_k3_far_low")
+    ]
+    w = graph.tensors[op.inputs[1]]
+    wp = np.asarray(w.data).astype(np.int64).reshape(9, -1) - int(w.quantization.zero_point[0])  # type: ignore[union-attr]
+    first = [_lanes(int(wp[0, 0]), int(wp[0, 2])), _lanes(int(wp[0, 1]), int(wp[0, 3]))]
+    body = text.split(f"u8_op{op.index}_blocks[")[1].split("};")[0]
+    body = re.sub(r"/\*.*?\*/", "", body.split("{", 1)[1], flags=re.S)
+    words = [int(v) for v in body.split(",") if v.strip()]
+    assert words[20:22] == first and min(wp.reshape(-1)) == -255
+    assert acc_reach(9, 128, 255) == 9 * 255 * 255 and acc_reach(9, 128) == 9 * 255 * 128
+    # a Helium core's plan: no blocks (its depthwise paths read the raw filter), the kernel's own loop
+    helium = plan(
+        parse_model(uint8_legacy_depthwise_blocks()), PlanOptions(time_limit=2.0, core="cortex-m55")
+    )
+    assert "_blocks" not in generate(helium, "u8").files["u8.c"]
+
+
+def test_legacy_conv_layers_get_ts_rq_fields_for_the_offset_filter_reach() -> None:
+    """ts_conv2d_filter_offset_s8 on DSP cores: the generator's ts_rq fields per output channel, made
+    for accumulators reaching max|x + input_offset| * max|w + filter_offset| per product (up to 255,
+    not int8's 128), and none where a channel's left shift leaves its accumulators outside ts_rq's
+    bound (the kernel's formula); none for a Helium core's plan."""
+    planned = plan(parse_model(uint8_legacy_conv_sums()), PlanOptions(time_limit=2.0))
+    graph, module = planned.graph, generate(planned, "u8")
+    text = module.files["u8.c"]
+    with_rq, without = [], []
+    for op in graph.operators:
+        if op.opcode != "CONV_2D":
+            continue
+        name = graph.tensors[op.outputs[0]].name.split("/")[0]
+        x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+        offset = -int(w.quantization.zero_point[0])  # type: ignore[union-attr]
+        ratio = (
+            float(x.quantization.scale[0]) * float(w.quantization.scale[0]) / float(y.quantization.scale[0])
+        )  # type: ignore[union-attr]
+        mult, shift = quantize_multiplier(ratio)
+        out_c = w.shape[0]
+        fields = rq_table(
+            graph, op, [mult] * out_c, [shift] * out_c, int(y.quantization.zero_point[0]), offset
+        )  # type: ignore[union-attr]
+        assert fields is not None
+        if f"u8_op{op.index}_rq" in text:
+            with_rq.append(name)
+            assert all(fields[4 * c + 1] != 0 for c in range(out_c))
+        else:
+            without.append(name)
+            assert any(fields[4 * c + 1] == 0 for c in range(out_c))  # a channel the formula takes
+    assert without == ["u8c_pw_10_no_rq"] and len(with_rq) == 7
+    stems = re.findall(r"\.stem = (u8_op\d+_stem),", text)
+    assert len(stems) == 2  # the 3x3 layers over 3 channels: the stem path's table
+    helium = plan(parse_model(uint8_legacy_conv_sums()), PlanOptions(time_limit=2.0, core="cortex-m55"))
+    helium_text = generate(helium, "u8").files["u8.c"]
+    assert ".rq = " not in helium_text and ".stem = " not in helium_text
+
+
+def test_legacy_pointwise_layers_take_the_pixel_table_of_the_offset_filter() -> None:
+    """A legacy uint8 1x1 layer the pixel path would take keeps its own kernel with the pixel table
+    of w' = w + filter_offset on DSP cores (whole layers and a stage's member): lanes w' << l1 (every
+    one an int16, here with w' down to -255), the first word (bias + input_offset * sum(w')) << l1;
+    none for a Helium core's plan."""
+    planned = plan(parse_model(uint8_legacy_pixel_tables()), PlanOptions(time_limit=2.0))
+    text = generate(planned, "u8").files["u8.c"]
+    tables = re.findall(r"\.pixel_table = (u8_op\d+(?:_stage\d+)?_pixel_table),", text)
+    assert len(tables) == 6  # every 1x1 layer but the projection (out_c < in_c)
+    graph = planned.graph
+    (op,) = [
+        o
+        for o in graph.operators
+        if o.opcode == "CONV_2D" and graph.tensors[o.outputs[0]].name.startswith("u8p_8_13_far_low")
+    ]
+    x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    offset = -int(w.quantization.zero_point[0])  # type: ignore[union-attr]
+    assert offset == -127 and filter_reach(graph, op, offset) == 255
+    ratio = float(x.quantization.scale[0]) * float(w.quantization.scale[0]) / float(y.quantization.scale[0])  # type: ignore[union-attr]
+    mult, shift = quantize_multiplier(ratio)
+    zp = int(y.quantization.zero_point[0])  # type: ignore[union-attr]
+    table = pixel_table(graph, op, [mult] * 13, [shift] * 13, zp, (-128, 127), offset)
+    assert table is not None and f"u8_op{op.index}_pixel_table" in tables
+    fields = rq_table(graph, op, [mult] * 13, [shift] * 13, zp, offset)
+    assert fields is not None
+    l1 = fields[1]
+    wp = np.asarray(w.data).astype(np.int64).reshape(13, 8) + offset
+    bias = int(np.asarray(graph.tensors[op.inputs[2]].data)[0])
+    x_zp = int(x.quantization.zero_point[0])  # type: ignore[union-attr]
+    assert table[0] == ((bias - x_zp * int(wp[0].sum())) << l1)
+    assert table[1] == _lanes(int(wp[0, 0]) << l1, int(wp[0, 2]) << l1)
+    assert int(wp.min()) == -255 and -255 << l1 >= -(1 << 15)
+    helium = plan(parse_model(uint8_legacy_pixel_tables()), PlanOptions(time_limit=2.0, core="cortex-m55"))
+    assert ".pixel_table = " not in generate(helium, "u8").files["u8.c"]
+
+
 def _tensor(result, name: str) -> np.ndarray:
     (index,) = [d["index"] for d in result.tensor_details if d["name"] == name]
     return np.asarray(result.tensors[index])
@@ -207,7 +346,16 @@ def test_uint8_rounds_average_pool_ties_up_and_resizes_in_float(tmp_path: Path) 
 @pytest.mark.host
 @pytest.mark.parametrize("io", ["model", "int8"])
 @pytest.mark.parametrize(
-    "build", [uint8_legacy_layers, uint8_legacy_stream, uint8_legacy_more_ops], ids=lambda f: f.__name__
+    "build",
+    [
+        uint8_legacy_layers,
+        uint8_legacy_stream,
+        uint8_legacy_more_ops,
+        uint8_legacy_depthwise_blocks,
+        uint8_legacy_conv_sums,
+        uint8_legacy_pixel_tables,
+    ],
+    ids=lambda f: f.__name__,
 )
 def test_legacy_uint8_models_bit_exact_on_the_host(build, io: str, tmp_path: Path) -> None:
     path = _saved(tmp_path, build)

@@ -612,6 +612,22 @@ int ts_depthwise_conv2d_s8(const ts_depthwise_conv2d_s8_params *p, const int8_t 
 int32_t ts_depthwise_conv2d_s8_checks(const ts_depthwise_conv2d_s8_params *p, const int32_t *bias);
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
+/* The pixel-in-registers path alone (CONV_2D "pixel in registers", flat or by rows) on `table`,
+ * reading neither the filter nor the bias (the table holds both): 1 where it ran (DSP cores without
+ * Helium, the path's conditions), 0 where it did not and the caller must compute the layer itself.
+ * For ts_legacy_uint8.c, whose table holds w + filter_offset (see "Legacy uint8"). Arithmetic and
+ * read/write order: that path's. */
+int32_t ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
+                                 const int32_t *table);
+/* The stem path alone (CONV_2D "stem") on p->stem, the generator's fields taken as checked (see
+ * ts_conv2d_s8.c): 1 where it ran, 0 where the caller must compute the layer itself. For
+ * ts_legacy_uint8.c (see "Legacy uint8"). Arithmetic and read/write order: that path's. */
+int32_t ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output);
+/* The "Blocks" path alone on p->blocks, reading neither the filter nor the bias (the table holds
+ * both): 1 where it ran (DSP cores, the blocks' conditions, in_c a multiple of 4, out_c == in_c),
+ * 0 where it did not and the caller must compute the layer itself. For ts_legacy_uint8.c, whose
+ * blocks hold w + filter_offset (see "Legacy uint8"). Arithmetic and read/write order: the blocks'. */
+int32_t ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output);
 /* ts_depthwise_conv2d_s8_checked with, for Helium cores, the generator's whole-window table of the
  * layer (a streamed stage's member of 32 to 64 channels, depth multiplier 1, called row by row):
  * `layer` holds ts_mve_dw_eff_table's values (per whole block pair of 16 channels c, the even then
@@ -1218,16 +1234,45 @@ int ts_lstm_s8(const ts_lstm_s8_params *p, const int8_t *input, int8_t *output_s
  *
  * ts_conv2d_filter_offset_s8 / ts_depthwise_conv2d_filter_offset_s8: ts_conv2d_s8 /
  * ts_depthwise_conv2d_s8's parameters (same names: a streamed stage sets in_h, out_h, pad_top for
- * its rows, a column tile in_w, out_w, pad_left; no tables) and the filter offset (minus the
- * filter's zero point): out = clamp(output_offset + requant_o(bias[o] + sum over the window's
- * taps inside the input of (x + input_offset) * (w + filter_offset))), requant_o = ts_requantize
- * (TFLite's MultiplyByQuantizedMultiplier). On DSP cores the sums take four bytes a word, each
- * widened with its offset into 16-bit lanes (SXTAB16: |q + offset| <= 255) and multiplied (CONV_2D:
- * SMLAD over the channels, four output channels a pass over the window; DEPTHWISE_CONV_2D with
- * depth multiplier 1: SMLABB / SMLATT, four channels a pass); the rest one at a time; the same
- * int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
+ * its rows, a column tile in_w, out_w, pad_left; tables only as below) and the filter offset
+ * (minus the filter's zero point): out = clamp(output_offset + requant_o(bias[o] + sum over the
+ * window's taps inside the input of (x + input_offset) * (w + filter_offset))), requant_o =
+ * ts_requantize (TFLite's MultiplyByQuantizedMultiplier). On DSP cores the sums take four bytes a
+ * word, each widened into 16-bit lanes (SXTAB16 / SXTB16: |q + offset| <= 255) and multiplied.
+ * CONV_2D, four output channels a pass over the window (the out_c % 4 last ones one at a time as
+ * below): since sum((x + input_offset) * (w + filter_offset)) = sum((x + input_offset) * w) +
+ * filter_offset * sum(x + input_offset), the pixel's sum(x) over the window's taps inside the
+ * input is taken once (USADA8 of x xor 0x80, four bytes a word, less 128 a byte) and each pass
+ * multiplies the input (widened with input_offset) by the raw filter (SXTB16), a window row's taps
+ * as one run of bytes where dilation_w is 1; each part is bounded as the whole sum is. Where `rq`
+ * is given (the generator's ts_rq fields per output channel, m, left + 1, base, rr as
+ * ts_conv2d_s8_staged's rq_table, checked for accumulators reaching products * max|x +
+ * input_offset| * max|w + filter_offset|), the four accumulators are requantised by ts_rq, clamped
+ * bytewise and stored as one word (ts_rq4_store); without it, or without the DSP asm,
+ * ts_requantize. A 1x1 CONV_2D with `pixel_table` (the generator's, DSP cores only: CONV_2D "pixel
+ * in registers"'s table built from w' = w + filter_offset, in [-255, 255], each lane w' << l1
+ * still an int16, and (bias + input_offset * sum(w')) << l1, its ts_rq fields checked for
+ * accumulators reaching products * max|x + input_offset| * max|w'|) is that path's arithmetic:
+ * ts_conv2d_s8_pixel_table runs it where it takes the layer (or the stage's rows), reading the
+ * input bytes and writing each pixel's outputs after reading it, a group of one pixel; elsewhere
+ * (other cores, the host) the loops here. Likewise a 3x3 CONV_2D over 3 channels with `stem`
+ * (CONV_2D "stem"'s table of w', doubled: lanes 2 w' in [-510, 510], biases 2 (bias +
+ * input_offset * sum(w'))): ts_conv2d_s8_stem_table, that path's order (pixel by pixel in the flat
+ * order, each pixel's window read before any of its bytes is written). DEPTHWISE_CONV_2D with depth
+ * multiplier 1: SMLABB / SMLATT on both offsets, four channels a pass (requantised by ts_rq4_store
+ * where `rq` is given, as CONV_2D's); the rest one at a time; the same int32 sums. Read/write order: output pixels in flat order, one at a time; a pixel's output
  * channels are written in order, each after its window is read (a group of one pixel, as
  * ts_conv2d_s8's reference loop: tinysched.memory.overlap `_conv`, `_depthwise`).
+ * DEPTHWISE_CONV_2D with `blocks` (the generator's, DSP cores only): since sum((x + input_offset) *
+ * (w + filter_offset)) is sum((x + input_offset) * w') with w' = w + filter_offset in [-255, 255],
+ * still a 16-bit lane, the layer is ts_depthwise_conv2d_s8's "Blocks" arithmetic on a table built
+ * from w' (its ts_rq fields checked by the generator for accumulators reaching
+ * products * max|x + input_offset| * max|w'|, not |w| <= 128): ts_depthwise_conv2d_s8_blocks runs
+ * it where the blocks take the layer (depth multiplier 1, dilation_w 1, filter_w <= 3) and in_c is
+ * a multiple of 4 (no tail channel through the formula, which reads the raw filter); elsewhere
+ * (other cores, the host) the loop above, which ignores `blocks`. The same int32 sums, so the same
+ * bytes; read/write order: the blocks' group of one pixel (channels in blocks of four, ascending,
+ * each written after its window is read), the same claim as above.
  *
  * ts_avg_pool2d_half_up_s8: ts_avg_pool2d_s8's parameters and loop order, but the sum of a window's
  * n taps inside the input is rounded as TFLite's uint8 kernel does: (sum + 128 n + n / 2) / n - 128
@@ -1254,6 +1299,9 @@ typedef struct {
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
     int32_t filter_offset;
+    const int32_t *rq; /* [out_c][4] ts_rq fields for accumulators of w + filter_offset, or NULL */
+    const int32_t *pixel_table; /* the pixel path's table of w + filter_offset, or NULL */
+    const int32_t *stem;        /* the stem path's table of w + filter_offset, or NULL */
 } ts_conv2d_offset_s8_params;
 
 typedef struct {
@@ -1271,6 +1319,8 @@ typedef struct {
     const int32_t *multiplier; /* [out_c] */
     const int32_t *shift;      /* [out_c] */
     int32_t filter_offset;
+    const int32_t *blocks; /* the generator's blocks of w + filter_offset ("Blocks" above), or NULL */
+    const int32_t *rq;     /* [out_c][4] ts_rq fields for accumulators of w + filter_offset, or NULL */
 } ts_depthwise_conv2d_offset_s8_params;
 
 typedef struct {

@@ -3019,6 +3019,42 @@ static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t
 }
 #endif
 
+/* The pixel-in-registers path alone on the generator's table (ts_kernels.h, "Legacy uint8"): a
+ * legacy uint8 layer's table holds its filter plus the filter offset, which no other path of this
+ * file knows, so nothing here falls back: 1 where pixel_layer or pixel_rows ran, 0 where the caller
+ * computes the layer itself. Reads neither the filter nor the bias (the table holds both). */
+int32_t ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
+                                 const int32_t *table)
+{
+#if TS_CONV_WIDE
+    if (table != NULL && (pixel_layer(p, input, output, table, NULL) || pixel_rows(p, input, output, table))) {
+        return 1;
+    }
+#endif
+    (void)p;
+    (void)input;
+    (void)output;
+    (void)table;
+    return 0;
+}
+
+/* The stem path alone on p->stem (ts_kernels.h, "Legacy uint8"), as ts_conv2d_s8_pixel_table: its
+ * table (filter plus filter offset, doubled) has every channel's fields checked by the generator for
+ * that filter's reach, so checks bit 2 is the generator's, not ts_conv2d_s8_checks' (whose reach
+ * assumes |w| <= 128). 1 where conv_stem ran, else 0. */
+int32_t ts_conv2d_s8_stem_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+#if TS_CONV_WIDE
+    if (p->stem != NULL && conv_stem(p, input, output, 4)) {
+        return 1;
+    }
+#endif
+    (void)p;
+    (void)input;
+    (void)output;
+    return 0;
+}
+
 int ts_conv2d_s8(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                  const int32_t *bias, int8_t *output)
 {

@@ -904,6 +904,35 @@ static TS_ALWAYS_INLINE int dw_checked_paths(const ts_depthwise_conv2d_s8_params
                                          const int8_t *filter, const int32_t *bias, int8_t *output,
                                          int32_t checks, const int32_t *layer);
 
+/* The blocks path alone (ts_kernels.h, "Legacy uint8"): a legacy uint8 layer's generator blocks
+ * hold its filter plus the filter offset, which no other path of this file knows, so nothing here
+ * may read the raw filter or fall back: with in_c a multiple of 4 the blocks read every product's
+ * filter from the table (no tail channels through the formula), so the filter and bias pointers are
+ * never read. 1 where the blocks ran (DSP cores with the asm), 0 where the caller runs its own loop. */
+int32_t ts_depthwise_conv2d_s8_blocks(const ts_depthwise_conv2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+#if TS_RQ_ASM
+    dw_blk blk;
+    int32_t b, y;
+    if (p->in_c < 4 || p->in_c % 4 != 0 || p->out_c != p->in_c || p->stride_h < 1 || p->stride_w < 1 ||
+        p->dilation_h < 1 || p->input_offset < -255 || p->input_offset > 255 || !dw_blocks_setup(p, &blk)) {
+        return 0;
+    }
+    for (b = 0; b < p->batches; ++b) {
+        for (y = 0; y < p->out_h; ++y) {
+            dw_blocks_row(p, &blk, input + (size_t)b * p->in_h * p->in_w * p->in_c, y, y * p->out_w, NULL, NULL,
+                          output + (size_t)b * p->out_h * p->out_w * p->out_c, NULL, 0);
+        }
+    }
+    return 1;
+#else
+    (void)p;
+    (void)input;
+    (void)output;
+    return 0;
+#endif
+}
+
 int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const int8_t *input,
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks)
 {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.quant import (
@@ -128,9 +130,53 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
     shift_name = ctx.array(call, "shift", "int32_t", shifts, "per output channel")
     call.params = [(k, str(v)) for k, v in params] + [("multiplier", mult_name), ("shift", shift_name)]
     call.args = [ctx.ptr(x), ctx.ptr(w), ctx.ptr(b) if b >= 0 else "NULL", ctx.ptr(y, const=False)]
-    if offset:  # the plain loop of a legacy uint8 model's convolution: no tables, no variant
+    if offset:  # a legacy uint8 model's convolution: its own kernel, no variant
         call.kernel, call.params_type = FILTER_OFFSET_KERNELS[op.opcode]
         call.params.append(("filter_offset", str(offset)))
+        # DSP cores: a DEPTHWISE_CONV_2D's int8 blocks, or the ts_rq fields of the kernel's passes of
+        # four channels, both for the accumulators of w + filter_offset (its own formula elsewhere)
+        offset_blocks = (
+            depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp), offset)
+            if depthwise and ctx.dsp_tables
+            else None
+        )
+        offset_rq = (
+            _table_fields(ctx.graph, op, mults, shifts, int(out_zp), oc, offset)
+            if ctx.dsp_tables and offset_blocks is None and (not depthwise or oc == ic)
+            else None
+        )
+        if offset_rq is not None:
+            comment = (
+                "ts_rq fields per output channel (accumulators of w + filter_offset): m, left + 1, base, rr"
+            )
+            call.params.append(("rq", ctx.array(call, "rq", "int32_t", offset_rq, comment)))
+        offset_stem = (
+            conv_stem_table(ctx.graph, op, mults, shifts, int(out_zp), offset)
+            if not depthwise and ctx.dsp_tables
+            else None
+        )
+        if offset_stem is not None:  # a 3x3 layer over 3 channels: the int8 stem path on w + filter_offset
+            comment = (
+                "per four output channels, doubled: biases + input_offset * sum(w + filter_offset), the stem "
+                "table's words of w + filter_offset (ts_kernels.h CONV_2D stem)"
+            )
+            call.params.append(("stem", ctx.array(call, "stem", "int32_t", offset_stem, comment)))
+        offset_pixels = (
+            pixel_table(ctx.graph, op, mults, shifts, int(out_zp), (act_min, act_max), offset)
+            if not depthwise and ctx.dsp_tables and (pad_top, pad_left) == (0, 0) and offset_stem is None
+            else None
+        )
+        if offset_pixels is not None:  # a 1x1 layer: the int8 pixel path on w + filter_offset
+            comment = pixel_table_comment(ic).replace("sum(w)", "sum(w + filter_offset)")
+            call.params.append(
+                ("pixel_table", ctx.array(call, "pixel_table", "int32_t", offset_pixels, comment))
+            )
+        if offset_blocks is not None:
+            comment = (
+                f"per four channels: 4 biases, 4 ts_rq (m, left + 1, base, rr), {fh * fw} taps x 2 "
+                "widened words of filter + filter_offset"
+            )
+            call.params.append(("blocks", ctx.array(call, "blocks", "int32_t", offset_blocks, comment)))
         return
     blocks = (
         depthwise_blocks(ctx.graph, op, mults, shifts, int(out_zp)) if depthwise and ctx.dsp_tables else None
@@ -189,11 +235,29 @@ def _conv_like(ctx: LoweringContext, op: Operator, call: KernelCall, depthwise: 
 RQ_STEPS, RQ_CONST = 1, 2  # ts_rq's forms (firmware/kernels/ts_simd.h, ts_rq_form)
 
 
-def acc_reach(products: int, input_offset: int) -> int:
-    """ts_acc_reach: how far a channel's accumulators get from its bias (|q + input_offset| * 128
-    per product)."""
+INT8_FILTER_REACH = 128  # the most |w| of an int8 filter (ts_simd.h ts_acc_reach's 128)
+
+
+def acc_reach(products: int, input_offset: int, filter_reach: int = INT8_FILTER_REACH) -> int:
+    """ts_acc_reach: how far a channel's accumulators get from its bias (|q + input_offset| *
+    filter_reach per product: 128 for int8 filters, the most |w + filter_offset| of a legacy uint8
+    layer's, up to 255, whose tables hold w + filter_offset)."""
     lo, hi = -128 + input_offset, 127 + input_offset
-    return products * (max(-lo, hi) if lo < 0 else hi) * 128
+    return products * (max(-lo, hi) if lo < 0 else hi) * filter_reach
+
+
+def offset_filter(graph: Graph, op: Operator, offset: int) -> np.ndarray | None:
+    """A convolution's filter as the tables hold it: w + filter_offset (int64; the int8 filter itself
+    for offset 0), or None where the filter is not a constant."""
+    data = graph.tensors[op.inputs[1]].data
+    return None if data is None else np.asarray(data).astype(np.int64) + offset
+
+
+def filter_reach(graph: Graph, op: Operator, offset: int) -> int:
+    """The most |w| a table of `op`'s filter holds: INT8_FILTER_REACH for an int8 filter (offset 0,
+    as the kernels' run-time checks assume), else max |w + filter_offset| (<= 255)."""
+    w = offset_filter(graph, op, offset) if offset else None
+    return INT8_FILTER_REACH if w is None or w.size == 0 else int(np.abs(w).max())
 
 
 def rq_form(multiplier: int, shift: int, bias: int, reach: int) -> int:
@@ -258,10 +322,11 @@ def _biases(graph: Graph, op: Operator, channels: int) -> list[int] | None:
 
 
 def rq_table(
-    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int, offset: int = 0
 ) -> list[int] | None:
     """The ts_rq fields of every output channel of a CONV_2D or DEPTHWISE_CONV_2D, or None where the
-    bias is not a constant (a constant channel's value is the bias's)."""
+    bias is not a constant (a constant channel's value is the bias's); `offset`, a legacy uint8
+    layer's filter offset, for a table of w + offset (the accumulators' reach is then that filter's)."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     biases = _biases(graph, op, len(mults))
     if biases is None:
@@ -269,7 +334,7 @@ def rq_table(
     fh, fw = w.shape[1], w.shape[2]
     products = fh * fw * (1 if op.opcode == "DEPTHWISE_CONV_2D" else x.shape[3])
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
-    reach = acc_reach(products, -int(zp))
+    reach = acc_reach(products, -int(zp), filter_reach(graph, op, offset))
     return [
         f
         for m, sh, bias in zip(mults, shifts, biases, strict=True)
@@ -278,11 +343,17 @@ def rq_table(
 
 
 def _table_fields(
-    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int, channels: int
+    graph: Graph,
+    op: Operator,
+    mults: Sequence[int],
+    shifts: Sequence[int],
+    out_zp: int,
+    channels: int,
+    offset: int = 0,
 ) -> list[int] | None:
     """rq_table's fields where the first `channels` channels all take ts_rq (a compile-time table
     holds no channel that needs the formula's own steps: l1 0), else None."""
-    fields = rq_table(graph, op, mults, shifts, out_zp)
+    fields = rq_table(graph, op, mults, shifts, out_zp, offset)
     if fields is None or any(fields[4 * c + 1] == 0 for c in range(channels)):
         return None
     return fields
@@ -295,23 +366,29 @@ def _lanes(low: int, high: int) -> int:
 
 
 def depthwise_blocks(
-    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int, offset: int = 0
 ) -> list[int] | None:
     """ts_depthwise_conv2d_s8's blocks (ts_kernels.h, "Blocks"): per four channels their biases,
     ts_rq fields and filter widened to 16-bit lanes; None where the kernel would not take them (a
     depth multiplier, dilation across, filters wider than 3, fewer than four channels) or could not
-    (a bias not constant, a channel that needs the formula's own steps)."""
+    (a bias not constant, a channel that needs the formula's own steps). With a legacy uint8 layer's
+    filter offset the lanes hold w + offset (in [-255, 255]: ts_depthwise_conv2d_s8_blocks, for
+    ts_depthwise_conv2d_filter_offset_s8), and in_c must be a multiple of 4: the tail channels'
+    formula reads the raw filter."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     channels, (fh, fw) = x.shape[3], w.shape[1:3]
     dilation_w = int(op.options.get("dilation_wfactor", 1) or 1)
     if w.shape[3] != channels or dilation_w != 1 or fw > 3 or channels < 4 or w.data is None:
         return None
-    groups = channels // 4
-    fields = _table_fields(graph, op, mults, shifts, out_zp, 4 * groups)
-    biases = _biases(graph, op, channels)
-    if fields is None or biases is None:
+    if offset and channels % 4:
         return None
-    taps = [[int(v) for v in row] for row in w.data.reshape(fh * fw, channels)]
+    groups = channels // 4
+    fields = _table_fields(graph, op, mults, shifts, out_zp, 4 * groups, offset)
+    biases = _biases(graph, op, channels)
+    filt = offset_filter(graph, op, offset)
+    if fields is None or biases is None or filt is None:
+        return None
+    taps = [[int(v) for v in row] for row in filt.reshape(fh * fw, channels)]
     table: list[int] = []
     for c in range(0, 4 * groups, 4):
         table += biases[c : c + 4] + fields[4 * c : 4 * c + 16]
@@ -345,7 +422,7 @@ STEM_GROUP = 4  # ts_conv2d_s8.c stem_pixels: output channels a pass
 
 
 def conv_stem_table(
-    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int, offset: int = 0
 ) -> list[int] | None:
     """ts_conv2d_s8's stem table (ts_kernels.h, "CONV_2D stem") for a 3x3 filter over 3 input
     channels with dilation 1, filter and biases doubled (every channel has a right shift, so ts_rq's
@@ -356,7 +433,9 @@ def conv_stem_table(
     ts_rq fields m, base, rr (a constant channel: filter, bias and m zero, base its value) and a
     word: 0 another group follows, 1 + t a last group of t < 4 channels, 1 a last of four. None
     where the kernel would not take it, a channel's ts_rq has no right shift (the kernel's steps
-    assume one) or a channel needs the formula's own steps."""
+    assume one) or a channel needs the formula's own steps. `offset`: a legacy uint8 layer's filter
+    offset; the table then holds w' = w + offset (doubled lanes in [-510, 510];
+    ts_conv2d_s8_stem_table for ts_conv2d_filter_offset_s8) and fields for max|w'| per product."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     if op.opcode != "CONV_2D" or w.data is None or len(w.shape) != 4 or tuple(w.shape[1:]) != (3, 3, 3):
         return None
@@ -365,13 +444,14 @@ def conv_stem_table(
         return None
     out_c = int(w.shape[0])
     biases = _biases(graph, op, out_c)
-    fields = rq_table(graph, op, mults, shifts, out_zp)
-    if biases is None or fields is None:
+    fields = rq_table(graph, op, mults, shifts, out_zp, offset)
+    filt = offset_filter(graph, op, offset)
+    if biases is None or fields is None or filt is None:
         return None
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
     if not -128 <= int(zp) <= 127:
         return None
-    taps = [[2 * int(v) for v in row] for row in w.data.reshape(out_c, 27)]
+    taps = [[2 * int(v) for v in row] for row in filt.reshape(out_c, 27)]
     rq: list[list[int]] = []
     acc0: list[int] = []  # the doubled accumulators' starts
     for c in range(out_c):
@@ -460,6 +540,7 @@ def pixel_table(
     shifts: Sequence[int],
     out_zp: int,
     act_range: tuple[int, int],
+    offset: int = 0,
 ) -> list[int] | None:
     """ts_conv2d_s8's table for its pixel-in-registers path (ts_kernels.h, CONV_2D "pixel in
     registers"): per output channel (bias + input_offset * sum(w)) << l1, its filter widened to
@@ -470,7 +551,10 @@ def pixel_table(
     from row to row), in_c not 8, 12 or 16, out_c < in_c (the read/write order), an activation range
     narrower than int8
     (no clamp), a bias not constant, or a channel that is neither ts_rq's steps with a right shift
-    (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant."""
+    (r >= 1: the negative correction is the sign bit) and l1 <= PIXEL_MAX_L1 nor a constant.
+    `offset`: a legacy uint8 layer's filter offset; the table then holds w' = w + offset (in
+    [-255, 255]; ts_conv2d_s8_pixel_table for ts_conv2d_filter_offset_s8), its ts_rq fields for
+    accumulators reaching max|w'| per product, and every lane w' << l1 must stay an int16."""
     x, w, y = (graph.tensors[t] for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     out_c, fh, fw, in_c = w.shape
     opts = op.options
@@ -496,13 +580,14 @@ def pixel_table(
         or w.data is None
     ):
         return None
-    fields = rq_table(graph, op, mults, shifts, out_zp)
+    fields = rq_table(graph, op, mults, shifts, out_zp, offset)
     biases = _biases(graph, op, out_c)
-    if fields is None or biases is None:
+    filt = offset_filter(graph, op, offset)
+    if fields is None or biases is None or filt is None:
         return None
     zp = x.quantization.zero_point[0] if x.quantization is not None and x.quantization.zero_point else 0
     table: list[int] = []
-    for o, row in enumerate([int(v) for v in r] for r in w.data.reshape(out_c, in_c)):
+    for o, row in enumerate([int(v) for v in r] for r in filt.reshape(out_c, in_c)):
         m, l1, base, rr = fields[4 * o : 4 * o + 4]
         last = 512 if o == out_c - 1 else 0
         if m == 0 and rr == 0 and l1 == 1:  # a constant (rq_fields' RQ_CONST): s2 = 0 gives base
@@ -510,6 +595,8 @@ def pixel_table(
             continue
         if l1 == 0 or rr & 255 == 0 or l1 > PIXEL_MAX_L1:
             return None
+        if offset and not all(-(1 << 15) <= v << l1 < 1 << 15 for v in row):
+            return None  # w + offset << l1 past an int16 lane
         table.append(_int32((biases[o] - int(zp) * sum(row)) << l1))
         for g in range(0, in_c, 4):
             table += [_lanes(row[g] << l1, row[g + 2] << l1), _lanes(row[g + 1] << l1, row[g + 3] << l1)]

@@ -68,6 +68,10 @@ KERNEL_SOURCE = {
     "ts_resize_nearest_rows": "ts_resize_nearest",
 }
 
+# Kernel files whose functions call another file's (linked with it): the legacy uint8 convolutions
+# run int8 paths on their tables on DSP cores (ts_conv2d_s8_pixel_table, ts_depthwise_conv2d_s8_blocks).
+KERNEL_FILE_NEEDS = {"ts_legacy_uint8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")}
+
 
 @dataclass(frozen=True)
 class GeneratedModule:
@@ -552,7 +556,8 @@ def generate(
     for r, shared in zip(outputs, lifetimes.outputs, strict=True):
         r["in_place"] = output_note(prefix, r["position"], shared)
     run = [part for c in calls for part in c.emitted]  # every kernel call, fused operators' parts too
-    kernels = tuple(sorted({KERNEL_SOURCE.get(c.kernel, c.kernel) for c in run if c.kernel}))
+    files = {KERNEL_SOURCE.get(c.kernel, c.kernel) for c in run if c.kernel}
+    kernels = tuple(sorted(files.union(*(KERNEL_FILE_NEEDS.get(f, ()) for f in files))))
     header_guard = c_identifier(prefix).upper() + "_H"
     # what a function of many steps declares; the arena itself is its parameter (one arena)
     pointers = [{"name": r["var"], "value": f"{prefix}_arena_{r['name']}"} for r in regions]

@@ -144,7 +144,11 @@ def own_kernel_only(graph: Graph, op: Operator) -> bool:
     """Whether `op` runs only the plain kernel of a legacy uint8 model's arithmetic (a CONV_2D or
     DEPTHWISE_CONV_2D with a filter offset, an AVERAGE_POOL_2D rounding as uint8 does): no in-place
     variant, no widened or staged path, no global pool's row sums (a streamed stage runs the plain
-    kernel on its rows, as the default kernels' `_checked` forms)."""
+    kernel on its rows, as the default kernels' `_checked` forms). On DSP cores the filter-offset
+    kernels run an int8 table path (pixel, stem, blocks) on the generator's table of w + filter
+    offset (tinysched.codegen.lower_conv); those paths write each output pixel after reading its
+    window, the group of one pixel the plain kernel's order claims, so the planner needs nothing
+    more."""
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         return filter_offset(graph, op) != 0
     return op.opcode == "AVERAGE_POOL_2D" and bool(op.options.get(UINT8_ROUNDING))
