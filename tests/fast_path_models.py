@@ -613,6 +613,30 @@ def stream_rows_checked() -> bytes:
     return b.build()
 
 
+def stream_one_pixel_rows() -> bytes:
+    """A streamed chain over rows one pixel wide (sww's [H, 1, C] maps: ts_conv2d_s8_pixel_widened on
+    each row of its 1x1 member, the pixel widened once on the stack): a 3x1 depthwise into 1x1
+    40 -> 130 (out_c % 4 = 2: the last two channels one at a time) with RELU6 and pruned channels
+    (constants in the ts_rq table); input zero point 7."""
+    b = ModelBuilder(seed=76)
+    x = b.input("x", (1, 30, 1, 40), zero_point=7)
+    t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", activation="RELU", name="dw3x1_40")
+    pruned = [1.0, 3e-5, 1e-5, 1.0, 3e-6, 1e-6, 2e-5, 1e-4, 5e-6, 1.0] * 13
+    b.output(b.conv2d(t, 130, (1, 1), activation="RELU6", scale_factors=pruned, name="pw40_130_pruned"))
+    return b.build()
+
+
+def stream_one_pixel_rows_narrowing() -> bytes:
+    """stream_one_pixel_rows' path where in_c > out_c: a 5x1 depthwise of depth multiplier 2 (24 -> 48
+    channels) into 1x1 48 -> 18 per tensor with RELU (a tail of two channels); input zero point -128."""
+    b = ModelBuilder(seed=77)
+    y = b.input("y", (1, 44, 1, 24), zero_point=-128)
+    u = b.depthwise_conv2d(y, (5, 1), (1, 1), "VALID", 2, activation="RELU", name="dw5x1_24_x2")
+    u = b.conv2d(u, 18, (1, 1), per_channel=False, activation="RELU", name="pw48_18_per_tensor")
+    b.output(u)
+    return b.build()
+
+
 def stream_stem_rows() -> bytes:
     """A stage headed by a 3x3 CONV_2D over 3 input channels (the stem path called row by row, its
     per-call checks made once): stride 1 SAME (each row's first and last pixels and the first and
@@ -1336,6 +1360,8 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_quads_few": conv_quads_few,
     "conv_quads_one_group": conv_quads_one_group,
     "stream_rows_checked": stream_rows_checked,
+    "stream_one_pixel_rows": stream_one_pixel_rows,
+    "stream_one_pixel_rows_narrowing": stream_one_pixel_rows_narrowing,
     "stream_stem_rows": stream_stem_rows,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,

@@ -505,6 +505,8 @@ DSP_ONLY_MODELS = (
     "uint8_legacy_layers",
     "uint8_legacy_stream",
     "uint8_legacy_more_ops",
+    "stream_one_pixel_rows",
+    "stream_one_pixel_rows_narrowing",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -32,6 +32,7 @@ from tinysched.memory.stream import (
     flattening_view,
     fuse,
     members,
+    pixel_widened_members,
     row_dense,
     row_pad,
     row_schedule,
@@ -1001,3 +1002,38 @@ def test_yamnet_projections_take_the_window_rows_already_consumed(tmp_path: Path
     )
     result = host_verify(path, n_inputs=1, seed=1)
     assert result.mismatches == [] and result.outputs_match
+
+
+def _one_pixel_rows_30(b: ModelBuilder) -> None:
+    """sww's first chain with in_c 30 (not a multiple of 4)."""
+    x = b.input("x", (1, 30, 1, 30), zero_point=3)
+    t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", name="dw3x1_30")
+    b.output(b.conv2d(t, 64, (1, 1), name="pw30_64"))
+
+
+def test_one_pixel_rows_take_the_widened_pixel_path() -> None:
+    """A stage's 1x1 member on rows one pixel wide (sww's [H, 1, C] maps) calls
+    ts_conv2d_s8_pixel_widened with its ts_rq table on the DSP cores, on Helium cores the checked
+    kernel; no scratch, so the plan is the one without it; in_c not a multiple of 4 keeps
+    ts_conv2d_s8_checked."""
+    from fast_path_models import FAST_PATH_MODELS
+
+    for name in ("stream_one_pixel_rows", "stream_one_pixel_rows_narrowing"):
+        graph = parse_model(FAST_PATH_MODELS[name]())
+        m7 = plan(graph, PlanOptions(core="cortex-m7", time_limit=2.0))
+        (stage,) = _streams(m7)
+        assert [op.opcode for op in stage.operators] == ["DEPTHWISE_CONV_2D", "CONV_2D"]
+        assert pixel_widened_members(m7.graph, stage) == (1,)
+        text = planned_c_text(m7)
+        assert text.count("ts_conv2d_s8_pixel_widened(&p1, rows, ") == 1, name
+        assert "_op0_stage1_rq, checks1) != TS_OK" in text
+        assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in text
+        m55 = plan(graph, PlanOptions(core="cortex-m55", time_limit=2.0))
+        assert m55.arena.arena_bytes == m7.arena.arena_bytes
+        text = planned_c_text(m55)
+        assert "ts_conv2d_s8_pixel_widened" not in text and "ts_conv2d_s8_checked(&p1, rows, " in text
+    odd = plan(built_graph(_one_pixel_rows_30), PlanOptions(core="cortex-m7", time_limit=2.0))
+    (stage,) = _streams(odd)
+    assert pixel_widened_members(odd.graph, stage) == ()
+    text = planned_c_text(odd)
+    assert "ts_conv2d_s8_pixel_widened" not in text and "ts_conv2d_s8_checked(&p1, rows, " in text

@@ -516,6 +516,21 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks);
+/* A streamed stage's 1x1 CONV_2D member on rows a few pixels wide (rows one pixel wide: a [H, 1, C]
+ * map), `checks` = ts_conv2d_s8_checks(p, bias) made once, `rq_table` the generator's ts_rq fields
+ * per output channel (m, left + 1, base, rr; NULL: none). DSP cores, where the table is given, every
+ * channel takes ts_rq's steps or is a constant (checks bit 2), in_c is a multiple of 4 up to 288,
+ * stride 1, no padding, batches 1 and out_w == in_w (output pixel i reads input pixel i): pixel by
+ * pixel, its in_c bytes widened once into a block on the stack (int16 lanes + input_offset,
+ * [x_4g | x_4g+2], [x_4g+1 | x_4g+3] per group g of four), then its output channels four at a time,
+ * each bias + the SMLAD dot products over the widened pixel (22 instructions per 16 products), ts_rq
+ * from the table, clamped, one word stored per four channels (the last out_c % 4 one at a time).
+ * Same int32 accumulators and ts_rq as ts_conv2d_s8. Read/write order: pixel i read whole, then its
+ * outputs written, pixels in increasing order; taken only where output pixel i ends at or before
+ * input pixel i + 1 starts (or the two lie apart), checked at run time. Anything else:
+ * ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                               const int32_t *bias, int8_t *output, const int32_t *rq_table, int32_t checks);
 /* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
  * member, called row by row; its fallback ts_conv2d_s8_checked). */
 int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

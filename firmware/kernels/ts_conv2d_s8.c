@@ -3684,7 +3684,44 @@ static void staged_wide1(const ts_conv2d_s8_params *p, const int8_t *input, cons
     }
 }
 
+
+/* One widened pixel on the stack: TS_PIXEL_WIDENED_C / 2 words, the pair path's 576-byte block. */
+#define TS_PIXEL_WIDENED_C 288
+
+/* staged_wide1 with its widened pixel in a block of this frame (kept out of line: the other paths'
+ * stack does not carry it). */
+static TS_NOINLINE void pixel_widened_run(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                          const int32_t *bias, int8_t *output, int32_t pixels,
+                                          const int32_t *rq_table)
+{
+    uint32_t xs[TS_PIXEL_WIDENED_C / 2];
+    staged_wide1(p, input, filter, bias, output, xs, pixels, rq_table);
+}
 #endif
+
+/* A streamed stage's 1x1 member on rows a few pixels wide (ts_kernels.h, "Streamed pairs"): where
+ * staged_wide1 takes it (DSP cores, the ts_rq table with every channel's steps or a constant, in_c a
+ * multiple of 4 up to TS_PIXEL_WIDENED_C, stride 1 without padding, input pixel i under output pixel
+ * i), each pixel widened once on the stack and its channels four at a time; else ts_conv2d_s8_checked.
+ * Why: the pointwise path it replaces widens the pixel again and prepares ts_rq for every channel
+ * pair, on every row call. */
+int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                               const int32_t *bias, int8_t *output, const int32_t *rq_table, int32_t checks)
+{
+#if TS_CONV_WIDE
+    const int32_t pixels = p->out_h * p->out_w;
+    if (rq_table != NULL && (checks & 4) != 0 && p->batches == 1 && p->filter_h == 1 && p->filter_w == 1 &&
+        p->stride_h == 1 && p->stride_w == 1 && p->dilation_h >= 1 && p->dilation_w >= 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_w == p->in_w && p->out_h <= p->in_h && p->out_h >= 1 && p->out_w >= 1 &&
+        (p->in_c & 3) == 0 && p->in_c <= TS_PIXEL_WIDENED_C &&
+        staged_one_by_one(input, output, pixels, p->in_c, p->out_c)) {
+        pixel_widened_run(p, input, filter, bias, output, pixels, rq_table);
+        return TS_OK;
+    }
+#endif
+    (void)rq_table;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
 
 /* The staged in-place pointwise variant (see ts_kernels.h, "CONV_2D staged"): chunks of `chunk`
  * pixels of the flat order, each computed into `scratch` by the path ts_conv2d_s8 takes for the
