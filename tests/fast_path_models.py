@@ -616,8 +616,8 @@ def stream_rows_checked() -> bytes:
 def stream_one_pixel_rows() -> bytes:
     """A streamed chain over rows one pixel wide (sww's [H, 1, C] maps: ts_conv2d_s8_pixel_widened on
     each row of its 1x1 member, the pixel widened once on the stack): a 3x1 depthwise into 1x1
-    40 -> 130 (out_c % 4 = 2: the last two channels one at a time) with RELU6 and pruned channels
-    (constants in the ts_rq table); input zero point 7."""
+    40 -> 130 (in_c a multiple of 8: the generator's widened table, channel by channel) with RELU6
+    (the clamp) and pruned channels (constants); input zero point 7."""
     b = ModelBuilder(seed=76)
     x = b.input("x", (1, 30, 1, 40), zero_point=7)
     t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", activation="RELU", name="dw3x1_40")
@@ -627,13 +627,26 @@ def stream_one_pixel_rows() -> bytes:
 
 
 def stream_one_pixel_rows_narrowing() -> bytes:
-    """stream_one_pixel_rows' path where in_c > out_c: a 5x1 depthwise of depth multiplier 2 (24 -> 48
-    channels) into 1x1 48 -> 18 per tensor with RELU (a tail of two channels); input zero point -128."""
+    """stream_one_pixel_rows' path without the widened table (in_c 44, not a multiple of 8: four
+    channels at a time from the ts_rq table) and in_c > out_c: a 5x1 depthwise of depth multiplier
+    2 (22 -> 44 channels) into 1x1 44 -> 18 per tensor with RELU (a tail of two channels); input
+    zero point -128."""
     b = ModelBuilder(seed=77)
-    y = b.input("y", (1, 44, 1, 24), zero_point=-128)
-    u = b.depthwise_conv2d(y, (5, 1), (1, 1), "VALID", 2, activation="RELU", name="dw5x1_24_x2")
-    u = b.conv2d(u, 18, (1, 1), per_channel=False, activation="RELU", name="pw48_18_per_tensor")
+    y = b.input("y", (1, 44, 1, 22), zero_point=-128)
+    u = b.depthwise_conv2d(y, (5, 1), (1, 1), "VALID", 2, activation="RELU", name="dw5x1_22_x2")
+    u = b.conv2d(u, 18, (1, 1), per_channel=False, activation="RELU", name="pw44_18_per_tensor")
     b.output(u)
+    return b.build()
+
+
+def stream_one_pixel_rows_full_range() -> bytes:
+    """stream_one_pixel_rows' widened table without the clamp (no activation: the range is all of
+    int8): a 3x1 depthwise into 1x1 24 -> 72 (in_c 24: three runs of four lane words); input zero
+    point 5."""
+    b = ModelBuilder(seed=78)
+    x = b.input("x", (1, 26, 1, 24), zero_point=5)
+    t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", name="dw3x1_24")
+    b.output(b.conv2d(t, 72, (1, 1), name="pw24_72_no_clamp"))
     return b.build()
 
 
@@ -1362,6 +1375,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_rows_checked": stream_rows_checked,
     "stream_one_pixel_rows": stream_one_pixel_rows,
     "stream_one_pixel_rows_narrowing": stream_one_pixel_rows_narrowing,
+    "stream_one_pixel_rows_full_range": stream_one_pixel_rows_full_range,
     "stream_stem_rows": stream_stem_rows,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,

@@ -507,6 +507,7 @@ DSP_ONLY_MODELS = (
     "uint8_legacy_more_ops",
     "stream_one_pixel_rows",
     "stream_one_pixel_rows_narrowing",
+    "stream_one_pixel_rows_full_range",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -518,19 +518,25 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
                        const int32_t *rq_table, int32_t checks);
 /* A streamed stage's 1x1 CONV_2D member on rows a few pixels wide (rows one pixel wide: a [H, 1, C]
  * map), `checks` = ts_conv2d_s8_checks(p, bias) made once, `rq_table` the generator's ts_rq fields
- * per output channel (m, left + 1, base, rr; NULL: none). DSP cores, where the table is given, every
- * channel takes ts_rq's steps or is a constant (checks bit 2), in_c is a multiple of 4 up to 288,
- * stride 1, no padding, batches 1 and out_w == in_w (output pixel i reads input pixel i): pixel by
- * pixel, its in_c bytes widened once into a block on the stack (int16 lanes + input_offset,
- * [x_4g | x_4g+2], [x_4g+1 | x_4g+3] per group g of four), then its output channels four at a time,
- * each bias + the SMLAD dot products over the widened pixel (22 instructions per 16 products), ts_rq
- * from the table, clamped, one word stored per four channels (the last out_c % 4 one at a time).
- * Same int32 accumulators and ts_rq as ts_conv2d_s8. Read/write order: pixel i read whole, then its
- * outputs written, pixels in increasing order; taken only where output pixel i ends at or before
- * input pixel i + 1 starts (or the two lie apart), checked at run time. Anything else:
- * ts_conv2d_s8_checked. */
+ * per output channel (m, left + 1, base, rr; NULL: none), `channels` its widened table or NULL (the
+ * quads' format: per output channel its bias, its in_c filter bytes as in_c / 2 words of int16
+ * lanes, [w_4g | w_4g+2] then [w_4g+1 | w_4g+3] per group g of four, then its ts_rq fields; given
+ * for in_c a multiple of 8). DSP cores, where rq_table is given, every channel takes ts_rq's steps
+ * or is a constant (checks bit 2), in_c is a multiple of 4 up to 288, stride 1, no padding, batches
+ * 1 and out_w == in_w (output pixel i reads input pixel i): pixel by pixel, its in_c bytes widened
+ * once into a block on the stack (int16 lanes + input_offset, in the table's lane order); then, with
+ * `channels` and in_c a multiple of 8, channel by channel its bias plus per four words one LDM of
+ * the pixel, one LDM of the table and four SMLAD (8 instructions per 8 products), ts_rq's steps,
+ * the clamp where [act_min, act_max] is narrower than int8, one byte stored; else its channels four
+ * at a time, each bias + the SMLAD dot products over the widened pixel with the int8 filter
+ * (22 instructions per 16 products), ts_rq from rq_table, clamped, one word stored per four channels
+ * (the last out_c % 4 one at a time). Same int32 accumulators and ts_rq as ts_conv2d_s8.
+ * Read/write order: pixel i read whole, then its outputs written, pixels in increasing order; taken
+ * only where output pixel i ends at or before input pixel i + 1 starts (or the two lie apart),
+ * checked at run time. Anything else: ts_conv2d_s8_checked. */
 int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                               const int32_t *bias, int8_t *output, const int32_t *rq_table, int32_t checks);
+                               const int32_t *bias, int8_t *output, const int32_t *rq_table,
+                               const int32_t *channels, int32_t checks);
 /* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
  * member, called row by row; its fallback ts_conv2d_s8_checked). */
 int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

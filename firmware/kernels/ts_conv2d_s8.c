@@ -3688,25 +3688,113 @@ static void staged_wide1(const ts_conv2d_s8_params *p, const int8_t *input, cons
 /* One widened pixel on the stack: TS_PIXEL_WIDENED_C / 2 words, the pair path's 576-byte block. */
 #define TS_PIXEL_WIDENED_C 288
 
-/* staged_wide1 with its widened pixel in a block of this frame (kept out of line: the other paths'
- * stack does not carry it). */
+/* The widened pixel from xs to xs_end (in_c / 2 words, a multiple of 4: [x_4g | x_4g+2],
+ * [x_4g+1 | x_4g+3] per group g) against every channel of the generator's widened table (the quads'
+ * format: per channel its bias, its in_c / 2 filter lane words in the pixel's order, m, left + 1,
+ * base, rr), each channel's byte stored from out on, channels in order until out reaches out_end
+ * (the fifth argument, on the stack). Per channel: the bias, then per four words one LDM of the
+ * pixel (r4-r7), one of the table (r8-r11) and four SMLAD into r2 (8 instructions per 8 products
+ * with the loop's CMP + BNE), then one LDM of the ts_rq fields and ts_rq's steps as TS_RQ_STEPS_ASM
+ * (LSL, AND, SUB, SMMLAR, ASR, SSAT) and STRB: 13 more a channel with its loop test. The _clamp form
+ * (an activation range narrower than int8) clamps the byte to lo4 / hi4 (the sixth and seventh
+ * arguments: the bounds in every byte; SSUB8 / SEL on its lane): 5 more. Registers: r0 the pixel,
+ * r1 its end, r3 the pixel pointer, r12 the table, lr the output. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PIXEL_CHANNELS_NOIPA __attribute__((noipa)) /* the callers pass its arguments as the ABI says */
+#else
+#define PIXEL_CHANNELS_NOIPA
+#endif
+#define PIXEL_CHANNELS_FUNCTION(name, clamp_text, extra_args)                                              \
+    __attribute__((naked, noinline)) PIXEL_CHANNELS_NOIPA static void name(                               \
+        __attribute__((unused)) const uint32_t *xs, __attribute__((unused)) const uint32_t *xs_end,          \
+        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *out,                  \
+        __attribute__((unused)) const int8_t *out_end extra_args)                                         \
+    {                                                                                                      \
+        __asm__ volatile("push    {r4-r11, lr}\n\t" /* the fifth argument now at [sp, #36] */            \
+                         "mov     r12, r2\n\t"                                                             \
+                         "mov     lr, r3\n\t"                                                              \
+                         "1:\n\t"                                                                          \
+                         "ldr     r2, [r12], #4\n\t" /* the bias */                                        \
+                         "mov     r3, r0\n\t"                                                              \
+                         "2:\n\t"                                                                          \
+                         "ldm     r3!, {r4, r5, r6, r7}\n\t"                                               \
+                         "ldm     r12!, {r8, r9, r10, r11}\n\t"                                            \
+                         "smlad   r2, r4, r8, r2\n\t"                                                      \
+                         "smlad   r2, r5, r9, r2\n\t"                                                      \
+                         "smlad   r2, r6, r10, r2\n\t"                                                     \
+                         "smlad   r2, r7, r11, r2\n\t"                                                     \
+                         "cmp     r3, r1\n\t"                                                              \
+                         "bne     2b\n\t"                                                                  \
+                         "ldm     r12!, {r8, r9, r10, r11}\n\t" /* m, left + 1, base, rr */              \
+                         "lsl     r4, r2, r9\n\t"                                                          \
+                         "and     r9, r11, r4, asr #31\n\t"                                                \
+                         "sub     r9, r10, r9, lsr #8\n\t"                                                 \
+                         "smmlar  r2, r4, r8, r9\n\t"                                                      \
+                         "asr     r2, r2, r11\n\t"                                                         \
+                         "ssat    r2, #8, r2\n\t" clamp_text                                               \
+                         "strb    r2, [lr], #1\n\t"                                                        \
+                         "ldr     r4, [sp, #36]\n\t"                                                       \
+                         "cmp     lr, r4\n\t"                                                              \
+                         "bne     1b\n\t"                                                                  \
+                         "pop     {r4-r11, pc}\n\t");                                                      \
+    }
+#define PIXEL_CHANNELS_CLAMP                                                                               \
+    "ldrd    r5, r6, [sp, #40]\n\t" /* lo4, hi4 */                                                        \
+    "ssub8   r7, r2, r5\n\t"                                                                               \
+    "sel     r2, r2, r5\n\t"                                                                               \
+    "ssub8   r7, r6, r2\n\t"                                                                               \
+    "sel     r2, r2, r6\n\t"
+#define PIXEL_CHANNELS_LIMITS , __attribute__((unused)) uint32_t lo4, __attribute__((unused)) uint32_t hi4
+PIXEL_CHANNELS_FUNCTION(pixel_channels, "", )
+PIXEL_CHANNELS_FUNCTION(pixel_channels_clamp, PIXEL_CHANNELS_CLAMP, PIXEL_CHANNELS_LIMITS)
+#undef PIXEL_CHANNELS_FUNCTION
+#undef PIXEL_CHANNELS_NOIPA
+#undef PIXEL_CHANNELS_CLAMP
+#undef PIXEL_CHANNELS_LIMITS
+
+/* Each pixel widened into a block of this frame (kept out of line: the other paths' stack does not
+ * carry it), then its channels: from the widened table (channels non-NULL, in_c a multiple of 8:
+ * pixel_channels), else four at a time from the ts_rq table (staged_wide1). */
 static TS_NOINLINE void pixel_widened_run(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                           const int32_t *bias, int8_t *output, int32_t pixels,
-                                          const int32_t *rq_table)
+                                          const int32_t *rq_table, const int32_t *channels)
 {
     uint32_t xs[TS_PIXEL_WIDENED_C / 2];
+    const int32_t in_c = p->in_c, out_c = p->out_c;
+    if (channels != NULL && (in_c & 7) == 0) {
+        const uint32_t off2 = ts_pack2x16(p->input_offset);
+        const int clamp = p->act_min > -128 || p->act_max < 127;
+        const uint32_t lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
+        int32_t i, c;
+        for (i = 0; i < pixels; ++i) {
+            const int8_t *src = input + (size_t)i * in_c;
+            for (c = 0; c < in_c; c += 4) {
+                const uint32_t x = ts_load4(src + c);
+                xs[c / 2] = ts_even_off(x, off2);
+                xs[c / 2 + 1] = ts_odd_off(x, off2);
+            }
+            int8_t *const out = output + (size_t)i * out_c;
+            if (clamp) {
+                pixel_channels_clamp(xs, xs + in_c / 2, channels, out, out + out_c, lo4, hi4);
+            } else {
+                pixel_channels(xs, xs + in_c / 2, channels, out, out + out_c);
+            }
+        }
+        return;
+    }
     staged_wide1(p, input, filter, bias, output, xs, pixels, rq_table);
 }
 #endif
 
 /* A streamed stage's 1x1 member on rows a few pixels wide (ts_kernels.h, "Streamed pairs"): where
- * staged_wide1 takes it (DSP cores, the ts_rq table with every channel's steps or a constant, in_c a
- * multiple of 4 up to TS_PIXEL_WIDENED_C, stride 1 without padding, input pixel i under output pixel
- * i), each pixel widened once on the stack and its channels four at a time; else ts_conv2d_s8_checked.
- * Why: the pointwise path it replaces widens the pixel again and prepares ts_rq for every channel
- * pair, on every row call. */
+ * the widened pixel path takes it (DSP cores, the ts_rq table with every channel's steps or a
+ * constant, in_c a multiple of 4 up to TS_PIXEL_WIDENED_C, stride 1 without padding, input pixel i
+ * under output pixel i), each pixel widened once on the stack and its channels from the widened
+ * table or four at a time; else ts_conv2d_s8_checked. Why: the pointwise path it replaces widens
+ * the pixel again and prepares ts_rq for every channel pair, on every row call. */
 int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
-                               const int32_t *bias, int8_t *output, const int32_t *rq_table, int32_t checks)
+                               const int32_t *bias, int8_t *output, const int32_t *rq_table,
+                               const int32_t *channels, int32_t checks)
 {
 #if TS_CONV_WIDE
     const int32_t pixels = p->out_h * p->out_w;
@@ -3715,11 +3803,12 @@ int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input
         p->pad_left == 0 && p->out_w == p->in_w && p->out_h <= p->in_h && p->out_h >= 1 && p->out_w >= 1 &&
         (p->in_c & 3) == 0 && p->in_c <= TS_PIXEL_WIDENED_C &&
         staged_one_by_one(input, output, pixels, p->in_c, p->out_c)) {
-        pixel_widened_run(p, input, filter, bias, output, pixels, rq_table);
+        pixel_widened_run(p, input, filter, bias, output, pixels, rq_table, channels);
         return TS_OK;
     }
 #endif
     (void)rq_table;
+    (void)channels;
     return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
 }
 

@@ -13,6 +13,7 @@ from tinysched.codegen.lower_conv import (
     mve_layer_table,
     pixel_path,
     pixel_table,
+    pixel_widened_table,
     rq_table,
     staged_pointwise_table,
 )
@@ -422,8 +423,20 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         name = ctx.array(
             part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
         )
+        lanes = pixel_widened_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
+        channels = (
+            "NULL"
+            if lanes is None
+            else ctx.array(
+                part,
+                "channels",
+                "int32_t",
+                lanes,
+                "per output channel: its bias, its filter widened to int16 lanes, its ts_rq fields",
+            )
+        )
         part.kernel = "ts_conv2d_s8_pixel_widened"
-        widened[j] = name
+        widened[j] = f"{name}, {channels}"
     # the other CONV_2D and the DEPTHWISE_CONV_2D members: their kernel's per-call checks made once,
     # before the loop (CHECKED_KERNELS)
     checked: dict[int, str] = {}  # stage j -> the function making its checks
@@ -604,7 +617,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             if j in member_rooms:  # its own strip and bytes this iteration (ts_conv2d_s8_strip)
                 at, size = member_rooms[j]
                 args += [f"output + {at}[row]", f"{size}[row]", wide[j]]
-            elif j in widened:  # its ts_rq table (ts_conv2d_s8_pixel_widened)
+            elif j in widened:  # its ts_rq and widened tables (ts_conv2d_s8_pixel_widened)
                 args.append(widened[j])
             elif j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
                 args += ["strip", "room", wide[j]]
