@@ -650,6 +650,27 @@ def stream_one_pixel_rows_full_range() -> bytes:
     return b.build()
 
 
+def stream_rows_six_plus_one() -> bytes:
+    """A residual stage over rows of 13 pixels (st_miniresnetv2's blocks: 6 a + 1) whose CONV_2D
+    members take ts_conv2d_s8_strip with a strip of one block (a gap of the arena): each row's first
+    12 pixels in two blocks of the widened path, the last alone (strip_last_pixel: its field widened
+    into the strip, SAME padding clipping its right column and, in the first and last rows, a filter
+    row; four channels a pass): 1x1 32 -> 37 with RELU (a last channel alone), 1x1 37 -> 36 with
+    pruned channels (in_c not a multiple of 4: a block for its last pixel too), 3x3 36 -> 32 SAME
+    with RELU6, the ADD with the block's input (a 1x1 8 -> 32 and a MUL before it); input zero
+    point -5."""
+    b = ModelBuilder(seed=79)
+    y = b.input("y", (1, 16, 13, 8), zero_point=-5)
+    x = b.conv2d(y, 32, (1, 1), activation="RELU", name="pre_8_32")
+    x = b.mul(x, x, name="square")
+    t = b.conv2d(x, 37, (1, 1), activation="RELU", name="pw32_37")
+    pruned = [1.0, 3e-5, 1.0, 1e-5, 1.0, 1.0, 2e-6, 1.0, 1.0] * 4
+    t = b.conv2d(t, 36, (1, 1), scale_factors=pruned, name="pw37_36_pruned")
+    t = b.conv2d(t, 32, (3, 3), (1, 1), "SAME", activation="RELU6", name="k3_36_32")
+    b.output(b.add(t, x, name="residual_add"))
+    return b.build()
+
+
 def stream_stem_rows() -> bytes:
     """A stage headed by a 3x3 CONV_2D over 3 input channels (the stem path called row by row, its
     per-call checks made once): stride 1 SAME (each row's first and last pixels and the first and
@@ -1376,6 +1397,7 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "stream_one_pixel_rows": stream_one_pixel_rows,
     "stream_one_pixel_rows_narrowing": stream_one_pixel_rows_narrowing,
     "stream_one_pixel_rows_full_range": stream_one_pixel_rows_full_range,
+    "stream_rows_six_plus_one": stream_rows_six_plus_one,
     "stream_stem_rows": stream_stem_rows,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,

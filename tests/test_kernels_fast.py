@@ -508,6 +508,7 @@ DSP_ONLY_MODELS = (
     "stream_one_pixel_rows",
     "stream_one_pixel_rows_narrowing",
     "stream_one_pixel_rows_full_range",
+    "stream_rows_six_plus_one",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

@@ -510,7 +510,12 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
  * and the 4 bytes stored; else the pair path with the two fields of a pixel pair widened into the
  * scratch (4 * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block (a 1x1
  * filter over up to 144 channels, a multiple of 4: the pair path on the stack, not the pointwise
- * path), else ts_conv2d_s8_checked. Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields are all
+ * path), else ts_conv2d_s8_checked. A one-row call of 6 a + 1 pixels (a >= 1, the table given, every
+ * channel's ts_rq steps or a constant, in_c a multiple of 4) takes its first 6 a pixels in whole
+ * blocks and its last alone: that pixel's field (fh * fw taps of in_c bytes, 0 outside the input)
+ * widened into the scratch, then its channels four at a time (bias + SMLAD over the field with the
+ * int8 filter, ts_rq from the table, clamped, one word stored), not a block of six computing one.
+ * Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields (the last pixel's too) are all
  * read before any of its outputs is written (as the pair path's). scratch word-aligned, disjoint
  * from input and output. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

@@ -3637,6 +3637,41 @@ static TS_NOINLINE void wide_dot1x4(const uint32_t *xs, const int8_t *w, int32_t
     acc[3] = a3;
 }
 
+/* One widened pixel's outputs (xs: k / 2 words, [x_4g | x_4g+2], [x_4g+1 | x_4g+3] per group g of
+ * four k-indices; filter rows k bytes apart) written straight to out: channels four at a time
+ * (wide_dot1x4, ts_rq4_store with the ts_rq table), the last out_c % 4 one at a time. */
+static void widened_pixel_channels(const ts_conv2d_s8_params *p, const uint32_t *xs, int32_t k,
+                                   const int8_t *filter, const int32_t *bias, int8_t *out, const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, groups = k / 4, o4 = out_c & ~3;
+    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
+    uint32_t lim[2];
+    int32_t o, c;
+    lim[0] = ts_bytes4(p->act_min);
+    lim[1] = ts_bytes4(p->act_max);
+    for (o = 0; o < o4; o += 4) {
+        int32_t acc[4] = {0, 0, 0, 0};
+        if (bias != NULL) {
+            acc[0] = bias[o];
+            acc[1] = bias[o + 1];
+            acc[2] = bias[o + 2];
+            acc[3] = bias[o + 3];
+        }
+        wide_dot1x4(xs, filter + (size_t)o * k, k, groups, acc);
+        ts_rq4_store(out + o, acc[0], acc[1], acc[2], acc[3], q + o, lim);
+    }
+    for (; o < out_c; ++o) {
+        const int8_t *w = filter + (size_t)o * k;
+        int32_t acc = bias != NULL ? bias[o] : 0;
+        for (c = 0; c < k; c += 4) {
+            const uint32_t v = ts_load4(w + c);
+            acc = ts_smlad(xs[c / 2], ts_even(v), acc);
+            acc = ts_smlad(xs[c / 2 + 1], ts_odd(v), acc);
+        }
+        out[o] = rq_clamp(acc, &q[o], p->act_min, p->act_max);
+    }
+}
+
 /* The staged pointwise variant one pixel at a time where the scratch holds one widened pixel and
  * no more (in_c a multiple of 4, the ts_rq table given): pixel k widened into xs, then its output
  * written straight to its bytes, channels four at a time (wide_dot1x4, ts_rq4_store), the last
@@ -3645,45 +3680,53 @@ static TS_NOINLINE void wide_dot1x4(const uint32_t *xs, const int8_t *w, int32_t
 static void staged_wide1(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, uint32_t *xs, int32_t pixels, const int32_t *rq_table)
 {
-    const int32_t in_c = p->in_c, out_c = p->out_c, groups = in_c / 4, o4 = out_c & ~3;
+    const int32_t in_c = p->in_c, out_c = p->out_c;
     const uint32_t off2 = ts_pack2x16(p->input_offset);
-    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
-    uint32_t lim[2];
-    int32_t i, o, c;
-    lim[0] = ts_bytes4(p->act_min);
-    lim[1] = ts_bytes4(p->act_max);
+    int32_t i, c;
     for (i = 0; i < pixels; ++i) {
         const int8_t *src = input + (size_t)i * in_c;
-        int8_t *out = output + (size_t)i * out_c;
         for (c = 0; c < in_c; c += 4) {
             const uint32_t x = ts_load4(src + c);
             xs[c / 2] = ts_even_off(x, off2);
             xs[c / 2 + 1] = ts_odd_off(x, off2);
         }
-        for (o = 0; o < o4; o += 4) {
-            int32_t acc[4] = {0, 0, 0, 0};
-            if (bias != NULL) {
-                acc[0] = bias[o];
-                acc[1] = bias[o + 1];
-                acc[2] = bias[o + 2];
-                acc[3] = bias[o + 3];
-            }
-            wide_dot1x4(xs, filter + (size_t)o * in_c, in_c, groups, acc);
-            ts_rq4_store(out + o, acc[0], acc[1], acc[2], acc[3], q + o, lim);
-        }
-        for (; o < out_c; ++o) {
-            const int8_t *w = filter + (size_t)o * in_c;
-            int32_t acc = bias != NULL ? bias[o] : 0;
-            for (c = 0; c < in_c; c += 4) {
-                const uint32_t v = ts_load4(w + c);
-                acc = ts_smlad(xs[c / 2], ts_even(v), acc);
-                acc = ts_smlad(xs[c / 2 + 1], ts_odd(v), acc);
-            }
-            out[o] = rq_clamp(acc, &q[o], p->act_min, p->act_max);
-        }
+        widened_pixel_channels(p, xs, in_c, filter, bias, output + (size_t)i * out_c, rq_table);
     }
 }
 
+/* The last output pixel of a one-row call (x = out_w - 1, output row 0 of the call): its field,
+ * fh * fw taps of in_c bytes (a multiple of 4) in the filter's order, widened into xs (int16 lanes +
+ * input_offset as staged_wide1 lays a pixel; a tap outside the input 0, as its products are), then
+ * its channels through widened_pixel_channels (ts_rq from the table). Same arithmetic as ts_conv2d_s8. */
+static TS_NOINLINE void strip_last_pixel(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                         const int32_t *bias, int8_t *output, uint32_t *xs, const int32_t *rq_table)
+{
+    const int32_t in_c = p->in_c, x = p->out_w - 1, y0 = -p->pad_top, x0 = x * p->stride_w - p->pad_left;
+    const uint32_t off2 = ts_pack2x16(p->input_offset);
+    uint32_t *w = xs;
+    int32_t ky, kx, c;
+    for (ky = 0; ky < p->filter_h; ++ky) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        for (kx = 0; kx < p->filter_w; ++kx, w += in_c / 2) {
+            const int32_t ix = x0 + kx * p->dilation_w;
+            const int8_t *src;
+            if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
+                for (c = 0; c < in_c / 2; ++c) {
+                    w[c] = 0;
+                }
+                continue;
+            }
+            src = input + ((size_t)iy * p->in_w + (size_t)ix) * in_c;
+            for (c = 0; c < in_c; c += 4) {
+                const uint32_t v = ts_load4(src + c);
+                w[c / 2] = ts_even_off(v, off2);
+                w[c / 2 + 1] = ts_odd_off(v, off2);
+            }
+        }
+    }
+    widened_pixel_channels(p, xs, p->filter_h * p->filter_w * in_c, filter, bias, output + (size_t)x * p->out_c,
+                           rq_table);
+}
 
 /* One widened pixel on the stack: TS_PIXEL_WIDENED_C / 2 words, the pair path's 576-byte block. */
 #define TS_PIXEL_WIDENED_C 288
@@ -4051,6 +4094,17 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
         /* the generator's quads table (conv_paths: conv_quads) costs less than the widened path for
          * these small K (KWS-L's first layer: K = 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
+    }
+    if (room >= block && n % TS_WIDE_PX == 1 && n > TS_WIDE_PX && p->out_h == 1 && p->batches == 1 &&
+        rq_table != NULL && (checks & 4) != 0 && (p->in_c & 3) == 0 && ((uintptr_t)scratch & 3u) == 0 &&
+        p->stem == NULL && p->quads == NULL && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+        /* a row of 6 a + 1 pixels: its first 6 a in whole blocks, the last alone (not a block of six
+         * computing one) */
+        ts_conv2d_s8_params lead = *p;
+        lead.out_w = p->out_w - 1;
+        ts_conv2d_s8_wide_checked(&lead, input, filter, bias, output, scratch, blocks, rq_table, checks);
+        strip_last_pixel(p, input, filter, bias, output, (uint32_t *)(void *)scratch, rq_table);
+        return TS_OK;
     }
     if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
