@@ -1042,3 +1042,19 @@ def test_one_pixel_rows_take_the_widened_pixel_path() -> None:
     assert pixel_widened_members(odd.graph, stage) == ()
     text = planned_c_text(odd)
     assert "ts_conv2d_s8_pixel_widened" not in text and "ts_conv2d_s8_checked(&p1, rows, " in text
+
+
+def test_rows_of_six_plus_one_pixels_take_the_lone_pixel_strip() -> None:
+    """A stage's members whose rows are 6 a + 1 pixels wide (st_miniresnetv2's 13) call
+    ts_conv2d_s8_strip_lone, which takes the row's last pixel alone, where in_c is a multiple of 4;
+    the others keep ts_conv2d_s8_strip (no added test on their calls)."""
+    from fast_path_models import FAST_PATH_MODELS
+
+    planned = plan(
+        parse_model(FAST_PATH_MODELS["stream_rows_six_plus_one"]()),
+        PlanOptions(core="cortex-m7", time_limit=2.0),
+    )
+    text = planned_c_text(planned)
+    assert text.count("ts_conv2d_s8_strip_lone(&p0, rows, ") == 1  # 1x1 32 -> 37
+    assert text.count("ts_conv2d_s8_strip(&p1, rows, ") == 1  # 1x1 37 -> 36: in_c 37
+    assert text.count("ts_conv2d_s8_strip_lone(&p2, rows, ") == 1  # 3x3 36 -> 32

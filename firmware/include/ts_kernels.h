@@ -510,12 +510,7 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
  * and the 4 bytes stored; else the pair path with the two fields of a pixel pair widened into the
  * scratch (4 * roundup(fh * fw * in_c, 4) bytes) where they exceed its 576-byte stack block (a 1x1
  * filter over up to 144 channels, a multiple of 4: the pair path on the stack, not the pointwise
- * path), else ts_conv2d_s8_checked. A one-row call of 6 a + 1 pixels (a >= 1, the table given, every
- * channel's ts_rq steps or a constant, in_c a multiple of 4) takes its first 6 a pixels in whole
- * blocks and its last alone: that pixel's field (fh * fw taps of in_c bytes, 0 outside the input)
- * widened into the scratch, then its channels four at a time (bias + SMLAD over the field with the
- * int8 filter, ts_rq from the table, clamped, one word stored), not a block of six computing one.
- * Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields (the last pixel's too) are all
+ * path), else ts_conv2d_s8_checked. Arithmetic: ts_conv2d_s8's. Read/write order: each strip's fields are all
  * read before any of its outputs is written (as the pair path's). scratch word-aligned, disjoint
  * from input and output. */
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -542,6 +537,20 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
 int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                                const int32_t *bias, int8_t *output, const int32_t *rq_table,
                                const int32_t *channels, int32_t checks);
+/* ts_conv2d_s8_strip for a member whose rows are 6 a + 1 pixels wide (a >= 1; the generator calls it
+ * only there, so the other members pay no test): a one-row call (out_h 1, batches 1) where the room
+ * holds a block of six, the table is given, every channel takes ts_rq's steps or is a constant and
+ * in_c is a multiple of 4 takes its first 6 a pixels in whole blocks of the widened path and its
+ * last alone: that pixel's field (fh * fw taps of in_c bytes in the filter's order, 0 outside the
+ * input) widened into the scratch (int16 lanes + input_offset), then its channels four at a time
+ * (bias + SMLAD over the field with the int8 filter, 22 instructions per 16 products; ts_rq from
+ * the table, clamped, one word stored; the last out_c % 4 one at a time), not a block of six
+ * computing one. Otherwise ts_conv2d_s8_strip. Arithmetic: ts_conv2d_s8's. Read/write order: the
+ * blocks' as ts_conv2d_s8_strip's, then the last pixel's field read whole before its outputs are
+ * written. */
+int ts_conv2d_s8_strip_lone(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                            const int32_t *rq_table, int32_t checks);
 /* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
  * member, called row by row; its fallback ts_conv2d_s8_checked). */
 int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,

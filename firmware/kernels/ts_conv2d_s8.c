@@ -4095,17 +4095,6 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
          * these small K (KWS-L's first layer: K = 40) */
         return conv_paths(p, input, filter, bias, output, 0, checks, NULL);
     }
-    if (room >= block && n % TS_WIDE_PX == 1 && n > TS_WIDE_PX && p->out_h == 1 && p->batches == 1 &&
-        rq_table != NULL && (checks & 4) != 0 && (p->in_c & 3) == 0 && ((uintptr_t)scratch & 3u) == 0 &&
-        p->stem == NULL && p->quads == NULL && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
-        /* a row of 6 a + 1 pixels: its first 6 a in whole blocks, the last alone (not a block of six
-         * computing one) */
-        ts_conv2d_s8_params lead = *p;
-        lead.out_w = p->out_w - 1;
-        ts_conv2d_s8_wide_checked(&lead, input, filter, bias, output, scratch, blocks, rq_table, checks);
-        strip_last_pixel(p, input, filter, bias, output, (uint32_t *)(void *)scratch, rq_table);
-        return TS_OK;
-    }
     if (room >= block && (tail == 0 || !strip_quads(p, scratch, room, rq_table, checks))) {
         return ts_conv2d_s8_wide_checked(p, input, filter, bias, output, scratch, blocks, rq_table, checks);
     }
@@ -4130,4 +4119,29 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     (void)room;
     (void)rq_table;
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, big);
+}
+
+/* ts_conv2d_s8_strip for a member whose one-row calls have 6 a + 1 pixels (a >= 1; the generator's
+ * choice, ts_kernels.h): where the strip holds a block of six and the ts_rq table serves every
+ * channel (in_c a multiple of 4), the first 6 a pixels in whole blocks, the last alone
+ * (strip_last_pixel), not a block of six computing one; else ts_conv2d_s8_strip. */
+int ts_conv2d_s8_strip_lone(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                            const int32_t *rq_table, int32_t checks)
+{
+#if TS_CONV_WIDE
+    const int32_t k4 = (p->filter_h * p->filter_w * p->in_c + 3) & ~3, n = p->out_w;
+    const int32_t block = (int32_t)wide_block_bytes(k4);
+    if (room >= block && n % TS_WIDE_PX == 1 && n > TS_WIDE_PX && p->out_h == 1 && p->batches == 1 &&
+        rq_table != NULL && (checks & 4) != 0 && (p->in_c & 3) == 0 && ((uintptr_t)scratch & 3u) == 0 &&
+        p->stem == NULL && p->quads == NULL && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+        const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
+        ts_conv2d_s8_params lead = *p;
+        lead.out_w = n - 1;
+        ts_conv2d_s8_wide_checked(&lead, input, filter, bias, output, scratch, blocks, rq_table, checks);
+        strip_last_pixel(p, input, filter, bias, output, (uint32_t *)(void *)scratch, rq_table);
+        return TS_OK;
+    }
+#endif
+    return ts_conv2d_s8_strip(p, input, filter, bias, output, scratch, room, rq_table, checks);
 }

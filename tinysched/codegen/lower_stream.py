@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
+from tinysched.arena.scratch import STREAM_STRIP_OPTION, WIDE_BLOCK_PIXELS, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.lower_conv import (
@@ -209,6 +209,7 @@ def consumed_room(
 CHECKED_KERNELS = {
     "ts_conv2d_s8": ("ts_conv2d_s8_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_strip_lone": ("ts_conv2d_s8_strip_lone", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixel_widened": ("ts_conv2d_s8_pixel_widened", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixels": ("ts_conv2d_s8_pixels_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixel_rows": ("ts_conv2d_s8_pixel_rows_checked", "ts_conv2d_s8_checks"),
@@ -338,7 +339,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         name = ctx.array(
             part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
         )
-        part.kernel = "ts_conv2d_s8_strip"
+        # rows of 6 a + 1 pixels: the last pixel alone, not a block of six (ts_conv2d_s8_strip_lone)
+        out_w = int(graph.tensors[member.outputs[0]].shape[2])
+        in_c = int(graph.tensors[member.inputs[0]].shape[3])
+        lone = out_w % WIDE_BLOCK_PIXELS == 1 and out_w > WIDE_BLOCK_PIXELS and in_c % 4 == 0
+        part.kernel = "ts_conv2d_s8_strip_lone" if lone else "ts_conv2d_s8_strip"
         wide[j] = name
     member_rooms: dict[int, tuple[str, str]] = {}  # stage j -> its own room tables
     for j in wide:
