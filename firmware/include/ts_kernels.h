@@ -1364,7 +1364,10 @@ int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
- * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked (strided: ts_conv2d_s8_pixel_rows_checked) on the rows of each call. A PAD member runs ts_pad_s8 on the rows
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked (strided: ts_conv2d_s8_pixel_rows_checked) on the rows of each call;
+ * a 1x1 member at stride 1 on rows one pixel wide (in_c a multiple of 4, on DSP cores) runs
+ * ts_conv2d_s8_pixel_widened (its pixel widened once on the stack, no scratch), and a member whose
+ * rows are 6 a + 1 pixels wide (in_c a multiple of 4) ts_conv2d_s8_strip_lone (the last pixel alone). A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its
