@@ -28,6 +28,9 @@ MODELS = (
     "arm_kws_ds_cnn_l_int8",
     "st_yamnet_256_int8",
     "mlperf_kws_dscnn_int8",
+    "mlperf_sww_dscnn_int8",
+    "st_miniresnetv2_1stack_int8",
+    "mcunet_vww_int8",
 )
 LIMIT = 1.03  # a chain's instructions over its operators' unstreamed
 COMMAND = "PYTHONPATH=. python bench/bench_chains.py"

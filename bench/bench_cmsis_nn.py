@@ -92,6 +92,8 @@ STREAM_KERNELS = ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")  # chain members the
 STREAM_ROW_CALLS = {
     "ts_conv2d_s8_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
+    "ts_conv2d_s8_strip_lone": "ts_conv2d_s8",
+    "ts_conv2d_s8_pixel_widened": "ts_conv2d_s8",
     "ts_conv2d_s8_layer": "ts_conv2d_s8",
     "ts_conv2d_s8_pixels_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_pixel_rows_checked": "ts_conv2d_s8",

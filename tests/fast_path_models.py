@@ -613,6 +613,64 @@ def stream_rows_checked() -> bytes:
     return b.build()
 
 
+def stream_one_pixel_rows() -> bytes:
+    """A streamed chain over rows one pixel wide (sww's [H, 1, C] maps: ts_conv2d_s8_pixel_widened on
+    each row of its 1x1 member, the pixel widened once on the stack): a 3x1 depthwise into 1x1
+    40 -> 130 (in_c a multiple of 8: the generator's widened table, channel by channel) with RELU6
+    (the clamp) and pruned channels (constants); input zero point 7."""
+    b = ModelBuilder(seed=76)
+    x = b.input("x", (1, 30, 1, 40), zero_point=7)
+    t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", activation="RELU", name="dw3x1_40")
+    pruned = [1.0, 3e-5, 1e-5, 1.0, 3e-6, 1e-6, 2e-5, 1e-4, 5e-6, 1.0] * 13
+    b.output(b.conv2d(t, 130, (1, 1), activation="RELU6", scale_factors=pruned, name="pw40_130_pruned"))
+    return b.build()
+
+
+def stream_one_pixel_rows_narrowing() -> bytes:
+    """stream_one_pixel_rows' path without the widened table (in_c 44, not a multiple of 8: four
+    channels at a time from the ts_rq table) and in_c > out_c: a 5x1 depthwise of depth multiplier
+    2 (22 -> 44 channels) into 1x1 44 -> 18 per tensor with RELU (a tail of two channels); input
+    zero point -128."""
+    b = ModelBuilder(seed=77)
+    y = b.input("y", (1, 44, 1, 22), zero_point=-128)
+    u = b.depthwise_conv2d(y, (5, 1), (1, 1), "VALID", 2, activation="RELU", name="dw5x1_22_x2")
+    u = b.conv2d(u, 18, (1, 1), per_channel=False, activation="RELU", name="pw44_18_per_tensor")
+    b.output(u)
+    return b.build()
+
+
+def stream_one_pixel_rows_full_range() -> bytes:
+    """stream_one_pixel_rows' widened table without the clamp (no activation: the range is all of
+    int8): a 3x1 depthwise into 1x1 24 -> 72 (in_c 24: three runs of four lane words); input zero
+    point 5."""
+    b = ModelBuilder(seed=78)
+    x = b.input("x", (1, 26, 1, 24), zero_point=5)
+    t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", name="dw3x1_24")
+    b.output(b.conv2d(t, 72, (1, 1), name="pw24_72_no_clamp"))
+    return b.build()
+
+
+def stream_rows_six_plus_one() -> bytes:
+    """A residual stage over rows of 13 pixels (st_miniresnetv2's blocks: 6 a + 1) whose CONV_2D
+    members take ts_conv2d_s8_strip with a strip of one block (a gap of the arena): each row's first
+    12 pixels in two blocks of the widened path, the last alone (strip_last_pixel: its field widened
+    into the strip, SAME padding clipping its right column and, in the first and last rows, a filter
+    row; four channels a pass): 1x1 32 -> 37 with RELU (a last channel alone), 1x1 37 -> 36 with
+    pruned channels (in_c not a multiple of 4: a block for its last pixel too), 3x3 36 -> 32 SAME
+    with RELU6, the ADD with the block's input (a 1x1 8 -> 32 and a MUL before it); input zero
+    point -5."""
+    b = ModelBuilder(seed=79)
+    y = b.input("y", (1, 16, 13, 8), zero_point=-5)
+    x = b.conv2d(y, 32, (1, 1), activation="RELU", name="pre_8_32")
+    x = b.mul(x, x, name="square")
+    t = b.conv2d(x, 37, (1, 1), activation="RELU", name="pw32_37")
+    pruned = [1.0, 3e-5, 1.0, 1e-5, 1.0, 1.0, 2e-6, 1.0, 1.0] * 4
+    t = b.conv2d(t, 36, (1, 1), scale_factors=pruned, name="pw37_36_pruned")
+    t = b.conv2d(t, 32, (3, 3), (1, 1), "SAME", activation="RELU6", name="k3_36_32")
+    b.output(b.add(t, x, name="residual_add"))
+    return b.build()
+
+
 def stream_stem_rows() -> bytes:
     """A stage headed by a 3x3 CONV_2D over 3 input channels (the stem path called row by row, its
     per-call checks made once): stride 1 SAME (each row's first and last pixels and the first and
@@ -1430,6 +1488,10 @@ FAST_PATH_MODELS: dict[str, Callable[[], bytes]] = {
     "conv_quads_few": conv_quads_few,
     "conv_quads_one_group": conv_quads_one_group,
     "stream_rows_checked": stream_rows_checked,
+    "stream_one_pixel_rows": stream_one_pixel_rows,
+    "stream_one_pixel_rows_narrowing": stream_one_pixel_rows_narrowing,
+    "stream_one_pixel_rows_full_range": stream_one_pixel_rows_full_range,
+    "stream_rows_six_plus_one": stream_rows_six_plus_one,
     "stream_stem_rows": stream_stem_rows,
     "stream_fc_rows": stream_fc_rows,
     "stream_fc_blocks": stream_fc_blocks,

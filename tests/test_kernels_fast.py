@@ -508,6 +508,10 @@ DSP_ONLY_MODELS = (
     "uint8_legacy_depthwise_blocks",
     "uint8_legacy_conv_sums",
     "uint8_legacy_pixel_tables",
+    "stream_one_pixel_rows",
+    "stream_one_pixel_rows_narrowing",
+    "stream_one_pixel_rows_full_range",
+    "stream_rows_six_plus_one",
 )
 DSP_ONLY_BOARDS = ("mps2-an386", "mps2-an505")
 

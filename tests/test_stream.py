@@ -32,6 +32,7 @@ from tinysched.memory.stream import (
     flattening_view,
     fuse,
     members,
+    pixel_widened_members,
     row_dense,
     row_pad,
     row_schedule,
@@ -1001,3 +1002,59 @@ def test_yamnet_projections_take_the_window_rows_already_consumed(tmp_path: Path
     )
     result = host_verify(path, n_inputs=1, seed=1)
     assert result.mismatches == [] and result.outputs_match
+
+
+def _one_pixel_rows_30(b: ModelBuilder) -> None:
+    """sww's first chain with in_c 30 (not a multiple of 4)."""
+    x = b.input("x", (1, 30, 1, 30), zero_point=3)
+    t = b.depthwise_conv2d(x, (3, 1), (1, 1), "VALID", name="dw3x1_30")
+    b.output(b.conv2d(t, 64, (1, 1), name="pw30_64"))
+
+
+def test_one_pixel_rows_take_the_widened_pixel_path() -> None:
+    """A stage's 1x1 member on rows one pixel wide (sww's [H, 1, C] maps) calls
+    ts_conv2d_s8_pixel_widened with its ts_rq table on the DSP cores, on Helium cores the checked
+    kernel; no scratch, so the plan is the one without it; in_c not a multiple of 4 keeps
+    ts_conv2d_s8_checked."""
+    from fast_path_models import FAST_PATH_MODELS
+
+    tables = {  # the widened table where in_c is a multiple of 8 (40, 24), not for 44
+        "stream_one_pixel_rows": "_op0_stage1_rq, bytes_op0_stage1_channels, checks1) != TS_OK",
+        "stream_one_pixel_rows_full_range": "_op0_stage1_rq, bytes_op0_stage1_channels, checks1) != TS_OK",
+        "stream_one_pixel_rows_narrowing": "_op0_stage1_rq, NULL, checks1) != TS_OK",
+    }
+    for name, call_end in tables.items():
+        graph = parse_model(FAST_PATH_MODELS[name]())
+        m7 = plan(graph, PlanOptions(core="cortex-m7", time_limit=2.0))
+        (stage,) = _streams(m7)
+        assert [op.opcode for op in stage.operators] == ["DEPTHWISE_CONV_2D", "CONV_2D"]
+        assert pixel_widened_members(m7.graph, stage) == (1,)
+        text = planned_c_text(m7)
+        assert text.count("ts_conv2d_s8_pixel_widened(&p1, rows, ") == 1, name
+        assert call_end in text, name
+        assert "const int32_t checks1 = ts_conv2d_s8_checks(&p1, " in text
+        m55 = plan(graph, PlanOptions(core="cortex-m55", time_limit=2.0))
+        assert m55.arena.arena_bytes == m7.arena.arena_bytes
+        text = planned_c_text(m55)
+        assert "ts_conv2d_s8_pixel_widened" not in text and "ts_conv2d_s8_checked(&p1, rows, " in text
+    odd = plan(built_graph(_one_pixel_rows_30), PlanOptions(core="cortex-m7", time_limit=2.0))
+    (stage,) = _streams(odd)
+    assert pixel_widened_members(odd.graph, stage) == ()
+    text = planned_c_text(odd)
+    assert "ts_conv2d_s8_pixel_widened" not in text and "ts_conv2d_s8_checked(&p1, rows, " in text
+
+
+def test_rows_of_six_plus_one_pixels_take_the_lone_pixel_strip() -> None:
+    """A stage's members whose rows are 6 a + 1 pixels wide (st_miniresnetv2's 13) call
+    ts_conv2d_s8_strip_lone, which takes the row's last pixel alone, where in_c is a multiple of 4;
+    the others keep ts_conv2d_s8_strip (no added test on their calls)."""
+    from fast_path_models import FAST_PATH_MODELS
+
+    planned = plan(
+        parse_model(FAST_PATH_MODELS["stream_rows_six_plus_one"]()),
+        PlanOptions(core="cortex-m7", time_limit=2.0),
+    )
+    text = planned_c_text(planned)
+    assert text.count("ts_conv2d_s8_strip_lone(&p0, rows, ") == 1  # 1x1 32 -> 37
+    assert text.count("ts_conv2d_s8_strip(&p1, rows, ") == 1  # 1x1 37 -> 36: in_c 37
+    assert text.count("ts_conv2d_s8_strip_lone(&p2, rows, ") == 1  # 3x3 36 -> 32

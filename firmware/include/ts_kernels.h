@@ -516,6 +516,41 @@ int ts_conv2d_s8_wide(const ts_conv2d_s8_params *p, const int8_t *input, const i
 int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
                        const int32_t *rq_table, int32_t checks);
+/* A streamed stage's 1x1 CONV_2D member on rows a few pixels wide (rows one pixel wide: a [H, 1, C]
+ * map), `checks` = ts_conv2d_s8_checks(p, bias) made once, `rq_table` the generator's ts_rq fields
+ * per output channel (m, left + 1, base, rr; NULL: none), `channels` its widened table or NULL (the
+ * quads' format: per output channel its bias, its in_c filter bytes as in_c / 2 words of int16
+ * lanes, [w_4g | w_4g+2] then [w_4g+1 | w_4g+3] per group g of four, then its ts_rq fields; given
+ * for in_c a multiple of 8). DSP cores, where rq_table is given, every channel takes ts_rq's steps
+ * or is a constant (checks bit 2), in_c is a multiple of 4 up to 288, stride 1, no padding, batches
+ * 1 and out_w == in_w (output pixel i reads input pixel i): pixel by pixel, its in_c bytes widened
+ * once into a block on the stack (int16 lanes + input_offset, in the table's lane order); then, with
+ * `channels` and in_c a multiple of 8, channel by channel its bias plus per four words one LDM of
+ * the pixel, one LDM of the table and four SMLAD (8 instructions per 8 products), ts_rq's steps,
+ * the clamp where [act_min, act_max] is narrower than int8, one byte stored; else its channels four
+ * at a time, each bias + the SMLAD dot products over the widened pixel with the int8 filter
+ * (22 instructions per 16 products), ts_rq from rq_table, clamped, one word stored per four channels
+ * (the last out_c % 4 one at a time). Same int32 accumulators and ts_rq as ts_conv2d_s8.
+ * Read/write order: pixel i read whole, then its outputs written, pixels in increasing order; taken
+ * only where output pixel i ends at or before input pixel i + 1 starts (or the two lie apart),
+ * checked at run time. Anything else: ts_conv2d_s8_checked. */
+int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                               const int32_t *bias, int8_t *output, const int32_t *rq_table,
+                               const int32_t *channels, int32_t checks);
+/* ts_conv2d_s8_strip for a member whose rows are 6 a + 1 pixels wide (a >= 1; the generator calls it
+ * only there, so the other members pay no test): a one-row call (out_h 1, batches 1) where the room
+ * holds a block of six, the table is given, every channel takes ts_rq's steps or is a constant and
+ * in_c is a multiple of 4 takes its first 6 a pixels in whole blocks of the widened path and its
+ * last alone: that pixel's field (fh * fw taps of in_c bytes in the filter's order, 0 outside the
+ * input) widened into the scratch (int16 lanes + input_offset), then its channels four at a time
+ * (bias + SMLAD over the field with the int8 filter, 22 instructions per 16 products; ts_rq from
+ * the table, clamped, one word stored; the last out_c % 4 one at a time), not a block of six
+ * computing one. Otherwise ts_conv2d_s8_strip. Arithmetic: ts_conv2d_s8's. Read/write order: the
+ * blocks' as ts_conv2d_s8_strip's, then the last pixel's field read whole before its outputs are
+ * written. */
+int ts_conv2d_s8_strip_lone(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                            const int32_t *rq_table, int32_t checks);
 /* ts_conv2d_s8_wide with `checks` = ts_conv2d_s8_checks(p, bias) made once (a streamed stage's
  * member, called row by row; its fallback ts_conv2d_s8_checked). */
 int ts_conv2d_s8_wide_checked(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
@@ -1379,7 +1414,10 @@ int ts_resize_bilinear_float_s8_rows(const ts_resize_bilinear_float_s8_params *p
  * sums as it arrives (ts_avg_pool2d_s8_rows: per channel; ts_fully_connected_s8_rows: per output
  * unit), its output written after the last. A 1x1 CONV_2D member on rows of 2, 3 or 5 pixels runs ts_conv2d_s8_staged_checked on its
  * one row (in_h = out_h = 1), its scratch after the sums; another 1x1 member with the generator's
- * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked (strided: ts_conv2d_s8_pixel_rows_checked) on the rows of each call. A PAD member runs ts_pad_s8 on the rows
+ * pixel table (on DSP cores) runs ts_conv2d_s8_pixels_checked (strided: ts_conv2d_s8_pixel_rows_checked) on the rows of each call;
+ * a 1x1 member at stride 1 on rows one pixel wide (in_c a multiple of 4, on DSP cores) runs
+ * ts_conv2d_s8_pixel_widened (its pixel widened once on the stack, no scratch), and a member whose
+ * rows are 6 a + 1 pixels wide (in_c a multiple of 4) ts_conv2d_s8_strip_lone (the last pixel alone). A PAD member runs ts_pad_s8 on the rows
  * of a call, its rows axis (dims[3]: out_dims, in_dims, pad_before) set from the input rows present.
  * A RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR heads a stage only (it reads its input whole): its
  * rows [next, hi) come from one ts_resize_*_rows call, output row y reading the input rows its

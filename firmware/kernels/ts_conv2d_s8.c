@@ -3673,6 +3673,41 @@ static TS_NOINLINE void wide_dot1x4(const uint32_t *xs, const int8_t *w, int32_t
     acc[3] = a3;
 }
 
+/* One widened pixel's outputs (xs: k / 2 words, [x_4g | x_4g+2], [x_4g+1 | x_4g+3] per group g of
+ * four k-indices; filter rows k bytes apart) written straight to out: channels four at a time
+ * (wide_dot1x4, ts_rq4_store with the ts_rq table), the last out_c % 4 one at a time. */
+static void widened_pixel_channels(const ts_conv2d_s8_params *p, const uint32_t *xs, int32_t k,
+                                   const int8_t *filter, const int32_t *bias, int8_t *out, const int32_t *rq_table)
+{
+    const int32_t out_c = p->out_c, groups = k / 4, o4 = out_c & ~3;
+    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
+    uint32_t lim[2];
+    int32_t o, c;
+    lim[0] = ts_bytes4(p->act_min);
+    lim[1] = ts_bytes4(p->act_max);
+    for (o = 0; o < o4; o += 4) {
+        int32_t acc[4] = {0, 0, 0, 0};
+        if (bias != NULL) {
+            acc[0] = bias[o];
+            acc[1] = bias[o + 1];
+            acc[2] = bias[o + 2];
+            acc[3] = bias[o + 3];
+        }
+        wide_dot1x4(xs, filter + (size_t)o * k, k, groups, acc);
+        ts_rq4_store(out + o, acc[0], acc[1], acc[2], acc[3], q + o, lim);
+    }
+    for (; o < out_c; ++o) {
+        const int8_t *w = filter + (size_t)o * k;
+        int32_t acc = bias != NULL ? bias[o] : 0;
+        for (c = 0; c < k; c += 4) {
+            const uint32_t v = ts_load4(w + c);
+            acc = ts_smlad(xs[c / 2], ts_even(v), acc);
+            acc = ts_smlad(xs[c / 2 + 1], ts_odd(v), acc);
+        }
+        out[o] = rq_clamp(acc, &q[o], p->act_min, p->act_max);
+    }
+}
+
 /* The staged pointwise variant one pixel at a time where the scratch holds one widened pixel and
  * no more (in_c a multiple of 4, the ts_rq table given): pixel k widened into xs, then its output
  * written straight to its bytes, channels four at a time (wide_dot1x4, ts_rq4_store), the last
@@ -3681,46 +3716,180 @@ static TS_NOINLINE void wide_dot1x4(const uint32_t *xs, const int8_t *w, int32_t
 static void staged_wide1(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
                          const int32_t *bias, int8_t *output, uint32_t *xs, int32_t pixels, const int32_t *rq_table)
 {
-    const int32_t in_c = p->in_c, out_c = p->out_c, groups = in_c / 4, o4 = out_c & ~3;
+    const int32_t in_c = p->in_c, out_c = p->out_c;
     const uint32_t off2 = ts_pack2x16(p->input_offset);
-    const ts_rq *q = (const ts_rq *)(const void *)rq_table;
-    uint32_t lim[2];
-    int32_t i, o, c;
-    lim[0] = ts_bytes4(p->act_min);
-    lim[1] = ts_bytes4(p->act_max);
+    int32_t i, c;
     for (i = 0; i < pixels; ++i) {
         const int8_t *src = input + (size_t)i * in_c;
-        int8_t *out = output + (size_t)i * out_c;
         for (c = 0; c < in_c; c += 4) {
             const uint32_t x = ts_load4(src + c);
             xs[c / 2] = ts_even_off(x, off2);
             xs[c / 2 + 1] = ts_odd_off(x, off2);
         }
-        for (o = 0; o < o4; o += 4) {
-            int32_t acc[4] = {0, 0, 0, 0};
-            if (bias != NULL) {
-                acc[0] = bias[o];
-                acc[1] = bias[o + 1];
-                acc[2] = bias[o + 2];
-                acc[3] = bias[o + 3];
-            }
-            wide_dot1x4(xs, filter + (size_t)o * in_c, in_c, groups, acc);
-            ts_rq4_store(out + o, acc[0], acc[1], acc[2], acc[3], q + o, lim);
-        }
-        for (; o < out_c; ++o) {
-            const int8_t *w = filter + (size_t)o * in_c;
-            int32_t acc = bias != NULL ? bias[o] : 0;
-            for (c = 0; c < in_c; c += 4) {
-                const uint32_t v = ts_load4(w + c);
-                acc = ts_smlad(xs[c / 2], ts_even(v), acc);
-                acc = ts_smlad(xs[c / 2 + 1], ts_odd(v), acc);
-            }
-            out[o] = rq_clamp(acc, &q[o], p->act_min, p->act_max);
-        }
+        widened_pixel_channels(p, xs, in_c, filter, bias, output + (size_t)i * out_c, rq_table);
     }
 }
 
+/* The last output pixel of a one-row call (x = out_w - 1, output row 0 of the call): its field,
+ * fh * fw taps of in_c bytes (a multiple of 4) in the filter's order, widened into xs (int16 lanes +
+ * input_offset as staged_wide1 lays a pixel; a tap outside the input 0, as its products are), then
+ * its channels through widened_pixel_channels (ts_rq from the table). Same arithmetic as ts_conv2d_s8. */
+static TS_NOINLINE void strip_last_pixel(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                         const int32_t *bias, int8_t *output, uint32_t *xs, const int32_t *rq_table)
+{
+    const int32_t in_c = p->in_c, x = p->out_w - 1, y0 = -p->pad_top, x0 = x * p->stride_w - p->pad_left;
+    const uint32_t off2 = ts_pack2x16(p->input_offset);
+    uint32_t *w = xs;
+    int32_t ky, kx, c;
+    for (ky = 0; ky < p->filter_h; ++ky) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        for (kx = 0; kx < p->filter_w; ++kx, w += in_c / 2) {
+            const int32_t ix = x0 + kx * p->dilation_w;
+            const int8_t *src;
+            if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
+                for (c = 0; c < in_c / 2; ++c) {
+                    w[c] = 0;
+                }
+                continue;
+            }
+            src = input + ((size_t)iy * p->in_w + (size_t)ix) * in_c;
+            for (c = 0; c < in_c; c += 4) {
+                const uint32_t v = ts_load4(src + c);
+                w[c / 2] = ts_even_off(v, off2);
+                w[c / 2 + 1] = ts_odd_off(v, off2);
+            }
+        }
+    }
+    widened_pixel_channels(p, xs, p->filter_h * p->filter_w * in_c, filter, bias, output + (size_t)x * p->out_c,
+                           rq_table);
+}
+
+/* One widened pixel on the stack: TS_PIXEL_WIDENED_C / 2 words, the pair path's 576-byte block. */
+#define TS_PIXEL_WIDENED_C 288
+
+/* The widened pixel from xs to xs_end (in_c / 2 words, a multiple of 4: [x_4g | x_4g+2],
+ * [x_4g+1 | x_4g+3] per group g) against every channel of the generator's widened table (the quads'
+ * format: per channel its bias, its in_c / 2 filter lane words in the pixel's order, m, left + 1,
+ * base, rr), each channel's byte stored from out on, channels in order until out reaches out_end
+ * (the fifth argument, on the stack). Per channel: the bias, then per four words one LDM of the
+ * pixel (r4-r7), one of the table (r8-r11) and four SMLAD into r2 (8 instructions per 8 products
+ * with the loop's CMP + BNE), then one LDM of the ts_rq fields and ts_rq's steps as TS_RQ_STEPS_ASM
+ * (LSL, AND, SUB, SMMLAR, ASR, SSAT) and STRB: 13 more a channel with its loop test. The _clamp form
+ * (an activation range narrower than int8) clamps the byte to lo4 / hi4 (the sixth and seventh
+ * arguments: the bounds in every byte; SSUB8 / SEL on its lane): 5 more. Registers: r0 the pixel,
+ * r1 its end, r3 the pixel pointer, r12 the table, lr the output. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PIXEL_CHANNELS_NOIPA __attribute__((noipa)) /* the callers pass its arguments as the ABI says */
+#else
+#define PIXEL_CHANNELS_NOIPA
 #endif
+#define PIXEL_CHANNELS_FUNCTION(name, clamp_text, extra_args)                                              \
+    __attribute__((naked, noinline)) PIXEL_CHANNELS_NOIPA static void name(                               \
+        __attribute__((unused)) const uint32_t *xs, __attribute__((unused)) const uint32_t *xs_end,          \
+        __attribute__((unused)) const int32_t *table, __attribute__((unused)) int8_t *out,                  \
+        __attribute__((unused)) const int8_t *out_end extra_args)                                         \
+    {                                                                                                      \
+        __asm__ volatile("push    {r4-r11, lr}\n\t" /* the fifth argument now at [sp, #36] */            \
+                         "mov     r12, r2\n\t"                                                             \
+                         "mov     lr, r3\n\t"                                                              \
+                         "1:\n\t"                                                                          \
+                         "ldr     r2, [r12], #4\n\t" /* the bias */                                        \
+                         "mov     r3, r0\n\t"                                                              \
+                         "2:\n\t"                                                                          \
+                         "ldm     r3!, {r4, r5, r6, r7}\n\t"                                               \
+                         "ldm     r12!, {r8, r9, r10, r11}\n\t"                                            \
+                         "smlad   r2, r4, r8, r2\n\t"                                                      \
+                         "smlad   r2, r5, r9, r2\n\t"                                                      \
+                         "smlad   r2, r6, r10, r2\n\t"                                                     \
+                         "smlad   r2, r7, r11, r2\n\t"                                                     \
+                         "cmp     r3, r1\n\t"                                                              \
+                         "bne     2b\n\t"                                                                  \
+                         "ldm     r12!, {r8, r9, r10, r11}\n\t" /* m, left + 1, base, rr */              \
+                         "lsl     r4, r2, r9\n\t"                                                          \
+                         "and     r9, r11, r4, asr #31\n\t"                                                \
+                         "sub     r9, r10, r9, lsr #8\n\t"                                                 \
+                         "smmlar  r2, r4, r8, r9\n\t"                                                      \
+                         "asr     r2, r2, r11\n\t"                                                         \
+                         "ssat    r2, #8, r2\n\t" clamp_text                                               \
+                         "strb    r2, [lr], #1\n\t"                                                        \
+                         "ldr     r4, [sp, #36]\n\t"                                                       \
+                         "cmp     lr, r4\n\t"                                                              \
+                         "bne     1b\n\t"                                                                  \
+                         "pop     {r4-r11, pc}\n\t");                                                      \
+    }
+#define PIXEL_CHANNELS_CLAMP                                                                               \
+    "ldrd    r5, r6, [sp, #40]\n\t" /* lo4, hi4 */                                                        \
+    "ssub8   r7, r2, r5\n\t"                                                                               \
+    "sel     r2, r2, r5\n\t"                                                                               \
+    "ssub8   r7, r6, r2\n\t"                                                                               \
+    "sel     r2, r2, r6\n\t"
+#define PIXEL_CHANNELS_LIMITS , __attribute__((unused)) uint32_t lo4, __attribute__((unused)) uint32_t hi4
+PIXEL_CHANNELS_FUNCTION(pixel_channels, "", )
+PIXEL_CHANNELS_FUNCTION(pixel_channels_clamp, PIXEL_CHANNELS_CLAMP, PIXEL_CHANNELS_LIMITS)
+#undef PIXEL_CHANNELS_FUNCTION
+#undef PIXEL_CHANNELS_NOIPA
+#undef PIXEL_CHANNELS_CLAMP
+#undef PIXEL_CHANNELS_LIMITS
+
+/* Each pixel widened into a block of this frame (kept out of line: the other paths' stack does not
+ * carry it), then its channels: from the widened table (channels non-NULL, in_c a multiple of 8:
+ * pixel_channels), else four at a time from the ts_rq table (staged_wide1). */
+static TS_NOINLINE void pixel_widened_run(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                                          const int32_t *bias, int8_t *output, int32_t pixels,
+                                          const int32_t *rq_table, const int32_t *channels)
+{
+    uint32_t xs[TS_PIXEL_WIDENED_C / 2];
+    const int32_t in_c = p->in_c, out_c = p->out_c;
+    if (channels != NULL && (in_c & 7) == 0) {
+        const uint32_t off2 = ts_pack2x16(p->input_offset);
+        const int clamp = p->act_min > -128 || p->act_max < 127;
+        const uint32_t lo4 = ts_bytes4(p->act_min), hi4 = ts_bytes4(p->act_max);
+        int32_t i, c;
+        for (i = 0; i < pixels; ++i) {
+            const int8_t *src = input + (size_t)i * in_c;
+            for (c = 0; c < in_c; c += 4) {
+                const uint32_t x = ts_load4(src + c);
+                xs[c / 2] = ts_even_off(x, off2);
+                xs[c / 2 + 1] = ts_odd_off(x, off2);
+            }
+            int8_t *const out = output + (size_t)i * out_c;
+            if (clamp) {
+                pixel_channels_clamp(xs, xs + in_c / 2, channels, out, out + out_c, lo4, hi4);
+            } else {
+                pixel_channels(xs, xs + in_c / 2, channels, out, out + out_c);
+            }
+        }
+        return;
+    }
+    staged_wide1(p, input, filter, bias, output, xs, pixels, rq_table);
+}
+#endif
+
+/* A streamed stage's 1x1 member on rows a few pixels wide (ts_kernels.h, "Streamed pairs"): where
+ * the widened pixel path takes it (DSP cores, the ts_rq table with every channel's steps or a
+ * constant, in_c a multiple of 4 up to TS_PIXEL_WIDENED_C, stride 1 without padding, input pixel i
+ * under output pixel i), each pixel widened once on the stack and its channels from the widened
+ * table or four at a time; else ts_conv2d_s8_checked. Why: the pointwise path it replaces widens
+ * the pixel again and prepares ts_rq for every channel pair, on every row call. */
+int ts_conv2d_s8_pixel_widened(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                               const int32_t *bias, int8_t *output, const int32_t *rq_table,
+                               const int32_t *channels, int32_t checks)
+{
+#if TS_CONV_WIDE
+    const int32_t pixels = p->out_h * p->out_w;
+    if (rq_table != NULL && (checks & 4) != 0 && p->batches == 1 && p->filter_h == 1 && p->filter_w == 1 &&
+        p->stride_h == 1 && p->stride_w == 1 && p->dilation_h >= 1 && p->dilation_w >= 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_w == p->in_w && p->out_h <= p->in_h && p->out_h >= 1 && p->out_w >= 1 &&
+        (p->in_c & 3) == 0 && p->in_c <= TS_PIXEL_WIDENED_C &&
+        staged_one_by_one(input, output, pixels, p->in_c, p->out_c)) {
+        pixel_widened_run(p, input, filter, bias, output, pixels, rq_table, channels);
+        return TS_OK;
+    }
+#endif
+    (void)rq_table;
+    (void)channels;
+    return ts_conv2d_s8_checked(p, input, filter, bias, output, checks);
+}
 
 /* The staged in-place pointwise variant (see ts_kernels.h, "CONV_2D staged"): chunks of `chunk`
  * pixels of the flat order, each computed into `scratch` by the path ts_conv2d_s8 takes for the
@@ -3986,4 +4155,29 @@ int ts_conv2d_s8_strip(const ts_conv2d_s8_params *p, const int8_t *input, const 
     (void)room;
     (void)rq_table;
     return conv_paths(p, input, filter, bias, output, TS_CONV_WIDE, checks, big);
+}
+
+/* ts_conv2d_s8_strip for a member whose one-row calls have 6 a + 1 pixels (a >= 1; the generator's
+ * choice, ts_kernels.h): where the strip holds a block of six and the ts_rq table serves every
+ * channel (in_c a multiple of 4), the first 6 a pixels in whole blocks, the last alone
+ * (strip_last_pixel), not a block of six computing one; else ts_conv2d_s8_strip. */
+int ts_conv2d_s8_strip_lone(const ts_conv2d_s8_params *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int8_t *scratch, int32_t room,
+                            const int32_t *rq_table, int32_t checks)
+{
+#if TS_CONV_WIDE
+    const int32_t k4 = (p->filter_h * p->filter_w * p->in_c + 3) & ~3, n = p->out_w;
+    const int32_t block = (int32_t)wide_block_bytes(k4);
+    if (room >= block && n % TS_WIDE_PX == 1 && n > TS_WIDE_PX && p->out_h == 1 && p->batches == 1 &&
+        rq_table != NULL && (checks & 4) != 0 && (p->in_c & 3) == 0 && ((uintptr_t)scratch & 3u) == 0 &&
+        p->stem == NULL && p->quads == NULL && p->stride_w >= 1 && p->dilation_h >= 1 && p->dilation_w >= 1) {
+        const int32_t blocks = room / block < TS_WIDE_STRIP ? room / block : TS_WIDE_STRIP;
+        ts_conv2d_s8_params lead = *p;
+        lead.out_w = n - 1;
+        ts_conv2d_s8_wide_checked(&lead, input, filter, bias, output, scratch, blocks, rq_table, checks);
+        strip_last_pixel(p, input, filter, bias, output, (uint32_t *)(void *)scratch, rq_table);
+        return TS_OK;
+    }
+#endif
+    return ts_conv2d_s8_strip(p, input, filter, bias, output, scratch, room, rq_table, checks);
 }

@@ -29,7 +29,14 @@ from typing import Any
 
 from tinysched.arena.placement import ArenaPlan
 from tinysched.arena.scratch import KeepDefault, stage_member_wide
-from tinysched.memory.stream import Stream, loop_rows, row_inputs, staged_members, stream_of
+from tinysched.memory.stream import (
+    Stream,
+    loop_rows,
+    pixel_widened_members,
+    row_inputs,
+    staged_members,
+    stream_of,
+)
 from tinysched.memory.variants import scratch_bytes, variant_of
 from tinysched.model.graph import Graph, Operator
 from tinysched.order.recompute import macs, operator_macs
@@ -165,7 +172,8 @@ def member_kernel(graph: Graph, chain: Stream, j: int, own_path: KeepDefault | N
     ``member-small`` (`_small_field`), ``member-legacy`` (a legacy uint8 model's filter with a zero
     point: ts_legacy_uint8.c's rows, which no refresh measures: the QEMU harness cannot hold
     deeplab), ``member-staged`` (a narrow 1x1 on its one row,
-    `staged_members`), ``member-wide`` (a CONV_2D whose rows fill a block of the widened path,
+    `staged_members`), ``member-widened-pixel`` (a 1x1 on rows one pixel wide whose in_c is a
+    multiple of 8: `pixel_widened_members`, the generator's widened table), ``member-wide`` (a CONV_2D whose rows fill a block of the widened path,
     `stage_member_wide`: the strip where the stage has room for it), else ``member`` (the kernel's
     checked row calls)."""
     op = chain.operators[j]
@@ -178,6 +186,8 @@ def member_kernel(graph: Graph, chain: Stream, j: int, own_path: KeepDefault | N
         return "member"
     if j in staged_members(graph, chain):
         return "member-staged"
+    if j in pixel_widened_members(graph, chain) and int(graph.tensors[op.inputs[0]].shape[-1]) % 8 == 0:
+        return "member-widened-pixel"  # ts_conv2d_s8_pixel_widened's widened table (DSP cores)
     return "member-wide" if stage_member_wide(graph, op) else "member"
 
 

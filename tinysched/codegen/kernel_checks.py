@@ -262,6 +262,8 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     # then renamed; the same parameters refused the same way
     "ts_conv2d_s8_checked": _conv,
     "ts_conv2d_s8_strip": _conv,
+    "ts_conv2d_s8_strip_lone": _conv,  # rows of 6 a + 1 pixels
+    "ts_conv2d_s8_pixel_widened": _conv,  # a 1x1 member on rows one pixel wide
     "ts_conv2d_s8_layer": _conv,  # the same on a Helium core, a small-field member with its layer table
     "ts_conv2d_s8_wide_checked": _conv,
     "ts_depthwise_conv2d_s8_staged": _depthwise,

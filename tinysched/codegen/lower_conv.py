@@ -747,6 +747,19 @@ def staged_pointwise_table(
     return _widened_channels(graph, op, mults, shifts, out_zp)
 
 
+def pixel_widened_table(
+    graph: Graph, op: Operator, mults: Sequence[int], shifts: Sequence[int], out_zp: int
+) -> list[int] | None:
+    """The widened channels (the quads' table format) of a 1x1 CONV_2D whose rows one pixel wide
+    ts_conv2d_s8_pixel_widened runs (a streamed stage's member): its LDM channel loop takes in_c a
+    multiple of 8 (whole runs of four lane words); None otherwise or where _widened_channels gives
+    none. Flash: 4 * (5 + in_c / 2) bytes a channel, about twice the int8 filter."""
+    w = graph.tensors[op.inputs[1]]
+    if op.opcode != "CONV_2D" or len(w.shape) != 4 or tuple(w.shape[1:3]) != (1, 1) or int(w.shape[3]) % 8:
+        return None
+    return _widened_channels(graph, op, mults, shifts, out_zp)
+
+
 MVE_LAYER_CHANNELS = 64  # ts_mve.h TS_MVE_LAYER_CH: the most channels a Helium layer table holds
 
 

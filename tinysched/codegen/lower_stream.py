@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tinysched.arena.scratch import STREAM_STRIP_OPTION, member_strip, stage_member_wide
+from tinysched.arena.scratch import STREAM_STRIP_OPTION, WIDE_BLOCK_PIXELS, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
 from tinysched.codegen.errors import Unsupported
 from tinysched.codegen.lower_conv import (
@@ -13,6 +13,7 @@ from tinysched.codegen.lower_conv import (
     mve_layer_table,
     pixel_path,
     pixel_table,
+    pixel_widened_table,
     rq_table,
     staged_pointwise_table,
 )
@@ -25,6 +26,7 @@ from tinysched.memory.stream import (
     RowWindow,
     broadcast_gate,
     loop_rows,
+    pixel_widened_members,
     row_arg,
     row_inputs,
     row_pad,
@@ -207,6 +209,8 @@ def consumed_room(
 CHECKED_KERNELS = {
     "ts_conv2d_s8": ("ts_conv2d_s8_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_strip": ("ts_conv2d_s8_strip", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_strip_lone": ("ts_conv2d_s8_strip_lone", "ts_conv2d_s8_checks"),
+    "ts_conv2d_s8_pixel_widened": ("ts_conv2d_s8_pixel_widened", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixels": ("ts_conv2d_s8_pixels_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixel_rows": ("ts_conv2d_s8_pixel_rows_checked", "ts_conv2d_s8_checks"),
     "ts_conv2d_s8_pixels_own": ("ts_conv2d_s8_pixels_own_checked", "ts_conv2d_s8_checks"),
@@ -335,7 +339,11 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         name = ctx.array(
             part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
         )
-        part.kernel = "ts_conv2d_s8_strip"
+        # rows of 6 a + 1 pixels: the last pixel alone, not a block of six (ts_conv2d_s8_strip_lone)
+        out_w = int(graph.tensors[member.outputs[0]].shape[2])
+        in_c = int(graph.tensors[member.inputs[0]].shape[3])
+        lone = out_w % WIDE_BLOCK_PIXELS == 1 and out_w > WIDE_BLOCK_PIXELS and in_c % 4 == 0
+        part.kernel = "ts_conv2d_s8_strip_lone" if lone else "ts_conv2d_s8_strip"
         wide[j] = name
     member_rooms: dict[int, tuple[str, str]] = {}  # stage j -> its own room tables
     for j in wide:
@@ -402,6 +410,38 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         staged_checks.append(
             f"const int32_t staged_checks{j} = ts_conv2d_s8_staged_checks(&{ctx.prefix}_{part.symbol}, BIAS, {rq});"
         )
+    # 1x1 members on rows one pixel wide (DSP cores): ts_conv2d_s8_pixel_widened with the ts_rq table,
+    # each row's pixel widened once on the stack (no scratch: the plan is unchanged)
+    widened: dict[int, str] = {}  # stage j -> its ts_rq table
+    for k in pixel_widened_members(graph, s):
+        j, member = k + s.source, s.operators[k]
+        part = parts[j]
+        if part is None or not ctx.dsp_tables or j in wide or j in staged or j in pixel_tables:
+            continue
+        if part.kernel != "ts_conv2d_s8":
+            continue
+        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        zp = int(dict(part.params)["output_offset"])
+        table = rq_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
+        if table is None:
+            continue
+        name = ctx.array(
+            part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
+        )
+        lanes = pixel_widened_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
+        channels = (
+            "NULL"
+            if lanes is None
+            else ctx.array(
+                part,
+                "channels",
+                "int32_t",
+                lanes,
+                "per output channel: its bias, its filter widened to int16 lanes, its ts_rq fields",
+            )
+        )
+        part.kernel = "ts_conv2d_s8_pixel_widened"
+        widened[j] = f"{name}, {channels}"
     # the other CONV_2D and the DEPTHWISE_CONV_2D members: their kernel's per-call checks made once,
     # before the loop (CHECKED_KERNELS)
     checked: dict[int, str] = {}  # stage j -> the function making its checks
@@ -582,6 +622,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             if j in member_rooms:  # its own strip and bytes this iteration (ts_conv2d_s8_strip)
                 at, size = member_rooms[j]
                 args += [f"output + {at}[row]", f"{size}[row]", wide[j]]
+            elif j in widened:  # its ts_rq and widened tables (ts_conv2d_s8_pixel_widened)
+                args.append(widened[j])
             elif j in wide:  # the strip and its bytes this iteration leaves (ts_conv2d_s8_strip)
                 args += ["strip", "room", wide[j]]
             elif j in pixel_tables:

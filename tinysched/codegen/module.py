@@ -56,6 +56,8 @@ KERNEL_SOURCE = {
     "ts_conv2d_s8_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_wide_checked": "ts_conv2d_s8",
     "ts_conv2d_s8_strip": "ts_conv2d_s8",
+    "ts_conv2d_s8_strip_lone": "ts_conv2d_s8",
+    "ts_conv2d_s8_pixel_widened": "ts_conv2d_s8",
     "ts_conv2d_s8_layer": "ts_conv2d_s8",
     "ts_depthwise_conv2d_s8_staged": "ts_depthwise_conv2d_s8",
     "ts_depthwise_conv2d_s8_checked": "ts_depthwise_conv2d_s8",

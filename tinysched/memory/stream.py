@@ -525,6 +525,39 @@ def staged_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
     )
 
 
+PIXEL_WIDENED_MAX_C = 288  # TS_PIXEL_WIDENED_C in firmware/kernels/ts_conv2d_s8.c: 576 B of stack
+
+
+def pixel_widened_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
+    """The members (positions in `stream.operators`) whose row calls take ts_conv2d_s8_pixel_widened
+    on DSP cores: 1x1 CONV_2D at stride 1 over rows one pixel wide (a [H, 1, C] map, in_c a multiple
+    of 4 up to PIXEL_WIDENED_MAX_C) reading a streamed tensor, not staged. Why: the default kernel's
+    pointwise path widens such a pixel once per channel pair and prepares ts_rq on every row call,
+    which made sww's 28x1x40 chain 2.5 times its operators unstreamed."""
+    if stream.tiles is not None:
+        return ()
+    tensors, staged = set(stream.tensors), set(staged_members(graph, stream))
+    found = []
+    for k, op in enumerate(stream.operators):
+        if k in staged or op.opcode != "CONV_2D" or len(op.inputs) < 2 or op.inputs[1] < 0:
+            continue
+        if op.inputs[0] not in tensors or len(op.outputs) != 1 or own_kernel_only(graph, op):
+            continue
+        x, y, w = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0]), graph.tensors[op.inputs[1]]
+        if x is None or y is None or len(w.shape) != 4 or not w.is_constant or tuple(w.shape[1:3]) != (1, 1):
+            continue
+        strides = (int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1)))
+        if (
+            strides == (1, 1)
+            and x[:2] == y[:2]
+            and y[1] == 1
+            and x[2] % 4 == 0
+            and x[2] <= PIXEL_WIDENED_MAX_C
+        ):
+            found.append(k)
+    return tuple(found)
+
+
 def _staged(graph: Graph, ops: Sequence[Operator], tensors: Sequence[int]) -> int:
     """The scratch the stage's narrow 1x1 members share (they run one at a time)."""
     inside = set(tensors)
