@@ -9,8 +9,10 @@ Each model is measured twice on QEMU (`-icount`, one seeded input, outputs compa
 streamed) and the same with `--prefer speed` (nothing streamed). Each streamed operator of the first
 is a chain; its members are matched to the second's operators by (opcode, MACs, outputs), in order,
 and the chain's count is compared with the sum of theirs. The chain is named by the model operators
-it covers (first-last). A run whose outputs differ or whose measured arena is not the plan fails
-the bench.
+it covers (first-last). A chain over +3% is allowed where the default plan's `stream cost` note
+names it (the issue: "where they do, say so in the plan and let the budget choose"); the last column
+says whether it does (`Planned.costly_streams`, the same estimate). A run whose outputs differ or
+whose measured arena is not the plan fails the bench.
 """
 
 from __future__ import annotations
@@ -36,7 +38,18 @@ LIMIT = 1.03  # a chain's instructions over its operators' unstreamed
 COMMAND = "PYTHONPATH=. python bench/bench_chains.py"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_arena_budget import measure, models_dir  # noqa: E402  (the same `measure --json` runs)
+
+from tinysched.model.reader import parse_model  # noqa: E402
+from tinysched.pipeline import PlanOptions, plan  # noqa: E402
+
+
+def named_chains(path: Path) -> set[int]:
+    """The chains (planned operators) the default plan's `stream cost` note names: issue 34 lets a
+    chain cost more than 3% where the plan says so and --arena-budget can choose."""
+    planned = plan(parse_model(path.read_bytes()), PlanOptions())
+    return {int(r["operator"]) for r, _ in planned.costly_streams()}
 
 
 def key(row: dict[str, Any]) -> tuple[str, int, int]:
@@ -64,6 +77,7 @@ def chains(streamed: dict[str, Any], whole: dict[str, Any]) -> list[dict[str, An
                 "chain": f"{model_ops[0]}-{model_ops[-1]}" if ops else f"op {row['op']}",
                 "streamed": int(row["count"]),
                 "unstreamed": sum(int(r["count"]) for r in ops) if ops else None,
+                "operator": int(row["op"]),
             }
         )
     return found
@@ -85,8 +99,9 @@ def run(models: Path, board: str, names: list[str]) -> tuple[list[dict[str, Any]
             if not (result.get("outputs_match") and result.get("arena_matches_plan")):
                 ok = False
                 print(f"{name}: outputs or arena differ ({result.get('mismatches')})", file=sys.stderr)
+        named = named_chains(path)
         for chain in chains(streamed, whole):
-            rows.append({"model": name, **chain})
+            rows.append({"model": name, **chain, "named_in_plan": chain["operator"] in named})
         totals.append(
             f"{name}: {streamed['instructions']:,} at {streamed['arena_bytes_measured']:,} B (default), "
             f"{whole['instructions']:,} at {whole['arena_bytes_measured']:,} B (`--prefer speed`)"
@@ -103,16 +118,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, totals, ok = run(models_dir(args.models), args.board, args.model or list(MODELS))
     print(f"`{COMMAND}` (board `{args.board}`, one seeded input; instructions)\n")
-    print("| model | chain (model operators) | streamed | unstreamed | over | limit +3% |")
-    print("| --- | --- | ---: | ---: | ---: | --- |")
+    print(
+        "| model | chain (model operators) | streamed | unstreamed | over | limit +3% | named by the plan's `stream cost` |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | --- | --- |")
     for row in rows:
         whole = row["unstreamed"]
+        named = "yes" if row["named_in_plan"] else "no"
         if whole:
             over = row["streamed"] / whole
-            verdict = "met" if over <= LIMIT else "**missed**"
-            text = f"{whole:,} | {100 * (over - 1):+.1f}% | {verdict}"
+            if over <= LIMIT:
+                verdict = "met"
+            else:  # issue 34: over 3% only where the plan says so (and the budget can choose)
+                verdict = "over, said in the plan" if row["named_in_plan"] else "**missed** (not said)"
+            text = f"{whole:,} | {100 * (over - 1):+.1f}% | {verdict} | {named}"
         else:
-            text = "- | - | (members not matched)"
+            text = f"- | - | (members not matched) | {named}"
         print(f"| {row['model']} | {row['chain']} | {row['streamed']:,} | {text} |")
     print("\nWhole models:\n")
     for line in totals:

@@ -652,15 +652,19 @@ class Planned:
             self.graph, op, self.unstreamed_estimates, self.options.core, self.own_path_layers
         )
 
-    def stream_costs_summary(self) -> str | None:
-        """The streamed chains estimated over STREAM_COST_LIMIT times their operators run whole
-        (issue 34: a chain should cost at most 3% more), in words (None: none is)."""
-        costly = [
+    def costly_streams(self) -> list[tuple[dict[str, Any], tuple[int, int]]]:
+        """The streamed chains (`streams_json` rows) estimated over STREAM_COST_LIMIT times their
+        operators run whole (issue 34: a chain should cost at most 3% more), with both estimates."""
+        return [
             (r, over)
             for r in self.streams_json()
             if (over := self.stream_overhead(r["operator"])) is not None
             and over[0] > STREAM_COST_LIMIT * over[1]
         ]
+
+    def stream_costs_summary(self) -> str | None:
+        """`costly_streams` in words (None: none is)."""
+        costly = self.costly_streams()
         if not costly:
             return None
         text = "; ".join(
