@@ -4,6 +4,7 @@ calls the producer's and the consumer's own kernels on row ranges (ts_kernels.h,
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from tinysched.arena.scratch import STREAM_STRIP_OPTION, WIDE_BLOCK_PIXELS, member_strip, stage_member_wide
 from tinysched.codegen.context import KernelCall, LoweringContext
@@ -220,6 +221,21 @@ CHECKED_KERNELS = {
 ROWS_ERROR = "ERROR_INPUT_ROWS"  # <PREFIX>_ERROR_INPUT_ROWS: the application's read_rows failed
 
 
+def _call_arrays(part: KernelCall) -> dict[str, Any]:
+    """A member call's arrays by their names' last word (multiplier, shift)."""
+    return {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+
+
+def _member_rq(
+    ctx: LoweringContext, part: KernelCall, member: Operator, arrays: dict[str, Any], zp: int
+) -> str | None:
+    """The member's ts_rq fields (`rq_table`) as an array of its call; None where rq_table refuses."""
+    table = rq_table(ctx.graph, member, arrays["multiplier"], arrays["shift"], zp)
+    if table is None:
+        return None
+    return ctx.array(part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr")
+
+
 @lowering(STREAM_OPCODE, internal=True)
 def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
     """Stage j of the loop writes streamed tensor j (the last: the output): the stage's operators in
@@ -301,7 +317,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         ):
             continue
         fields = dict(part.params)
-        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        arrays = _call_arrays(part)
         act = (int(fields["act_min"]), int(fields["act_max"]))
         table = pixel_table(
             graph, member, arrays["multiplier"], arrays["shift"], int(fields["output_offset"]), act
@@ -331,14 +347,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             continue
         if own != room:
             rooms[j] = own
-        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        arrays = _call_arrays(part)
         zp = int(dict(part.params)["output_offset"])
-        table = rq_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
-        if table is None:
+        if (name := _member_rq(ctx, part, member, arrays, zp)) is None:
             continue
-        name = ctx.array(
-            part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
-        )
         # rows of 6 a + 1 pixels: the last pixel alone, not a block of six (ts_conv2d_s8_strip_lone)
         out_w = int(graph.tensors[member.outputs[0]].shape[2])
         in_c = int(graph.tensors[member.inputs[0]].shape[3])
@@ -384,7 +396,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             continue
         out_c = int(graph.tensors[member.outputs[0]].shape[3])
         variant = KernelVariant("CONV_2D", "staged", s.staged // out_c, s.staged, out_c)
-        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        arrays = _call_arrays(part)
         zp = int(dict(part.params)["output_offset"])
         mults, shifts = arrays["multiplier"], arrays["shift"]
         quads = staged_pointwise_table(graph, member, variant, mults, shifts, zp) if ctx.dsp_tables else None
@@ -420,14 +432,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             continue
         if part.kernel != "ts_conv2d_s8":
             continue
-        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        arrays = _call_arrays(part)
         zp = int(dict(part.params)["output_offset"])
-        table = rq_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
-        if table is None:
+        if (name := _member_rq(ctx, part, member, arrays, zp)) is None:
             continue
-        name = ctx.array(
-            part, "rq", "int32_t", table, "ts_rq fields per output channel: m, left + 1, base, rr"
-        )
         lanes = pixel_widened_table(graph, member, arrays["multiplier"], arrays["shift"], zp)
         channels = (
             "NULL"
@@ -483,7 +491,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             continue
         if int(w_shape[1]) * int(w_shape[2]) * int(w_shape[3]) > 64 or not -127 <= offset <= 128:
             continue
-        arrays = {a.name.rsplit("_", 1)[-1]: a.values for a in part.local_arrays}
+        arrays = _call_arrays(part)
         layer = mve_layer_table(graph, member, arrays["multiplier"], arrays["shift"], offset)
         if layer is not None:
             comment = "per output channel: bias + input_offset * sum(w), multiplier, shift (Helium)"
