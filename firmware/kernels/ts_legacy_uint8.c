@@ -187,32 +187,39 @@ static int8_t conv_out(int32_t acc, int32_t multiplier, int32_t shift, int32_t o
     return (int8_t)ts_clamp_i32(acc, lo, hi);
 }
 
+/* The fields a legacy parameter struct shares, by name, with its int8 twin (ts_kernels.h), copied
+ * into the twin for the int8 table paths (conv_table_path, depthwise_blocks). */
+#define TS_LEGACY_SHARED_FIELDS(q, p) \
+    do { \
+        (q).batches = (p)->batches; \
+        (q).in_h = (p)->in_h; \
+        (q).in_w = (p)->in_w; \
+        (q).in_c = (p)->in_c; \
+        (q).out_h = (p)->out_h; \
+        (q).out_w = (p)->out_w; \
+        (q).out_c = (p)->out_c; \
+        (q).filter_h = (p)->filter_h; \
+        (q).filter_w = (p)->filter_w; \
+        (q).stride_h = (p)->stride_h; \
+        (q).stride_w = (p)->stride_w; \
+        (q).dilation_h = (p)->dilation_h; \
+        (q).dilation_w = (p)->dilation_w; \
+        (q).pad_top = (p)->pad_top; \
+        (q).pad_left = (p)->pad_left; \
+        (q).input_offset = (p)->input_offset; \
+        (q).output_offset = (p)->output_offset; \
+        (q).act_min = (p)->act_min; \
+        (q).act_max = (p)->act_max; \
+        (q).multiplier = (p)->multiplier; \
+        (q).shift = (p)->shift; \
+    } while (0)
+
 /* ts_conv2d_s8_stem_table or ts_conv2d_s8_pixel_table on p's stem or pixel table (ts_kernels.h,
  * "Legacy uint8"): 1 where it ran. */
 static int32_t conv_table_path(const ts_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
 {
     ts_conv2d_s8_params q;
-    q.batches = p->batches;
-    q.in_h = p->in_h;
-    q.in_w = p->in_w;
-    q.in_c = p->in_c;
-    q.out_h = p->out_h;
-    q.out_w = p->out_w;
-    q.out_c = p->out_c;
-    q.filter_h = p->filter_h;
-    q.filter_w = p->filter_w;
-    q.stride_h = p->stride_h;
-    q.stride_w = p->stride_w;
-    q.dilation_h = p->dilation_h;
-    q.dilation_w = p->dilation_w;
-    q.pad_top = p->pad_top;
-    q.pad_left = p->pad_left;
-    q.input_offset = p->input_offset;
-    q.output_offset = p->output_offset;
-    q.act_min = p->act_min;
-    q.act_max = p->act_max;
-    q.multiplier = p->multiplier;
-    q.shift = p->shift;
+    TS_LEGACY_SHARED_FIELDS(q, p);
     q.quads = NULL;
     q.stem = p->stem;
     if (p->stem != NULL) {
@@ -359,28 +366,8 @@ static void dw_four(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t 
 static int32_t depthwise_blocks(const ts_depthwise_conv2d_offset_s8_params *p, const int8_t *input, int8_t *output)
 {
     ts_depthwise_conv2d_s8_params q;
-    q.batches = p->batches;
-    q.in_h = p->in_h;
-    q.in_w = p->in_w;
-    q.in_c = p->in_c;
-    q.out_h = p->out_h;
-    q.out_w = p->out_w;
-    q.out_c = p->out_c;
+    TS_LEGACY_SHARED_FIELDS(q, p);
     q.depth_multiplier = p->depth_multiplier;
-    q.filter_h = p->filter_h;
-    q.filter_w = p->filter_w;
-    q.stride_h = p->stride_h;
-    q.stride_w = p->stride_w;
-    q.dilation_h = p->dilation_h;
-    q.dilation_w = p->dilation_w;
-    q.pad_top = p->pad_top;
-    q.pad_left = p->pad_left;
-    q.input_offset = p->input_offset;
-    q.output_offset = p->output_offset;
-    q.act_min = p->act_min;
-    q.act_max = p->act_max;
-    q.multiplier = p->multiplier;
-    q.shift = p->shift;
     q.blocks = p->blocks;
     return ts_depthwise_conv2d_s8_blocks(&q, input, output);
 }
