@@ -40,3 +40,18 @@ def float_input(b: ModelBuilder) -> None:
     q = b.quantize(x, 1 / 64, 0, name="q")
     t = b.conv2d(q, 4, (3, 3), stride=(2, 2), padding="SAME", name="conv")
     b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))  # (see camera_head)
+
+
+def expanding_head(b: ModelBuilder) -> None:
+    """A frame into an inverted residual block whose 1x1 widens 8 -> 48 channels for a 3x3 stride-2
+    depthwise, then a 7x7 one (issue 33): streamed, the widest window is the expansion's 3 rows of
+    48 channels; computed into its depthwise by channel groups it is never held at all."""
+    x = b.input("frame", (1, 48, 40, 3))
+    t = b.conv2d(x, 8, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="conv1")  # 24x20x8
+    t = b.conv2d(t, 48, (1, 1), activation="RELU6", name="expand1")  # 24x20x48
+    t = b.depthwise_conv2d(t, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="dw1")  # 12x10x48
+    t = b.conv2d(t, 8, (1, 1), name="project1")  # 12x10x8
+    t = b.conv2d(t, 36, (1, 1), activation="RELU6", name="expand2")  # 12x10x36
+    t = b.depthwise_conv2d(t, (7, 7), stride=(2, 2), padding="SAME", activation="RELU6", name="dw2")  # 6x5x36
+    t = b.conv2d(t, 8, (1, 1), name="project2")  # 6x5x8
+    b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))

@@ -33,6 +33,14 @@ from tinysched.arena.pools import PoolRequest, plan_pools, pool_request
 from tinysched.arena.scratch import KeepDefault, with_wide_scratch
 from tinysched.budget import Budget, Shortfall, shortfalls_line
 from tinysched.errors import EXIT_DOES_NOT_FIT, TinyschedError
+from tinysched.memory.expand import (
+    ExpandDepthwise,
+    expansion_of,
+    expansion_pairs,
+    fuse_expansions,
+    macs_added,
+    opcode_text,
+)
 from tinysched.memory.inplace import (
     DEFAULT_PREFERENCE,
     PREFERENCES,
@@ -561,6 +569,19 @@ class Planned:
                 for r, c in tiles
             )
             parts.append(f"column tiles computing their halo columns again: model operators {stages}")
+        regrouped = [
+            (self.source_operator(v), macs_added(self.graph, e))
+            for v, op in enumerate(self.graph.operators)
+            if (c := stream_of(op)) is not None
+            for e in (expansion_of(m) for m in c.operators)
+            if e is not None and macs_added(self.graph, e)
+        ]
+        if regrouped:
+            pairs = ", ".join(f"{v} ({n:,})" for v, n in regrouped)
+            parts.append(
+                "1x1 expansions computed into their depthwise row by row in a stage, the rows consecutive "
+                f"output rows share computed again: in the stages of model operators {pairs}"
+            )
         return (
             f"{added:,} MACs added ({100 * added / whole:.1f}% of {whole:,}; --mac-budget {budget:g}%): "
             + "; ".join(parts)
@@ -701,10 +722,10 @@ class Planned:
         operator = self.graph.operators[op]
         chain = stream_of(operator)
         if chain is None:
-            return operator.opcode
+            return opcode_text(operator)
         rewrite = next(r for r in self.rewriting.rewrites if r.kind == "stream" and r.operator == op)
         feeders = ", ".join(
-            f"{v} ({member.opcode})"
+            f"{v} ({opcode_text(member)})"
             for v, member in zip(self._stream_model_ops(rewrite), chain.operators[:-1], strict=False)
         )
         if chain.source:
@@ -765,26 +786,11 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
     note = None
     base = placed  # the graph before streamed fusion, kernel variants and scratch
     default_kernels = placed  # replaced below by the graph with the default kernels' scratch
-    streams: list[Stream] = []
-    pairs: list[TwoPass] = []  # squeeze-excitation blocks that can stream by two passes
-    heads: list[Stream] = []  # --stream-input: chains headed by the input (input_note: why none)
-    input_note: str | None = None
     try:
         codegen.check_supported(placed)
         default_kernels = codegen.with_scratch(placed, codegen.scratch_needs(placed))
-        if options.streams_allowed:
-            # a pinned tensor stays whole (it is placed in its region), so no chain streams it
-            named = {tensor for tensor, _ in options.pools.pins} if options.pools is not None else set()
-            pinned = {t for t in base.activation_tensors if base.tensors[t].name in named or str(t) in named}
-            streams = [c for c in candidates(base) if not pinned & set(c.tensors)]
-            pairs = [p for p in two_pass(base) if not pinned & {*p.first.tensors, *p.second.tensors}]
-            if options.stream_input:
-                heads, input_note = input_chains(base)
-                heads = [c for c in heads if not pinned & set(c.tensors)]
-                if input_note is None and not heads:
-                    input_note = "input 0 is pinned to a region"
     except TinyschedError as err:
-        note, streams, heads, pairs = str(err), [], [], []
+        note = str(err)
     if options.stream_input and len(base.inputs) != 1:
         raise TinyschedError(
             f"--stream-input: the model has {len(base.inputs)} inputs; the streamed entry takes the rows "
@@ -794,6 +800,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
 
     clock = time.perf_counter()
     rplan = None
+    expanding = no_rewrites(base)
     streaming = no_rewrites(base)
     choice: BudgetChoice | None = None
     ceiling: int | None = None  # --arena-budget: bytes the wide kernels' scratch may grow the arena to
@@ -813,48 +820,18 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         arena = plan_arena(placed, rplan.sequence, options.alignment, budget=ledger.part())
         refinement = None
     else:
-        # Without candidate streams the budget goes to the one plan (to its kernel-variant plans in
-        # turn); with them, half of it goes to the plan without streams and the rounds that stream
-        # the chains at the peak share the rest, each what is left over the rounds to come. Every
-        # plan's allowance is work (tinysched.budget), so what is chosen does not depend on the
-        # machine's load, and what a plan does not use is there for the next. With --stream-input
-        # and chains headed by the input, the whole-input plan has half of the budget and the plans
-        # with the input streamed the rest.
-        kernels = _KernelPlanner(base, options, note is None)
-        whole_ledger = ledger.part(2) if heads else ledger
-        best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
-        considered = [best]  # every plan made, for --arena-budget
-        unstreamed = best.arena.arena_bytes if streams or heads else None
-        if (streams or heads) and note is None:
-            unstreamed_estimates = _operator_estimates(best, options.core)
-        short = [s for s in streams if len(s.operators) <= SHORT_CHAIN]
-        whole_plan, best = best, _stream_rounds(base, kernels, short, best, [], whole_ledger, considered)
-        if len(short) < len(streams):  # the longer stages, from the plan without streams (SHORT_CHAIN)
-            longer = _stream_rounds(base, kernels, streams, whole_plan, [], whole_ledger, considered)
-            if longer.arena.arena_bytes < best.arena.arena_bytes:
-                best = longer
-        if pairs:
-            best = _two_pass_rounds(base, kernels, pairs, best, whole_ledger, considered, options)
-        if streams:
-            best = _tiles_then_streams(base, kernels, streams, best, whole_ledger, considered, options)
-        if options.stream_input:
-            streamed = (
-                _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered, options)
-                if heads
-                else None
-            )
-            if streamed is not None and streamed.arena.arena_bytes >= best.arena.arena_bytes:
-                input_note = (
-                    f"streaming it gives an arena of {streamed.arena.arena_bytes:,} B, no smaller than the "
-                    f"{best.arena.arena_bytes:,} B with the whole input"
-                )
-            elif streamed is None and input_note is None:
-                input_note = "the code generator runs no chain headed by the input"
-            if note is not None:
-                input_note = "the code generator cannot take this model"
-            input_streaming = _input_streaming(base, best, streamed, input_note)
-            if input_note is None and streamed is not None:
-                best = streamed
+        # (with --stream-input: each round plans the streams again, and the arena they lower is the
+        # one with the input never whole)
+        expansions = (
+            expansion_pairs(base) if options.streams_allowed and options.stream_input and note is None else []
+        )
+        # with expansions to try, the plan without them has half of the budget, their rounds the rest
+        found = _streamed_plans(base, options, note, ledger.part(2) if expansions else ledger)
+        unstreamed, unstreamed_estimates = found.unstreamed, found.unstreamed_estimates
+        if expansions:
+            found, expanding = _expansion_rounds(base, options, note, expansions, found, ledger)
+        best, considered, input_streaming = found.best, found.considered, found.input_streaming
+        base = expanding.graph
         if options.arena_budget is not None:
             # the budget chooses among plans that take the input as `best` does (whole or streamed)
             considered = [p for p in considered if _streams_input(p) == _streams_input(best)]
@@ -887,7 +864,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         graph,
         placed,
         folding,
-        compose(rewriting, streaming),
+        compose(compose(rewriting, expanding), streaming),
         sched,
         rplan,
         arena,
@@ -902,6 +879,135 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         unstreamed,
         unstreamed_estimates,
     )
+
+
+@dataclass(frozen=True)
+class _Streamed:
+    """What the streaming rounds made of one graph before fusion (`_streamed_plans`)."""
+
+    best: _KernelPlan
+    considered: list[_KernelPlan]  # every plan made, for --arena-budget
+    unstreamed: int | None  # the arena with no chain streamed (None: no chain was tried)
+    unstreamed_estimates: dict[int, int] | None
+    input_streaming: InputStreaming | None
+
+
+def _streamed_plans(base: Graph, options: PlanOptions, note: str | None, ledger: Budget) -> _Streamed:
+    """The least-memory plan of `base` (no stream fused yet) with the chains, two-pass blocks and
+    column tiles at its peaks streamed, the input streamed where asked.
+
+    Without candidate streams the budget goes to the one plan (to its kernel-variant plans in
+    turn); with them, half of it goes to the plan without streams and the rounds that stream
+    the chains at the peak share the rest, each what is left over the rounds to come. Every
+    plan's allowance is work (tinysched.budget), so what is chosen does not depend on the
+    machine's load, and what a plan does not use is there for the next. With --stream-input
+    and chains headed by the input, the whole-input plan has half of the budget and the plans
+    with the input streamed the rest."""
+    streams: list[Stream] = []
+    pairs: list[TwoPass] = []  # squeeze-excitation blocks that can stream by two passes
+    heads: list[Stream] = []  # --stream-input: chains headed by the input (input_note: why none)
+    input_note: str | None = None
+    if note is None and options.streams_allowed:
+        # a pinned tensor stays whole (it is placed in its region), so no chain streams it
+        named = {tensor for tensor, _ in options.pools.pins} if options.pools is not None else set()
+        pinned = {t for t in base.activation_tensors if base.tensors[t].name in named or str(t) in named}
+        try:
+            streams = [c for c in candidates(base) if not pinned & set(c.tensors)]
+            pairs = [p for p in two_pass(base) if not pinned & {*p.first.tensors, *p.second.tensors}]
+            if options.stream_input:
+                heads, input_note = input_chains(base)
+                heads = [c for c in heads if not pinned & set(c.tensors)]
+                if input_note is None and not heads:
+                    input_note = "input 0 is pinned to a region"
+        except TinyschedError as err:
+            note, streams, heads, pairs = str(err), [], [], []
+    kernels = _KernelPlanner(base, options, note is None)
+    whole_ledger = ledger.part(2) if heads else ledger
+    best = kernels.plan(no_rewrites(base), whole_ledger.part(2 if streams else 1))
+    considered = [best]
+    unstreamed = best.arena.arena_bytes if streams or heads else None
+    unstreamed_estimates = (
+        _operator_estimates(best, options.core) if (streams or heads) and note is None else None
+    )
+    short = [s for s in streams if len(s.operators) <= SHORT_CHAIN]
+    whole_plan, best = best, _stream_rounds(base, kernels, short, best, [], whole_ledger, considered)
+    if len(short) < len(streams):  # the longer stages, from the plan without streams (SHORT_CHAIN)
+        longer = _stream_rounds(base, kernels, streams, whole_plan, [], whole_ledger, considered)
+        if longer.arena.arena_bytes < best.arena.arena_bytes:
+            best = longer
+    if pairs:
+        best = _two_pass_rounds(base, kernels, pairs, best, whole_ledger, considered, options)
+    if streams:
+        best = _tiles_then_streams(base, kernels, streams, best, whole_ledger, considered, options)
+    input_streaming = None
+    if options.stream_input:
+        streamed = (
+            _streamed_input_plan(base, kernels, streams, heads, best, ledger, considered, options)
+            if heads
+            else None
+        )
+        if streamed is not None and streamed.arena.arena_bytes >= best.arena.arena_bytes:
+            input_note = (
+                f"streaming it gives an arena of {streamed.arena.arena_bytes:,} B, no smaller than the "
+                f"{best.arena.arena_bytes:,} B with the whole input"
+            )
+        elif streamed is None and input_note is None:
+            input_note = "the code generator runs no chain headed by the input"
+        if note is not None:
+            input_note = "the code generator cannot take this model"
+        input_streaming = _input_streaming(base, best, streamed, input_note)
+        if input_note is None and streamed is not None:
+            best = streamed
+    return _Streamed(best, considered, unstreamed, unstreamed_estimates, input_streaming)
+
+
+EXPAND_ROUNDS = 6  # plans that compute one more expansion at the peak into its depthwise by groups
+
+
+def _narrower(pair: ExpandDepthwise) -> ExpandDepthwise:
+    """The pair in groups of half its channels."""
+    return replace(pair, group=max(pair.group // 2, 1))
+
+
+def _expansion_rounds(
+    base: Graph,
+    options: PlanOptions,
+    note: str | None,
+    pairs: Sequence[ExpandDepthwise],
+    found: _Streamed,
+    ledger: Budget,
+) -> tuple[_Streamed, RewriteResult]:
+    """Up to EXPAND_ROUNDS plans that run, on top of the last kept, every 1x1 expansion at the peak
+    into its depthwise by channel groups (tinysched.memory.expand), streamed again from scratch; a
+    round is kept when it lowers the arena and the MACs its stages add (rows computed again, with the
+    two-pass blocks' and the column tiles') fit --mac-budget."""
+    percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
+    cap = math.floor(total_macs(base) * percent / 100)
+    chosen: list[ExpandDepthwise] = []
+    expanding = no_rewrites(base)
+    best = found
+    for _ in range(EXPAND_ROUNDS):
+        peak = {u for v in best.best.peak_operators() for u in expanding.operator_map[v]}
+        at_peak = {p.depthwise.index for p in pairs if {p.expand.index, p.depthwise.index} & peak}
+        taken = {p.depthwise.index for p in chosen}
+        more = [p for p in pairs if p.depthwise.index in at_peak - taken]
+        # no new pair at the peak: the chosen ones there in narrower groups (less scratch, more calls)
+        narrower = (
+            [] if more else [_narrower(p) for p in chosen if p.depthwise.index in at_peak and p.group > 1]
+        )
+        if not more and not narrower:
+            break
+        kept = [p for p in chosen if p.depthwise.index not in {q.depthwise.index for q in narrower}]
+        trying = sorted([*kept, *more, *narrower], key=lambda p: p.depthwise.index)
+        expanded = fuse_expansions(base, trying)
+        trial = _streamed_plans(expanded.graph, options, note, ledger.part(2))
+        streams = [s for op in trial.best.graph.operators if (s := stream_of(op)) is not None]
+        if sum(stream_macs_added(streams, expanded.graph)) > cap:
+            break
+        if trial.best.arena.arena_bytes >= best.best.arena.arena_bytes:
+            break
+        best, chosen, expanding = trial, trying, expanded
+    return best, expanding
 
 
 def _own_path_layers(core: str) -> KeepDefault | None:
@@ -1047,7 +1153,9 @@ def stream_macs_added(streams: Sequence[Stream], graph: Graph) -> list[int]:
     added = []
     for s in streams:
         twice = sum(operator_macs(graph, op) for op in s.operators if op.index in seen)
-        added.append(twice + tile_macs_added(graph, s))
+        # an expansion into its depthwise, called row by row, computes the rows its windows share again
+        regrouped = sum(macs_added(graph, e) for op in s.operators if (e := expansion_of(op)) is not None)
+        added.append(twice + tile_macs_added(graph, s) + regrouped)
         seen |= {op.index for op in s.operators}
     return added
 

@@ -26,6 +26,7 @@ from tinysched.codegen import (  # noqa: F401
     lower_conv,
     lower_data,
     lower_elementwise,
+    lower_expand,
     lower_pointwise,
     lower_reduce,
     lower_state,

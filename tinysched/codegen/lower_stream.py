@@ -19,6 +19,7 @@ from tinysched.codegen.lower_conv import (
     staged_pointwise_table,
 )
 from tinysched.codegen.table import lower, lowering
+from tinysched.memory.expand import EXPAND_OPCODE, opcode_text
 from tinysched.memory.stream import (
     ROW_REDUCTIONS,
     STREAM_OPCODE,
@@ -497,6 +498,8 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             comment = "per output channel: bias + input_offset * sum(w), multiplier, shift (Helium)"
             part.kernel = "ts_conv2d_s8_layer"
             dw_layer[j] = ctx.array(part, "layer", "int32_t", layer, comment)
+    # expansions into their depthwise (tinysched.memory.expand): their groups' rows in the staged scratch
+    expansions = [m for m in s.operators if m.opcode == EXPAND_OPCODE]
     windows: list[RowWindow | None] = [None] * s.source + operator_windows  # stage j's rows
     index = {t: k for k, t in enumerate(s.tensors)}
     reads = [() if m is None else row_inputs(graph, m) for m in members]  # stage j's row operands
@@ -626,7 +629,10 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
                 source = f"{at}, {row}, 1, {row_bytes(u)}u"
             else:
                 source = f"{names[u]}, 0, {height(u)}, {row_bytes(u)}u"
-            args = with_args(j, {0: "rows", -1: out_at})
+            if member.opcode == EXPAND_OPCODE:  # its groups' rows in the stage's staged scratch
+                args = with_args(j, {0: "rows", 1: out_at, 2: "staged"})
+            else:
+                args = with_args(j, {0: "rows", -1: out_at})
             if j in member_rooms:  # its own strip and bytes this iteration (ts_conv2d_s8_strip)
                 at, size = member_rooms[j]
                 args += [f"output + {at}[row]", f"{size}[row]", wide[j]]
@@ -802,7 +808,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
             [
                 f"int8_t *const staged = (int8_t *)({ctx.place(base + s.staged_offset)}); /* the 1x1 rows' threes */"
             ]
-            if staged
+            if staged or expansions
             else []
         ),
         *(["const int8_t *rows;"] if any(m is not None and m.opcode in WINDOWED for m in members) else []),
@@ -831,7 +837,7 @@ def lower_stream(ctx: LoweringContext, op: Operator, call: KernelCall) -> None:
         body += _tile_loops(graph, s, parts, index, rbs, (tile_source_shift, head_shift), tail, loop)
     call.pre = ["{", *(f"    {line}" for line in body), "}"]
     call.parts = lowered
-    names_text = "input rows -> " * s.source + " -> ".join(member.opcode for member in s.operators)
+    names_text = "input rows -> " * s.source + " -> ".join(map(opcode_text, s.operators))
     tensors = ", ".join(f"t{t} {list(graph.tensors[t].shape)}" for t in s.tensors)
     whose = " (the input, its rows from the application's read_rows)" if s.source else ""
     call.comment.append(

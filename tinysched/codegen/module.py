@@ -32,6 +32,8 @@ from tinysched.codegen.context import ConstArray, LoweringContext
 from tinysched.codegen.edges import edge_lifetimes, input_note, output_note, stream_note
 from tinysched.codegen.table import lower, lowered_ops, stateful_ops, supported_ops
 from tinysched.errors import TinyschedError
+from tinysched.memory.expand import EXPAND_OPCODE, expansion_of
+from tinysched.memory.expand import scratch_bytes as expansion_scratch
 from tinysched.memory.stream import STREAM_OPCODE, operator_type, stream_of, streamed_input
 from tinysched.model.graph import Graph, Operator, Tensor
 from tinysched.model.uint8 import uint8_refusal
@@ -72,7 +74,10 @@ KERNEL_SOURCE = {
 
 # Kernel files whose functions call another file's (linked with it): the legacy uint8 convolutions
 # run int8 paths on their tables on DSP cores (ts_conv2d_s8_pixel_table, ts_depthwise_conv2d_s8_blocks).
-KERNEL_FILE_NEEDS = {"ts_legacy_uint8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8")}
+KERNEL_FILE_NEEDS = {
+    "ts_legacy_uint8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8"),
+    "ts_expand_dw_s8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8"),
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,11 @@ class GeneratedModule:
 CTYPE_BYTES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "float": 4}
 
 
+def _expansion_scratch(graph: Graph, op: Operator) -> int:
+    pair = expansion_of(op)
+    return 0 if pair is None else expansion_scratch(graph, pair)
+
+
 def _stream_window(graph: Graph, op: Operator) -> int:
     stream = stream_of(op)
     return 0 if stream is None else stream.window_bytes
@@ -112,7 +122,10 @@ def _stream_window(graph: Graph, op: Operator) -> int:
 # generator adds the scratch as an extra (unread) output tensor of that operator before planning,
 # which the memory model keeps live during that step only, so the arena stays exact. A streamed
 # pair's window is such scratch (the in-place variants' scratch comes with the variant).
-SCRATCH_BYTES: dict[str, Callable[[Graph, Operator], int]] = {STREAM_OPCODE: _stream_window}
+SCRATCH_BYTES: dict[str, Callable[[Graph, Operator], int]] = {
+    STREAM_OPCODE: _stream_window,
+    EXPAND_OPCODE: _expansion_scratch,
+}
 
 
 def scratch_needs(graph: Graph) -> dict[int, int]:

@@ -59,6 +59,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from tinysched.memory.expand import EXPAND_OPCODE, expansion_of, opcode_text
+from tinysched.memory.expand import scratch_bytes as expansion_scratch
 from tinysched.model.graph import Graph, Operator
 from tinysched.model.resize import resize_source_rows
 from tinysched.model.rewrite import PAD_OPS, Match, RewriteResult, apply_matches, no_rewrites, window_pads
@@ -114,7 +116,8 @@ __all__ = [
 
 STREAM_OPCODE = "TS_STREAM"
 STREAM_OPTION = "stream"
-WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
+# (EXPAND_OPCODE: a 1x1 expansion and its depthwise, tinysched.memory.expand, with the depthwise's geometry)
+WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", EXPAND_OPCODE)
 ELEMENTWISE = ("ADD", "SUB", "MUL")  # their kernels walk a ts_broadcast_shape (rows: dims[3])
 
 
@@ -497,7 +500,11 @@ def _staged_bytes(graph: Graph, op: Operator) -> int:
     """The scratch of a stage's 1x1 CONV_2D run on one row by ts_conv2d_s8_staged (its widened
     threes: chunk * out_c >= 6 * in_c), for rows too narrow for ts_conv2d_s8_strip's blocks of six
     pixels, where the staged kernel's path through its threes takes them (in_c a multiple of 4, at
-    most out_c); 0 for any other operator."""
+    most out_c); for an expansion into its depthwise (tinysched.memory.expand) its groups' scratch;
+    0 for any other operator."""
+    pair = expansion_of(op)
+    if pair is not None:
+        return expansion_scratch(graph, pair)
     if op.opcode != "CONV_2D" or len(op.inputs) < 2 or op.inputs[1] < 0 or len(op.outputs) != 1:
         return 0
     if own_kernel_only(graph, op):
@@ -521,7 +528,9 @@ def staged_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
         return ()  # a tile's rows are narrower: its 1x1 members run the default kernel
     tensors = set(stream.tensors)
     return tuple(
-        k for k, op in enumerate(stream.operators) if _staged_bytes(graph, op) and op.inputs[0] in tensors
+        k
+        for k, op in enumerate(stream.operators)
+        if op.opcode == "CONV_2D" and _staged_bytes(graph, op) and op.inputs[0] in tensors
     )
 
 
@@ -559,9 +568,13 @@ def pixel_widened_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
 
 
 def _staged(graph: Graph, ops: Sequence[Operator], tensors: Sequence[int]) -> int:
-    """The scratch the stage's narrow 1x1 members share (they run one at a time)."""
+    """The scratch the stage's narrow 1x1 members and its expansions (wherever they read) share
+    (they run one at a time)."""
     inside = set(tensors)
-    return max((_staged_bytes(graph, op) for op in ops if op.inputs[0] in inside), default=0)
+    return max(
+        (_staged_bytes(graph, op) for op in ops if op.inputs[0] in inside or op.opcode == EXPAND_OPCODE),
+        default=0,
+    )
 
 
 def _sums(graph: Graph, sink: Operator) -> int:
@@ -897,8 +910,11 @@ def local_bytes(graph: Graph, stream: Stream) -> int:
     its output can share with one outer input (a rough score for choosing stages)."""
     outer = outer_inputs(graph, stream)
     y = graph.tensors[stream.consumer.outputs[0]].nbytes
+    inside = {op.index for op in stream.operators}
     shared = 0
     for x in outer:
+        if any(v not in inside for v in graph.consumers.get(x, ())):
+            continue  # read after the stage too (a residual block's skip): its bytes stay
         shift = stream_shift(graph, stream, x)
         if shift is not None and x in stream.consumer.inputs:
             shift = min(shift, 0)  # an elementwise sink reads x's row as it writes its own
@@ -952,9 +968,9 @@ def operator_type(op: Operator) -> str:
     tinysched's own: every table, report and JSON that names a planned operator's type says this."""
     stream = stream_of(op)
     if stream is None:
-        return op.opcode
+        return opcode_text(op)
     head = "input rows+" if stream.source else ""
-    return head + "+".join(member.opcode for member in stream.operators) + " (streamed)"
+    return head + "+".join(map(opcode_text, stream.operators)) + " (streamed)"
 
 
 def whole_bytes_saved(op: Operator) -> int:
@@ -980,7 +996,7 @@ def fuse(graph: Graph, streams: Sequence[Stream]) -> RewriteResult:
         )
         c = s.consumer
         op = Operator(c.index, STREAM_OPCODE, inputs, c.outputs, {STREAM_OPTION: s}, 1)
-        names = "input rows -> " * s.source + " -> ".join(op.opcode for op in s.operators)
+        names = "input rows -> " * s.source + " -> ".join(map(opcode_text, s.operators))
         shapes = ", ".join(_shape_text(graph, t) for t in s.tensors)
         detail = (
             f"{names} streamed row by row: the {shapes} tensor(s) between them ({sum(s.tensor_bytes):,} B) "
@@ -1198,6 +1214,8 @@ def column_tiles(graph: Graph, stream: Stream, count: int) -> Stream | None:
     tile would compute nothing, or the windows are no smaller."""
     if count < 2 or stream.sums or stream.tiles is not None:
         return None
+    if any(op.opcode == EXPAND_OPCODE for op in stream.operators):
+        return None  # an expansion's scratch holds whole rows of its groups
     ops, tensors = stream.operators, stream.tensors
     index = {t: k for k, t in enumerate(tensors)}
     geometry = [column_window(graph, op) for op in ops]

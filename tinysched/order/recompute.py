@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinysched.errors import TinyschedError
+from tinysched.memory.expand import expansion_of
 from tinysched.memory.stream import stream_of
 from tinysched.model.graph import Graph, Operator
 
@@ -126,6 +127,9 @@ def _operator_macs(graph: Graph, o: Operator) -> int:
     pair = stream_of(o)
     if pair is not None:  # a streamed chain computes what its operators compute
         return sum(_operator_macs(graph, member) for member in pair.operators)
+    expansion = expansion_of(o)
+    if expansion is not None:  # once each (a stage member's rows computed again: memory.expand.macs_added)
+        return _operator_macs(graph, expansion.expand) + _operator_macs(graph, expansion.depthwise)
     shape = [graph.tensors[t].shape if t >= 0 else None for t in o.inputs]
     # the first output: a kernel's scratch (codegen.with_scratch) is an extra output, computed nothing
     out = _elements(graph.tensors[o.outputs[0]].shape) if o.outputs else 0
