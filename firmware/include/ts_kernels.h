@@ -702,6 +702,54 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
                                   const int8_t *filter, const int32_t *bias, int8_t *output, int8_t *scratch,
                                   int32_t lag, const int32_t *rq_table);
 
+/* ---- Expansion then depthwise (CONV_2D 1x1 -> DEPTHWISE_CONV_2D) --------------------------------
+ * A 1x1 CONV_2D at stride 1 without padding or dilation (p->expand: in_c = Cin, out_c = C) whose
+ * output only a DEPTHWISE_CONV_2D with depth multiplier 1 reads (p->depthwise: in_c = out_c = C),
+ * computed without the expanded tensor ever held whole. Arithmetic: exactly ts_conv2d_s8 on the
+ * whole 1x1 followed by ts_depthwise_conv2d_s8 on the whole depthwise (the same bytes; a channel
+ * of either depends only on its own filter, bias, multiplier and shift, and the expanded rows a
+ * depthwise window leaves out are its padding, the input zero point): nothing else, since every
+ * piece is one of those two kernels called on a copy of the whole layer's parameters narrowed to a
+ * channel group [c0, c0 + w) (multiplier, shift, filters and biases from c0; the expansion's quads
+ * and stem, the depthwise's blocks NULL) and a few rows.
+ * Rows (as a streamed stage passes a depthwise member's, TS_ROWS): `input` is the first present
+ * row of the 1x1's input, p->in_h rows of in_w * Cin bytes (batch 1); output row y < p->out_h reads
+ * the expanded rows [y * stride_h - pad_top, + span) clipped to [0, p->in_h), span = (filter_h - 1)
+ * * dilation_h + 1; the whole layer's in_h, out_h and pad_top in the two structs are not read.
+ * Channel groups of p->group channels (the last takes the rest); the depthwise's filter grouped:
+ * group g's [filter_h][filter_w][its width] after the groups before it.
+ * Read/write order: by_rows 1: for each output row y, for each group: the window's clipped rows of
+ * the input read and their expanded rows written to the scratch (ts_conv2d_s8), the depthwise of
+ * row y's group channels into the scratch's last out_w * group bytes, then copied to output row y
+ * (pixel stride C); rows shared by consecutive output rows are expanded again. by_rows 0: for each
+ * group, for each output row y: the ring of expanded rows in the scratch (at most span rows) drops
+ * those below the row's window (moved down, memmove), the missing rows are expanded in one call,
+ * then the depthwise and the copy as above; each expanded row is computed once per group. Either
+ * way the input is read again for every group, so the output shares no byte with the input, and
+ * the scratch none with either.
+ * scratch: span * in_w * group + out_w * group bytes. Returns TS_ERR_PARAMS for group < 1, a depth
+ * multiplier other than 1 or shapes that do not chain as above, else what a called kernel
+ * returns if not TS_OK. */
+typedef struct {
+    /* the call's rows, as a streamed stage sets a depthwise member's (TS_ROWS): input rows present
+     * (rows of the 1x1's input, which has the depthwise's geometry: a 1x1 at stride 1 keeps it),
+     * output rows to compute, and the depthwise's pad_top relative to the first present row */
+    int32_t in_h, out_h, pad_top;
+    int32_t stride_h; /* = depthwise.stride_h (TS_ROWS reads it from the whole layer's params) */
+    ts_conv2d_s8_params expand;             /* the whole 1x1: in_c = Cin, out_c = C, quads and stem NULL */
+    ts_depthwise_conv2d_s8_params depthwise; /* the whole depthwise: in_c = out_c = C, depth_multiplier 1 */
+    const int8_t *expand_filter;    /* [C][Cin] */
+    const int32_t *expand_bias;     /* [C] or NULL */
+    const int8_t *depthwise_filter; /* grouped: group g's [filter_h][filter_w][its width] after the groups before it */
+    const int32_t *depthwise_bias;  /* [C] or NULL */
+    int32_t group;   /* channels per group; the last group takes the rest (C - g * group) */
+    int32_t by_rows; /* 1: per output row, per group (rows shared by consecutive output rows computed again);
+                        0: per group, per output row, each expanded row computed once (a ring of span rows) */
+} ts_expand_dw_s8_params;
+
+/* scratch bytes: span * in_w * group + out_w * group, span = (filter_h - 1) * dilation_h + 1 */
+int ts_expand_dw_s8(const ts_expand_dw_s8_params *p, const int8_t *input, int8_t *output, int8_t *scratch);
+
 /* ---- FULLY_CONNECTED ----------------------------------------------------------------------------
  * out[b][o] = clamp(out_offset + requant_o(bias[o] + sum_i (w[o][i] + filter_offset) *
  *                  (in[b][i] + input_offset)), act_min, act_max).

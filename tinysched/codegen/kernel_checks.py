@@ -105,6 +105,20 @@ def _depthwise(p: _Params) -> None:  # ts_depthwise_conv2d_s8.c: also out_c == i
         )
 
 
+def _expand_dw(p: _Params) -> None:
+    """ts_expand_dw_s8.c: group >= 1 and depth multiplier 1; its inner calls refuse what
+    ts_conv2d_s8 / ts_depthwise_conv2d_s8 refuse (their fields as `expand.x` / `depthwise.x`)."""
+    _at_least(p, 1, *(k for k in ("group", "stride_h") if k in p.values))
+    for prefix, check in (("expand.", _conv), ("depthwise.", _depthwise)):
+        inner = _Params.__new__(_Params)
+        inner.values = {k[len(prefix) :]: v for k, v in p.values.items() if k.startswith(prefix)}
+        inner.arrays = p.arrays
+        if inner.values:
+            check(inner)
+    if p.int("depthwise.depth_multiplier", 1) != 1:
+        raise Unsupported(f"depth multiplier {p.int('depthwise.depth_multiplier')} (the kernel needs 1)")
+
+
 def _fully_connected(p: _Params) -> None:  # ts_requantize_single: shift in [-31, 30]
     _requant(p, "multiplier", "shift", single_rounding=True)
 
@@ -269,6 +283,7 @@ KERNEL_CHECKS: dict[str, Callable[[_Params], None]] = {
     "ts_depthwise_conv2d_s8_staged": _depthwise,
     "ts_depthwise_conv2d_s8_checked": _depthwise,  # a streamed stage's member (codegen.lower_stream)
     "ts_depthwise_conv2d_s8_layer": _depthwise,  # the same on a Helium core, with its whole-window table
+    "ts_expand_dw_s8": _expand_dw,  # a 1x1 expansion and its depthwise by channel groups
     "ts_fully_connected_s8": _fully_connected,
     "ts_fully_connected_s8_rows": _fully_connected,  # a streamed stage's FULLY_CONNECTED sink (codegen.lower_stream)
     "ts_lstm_s8": _lstm,

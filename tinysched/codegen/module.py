@@ -73,7 +73,8 @@ KERNEL_SOURCE = {
 }
 
 # Kernel files whose functions call another file's (linked with it): the legacy uint8 convolutions
-# run int8 paths on their tables on DSP cores (ts_conv2d_s8_pixel_table, ts_depthwise_conv2d_s8_blocks).
+# run int8 paths on their tables on DSP cores (ts_conv2d_s8_pixel_table, ts_depthwise_conv2d_s8_blocks);
+# the expansion-then-depthwise kernel is made of calls of the two (ts_conv2d_s8, ts_depthwise_conv2d_s8).
 KERNEL_FILE_NEEDS = {
     "ts_legacy_uint8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8"),
     "ts_expand_dw_s8": ("ts_conv2d_s8", "ts_depthwise_conv2d_s8"),
