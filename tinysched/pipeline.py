@@ -530,11 +530,16 @@ class Planned:
         """(MACs the streams add, MACs of one inference without them): a two-pass stream's second
         pass computes its feature map's rows again (tinysched.memory.stream.TwoPass), which the
         planned graph counts (its members are in both fused operators); column tiles compute their
-        halo columns again, which it does not (a fused operator counts its members' MACs once)."""
+        halo columns again, and an expansion in a stage the rows its windows share, which it does
+        not (a fused operator counts its members' MACs once)."""
         chains = [c for _, c in self._chains()]
         added = sum(stream_macs_added(chains, self.graph))
         halo = sum(tile_macs_added(self.graph, c) for c in chains)
-        return added, total_macs(self.graph) - (added - halo)
+        # (nor the rows an expansion member computes again: tinysched.memory.expand counts them once)
+        regrouped = sum(
+            macs_added(self.graph, e) for c in chains for m in c.operators if (e := expansion_of(m))
+        )
+        return added, total_macs(self.graph) - (added - halo - regrouped)
 
     def stream_macs_json(self) -> dict[str, Any]:
         added, whole = self.stream_macs()
@@ -823,13 +828,15 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         # (with --stream-input: each round plans the streams again, and the arena they lower is the
         # one with the input never whole)
         expansions = (
-            expansion_pairs(base) if options.streams_allowed and options.stream_input and note is None else []
+            expansion_pairs(base)
+            if options.streams_allowed and options.stream_input and note is None and not _pins(options)
+            else []
         )
         # with expansions to try, the plan without them has half of the budget, their rounds the rest
         found = _streamed_plans(base, options, note, ledger.part(2) if expansions else ledger)
         unstreamed, unstreamed_estimates = found.unstreamed, found.unstreamed_estimates
         if expansions:
-            found, expanding = _expansion_rounds(base, options, note, expansions, found, ledger)
+            found, expanding = _expansion_rounds(base, options, expansions, found, ledger)
         best, considered, input_streaming = found.best, found.considered, found.input_streaming
         base = expanding.graph
         if options.arena_budget is not None:
@@ -961,53 +968,98 @@ def _streamed_plans(base: Graph, options: PlanOptions, note: str | None, ledger:
     return _Streamed(best, considered, unstreamed, unstreamed_estimates, input_streaming)
 
 
+def _pins(options: PlanOptions) -> bool:
+    """Tensors pinned to a region (--pin): they stay whole, and no round maps them again."""
+    return options.pools is not None and bool(options.pools.pins)
+
+
 EXPAND_ROUNDS = 6  # plans that compute one more expansion at the peak into its depthwise by groups
+
+
+MIN_GROUP = 2  # channels per group at the least: one channel a call costs more calls than it saves bytes
 
 
 def _narrower(pair: ExpandDepthwise) -> ExpandDepthwise:
     """The pair in groups of half its channels."""
-    return replace(pair, group=max(pair.group // 2, 1))
+    return replace(pair, group=max(pair.group // 2, MIN_GROUP))
 
 
 def _expansion_rounds(
     base: Graph,
     options: PlanOptions,
-    note: str | None,
     pairs: Sequence[ExpandDepthwise],
     found: _Streamed,
     ledger: Budget,
 ) -> tuple[_Streamed, RewriteResult]:
-    """Up to EXPAND_ROUNDS plans that run, on top of the last kept, every 1x1 expansion at the peak
-    into its depthwise by channel groups (tinysched.memory.expand), streamed again from scratch; a
-    round is kept when it lowers the arena and the MACs its stages add (rows computed again, with the
-    two-pass blocks' and the column tiles') fit --mac-budget."""
+    """Up to EXPAND_ROUNDS plans of the streamed input that run, on top of the last kept, every 1x1
+    expansion at the peak into its depthwise by channel groups (tinysched.memory.expand); where every
+    pair at the peak is taken, those in narrower groups. A round fuses the pairs into `base`, finds
+    the kept plan's chains again among the chains of that graph, and streams on from them (the
+    rounds at the peak, then column tiles); it is kept when it lowers the arena and the MACs its
+    stages add (rows computed again, with the two-pass blocks' and the tiles') fit --mac-budget."""
+    expanding = no_rewrites(base)
+    streaming = found.input_streaming
+    if streaming is None or not streaming.streamed:
+        return found, expanding
     percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
     cap = math.floor(total_macs(base) * percent / 100)
     chosen: list[ExpandDepthwise] = []
-    expanding = no_rewrites(base)
-    best = found
+    best = found.best
+    considered = list(found.considered)
     for _ in range(EXPAND_ROUNDS):
-        peak = {u for v in best.best.peak_operators() for u in expanding.operator_map[v]}
+        peak = {u for v in best.peak_operators() for u in expanding.operator_map[v]}
         at_peak = {p.depthwise.index for p in pairs if {p.expand.index, p.depthwise.index} & peak}
         taken = {p.depthwise.index for p in chosen}
         more = [p for p in pairs if p.depthwise.index in at_peak - taken]
         # no new pair at the peak: the chosen ones there in narrower groups (less scratch, more calls)
         narrower = (
-            [] if more else [_narrower(p) for p in chosen if p.depthwise.index in at_peak and p.group > 1]
+            []
+            if more
+            else [_narrower(p) for p in chosen if p.depthwise.index in at_peak and p.group > MIN_GROUP]
         )
         if not more and not narrower:
             break
         kept = [p for p in chosen if p.depthwise.index not in {q.depthwise.index for q in narrower}]
         trying = sorted([*kept, *more, *narrower], key=lambda p: p.depthwise.index)
         expanded = fuse_expansions(base, trying)
-        trial = _streamed_plans(expanded.graph, options, note, ledger.part(2))
-        streams = [s for op in trial.best.graph.operators if (s := stream_of(op)) is not None]
-        if sum(stream_macs_added(streams, expanded.graph)) > cap:
-            break
-        if trial.best.arena.arena_bytes >= best.best.arena.arena_bytes:
-            break
-        best, chosen, expanding = trial, trying, expanded
-    return best, expanding
+        graph = expanded.graph
+        heads, _ = input_chains(graph)
+        pool = [*candidates(graph), *heads]
+        # the kept plan's chains, by the model operators they run
+        wanted = {
+            _model_members(s, expanding) for op in best.graph.operators if (s := stream_of(op)) is not None
+        }
+        again = sorted(
+            (s for s in pool if _model_members(s, expanded) in wanted), key=lambda s: s.consumer.index
+        )  # in `choose`'s order, so a round that adds nothing compares equal
+        if not any(s.source for s in again) or not _fusable(fuse(graph, again)):
+            continue
+        share = ledger.part(2)
+        kernels = _KernelPlanner(graph, options, True)
+        trial = kernels.plan(fuse(graph, again), share.part(2))
+        tried = [trial]
+        trial = _stream_rounds(graph, kernels, pool, trial, again, share, tried)
+        trial = _tiles_then_streams(graph, kernels, pool, trial, share, tried, options)
+        considered += tried
+        streams = [s for op in trial.graph.operators if (s := stream_of(op)) is not None]
+        if not _streams_input(trial) or sum(stream_macs_added(streams, graph)) > cap:
+            continue
+        if trial.arena.arena_bytes < best.arena.arena_bytes:
+            best, chosen, expanding = trial, trying, expanded
+    if best is found.best:
+        return replace(found, considered=considered), no_rewrites(base)
+    streaming = replace(
+        streaming,
+        streamed_arena_bytes=best.arena.arena_bytes,
+        streamed_lower_bound_bytes=best.arena.lower_bound_bytes,
+    )
+    return replace(found, best=best, considered=considered, input_streaming=streaming), expanding
+
+
+def _model_members(stream: Stream, fused: RewriteResult) -> frozenset[int]:
+    """The operators of the graph before `fused` that a chain of `fused.graph` runs (-1: the input's
+    rows)."""
+    return frozenset(u for v in members(stream) for u in ((v,) if v < 0 else fused.operator_map[v]))
 
 
 def _own_path_layers(core: str) -> KeepDefault | None:
@@ -1115,6 +1167,10 @@ def _stream_rounds(
     for done in range(rounds):
         peak = basis.peak_operators()
         trying = choose(base, found, chosen, peak)
+        if trying == chosen:
+            # nothing scores below the chains at the peak: counted with the inputs read after them
+            # whole (a residual block's skip), a stage with its ADD may (issue 33: mcunet's blocks)
+            trying = choose(base, found, chosen, peak, by="kept")
         if trying == chosen:
             break
         fused = fuse(base, trying)

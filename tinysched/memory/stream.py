@@ -905,15 +905,16 @@ def outer_inputs(graph: Graph, stream: Stream) -> tuple[int, ...]:
     )
 
 
-def local_bytes(graph: Graph, stream: Stream) -> int:
+def local_bytes(graph: Graph, stream: Stream, kept: bool = False) -> int:
     """The fused step's own bytes: the stage's outer inputs and output, its windows, less the most
-    its output can share with one outer input (a rough score for choosing stages)."""
+    its output can share with one outer input (a rough score for choosing stages; `kept`: not with
+    an input another operator reads after the stage, whose bytes stay)."""
     outer = outer_inputs(graph, stream)
     y = graph.tensors[stream.consumer.outputs[0]].nbytes
     inside = {op.index for op in stream.operators}
     shared = 0
     for x in outer:
-        if any(v not in inside for v in graph.consumers.get(x, ())):
+        if kept and any(v not in inside for v in graph.consumers.get(x, ())):
             continue  # read after the stage too (a residual block's skip): its bytes stay
         shift = stream_shift(graph, stream, x)
         if shift is not None and x in stream.consumer.inputs:
@@ -929,14 +930,16 @@ def choose(
     """`chosen` plus, for the operators at the peak, the chains with the fewest own bytes that
     touch them (`by` "saving": the chains removing the most bytes of whole tensors, which leave no
     whole tensor next to the peak: a block's conv -> conv without its ADD leaves the ADD's operand
-    whole); a new chain replaces the chosen ones it contains and must not cut into others."""
+    whole; "kept": the fewest own bytes, an input read after the chain counted whole: the block's
+    chain with its ADD then scores below the one without); a new chain replaces the chosen ones it
+    contains and must not cut into others."""
     group = {id(s): members(s) for s in (*found, *chosen)}  # a chain is its operators
     touching = [s for s in found if group[id(s)] & peak]
-    score = {group[id(s)]: local_bytes(graph, s) for s in (*touching, *chosen)}
+    score = {group[id(s)]: local_bytes(graph, s, kept=by == "kept") for s in (*touching, *chosen)}
     result = list(chosen)
 
     def key(s: Stream) -> tuple[int, int]:
-        return (score[group[id(s)]] if by == "bytes" else -s.saving, s.consumer.index)
+        return (score[group[id(s)]] if by != "saving" else -s.saving, s.consumer.index)
 
     for s in sorted(touching, key=key):
         mine = group[id(s)]
