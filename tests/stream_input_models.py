@@ -49,9 +49,9 @@ def expanding_head(b: ModelBuilder) -> None:
     x = b.input("frame", (1, 48, 40, 3))
     t = b.conv2d(x, 8, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="conv1")  # 24x20x8
     t = b.conv2d(t, 48, (1, 1), activation="RELU6", name="expand1")  # 24x20x48
-    t = b.depthwise_conv2d(t, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="dw1")  # 12x10x48
-    t = b.conv2d(t, 8, (1, 1), name="project1")  # 12x10x8
+    t = b.depthwise_conv2d(t, (3, 3), stride=(2, 2), padding="SAME", activation="RELU6", name="dw1")
+    t = b.conv2d(t, 8, (1, 1), name="project1")  # dw1: 12x10x48; project1: 12x10x8
     t = b.conv2d(t, 36, (1, 1), activation="RELU6", name="expand2")  # 12x10x36
-    t = b.depthwise_conv2d(t, (7, 7), stride=(2, 2), padding="SAME", activation="RELU6", name="dw2")  # 6x5x36
-    t = b.conv2d(t, 8, (1, 1), name="project2")  # 6x5x8
+    t = b.depthwise_conv2d(t, (7, 7), stride=(2, 2), padding="SAME", activation="RELU6", name="dw2")
+    t = b.conv2d(t, 8, (1, 1), name="project2")  # dw2: 6x5x36; project2: 6x5x8
     b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))
