@@ -54,11 +54,37 @@ def legacy_uint8_model() -> bytes:
     return b.build()
 
 
+def expanding_model() -> bytes:
+    """A frame into an inverted residual block whose 1x1 expansion a 3x3 stride-2 depthwise reads,
+    then a 7x7 one: planned with --stream-input (STREAMED), both pairs run by channel groups
+    (ts_expand_dw_s8, tinysched.memory.expand), one in the input's stage, one alone, which no
+    default plan calls."""
+    b = ModelBuilder(seed=3)
+    x = b.input("frame", (1, 48, 40, 3))
+    t = b.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation="RELU6", name="conv1")
+    t = b.conv2d(t, 48, (1, 1), activation="RELU6", name="expand1")
+    t = b.depthwise_conv2d(t, (3, 3), (2, 2), "SAME", activation="RELU6", name="dw1")
+    t = b.conv2d(t, 8, (1, 1), name="project1")
+    t = b.conv2d(t, 36, (1, 1), activation="RELU6", name="expand2")
+    t = b.depthwise_conv2d(t, (7, 7), (2, 2), "SAME", activation="RELU6", name="dw2")
+    t = b.conv2d(t, 8, (1, 1), name="project2")
+    b.output(b.mean(t, (1, 2), keepdims=True, name="gap"))
+    return b.build()
+
+
+# models also measured with their input streamed (their plans' options): the expansions by groups
+STREAMED = {"expanding": replace(DEFAULT_PLAN_OPTIONS, stream_input=True, stream_mac_budget=40.0)}
+
+
 def models(work: Path) -> list[Path]:
     """The shared models (when present) and generated ones covering the element-wise kernels and a
     legacy uint8 model's."""
     found = sorted(SHARED.glob("*.tflite")) if SHARED.is_dir() else []
-    generated = {"demo": tiny_demo_model(), "legacy_uint8": legacy_uint8_model()}
+    generated = {
+        "demo": tiny_demo_model(),
+        "legacy_uint8": legacy_uint8_model(),
+        "expanding": expanding_model(),
+    }
     for seed in (1, 3, 5, 7):
         generated[f"branching_{seed}"] = random_branching_model(seed=seed, n_blocks=6)
     for name, data in generated.items():
@@ -77,6 +103,8 @@ def measure_one(path: Path, boards: list[str], work: Path) -> list[dict[str, Any
     rows = []
     for model in MEMORY_MODELS:
         rows += measure_model(path, boards, work / model, replace(DEFAULT_PLAN_OPTIONS, memory_model=model))
+    if path.stem in STREAMED:
+        rows += measure_model(path, boards, work / "streamed", STREAMED[path.stem])
     return rows
 
 
