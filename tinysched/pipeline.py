@@ -604,7 +604,7 @@ class Planned:
                     {
                         "operator": r.operator,
                         "model_ops": self._stream_model_ops(r),
-                        "opcodes": [op.opcode for op in chain.operators],
+                        "opcodes": [opcode_text(op) for op in chain.operators],
                         "input_rows": chain.source,  # the first tensor is the input, rows from the application
                         "tensors": list(chain.tensors),  # never whole: their windows hold them
                         "tensor_bytes": sum(chain.tensor_bytes),
