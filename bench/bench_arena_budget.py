@@ -11,7 +11,8 @@ issue 34's target (>= 15% fewer instructions within the budget, bit-exact). It p
 markdown table of docs/BENCHMARKS.md, "RAM budget (issue 34, part 3)".
 
 `--refresh-costs` measures the models of REFRESH_MODELS (and one built here, `kws_like_model`) under the default flags, `--prefer speed`
-and a generous budget (so every kernel the budget chooses among runs somewhere), fits each
+and a generous budget (so every kernel the budget chooses among runs somewhere), and the runs of
+REFRESH_EXTRA (mcunet with its input streamed: the expansions by channel groups), fits each
 (opcode, kernel) line of tinysched/arena/kernel_costs.json to the per-operator counts by least
 squares (instructions = per_mac x MACs + per_output x outputs + per_pixel x output pixels +
 per_call, no coefficient negative; of the feature sets of one size, the best fit), each streamed
@@ -58,6 +59,9 @@ REFRESH_MODELS = (
     "st_miniresnetv2_1stack_int8",
 )
 REFRESH_FLAGS = ((), ("--prefer", "speed"), ("--arena-budget", "1M"))
+# runs of one model with flags of their own: mcunet's input streamed, where the 1x1 expansions run
+# into their depthwise by channel groups (TS_EXPAND_DW: one alone, one in the input's stage)
+REFRESH_EXTRA = (("mcunet_vww_int8", ("--io", "int8", "--stream-input")),)
 
 
 def kws_like_model() -> bytes:
@@ -283,6 +287,8 @@ def _estimate(line: dict[str, float], macs: float, outputs: float, pixels: float
 def line_features(key: str) -> tuple[int, ...]:
     """The features `fit_validated` chooses among for a line: every one for a stage member's line
     (per_call: per row call), per MAC, output and pixel for an operator's (no per-call constant)."""
+    if key.startswith("TS_EXPAND_DW/"):  # an expansion by groups: two kernel calls per group and row
+        return FIT_ALL
     return FIT_ALL if key.split("/", 1)[1].startswith("member") else FIT_SHAPES
 
 
@@ -308,7 +314,7 @@ def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
     if step.get("kernel") == "streamed":
         return chain_estimate(step["members"], lines)
     sizes = (step["macs"], step["outputs"], step["pixels"])
-    cost = _estimate(line(step["type"], step["kernel"]), *sizes)
+    cost = _estimate(line(step["type"], step["kernel"]), *sizes, step.get("calls", 1))
     share = step.get("own_strip") or 0.0
     return cost + share * (_estimate(line(step["type"], "wide"), *sizes) - cost)
 
@@ -321,6 +327,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
         results = [((Path(p), tuple(f)), r) for p, f, r in json.loads(runs_file.read_text())]
     else:
         jobs = [(models / f"{m}.tflite", flags) for m in REFRESH_MODELS for flags in REFRESH_FLAGS]
+        jobs += [(models / f"{m}.tflite", flags) for m, flags in REFRESH_EXTRA]
         jobs = [(p, f) for p, f in jobs if p.exists()]
         if not jobs:
             print(f"skipped: none of {', '.join(REFRESH_MODELS)} is in {models}")
@@ -357,7 +364,8 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
             opcode = s["type"]
             if (s.get("own_strip") or 0) > OWN_STRIP_MOST:  # largely the widened path: neither line's
                 continue
-            steps[f"{opcode}/{s['kernel']}"].append((s["macs"], s["outputs"], s["pixels"], 1, s["count"]))
+            calls = s.get("calls", 1)  # an expansion by groups: its group calls (cost.step_features)
+            steps[f"{opcode}/{s['kernel']}"].append((s["macs"], s["outputs"], s["pixels"], calls, s["count"]))
     table = json.loads(COST_TABLE.read_text())
     lines = dict(table["families"].get(family, {}))
     print(f"fitted to {sum(map(len, steps.values()))} operators of {len(results)} runs ({seconds:.0f} s):")

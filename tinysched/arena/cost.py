@@ -29,6 +29,8 @@ from typing import Any
 
 from tinysched.arena.placement import ArenaPlan
 from tinysched.arena.scratch import KeepDefault, stage_member_wide
+from tinysched.memory.expand import expansion_of
+from tinysched.memory.expand import macs_added as expansion_macs_added
 from tinysched.memory.stream import (
     Stream,
     loop_rows,
@@ -259,24 +261,43 @@ def step_features(
         "kernel": kernel_name(graph, op, own_path),
         "macs": macs(graph, v),
         "outputs": _outputs(graph, op),
-        "pixels": _pixels(graph, op),
+        "pixels": _pixels(graph, op) * _groups(graph, op),
         "own_strip": round(own_strip_share(graph, op, arena, own_path), 4),
     }
+    if expansion_of(op) is not None:
+        features["calls"] = _groups(graph, op) * loop_rows(graph, op)
     chain = stream_of(op)
     if chain is not None:  # each member's line is fitted from these and its own count
         features["members"] = [
             {
                 "opcode": m.opcode,
                 "kernel": member_kernel(graph, chain, j, own_path),
-                "macs": operator_macs(graph, m),
+                "macs": operator_macs(graph, m) + _rows_again(graph, m),
                 "outputs": _outputs(graph, m),
-                "pixels": _pixels(graph, m),
+                "pixels": _pixels(graph, m) * _groups(graph, m),
                 "halo": round(_halo(graph, chain, j), 4),
-                "row_calls": _row_calls(graph, chain, j),
+                "row_calls": _row_calls(graph, chain, j) * _groups(graph, m),
             }
             for j, m in enumerate(chain.operators)
         ]
     return features
+
+
+def _groups(graph: Graph, op: Operator) -> int:
+    """The channel groups an expansion into its depthwise runs by (tinysched.memory.expand), each a
+    call of both kernels per output row and a pass over the output's pixels; 1 for any other."""
+    pair = expansion_of(op)
+    if pair is None:
+        return 1
+    channels = int(graph.tensors[op.outputs[0]].shape[-1])
+    return -(-channels // pair.group)
+
+
+def _rows_again(graph: Graph, op: Operator) -> int:
+    """The MACs an expansion computes again as a stage member (its rows consecutive output rows
+    share); 0 for any other operator."""
+    pair = expansion_of(op)
+    return 0 if pair is None else expansion_macs_added(graph, pair)
 
 
 def family_lines(core: str) -> Mapping[str, Mapping[str, float]]:
@@ -351,7 +372,7 @@ def operator_estimate(
     if "members" in features:
         return round(chain_estimate(features["members"], _table()["families"][family]))
     sizes = (features["macs"], features["outputs"], features["pixels"])
-    cost = _line(family, op.opcode, features["kernel"]).instructions(*sizes)
+    cost = _line(family, op.opcode, features["kernel"]).instructions(*sizes, calls=features.get("calls", 1))
     share = features["own_strip"]
     if share:
         cost += share * (_line(family, op.opcode, "wide").instructions(*sizes) - cost)
