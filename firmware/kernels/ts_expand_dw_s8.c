@@ -74,21 +74,22 @@ static TS_NOINLINE void ed_expand_rq(const ts_conv2d_s8_params *q, const int8_t 
     }
 }
 
-#define ED_PX_CH 16 /* the most channels ed_expand_pixels takes: its table, up to 768 bytes of stack */
+#define ED_PX_WORDS 192 /* ed_expand_pixels's table: 768 bytes of stack (16 channels at in_c 16, 24 at 8) */
 
 /* The expansion by the kernel's pixel-in-registers path (ts_conv2d_s8_pixel_table) on a table made
  * here as the generator makes it (ts_kernels.h, CONV_2D "pixel in registers"): per channel
  * (bias + input_offset * sum(w)) << l1, the filter widened to lanes << l1, m, base, rr (bit 9 on the
- * last channel). Where its conditions hold (in_c 8, 12 or 16, in_c <= out_c <= ED_PX_CH, the
+ * last channel). Where its conditions hold (in_c 8, 12 or 16, out_c * (4 + in_c / 2) <= ED_PX_WORDS, the
  * activation range all of int8, every channel ts_rq's steps with a right shift, so l1 = 1): 1, the
  * n rows computed; else 0, nothing done. */
 static TS_NOINLINE int ed_expand_pixels(const ts_conv2d_s8_params *q, const int8_t *input, const int8_t *filter,
                                         const int32_t *bias, int8_t *out)
 {
-    int32_t table[ED_PX_CH * (4 + 16 / 2)];
+    int32_t table[ED_PX_WORDS];
     const int32_t cin = q->in_c, w = q->out_c;
     int32_t o, k, *t = table;
-    if ((cin != 8 && cin != 12 && cin != 16) || w < cin || w > ED_PX_CH || q->act_min != -128 || q->act_max != 127) {
+    if ((cin != 8 && cin != 12 && cin != 16) || w * (4 + cin / 2) > ED_PX_WORDS || q->act_min != -128 ||
+        q->act_max != 127) {
         return 0;
     }
     for (o = 0; o < w; ++o) {
@@ -99,14 +100,16 @@ static TS_NOINLINE int ed_expand_pixels(const ts_conv2d_s8_params *q, const int8
             return 0;
         }
         ts_rq_prepare(q->multiplier[o], q->shift[o], q->output_offset, &r); /* l1 = 1 */
-        for (k = 0; k < cin; ++k) {
-            sum += f[k];
-        }
-        *t++ = (int32_t)((uint32_t)((bias != NULL ? bias[o] : 0) + q->input_offset * sum) << 1);
+        int32_t *const acc0 = t++;
         for (k = 0; k < cin; k += 4) {
-            *t++ = (int32_t)((((uint32_t)f[k] << 1) & 0xFFFFu) | ((uint32_t)f[k + 2] << 17));
-            *t++ = (int32_t)((((uint32_t)f[k + 1] << 1) & 0xFFFFu) | ((uint32_t)f[k + 3] << 17));
+            /* [w_k | w_k+2] and [w_k+1 | w_k+3], each lane << 1 (bit 16 cleared: the low lane's sign) */
+            const uint32_t v = ts_load4(f + k), e = ts_even(v), d = ts_odd(v);
+            sum = ts_smlad(e, 0x00010001u, sum);
+            sum = ts_smlad(d, 0x00010001u, sum);
+            *t++ = (int32_t)((e << 1) & 0xFFFEFFFFu);
+            *t++ = (int32_t)((d << 1) & 0xFFFEFFFFu);
         }
+        *acc0 = (int32_t)((uint32_t)((bias != NULL ? bias[o] : 0) + q->input_offset * sum) << 1);
         *t++ = r.m;
         *t++ = r.base;
         *t++ = r.rr | (o == w - 1 ? 512 : 0);
