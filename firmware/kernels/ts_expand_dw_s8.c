@@ -116,6 +116,47 @@ static TS_NOINLINE int ed_expand_pixels(const ts_conv2d_s8_params *q, const int8
     }
     return (int)ts_conv2d_s8_pixel_table(q, input, out, table);
 }
+
+#define ED_BLOCK_WORDS 160 /* ed_depthwise_blocks's table: 640 bytes of stack (16 channels of a 3x3) */
+
+/* The group's depthwise by the kernel's "Blocks" path on blocks made here as the generator makes
+ * them (ts_kernels.h, DEPTHWISE_CONV_2D "Blocks"): per four channels their biases, ts_rq fields and
+ * the filter's taps widened to lanes ([w_c | w_c+2], [w_c+1 | w_c+3]). Where they hold (d's checks
+ * with bit 1: every channel ts_rq's steps; in_c a multiple of 4, filter_w <= 3, dilation_w 1, the
+ * blocks within ED_BLOCK_WORDS): 1 with *rc the call's status; else 0, nothing done. */
+static TS_NOINLINE int ed_depthwise_blocks(ts_depthwise_conv2d_s8_params *d, const int8_t *rows, const int8_t *filter,
+                                           const int32_t *bias, int8_t *out, int32_t checks, int *rc)
+{
+    int32_t table[ED_BLOCK_WORDS];
+    const int32_t w = d->in_c, taps = d->filter_h * d->filter_w;
+    int32_t c, t, j, *b = table;
+    if ((checks & 3) != 3 || (w & 3) != 0 || d->filter_w > 3 || d->dilation_w != 1 || d->depth_multiplier != 1 ||
+        (w / 4) * (20 + 2 * taps) > ED_BLOCK_WORDS) {
+        return 0;
+    }
+    for (c = 0; c < w; c += 4) {
+        for (j = 0; j < 4; ++j) {
+            *b++ = bias != NULL ? bias[c + j] : 0;
+        }
+        for (j = 0; j < 4; ++j) {
+            ts_rq r;
+            ts_rq_prepare(d->multiplier[c + j], d->shift[c + j], d->output_offset, &r);
+            *b++ = r.m;
+            *b++ = r.l1;
+            *b++ = r.base;
+            *b++ = r.rr;
+        }
+        for (t = 0; t < taps; ++t) {
+            const uint32_t v = ts_load4(filter + (size_t)t * w + c);
+            *b++ = (int32_t)ts_even(v);
+            *b++ = (int32_t)ts_odd(v);
+        }
+    }
+    d->blocks = table;
+    *rc = ts_depthwise_conv2d_s8_checked(d, rows, filter, bias, out, checks);
+    d->blocks = NULL;
+    return 1;
+}
 #else
 #define ED_RQ 0
 #endif
@@ -164,7 +205,8 @@ static int ed_expand(ed_group *g, const int8_t *input, int32_t lo, int32_t n, in
     if ((g->e_checks & 2) != 0 && ed_expand_pixels(&g->e, in, g->ef, g->eb, out)) {
         return TS_OK;
     }
-    if ((g->e_checks & 2) != 0 && (g->e.out_c & 3) == 0 && (g->e.in_c & 3) == 0 && g->e.in_c <= ED_RQ_CIN &&
+    if ((g->e_checks & 2) != 0 && (g->e.out_c & 3) == 0 && g->e.out_c < 2 * g->e.in_c && (g->e.in_c & 3) == 0 &&
+        g->e.in_c <= ED_RQ_CIN &&
         g->e.stride_h >= 1 && g->e.stride_w >= 1 &&
         g->e.dilation_h >= 1 && g->e.dilation_w >= 1) {
         ed_expand_rq(&g->e, in, g->ef, g->eb, n * g->e.in_w, out);
@@ -186,7 +228,12 @@ static int ed_depthwise(ed_group *g, const int8_t *rows, int32_t first, int32_t 
     int rc;
     g->d.in_h = n;
     g->d.pad_top = first - top; /* rows outside [first, first + n) are padding, as in the whole call */
-    rc = ts_depthwise_conv2d_s8_checked(&g->d, rows, g->df, g->db, tmp, g->d_checks);
+#if ED_RQ
+    if (!ed_depthwise_blocks(&g->d, rows, g->df, g->db, tmp, g->d_checks, &rc))
+#endif
+    {
+        rc = ts_depthwise_conv2d_s8_checked(&g->d, rows, g->df, g->db, tmp, g->d_checks);
+    }
     if (rc != TS_OK) {
         return rc;
     }
