@@ -10,12 +10,19 @@
  * multiplier and shift (and, for the depthwise, on the same channel of the expansion), so the
  * narrowed calls give the whole calls' bytes.
  */
+#include "ts_index.h"
 #include "ts_kernels.h"
 #include "ts_mve.h"
 #include "ts_simd.h"
 
 #if TS_RQ_ASM && !TS_MVE
 #define ED_RQ 1
+/* ts_rq_apply clamped to [lo, hi]: the kernel's rq_clamp */
+static inline int8_t ed_rq_clamp(int32_t acc, const ts_rq *q, int32_t lo, int32_t hi)
+{
+    const int32_t v = ts_rq_apply(acc, q);
+    return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+}
 #define ED_RQ_CIN 64 /* the widest input ed_expand_rq takes: its widened filter block, 512 bytes of stack */
 
 /* The expansion of n pixels (flat, cin bytes each, cin a multiple of 4 up to ED_RQ_CIN) for the
@@ -157,6 +164,75 @@ static TS_NOINLINE int ed_depthwise_blocks(ts_depthwise_conv2d_s8_params *d, con
     d->blocks = NULL;
     return 1;
 }
+
+/* The group's depthwise row for W < 4 channels (which the kernel's fast paths leave to the formula
+ * one channel at a time), straight to the output pixels (pixel stride c): per output pixel the
+ * window's rectangle inside the rows (d: in_h rows, pad_top, one output row), per channel bias + the
+ * sum of w * (x + input_offset) over it (the formula's accumulator), then ts_rq (every channel takes
+ * its steps: d's checks with bit 1, which also means dilation_w 1) clamped to the activation range.
+ * W a constant where inlined. */
+static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
+                                            const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c,
+                                            const int32_t W)
+{
+    const int32_t in_w = d->in_w, fw = d->filter_w, off = d->input_offset, stride_w = d->stride_w;
+    const int32_t lo = d->act_min, hi = d->act_max, in_row = d->dilation_h * in_w * W, w_row = fw * W;
+    const int32_t y0 = -d->pad_top, out_w = d->out_w;
+    ts_rq rq[3];
+    int32_t b[3] = {0, 0, 0};
+    int32_t x, j, ky0, ky1, th, k;
+    for (j = 0; j < W; ++j) {
+        ts_rq_prepare(d->multiplier[j], d->shift[j], d->output_offset, &rq[j]);
+        b[j] = bias != NULL ? bias[j] : 0;
+    }
+    ts_tap_range(y0, d->dilation_h, d->filter_h, d->in_h, &ky0, &ky1);
+    th = ky1 - ky0;
+    rows += (size_t)(y0 + ky0 * d->dilation_h) * in_w * W; /* not read where th <= 0 */
+    filter += (size_t)ky0 * fw * W;
+    for (x = 0; x < out_w; ++x) {
+        const int32_t x0 = x * stride_w - d->pad_left;
+        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = in_w - x0 < fw ? in_w - x0 : fw;
+        int32_t a0 = b[0], a1 = b[1], a2 = b[2];
+        if (th > 0 && kx1 > kx0) {
+            const int8_t *in = rows + (size_t)(x0 + kx0) * W, *f = filter + (size_t)kx0 * W;
+            const int32_t n = (kx1 - kx0) * W;
+            int32_t ky;
+            for (ky = 0; ky < th; ++ky) {
+                for (k = 0; k < n; k += W) {
+                    a0 += ((int32_t)in[k] + off) * (int32_t)f[k];
+                    if (W > 1) {
+                        a1 += ((int32_t)in[k + 1] + off) * (int32_t)f[k + 1];
+                    }
+                    if (W > 2) {
+                        a2 += ((int32_t)in[k + 2] + off) * (int32_t)f[k + 2];
+                    }
+                }
+                in += in_row;
+                f += w_row;
+            }
+        }
+        dst[0] = ed_rq_clamp(a0, &rq[0], lo, hi);
+        if (W > 1) {
+            dst[1] = ed_rq_clamp(a1, &rq[1], lo, hi);
+        }
+        if (W > 2) {
+            dst[2] = ed_rq_clamp(a2, &rq[2], lo, hi);
+        }
+        dst += c;
+    }
+}
+
+static TS_NOINLINE void ed_depthwise_narrow(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
+                                            const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c)
+{
+    if (d->in_c == 1) {
+        ed_narrow_body(d, rows, filter, bias, dst, c, 1);
+    } else if (d->in_c == 2) {
+        ed_narrow_body(d, rows, filter, bias, dst, c, 2);
+    } else {
+        ed_narrow_body(d, rows, filter, bias, dst, c, 3);
+    }
+}
 #else
 #define ED_RQ 0
 #endif
@@ -228,6 +304,13 @@ static int ed_depthwise(ed_group *g, const int8_t *rows, int32_t first, int32_t 
     int rc;
     g->d.in_h = n;
     g->d.pad_top = first - top; /* rows outside [first, first + n) are padding, as in the whole call */
+#if ED_RQ
+    if (w < 4 && (g->d_checks & 3) == 3 && g->d.depth_multiplier == 1 && g->d.dilation_w == 1 &&
+        g->d.dilation_h >= 1 && g->d.stride_w >= 1) {
+        ed_depthwise_narrow(&g->d, rows, g->df, g->db, dst, c);
+        return TS_OK;
+    }
+#endif
 #if ED_RQ
     if (!ed_depthwise_blocks(&g->d, rows, g->df, g->db, tmp, g->d_checks, &rc))
 #endif
