@@ -23,7 +23,7 @@ static inline int8_t ed_rq_clamp(int32_t acc, const ts_rq *q, int32_t lo, int32_
     const int32_t v = ts_rq_apply(acc, q);
     return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
 }
-#define ED_RQ_CIN 64 /* the widest input ed_expand_rq takes: its widened filter block, 512 bytes of stack */
+#define ED_RQ_CIN 32 /* the widest input ed_expand_rq takes: its widened filter block, 256 bytes of stack */
 
 /* The expansion of n pixels (flat, cin bytes each, cin a multiple of 4 up to ED_RQ_CIN) for the
  * narrowed q's channels (out_c a multiple of 4) into out ([n][out_c]): blocks of four channels in
@@ -124,7 +124,7 @@ static TS_NOINLINE int ed_expand_pixels(const ts_conv2d_s8_params *q, const int8
     return (int)ts_conv2d_s8_pixel_table(q, input, out, table);
 }
 
-#define ED_BLOCK_WORDS 160 /* ed_depthwise_blocks's table: 640 bytes of stack (16 channels of a 3x3) */
+#define ED_BLOCK_WORDS 80 /* ed_depthwise_blocks's table: 320 bytes of stack (8 channels of a 3x3) */
 
 /* The group's depthwise by the kernel's "Blocks" path on blocks made here as the generator makes
  * them (ts_kernels.h, DEPTHWISE_CONV_2D "Blocks"): per four channels their biases, ts_rq fields and
