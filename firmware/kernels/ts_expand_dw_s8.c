@@ -1,14 +1,20 @@
 /* ts_expand_dw_s8.c - a 1x1 expansion CONV_2D and the DEPTHWISE_CONV_2D that alone reads it, channel
  * group by channel group through a small scratch (see ts_kernels.h, "Expansion then depthwise").
  *
- * Each piece is a call of ts_conv2d_s8 or ts_depthwise_conv2d_s8 (their _checked entries, the
- * checks made once per group and call) on a copy of the whole layer's parameters narrowed to a
- * group's channels and a few rows; on DSP cores without Helium a group's expansion whose every
- * channel takes ts_rq's steps is instead ed_expand_rq below: channel by channel, the pixels in turn,
- * the same int32 accumulator (bias + sum (x + input_offset) * w) and the same ts_rq requantisation
- * as the kernel's own 1x1 paths. A channel of either layer depends only on its own filter, bias,
- * multiplier and shift (and, for the depthwise, on the same channel of the expansion), so the
- * narrowed calls give the whole calls' bytes.
+ * Each piece is one of the two kernels' arithmetic on a group's channels and a few rows: a call of
+ * ts_conv2d_s8_checked / ts_depthwise_conv2d_s8_checked on a copy of the whole layer's parameters
+ * narrowed to the group (its checks made once per group and call), or, on DSP cores without Helium
+ * where every channel of the group takes ts_rq's steps (the checks' bit 1), a cheaper way to the
+ * same int32 accumulators and the same ts_rq:
+ *  - the expansion by the kernel's pixel-in-registers path (ts_conv2d_s8_pixel_table) on a table
+ *    made here per call (ed_expand_pixels), else in blocks of four channels (ed_expand_rq);
+ *  - the depthwise by the kernel's Blocks path on blocks made here per call (ed_depthwise_blocks),
+ *    or, for groups of one to three channels, by its own loop over each window's rectangle
+ *    (ed_depthwise_narrow), whose fast paths would take them one at a time through the formula.
+ * The per-call cost of the kernels' setup (their checks, the ts_rq fields, widened filters) is what
+ * made small groups slow; these paths keep it to a table of the group's few channels.
+ * A channel of either layer depends only on its own filter, bias, multiplier and shift (and, for the
+ * depthwise, on the same channel of the expansion), so the narrowed calls give the whole calls' bytes.
  */
 #include "ts_index.h"
 #include "ts_kernels.h"
@@ -276,20 +282,23 @@ static void ed_group_set(const ts_expand_dw_s8_params *p, int32_t c0, int32_t w,
 static int ed_expand(ed_group *g, const int8_t *input, int32_t lo, int32_t n, int8_t *out)
 {
     const int8_t *in = input + (size_t)lo * g->e.in_w * g->e.in_c;
+    const int32_t cin = g->e.in_c, w = g->e.out_c;
+    g->e.in_h = g->e.out_h = n;
 #if ED_RQ
-    g->e.in_h = g->e.out_h = n;
-    if ((g->e_checks & 2) != 0 && ed_expand_pixels(&g->e, in, g->ef, g->eb, out)) {
-        return TS_OK;
+    /* (stride 1 checked by the caller; a dilation below 1 left to the kernel's refusal) */
+    if ((g->e_checks & 2) != 0 && g->e.dilation_h >= 1 && g->e.dilation_w >= 1) {
+        if (ed_expand_pixels(&g->e, in, g->ef, g->eb, out)) {
+            return TS_OK;
+        }
+        if ((w & 3) == 0 && w < 2 * cin && (cin & 3) == 0 && cin <= ED_RQ_CIN) {
+            ed_expand_rq(&g->e, in, g->ef, g->eb, n * g->e.in_w, out);
+            return TS_OK;
+        }
     }
-    if ((g->e_checks & 2) != 0 && (g->e.out_c & 3) == 0 && g->e.out_c < 2 * g->e.in_c && (g->e.in_c & 3) == 0 &&
-        g->e.in_c <= ED_RQ_CIN &&
-        g->e.stride_h >= 1 && g->e.stride_w >= 1 &&
-        g->e.dilation_h >= 1 && g->e.dilation_w >= 1) {
-        ed_expand_rq(&g->e, in, g->ef, g->eb, n * g->e.in_w, out);
-        return TS_OK;
-    }
+#else
+    (void)cin;
+    (void)w;
 #endif
-    g->e.in_h = g->e.out_h = n;
     return ts_conv2d_s8_checked(&g->e, in, g->ef, g->eb, out, g->e_checks);
 }
 
@@ -306,12 +315,10 @@ static int ed_depthwise(ed_group *g, const int8_t *rows, int32_t first, int32_t 
     g->d.pad_top = first - top; /* rows outside [first, first + n) are padding, as in the whole call */
 #if ED_RQ
     if (w < 4 && (g->d_checks & 3) == 3 && g->d.depth_multiplier == 1 && g->d.dilation_w == 1 &&
-        g->d.dilation_h >= 1 && g->d.stride_w >= 1) {
+        g->d.dilation_h >= 1 && g->d.stride_w >= 1 && g->d.stride_h >= 1) { /* else the kernel's refusal */
         ed_depthwise_narrow(&g->d, rows, g->df, g->db, dst, c);
         return TS_OK;
     }
-#endif
-#if ED_RQ
     if (!ed_depthwise_blocks(&g->d, rows, g->df, g->db, tmp, g->d_checks, &rc))
 #endif
     {
