@@ -179,11 +179,12 @@ static TS_NOINLINE int ed_depthwise_blocks(ts_depthwise_conv2d_s8_params *d, con
  * W a constant where inlined. */
 static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
                                             const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c,
-                                            const int32_t W)
+                                            const int32_t W, const int WORDS)
 {
     const int32_t in_w = d->in_w, fw = d->filter_w, off = d->input_offset, stride_w = d->stride_w;
     const int32_t lo = d->act_min, hi = d->act_max, in_row = d->dilation_h * in_w * W, w_row = fw * W;
     const int32_t y0 = -d->pad_top, out_w = d->out_w;
+    const uint32_t off2 = ts_pack2x16(off);
     ts_rq rq[3];
     int32_t b[3] = {0, 0, 0};
     int32_t x, j, ky0, ky1, th, k;
@@ -203,18 +204,42 @@ static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params 
             const int8_t *in = rows + (size_t)(x0 + kx0) * W, *f = filter + (size_t)kx0 * W;
             const int32_t n = (kx1 - kx0) * W;
             int32_t ky;
-            for (ky = 0; ky < th; ++ky) {
-                for (k = 0; k < n; k += W) {
-                    a0 += ((int32_t)in[k] + off) * (int32_t)f[k];
-                    if (W > 1) {
-                        a1 += ((int32_t)in[k + 1] + off) * (int32_t)f[k + 1];
+            if (WORDS) {
+                /* rows four bytes a step: two taps of two channels (even lanes
+                 * channel 0, odd 1), or four taps of one channel; the last bytes one tap at a time */
+                for (ky = 0; ky < th; ++ky) {
+                    for (k = 0; k + 4 <= n; k += 4) {
+                        const uint32_t xw = ts_load4(in + k), fv = ts_load4(f + k);
+                        a0 = ts_smlad(ts_even_off(xw, off2), ts_even(fv), a0);
+                        if (W > 1) {
+                            a1 = ts_smlad(ts_odd_off(xw, off2), ts_odd(fv), a1);
+                        } else {
+                            a0 = ts_smlad(ts_odd_off(xw, off2), ts_odd(fv), a0);
+                        }
                     }
-                    if (W > 2) {
-                        a2 += ((int32_t)in[k + 2] + off) * (int32_t)f[k + 2];
+                    for (; k < n; k += W) {
+                        a0 += ((int32_t)in[k] + off) * (int32_t)f[k];
+                        if (W > 1) {
+                            a1 += ((int32_t)in[k + 1] + off) * (int32_t)f[k + 1];
+                        }
                     }
+                    in += in_row;
+                    f += w_row;
                 }
-                in += in_row;
-                f += w_row;
+            } else {
+                for (ky = 0; ky < th; ++ky) {
+                    for (k = 0; k < n; k += W) {
+                        a0 += ((int32_t)in[k] + off) * (int32_t)f[k];
+                        if (W > 1) {
+                            a1 += ((int32_t)in[k + 1] + off) * (int32_t)f[k + 1];
+                        }
+                        if (W > 2) {
+                            a2 += ((int32_t)in[k + 2] + off) * (int32_t)f[k + 2];
+                        }
+                    }
+                    in += in_row;
+                    f += w_row;
+                }
             }
         }
         dst[0] = ed_rq_clamp(a0, &rq[0], lo, hi);
@@ -228,17 +253,32 @@ static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params 
     }
 }
 
+/* ed_narrow_body with W and WORDS constants; four bytes a step (W 1 or 2) where a whole window row
+ * is 8 bytes or more (on shorter ones the scalar loop costs less) */
+static TS_NOINLINE void ed_narrow_words(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
+                                        const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c)
+{
+    if (d->in_c == 1) {
+        ed_narrow_body(d, rows, filter, bias, dst, c, 1, 1);
+    } else {
+        ed_narrow_body(d, rows, filter, bias, dst, c, 2, 1);
+    }
+}
+
 static TS_NOINLINE void ed_depthwise_narrow(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
                                             const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c)
 {
-    if (d->in_c == 1) {
-        ed_narrow_body(d, rows, filter, bias, dst, c, 1);
+    if (d->in_c < 3 && d->filter_w * d->in_c >= 8) {
+        ed_narrow_words(d, rows, filter, bias, dst, c);
+    } else if (d->in_c == 1) {
+        ed_narrow_body(d, rows, filter, bias, dst, c, 1, 0);
     } else if (d->in_c == 2) {
-        ed_narrow_body(d, rows, filter, bias, dst, c, 2);
+        ed_narrow_body(d, rows, filter, bias, dst, c, 2, 0);
     } else {
-        ed_narrow_body(d, rows, filter, bias, dst, c, 3);
+        ed_narrow_body(d, rows, filter, bias, dst, c, 3, 0);
     }
 }
+
 #else
 #define ED_RQ 0
 #endif
