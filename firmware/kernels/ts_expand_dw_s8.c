@@ -176,7 +176,8 @@ static TS_NOINLINE int ed_depthwise_blocks(ts_depthwise_conv2d_s8_params *d, con
  * window's rectangle inside the rows (d: in_h rows, pad_top, one output row), per channel bias + the
  * sum of w * (x + input_offset) over it (the formula's accumulator), then ts_rq (every channel takes
  * its steps: d's checks with bit 1, which also means dilation_w 1) clamped to the activation range.
- * W a constant where inlined. */
+ * W and WORDS (W 2 only: each window row four bytes a step, two taps of the two channels by SMLAD)
+ * constants where inlined. */
 static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
                                             const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c,
                                             const int32_t W, const int WORDS)
@@ -206,16 +207,12 @@ static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params 
             int32_t ky;
             if (WORDS) {
                 /* rows four bytes a step: two taps of two channels (even lanes
-                 * channel 0, odd 1), or four taps of one channel; the last bytes one tap at a time */
+                 * channel 0, odd 1); the last bytes one tap at a time */
                 for (ky = 0; ky < th; ++ky) {
                     for (k = 0; k + 4 <= n; k += 4) {
                         const uint32_t xw = ts_load4(in + k), fv = ts_load4(f + k);
                         a0 = ts_smlad(ts_even_off(xw, off2), ts_even(fv), a0);
-                        if (W > 1) {
-                            a1 = ts_smlad(ts_odd_off(xw, off2), ts_odd(fv), a1);
-                        } else {
-                            a0 = ts_smlad(ts_odd_off(xw, off2), ts_odd(fv), a0);
-                        }
+                        a1 = ts_smlad(ts_odd_off(xw, off2), ts_odd(fv), a1);
                     }
                     for (; k < n; k += W) {
                         a0 += ((int32_t)in[k] + off) * (int32_t)f[k];
@@ -253,22 +250,18 @@ static TS_ALWAYS_INLINE void ed_narrow_body(const ts_depthwise_conv2d_s8_params 
     }
 }
 
-/* ed_narrow_body with W and WORDS constants; four bytes a step (W 1 or 2) where a whole window row
- * is 8 bytes or more (on shorter ones the scalar loop costs less) */
+/* ed_narrow_body for two channels four bytes a step, where a whole window row is 8 bytes or more
+ * (on shorter ones the scalar loop costs less) */
 static TS_NOINLINE void ed_narrow_words(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
                                         const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c)
 {
-    if (d->in_c == 1) {
-        ed_narrow_body(d, rows, filter, bias, dst, c, 1, 1);
-    } else {
-        ed_narrow_body(d, rows, filter, bias, dst, c, 2, 1);
-    }
+    ed_narrow_body(d, rows, filter, bias, dst, c, 2, 1);
 }
 
 static TS_NOINLINE void ed_depthwise_narrow(const ts_depthwise_conv2d_s8_params *d, const int8_t *rows,
                                             const int8_t *filter, const int32_t *bias, int8_t *dst, int32_t c)
 {
-    if (d->in_c < 3 && d->filter_w * d->in_c >= 8) {
+    if (d->in_c == 2 && d->filter_w >= 4) {
         ed_narrow_words(d, rows, filter, bias, dst, c);
     } else if (d->in_c == 1) {
         ed_narrow_body(d, rows, filter, bias, dst, c, 1, 0);
