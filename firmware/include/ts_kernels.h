@@ -649,7 +649,9 @@ int ts_depthwise_conv2d_s8_checked(const ts_depthwise_conv2d_s8_params *p, const
                                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t checks);
 /* The pixel-in-registers path alone (CONV_2D "pixel in registers", flat or by rows) on `table`,
  * reading neither the filter nor the bias (the table holds both): 1 where it ran (DSP cores without
- * Helium, the path's conditions), 0 where it did not and the caller must compute the layer itself.
+ * Helium, the path's conditions; flat, also out_c < in_c where the output shares no byte with the
+ * input, when no order matters: ts_expand_dw_s8's groups), 0 where it did not and the caller must
+ * compute the layer itself.
  * For ts_legacy_uint8.c, whose table holds w + filter_offset (see "Legacy uint8"). Arithmetic and
  * read/write order: that path's. */
 int32_t ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output,
@@ -708,25 +710,35 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
  * computed without the expanded tensor ever held whole. Arithmetic: exactly ts_conv2d_s8 on the
  * whole 1x1 followed by ts_depthwise_conv2d_s8 on the whole depthwise (the same bytes; a channel
  * of either depends only on its own filter, bias, multiplier and shift, and the expanded rows a
- * depthwise window leaves out are its padding, the input zero point): nothing else, since every
- * piece is one of those two kernels called on a copy of the whole layer's parameters narrowed to a
- * channel group [c0, c0 + w) (multiplier, shift, filters and biases from c0; the expansion's quads
- * and stem, the depthwise's blocks NULL) and a few rows.
+ * depthwise window leaves out are its padding, the input zero point): every piece is one of those
+ * two kernels' arithmetic on a channel group [c0, c0 + w) (multiplier, shift, filters and biases
+ * from c0) and a few rows: a call of ts_conv2d_s8_checked / ts_depthwise_conv2d_s8_checked on a
+ * copy of the whole layer's parameters narrowed to the group (the expansion's quads and stem, the
+ * depthwise's blocks NULL; the checks made once per group and call). On DSP cores without Helium,
+ * where every channel of the group takes ts_rq's steps (the narrowed checks' bit 1), the same int32
+ * accumulators and ts_rq by cheaper ways: the expansion by the pixel-in-registers path
+ * (ts_conv2d_s8_pixel_table) on a table made per call as the generator makes it (in_c 8, 12 or 16,
+ * the activation range all of int8, every channel with a right shift, the table within 192 words),
+ * else (group a multiple of 4 below 2 * in_c, in_c a multiple of 4 up to 32) four channels a pass,
+ * each pixel's SMLAD dot products then ts_rq, packed and clamped bytewise; the depthwise (groups of
+ * 4k channels, filter_w <= 3, dilation_w 1, the blocks within 80 words) by its Blocks path on
+ * blocks made per call, or (groups of one to three channels) per output pixel the window's
+ * rectangle inside the rows, per channel bias + sum w * (x + input_offset), ts_rq, clamped.
  * Rows (as a streamed stage passes a depthwise member's, TS_ROWS): `input` is the first present
  * row of the 1x1's input, p->in_h rows of in_w * Cin bytes (batch 1); output row y < p->out_h reads
  * the expanded rows [y * stride_h - pad_top, + span) clipped to [0, p->in_h), span = (filter_h - 1)
  * * dilation_h + 1; the whole layer's in_h, out_h and pad_top in the two structs are not read.
  * Channel groups of p->group channels (the last takes the rest); the depthwise's filter grouped:
  * group g's [filter_h][filter_w][its width] after the groups before it.
- * Read/write order: by_rows 1: for each output row y, for each group: the window's clipped rows of
- * the input read and their expanded rows written to the scratch (ts_conv2d_s8), the depthwise of
- * row y's group channels into the scratch's last out_w * group bytes, then copied to output row y
- * (pixel stride C); rows shared by consecutive output rows are expanded again. by_rows 0: for each
- * group, for each output row y: the ring of expanded rows in the scratch (at most span rows) drops
- * those below the row's window (moved down, memmove), the missing rows are expanded in one call,
- * then the depthwise and the copy as above; each expanded row is computed once per group. Either
- * way the input is read again for every group, so the output shares no byte with the input, and
- * the scratch none with either.
+ * Read/write order: for each group, for each output row y. by_rows 1: the window's clipped rows of
+ * the input read and their expanded rows written to the scratch, then the depthwise of row y's
+ * group channels into the scratch's last out_w * group bytes and copied to output row y (pixel
+ * stride C; groups of one to three channels on the DSP cores above: written straight to it); rows
+ * shared by consecutive output rows are expanded again. by_rows 0: the ring of expanded rows in the
+ * scratch (at most span rows) drops those below the row's window (moved down, memmove), the missing
+ * rows are expanded in one call, then the depthwise and the output as above; each expanded row is
+ * computed once per group. Either way the input is read again for every group, so the output
+ * shares no byte with the input, and the scratch none with either.
  * scratch: span * in_w * group + out_w * group bytes. Returns TS_ERR_PARAMS for group < 1, a depth
  * multiplier other than 1 or shapes that do not chain as above, else what a called kernel
  * returns if not TS_OK. */

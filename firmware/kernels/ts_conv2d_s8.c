@@ -2979,17 +2979,28 @@ __attribute__((noinline)) static int pixel_rows(const ts_conv2d_s8_params *p, co
 
 /* The layer by the pixel-in-registers path with the generator's table, where it takes p (1; else 0,
  * nothing done): a 1x1 filter without padding, in_c 8, 12 or 16, out_c >= in_c (the order argument
- * above), a word-aligned input (then every pixel is: in_c is a multiple of 4). At stride 1 with rows
+ * above; with `apart`, out_c < in_c too where the output shares no byte with the input: no order
+ * matters then), a word-aligned input (then every pixel is: in_c is a multiple of 4). At stride 1 with rows
  * as wide as the input's, over the whole input or (one batch: a streamed stage's rows) its first
  * out_h rows, one call over the flat order (strided layers: pixel_rows, by their own entry
  * points). */
 static int pixel_layer(const ts_conv2d_s8_params *p, const int8_t *input, int8_t *output, const int32_t *table,
-                       ts_pixel_loop own)
+                       ts_pixel_loop own, int apart)
 {
     pixel_regs_fn run;
     size_t pixels;
+    if (apart && p->out_c >= 1 && p->out_c < p->in_c && p->batches == 1 && p->in_h >= 1 && p->in_w >= 1 &&
+        p->out_h >= 1 && p->out_w >= 1) {
+        const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
+        const uintptr_t i1 = i0 + (size_t)p->in_h * (size_t)p->in_w * (size_t)p->in_c;
+        const uintptr_t o1 = o0 + (size_t)p->out_h * (size_t)p->out_w * (size_t)p->out_c;
+        apart = o1 <= i0 || i1 <= o0;
+    } else {
+        apart = 0;
+    }
     if (p->filter_h != 1 || p->filter_w != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top != 0 ||
-        p->pad_left != 0 || p->out_w != p->in_w || p->out_c < p->in_c || p->batches < 1 || p->out_h < 1 ||
+        p->pad_left != 0 || p->out_w != p->in_w || (p->out_c < p->in_c && !apart) || p->batches < 1 ||
+        p->out_h < 1 ||
         p->out_w < 1 || (p->out_h != p->in_h && (p->batches != 1 || p->out_h > p->in_h)) ||
         ((uintptr_t)input & 3u) != 0) {
         return 0;
@@ -3027,7 +3038,7 @@ int32_t ts_conv2d_s8_pixel_table(const ts_conv2d_s8_params *p, const int8_t *inp
                                  const int32_t *table)
 {
 #if TS_CONV_WIDE
-    if (table != NULL && (pixel_layer(p, input, output, table, NULL) || pixel_rows(p, input, output, table))) {
+    if (table != NULL && (pixel_layer(p, input, output, table, NULL, 1) || pixel_rows(p, input, output, table))) {
         return 1;
     }
 #endif
@@ -3067,7 +3078,7 @@ int ts_conv2d_s8_pixels(const ts_conv2d_s8_params *p, const int8_t *input, const
                         const int32_t *bias, int8_t *output, const int32_t *pixel_table)
 {
 #if TS_CONV_WIDE
-    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table, NULL)) {
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table, NULL, 0)) {
         return TS_OK;
     }
 #endif
@@ -3081,7 +3092,7 @@ int ts_conv2d_s8_pixels_checked(const ts_conv2d_s8_params *p, const int8_t *inpu
                                 const int32_t *bias, int8_t *output, const int32_t *pixel_table, int32_t checks)
 {
 #if TS_CONV_WIDE
-    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table, NULL)) {
+    if (pixel_table != NULL && pixel_layer(p, input, output, pixel_table, NULL, 0)) {
         return TS_OK;
     }
 #endif
@@ -3095,7 +3106,7 @@ int ts_conv2d_s8_pixels_own(const ts_conv2d_s8_params *p, const int8_t *input, c
                             const int32_t *bias, int8_t *output, const int32_t *table, ts_pixel_loop own)
 {
 #if TS_CONV_WIDE
-    if (own != NULL && table != NULL && pixel_layer(p, input, output, table, own)) {
+    if (own != NULL && table != NULL && pixel_layer(p, input, output, table, own, 0)) {
         return TS_OK;
     }
 #endif
@@ -3111,7 +3122,7 @@ int ts_conv2d_s8_pixels_own_checked(const ts_conv2d_s8_params *p, const int8_t *
                                     ts_pixel_loop own, int32_t checks)
 {
 #if TS_CONV_WIDE
-    if (own != NULL && table != NULL && pixel_layer(p, input, output, table, own)) {
+    if (own != NULL && table != NULL && pixel_layer(p, input, output, table, own, 0)) {
         return TS_OK;
     }
 #endif
