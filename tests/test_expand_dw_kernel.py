@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         const int32_t span = (fh - 1) * dil + 1;
         const size_t in_bytes = (size_t)in_h * in_w * cin, mid_bytes = (size_t)in_h * in_w * c;
         const size_t out_bytes = (size_t)out_h * out_w * c, row_bytes = (size_t)out_w * c;
-        const size_t scratch_bytes = (size_t)span * in_w * group + (size_t)out_w * group;
+        const size_t scratch_bytes = (size_t)(span < in_h ? span : in_h) * in_w * group + (size_t)out_w * group;
         int8_t *input = (int8_t *)malloc(in_bytes), *mid = (int8_t *)malloc(mid_bytes);
         int8_t *want = (int8_t *)malloc(out_bytes), *ef = (int8_t *)malloc((size_t)c * cin);
         int8_t *df = (int8_t *)malloc((size_t)fh * fw * c), *dg = (int8_t *)malloc((size_t)fh * fw * c);

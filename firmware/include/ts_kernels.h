@@ -731,15 +731,17 @@ int ts_depthwise_conv2d_s8_staged(const ts_depthwise_conv2d_s8_params *p, const 
  * Channel groups of p->group channels (the last takes the rest); the depthwise's filter grouped:
  * group g's [filter_h][filter_w][its width] after the groups before it.
  * Read/write order: for each group, for each output row y. by_rows 1: the window's clipped rows of
- * the input read and their expanded rows written to the scratch, then the depthwise of row y's
- * group channels into the scratch's last out_w * group bytes and copied to output row y (pixel
+ * the input read and their expanded rows written to the scratch after its first out_w * group
+ * bytes, then the depthwise of row y's group channels into those first bytes and copied to output
+ * row y (pixel
  * stride C; groups of one to three channels on the DSP cores above: written straight to it); rows
  * shared by consecutive output rows are expanded again. by_rows 0: the ring of expanded rows in the
  * scratch (at most span rows) drops those below the row's window (moved down, memmove), the missing
  * rows are expanded in one call, then the depthwise and the output as above; each expanded row is
  * computed once per group. Either way the input is read again for every group, so the output
  * shares no byte with the input, and the scratch none with either.
- * scratch: span * in_w * group + out_w * group bytes. Returns TS_ERR_PARAMS for group < 1, a depth
+ * scratch: out_w * group + min(span, in_h) * in_w * group bytes, the depthwise's row first (so the
+ * expanded rows reach its end on every path: the high-water a plan states). Returns TS_ERR_PARAMS for group < 1, a depth
  * multiplier other than 1 or shapes that do not chain as above, else what a called kernel
  * returns if not TS_OK. */
 typedef struct {
@@ -759,7 +761,7 @@ typedef struct {
                         0: per group, per output row, each expanded row computed once (a ring of span rows) */
 } ts_expand_dw_s8_params;
 
-/* scratch bytes: span * in_w * group + out_w * group, span = (filter_h - 1) * dilation_h + 1 */
+/* scratch bytes: out_w * group + min(span, in_h) * in_w * group, span = (filter_h - 1) * dilation_h + 1 */
 int ts_expand_dw_s8(const ts_expand_dw_s8_params *p, const int8_t *input, int8_t *output, int8_t *scratch);
 
 /* ---- FULLY_CONNECTED ----------------------------------------------------------------------------

@@ -388,8 +388,10 @@ int ts_expand_dw_s8(const ts_expand_dw_s8_params *p, const int8_t *input, int8_t
     const ts_depthwise_conv2d_s8_params *d = &p->depthwise;
     const int32_t c = d->out_c, in_w = p->expand.in_w, group = p->group;
     const int32_t span = (d->filter_h - 1) * d->dilation_h + 1;
-    const size_t row_bytes = (size_t)in_w * group; /* a ring row of the widest group */
-    int8_t *const tmp = scratch + (size_t)span * row_bytes;
+    /* the depthwise's row of a group first, then the expanded rows: the rows reach the scratch's
+     * end on every path (a narrow group's depthwise writes the output straight, leaving tmp unused) */
+    int8_t *const tmp = scratch;
+    int8_t *const ring = scratch + (size_t)d->out_w * group;
     ed_group g;
     int32_t c0, y;
     int rc;
@@ -414,7 +416,7 @@ int ts_expand_dw_s8(const ts_expand_dw_s8_params *p, const int8_t *input, int8_t
             }
             if (p->by_rows) {
                 /* the window's rows expanded again for every output row */
-                if (hi > lo && (rc = ed_expand(&g, input, lo, hi - lo, scratch)) != TS_OK) {
+                if (hi > lo && (rc = ed_expand(&g, input, lo, hi - lo, ring)) != TS_OK) {
                     return rc;
                 }
                 first = lo;
@@ -423,18 +425,18 @@ int ts_expand_dw_s8(const ts_expand_dw_s8_params *p, const int8_t *input, int8_t
                 if (lo >= next) {
                     first = next = lo;
                 } else if (lo > first) {
-                    memmove(scratch, scratch + (size_t)(lo - first) * wrow, (size_t)(next - lo) * wrow);
+                    memmove(ring, ring + (size_t)(lo - first) * wrow, (size_t)(next - lo) * wrow);
                     first = lo;
                 }
                 if (hi > next) {
-                    rc = ed_expand(&g, input, next, hi - next, scratch + (size_t)(next - first) * wrow);
+                    rc = ed_expand(&g, input, next, hi - next, ring + (size_t)(next - first) * wrow);
                     if (rc != TS_OK) {
                         return rc;
                     }
                     next = hi;
                 }
             }
-            rc = ed_depthwise(&g, scratch, first, hi - first, top, tmp,
+            rc = ed_depthwise(&g, ring, first, hi - first, top, tmp,
                               output + (size_t)y * d->out_w * c + c0, c);
             if (rc != TS_OK) {
                 return rc;

@@ -143,10 +143,11 @@ def _span(graph: Graph, dw: Operator) -> int:
 
 
 def scratch_bytes(graph: Graph, pair: ExpandDepthwise) -> int:
-    """The kernel's scratch (ts_expand_dw_s8): `span` rows of one group, then one output row of it."""
-    _, in_w, _ = (int(d) for d in graph.tensors[pair.expanded].shape[1:])
+    """The kernel's scratch (ts_expand_dw_s8): one output row of a group, then the rows of it one
+    output row reads (`span`, at most the input's height), which every call reaches the end of."""
+    height, in_w, _ = (int(d) for d in graph.tensors[pair.expanded].shape[1:])
     out_w = int(graph.tensors[pair.depthwise.outputs[0]].shape[2])
-    return (_span(graph, pair.depthwise) * in_w + out_w) * pair.group
+    return (min(_span(graph, pair.depthwise), height) * in_w + out_w) * pair.group
 
 
 def rows_computed(graph: Graph, pair: ExpandDepthwise) -> int:
