@@ -314,9 +314,10 @@ def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
     if step.get("kernel") == "streamed":
         return chain_estimate(step["members"], lines)
     sizes = (step["macs"], step["outputs"], step["pixels"])
-    cost = _estimate(line(step["type"], step["kernel"]), *sizes, step.get("calls", 1))
+    opcode = step.get("opcode") or step["type"]
+    cost = _estimate(line(opcode, step["kernel"]), *sizes, step.get("calls", 1))
     share = step.get("own_strip") or 0.0
-    return cost + share * (_estimate(line(step["type"], "wide"), *sizes) - cost)
+    return cost + share * (_estimate(line(opcode, "wide"), *sizes) - cost)
 
 
 def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> int:
@@ -361,7 +362,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
                     for m in s["members"]:
                         steps[f"{m['opcode']}/{m['kernel']}"].append(member_row(m))
                 continue
-            opcode = s["type"]
+            opcode = s.get("opcode") or s["type"]  # (records before the opcode was recorded: the type)
             if (s.get("own_strip") or 0) > OWN_STRIP_MOST:  # largely the widened path: neither line's
                 continue
             calls = s.get("calls", 1)  # an expansion by groups: its group calls (cost.step_features)

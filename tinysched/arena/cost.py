@@ -184,8 +184,8 @@ def member_kernel(graph: Graph, chain: Stream, j: int, own_path: KeepDefault | N
     own = _own_path_name(graph, op, own_path) or ("small" if _small_field(graph, op) else None)
     if own is not None:
         return f"member-{own}"
-    if op.opcode != "CONV_2D":
-        return "member"
+    if op.opcode != "CONV_2D" or chain.tiles is not None:
+        return "member"  # (over column tiles no member has a strip: lower_stream gives tiles no room)
     if j in staged_members(graph, chain):
         return "member-staged"
     if j in pixel_widened_members(graph, chain) and int(graph.tensors[op.inputs[0]].shape[-1]) % 8 == 0:
@@ -258,6 +258,7 @@ def step_features(
     column tiles, and their row calls)."""
     op = graph.operators[v]
     features: dict[str, Any] = {
+        "opcode": op.opcode,  # the table's key with the kernel (a record's "type" is the users' name)
         "kernel": kernel_name(graph, op, own_path),
         "macs": macs(graph, v),
         "outputs": _outputs(graph, op),
