@@ -98,11 +98,15 @@ def test_grouped_filter_lays_each_group_out_whole() -> None:
     ]
 
 
-def _plan(mac_budget: float | None = None):
-    return plan(
-        built_graph(expanding_head),
-        PlanOptions(alignment=1, time_limit=2.0, stream_input=True, stream_mac_budget=mac_budget),
+def _plan(mac_budget: float | None = None, arena_budget: int | None = None):
+    options = PlanOptions(
+        alignment=1,
+        time_limit=2.0,
+        stream_input=True,
+        stream_mac_budget=mac_budget,
+        arena_budget=arena_budget,
     )
+    return plan(built_graph(expanding_head), options)
 
 
 def test_the_plan_takes_a_pair_in_its_stage_only_within_the_mac_budget() -> None:
@@ -128,6 +132,20 @@ def test_the_plan_takes_a_pair_in_its_stage_only_within_the_mac_budget() -> None
     assert planned.stream_macs() == ((35 - 24) * 20 * 8 * 48, 482_280)
     assert "1x1 expansions computed into their depthwise" in (planned.stream_macs_summary() or "")
     assert planned.input_streaming is not None and planned.input_streaming.streamed_arena_bytes == 2_420
+
+
+def test_an_arena_budget_chooses_among_plans_with_and_without_the_pairs() -> None:
+    # the fastest plan within the budget: one of an earlier round (its own pairs fused, or none),
+    # generated against the graph it was planned on
+    for budget, pairs in ((4_840, 0), (2_420, 2)):
+        planned = _plan(40, arena_budget=budget)
+        assert planned.arena.arena_bytes <= budget
+        fused = [r for r in planned.rewriting.rewrites if r.kind == "expand"]
+        assert len(fused) == pairs
+        assert sorted(planned.model_order(planned.run_order)) == sorted(
+            v for srcs in planned.operator_sources for v in srcs[:1]
+        )
+        generate(planned)
 
 
 def test_without_stream_input_no_pair_is_fused() -> None:

@@ -836,21 +836,28 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         found = _streamed_plans(base, options, note, ledger.part(2) if expansions else ledger)
         unstreamed, unstreamed_estimates = found.unstreamed, found.unstreamed_estimates
         if expansions:
-            found, expanding = _expansion_rounds(base, options, expansions, found, ledger)
+            found = _expansion_rounds(base, options, expansions, found, ledger)
         best, considered, input_streaming = found.best, found.considered, found.input_streaming
-        base = expanding.graph
+        model_graph = base
         if options.arena_budget is not None:
             # the budget chooses among plans that take the input as `best` does (whole or streamed)
             considered = [p for p in considered if _streams_input(p) == _streams_input(best)]
             if note is None:  # the plans with the default kernels: no variants, streams as chosen
-                fast = _KernelPlanner(base, replace(options, prefer="speed", stream_input=False), True)
+                expanded = best.expanding or no_rewrites(base)
+                fast = _KernelPlanner(
+                    expanded.graph, replace(options, prefer="speed", stream_input=False), True, best.expanding
+                )
                 if not _streams_input(best):
                     considered.append(
-                        fast.plan(no_rewrites(base), ledger.part(2 if best.streaming.rewrites else 1))
+                        fast.plan(
+                            no_rewrites(expanded.graph), ledger.part(2 if best.streaming.rewrites else 1)
+                        )
                     )
                 if best.streaming.rewrites:
                     considered.append(fast.plan(best.streaming, ledger.part()))
             choice, best, ceiling = _fit_budget(options, considered, best)
+        expanding = best.expanding or no_rewrites(model_graph)
+        base = expanding.graph
         placed, refinement, sched, arena, streaming = (
             best.graph,
             best.refinement,
@@ -990,7 +997,7 @@ def _expansion_rounds(
     pairs: Sequence[ExpandDepthwise],
     found: _Streamed,
     ledger: Budget,
-) -> tuple[_Streamed, RewriteResult]:
+) -> _Streamed:
     """Up to EXPAND_ROUNDS plans of the streamed input that run, on top of the last kept, every 1x1
     expansion at the peak into its depthwise by channel groups (tinysched.memory.expand); where every
     pair at the peak is taken, those in narrower groups. A round fuses the pairs into `base`, finds
@@ -1000,7 +1007,7 @@ def _expansion_rounds(
     expanding = no_rewrites(base)
     streaming = found.input_streaming
     if streaming is None or not streaming.streamed:
-        return found, expanding
+        return found
     percent = DEFAULT_STREAM_MAC_BUDGET if options.stream_mac_budget is None else options.stream_mac_budget
     cap = math.floor(total_macs(base) * percent / 100)
     chosen: list[ExpandDepthwise] = []
@@ -1035,7 +1042,7 @@ def _expansion_rounds(
         if not any(s.source for s in again) or not _fusable(fuse(graph, again)):
             continue
         share = ledger.part(2)
-        kernels = _KernelPlanner(graph, options, True)
+        kernels = _KernelPlanner(graph, options, True, expanded)
         trial = kernels.plan(fuse(graph, again), share.part(2))
         tried = [trial]
         trial = _stream_rounds(graph, kernels, pool, trial, again, share, tried)
@@ -1047,13 +1054,13 @@ def _expansion_rounds(
         if trial.arena.arena_bytes < best.arena.arena_bytes:
             best, chosen, expanding = trial, trying, expanded
     if best is found.best:
-        return replace(found, considered=considered), no_rewrites(base)
+        return replace(found, considered=considered)
     streaming = replace(
         streaming,
         streamed_arena_bytes=best.arena.arena_bytes,
         streamed_lower_bound_bytes=best.arena.lower_bound_bytes,
     )
-    return replace(found, best=best, considered=considered, input_streaming=streaming), expanding
+    return replace(found, best=best, considered=considered, input_streaming=streaming)
 
 
 def _model_members(stream: Stream, fused: RewriteResult) -> frozenset[int]:
@@ -1434,6 +1441,34 @@ def _tiles_then_streams(
         grown = _grown_stages(base, kernels, found, tiled_plan, ledger, considered)
         chosen = [s for op in grown.graph.operators if (s := stream_of(op)) is not None]
         best = _stream_rounds(base, kernels, found, grown, chosen, ledger, considered)
+    return _untiled(base, kernels, found, best, ledger, considered)
+
+
+def _untiled(
+    base: Graph,
+    kernels: _KernelPlanner,
+    found: Sequence[Stream],
+    best: _KernelPlan,
+    ledger: Budget,
+    considered: list[_KernelPlan],
+) -> _KernelPlan:
+    """`best` with each stage over column tiles run whole again where the arena stays as it is:
+    the rounds after a tiling may have lowered the peak below the step the tiles were for, and the
+    tiles cost MACs and more instructions than those (mcunet --stream-input: two stages)."""
+    for stage in [
+        s for op in best.graph.operators if (s := stream_of(op)) is not None and s.tiles is not None
+    ]:
+        whole = next((s for s in found if s.tiles is None and members(s) == members(stage)), None)
+        chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+        if whole is None or stage not in chosen:
+            continue
+        fused = fuse(base, [whole if s is stage else s for s in chosen])
+        if not _fusable(fused):
+            continue
+        trial = kernels.plan(fused, ledger.part(2))
+        considered.append(trial)
+        if trial.arena.arena_bytes <= best.arena.arena_bytes:
+            best = trial
     return best
 
 
@@ -1515,6 +1550,8 @@ class _KernelPlan:
     refinement: Any
     schedule: Schedule
     arena: ArenaPlan
+    # the expansions by groups fused into the model's graph to make `base` (None: none)
+    expanding: RewriteResult | None = None
 
     def peak_operators(self) -> set[int]:
         """Operators of the graph before fusion whose step (fused or not) is at the peak."""
@@ -1537,6 +1574,7 @@ class _KernelPlanner:
     base: Graph
     options: PlanOptions
     generable: bool  # the code generator takes `base` (else: no kernel variants, no scratch)
+    expanding: RewriteResult | None = None  # what made `base` of the model's graph (_KernelPlan's)
 
     def _plan(self, graph: Graph, budget: Budget) -> tuple[Any, Schedule, ArenaPlan]:
         refinement = memory_model(graph, self.options.planned_memory_model)
@@ -1554,7 +1592,7 @@ class _KernelPlanner:
 
         options, unvaried = self.options, streaming.graph
         if not self.generable:
-            return _KernelPlan(streaming, unvaried, *self._plan(unvaried, budget.part()))
+            return _KernelPlan(streaming, unvaried, *self._plan(unvaried, budget.part()), self.expanding)
         scratch = codegen.scratch_needs(unvaried)
         chosen = select_variants(unvaried, options.memory_model, options.prefer, options.alignment)
         placed = _with_kernel_variants(unvaried, scratch, chosen)
@@ -1573,7 +1611,7 @@ class _KernelPlanner:
             if trial_arena.arena_bytes <= arena.arena_bytes and trial_sched.peak_bytes <= sched.peak_bytes:
                 placed, refinement, sched, arena = trial, trial_model, trial_sched, trial_arena
                 break
-        return _KernelPlan(streaming, placed, refinement, sched, arena)
+        return _KernelPlan(streaming, placed, refinement, sched, arena, self.expanding)
 
 
 def _with_kernel_variants(graph: Graph, scratch: dict[int, int], chosen: dict[int, KernelVariant]) -> Graph:
