@@ -287,7 +287,7 @@ def _estimate(line: dict[str, float], macs: float, outputs: float, pixels: float
 def line_features(key: str) -> tuple[int, ...]:
     """The features `fit_validated` chooses among for a line: every one for a stage member's line
     (per_call: per row call), per MAC, output and pixel for an operator's (no per-call constant)."""
-    if key.startswith("TS_EXPAND_DW/"):  # an expansion by groups: two kernel calls per group and row
+    if key.startswith("CONV_2D+DEPTHWISE_CONV_2D (by groups)/"):  # two kernel calls per group and row
         return FIT_ALL
     return FIT_ALL if key.split("/", 1)[1].startswith("member") else FIT_SHAPES
 
@@ -314,10 +314,9 @@ def _step_estimate(lines: dict[str, Any], step: dict[str, Any]) -> float:
     if step.get("kernel") == "streamed":
         return chain_estimate(step["members"], lines)
     sizes = (step["macs"], step["outputs"], step["pixels"])
-    opcode = step.get("opcode") or step["type"]
-    cost = _estimate(line(opcode, step["kernel"]), *sizes, step.get("calls", 1))
+    cost = _estimate(line(step["type"], step["kernel"]), *sizes, step.get("calls", 1))
     share = step.get("own_strip") or 0.0
-    return cost + share * (_estimate(line(opcode, "wide"), *sizes) - cost)
+    return cost + share * (_estimate(line(step["type"], "wide"), *sizes) - cost)
 
 
 def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> int:
@@ -362,7 +361,7 @@ def refresh(models: Path, board: str, runs_file: Path | None, refit: bool) -> in
                     for m in s["members"]:
                         steps[f"{m['opcode']}/{m['kernel']}"].append(member_row(m))
                 continue
-            opcode = s.get("opcode") or s["type"]  # (records before the opcode was recorded: the type)
+            opcode = s["type"]  # (an expansion by groups: its users' name, as the table keys it)
             if (s.get("own_strip") or 0) > OWN_STRIP_MOST:  # largely the widened path: neither line's
                 continue
             calls = s.get("calls", 1)  # an expansion by groups: its group calls (cost.step_features)

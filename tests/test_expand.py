@@ -179,3 +179,21 @@ def test_measured_on_qemu_equal_to_the_plan(tmp_path: Path) -> None:
     result = streamed_input_on_qemu(path, planned, tmp_path)  # bit-exact, high-water = plan
     # the plan's 2,420 B placed at 16-byte offsets: the stage's scratch after the 960 B output
     assert result.arena_bytes_measured == planned.arena.high_water_bytes == 2_432
+
+
+def test_plan_text_and_json_name_the_pair_in_tflite_terms(tmp_path: Path, capsys) -> None:
+    """`plan` names the fused pair as its two TFLite operators, never by tinysched's own opcode."""
+    import json
+
+    from tinysched.cli import main
+
+    path = saved_model(tmp_path / "model.tflite", expanding_head, seed=4)
+    assert main(["plan", str(path), "--stream-input", "--mac-budget", "40", "--time-limit", "2"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        main(["plan", str(path), "--stream-input", "--mac-budget", "40", "--time-limit", "2", "--json"]) == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert "CONV_2D+DEPTHWISE_CONV_2D (by groups)" in text
+    assert [r["kind"] for r in doc["rewrites"]].count("expand") == 2
+    assert EXPAND_OPCODE not in text + json.dumps(doc) and EXPAND_OPCODE.lower() not in text + json.dumps(doc)

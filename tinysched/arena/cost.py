@@ -29,7 +29,7 @@ from typing import Any
 
 from tinysched.arena.placement import ArenaPlan
 from tinysched.arena.scratch import KeepDefault, stage_member_wide
-from tinysched.memory.expand import expansion_of
+from tinysched.memory.expand import expansion_of, opcode_text
 from tinysched.memory.expand import macs_added as expansion_macs_added
 from tinysched.memory.stream import (
     Stream,
@@ -258,7 +258,6 @@ def step_features(
     column tiles, and their row calls)."""
     op = graph.operators[v]
     features: dict[str, Any] = {
-        "opcode": op.opcode,  # the table's key with the kernel (a record's "type" is the users' name)
         "kernel": kernel_name(graph, op, own_path),
         "macs": macs(graph, v),
         "outputs": _outputs(graph, op),
@@ -271,7 +270,7 @@ def step_features(
     if chain is not None:  # each member's line is fitted from these and its own count
         features["members"] = [
             {
-                "opcode": m.opcode,
+                "opcode": opcode_text(m),  # (an expansion by groups: its users' name, the table's key)
                 "kernel": member_kernel(graph, chain, j, own_path),
                 "macs": operator_macs(graph, m) + _rows_again(graph, m),
                 "outputs": _outputs(graph, m),
@@ -373,7 +372,9 @@ def operator_estimate(
     if "members" in features:
         return round(chain_estimate(features["members"], _table()["families"][family]))
     sizes = (features["macs"], features["outputs"], features["pixels"])
-    cost = _line(family, op.opcode, features["kernel"]).instructions(*sizes, calls=features.get("calls", 1))
+    cost = _line(family, opcode_text(op), features["kernel"]).instructions(
+        *sizes, calls=features.get("calls", 1)
+    )
     share = features["own_strip"]
     if share:
         cost += share * (_line(family, op.opcode, "wide").instructions(*sizes) - cost)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from tinysched.memory.expand import EXPAND_OPCODE
 from tinysched.memory.stream import STREAM_OPCODE
 from tinysched.model.graph import Graph, Operator, Tensor
 
@@ -123,7 +124,8 @@ def with_scratch(graph: Graph, scratch: dict[int, int], what: str = "scratch") -
         if nbytes <= 0:
             continue
         op = operators[op_index]
-        owner = "streamed" if op.opcode == STREAM_OPCODE else op.opcode.lower()  # a chain's windows
+        # a chain's windows; an expansion by groups' rows (tinysched.memory.expand)
+        owner = {STREAM_OPCODE: "streamed", EXPAND_OPCODE: "groups"}.get(op.opcode, op.opcode.lower())
         t = Tensor(len(tensors), f"{owner}_{op_index}/{what}", "int8", (int(nbytes),), int(nbytes))
         tensors.append(t)
         operators[op_index] = replace(op, outputs=(*op.outputs, t.index))
