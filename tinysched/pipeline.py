@@ -832,8 +832,8 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
             if options.streams_allowed and options.stream_input and note is None and not _pins(options)
             else []
         )
-        # with expansions to try, the plan without them has half of the budget, their rounds the rest
-        found = _streamed_plans(base, options, note, ledger.part(2) if expansions else ledger)
+        # (the expansion rounds get what the plan without them leaves of the budget)
+        found = _streamed_plans(base, options, note, ledger)
         unstreamed, unstreamed_estimates = found.unstreamed, found.unstreamed_estimates
         if expansions:
             found = _expansion_rounds(base, options, expansions, found, ledger)
