@@ -1452,23 +1452,30 @@ def _untiled(
     ledger: Budget,
     considered: list[_KernelPlan],
 ) -> _KernelPlan:
-    """`best` with each stage over column tiles run whole again where the arena stays as it is:
-    the rounds after a tiling may have lowered the peak below the step the tiles were for, and the
-    tiles cost MACs and more instructions than those (mcunet --stream-input: two stages)."""
+    """`best` with each stage over column tiles run whole again, or over fewer tiles, where the
+    arena stays as it is (the fewest halo MACs first): the rounds after a tiling may have lowered
+    the peak below the step the tiles were for, and tiles cost MACs and more instructions than
+    those (mcunet --stream-input: two stages)."""
     for stage in [
         s for op in best.graph.operators if (s := stream_of(op)) is not None and s.tiles is not None
     ]:
         whole = next((s for s in found if s.tiles is None and members(s) == members(stage)), None)
-        chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
-        if whole is None or stage not in chosen:
+        if whole is None:
             continue
-        fused = fuse(base, [whole if s is stage else s for s in chosen])
-        if not _fusable(fused):
-            continue
-        trial = kernels.plan(fused, ledger.part(2))
-        considered.append(trial)
-        if trial.arena.arena_bytes <= best.arena.arena_bytes:
-            best = trial
+        assert stage.tiles is not None
+        fewer = [t for t in tiled(base, whole) if t.tiles is not None and t.tiles.count < stage.tiles.count]
+        for option in sorted([whole, *fewer], key=lambda t: tile_macs_added(base, t)):
+            chosen = [s for op in best.graph.operators if (s := stream_of(op)) is not None]
+            if stage not in chosen:
+                break
+            fused = fuse(base, [option if s is stage else s for s in chosen])
+            if not _fusable(fused):
+                continue
+            trial = kernels.plan(fused, ledger.part(2))
+            considered.append(trial)
+            if trial.arena.arena_bytes <= best.arena.arena_bytes:
+                best = trial
+                break
     return best
 
 
