@@ -16,36 +16,15 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import bare_metal  # bench/: the bare-metal start and QEMU run
+
 REPO = Path(__file__).resolve().parents[1]
 FLAGS = ["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16", "-mthumb", "-O2", "-std=c99"]
 SHAPES = ("1x1 40x40x8->48, 3x3/2 dw, by_rows 1 x 20 rows", "1x1 20x20x16->48, 7x7/2 dw, by_rows 0")
-
-STARTUP = r"""
-#include <stdint.h>
-#include <stdlib.h>
-extern int main(int argc, char **argv);
-extern void initialise_monitor_handles(void);
-void _init(void);
-void _fini(void);
-void _init(void) {}
-void _fini(void) {}
-volatile uint32_t wraps;
-static void systick(void) { wraps++; }
-static void reset(void)
-{
-    *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20;
-    __asm volatile("dsb\n isb");
-    initialise_monitor_handles();
-    exit(main(0, NULL));
-}
-__attribute__((section(".vectors"), used)) const void *const vectors[16] = {(const void *)0x00400000u,
-    (const void *)reset, 0,0,0,0,0,0,0,0,0,0,0,0,0, (const void *)systick};
-"""
 
 BENCH = r"""
 #include <stdio.h>
@@ -234,17 +213,17 @@ def run(root: Path) -> str:
     kernels, include = root / "firmware" / "kernels", root / "firmware" / "include"
     with tempfile.TemporaryDirectory(prefix="bench-expand-dw-") as tmp:
         t = Path(tmp)
-        (t / "startup.c").write_text(STARTUP)
         (t / "bench.c").write_text(BENCH)
         elf = t / "bench.elf"
         sources = [kernels / f"{k}.c" for k in ("ts_expand_dw_s8", "ts_conv2d_s8", "ts_depthwise_conv2d_s8")]
-        cmd = ["arm-none-eabi-gcc", *FLAGS, f"-I{include}", f"-I{kernels}", "--specs=rdimon.specs", "-nostartfiles",
-               "-Wl,-e,0", "-Wl,--section-start=.vectors=0", "-Wl,-Ttext-segment=0x400", "-Wl,--no-warn-rwx-segments",
-               str(t / "startup.c"), str(t / "bench.c"), *map(str, sources), "-o", str(elf)]  # fmt: skip
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        qemu = ["qemu-system-arm", "-M", "mps2-an500", "-nographic", "-semihosting", "-monitor", "none", "-serial",
-                "none", "-icount", "shift=6,align=off,sleep=off", "-kernel", str(elf)]  # fmt: skip
-        return subprocess.run(qemu, check=True, capture_output=True, text=True, timeout=600).stdout
+        flags = [*FLAGS, f"-I{include}", f"-I{kernels}"]
+        built = bare_metal.build([t / "bench.c", *sources], flags, 0x00400000, elf)
+        if built.returncode != 0:
+            raise SystemExit(built.stderr)
+        ran = bare_metal.run("mps2-an500", elf, icount=True)
+        if ran.returncode != 0:
+            raise SystemExit(ran.stdout[-4000:] + ran.stderr[-4000:])
+        return ran.stdout
 
 
 def main() -> int:

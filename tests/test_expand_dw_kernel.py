@@ -16,12 +16,17 @@ from __future__ import annotations
 import itertools
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from tiers import needs_gcc, needs_qemu, require
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import bare_metal  # noqa: E402
+
 KERNELS = REPO / "firmware" / "kernels"
 INCLUDE = REPO / "firmware" / "include"
 SOURCES = [KERNELS / f"{k}.c" for k in ("ts_expand_dw_s8", "ts_conv2d_s8", "ts_depthwise_conv2d_s8")]
@@ -328,33 +333,6 @@ def test_expand_dw_compiles_warning_free_for_cortex_m(core: str, tmp_path: Path)
         assert built.returncode == 0 and not built.stderr, f"{core} {opt}: {built.stderr}"
 
 
-# Bare-metal start for the harness under QEMU: the vector table at 0 (the initial stack, reset), the
-# FPU (and MVE) enabled, newlib's semihosting (rdimon) for stdio and the cases file, main's exit code
-# as QEMU's.
-STARTUP = r"""
-#include <stdint.h>
-#include <stdlib.h>
-extern int main(int argc, char **argv);
-extern void initialise_monitor_handles(void);
-void _init(void);
-void _fini(void);
-void _init(void) {}
-void _fini(void) {}
-static char name[] = "harness", cases[] = CASES;
-static char *args[] = {name, cases, NULL};
-static void reset(void)
-{
-#if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
-    *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20; /* CPACR: CP10, CP11 full access */
-    __asm volatile("dsb\n isb");
-#endif
-    initialise_monitor_handles();
-    exit(main(2, args));
-}
-__attribute__((section(".vectors"), used)) const void *const vectors[16] = {(const void *)STACK_TOP,
-                                                                          (const void *)reset};
-"""
-
 # QEMU machine, its code memory's top (the stack's start), the core's flags
 QEMU_CORES = {
     "m4": ("mps2-an386", 0x00400000, ["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
@@ -370,19 +348,11 @@ def test_expand_dw_bit_exact_on_qemu(core: str, tmp_path: Path) -> None:
     cases = _cases()
     (tmp_path / "cases.txt").write_text("".join(" ".join(map(str, c)) + "\n" for c in cases))
     (tmp_path / "harness.c").write_text(HARNESS)
-    (tmp_path / "startup.c").write_text(STARTUP)
     elf = tmp_path / "harness.elf"
-    cmd = ["arm-none-eabi-gcc", *flags, "-mthumb", "-O2", "-std=c99", "-Wall", "-Wextra", f"-I{INCLUDE}",
-           f"-I{KERNELS}", f'-DCASES="{tmp_path / "cases.txt"}"', f"-DSTACK_TOP={stack_top:#x}u",
-           "--specs=rdimon.specs", "-nostartfiles", "-Wl,-e,0", "-Wl,--section-start=.vectors=0",
-           "-Wl,-Ttext-segment=0x400", str(tmp_path / "startup.c"), str(tmp_path / "harness.c"),
-           *map(str, SOURCES), "-o", str(elf)]  # fmt: skip
-    built = subprocess.run(cmd, capture_output=True, text=True)
+    flags = [*flags, "-mthumb", "-O2", "-std=c99", "-Wall", "-Wextra", f"-I{INCLUDE}", f"-I{KERNELS}"]
+    built = bare_metal.build([tmp_path / "harness.c", *SOURCES], flags, stack_top, elf,
+                             [f'CASES="{tmp_path / "cases.txt"}"'])  # fmt: skip
     assert built.returncode == 0, built.stderr
-    run = subprocess.run(
-        ["qemu-system-arm", "-M", machine, "-nographic", "-semihosting", "-monitor", "none", "-serial", "none",
-         "-kernel", str(elf)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    run = bare_metal.run(machine, elf)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert run.stdout.splitlines()[-1] == f"cases {len(cases)} failed 0", run.stdout[-4000:]
