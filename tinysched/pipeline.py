@@ -40,6 +40,7 @@ from tinysched.memory.expand import (
     fuse_expansions,
     macs_added,
     opcode_text,
+    rows_again_macs,
 )
 from tinysched.memory.inplace import (
     DEFAULT_PREFERENCE,
@@ -536,9 +537,7 @@ class Planned:
         added = sum(stream_macs_added(chains, self.graph))
         halo = sum(tile_macs_added(self.graph, c) for c in chains)
         # (nor the rows an expansion member computes again: tinysched.memory.expand counts them once)
-        regrouped = sum(
-            macs_added(self.graph, e) for c in chains for m in c.operators if (e := expansion_of(m))
-        )
+        regrouped = sum(rows_again_macs(self.graph, c.operators) for c in chains)
         return added, total_macs(self.graph) - (added - halo - regrouped)
 
     def stream_macs_json(self) -> dict[str, Any]:
@@ -838,7 +837,6 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
         if expansions:
             found = _expansion_rounds(base, options, expansions, found, ledger)
         best, considered, input_streaming = found.best, found.considered, found.input_streaming
-        model_graph = base
         if options.arena_budget is not None:
             # the budget chooses among plans that take the input as `best` does (whole or streamed)
             considered = [p for p in considered if _streams_input(p) == _streams_input(best)]
@@ -856,8 +854,7 @@ def plan(graph: Graph, options: PlanOptions = DEFAULT_PLAN_OPTIONS) -> Planned:
                 if best.streaming.rewrites:
                     considered.append(fast.plan(best.streaming, ledger.part()))
             choice, best, ceiling = _fit_budget(options, considered, best)
-        expanding = best.expanding or no_rewrites(model_graph)
-        base = expanding.graph
+        expanding = best.expanding or no_rewrites(base)  # (a plan of an expansion round: its graph's)
         placed, refinement, sched, arena, streaming = (
             best.graph,
             best.refinement,
@@ -1217,7 +1214,7 @@ def stream_macs_added(streams: Sequence[Stream], graph: Graph) -> list[int]:
     for s in streams:
         twice = sum(operator_macs(graph, op) for op in s.operators if op.index in seen)
         # an expansion into its depthwise, called row by row, computes the rows its windows share again
-        regrouped = sum(macs_added(graph, e) for op in s.operators if (e := expansion_of(op)) is not None)
+        regrouped = rows_again_macs(graph, s.operators)
         added.append(twice + tile_macs_added(graph, s) + regrouped)
         seen |= {op.index for op in s.operators}
     return added

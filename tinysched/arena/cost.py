@@ -29,8 +29,7 @@ from typing import Any
 
 from tinysched.arena.placement import ArenaPlan
 from tinysched.arena.scratch import KeepDefault, stage_member_wide
-from tinysched.memory.expand import expansion_of, opcode_text
-from tinysched.memory.expand import macs_added as expansion_macs_added
+from tinysched.memory.expand import expansion_of, opcode_text, rows_again_macs
 from tinysched.memory.stream import (
     Stream,
     loop_rows,
@@ -272,7 +271,7 @@ def step_features(
             {
                 "opcode": opcode_text(m),  # (an expansion by groups: its users' name, the table's key)
                 "kernel": member_kernel(graph, chain, j, own_path),
-                "macs": operator_macs(graph, m) + _rows_again(graph, m),
+                "macs": operator_macs(graph, m) + rows_again_macs(graph, (m,)),
                 "outputs": _outputs(graph, m),
                 "pixels": _pixels(graph, m) * _groups(graph, m),
                 "halo": round(_halo(graph, chain, j), 4),
@@ -291,13 +290,6 @@ def _groups(graph: Graph, op: Operator) -> int:
         return 1
     channels = int(graph.tensors[op.outputs[0]].shape[-1])
     return -(-channels // pair.group)
-
-
-def _rows_again(graph: Graph, op: Operator) -> int:
-    """The MACs an expansion computes again as a stage member (its rows consecutive output rows
-    share); 0 for any other operator."""
-    pair = expansion_of(op)
-    return 0 if pair is None else expansion_macs_added(graph, pair)
 
 
 def family_lines(core: str) -> Mapping[str, Mapping[str, float]]:

@@ -22,7 +22,7 @@ is never whole, in any stage or outside one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tinysched.model.graph import Graph, Operator
@@ -39,6 +39,7 @@ __all__ = [
     "fuse_expansions",
     "macs_added",
     "opcode_text",
+    "rows_again_macs",
     "rows_computed",
     "scratch_bytes",
 ]
@@ -65,13 +66,6 @@ class ExpandDepthwise:
         return self.expand.outputs[0]
 
 
-def _nhwc(graph: Graph, t: int) -> tuple[int, int, int] | None:
-    tensor = graph.tensors[t]
-    if tensor.dtype != "int8" or not tensor.is_activation or len(tensor.shape) != 4 or tensor.shape[0] != 1:
-        return None
-    return int(tensor.shape[1]), int(tensor.shape[2]), int(tensor.shape[3])
-
-
 def _constant(graph: Graph, op: Operator, position: int, rank: int) -> bool:
     if len(op.inputs) <= position or op.inputs[position] < 0:
         return False
@@ -85,7 +79,7 @@ def _pointwise_expansion(graph: Graph, op: Operator) -> bool:
         return False
     if len(op.inputs) > 2 and op.inputs[2] >= 0 and not _constant(graph, op, 2, 1):
         return False
-    x, y = _nhwc(graph, op.inputs[0]), _nhwc(graph, op.outputs[0])
+    x, y = graph.tensors[op.inputs[0]].int8_image, graph.tensors[op.outputs[0]].int8_image
     strides = (int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1)))
     shape = graph.tensors[op.inputs[1]].shape
     return (
@@ -111,7 +105,7 @@ def _single_depthwise(graph: Graph, t: int) -> Operator | None:
         return None
     if len(dw.inputs) > 2 and dw.inputs[2] >= 0 and not _constant(graph, dw, 2, 1):
         return None
-    x, y = _nhwc(graph, t), _nhwc(graph, dw.outputs[0])
+    x, y = graph.tensors[t].int8_image, graph.tensors[dw.outputs[0]].int8_image
     if x is None or y is None or x[2] != y[2] or _pads(graph, dw) is None:
         return None
     return dw
@@ -171,6 +165,11 @@ def macs_added(graph: Graph, pair: ExpandDepthwise) -> int:
     height = int(graph.tensors[pair.expanded].shape[1])
     in_c = int(graph.tensors[pair.expand.inputs[0]].shape[3])
     return (rows_computed(graph, pair) - height) * in_w * in_c * channels
+
+
+def rows_again_macs(graph: Graph, members: Iterable[Operator]) -> int:
+    """The MACs the expansions among a stage's `members` compute again (`macs_added`); 0 for none."""
+    return sum(macs_added(graph, pair) for op in members if (pair := expansion_of(op)) is not None)
 
 
 def expansion_of(op: Operator) -> ExpandDepthwise | None:

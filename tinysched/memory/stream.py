@@ -207,15 +207,6 @@ class Stream:
         return sum(self.tensor_bytes) - self.window_bytes
 
 
-def _nhwc1(graph: Graph, t: int) -> tuple[int, int, int] | None:
-    """(h, w, c) of an int8 NHWC activation of batch 1, else None."""
-    tensor = graph.tensors[t]
-    if tensor.dtype != "int8" or not tensor.is_activation or len(tensor.shape) != 4 or tensor.shape[0] != 1:
-        return None
-    h, w, c = (int(d) for d in tensor.shape[1:])
-    return (h, w, c) if h > 0 and w > 0 and c > 0 else None
-
-
 def _kernel_hw(graph: Graph, op: Operator) -> tuple[int, int] | None:
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         if len(op.inputs) < 2 or op.inputs[1] < 0 or len(graph.tensors[op.inputs[1]].shape) != 4:
@@ -233,7 +224,7 @@ def row_resize(graph: Graph, op: Operator) -> tuple[tuple[int, int], ...] | None
     if len(op.inputs) != 2 or len(op.outputs) != 1 or op.inputs[1] < 0:
         return None
     x, y = op.inputs[0], op.outputs[0]
-    hx, hy = _nhwc1(graph, x), _nhwc1(graph, y)
+    hx, hy = graph.tensors[x].int8_image, graph.tensors[y].int8_image
     tx, ty = graph.tensors[x], graph.tensors[y]
     if hx is None or hy is None or hx[2] != hy[2] or graph.tensors[op.inputs[1]].data is None:
         return None
@@ -249,7 +240,7 @@ def row_arg(graph: Graph, op: Operator) -> bool:
     if op.opcode not in ("ARG_MAX", "ARG_MIN") or len(op.inputs) != 2 or len(op.outputs) != 1:
         return False
     x, y, axis = op.inputs[0], graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
-    hwc = _nhwc1(graph, x)
+    hwc = graph.tensors[x].int8_image
     if hwc is None or axis.data is None or axis.data.size != 1 or int(axis.data.reshape(-1)[0]) % 4 != 3:
         return False
     return y.dtype in ("int32", "int64") and tuple(y.shape) == (1, hwc[0], hwc[1]) and y.is_activation
@@ -263,7 +254,7 @@ def global_pool(graph: Graph, op: Operator) -> bool:
         return False
     if own_kernel_only(graph, op):
         return False  # a legacy uint8 model's rounding: its own kernel, whole
-    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
+    x, y = graph.tensors[op.inputs[0]].int8_image, graph.tensors[op.outputs[0]].int8_image
     if x is None or y is None or y != (1, 1, x[2]):
         return False
     kernel = (int(op.options.get("filter_height", 0)), int(op.options.get("filter_width", 0)))
@@ -277,7 +268,11 @@ def row_dense(graph: Graph, op: Operator) -> bool:
     after the last (`Stream.sums`; ts_kernels.h "FULLY_CONNECTED by rows")."""
     if op.opcode != "FULLY_CONNECTED" or len(op.inputs) < 2 or len(op.outputs) != 1 or op.inputs[1] < 0:
         return False
-    x, w, y = _nhwc1(graph, op.inputs[0]), graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    x, w, y = (
+        graph.tensors[op.inputs[0]].int8_image,
+        graph.tensors[op.inputs[1]],
+        graph.tensors[op.outputs[0]],
+    )
     if x is None or len(w.shape) != 2 or not w.is_constant or int(w.shape[1]) != x[0] * x[1] * x[2]:
         return False
     if any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:]):
@@ -298,7 +293,7 @@ def flattening_view(graph: Graph, op: Operator) -> Operator | None:
         return None
     view = graph.operators[v]
     m = view.inputs[0]
-    hwc, tx, tm = _nhwc1(graph, m), graph.tensors[x], graph.tensors[m]
+    hwc, tx, tm = graph.tensors[m].int8_image, graph.tensors[x], graph.tensors[m]
     if hwc is None or hwc[0] < 2 or len(view.outputs) != 1 or x in graph.outputs or m in graph.outputs:
         return None
     if list(graph.consumers.get(x, ())) != [op.index] or list(graph.consumers.get(m, ())) != [v]:
@@ -347,7 +342,7 @@ def row_pad(graph: Graph, op: Operator) -> int | None:
     if op.opcode not in PAD_OPS or len(op.inputs) < 2 or len(op.outputs) != 1:
         return None
     x, y = op.inputs[0], op.outputs[0]
-    if _nhwc1(graph, x) is None or _nhwc1(graph, y) is None:
+    if graph.tensors[x].int8_image is None or graph.tensors[y].int8_image is None:
         return None
     if graph.tensors[x].quantization != graph.tensors[y].quantization:
         return None
@@ -388,7 +383,7 @@ def row_window(graph: Graph, op: Operator) -> RowWindow | None:
 def _axis_window(graph: Graph, op: Operator, axis: int) -> RowWindow | None:
     """A convolution's or pool's window along its input's rows (axis 0) or columns (axis 1): span,
     stride and the padding before the first row or column (None: a geometry no stream runs)."""
-    x, y = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0])
+    x, y = graph.tensors[op.inputs[0]].int8_image, graph.tensors[op.outputs[0]].int8_image
     kernel = _kernel_hw(graph, op)
     if x is None or y is None or kernel is None or min(kernel) < 1:
         return None
@@ -410,7 +405,7 @@ def _elementwise_rows(graph: Graph, op: Operator, t: int) -> bool:
     return (
         op.inputs.count(t) == 1
         and all(graph.tensors[u].shape == shape for u in (*op.inputs, op.outputs[0]))
-        and all(_nhwc1(graph, u) is not None for u in (*op.inputs, op.outputs[0]))
+        and all(graph.tensors[u].int8_image is not None for u in (*op.inputs, op.outputs[0]))
     )
 
 
@@ -431,7 +426,7 @@ def _link(graph: Graph, producer: Operator) -> tuple[Operator, int, int] | None:
     if row_sink(graph, producer):
         return None  # a sink only: its output is written after the loop
     t = producer.outputs[0]
-    hwc = _nhwc1(graph, t)
+    hwc = graph.tensors[t].int8_image
     readers = graph.consumers.get(t, ())
     if hwc is None or len(readers) != 1 or t in graph.outputs:
         return None
@@ -509,7 +504,11 @@ def _staged_bytes(graph: Graph, op: Operator) -> int:
         return 0
     if own_kernel_only(graph, op):
         return 0  # a filter offset: the plain kernel of a legacy uint8 model, its rows as they are
-    x, y, w = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0]), graph.tensors[op.inputs[1]]
+    x, y, w = (
+        graph.tensors[op.inputs[0]].int8_image,
+        graph.tensors[op.outputs[0]].int8_image,
+        graph.tensors[op.inputs[1]],
+    )
     if x is None or y is None or len(w.shape) != 4 or not w.is_constant or tuple(w.shape[1:3]) != (1, 1):
         return 0
     strides = (int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1)))
@@ -552,7 +551,11 @@ def pixel_widened_members(graph: Graph, stream: Stream) -> tuple[int, ...]:
             continue
         if op.inputs[0] not in tensors or len(op.outputs) != 1 or own_kernel_only(graph, op):
             continue
-        x, y, w = _nhwc1(graph, op.inputs[0]), _nhwc1(graph, op.outputs[0]), graph.tensors[op.inputs[1]]
+        x, y, w = (
+            graph.tensors[op.inputs[0]].int8_image,
+            graph.tensors[op.outputs[0]].int8_image,
+            graph.tensors[op.inputs[1]],
+        )
         if x is None or y is None or len(w.shape) != 4 or not w.is_constant or tuple(w.shape[1:3]) != (1, 1):
             continue
         strides = (int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1)))
@@ -603,12 +606,12 @@ def _streamable(graph: Graph, op: Operator) -> bool:
         return True  # a global pool, a FULLY_CONNECTED over the flattened map (`ROW_SINKS`)
     if row_arg(graph, op) or row_resize(graph, op) is not None:
         return True  # an ARG_MAX over the channels (a sink); a resize (a head)
-    if len(op.outputs) != 1 or _nhwc1(graph, op.outputs[0]) is None or not op.inputs:
+    if len(op.outputs) != 1 or graph.tensors[op.outputs[0]].int8_image is None or not op.inputs:
         return False
     if op.opcode in WINDOWED:
         return (
             row_window(graph, op) is not None
-            and _nhwc1(graph, op.inputs[0]) is not None
+            and graph.tensors[op.inputs[0]].int8_image is not None
             and not any(u >= 0 and graph.tensors[u].is_activation for u in op.inputs[1:])
         )
     if row_mean(graph, op) or broadcast_gate(graph, op) is not None:
@@ -855,7 +858,7 @@ def input_chains(graph: Graph) -> tuple[list[Stream], str | None]:
         readers = [graph.operators[v].opcode for v in graph.consumers.get(x, ())]
         fix = " (--io int8 removes its QUANTIZE and takes int8 rows)" if readers == ["QUANTIZE"] else ""
         return [], f"input 0 is {tensor.dtype}; the rows streamed are int8{fix}"
-    if _nhwc1(graph, x) is None:
+    if graph.tensors[x].int8_image is None:
         return [], f"input 0 ({shape}) is not an image of batch 1 (1 x rows x columns x channels)"
     readers = graph.consumers.get(x, ())
     if x in graph.outputs:
@@ -1051,7 +1054,7 @@ def row_mean(graph: Graph, op: Operator) -> bool:
     if op.opcode != "MEAN" or len(op.inputs) != 2 or len(op.outputs) != 1 or not op.options.get("keep_dims"):
         return False
     x, y, axes = op.inputs[0], op.outputs[0], graph.tensors[op.inputs[1]]
-    if _nhwc1(graph, x) is None or _nhwc1(graph, y) is None or axes.data is None:
+    if graph.tensors[x].int8_image is None or graph.tensors[y].int8_image is None or axes.data is None:
         return False
     rank = 4
     wanted = sorted({int(a) % rank for a in list(axes.data.reshape(-1))})
@@ -1065,13 +1068,13 @@ def broadcast_gate(graph: Graph, op: Operator) -> int | None:
     if op.opcode != "MUL" or len(op.inputs) != 2 or len(op.outputs) != 1 or op.inputs[0] == op.inputs[1]:
         return None
     y = op.outputs[0]
-    if _nhwc1(graph, y) is None:
+    if graph.tensors[y].int8_image is None:
         return None
     for x, g in (op.inputs, op.inputs[::-1]):
         gate = graph.tensors[g]
         if (
             graph.tensors[x].shape == graph.tensors[y].shape
-            and _nhwc1(graph, x) is not None
+            and graph.tensors[x].int8_image is not None
             and gate.is_activation
             and gate.dtype == "int8"
             and tuple(gate.shape) == (1, 1, 1, int(graph.tensors[y].shape[3]))

@@ -48,6 +48,15 @@ class Tensor:
         return self.data is not None
 
     @property
+    def int8_image(self) -> tuple[int, int, int] | None:
+        """(h, w, c) of an int8 NHWC activation of batch 1, none of them 0: what a row stream and an
+        expansion by channel groups run over (tinysched.memory); else None."""
+        if self.dtype != "int8" or not self.is_activation or len(self.shape) != 4 or self.shape[0] != 1:
+            return None
+        h, w, c = (int(d) for d in self.shape[1:])
+        return (h, w, c) if h > 0 and w > 0 and c > 0 else None
+
+    @property
     def is_activation(self) -> bool:
         """Activations are what the arena holds: neither constant data nor persistent state."""
         return self.data is None and not self.is_variable
