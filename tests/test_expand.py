@@ -162,9 +162,10 @@ def test_bit_exact_on_the_host_alone_and_in_a_stage(tmp_path: Path) -> None:
     planned = plan(
         parse_model(path.read_bytes()), PlanOptions(time_limit=2.0, stream_input=True, stream_mac_budget=40)
     )
-    text = generate(planned).files[f"{generate(planned).prefix}.c"]
+    module = generate(planned)
+    text = module.files[f"{module.prefix}.c"]
     assert ".by_rows = 1" in text and ".by_rows = 0" in text
-    result = verify(path, planned, generate(planned), n_inputs=3, seed=2, opt="-O1", sanitize=True)
+    result = verify(path, planned, module, n_inputs=3, seed=2, opt="-O1", sanitize=True)
     assert result.mismatches == [] and result.outputs_match
 
 
